@@ -1,0 +1,27 @@
+// Compiles src/ to dist/ and copies the non-TypeScript assets (.sql, .lua, .html, .css)
+// that modules load at run time from beside themselves.
+import { execFileSync } from 'node:child_process';
+import { cpSync, rmSync, readdirSync, statSync, mkdirSync } from 'node:fs';
+import { join, dirname, extname } from 'node:path';
+import { createRequire } from 'node:module';
+
+const root = new URL('..', import.meta.url).pathname;
+const require = createRequire(import.meta.url);
+const ASSET_EXTENSIONS = new Set(['.sql', '.lua', '.html', '.css', '.svg']);
+
+rmSync(join(root, 'dist'), { recursive: true, force: true });
+const tsc = require.resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
+
+function copyAssets(dir) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) copyAssets(path);
+    else if (ASSET_EXTENSIONS.has(extname(name))) {
+      const target = join(root, 'dist', path.slice(join(root, 'src').length));
+      mkdirSync(dirname(target), { recursive: true });
+      cpSync(path, target);
+    }
+  }
+}
+copyAssets(join(root, 'src'));

@@ -1,0 +1,39 @@
+/**
+ * Store URL → backend. Each backend module is imported only when its URL scheme is used, so a
+ * SQLite user never loads `pg` or `ioredis`.
+ */
+import type { Backend, BackendFactory, BackendOptions } from '../core/backend.js';
+import { DibsError } from '../core/errors.js';
+
+const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
+  sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
+};
+
+export const DEFAULT_STORE = 'sqlite:./dibs.db';
+
+export function parseStoreUrl(store: string): URL {
+  try {
+    return new URL(store);
+  } catch {
+    throw new DibsError('invalid_input', `store: '${redact(store)}' is not a URL (try sqlite:./dibs.db, postgres://…, redis://…)`, { field: 'store' });
+  }
+}
+
+export function schemeOf(url: URL): string {
+  const scheme = url.protocol.replace(/:$/, '');
+  return scheme === 'postgresql' ? 'postgres' : scheme === 'rediss' ? 'redis' : scheme;
+}
+
+export async function openBackend(store: string, options: BackendOptions = {}): Promise<Backend> {
+  const url = parseStoreUrl(store);
+  const load = FACTORIES[schemeOf(url)];
+  if (!load) {
+    throw new DibsError('invalid_input', `store: unsupported scheme '${url.protocol}' (supported: ${Object.keys(FACTORIES).join(', ')})`, { field: 'store' });
+  }
+  return (await load())(url, options);
+}
+
+/** The store URL without its password, for logs and messages. */
+export function redact(store: string): string {
+  return store.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+}

@@ -1,0 +1,112 @@
+-- Statements of the SQLite pool backend. Each block is one prepared statement; the claim and
+-- the other multi-statement steps combine them inside one BEGIN IMMEDIATE transaction.
+
+-- name: now
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
+
+-- name: poolByName
+SELECT * FROM dibs_pools WHERE name = ?
+
+-- name: insertPool
+INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, created_at)
+VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+ON CONFLICT (name) DO NOTHING
+
+-- name: listPools
+SELECT * FROM dibs_pools WHERE name > ? ORDER BY name LIMIT ?
+
+-- name: updatePool
+UPDATE dibs_pools
+SET per_claimant_limit = @perClaimantLimit, low_stock_threshold = @lowStockThreshold, metadata = @metadata,
+    low_stock_armed = CASE WHEN @lowStockThreshold IS NULL OR free > @lowStockThreshold THEN 1 ELSE low_stock_armed END
+WHERE id = @id
+
+-- name: maxHeldByOneClaimant
+SELECT COALESCE(MAX(n), 0) AS n FROM (SELECT COUNT(*) AS n FROM dibs_codes WHERE pool_id = ? AND claimant IS NOT NULL GROUP BY claimant)
+
+-- name: deletePool
+DELETE FROM dibs_pools WHERE id = ?
+
+-- name: insertCode
+INSERT INTO dibs_codes (pool_id, code) VALUES (?, ?) ON CONFLICT (pool_id, code) DO NOTHING
+
+-- name: addFree
+UPDATE dibs_pools
+SET total = total + @n, free = free + @n,
+    low_stock_armed = CASE WHEN low_stock_threshold IS NULL OR free + @n > low_stock_threshold THEN 1 ELSE low_stock_armed END
+WHERE id = @id
+
+-- name: claimKey
+SELECT claimant, count FROM dibs_claim_keys WHERE pool_id = ? AND key = ?
+
+-- name: insertClaimKey
+INSERT INTO dibs_claim_keys (pool_id, key, claimant, count, created_at) VALUES (?, ?, ?, ?, ?)
+
+-- name: deleteClaimKey
+DELETE FROM dibs_claim_keys WHERE pool_id = ? AND key = ?
+
+-- name: codesOfKey
+SELECT code FROM dibs_codes WHERE pool_id = ? AND claim_key = ? AND claimant = ? ORDER BY claimed_at, id
+
+-- name: heldCodes
+SELECT * FROM dibs_codes WHERE pool_id = ? AND claimant = ? ORDER BY claimed_at, id
+
+-- name: takeFree
+SELECT id, code FROM dibs_codes WHERE pool_id = ? AND status = 'free' ORDER BY id LIMIT ?
+
+-- name: markClaimed
+UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now
+WHERE id = @id AND status = 'free'
+
+-- name: moveCounters
+UPDATE dibs_pools
+SET free = free + @free, claimed = claimed + @claimed, redeemed = redeemed + @redeemed, revoked = revoked + @revoked,
+    low_stock_armed = CASE WHEN low_stock_threshold IS NULL OR free + @free > low_stock_threshold THEN 1 ELSE low_stock_armed END
+WHERE id = @id
+RETURNING free, low_stock_threshold, low_stock_armed, low_stock_events
+
+-- name: fireLowStock
+UPDATE dibs_pools SET low_stock_armed = 0, low_stock_events = low_stock_events + 1 WHERE id = ? RETURNING low_stock_events
+
+-- name: insertEvent
+INSERT INTO dibs_outbox (type, idempotency_key, pool, payload, created_at) VALUES (@type, @key, @pool, @payload, @now)
+ON CONFLICT (idempotency_key) DO NOTHING
+
+-- name: codeByValue
+SELECT * FROM dibs_codes WHERE pool_id = ? AND code = ?
+
+-- name: setCodeState
+UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt
+WHERE id = @id
+
+-- name: exportAll
+SELECT * FROM dibs_codes WHERE pool_id = ? AND id > ? ORDER BY id LIMIT ?
+
+-- name: exportByStatus
+SELECT * FROM dibs_codes WHERE pool_id = ? AND status = ? AND id > ? ORDER BY id LIMIT ?
+
+-- name: countByStatus
+SELECT status, COUNT(*) AS n FROM dibs_codes WHERE pool_id = ? GROUP BY status
+
+-- name: claimantsOverLimit
+SELECT claimant, COUNT(*) AS n FROM dibs_codes WHERE pool_id = ? AND claimant IS NOT NULL GROUP BY claimant HAVING COUNT(*) > ?
+
+-- name: holderMismatch
+SELECT code, status, claimant FROM dibs_codes
+WHERE pool_id = ? AND ((claimant IS NOT NULL) <> (status IN ('claimed', 'redeemed')))
+LIMIT 100
+
+-- name: keysWithForeignCodes
+SELECT k.key, k.claimant, c.code, c.claimant AS holder FROM dibs_claim_keys k
+JOIN dibs_codes c ON c.pool_id = k.pool_id AND c.claim_key = k.key
+WHERE k.pool_id = ? AND c.claimant IS NOT k.claimant
+LIMIT 100
+
+-- name: lowStockEventCount
+SELECT COUNT(*) AS n FROM dibs_outbox WHERE type = 'pool.low_stock' AND pool = ?
+
+-- name: eventsAfter
+SELECT * FROM dibs_outbox WHERE id > ? ORDER BY id LIMIT ?
+
+-- name: poolEventsAfter
+SELECT * FROM dibs_outbox WHERE pool = ? AND id > ? ORDER BY id LIMIT ?

@@ -1,0 +1,98 @@
+import type {
+  ClaimManyResult,
+  ClaimResult,
+  CodeInfo,
+  CodeStatus,
+  Health,
+  InsertResult,
+  ListOptions,
+  OutboxEvent,
+  Page,
+  Pool,
+  PoolPatch,
+  PoolSpec,
+  PoolStats,
+  Violation,
+} from './types.js';
+
+/**
+ * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
+ * connections or transactions: each adapter owns its connections.
+ *
+ * Inputs are already validated by the `Dibs` facade (names, claimants, codes, limits are
+ * well-formed), so backends enforce only what needs the stored state: existence, limits,
+ * stock, idempotency — and each of those inside ONE atomic step (statement, transaction
+ * or script). Failures are thrown as `DibsError` with a stable code.
+ *
+ * The conformance suite in `test/conformance/` is the executable form of this contract.
+ */
+export interface PoolBackend {
+  /** Throws `already_exists` if a pool with that name exists. */
+  createPool(spec: PoolSpec): Promise<Pool>;
+  /** Throws `not_found`. */
+  getPool(name: string): Promise<Pool>;
+  /** Pools ordered by name; `after` is the name of the last pool of the previous page. */
+  listPools(options: Required<Pick<ListOptions, 'limit'>> & ListOptions): Promise<Page<Pool>>;
+  /** Throws `not_found`. Lowering the limit never takes codes away from anyone. */
+  updatePool(name: string, patch: PoolPatch): Promise<Pool>;
+  /** Removes the pool, its codes, claims and idempotency records. Throws `not_found`. */
+  deletePool(name: string): Promise<void>;
+
+  /**
+   * Adds one batch of already-validated codes (≤ a few thousand) atomically. Codes already in
+   * the pool — or repeated inside the batch — are counted as duplicates, never inserted twice.
+   * Counters (total, free) move in the same atomic step. Throws `not_found`.
+   */
+  insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult>;
+
+  /**
+   * Gives `count` (≥1) new codes to `claimant`, bounded by what the claimant's limit still allows.
+   * In one atomic step:
+   * - idempotency: if `idempotencyKey` was used before in this pool, return the original codes
+   *   (`replayed: true`) when they are still held; a key used by another claimant or for another
+   *   count throws `conflict`; a key whose codes were all released or revoked is forgotten.
+   * - limit: a claimant already holding `perClaimantLimit` codes (claimed or redeemed) gets
+   *   `status: 'already-held'` and its codes in `held`; `codes` is empty.
+   * - stock: no free code → `sold_out`; fewer free codes than wanted → the ones there are.
+   * - counters and the low-stock outbox event (once per crossing of the threshold).
+   */
+  claim(pool: string, claimant: string, count: number, idempotencyKey: string | null): Promise<ClaimManyResult>;
+
+  /** Puts a claimed (not redeemed) code back into the pool. `claimant`, when given, must be the holder. */
+  release(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
+  /** Marks a claimed code used. Throws `already_redeemed`, `conflict` (free/revoked or other holder), `not_found`. */
+  redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
+  /** Withdraws a code for good; its holder (if any) loses it. Throws `conflict` if already revoked. */
+  revoke(pool: string, code: string): Promise<CodeInfo>;
+  /** Throws `not_found` for an unknown pool or code. */
+  getCode(pool: string, code: string): Promise<CodeInfo>;
+  /** Codes the claimant holds (claimed or redeemed), oldest first. */
+  holdings(pool: string, claimant: string): Promise<CodeInfo[]>;
+
+  /** Exact counters, read in O(1) (maintained in the claim's atomic step, never COUNT(*)). */
+  stats(pool: string): Promise<PoolStats>;
+  /** Every code of the pool in a stable order, in batches of about `batchSize`. */
+  exportCodes(pool: string, options: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]>;
+  /** Reads the raw state and reports every broken invariant (I1, I2, I4, I7); empty when clean. */
+  audit(pool: string): Promise<Violation[]>;
+
+  /** Outbox events in the order they were recorded. `after` is an event id. */
+  listEvents(options: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]>;
+}
+
+export interface Backend {
+  /** `sqlite`, `postgres`, `redis`, … */
+  readonly kind: string;
+  readonly pools: PoolBackend;
+  health(): Promise<Health>;
+  /** Closes connections; pending operations finish first. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** How a backend module is opened from a store URL. */
+export type BackendFactory = (url: URL, options: BackendOptions) => Promise<Backend>;
+
+export interface BackendOptions {
+  /** Extra, backend-specific settings (e.g. `{ poolSize: 16, schema: 'dibs' }`). */
+  [key: string]: unknown;
+}

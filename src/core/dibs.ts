@@ -1,0 +1,159 @@
+/**
+ * The public library surface. It validates every input once (schemas.ts) and delegates to the
+ * backend, so every backend gets the same, already-clean arguments and callers get the same
+ * typed errors whichever store they run on.
+ */
+import type { Readable } from 'node:stream';
+import type { Backend, PoolBackend } from './backend.js';
+import { codesToCsv } from './export.js';
+import { importCodeList, importCsv, type CsvSource, type ImportOptions } from './import.js';
+import {
+  claimCountSchema,
+  claimOptionsSchema,
+  claimantSchema,
+  codeSchema,
+  codeStatusSchema,
+  createPoolSchema,
+  listOptionsSchema,
+  poolNameSchema,
+  updatePoolSchema,
+  type CreatePoolInput,
+  type UpdatePoolInput,
+} from './schemas.js';
+import type {
+  ClaimManyResult,
+  ClaimOptions,
+  ClaimResult,
+  CodeInfo,
+  CodeStatus,
+  Health,
+  ImportResult,
+  ListOptions,
+  OutboxEvent,
+  Page,
+  Pool,
+  PoolStats,
+  Violation,
+} from './types.js';
+import { parseInput } from './validate.js';
+import { z } from 'zod';
+
+export class Pools {
+  constructor(private readonly backend: PoolBackend) {}
+
+  create(input: CreatePoolInput): Promise<Pool> {
+    return this.backend.createPool(parseInput(createPoolSchema, input));
+  }
+
+  get(name: string): Promise<Pool> {
+    return this.backend.getPool(pool(name));
+  }
+
+  list(options: ListOptions = {}): Promise<Page<Pool>> {
+    return this.backend.listPools(parseInput(listOptionsSchema, options));
+  }
+
+  update(name: string, patch: UpdatePoolInput): Promise<Pool> {
+    return this.backend.updatePool(pool(name), parseInput(updatePoolSchema, patch));
+  }
+
+  delete(name: string): Promise<void> {
+    return this.backend.deletePool(pool(name));
+  }
+
+  /** Adds codes from a list (array, generator, async iterable). Blank/oversized entries are counted as invalid. */
+  importCodes(name: string, codes: Iterable<unknown> | AsyncIterable<unknown>, options?: ImportOptions): Promise<ImportResult> {
+    return importCodeList(this.backend, pool(name), codes, options);
+  }
+
+  /** Adds codes from CSV text or a byte stream (one code per line, or a `code` column). Streams; never buffers the file. */
+  importCsv(name: string, source: CsvSource, options?: ImportOptions): Promise<ImportResult> {
+    return importCsv(this.backend, pool(name), source, options);
+  }
+
+  /** Gives one code to `claimant` — or, at its limit, answers `already-held` with a code it holds. */
+  async claim(name: string, claimant: string, options: ClaimOptions = {}): Promise<ClaimResult> {
+    const { idempotencyKey } = parseInput(claimOptionsSchema, options);
+    const result = await this.backend.claim(pool(name), who(claimant), 1, idempotencyKey ?? null);
+    const code = result.status === 'claimed' ? result.codes[0] : result.held[0];
+    return { pool: result.pool, claimant: result.claimant, status: result.status, code: code!, held: result.held, replayed: result.replayed };
+  }
+
+  /** Gives up to `count` codes, bounded by the claimant's remaining limit and by stock. */
+  claimMany(name: string, claimant: string, count: number, options: ClaimOptions = {}): Promise<ClaimManyResult> {
+    const { idempotencyKey } = parseInput(claimOptionsSchema, options);
+    return this.backend.claim(pool(name), who(claimant), parseInput(claimCountSchema, count, 'count'), idempotencyKey ?? null);
+  }
+
+  release(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
+    return this.backend.release(pool(name), codeArg(code), optionalClaimant(options.claimant));
+  }
+
+  redeem(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
+    return this.backend.redeem(pool(name), codeArg(code), optionalClaimant(options.claimant));
+  }
+
+  revoke(name: string, code: string): Promise<CodeInfo> {
+    return this.backend.revoke(pool(name), codeArg(code));
+  }
+
+  code(name: string, code: string): Promise<CodeInfo> {
+    return this.backend.getCode(pool(name), codeArg(code));
+  }
+
+  holdings(name: string, claimant: string): Promise<CodeInfo[]> {
+    return this.backend.holdings(pool(name), who(claimant));
+  }
+
+  stats(name: string): Promise<PoolStats> {
+    return this.backend.stats(pool(name));
+  }
+
+  /** Every code with its status and holder, in batches. */
+  exportCodes(name: string, options: { status?: CodeStatus; batchSize?: number } = {}): AsyncIterable<CodeInfo[]> {
+    const status = options.status === undefined ? undefined : parseInput(codeStatusSchema, options.status, 'status');
+    const batchSize = parseInput(z.number().int().min(1).max(100_000), options.batchSize ?? 5000, 'batchSize');
+    return this.backend.exportCodes(pool(name), { ...(status ? { status } : {}), batchSize });
+  }
+
+  /** The export as CSV (`code,status,claimant,claimed_at,redeemed_at`), streamed. Checks the pool exists first. */
+  async exportCsv(name: string, options: { status?: CodeStatus; escapeFormulas?: boolean } = {}): Promise<Readable> {
+    await this.backend.getPool(pool(name));
+    return codesToCsv(this.exportCodes(name, options.status ? { status: options.status } : {}), options);
+  }
+
+  /** Invariant violations of the pool (I1, I2, I4, I7); an empty list means the pool is clean. */
+  audit(name: string): Promise<Violation[]> {
+    return this.backend.audit(pool(name));
+  }
+
+  events(options: { after?: string; limit?: number; pool?: string } = {}): Promise<OutboxEvent[]> {
+    const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
+    return this.backend.listEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.pool ? { pool: pool(options.pool) } : {}) });
+  }
+}
+
+const pool = (name: string) => parseInput(poolNameSchema, name, 'pool');
+const who = (claimant: string) => parseInput(claimantSchema, claimant, 'claimant');
+const codeArg = (code: string) => parseInput(codeSchema, code, 'code');
+const optionalClaimant = (claimant: string | undefined) => (claimant === undefined ? null : who(claimant));
+
+export class Dibs {
+  readonly pools: Pools;
+
+  constructor(readonly backend: Backend) {
+    this.pools = new Pools(backend.pools);
+  }
+
+  get kind(): string {
+    return this.backend.kind;
+  }
+
+  health(): Promise<Health> {
+    return this.backend.health();
+  }
+
+  close(): Promise<void> {
+    return this.backend.close();
+  }
+}

@@ -1,0 +1,26 @@
+import { stringify } from 'csv-stringify';
+import { Readable } from 'node:stream';
+import type { CodeInfo } from './types.js';
+
+export const EXPORT_COLUMNS = ['code', 'status', 'claimant', 'claimed_at', 'redeemed_at'] as const;
+
+/**
+ * A spreadsheet treats a cell starting with = + - @ (or tab / CR) as a formula. Exported
+ * codes and claimant ids come from outside, so such cells are prefixed with a quote
+ * (OWASP "CSV injection"); `escapeFormulas: false` turns that off for machine consumers.
+ */
+export function escapeFormula(cell: string): string {
+  return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
+}
+
+export function codesToCsv(batches: AsyncIterable<CodeInfo[]>, options: { escapeFormulas?: boolean } = {}): Readable {
+  const escape = options.escapeFormulas === false ? (s: string) => s : escapeFormula;
+  async function* rows() {
+    for await (const batch of batches) {
+      for (const c of batch) {
+        yield [escape(c.code), c.status, c.claimant === null ? '' : escape(c.claimant), c.claimedAt ?? '', c.redeemedAt ?? ''];
+      }
+    }
+  }
+  return Readable.from(rows()).pipe(stringify({ header: true, columns: [...EXPORT_COLUMNS] }));
+}

@@ -1,0 +1,130 @@
+/**
+ * Streaming code import: turns a CSV byte stream or a list of strings into validated batches
+ * and hands each batch to the backend, so a million codes never sit in memory at once.
+ */
+import { Readable } from 'node:stream';
+import { parse } from 'csv-parse';
+import type { PoolBackend } from './backend.js';
+import { DibsError } from './errors.js';
+import { codeSchema } from './schemas.js';
+import type { ImportProgress, ImportResult } from './types.js';
+
+export const DEFAULT_IMPORT_BATCH = 5000;
+/** A CSV record longer than this is not a code list: refuse it instead of buffering it. */
+const MAX_RECORD_BYTES = 64 * 1024;
+
+export interface ImportOptions {
+  /** Called after every batch is stored. */
+  onProgress?: (progress: ImportProgress) => void;
+  batchSize?: number;
+}
+
+export type CsvSource = Readable | AsyncIterable<string | Uint8Array> | string | Uint8Array;
+
+/** Returns the normalised code, or null when the entry is blank, oversized or malformed. */
+export function normaliseCode(raw: unknown): string | null {
+  const result = codeSchema.safeParse(raw);
+  return result.success ? result.data : null;
+}
+
+/** Imports codes from an in-memory or streamed list of strings (one code per element). */
+export async function importCodeList(
+  backend: PoolBackend,
+  pool: string,
+  codes: Iterable<unknown> | AsyncIterable<unknown>,
+  options: ImportOptions = {},
+): Promise<ImportResult> {
+  const importer = new BatchImporter(backend, pool, options);
+  for await (const raw of codes as AsyncIterable<unknown>) await importer.add(raw);
+  return importer.finish();
+}
+
+/**
+ * Imports codes from CSV text: one code per line, or several columns with a header row that
+ * names a `code` column. Without such a header the first column is the code.
+ */
+export async function importCsv(
+  backend: PoolBackend,
+  pool: string,
+  source: CsvSource,
+  options: ImportOptions = {},
+): Promise<ImportResult> {
+  const input = typeof source === 'string' || source instanceof Uint8Array ? Readable.from([source]) : Readable.from(source);
+  let bytes = 0;
+  input.on('data', (chunk: string | Uint8Array) => {
+    bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+  });
+  const parser = input.pipe(
+    parse({
+      bom: true,
+      relax_column_count: true,
+      relax_quotes: true,
+      skip_empty_lines: true,
+      max_record_size: MAX_RECORD_BYTES,
+    }),
+  );
+  input.on('error', (error) => parser.destroy(error));
+  const importer = new BatchImporter(backend, pool, options, () => bytes);
+  let column: number | null = null;
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      if (column === null) {
+        const header = record.findIndex((cell) => cell.trim().toLowerCase() === 'code');
+        column = header >= 0 ? header : 0;
+        if (header >= 0) continue;
+      }
+      await importer.add(record[column]);
+    }
+  } catch (error) {
+    if (error instanceof DibsError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new DibsError('invalid_input', `CSV could not be read: ${message}`, {
+      field: 'codes',
+      details: { ...importer.progress() },
+      cause: error,
+    });
+  }
+  return importer.finish();
+}
+
+class BatchImporter {
+  private batch: string[] = [];
+  private readonly totals: ImportResult = { imported: 0, duplicates: 0, invalid: 0 };
+  private readonly batchSize: number;
+
+  constructor(
+    private readonly backend: PoolBackend,
+    private readonly pool: string,
+    private readonly options: ImportOptions,
+    private readonly bytesRead?: () => number,
+  ) {
+    this.batchSize = options.batchSize ?? DEFAULT_IMPORT_BATCH;
+  }
+
+  async add(raw: unknown): Promise<void> {
+    const code = normaliseCode(raw);
+    if (code === null) this.totals.invalid++;
+    else this.batch.push(code);
+    if (this.batch.length >= this.batchSize) await this.flush();
+  }
+
+  progress(): ImportProgress {
+    const bytes = this.bytesRead?.();
+    return { ...this.totals, ...(bytes === undefined ? {} : { bytes }) };
+  }
+
+  async finish(): Promise<ImportResult> {
+    // An empty import still checks that the pool exists, so a typo is not a silent no-op.
+    if (this.batch.length > 0 || this.totals.imported + this.totals.duplicates === 0) await this.flush();
+    return { ...this.totals };
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.batch;
+    this.batch = [];
+    const { inserted, duplicates } = await this.backend.insertCodes(this.pool, batch);
+    this.totals.imported += inserted;
+    this.totals.duplicates += duplicates;
+    this.options.onProgress?.(this.progress());
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Input schemas: the single source of truth for what the library, the HTTP API and the CLI
+ * accept. Backends receive only values that passed these.
+ */
+import { z } from 'zod';
+
+// No C0/C1 control characters: they break CSV exports, logs and terminals.
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+
+export const LIMITS = {
+  poolName: 64,
+  claimant: 256,
+  code: 128,
+  idempotencyKey: 255,
+  perClaimantLimit: 1000,
+  claimMany: 1000,
+  metadataBytes: 16 * 1024,
+  pageSize: 1000,
+} as const;
+
+export const poolNameSchema = z
+  .string({ error: 'must be a string' })
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit')
+  .max(LIMITS.poolName, `at most ${LIMITS.poolName} characters`);
+
+export const claimantSchema = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(LIMITS.claimant, `at most ${LIMITS.claimant} characters`)
+  .refine((s) => s.trim().length > 0, 'must not be blank')
+  .refine((s) => !CONTROL_CHARS.test(s), 'must not contain control characters');
+
+export const codeSchema = z
+  .string({ error: 'must be a string' })
+  .trim()
+  .min(1, 'must not be blank')
+  .max(LIMITS.code, `at most ${LIMITS.code} characters`)
+  .refine((s) => !CONTROL_CHARS.test(s), 'must not contain control characters');
+
+export const idempotencyKeySchema = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(LIMITS.idempotencyKey, `at most ${LIMITS.idempotencyKey} characters`)
+  .refine((s) => !CONTROL_CHARS.test(s), 'must not contain control characters');
+
+export const metadataSchema = z
+  .record(z.string(), z.unknown())
+  .refine((m) => JSON.stringify(m).length <= LIMITS.metadataBytes, `at most ${LIMITS.metadataBytes} bytes as JSON`);
+
+const perClaimantLimitSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1, 'must be at least 1')
+  .max(LIMITS.perClaimantLimit, `at most ${LIMITS.perClaimantLimit}`);
+
+const lowStockThresholdSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(0, 'must not be negative')
+  .nullable();
+
+export const createPoolSchema = z
+  .object({
+    name: poolNameSchema,
+    perClaimantLimit: perClaimantLimitSchema.default(1),
+    lowStockThreshold: lowStockThresholdSchema.default(null),
+    metadata: metadataSchema.default({}),
+  })
+  .strict();
+
+export const updatePoolSchema = z
+  .object({
+    perClaimantLimit: perClaimantLimitSchema.optional(),
+    lowStockThreshold: lowStockThresholdSchema.optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .strict();
+
+export const claimOptionsSchema = z
+  .object({ idempotencyKey: idempotencyKeySchema.optional() })
+  .strict();
+
+export const claimCountSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1, 'must be at least 1')
+  .max(LIMITS.claimMany, `at most ${LIMITS.claimMany}`);
+
+export const codeStatusSchema = z.enum(['free', 'claimed', 'redeemed', 'revoked']);
+
+export const listOptionsSchema = z
+  .object({
+    limit: z.number().int().min(1).max(LIMITS.pageSize).default(100),
+    after: z.string().max(1024).optional(),
+  })
+  .strict();
+
+export type CreatePoolInput = z.input<typeof createPoolSchema>;
+export type UpdatePoolInput = z.input<typeof updatePoolSchema>;

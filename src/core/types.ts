@@ -1,0 +1,133 @@
+/** Domain types shared by every backend and every shell (library, HTTP, CLI). */
+
+export type CodeStatus = 'free' | 'claimed' | 'redeemed' | 'revoked';
+
+export interface PoolStats {
+  /** Every code ever imported into the pool and not deleted: free + claimed + redeemed + revoked. */
+  total: number;
+  /** Codes that can still be handed out. */
+  free: number;
+  /** Codes held by a claimant and not yet used. */
+  claimed: number;
+  /** Codes held by a claimant and marked used. */
+  redeemed: number;
+  /** Codes withdrawn by an operator; never handed out again. */
+  revoked: number;
+}
+
+export interface Pool {
+  name: string;
+  perClaimantLimit: number;
+  lowStockThreshold: number | null;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+  stats: PoolStats;
+}
+
+export interface PoolSpec {
+  name: string;
+  perClaimantLimit: number;
+  lowStockThreshold: number | null;
+  metadata: Record<string, unknown>;
+}
+
+export interface PoolPatch {
+  perClaimantLimit?: number;
+  lowStockThreshold?: number | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface CodeInfo {
+  pool: string;
+  code: string;
+  status: CodeStatus;
+  claimant: string | null;
+  claimedAt: string | null;
+  redeemedAt: string | null;
+}
+
+export type ClaimStatus = 'claimed' | 'already-held';
+
+export interface ClaimResult {
+  pool: string;
+  claimant: string;
+  /** `claimed`: a new code was taken by this call (or by the original call of a replayed idempotency key).
+   *  `already-held`: the claimant is at its limit; `code` is one it already holds. */
+  status: ClaimStatus;
+  code: string;
+  /** Every code the claimant holds in this pool after the call (claimed or redeemed). */
+  held: string[];
+  /** True when this answer is the stored answer of an earlier call with the same idempotency key. */
+  replayed: boolean;
+}
+
+export interface ClaimManyResult {
+  pool: string;
+  claimant: string;
+  status: ClaimStatus;
+  /** The codes taken by this call (or by the original call of a replayed key). Empty when `already-held`. */
+  codes: string[];
+  held: string[];
+  replayed: boolean;
+}
+
+export interface ClaimOptions {
+  idempotencyKey?: string;
+}
+
+export interface ImportResult {
+  /** Codes added to the pool. */
+  imported: number;
+  /** Codes already in the pool or repeated within the input. */
+  duplicates: number;
+  /** Blank, oversized or malformed entries that were skipped. */
+  invalid: number;
+}
+
+export interface InsertResult {
+  inserted: number;
+  duplicates: number;
+}
+
+export interface ImportProgress extends ImportResult {
+  /** Bytes of input consumed so far, when the input is a byte stream. */
+  bytes?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Pass as `after` to get the next page; null when this is the last page. */
+  nextCursor: string | null;
+}
+
+export interface ListOptions {
+  limit?: number;
+  after?: string;
+}
+
+export type InvariantId = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7';
+
+export interface Violation {
+  invariant: InvariantId;
+  pool: string;
+  message: string;
+  code?: string;
+  claimant?: string;
+  expected?: unknown;
+  actual?: unknown;
+}
+
+export interface OutboxEvent {
+  id: string;
+  type: string;
+  /** Unique per logical event: delivering twice under one key is a duplicate. */
+  idempotencyKey: string;
+  payload: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface Health {
+  ok: boolean;
+  backend: string;
+  details: Record<string, unknown>;
+}

@@ -1,0 +1,18 @@
+import type { BackendOptions } from './core/backend.js';
+import { Dibs } from './core/dibs.js';
+import { DEFAULT_STORE, openBackend } from './backends/registry.js';
+
+export { Dibs, Pools } from './core/dibs.js';
+export { DibsError, isDibsError, ERROR_CODES, type ErrorCode } from './core/errors.js';
+export type * from './core/types.js';
+export type { Backend, PoolBackend, BackendFactory, BackendOptions } from './core/backend.js';
+export { LIMITS } from './core/schemas.js';
+export { DEFAULT_STORE, redact } from './backends/registry.js';
+
+/**
+ * Opens dibs on a store URL: `sqlite:./dibs.db` (default), `sqlite::memory:`, `postgres://…`,
+ * `redis://…`. Migrations run on open.
+ */
+export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: BackendOptions = {}): Promise<Dibs> {
+  return new Dibs(await openBackend(store, options));
+}
