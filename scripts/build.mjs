@@ -10,7 +10,7 @@ const require = createRequire(import.meta.url);
 const ASSET_EXTENSIONS = new Set(['.sql', '.lua', '.html', '.css', '.svg']);
 
 rmSync(join(root, 'dist'), { recursive: true, force: true });
-const tsc = require.resolve('typescript/bin/tsc');
+const tsc = join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
 
 function copyAssets(dir) {

@@ -41,33 +41,33 @@ import { z } from 'zod';
 export class Pools {
   constructor(private readonly backend: PoolBackend) {}
 
-  create(input: CreatePoolInput): Promise<Pool> {
+  async create(input: CreatePoolInput): Promise<Pool> {
     return this.backend.createPool(parseInput(createPoolSchema, input));
   }
 
-  get(name: string): Promise<Pool> {
+  async get(name: string): Promise<Pool> {
     return this.backend.getPool(pool(name));
   }
 
-  list(options: ListOptions = {}): Promise<Page<Pool>> {
+  async list(options: ListOptions = {}): Promise<Page<Pool>> {
     return this.backend.listPools(parseInput(listOptionsSchema, options));
   }
 
-  update(name: string, patch: UpdatePoolInput): Promise<Pool> {
+  async update(name: string, patch: UpdatePoolInput): Promise<Pool> {
     return this.backend.updatePool(pool(name), parseInput(updatePoolSchema, patch));
   }
 
-  delete(name: string): Promise<void> {
+  async delete(name: string): Promise<void> {
     return this.backend.deletePool(pool(name));
   }
 
   /** Adds codes from a list (array, generator, async iterable). Blank/oversized entries are counted as invalid. */
-  importCodes(name: string, codes: Iterable<unknown> | AsyncIterable<unknown>, options?: ImportOptions): Promise<ImportResult> {
+  async importCodes(name: string, codes: Iterable<unknown> | AsyncIterable<unknown>, options?: ImportOptions): Promise<ImportResult> {
     return importCodeList(this.backend, pool(name), codes, options);
   }
 
   /** Adds codes from CSV text or a byte stream (one code per line, or a `code` column). Streams; never buffers the file. */
-  importCsv(name: string, source: CsvSource, options?: ImportOptions): Promise<ImportResult> {
+  async importCsv(name: string, source: CsvSource, options?: ImportOptions): Promise<ImportResult> {
     return importCsv(this.backend, pool(name), source, options);
   }
 
@@ -80,40 +80,40 @@ export class Pools {
   }
 
   /** Gives up to `count` codes, bounded by the claimant's remaining limit and by stock. */
-  claimMany(name: string, claimant: string, count: number, options: ClaimOptions = {}): Promise<ClaimManyResult> {
+  async claimMany(name: string, claimant: string, count: number, options: ClaimOptions = {}): Promise<ClaimManyResult> {
     const { idempotencyKey } = parseInput(claimOptionsSchema, options);
     return this.backend.claim(pool(name), who(claimant), parseInput(claimCountSchema, count, 'count'), idempotencyKey ?? null);
   }
 
-  release(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
+  async release(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
     return this.backend.release(pool(name), codeArg(code), optionalClaimant(options.claimant));
   }
 
-  redeem(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
+  async redeem(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
     return this.backend.redeem(pool(name), codeArg(code), optionalClaimant(options.claimant));
   }
 
-  revoke(name: string, code: string): Promise<CodeInfo> {
+  async revoke(name: string, code: string): Promise<CodeInfo> {
     return this.backend.revoke(pool(name), codeArg(code));
   }
 
-  code(name: string, code: string): Promise<CodeInfo> {
+  async code(name: string, code: string): Promise<CodeInfo> {
     return this.backend.getCode(pool(name), codeArg(code));
   }
 
-  holdings(name: string, claimant: string): Promise<CodeInfo[]> {
+  async holdings(name: string, claimant: string): Promise<CodeInfo[]> {
     return this.backend.holdings(pool(name), who(claimant));
   }
 
-  stats(name: string): Promise<PoolStats> {
+  async stats(name: string): Promise<PoolStats> {
     return this.backend.stats(pool(name));
   }
 
-  /** Every code with its status and holder, in batches. */
-  exportCodes(name: string, options: { status?: CodeStatus; batchSize?: number } = {}): AsyncIterable<CodeInfo[]> {
+  /** Every code with its status and holder, in batches (errors surface when iteration starts). */
+  async *exportCodes(name: string, options: { status?: CodeStatus; batchSize?: number } = {}): AsyncIterable<CodeInfo[]> {
     const status = options.status === undefined ? undefined : parseInput(codeStatusSchema, options.status, 'status');
     const batchSize = parseInput(z.number().int().min(1).max(100_000), options.batchSize ?? 5000, 'batchSize');
-    return this.backend.exportCodes(pool(name), { ...(status ? { status } : {}), batchSize });
+    yield* this.backend.exportCodes(pool(name), { ...(status ? { status } : {}), batchSize });
   }
 
   /** The export as CSV (`code,status,claimant,claimed_at,redeemed_at`), streamed. Checks the pool exists first. */
@@ -123,11 +123,11 @@ export class Pools {
   }
 
   /** Invariant violations of the pool (I1, I2, I4, I7); an empty list means the pool is clean. */
-  audit(name: string): Promise<Violation[]> {
+  async audit(name: string): Promise<Violation[]> {
     return this.backend.audit(pool(name));
   }
 
-  events(options: { after?: string; limit?: number; pool?: string } = {}): Promise<OutboxEvent[]> {
+  async events(options: { after?: string; limit?: number; pool?: string } = {}): Promise<OutboxEvent[]> {
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
     return this.backend.listEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.pool ? { pool: pool(options.pool) } : {}) });
   }

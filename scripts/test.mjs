@@ -1,0 +1,33 @@
+// Runs every test/**/*.test.ts file with node's own test runner (through tsx), after a full
+// typecheck. `node scripts/test.mjs test/sqlite` runs one folder or file.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { createRequire } from 'node:module';
+
+const root = new URL('..', import.meta.url).pathname;
+const require = createRequire(import.meta.url);
+
+function findTests(path) {
+  if (statSync(path).isFile()) return path.endsWith('.test.ts') ? [path] : [];
+  return readdirSync(path).sort().flatMap((name) => findTests(join(path, name)));
+}
+
+const targets = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const files = (targets.length ? targets : ['test']).flatMap((t) => findTests(join(root, t))).map((f) => relative(root, f));
+if (files.length === 0) {
+  console.error('no test files found');
+  process.exit(1);
+}
+
+if (!process.argv.includes('--no-typecheck')) {
+  const tsc = spawnSync(process.execPath, [join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+}
+
+const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+});
+process.exit(result.status ?? 1);
