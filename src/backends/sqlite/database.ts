@@ -1,11 +1,11 @@
 /**
  * One better-sqlite3 connection per process, in WAL mode, shared safely by several processes.
  *
- * Why not SQLite's own busy timeout: better-sqlite3 is synchronous, so a busy wait inside
- * SQLite would freeze this process's event loop (and every HTTP request it serves) while
- * another process holds the write lock. Instead writes start with `BEGIN IMMEDIATE` and no
- * busy timeout; when the lock is taken we yield to the event loop for a short, growing,
- * jittered delay and try again, until `busyTimeoutMs` has passed (then `unavailable`).
+ * Why not only SQLite's own busy timeout: better-sqlite3 is synchronous, so a long busy wait
+ * inside SQLite would freeze this process's event loop (and every HTTP request it serves)
+ * while another process holds the write lock. So SQLite waits at most BLOCKING_WAIT_MS itself
+ * (quick handoffs); past that we yield to the event loop for a short, growing, jittered delay
+ * and try again, until `busyTimeoutMs` has passed (then `unavailable`, retriable).
  */
 import Database from 'better-sqlite3';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +22,10 @@ export interface SqliteOptions {
 }
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
+/** SQLite's own (blocking) wait catches quick lock handoffs; kept short so the event loop never stalls long. */
+const BLOCKING_WAIT_MS = 5;
+/** Upper bound of the asynchronous backoff between lock attempts after that. */
+const MAX_BACKOFF_MS = 8;
 
 export async function openDatabase(filename: string, options: SqliteOptions): Promise<Db> {
   const db = new Database(filename);
@@ -29,7 +33,7 @@ export async function openDatabase(filename: string, options: SqliteOptions): Pr
   await withBusyRetry(options, () => db.pragma('journal_mode = WAL'));
   db.pragma(`synchronous = ${options.synchronous.toUpperCase()}`);
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 0');
+  db.pragma(`busy_timeout = ${BLOCKING_WAIT_MS}`);
   return db;
 }
 
@@ -59,7 +63,7 @@ async function withBusyRetry<T>(options: SqliteOptions, attempt: () => T): Promi
       if (!isBusy(error)) throw translate(error);
       if (Date.now() >= deadline) throw unavailable(`database is locked by another writer for more than ${options.busyTimeoutMs} ms`, error);
       await sleep(Math.random() * delayMs);
-      delayMs = Math.min(delayMs * 2, 16);
+      delayMs = Math.min(delayMs * 2, MAX_BACKOFF_MS);
     }
   }
 }

@@ -1,0 +1,24 @@
+/**
+ * `npm run bench` runs every benchmark; `npm run bench -- sqlite` (or postgres, redis, …) one.
+ * Each benchmark prints a raw baseline and dibs measured in the same run, with ratios.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+
+const here = new URL('./', import.meta.url);
+const available = readdirSync(here)
+  .filter((f) => f.endsWith('.ts') && f !== 'run.ts' && !f.includes('-worker'))
+  .map((f) => f.replace(/\.ts$/, ''))
+  .sort();
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const names = wanted.length ? wanted : available;
+for (const name of names) {
+  if (!existsSync(new URL(`./${name}.ts`, here))) {
+    console.error(`unknown benchmark '${name}' (available: ${available.join(', ')})`);
+    process.exit(2);
+  }
+}
+for (const name of names) {
+  console.log(`\n=== bench: ${name} ===`);
+  const mod = (await import(new URL(`./${name}.ts`, here).href)) as { main?: () => Promise<void> };
+  await mod.main?.();
+}
