@@ -1,10 +1,11 @@
 /**
  * One OS process of a claim storm (spawned by storm.ts), standing in for one serverless
  * instance. It opens its own Dibs on the store URL, says `ready`, waits for `go` on stdin
- * (so all processes start together), runs its claims with bounded concurrency and writes
- * every outcome as JSON to the result file.
+ * (so all processes start together), runs its claims with bounded concurrency and appends
+ * every outcome to the result file as one JSON line the moment it is answered — so a process
+ * killed mid-storm leaves behind exactly the answers it had received.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isDibsError, openDibs } from '../../src/index.js';
 import type { StormOp, StormOutcome, WorkerConfig } from './storm.js';
@@ -32,13 +33,11 @@ async function run(op: StormOp): Promise<StormOutcome> {
   }
 }
 
-const outcomes: StormOutcome[] = [];
 let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
-    while (next < config.ops.length) outcomes.push(await run(config.ops[next++]!));
+    while (next < config.ops.length) appendFileSync(config.resultFile, `${JSON.stringify(await run(config.ops[next++]!))}\n`);
   }),
 );
-writeFileSync(config.resultFile, JSON.stringify(outcomes));
 await dibs.close();
 process.exit(0);
