@@ -35,7 +35,7 @@ export interface PoolBackend {
   listPools(options: Required<Pick<ListOptions, 'limit'>> & ListOptions): Promise<Page<Pool>>;
   /** Throws `not_found`. Lowering the limit never takes codes away from anyone. */
   updatePool(name: string, patch: PoolPatch): Promise<Pool>;
-  /** Removes the pool, its codes, claims and idempotency records. Throws `not_found`. */
+  /** Removes the pool, its codes, claims, idempotency records and outbox events. Throws `not_found`. */
   deletePool(name: string): Promise<void>;
 
   /**

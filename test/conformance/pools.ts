@@ -489,6 +489,20 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
 
+      it('starts a fresh event history when a deleted pool is re-created', async () => {
+        const name = await freshPool({ codes: 2, lowStockThreshold: 1, prefix: 'low' });
+        await dibs.pools.claim(name, 'a');
+        assert.equal((await dibs.pools.events({ pool: name })).length, 1);
+        await dibs.pools.delete(name);
+        assert.equal((await dibs.pools.events({ pool: name })).length, 0, 'events of a deleted pool go with it');
+        await dibs.pools.create({ name, lowStockThreshold: 1 });
+        await dibs.pools.importCodes(name, ['X', 'Y']);
+        await dibs.pools.claim(name, 'a');
+        const events = await dibs.pools.events({ pool: name });
+        assert.equal(events.length, 1, 'the re-created pool records its own crossing');
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+
       it('fires low stock when a pool starts at or below its threshold', async () => {
         const name = await freshPool({ codes: 3, lowStockThreshold: 5, prefix: 'low' });
         await dibs.pools.claim(name, 'a');

@@ -27,6 +27,9 @@ SELECT COALESCE(MAX(n), 0) AS n FROM (SELECT COUNT(*) AS n FROM dibs_codes WHERE
 -- name: deletePool
 DELETE FROM dibs_pools WHERE id = ?
 
+-- name: deletePoolEvents
+DELETE FROM dibs_outbox WHERE pool = ?
+
 -- name: insertCode
 INSERT INTO dibs_codes (pool_id, code) VALUES (?, ?) ON CONFLICT (pool_id, code) DO NOTHING
 

@@ -19,7 +19,7 @@ import type { Statement } from 'better-sqlite3';
 import { read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
-  'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool',
+  'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool', 'deletePoolEvents',
   'insertCode', 'addFree', 'claimKey', 'insertClaimKey', 'deleteClaimKey', 'codesOfKey', 'heldCodes',
   'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState',
   'exportAll', 'exportByStatus', 'countByStatus', 'claimantsOverLimit', 'holderMismatch',
@@ -114,6 +114,8 @@ export class SqlitePools implements PoolBackend {
   async deletePool(name: string): Promise<void> {
     await write(this.db, this.options, () => {
       this.stmt.deletePool.run(this.pool(name).id);
+      // Its events go too: a pool re-created under the same name starts a fresh event history.
+      this.stmt.deletePoolEvents.run(name);
     });
   }
 
