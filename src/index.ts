@@ -3,6 +3,10 @@ import { Dibs } from './core/dibs.js';
 import { DEFAULT_STORE, openBackend } from './backends/registry.js';
 
 export { Dibs, Pools } from './core/dibs.js';
+export { Sales } from './core/sales/facade.js';
+export type * from './core/sales/types.js';
+export type { SaleBackend, SaleViolation } from './core/sales/backend.js';
+export { preflight, type Problem } from './core/sales/rules.js';
 export { DibsError, isDibsError, ERROR_CODES, type ErrorCode } from './core/errors.js';
 export type * from './core/types.js';
 export type { Backend, PoolBackend, BackendFactory, BackendOptions } from './core/backend.js';

@@ -14,6 +14,7 @@ import type {
   PoolStats,
   Violation,
 } from './types.js';
+import type { SaleBackend } from './sales/backend.js';
 
 /**
  * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
@@ -84,6 +85,8 @@ export interface Backend {
   /** `sqlite`, `postgres`, `redis`, … */
   readonly kind: string;
   readonly pools: PoolBackend;
+  /** Flash sales; absent on stores that do not support them yet. */
+  readonly sales?: SaleBackend;
   health(): Promise<Health>;
   /** Closes connections; pending operations finish first. Idempotent. */
   close(): Promise<void>;

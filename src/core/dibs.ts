@@ -36,6 +36,7 @@ import type {
   Violation,
 } from './types.js';
 import { parseInput } from './validate.js';
+import { Sales } from './sales/facade.js';
 import { z } from 'zod';
 
 export class Pools {
@@ -140,9 +141,11 @@ const optionalClaimant = (claimant: string | undefined) => (claimant === undefin
 
 export class Dibs {
   readonly pools: Pools;
+  readonly sales: Sales;
 
   constructor(readonly backend: Backend) {
     this.pools = new Pools(backend.pools);
+    this.sales = new Sales(backend.sales, backend.kind);
   }
 
   get kind(): string {

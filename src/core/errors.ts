@@ -12,6 +12,8 @@ export const ERROR_CODES = {
   sold_out: 409,
   limit_reached: 409,
   already_redeemed: 409,
+  not_live: 409,
+  hold_expired: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

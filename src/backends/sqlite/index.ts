@@ -12,10 +12,12 @@ import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import { migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
 import { SqlitePools } from './pools.js';
+import { SqliteSales } from './sales.js';
 
 export class SqliteBackend implements Backend {
   readonly kind = 'sqlite';
   readonly pools: SqlitePools;
+  readonly sales: SqliteSales;
   private closed = false;
 
   constructor(
@@ -24,6 +26,7 @@ export class SqliteBackend implements Backend {
     options: SqliteOptions,
   ) {
     this.pools = new SqlitePools(db, options);
+    this.sales = new SqliteSales(db, options);
   }
 
   async health(): Promise<Health> {

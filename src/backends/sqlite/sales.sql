@@ -1,0 +1,111 @@
+-- Statements of the SQLite sales backend, combined inside BEGIN IMMEDIATE transactions.
+
+-- name: now
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
+
+-- name: later
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || (? / 1000.0) || ' seconds') AS at
+
+-- name: saleById
+SELECT * FROM dibs_sales WHERE id = ?
+
+-- name: insertSale
+INSERT INTO dibs_sales (id, sku, starts_at, ends_at, cap, per_customer_limit, metadata, created_at)
+VALUES (@id, @sku, @startsAt, @endsAt, @cap, @perCustomerLimit, @metadata, @now)
+ON CONFLICT (id) DO NOTHING
+
+-- name: sameSku
+SELECT id, starts_at AS startsAt, ends_at AS endsAt FROM dibs_sales WHERE sku = ? AND cancelled_at IS NULL AND id <> ?
+
+-- name: listSales
+SELECT * FROM dibs_sales WHERE id > ? ORDER BY id LIMIT ?
+
+-- name: listSalesBySku
+SELECT * FROM dibs_sales WHERE sku = ? AND id > ? ORDER BY id LIMIT ?
+
+-- name: updateSale
+UPDATE dibs_sales SET starts_at = @startsAt, ends_at = @endsAt, cap = @cap, per_customer_limit = @perCustomerLimit, metadata = @metadata
+WHERE id = @id
+
+-- name: cancelSale
+UPDATE dibs_sales SET cancelled_at = @now WHERE id = @id AND cancelled_at IS NULL
+
+-- name: cancelSaleHolds
+UPDATE dibs_holds SET status = 'cancelled' WHERE sale_id = ? AND status = 'active'
+
+-- name: zeroHeld
+UPDATE dibs_sales SET held = 0 WHERE id = ?
+
+-- name: staleHolds
+SELECT * FROM dibs_holds WHERE sale_id = ? AND status = 'active' AND expires_at <= ?
+
+-- name: staleHoldsAnySale
+SELECT * FROM dibs_holds WHERE status = 'active' AND expires_at <= ? ORDER BY expires_at LIMIT ?
+
+-- name: setHoldStatus
+UPDATE dibs_holds SET status = @status, order_id = @orderId WHERE id = @id
+
+-- name: moveSale
+UPDATE dibs_sales SET sold = sold + @sold, held = held + @held WHERE id = @id RETURNING sold, held, cap
+
+-- name: unitsOfCustomer
+SELECT
+  (SELECT COALESCE(SUM(quantity), 0) FROM dibs_orders WHERE sale_id = @sale AND customer = @customer) AS ordered,
+  (SELECT COALESCE(SUM(quantity), 0) FROM dibs_holds WHERE sale_id = @sale AND customer = @customer AND status = 'active') AS held
+
+-- name: activeHoldOf
+SELECT * FROM dibs_holds WHERE sale_id = ? AND customer = ? AND status = 'active'
+
+-- name: holdById
+SELECT * FROM dibs_holds WHERE id = ?
+
+-- name: insertHold
+INSERT INTO dibs_holds (id, sale_id, customer, quantity, expires_at, created_at) VALUES (@id, @sale, @customer, @quantity, @expiresAt, @now)
+
+-- name: replaceHold
+UPDATE dibs_holds SET quantity = @quantity, expires_at = @expiresAt WHERE id = @id
+
+-- name: insertOrder
+INSERT INTO dibs_orders (id, sale_id, customer, quantity, hold_id, created_at) VALUES (@id, @sale, @customer, @quantity, @holdId, @now)
+
+-- name: orderById
+SELECT * FROM dibs_orders WHERE id = ?
+
+-- name: orderOfHold
+SELECT * FROM dibs_orders WHERE hold_id = ?
+
+-- name: saleKey
+SELECT * FROM dibs_sale_keys WHERE sale_id = ? AND key = ?
+
+-- name: insertSaleKey
+INSERT INTO dibs_sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (@sale, @key, @kind, @customer, @quantity, @resultId)
+
+-- name: insertEvent
+INSERT INTO dibs_outbox (type, idempotency_key, sale, payload, created_at) VALUES (@type, @key, @sale, @payload, @now)
+ON CONFLICT (idempotency_key) DO NOTHING
+
+-- name: activeHeldUnits
+SELECT COALESCE(SUM(quantity), 0) AS n FROM dibs_holds WHERE sale_id = ? AND status = 'active' AND expires_at > ?
+
+-- name: auditLedger
+SELECT
+  (SELECT COALESCE(SUM(quantity), 0) FROM dibs_orders WHERE sale_id = @sale) AS ordered,
+  (SELECT COALESCE(SUM(quantity), 0) FROM dibs_holds WHERE sale_id = @sale AND status = 'active') AS active,
+  (SELECT COUNT(*) FROM dibs_outbox WHERE sale = @sale AND type = 'sale.sold_out') AS soldOutEvents
+
+-- name: customersOverLimit
+SELECT customer, SUM(quantity) AS units FROM (
+  SELECT customer, quantity FROM dibs_orders WHERE sale_id = @sale
+  UNION ALL
+  SELECT customer, quantity FROM dibs_holds WHERE sale_id = @sale AND status = 'active' AND expires_at > @now
+) GROUP BY customer HAVING SUM(quantity) > @limit
+
+-- name: confirmedWithoutOrder
+SELECT h.id FROM dibs_holds h LEFT JOIN dibs_orders o ON o.hold_id = h.id
+WHERE h.sale_id = ? AND h.status = 'confirmed' AND o.id IS NULL
+
+-- name: eventsAfter
+SELECT * FROM dibs_outbox WHERE sale IS NOT NULL AND id > ? ORDER BY id LIMIT ?
+
+-- name: saleEventsAfter
+SELECT * FROM dibs_outbox WHERE sale = ? AND id > ? ORDER BY id LIMIT ?

@@ -1,0 +1,354 @@
+import type { Statement } from 'better-sqlite3';
+import { DibsError, notFound } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
+import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import type { BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec } from '../../core/sales/types.js';
+import type { OutboxEvent, Page } from '../../core/types.js';
+import { loadQueries } from '../shared/sql-files.js';
+import { read, write, type Db, type SqliteOptions } from './database.js';
+
+const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
+  'now', 'later', 'saleById', 'insertSale', 'sameSku', 'listSales', 'listSalesBySku', 'updateSale', 'cancelSale',
+  'cancelSaleHolds', 'zeroHeld', 'staleHolds', 'staleHoldsAnySale', 'setHoldStatus', 'moveSale', 'unitsOfCustomer',
+  'activeHoldOf', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
+  'insertSaleKey', 'insertEvent', 'activeHeldUnits', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder',
+  'eventsAfter', 'saleEventsAfter',
+]);
+
+interface SaleRow {
+  id: string;
+  sku: string;
+  starts_at: string;
+  ends_at: string;
+  cap: number | null;
+  per_customer_limit: number;
+  metadata: string;
+  cancelled_at: string | null;
+  created_at: string;
+  sold: number;
+  held: number;
+}
+
+interface HoldRow {
+  id: string;
+  sale_id: string;
+  customer: string;
+  quantity: number;
+  status: Hold['status'];
+  expires_at: string;
+  created_at: string;
+  order_id: string | null;
+}
+
+interface OrderRow {
+  id: string;
+  sale_id: string;
+  customer: string;
+  quantity: number;
+  hold_id: string | null;
+  created_at: string;
+}
+
+interface KeyRow {
+  kind: 'buy' | 'reserve';
+  customer: string;
+  quantity: number;
+  result_id: string;
+}
+
+export class SqliteSales implements SaleBackend {
+  private readonly stmt: { [K in keyof typeof Q]: Statement<unknown[]> };
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: SqliteOptions,
+  ) {
+    this.stmt = Object.fromEntries(Object.entries(Q).map(([name, sql]) => [name, db.prepare(sql)])) as typeof this.stmt;
+  }
+
+  async createSale(spec: SaleSpec): Promise<Sale> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      if (this.stmt.saleById.get(spec.id)) throw new DibsError('already_exists', `sale '${spec.id}' already exists`, { field: 'id' });
+      assertPreflight(spec, { now, sameSku: this.sameSku(spec.sku, spec.id), committed: 0 });
+      this.stmt.insertSale.run({ ...spec, metadata: JSON.stringify(spec.metadata), now });
+      return this.toSale(this.sale(spec.id), now);
+    });
+  }
+
+  async getSale(id: string): Promise<Sale> {
+    // One read transaction: counters and holds from the same snapshot.
+    return read(this.options, () => this.db.transaction(() => this.toSale(this.sale(id), this.now())).deferred());
+  }
+
+  async listSales({ limit, after, sku }: { limit: number; after?: string; sku?: string }): Promise<Page<Sale>> {
+    return read(this.options, () => {
+      const now = this.now();
+      const rows = (sku ? this.stmt.listSalesBySku.all(sku, after ?? '', limit + 1) : this.stmt.listSales.all(after ?? '', limit + 1)) as SaleRow[];
+      const items = rows.slice(0, limit).map((r) => this.toSale(r, now));
+      return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+    });
+  }
+
+  async updateSale(id: string, patch: SalePatch): Promise<Sale> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const row = this.sale(id);
+      if (row.cancelled_at !== null) throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      this.expireStale(row, now);
+      const current = this.sale(id);
+      const spec: SaleSpec = {
+        id,
+        sku: row.sku,
+        startsAt: patch.startsAt ?? row.starts_at,
+        endsAt: patch.endsAt ?? row.ends_at,
+        cap: patch.cap === undefined ? row.cap : patch.cap,
+        perCustomerLimit: patch.perCustomerLimit ?? row.per_customer_limit,
+        metadata: patch.metadata ?? (JSON.parse(row.metadata) as Record<string, unknown>),
+      };
+      assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held, existing: { startsAt: row.starts_at } });
+      this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
+      return this.toSale(this.sale(id), now);
+    });
+  }
+
+  async cancelSale(id: string): Promise<Sale> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      this.sale(id);
+      if (this.stmt.cancelSale.run({ id, now }).changes > 0) {
+        this.stmt.cancelSaleHolds.run(id);
+        this.stmt.zeroHeld.run(id);
+      }
+      return this.toSale(this.sale(id), now);
+    });
+  }
+
+  async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const replay = this.replay(saleId, key, 'buy', customer, quantity);
+      if (replay) return { order: toOrder(this.order(replay.result_id)), replayed: true };
+      const row = this.liveSale(saleId, now);
+      this.assertWithinLimit(row, customer, quantity);
+      if (row.cap !== null) {
+        const available = row.cap - row.sold - row.held;
+        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+      }
+      const order = this.insertOrder(row, customer, quantity, null, now);
+      if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'buy', customer, quantity, resultId: order.id });
+      return { order: toOrder(order), replayed: false };
+    });
+  }
+
+  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const replay = this.replay(saleId, key, 'reserve', customer, quantity);
+      if (replay) return { hold: toHold(this.hold(replay.result_id)), replayed: true };
+      const row = this.liveSale(saleId, now);
+      const own = this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
+      const ownUnits = own?.quantity ?? 0;
+      this.assertWithinLimit(row, customer, quantity - ownUnits);
+      if (row.cap !== null) {
+        // Everyone else's holds count; the customer's own hold is being replaced.
+        const available = row.cap - row.sold - (row.held - ownUnits);
+        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+      }
+      const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
+      let id: string;
+      if (own) {
+        id = own.id;
+        this.stmt.replaceHold.run({ id, quantity, expiresAt });
+      } else {
+        id = newId('hold');
+        this.stmt.insertHold.run({ id, sale: saleId, customer, quantity, expiresAt, now });
+      }
+      this.stmt.moveSale.run({ id: saleId, sold: 0, held: quantity - ownUnits });
+      if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
+      return { hold: toHold(this.hold(id)), replayed: false };
+    });
+  }
+
+  async confirmHold(holdId: string): Promise<BuyResult> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const hold = this.hold(holdId);
+      if (hold.status === 'confirmed') return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
+      if (hold.status === 'cancelled') throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+      const row = this.sale(hold.sale_id);
+      this.expireStale(row, now);
+      const current = this.hold(holdId);
+      if (current.status === 'expired') throw new DibsError('hold_expired', `hold '${holdId}' expired at ${current.expires_at}`, { details: { hold: holdId, expiresAt: current.expires_at } });
+      if (row.cancelled_at !== null) throw notLive(row.id, 'cancelled');
+      this.stmt.moveSale.run({ id: row.id, sold: 0, held: -current.quantity });
+      const order = this.insertOrder(this.sale(row.id), current.customer, current.quantity, holdId, now);
+      this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
+      return { order: toOrder(order), replayed: false };
+    });
+  }
+
+  async cancelHold(holdId: string): Promise<Hold> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const hold = this.hold(holdId);
+      if (hold.status === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${hold.order_id}'`, { details: { hold: holdId } });
+      this.expireStale(this.sale(hold.sale_id), now);
+      if (this.hold(holdId).status === 'active') {
+        this.stmt.setHoldStatus.run({ id: holdId, status: 'cancelled', orderId: null });
+        this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
+      }
+      return toHold(this.hold(holdId));
+    });
+  }
+
+  async getHold(holdId: string): Promise<Hold> {
+    return read(this.options, () => {
+      const hold = this.hold(holdId);
+      // Expired holds stop counting at once, even before the sweep marks them.
+      return toHold(hold.status === 'active' && hold.expires_at <= this.now() ? { ...hold, status: 'expired' } : hold);
+    });
+  }
+
+  async expireHolds(limit: number): Promise<number> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const stale = this.stmt.staleHoldsAnySale.all(now, limit) as HoldRow[];
+      for (const hold of stale) this.expireHold(hold, now);
+      return stale.length;
+    });
+  }
+
+  async auditSale(id: string): Promise<SaleViolation[]> {
+    return read(this.options, () => this.db.transaction(() => {
+      const now = this.now();
+      const row = this.sale(id);
+      const violations: SaleViolation[] = [];
+      const ledger = this.stmt.auditLedger.get({ sale: id }) as { ordered: number; active: number; soldOutEvents: number };
+      if (ledger.ordered !== row.sold) violations.push({ invariant: 'I4', sale: id, expected: ledger.ordered, actual: row.sold, message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units` });
+      if (ledger.active !== row.held) violations.push({ invariant: 'I4', sale: id, expected: ledger.active, actual: row.held, message: `held counter says ${row.held} but active holds have ${ledger.active} units` });
+      const live = (this.stmt.activeHeldUnits.get(id, now) as { n: number }).n;
+      if (row.cap !== null && ledger.ordered + live > row.cap) {
+        violations.push({ invariant: 'I3', sale: id, expected: row.cap, actual: ledger.ordered + live, message: `sold ${ledger.ordered} + held ${live} exceeds the cap of ${row.cap}` });
+      }
+      for (const c of this.stmt.customersOverLimit.all({ sale: id, now, limit: row.per_customer_limit }) as { customer: string; units: number }[]) {
+        violations.push({ invariant: 'I2', sale: id, customer: c.customer, expected: row.per_customer_limit, actual: c.units, message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}` });
+      }
+      for (const h of this.stmt.confirmedWithoutOrder.all(id) as { id: string }[]) {
+        violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
+      }
+      const soldOut = row.cap !== null && row.cap > 0 && row.sold >= row.cap ? 1 : 0;
+      if (ledger.soldOutEvents !== soldOut) violations.push({ invariant: 'I7', sale: id, expected: soldOut, actual: ledger.soldOutEvents, message: `expected ${soldOut} sale.sold_out event(s), found ${ledger.soldOutEvents}` });
+      return violations;
+    }).deferred());
+  }
+
+  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+    const from = after === undefined ? 0 : Number(after);
+    if (!Number.isSafeInteger(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    return read(this.options, () => {
+      const rows = (sale ? this.stmt.saleEventsAfter.all(sale, from, limit) : this.stmt.eventsAfter.all(from, limit)) as { id: number; type: string; idempotency_key: string; payload: string; created_at: string }[];
+      return rows.map((e) => ({ id: String(e.id), type: e.type, idempotencyKey: e.idempotency_key, payload: JSON.parse(e.payload) as Record<string, unknown>, createdAt: e.created_at }));
+    });
+  }
+
+  // --- helpers, all inside a transaction ---
+
+  private now(): string {
+    return (this.stmt.now.get() as { now: string }).now;
+  }
+
+  private sale(id: string): SaleRow {
+    const row = this.stmt.saleById.get(id) as SaleRow | undefined;
+    if (!row) throw notFound('sale', id);
+    return row;
+  }
+
+  private hold(id: string): HoldRow {
+    const row = this.stmt.holdById.get(id) as HoldRow | undefined;
+    if (!row) throw notFound('hold', id);
+    return row;
+  }
+
+  private order(id: string): OrderRow {
+    return this.stmt.orderById.get(id) as OrderRow;
+  }
+
+  private sameSku(sku: string, id: string) {
+    return this.stmt.sameSku.all(sku, id) as { id: string; startsAt: string; endsAt: string }[];
+  }
+
+  /** The sale, after expiring its stale holds, if it is live now; otherwise `not_live`/`sold_out`. */
+  private liveSale(id: string, now: string): SaleRow {
+    const before = this.sale(id);
+    this.expireStale(before, now);
+    const row = this.sale(id);
+    const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
+    if (status !== 'live') throw notLive(id, status);
+    return row;
+  }
+
+  private expireStale(row: SaleRow, now: string): void {
+    for (const hold of this.stmt.staleHolds.all(row.id, now) as HoldRow[]) this.expireHold(hold, now);
+  }
+
+  private expireHold(hold: HoldRow, now: string): void {
+    this.stmt.setHoldStatus.run({ id: hold.id, status: 'expired', orderId: null });
+    this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
+    this.event('hold.expired', `hold.expired:${hold.id}`, hold.sale_id, { sale: hold.sale_id, hold: hold.id, customer: hold.customer, quantity: hold.quantity, expiresAt: hold.expires_at }, now);
+  }
+
+  private assertWithinLimit(row: SaleRow, customer: string, more: number): void {
+    const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as { ordered: number; held: number };
+    if (ordered + held + more > row.per_customer_limit) throw limitReached(row.id, customer, ordered + held, more, row.per_customer_limit);
+  }
+
+  private insertOrder(row: SaleRow, customer: string, quantity: number, holdId: string | null, now: string): OrderRow {
+    const id = newId('ord');
+    this.stmt.insertOrder.run({ id, sale: row.id, customer, quantity, holdId, now });
+    const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: 0 }) as { sold: number; cap: number | null };
+    if (after.cap !== null && after.sold >= after.cap) this.event('sale.sold_out', `sale.sold_out:${row.id}`, row.id, { sale: row.id, sku: row.sku, sold: after.sold, cap: after.cap }, now);
+    return this.order(id);
+  }
+
+  private event(type: string, key: string, sale: string, payload: Record<string, unknown>, now: string): void {
+    this.stmt.insertEvent.run({ type, key, sale, payload: JSON.stringify(payload), now });
+  }
+
+  /** The stored result of an idempotency key, or null for a fresh key; a mismatched reuse is a conflict. */
+  private replay(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): KeyRow | null {
+    if (key === null) return null;
+    const row = this.stmt.saleKey.get(saleId, key) as KeyRow | undefined;
+    if (!row) return null;
+    if (row.kind !== kind || row.customer !== customer || row.quantity !== quantity) {
+      throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.kind} of ${row.quantity} by '${row.customer}')`, { field: 'idempotencyKey' });
+    }
+    return row;
+  }
+
+  private toSale(row: SaleRow, now: string): Sale {
+    const held = (this.stmt.activeHeldUnits.get(row.id, now) as { n: number }).n;
+    return {
+      id: row.id,
+      sku: row.sku,
+      startsAt: row.starts_at,
+      endsAt: row.ends_at,
+      cap: row.cap,
+      perCustomerLimit: row.per_customer_limit,
+      metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+      status: saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now),
+      cancelledAt: row.cancelled_at,
+      createdAt: row.created_at,
+      stats: { sold: row.sold, held, available: row.cap === null ? null : Math.max(0, row.cap - row.sold - held) },
+    };
+  }
+}
+
+function toHold(row: HoldRow): Hold {
+  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, status: row.status, expiresAt: row.expires_at, createdAt: row.created_at, orderId: row.order_id };
+}
+
+function toOrder(row: OrderRow): Order {
+  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: row.created_at };
+}

@@ -1,0 +1,53 @@
+import type { OutboxEvent, Page } from '../types.js';
+import type { BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec } from './types.js';
+
+export interface SaleViolation {
+  invariant: 'I2' | 'I3' | 'I4' | 'I7';
+  sale: string;
+  message: string;
+  customer?: string;
+  expected?: unknown;
+  actual?: unknown;
+}
+
+/**
+ * Flash sales. As with pools, inputs arrive validated; every rule (window, cap, per-customer
+ * limit, idempotency, hold expiry) is checked inside ONE atomic step with the backend's clock.
+ * Expired holds stop counting at once: each step first expires the sale's stale holds.
+ */
+export interface SaleBackend {
+  /** Runs `assertPreflight` in the same step as the insert. Throws `already_exists`, `invalid_input`. */
+  createSale(spec: SaleSpec): Promise<Sale>;
+  getSale(id: string): Promise<Sale>;
+  /** Ordered by id; `after` is the id of the last sale of the previous page. */
+  listSales(options: { limit: number; after?: string; sku?: string }): Promise<Page<Sale>>;
+  /** Re-runs the preflight on the merged definition; a cap below sold + held is refused. */
+  updateSale(id: string, patch: SalePatch): Promise<Sale>;
+  /** Stops the sale for good; active holds are cancelled. Idempotent. */
+  cancelSale(id: string): Promise<Sale>;
+
+  /**
+   * Buys `quantity` units directly. Throws `not_live` (scheduled/ended/cancelled), `sold_out`
+   * (fewer units available than asked — nothing is sold), `limit_reached` (orders + own holds
+   * + quantity over the per-customer limit). A replayed key returns the original order; a key
+   * reused for another customer/quantity/kind is a `conflict`.
+   */
+  buy(saleId: string, customer: string, quantity: number, idempotencyKey: string | null): Promise<BuyResult>;
+  /**
+   * Holds units for `ttlMs`. A customer has at most one active hold per sale: reserving again
+   * replaces it (new quantity and expiry). Capped sales: quantity ≤ cap − sold − holds of everyone
+   * else, else `sold_out`. Unlimited sales: holds are advisory and never refused for stock.
+   */
+  reserve(saleId: string, customer: string, quantity: number, ttlMs: number, idempotencyKey: string | null): Promise<HoldResult>;
+  /** Turns an active hold into an order. A confirmed hold replays its order; expired → `hold_expired`; cancelled → `conflict`. */
+  confirmHold(holdId: string): Promise<BuyResult>;
+  /** Releases an active hold. Idempotent for cancelled/expired holds; a confirmed hold → `conflict`. */
+  cancelHold(holdId: string): Promise<Hold>;
+  getHold(holdId: string): Promise<Hold>;
+  /** The sweep job: expires up to `limit` stale holds across all sales, recording `hold.expired` events. */
+  expireHolds(limit: number): Promise<number>;
+
+  /** I2 (per-customer limit), I3 (sold + held ≤ cap), I4 (counters = orders/holds), I7 (events). */
+  auditSale(id: string): Promise<SaleViolation[]>;
+  listSaleEvents(options: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]>;
+}

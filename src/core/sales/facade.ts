@@ -1,0 +1,102 @@
+/** `dibs.sales`: validates every input once, then delegates to the backend's SaleBackend. */
+import { z } from 'zod';
+import { DibsError } from '../errors.js';
+import { newId } from '../ids.js';
+import { listOptionsSchema } from '../schemas.js';
+import type { OutboxEvent, Page } from '../types.js';
+import { parseInput } from '../validate.js';
+import type { SaleBackend, SaleViolation } from './backend.js';
+import { normaliseTimestamp } from './rules.js';
+import {
+  buyOptionsSchema,
+  createSaleSchema,
+  customerSchema,
+  holdIdSchema,
+  quantitySchema,
+  saleIdSchema,
+  ttlSchema,
+  updateSaleSchema,
+  type CreateSaleInput,
+  type UpdateSaleInput,
+} from './schemas.js';
+import type { BuyResult, Hold, HoldResult, Sale } from './types.js';
+
+export class Sales {
+  constructor(private readonly backend: SaleBackend | undefined, private readonly kind: string) {}
+
+  private get store(): SaleBackend {
+    if (!this.backend) throw new DibsError('invalid_input', `the ${this.kind} store does not support flash sales yet`, { field: 'store' });
+    return this.backend;
+  }
+
+  /** Creates a sale after the preflight checks (window, cap, limit ≤ cap, no overlapping sale of the SKU). */
+  async create(input: CreateSaleInput): Promise<Sale> {
+    const spec = parseInput(createSaleSchema, input);
+    return this.store.createSale({ ...spec, id: spec.id ?? newId('sale'), startsAt: normaliseTimestamp(spec.startsAt), endsAt: normaliseTimestamp(spec.endsAt) });
+  }
+
+  async get(id: string): Promise<Sale> {
+    return this.store.getSale(saleId(id));
+  }
+
+  async list(options: { limit?: number; after?: string; sku?: string } = {}): Promise<Page<Sale>> {
+    const { sku, ...page } = options;
+    const parsed = parseInput(listOptionsSchema, page);
+    return this.store.listSales({ ...parsed, ...(sku ? { sku: parseInput(z.string().min(1).max(128), sku, 'sku') } : {}) });
+  }
+
+  async update(id: string, patch: UpdateSaleInput): Promise<Sale> {
+    const parsed = parseInput(updateSaleSchema, patch);
+    return this.store.updateSale(saleId(id), {
+      ...parsed,
+      ...(parsed.startsAt ? { startsAt: normaliseTimestamp(parsed.startsAt) } : {}),
+      ...(parsed.endsAt ? { endsAt: normaliseTimestamp(parsed.endsAt) } : {}),
+    });
+  }
+
+  async cancel(id: string): Promise<Sale> {
+    return this.store.cancelSale(saleId(id));
+  }
+
+  /** Buys units outright: `not_live`, `sold_out` or `limit_reached` when it cannot. */
+  async buy(id: string, customer: string, quantity = 1, options: { idempotencyKey?: string } = {}): Promise<BuyResult> {
+    const { idempotencyKey } = parseInput(buyOptionsSchema, options);
+    return this.store.buy(saleId(id), who(customer), parseInput(quantitySchema, quantity, 'quantity'), idempotencyKey ?? null);
+  }
+
+  /** Holds units in a cart for `ttlMs`; reserving again replaces the customer's hold. */
+  async reserve(id: string, customer: string, quantity: number, ttlMs: number, options: { idempotencyKey?: string } = {}): Promise<HoldResult> {
+    const { idempotencyKey } = parseInput(buyOptionsSchema, options);
+    return this.store.reserve(saleId(id), who(customer), parseInput(quantitySchema, quantity, 'quantity'), parseInput(ttlSchema, ttlMs, 'ttlMs'), idempotencyKey ?? null);
+  }
+
+  async confirm(holdId: string): Promise<BuyResult> {
+    return this.store.confirmHold(hold(holdId));
+  }
+
+  async cancelHold(holdId: string): Promise<Hold> {
+    return this.store.cancelHold(hold(holdId));
+  }
+
+  async hold(holdId: string): Promise<Hold> {
+    return this.store.getHold(hold(holdId));
+  }
+
+  /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
+  async expireHolds(limit = 1000): Promise<number> {
+    return this.store.expireHolds(parseInput(z.number().int().min(1).max(100_000), limit, 'limit'));
+  }
+
+  async audit(id: string): Promise<SaleViolation[]> {
+    return this.store.auditSale(saleId(id));
+  }
+
+  async events(options: { after?: string; limit?: number; sale?: string } = {}): Promise<OutboxEvent[]> {
+    const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
+    return this.store.listSaleEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.sale ? { sale: saleId(options.sale) } : {}) });
+  }
+}
+
+const saleId = (id: string) => parseInput(saleIdSchema, id, 'sale');
+const who = (customer: string) => parseInput(customerSchema, customer, 'customer');
+const hold = (id: string) => parseInput(holdIdSchema, id, 'hold');

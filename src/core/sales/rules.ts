@@ -1,0 +1,88 @@
+/**
+ * Pure sale rules shared by every backend: the preflight validator and the status a sale is in.
+ * Backends call them inside their atomic step with state read in that step (the backend's clock,
+ * overlapping sales, units sold), so the checks and the write cannot drift apart.
+ */
+import { DibsError } from '../errors.js';
+import type { SaleSpec, SaleStatus } from './types.js';
+
+/** How far in the past a new sale may start and still count as "starting now" (request latency, clock skew). */
+export const START_GRACE_MS = 60_000;
+
+export interface Problem {
+  field: string;
+  message: string;
+}
+
+export interface PreflightContext {
+  /** The backend's clock, ISO 8601. */
+  now: string;
+  /** Other non-cancelled sales of the same SKU (id, window). */
+  sameSku: { id: string; startsAt: string; endsAt: string }[];
+  /** Units already sold plus held (0 for a new sale). */
+  committed: number;
+  /** For an update: the sale as stored (its start may not move once it has started). */
+  existing?: { startsAt: string };
+}
+
+/** Every problem with a sale definition, each naming its field. Empty = valid. */
+export function preflight(spec: SaleSpec, context: PreflightContext): Problem[] {
+  const problems: Problem[] = [];
+  const now = Date.parse(context.now);
+  const starts = Date.parse(spec.startsAt);
+  const ends = Date.parse(spec.endsAt);
+  if (ends <= starts) problems.push({ field: 'endsAt', message: `must be after startsAt (${spec.startsAt})` });
+  if (ends <= now) problems.push({ field: 'endsAt', message: `must be in the future (now is ${context.now})` });
+  if (!context.existing && starts < now - START_GRACE_MS) problems.push({ field: 'startsAt', message: `must be now or in the future (now is ${context.now})` });
+  if (context.existing && context.existing.startsAt !== spec.startsAt && Date.parse(context.existing.startsAt) <= now) {
+    problems.push({ field: 'startsAt', message: 'cannot move: the sale has already started' });
+  }
+  if (spec.cap !== null && spec.cap > 0 && spec.perCustomerLimit > spec.cap) {
+    problems.push({ field: 'perCustomerLimit', message: `must not exceed cap (${spec.cap})` });
+  }
+  if (spec.cap !== null && spec.cap < context.committed) {
+    problems.push({ field: 'cap', message: `cannot go below the ${context.committed} units already sold or held` });
+  }
+  for (const other of context.sameSku) {
+    if (other.id !== spec.id && Date.parse(other.startsAt) < ends && starts < Date.parse(other.endsAt)) {
+      problems.push({ field: 'sku', message: `sale '${other.id}' sells ${spec.sku} in an overlapping window (${other.startsAt} – ${other.endsAt})` });
+    }
+  }
+  return problems;
+}
+
+export function assertPreflight(spec: SaleSpec, context: PreflightContext): void {
+  const problems = preflight(spec, context);
+  if (problems.length === 0) return;
+  const first = problems[0]!;
+  const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
+  throw new DibsError('invalid_input', `${first.field}: ${first.message}${more}`, { field: first.field, details: { problems } });
+}
+
+export function saleStatus(sale: { startsAt: string; endsAt: string; cancelledAt: string | null; cap: number | null; sold: number }, now: string): SaleStatus {
+  if (sale.cancelledAt !== null) return 'cancelled';
+  if (now < sale.startsAt) return 'scheduled';
+  if (now >= sale.endsAt) return 'ended';
+  if (sale.cap !== null && sale.sold >= sale.cap) return 'sold_out';
+  return 'live';
+}
+
+/** Timestamps are stored and compared as fixed-width UTC ISO strings (`…T09:00:00.000Z`). */
+export function normaliseTimestamp(value: string): string {
+  return new Date(value).toISOString();
+}
+
+export function notLive(saleId: string, status: SaleStatus): DibsError {
+  return new DibsError(status === 'sold_out' ? 'sold_out' : 'not_live', `sale '${saleId}' is ${status.replace('_', ' ')}`, { details: { sale: saleId, status } });
+}
+
+export function limitReached(saleId: string, customer: string, units: number, quantity: number, limit: number): DibsError {
+  return new DibsError('limit_reached', `customer '${customer}' has ${units} unit(s) of sale '${saleId}'; ${quantity} more would exceed the limit of ${limit}`, {
+    field: 'quantity',
+    details: { sale: saleId, customer, units, limit },
+  });
+}
+
+export function saleSoldOut(saleId: string, available: number): DibsError {
+  return new DibsError('sold_out', `sale '${saleId}' has ${available} unit(s) left`, { details: { sale: saleId, available } });
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { claimantSchema, idempotencyKeySchema, metadataSchema } from '../schemas.js';
+
+export const SALE_LIMITS = {
+  cap: 1_000_000_000,
+  perCustomerLimit: 1_000_000,
+  quantity: 10_000,
+  /** Holds live between one second and one day. */
+  ttlMs: { min: 1_000, max: 86_400_000 },
+} as const;
+
+export const saleIdSchema = z
+  .string({ error: 'must be a string' })
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit')
+  .max(64, 'at most 64 characters');
+
+const timestamp = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' });
+const cap = z.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').max(SALE_LIMITS.cap).nullable();
+const perCustomerLimit = z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(SALE_LIMITS.perCustomerLimit);
+
+export const createSaleSchema = z
+  .object({
+    id: saleIdSchema.optional(),
+    sku: z.string().min(1, 'must not be empty').max(128, 'at most 128 characters'),
+    startsAt: timestamp,
+    endsAt: timestamp,
+    cap: cap.default(null),
+    perCustomerLimit: perCustomerLimit.default(1),
+    metadata: metadataSchema.default({}),
+  })
+  .strict();
+
+export const updateSaleSchema = z
+  .object({ startsAt: timestamp.optional(), endsAt: timestamp.optional(), cap: cap.optional(), perCustomerLimit: perCustomerLimit.optional(), metadata: metadataSchema.optional() })
+  .strict();
+
+export const quantitySchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(SALE_LIMITS.quantity, `at most ${SALE_LIMITS.quantity}`);
+export const ttlSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(SALE_LIMITS.ttlMs.min, 'at least 1000 ms').max(SALE_LIMITS.ttlMs.max, 'at most one day');
+export const customerSchema = claimantSchema;
+export const buyOptionsSchema = z.object({ idempotencyKey: idempotencyKeySchema.optional() }).strict();
+export const holdIdSchema = z.string().min(1).max(64).regex(/^hold_[A-Za-z0-9]+$/, 'is not a hold id');
+
+export type CreateSaleInput = z.input<typeof createSaleSchema>;
+export type UpdateSaleInput = z.input<typeof updateSaleSchema>;

@@ -1,0 +1,4 @@
+import { saleConformance } from '../conformance/sales.js';
+import { openTempSqlite } from '../support/sqlite.js';
+
+saleConformance('sqlite', openTempSqlite);

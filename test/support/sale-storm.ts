@@ -1,0 +1,87 @@
+/**
+ * Multi-process flash-sale storms: many buyers in several OS processes racing for the last
+ * units, directly or through holds that are confirmed, cancelled or left to expire.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface SaleOp {
+  customer: string;
+  kind: 'buy' | 'reserve';
+  quantity: number;
+  key?: string;
+  /** For reserve: what the buyer does with the hold. */
+  then?: 'confirm' | 'cancel' | 'abandon';
+  thinkMs: number;
+}
+
+export interface SaleOutcome extends SaleOp {
+  step: 'buy' | 'reserve' | 'confirm' | 'cancel';
+  status: 'ok' | 'error';
+  orderId?: string;
+  holdId?: string;
+  error?: string;
+}
+
+export interface SaleWorkerConfig {
+  store: string;
+  sale: string;
+  ttlMs: number;
+  ops: SaleOp[];
+  concurrency: number;
+  resultFile: string;
+}
+
+const WORKER = fileURLToPath(new URL('./sale-worker.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs `lanes` (one list of ops per process); `during` runs in this process while they work. */
+export async function runSaleStorm(options: { store: string; sale: string; lanes: SaleOp[][]; ttlMs?: number; concurrency?: number; timeoutMs?: number; during?: (done: () => boolean) => Promise<void> }): Promise<SaleOutcome[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-sale-storm-'));
+  try {
+    const workers = options.lanes.map((ops, i) => {
+      const config: SaleWorkerConfig = { store: options.store, sale: options.sale, ttlMs: options.ttlMs ?? 1000, ops, concurrency: options.concurrency ?? 8, resultFile: join(dir, `w${i}.jsonl`) };
+      const configFile = join(dir, `w${i}.json`);
+      writeFileSync(configFile, JSON.stringify(config));
+      const child = spawn(process.execPath, ['--import', 'tsx', WORKER, configFile], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const ready = new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
+        child.once('exit', (code) => reject(new Error(`sale worker ${i} exited (${code}) before it was ready:\n${stderr}`)));
+      });
+      const done = new Promise<void>((resolve, reject) => child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`sale worker ${i} failed (${code ?? signal}):\n${stderr}`)))));
+      ready.catch(() => {});
+      done.catch(() => {});
+      return { child, ready, done, config };
+    });
+    const timer = setTimeout(() => workers.forEach((w) => w.child.kill('SIGKILL')), options.timeoutMs ?? 120_000);
+    let finished = false;
+    try {
+      await Promise.all(workers.map((w) => w.ready));
+      for (const w of workers) w.child.stdin.end('go\n');
+      const all = Promise.all(workers.map((w) => w.done)).finally(() => (finished = true));
+      await Promise.all([all, options.during?.(() => finished)]);
+    } finally {
+      clearTimeout(timer);
+      for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+    }
+    return workers.flatMap((w) =>
+      existsSync(w.config.resultFile)
+        ? readFileSync(w.config.resultFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as SaleOutcome)
+        : [],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Spreads ops over `processes` lanes round-robin; op i's duplicate (if any) lands on another lane. */
+export function spread(ops: SaleOp[], processes: number): SaleOp[][] {
+  const lanes: SaleOp[][] = Array.from({ length: processes }, () => []);
+  ops.forEach((op, i) => lanes[i % processes]!.push(op));
+  return lanes;
+}
