@@ -15,6 +15,7 @@ import type {
   Violation,
 } from './types.js';
 import type { SaleBackend } from './sales/backend.js';
+import type { OutboxBackend } from './outbox.js';
 
 /**
  * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
@@ -87,6 +88,8 @@ export interface Backend {
   readonly pools: PoolBackend;
   /** Flash sales; absent on stores that do not support them yet. */
   readonly sales?: SaleBackend;
+  /** Outbox delivery (leases, retries); absent on stores whose dispatcher is not built yet. */
+  readonly outbox?: OutboxBackend;
   health(): Promise<Health>;
   /** Closes connections; pending operations finish first. Idempotent. */
   close(): Promise<void>;

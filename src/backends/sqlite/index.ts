@@ -13,11 +13,13 @@ import type { Health } from '../../core/types.js';
 import { migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
 import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
+import { SqliteOutbox } from './outbox.js';
 
 export class SqliteBackend implements Backend {
   readonly kind = 'sqlite';
   readonly pools: SqlitePools;
   readonly sales: SqliteSales;
+  readonly outbox: SqliteOutbox;
   private closed = false;
 
   constructor(
@@ -27,6 +29,7 @@ export class SqliteBackend implements Backend {
   ) {
     this.pools = new SqlitePools(db, options);
     this.sales = new SqliteSales(db, options);
+    this.outbox = new SqliteOutbox(db, options);
   }
 
   async health(): Promise<Health> {

@@ -109,3 +109,29 @@ SELECT * FROM dibs_outbox WHERE sale IS NOT NULL AND id > ? ORDER BY id LIMIT ?
 
 -- name: saleEventsAfter
 SELECT * FROM dibs_outbox WHERE sale = ? AND id > ? ORDER BY id LIMIT ?
+
+-- name: upsertWish
+INSERT INTO dibs_wishlist (sku, customer, channels, created_at) VALUES (@sku, @customer, @channels, @now)
+ON CONFLICT (sku, customer) DO UPDATE SET channels = excluded.channels
+RETURNING *
+
+-- name: deleteWish
+DELETE FROM dibs_wishlist WHERE sku = ? AND customer = ?
+
+-- name: listWishes
+SELECT * FROM dibs_wishlist WHERE sku = ? AND customer > ? ORDER BY customer LIMIT ?
+
+-- name: wishesOfSku
+SELECT * FROM dibs_wishlist WHERE sku = ? ORDER BY customer
+
+-- name: salesToAnnounce
+SELECT * FROM dibs_sales WHERE announced_at IS NULL AND cancelled_at IS NULL AND starts_at <= @now AND ends_at > @now ORDER BY starts_at
+
+-- name: markAnnounced
+UPDATE dibs_sales SET announced_at = @now WHERE id = @id AND announced_at IS NULL
+
+-- name: salesToEnd
+SELECT * FROM dibs_sales WHERE ended_recorded_at IS NULL AND ends_at <= @now ORDER BY ends_at
+
+-- name: markEnded
+UPDATE dibs_sales SET ended_recorded_at = @now WHERE id = @id AND ended_recorded_at IS NULL

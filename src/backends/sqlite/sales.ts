@@ -3,7 +3,8 @@ import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
-import type { BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec } from '../../core/sales/types.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, type Db, type SqliteOptions } from './database.js';
@@ -13,7 +14,8 @@ const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'cancelSaleHolds', 'zeroHeld', 'staleHolds', 'staleHoldsAnySale', 'setHoldStatus', 'moveSale', 'unitsOfCustomer',
   'activeHoldOf', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
   'insertSaleKey', 'insertEvent', 'activeHeldUnits', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder',
-  'eventsAfter', 'saleEventsAfter',
+  'eventsAfter', 'saleEventsAfter', 'upsertWish', 'deleteWish', 'listWishes', 'wishesOfSku', 'salesToAnnounce',
+  'markAnnounced', 'salesToEnd', 'markEnded',
 ]);
 
 interface SaleRow {
@@ -220,6 +222,62 @@ export class SqliteSales implements SaleBackend {
     });
   }
 
+  async addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
+    return write(this.db, this.options, () => toWish(this.stmt.upsertWish.get({ sku, customer, channels: JSON.stringify(channels), now: this.now() }) as WishRow));
+  }
+
+  async removeFromWishlist(sku: string, customer: string): Promise<void> {
+    await write(this.db, this.options, () => {
+      if (this.stmt.deleteWish.run(sku, customer).changes === 0) throw notFound('wish', `${sku}/${customer}`);
+    });
+  }
+
+  async listWishlist(sku: string, { limit, after }: { limit: number; after?: string }): Promise<Page<WishlistEntry>> {
+    return read(this.options, () => {
+      const rows = this.stmt.listWishes.all(sku, after ?? '', limit + 1) as WishRow[];
+      const items = rows.slice(0, limit).map(toWish);
+      return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.customer : null };
+    });
+  }
+
+  async activateDue(): Promise<ActivationResult> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const result: ActivationResult = { sales: [], notifications: 0 };
+      for (const sale of this.stmt.salesToAnnounce.all({ now }) as SaleRow[]) {
+        if (this.stmt.markAnnounced.run({ id: sale.id, now }).changes === 0) continue;
+        result.sales.push(sale.id);
+        const about = { sale: sale.id, sku: sale.sku, startsAt: sale.starts_at, endsAt: sale.ends_at, metadata: JSON.parse(sale.metadata) as unknown };
+        this.event('sale.live', `sale.live:${sale.id}`, sale.id, about, now);
+        for (const wish of this.stmt.wishesOfSku.all(sale.sku) as WishRow[]) {
+          const channels = JSON.parse(wish.channels) as WishlistChannels;
+          for (const channel of CHANNELS) {
+            const to = channels[channel];
+            if (to === undefined) continue;
+            this.event('sale.live.notify', `sale.live:${sale.id}:${wish.customer}:${channel}`, sale.id, { ...about, customer: wish.customer, channel, to }, now);
+            result.notifications++;
+          }
+        }
+      }
+      return result;
+    });
+  }
+
+  async endDue(): Promise<string[]> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const ended: string[] = [];
+      for (const sale of this.stmt.salesToEnd.all({ now }) as SaleRow[]) {
+        if (this.stmt.markEnded.run({ id: sale.id, now }).changes === 0) continue;
+        this.expireStale(sale, now);
+        // Holds of an ended sale can still be confirmed until they expire; nothing else changes.
+        if (sale.cancelled_at === null) this.event('sale.ended', `sale.ended:${sale.id}`, sale.id, { sale: sale.id, sku: sale.sku, sold: this.sale(sale.id).sold, cap: sale.cap }, now);
+        ended.push(sale.id);
+      }
+      return ended;
+    });
+  }
+
   async auditSale(id: string): Promise<SaleViolation[]> {
     return read(this.options, () => this.db.transaction(() => {
       const now = this.now();
@@ -343,6 +401,17 @@ export class SqliteSales implements SaleBackend {
       stats: { sold: row.sold, held, available: row.cap === null ? null : Math.max(0, row.cap - row.sold - held) },
     };
   }
+}
+
+interface WishRow {
+  sku: string;
+  customer: string;
+  channels: string;
+  created_at: string;
+}
+
+function toWish(row: WishRow): WishlistEntry {
+  return { sku: row.sku, customer: row.customer, channels: JSON.parse(row.channels) as WishlistChannels, createdAt: row.created_at };
 }
 
 function toHold(row: HoldRow): Hold {

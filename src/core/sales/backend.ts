@@ -1,5 +1,5 @@
 import type { OutboxEvent, Page } from '../types.js';
-import type { BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec } from './types.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from './types.js';
 
 export interface SaleViolation {
   invariant: 'I2' | 'I3' | 'I4' | 'I7';
@@ -46,6 +46,21 @@ export interface SaleBackend {
   getHold(holdId: string): Promise<Hold>;
   /** The sweep job: expires up to `limit` stale holds across all sales, recording `hold.expired` events. */
   expireHolds(limit: number): Promise<number>;
+
+  /** Adds or replaces a customer's wish for a SKU. */
+  addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry>;
+  /** Throws `not_found` when the customer has no wish for the SKU. */
+  removeFromWishlist(sku: string, customer: string): Promise<void>;
+  listWishlist(sku: string, options: { limit: number; after?: string }): Promise<Page<WishlistEntry>>;
+  /**
+   * The activation job: every sale whose start has come (and that is neither cancelled nor over)
+   * is announced exactly once — in one atomic step it is marked announced, a `sale.live` event
+   * is recorded and one `sale.live.notify` event per wishlister and channel. Safe to run from
+   * several processes at once.
+   */
+  activateDue(): Promise<ActivationResult>;
+  /** The expiration job: records `sale.ended` once per sale whose end has come (its unexpired holds stay confirmable until they expire). */
+  endDue(): Promise<string[]>;
 
   /** I2 (per-customer limit), I3 (sold + held ≤ cap), I4 (counters = orders/holds), I7 (events). */
   auditSale(id: string): Promise<SaleViolation[]>;

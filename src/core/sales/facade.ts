@@ -16,10 +16,12 @@ import {
   saleIdSchema,
   ttlSchema,
   updateSaleSchema,
+  skuSchema,
+  wishlistChannelsSchema,
   type CreateSaleInput,
   type UpdateSaleInput,
 } from './schemas.js';
-import type { BuyResult, Hold, HoldResult, Sale } from './types.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, WishlistChannels, WishlistEntry } from './types.js';
 
 export class Sales {
   constructor(private readonly backend: SaleBackend | undefined, private readonly kind: string) {}
@@ -85,6 +87,29 @@ export class Sales {
   /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
   async expireHolds(limit = 1000): Promise<number> {
     return this.store.expireHolds(parseInput(z.number().int().min(1).max(100_000), limit, 'limit'));
+  }
+
+  /** Registers interest in a SKU: notified on every channel given when a sale of it goes live. */
+  async wish(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
+    return this.store.addToWishlist(parseInput(skuSchema, sku, 'sku'), who(customer), parseInput(wishlistChannelsSchema, channels, 'channels'));
+  }
+
+  async unwish(sku: string, customer: string): Promise<void> {
+    return this.store.removeFromWishlist(parseInput(skuSchema, sku, 'sku'), who(customer));
+  }
+
+  async wishlist(sku: string, options: { limit?: number; after?: string } = {}): Promise<Page<WishlistEntry>> {
+    return this.store.listWishlist(parseInput(skuSchema, sku, 'sku'), parseInput(listOptionsSchema, options));
+  }
+
+  /** Activation job: announces sales whose start has come, once each, with their wishlist notifications. */
+  async activateDue(): Promise<ActivationResult> {
+    return this.store.activateDue();
+  }
+
+  /** Expiration job: records the end of sales whose window has closed, once each. */
+  async endDue(): Promise<string[]> {
+    return this.store.endDue();
   }
 
   async audit(id: string): Promise<SaleViolation[]> {

@@ -6,6 +6,9 @@
 import { DibsError } from '../errors.js';
 import type { SaleSpec, SaleStatus } from './types.js';
 
+/** Notification channels, in the order a wishlister's events are written. */
+export const CHANNELS = ['email', 'webPush', 'webhook'] as const;
+
 /** How far in the past a new sale may start and still count as "starting now" (request latency, clock skew). */
 export const START_GRACE_MS = 60_000;
 

@@ -21,7 +21,7 @@ const perCustomerLimit = z.number({ error: 'must be a number' }).int('must be a 
 export const createSaleSchema = z
   .object({
     id: saleIdSchema.optional(),
-    sku: z.string().min(1, 'must not be empty').max(128, 'at most 128 characters'),
+    sku: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'at most 128 characters'),
     startsAt: timestamp,
     endsAt: timestamp,
     cap: cap.default(null),
@@ -42,3 +42,23 @@ export const holdIdSchema = z.string().min(1).max(64).regex(/^hold_[A-Za-z0-9]+$
 
 export type CreateSaleInput = z.input<typeof createSaleSchema>;
 export type UpdateSaleInput = z.input<typeof updateSaleSchema>;
+
+const httpUrl = (protocols: RegExp) =>
+  z.string().max(2048, 'at most 2048 characters').refine((value) => {
+    try {
+      return protocols.test(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute URL');
+
+export const wishlistChannelsSchema = z
+  .object({
+    email: z.email('must be an email address').max(320).optional(),
+    webPush: z.object({ endpoint: httpUrl(/^https?:$/), keys: z.object({ p256dh: z.string().min(1).max(256), auth: z.string().min(1).max(256) }).strict() }).strict().optional(),
+    webhook: httpUrl(/^https?:$/).optional(),
+  })
+  .strict()
+  .refine((c) => c.email !== undefined || c.webPush !== undefined || c.webhook !== undefined, 'name at least one channel: email, webPush or webhook');
+
+export const skuSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'at most 128 characters');

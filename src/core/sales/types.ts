@@ -79,3 +79,30 @@ export interface HoldResult {
   hold: Hold;
   replayed: boolean;
 }
+
+/** A browser push subscription as returned by `PushManager.subscribe()`. */
+export interface PushSubscription {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+/** Where a wishlister wants to hear that a sale of their SKU went live. */
+export interface WishlistChannels {
+  email?: string;
+  webPush?: PushSubscription;
+  webhook?: string;
+}
+
+export interface WishlistEntry {
+  sku: string;
+  customer: string;
+  channels: WishlistChannels;
+  createdAt: string;
+}
+
+export interface ActivationResult {
+  /** Sales announced as live by this run. */
+  sales: string[];
+  /** Notification events written to the outbox (one per wishlister and channel). */
+  notifications: number;
+}

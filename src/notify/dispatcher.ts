@@ -1,0 +1,120 @@
+/**
+ * Delivers outbox events at least once. Events that name a `channel` and a `to` (wishlist
+ * notifications) go to that one destination; every other event (low stock, sale live, …) goes to
+ * the configured webhook endpoints. Each batch is leased in the store first, so any number of
+ * dispatchers — in this process or others — can run side by side without delivering the same
+ * event concurrently. Failures are retried with exponential backoff and jitter until
+ * `maxAttempts`, then dead-lettered; every attempt is logged in the store.
+ */
+import type { DueEvent, OutboxBackend } from '../core/outbox.js';
+import { DeliveryError, type Channel } from './channels.js';
+
+export interface DispatcherOptions {
+  outbox: OutboxBackend;
+  channels?: { email?: Channel; webPush?: Channel; webhook?: Channel };
+  /** Endpoints for events without their own destination. */
+  webhookUrls?: string[];
+  batchSize?: number;
+  leaseMs?: number;
+  maxAttempts?: number;
+  backoff?: { baseMs: number; maxMs: number };
+  onError?: (error: unknown) => void;
+}
+
+export interface DispatchResult {
+  delivered: number;
+  retried: number;
+  dead: number;
+}
+
+export class OutboxDispatcher {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<DispatchResult> | null = null;
+  private stopped = false;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  /** Leases one batch of due events and delivers it. */
+  async runOnce(): Promise<DispatchResult> {
+    const result: DispatchResult = { delivered: 0, retried: 0, dead: 0 };
+    const events = await this.options.outbox.claimDue(this.options.batchSize ?? 50, this.options.leaseMs ?? 60_000);
+    await Promise.all(events.map(async (event) => {
+      const outcome = await this.deliver(event);
+      result[outcome]++;
+    }));
+    return result;
+  }
+
+  /** Runs batches until nothing is due (bounded by `maxBatches`). */
+  async drain(maxBatches = 1000): Promise<DispatchResult> {
+    const total: DispatchResult = { delivered: 0, retried: 0, dead: 0 };
+    for (let i = 0; i < maxBatches; i++) {
+      const r = await this.runOnce();
+      total.delivered += r.delivered;
+      total.retried += r.retried;
+      total.dead += r.dead;
+      if (r.delivered + r.retried + r.dead === 0) break;
+    }
+    return total;
+  }
+
+  /** Polls every `intervalMs` on an unref'd timer (it never keeps the process alive by itself). */
+  start(intervalMs = 1000): void {
+    this.stopped = false;
+    const tick = () => {
+      if (this.stopped) return;
+      this.running = this.drain(20).catch((error) => {
+        this.options.onError?.(error);
+        return { delivered: 0, retried: 0, dead: 0 };
+      });
+      void this.running.finally(() => {
+        this.running = null;
+        if (!this.stopped) this.timer = setTimeout(tick, intervalMs).unref();
+      });
+    };
+    tick();
+  }
+
+  /** Stops polling and waits for the batch in flight, so a graceful shutdown loses nothing. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async deliver(event: DueEvent): Promise<keyof DispatchResult> {
+    try {
+      const detail = await this.send(event);
+      await this.options.outbox.markDelivered(event.id, detail);
+      return 'delivered';
+    } catch (error) {
+      const retriable = !(error instanceof DeliveryError) || error.retriable;
+      const attempt = event.attempts + 1;
+      const give = !retriable || attempt >= (this.options.maxAttempts ?? 10);
+      await this.options.outbox.markFailed(event.id, (error as Error).message, give ? null : this.backoff(attempt));
+      return give ? 'dead' : 'retried';
+    }
+  }
+
+  private async send(event: DueEvent): Promise<string> {
+    const { channel, to } = event.payload as { channel?: keyof NonNullable<DispatcherOptions['channels']>; to?: unknown };
+    if (channel !== undefined) {
+      const handler = this.options.channels?.[channel];
+      if (!handler) throw new DeliveryError(`no ${channel} channel is configured`, true);
+      return handler.deliver(event, to);
+    }
+    const urls = this.options.webhookUrls ?? [];
+    const webhook = this.options.channels?.webhook;
+    if (urls.length === 0 || !webhook) return 'no webhook endpoint configured';
+    // At least once to every endpoint: a retry re-sends to all; receivers dedupe on the key.
+    const details = [];
+    for (const url of urls) details.push(await webhook.deliver(event, url));
+    return details.join('; ');
+  }
+
+  private backoff(attempt: number): number {
+    const { baseMs, maxMs } = this.options.backoff ?? { baseMs: 1000, maxMs: 15 * 60_000 };
+    const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+}
