@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { openDibs } from '../src/index.js';
 import { fanOut, printTable, summarise, timeOps, type RunStats } from './lib/measure.js';
+import { seedDibs } from './lib/seed.js';
 
 const REDIS_URL = process.env.BENCH_REDIS ?? 'redis://127.0.0.1:6379/0';
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 40_000);
@@ -27,14 +28,6 @@ export async function seedRaw(client: Redis, prefix: string, n: number): Promise
   }
 }
 
-async function seedDibs(store: string, n: number): Promise<void> {
-  const dibs = await openDibs(store);
-  await dibs.pools.create({ name: 'bench' });
-  await dibs.pools.importCodes('bench', (function* () {
-    for (let i = 0; i < n; i++) yield `DIBS-${i}`;
-  })());
-  await dibs.close();
-}
 
 async function cleanup(client: Redis, prefix: string): Promise<void> {
   let cursor = '0';
