@@ -7,6 +7,7 @@ import { DibsError } from '../core/errors.js';
 
 const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
+  postgres: async () => (await import('./postgres/index.js')).openPostgres,
 };
 
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
