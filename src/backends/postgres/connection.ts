@@ -40,6 +40,9 @@ export function createPool(connectionString: string, options: PgOptions): pg.Poo
   // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener Node would crash the process. The pool drops it and reconnects.
   pool.on('error', () => {});
+  // The same for a checked-out connection killed between two statements: the next statement on
+  // it then fails ("not queryable" → unavailable) and the broken client is discarded.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
