@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import { loadQueries } from '../shared/sql-files.js';
-import { query, withTransaction, type PgOptions } from './connection.js';
+import { prepared, translate, withTransaction, type PgOptions } from './connection.js';
 import type { ClaimRequest, ClaimRow } from './claim.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -75,11 +75,13 @@ export class ClaimGrouper {
     try {
       const rows = settle
         ? await withTransaction(this.pool, async (client) => {
-            const result = (await client.query<ClaimRow & { i: string }>(GROUP.claimGroup, params)).rows;
+            const result = (await client.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))).rows;
             if (result.some((r) => r.taken.length > 0)) await settleLowStock(client, result[0]!.pool_id!, true);
             return result;
           })
-        : (await query<ClaimRow & { i: string }>(this.pool, GROUP.claimGroup, params)).rows;
+        : (await this.pool.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params)).catch((error: unknown) => {
+            throw translate(error);
+          })).rows;
       for (const row of rows) group[Number(row.i) - 1]!.resolve(row);
     } catch (error) {
       for (const w of group) w.reject(error);

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
+import { prepared, query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -104,9 +104,15 @@ export class PgClaims {
   /** One statement (autocommit); in a transaction with low-stock settling when the pool has a threshold. */
   private async runSingle(r: ClaimRequest): Promise<ClaimRow> {
     const params = (settle: boolean) => [r.pool, r.claimant, r.count, r.key, Math.random(), Math.random(), settle];
-    if (!this.settled.has(r.pool)) return (await query<ClaimRow>(this.pool, SINGLE.claim, params(false))).rows[0]!;
+    if (!this.settled.has(r.pool)) {
+      try {
+        return (await this.pool.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(false)))).rows[0]!;
+      } catch (error) {
+        throw translate(error);
+      }
+    }
     return withTransaction(this.pool, async (client) => {
-      const row = (await client.query<ClaimRow>(SINGLE.claim, params(true))).rows[0]!;
+      const row = (await client.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(true)))).rows[0]!;
       if (row.taken.length > 0) await settleLowStock(client, row.pool_id!, true);
       return row;
     });

@@ -1,0 +1,16 @@
+import { openDibs } from '/work/wt-postgres/src/index.js';
+const grouped = process.argv[2] ?? 'true';
+const N = Number(process.argv[3] ?? 5000);
+const C = Number(process.argv[4] ?? 16);
+const dibs = await openDibs(`postgres://root@127.0.0.1:5432/test?schema=tq_${grouped}&poolSize=16&grouped=${grouped}`);
+await dibs.pools.delete('p').catch(() => {});
+await dibs.pools.create({ name: 'p' });
+let t = performance.now();
+await dibs.pools.importCodes('p', Array.from({ length: N }, (_, i) => `C${i}`));
+console.log('import', (performance.now() - t).toFixed(0), 'ms');
+t = performance.now();
+let next = 0;
+await Promise.all(Array.from({ length: C }, async () => { while (next < N) { const i = next++; await dibs.pools.claim('p', `u${i}`); } }));
+const s = (performance.now() - t) / 1000;
+console.log(`grouped=${grouped} ${N} claims in ${s.toFixed(2)}s = ${(N / s).toFixed(0)}/s`);
+await dibs.close();

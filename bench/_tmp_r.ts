@@ -1,0 +1,17 @@
+import pg from 'pg';
+const pool = new pg.Pool({ connectionString: 'postgres://root@127.0.0.1:5432/test', max: 16, options: '-c search_path=tq_false' });
+const { readFileSync } = await import('node:fs');
+const sql = readFileSync('src/backends/postgres/claim.sql', 'utf8').split('\n').filter(l => !l.startsWith('--')).join('\n');
+await pool.query(`update pool_counters set free=0, claimed=0, total=0 where true`);
+await pool.query(`delete from codes`);
+await pool.query(`insert into codes(pool_id, code) select (select id from pools where name='p'), 'X'||g from generate_series(1,5000) g`);
+await pool.query(`update pool_counters set free=5000, total=5000 where shard=0`);
+let next = 0; const stat: Record<string, number> = {};
+const t = performance.now();
+await Promise.all(Array.from({ length: 16 }, async () => { while (next < 5000) { const i = next++; const r = (await pool.query({ name: process.env.NAMED ? 'c1' : undefined, text: sql, values: ['p', `u${i}`, 1, null, Math.random(), Number(process.env.SH ?? Math.random()), false] } as any)).rows[0]; const k = r.taken.length ? 'taken' : 'other'; stat[k] = (stat[k] ?? 0) + 1; } }));
+console.log(stat, (5000 / ((performance.now() - t) / 1000)).toFixed(0), '/s');
+const t2 = performance.now(); next = 0;
+await pool.query(`update codes set status='free', claimant=null, slot=null, claimed_at=null`);
+await Promise.all(Array.from({ length: 16 }, async () => { while (next < 5000) { const i = next++; await pool.query(`UPDATE codes SET status='claimed', claimant=$1, slot=1, claimed_at=now() WHERE id = (SELECT id FROM codes WHERE pool_id=(select id from pools where name='p') AND status='free' AND rnd >= $2 ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING code`, [`v${i}`, Math.random()]); } }));
+console.log('raw-ish', (5000 / ((performance.now() - t2) / 1000)).toFixed(0), '/s');
+await pool.end();
