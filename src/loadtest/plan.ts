@@ -43,6 +43,16 @@ export function arrivalOffset(pattern: ArrivalPattern, i: number, n: number, dur
   return Math.sqrt(i / n) * windowMs;
 }
 
+/** 0..n-1 in random order (Fisher–Yates). */
+function shuffled(n: number, rnd: () => number): number[] {
+  const items = Array.from({ length: n }, (_, i) => i);
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
 /** A repeat follows its original after a short human/client delay: 20–250 ms. */
 const REPEAT_DELAY_MS = [20, 250] as const;
 
@@ -51,22 +61,19 @@ export function planLoad(options: PlanOptions): PlannedClaim[][] {
   const { processes, claimants, claimsPerClaimant, claimantPrefix } = options;
   const rnd = random(options.seed);
   // Who arrives in which order: a shuffled permutation, so arrival order is not claimant order.
-  const order = Array.from({ length: claimants }, (_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rnd() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
+  const order = shuffled(claimants, rnd);
   const arrivalOf = new Array<number>(claimants);
   order.forEach((claimant, rank) => (arrivalOf[claimant] = arrivalOffset(options.arrival, rank, claimants, options.durationSec)));
 
-  const repeaters = Math.round(claimants * options.repeatRatio);
+  // Who repeats: a random subset, so repeaters are spread over the population and over
+  // keyed and unkeyed claimants alike.
+  const repeaters = new Set(shuffled(claimants, rnd).slice(0, Math.round(claimants * options.repeatRatio)));
   const lanes: PlannedClaim[][] = Array.from({ length: processes }, () => []);
   for (let i = 0; i < claimants; i++) {
     const claimant = `${claimantPrefix}${i}`;
     // Half the claimants send idempotency keys, like a client library that always does.
     const keyed = i % 2 === 0;
-    // Repeaters are spread over the whole population (every k-th claimant), not the first few.
-    const repeats = repeaters > 0 && Math.floor((i * repeaters) / claimants) !== Math.floor(((i + 1) * repeaters) / claimants);
+    const repeats = repeaters.has(i);
     const home = i % processes;
     const at = arrivalOf[i]!;
     for (let k = 0; k < claimsPerClaimant; k++) {
