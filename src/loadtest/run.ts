@@ -130,6 +130,7 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
       wallSeconds: Math.round(wallSeconds * 1000) / 1000,
       throughput: wallSeconds > 0 ? Math.round(outcomes.length / wallSeconds) : 0,
       latencyMs: summariseLatency(outcomes.map((x) => x.ms)),
+      arrivalToAnswerMs: summariseLatency(outcomes.map((x) => Math.max(0, x.sent - x.at) + x.ms)),
       outcomes: { claimed: outcomes.filter((x) => x.status === 'claimed').length, alreadyHeld: s.alreadyHeld, replayed: s.replayed, soldOut: s.soldOut, errors: Object.fromEntries(Object.entries(s.errors).filter(([code]) => code !== 'sold_out')) },
       numbers: { demand: s.demand, supply: s.supply, expectedCodesGiven: s.expectedCodesGiven, codesGiven: s.codesGiven, winners: s.winners, losers: s.losers },
       finalStats: stats,

@@ -186,7 +186,13 @@ export interface LoadtestReport {
   wallSeconds: number;
   /** Answers per second over the wall time. */
   throughput: number;
+  /** Duration of each claim call (request to answer), ms. */
   latencyMs: LatencySummary;
+  /**
+   * From the moment a user "clicked" (planned arrival) to the answer, ms: the call plus any wait
+   * for a free slot in its process (`concurrency`). What a user of a saturated instance feels.
+   */
+  arrivalToAnswerMs: LatencySummary;
   outcomes: { claimed: number; alreadyHeld: number; replayed: number; soldOut: number; errors: Record<string, number> };
   /** "The numbers add up": what exactly-once demands versus what happened. */
   numbers: {

@@ -39,7 +39,7 @@ if (go) {
       while (next < ops.length) {
         const op = ops[next++]!;
         const wait = op.at - (performance.now() - start);
-        if (wait > 1) await sleep(wait);
+        if (wait > 0) await sleep(wait);
         const sent = performance.now() - start;
         const answer = await client.claim(config.pool, op.claimant, op.key);
         const outcome: TimedOutcome = { ...op, ...answer, process: config.index, sent: round(sent), ms: round(performance.now() - start - sent) };
