@@ -1,0 +1,92 @@
+/**
+ * The service's background jobs: sale activation (with wishlist notifications), sale
+ * expiration, the hold-expiry sweep and outbox delivery. Every job is one atomic, idempotent
+ * step in the store (activation marks a sale announced in the same transaction that writes its
+ * events; the dispatcher leases events), so any number of service processes can run them side
+ * by side — no leader election needed.
+ */
+import type { Dibs } from '../core/dibs.js';
+import type { OutboxDispatcher } from '../notify/dispatcher.js';
+
+export interface JobSpec {
+  name: string;
+  everyMs: number;
+  run: () => Promise<unknown>;
+}
+
+export interface JobEvents {
+  onRun?: (name: string, result: unknown, ms: number) => void;
+  onError?: (name: string, error: unknown) => void;
+}
+
+/** The standard jobs for a Dibs instance (sales jobs only where the store supports sales). */
+export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatcher; everyMs?: number } = {}): JobSpec[] {
+  const every = options.everyMs ?? 1000;
+  const jobs: JobSpec[] = [];
+  if (dibs.backend.sales) {
+    jobs.push(
+      { name: 'sales.activate', everyMs: every, run: () => dibs.sales.activateDue() },
+      { name: 'sales.end', everyMs: every, run: () => dibs.sales.endDue() },
+      { name: 'holds.expire', everyMs: every, run: () => dibs.sales.expireHolds() },
+    );
+  }
+  if (options.dispatcher) {
+    const dispatcher = options.dispatcher;
+    jobs.push({ name: 'outbox.dispatch', everyMs: every, run: () => dispatcher.drain(20) });
+  }
+  return jobs;
+}
+
+export class JobRunner {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private stopped = true;
+
+  constructor(private readonly jobs: JobSpec[], private readonly events: JobEvents = {}) {}
+
+  start(): void {
+    this.stopped = false;
+    for (const job of this.jobs) this.schedule(job, 0);
+  }
+
+  /** Runs every job once now (tests, `dibs jobs run`). */
+  async runAll(): Promise<Record<string, unknown>> {
+    const results: Record<string, unknown> = {};
+    for (const job of this.jobs) results[job.name] = await this.runJob(job);
+    return results;
+  }
+
+  /** Stops scheduling and waits for runs in flight, so a graceful shutdown cuts nothing off. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private schedule(job: JobSpec, delayMs: number): void {
+    if (this.stopped) return;
+    const timer = setTimeout(async () => {
+      await this.runJob(job).catch(() => undefined);
+      this.schedule(job, job.everyMs);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(job.name, timer);
+  }
+
+  private async runJob(job: JobSpec): Promise<unknown> {
+    const started = performance.now();
+    const run = job.run();
+    this.inFlight.add(run);
+    try {
+      const result = await run;
+      this.events.onRun?.(job.name, result, performance.now() - started);
+      return result;
+    } catch (error) {
+      this.events.onError?.(job.name, error);
+      throw error;
+    } finally {
+      this.inFlight.delete(run);
+    }
+  }
+}
