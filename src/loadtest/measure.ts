@@ -62,7 +62,7 @@ export function timeline(outcomes: readonly TimedOutcome[]): { bucketSec: number
 export class LiveTally {
   private readonly histogram = new Map<number, number>();
   private readonly samples: { at: number; answered: number }[] = [];
-  private readonly started = performance.now();
+  private started = performance.now();
   answered = 0;
   claimed = 0;
   alreadyHeld = 0;
@@ -70,6 +70,12 @@ export class LiveTally {
   errors = 0;
 
   constructor(private readonly planned: number) {}
+
+  /** Elapsed time and rates count from the start signal, not from spawning the workers. */
+  markStart(): void {
+    this.started = performance.now();
+    this.samples.length = 0;
+  }
 
   add(batch: readonly TimedOutcome[]): void {
     for (const o of batch) {

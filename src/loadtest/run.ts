@@ -84,6 +84,7 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
       concurrency: o.concurrency,
       timeoutMs: o.timeoutSec * 1000,
       onStart: () => {
+        tally.markStart();
         hooks.onPhase?.('run', `${planned.toLocaleString('en-US')} requests from ${o.claimants.toLocaleString('en-US')} claimants, ${o.arrival}`);
         if (hooks.onProgress) ticker = setInterval(() => hooks.onProgress!(tally.snapshot()), hooks.progressIntervalMs ?? 250);
       },
