@@ -11,10 +11,11 @@ import { DEFAULT_STORE } from '../backends/registry.js';
 import { formatProgress, formatReport } from './format.js';
 import { BOUNDS, DEFAULTS } from './options.js';
 import { runLoadtest } from './run.js';
+import { LoadtestInterrupted } from './spawn.js';
 import { renderSvg } from './svg.js';
 import { ARRIVAL_PATTERNS, type ArrivalPattern, type LoadTarget, type LoadtestOptions, type LoadtestReport } from './types.js';
 
-export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
+export const EXIT = { ok: 0, failed: 1, badInput: 2, interrupted: 130 } as const;
 
 const integer = (min: number, max: number) => (raw: string) => {
   const value = Number(raw);
@@ -155,6 +156,7 @@ export async function loadtestAction(cli: CliOptions): Promise<number> {
     status.clear();
     const badInput = error instanceof UsageError || isDibsError(error, 'invalid_input');
     process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (error instanceof LoadtestInterrupted) return EXIT.interrupted;
     return badInput ? EXIT.badInput : EXIT.failed;
   }
   status.clear();

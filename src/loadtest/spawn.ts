@@ -48,6 +48,14 @@ export interface WorkersResult {
   timedOut: boolean;
 }
 
+/** The run was stopped by SIGINT/SIGTERM before it finished. */
+export class LoadtestInterrupted extends Error {
+  override readonly name = 'LoadtestInterrupted';
+  constructor() {
+    super('interrupted: the worker processes were stopped before the run finished');
+  }
+}
+
 const TS = /\.[cm]?ts$/;
 const HERE = import.meta.url;
 const WORKER = fileURLToPath(new URL(`./worker${TS.test(HERE) ? '.ts' : '.js'}`, HERE));
@@ -109,6 +117,14 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
     timedOut = true;
     killAll();
   }, options.timeoutMs);
+  // Ctrl-C: stop the workers and clean up, then let the caller see an interruption.
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+    killAll();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     options.lanes.forEach((ops, index) => {
       const config: WorkerConfig = { index, target: options.target, pool: options.pool, ops, concurrency: options.concurrency, resultFile: join(dir, `worker-${index}.jsonl`) };
@@ -148,11 +164,14 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
     const poller = setInterval(drain, options.pollMs ?? 250);
     const codes = await Promise.all(workers.map((w) => w.exited)).finally(() => clearInterval(poller));
     const seconds = (performance.now() - started) / 1000;
+    if (interrupted) throw new LoadtestInterrupted();
     drain();
     const failures = codes.flatMap((code, i) => (code === 0 ? [] : [`worker ${i} ${timedOut ? 'was stopped by the time limit' : `exited with ${code}`}${workers[i]!.stderr().trim() ? `: ${workers[i]!.stderr().trim().split('\n').slice(-5).join(' | ')}` : ''}`]));
     return { outcomes, seconds, failures, timedOut };
   } finally {
     clearTimeout(timer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     killAll();
     rmSync(dir, { recursive: true, force: true });
   }
