@@ -83,8 +83,10 @@ export interface ClaimOutcome {
   code?: string;
   held?: string[];
   replayed?: boolean;
-  /** Stable error code (`sold_out`, `unavailable`, `timeout`, `http_502`, …). */
+  /** Stable error code (`sold_out`, `unavailable`, `timeout`, `http_502`, `exception`, …). */
   error?: string;
+  /** For an `exception`: what was thrown. */
+  detail?: string;
   /** Latency of the call in ms. */
   ms: number;
 }

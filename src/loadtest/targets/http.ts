@@ -8,6 +8,7 @@
 import { parse } from 'csv-parse/sync';
 import { DibsError, ERROR_CODES, type ErrorCode } from '../../core/errors.js';
 import type { CodeStatus, ImportResult, PoolStats } from '../../core/types.js';
+import { redact } from '../../backends/registry.js';
 import type { AuditFinding, CodeState, LoadTarget } from '../types.js';
 import type { ClaimAnswer, ClaimClient, ControlClient } from './target.js';
 
@@ -48,13 +49,13 @@ class Http {
       // Control reads (export of a big pool) may take longer than one claim.
       res = await this.send(method, url, body, Math.max(this.timeoutMs, 120_000));
     } catch (error) {
-      throw new DibsError('unavailable', `${method} ${url} failed: ${describe(error)}`, { retriable: true, cause: error });
+      throw new DibsError('unavailable', `${method} ${redact(url)} failed: ${describe(error)}`, { retriable: true, cause: error });
     }
     if (res.ok) return (as === 'json' ? await res.json() : await res.text()) as T;
     const payload = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
     const code = payload?.error?.code;
     const known = code !== undefined && isErrorCode(code) ? code : res.status === 401 ? 'unauthorized' : res.status >= 500 ? 'unavailable' : 'invalid_input';
-    throw new DibsError(known, `${method} ${url} answered ${res.status}${code ? ` ${code}` : ''}: ${payload?.error?.message ?? res.statusText}`);
+    throw new DibsError(known, `${method} ${redact(url)} answered ${res.status}${code ? ` ${code}` : ''}: ${payload?.error?.message ?? res.statusText}`);
   }
 }
 
@@ -103,7 +104,7 @@ export class HttpControlClient implements ControlClient {
 
   constructor(target: UrlTarget) {
     this.http = new Http(target);
-    this.address = this.http.base;
+    this.address = redact(this.http.base);
   }
 
   async createPool(name: string, perClaimantLimit: number): Promise<void> {

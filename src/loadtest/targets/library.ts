@@ -34,7 +34,9 @@ export async function openLibraryClaimClient(target: StoreTarget): Promise<Claim
         const r = await dibs.pools.claim(pool, claimant, idempotencyKey === undefined ? {} : { idempotencyKey });
         return { status: r.status, code: r.code, held: r.held, replayed: r.replayed };
       } catch (error) {
-        return { status: 'error', error: isDibsError(error) ? error.code : `exception: ${error instanceof Error ? error.message : String(error)}` };
+        // A non-DibsError is a bug in the store: one stable code, the message as detail.
+        if (isDibsError(error)) return { status: 'error', error: error.code };
+        return { status: 'error', error: 'exception', detail: error instanceof Error ? error.message : String(error) };
       }
     },
     close: () => dibs.close(),

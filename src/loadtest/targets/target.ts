@@ -7,7 +7,7 @@ import type { ImportResult, PoolStats } from '../../core/types.js';
 import type { AuditFinding, ClaimOutcome, CodeState, LoadTarget } from '../types.js';
 
 /** The answer part of an outcome. */
-export type ClaimAnswer = Pick<ClaimOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error'>;
+export type ClaimAnswer = Pick<ClaimOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error' | 'detail'>;
 
 export interface ClaimClient {
   /** Never throws for an answer the store gave (sold_out, unavailable, …): errors are answers too. */
