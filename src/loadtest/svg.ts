@@ -69,10 +69,20 @@ export function renderSvg(report: LoadtestReport): string {
     }
     return parts.join('');
   };
-  const yAxis = (top: number, bottom: number, max: number, label: string, format: (n: number) => string) => {
-    const ticks = niceTicks(max, 5);
-    const top_ = ticks.at(-1)!;
-    const y = (v: number) => bottom - (v / top_) * (bottom - top);
+  const yAxis = (top: number, bottom: number, max: number, label: string, format: (n: number) => string, logFrom?: number) => {
+    let ticks: number[];
+    let y: (v: number) => number;
+    if (logFrom !== undefined) {
+      // Decades from just below the smallest value to just above the largest.
+      const lo = Math.floor(Math.log10(logFrom));
+      const hi = Math.max(lo + 1, Math.ceil(Math.log10(max)));
+      ticks = Array.from({ length: hi - lo + 1 }, (_, i) => Number((10 ** (lo + i)).toPrecision(6)));
+      y = (v: number) => bottom - ((Math.log10(Math.max(v, 10 ** lo)) - lo) / (hi - lo)) * (bottom - top);
+    } else {
+      ticks = niceTicks(max, 5);
+      const top_ = ticks.at(-1)!;
+      y = (v: number) => bottom - (v / top_) * (bottom - top);
+    }
     const parts = [`<line x1="${M.left}" y1="${top}" x2="${M.left}" y2="${bottom}" stroke="${COLORS.axis}"/>`];
     for (const v of ticks) {
       parts.push(`<line x1="${M.left}" y1="${px(y(v))}" x2="${W - M.right}" y2="${px(y(v))}" stroke="${COLORS.grid}"/>`);
@@ -84,7 +94,11 @@ export function renderSvg(report: LoadtestReport): string {
 
   // Panel 1: latency per bucket (by send time).
   const latMax = Math.max(...buckets.map((b) => b.p99), 0.01);
-  const lat = yAxis(LAT.top + 14, LAT.bottom, latMax, 'latency (ms)', tick);
+  // When p99 is orders of magnitude above p50 (lock contention, retries), a linear axis flattens
+  // p50 to zero: switch to a log axis so both lines stay readable.
+  const latMin = Math.min(...buckets.filter((b) => b.answered > 0).map((b) => Math.max(b.p50, 0.001)));
+  const logScale = latMax / latMin >= 50;
+  const lat = yAxis(LAT.top + 14, LAT.bottom, latMax, logScale ? 'latency (ms, log scale)' : 'latency (ms)', tick, logScale ? latMin : undefined);
   out.push(lat.svg);
   out.push(xAxis(LAT.bottom));
   const mid = (i: number) => x((i + 0.5) * bucketSec);
