@@ -45,5 +45,5 @@ export function formatReport(r: LoadtestReport): string {
 /** One status line for a live terminal display. */
 export function formatProgress(p: Progress): string {
   const pct = p.planned > 0 ? Math.floor((p.answered / p.planned) * 100) : 0;
-  return `${p.elapsedSec.toFixed(1).padStart(5)} s ${String(pct).padStart(3)}% ${n(p.answered)}/${n(p.planned)} · ${n(p.perSecond)}/s · p99 ${ms(p.p99Ms)} · claimed ${n(p.claimed)} · held ${n(p.alreadyHeld)} · sold_out ${n(p.soldOut)} · errors ${n(p.errors)}`;
+  return `${p.elapsedSec.toFixed(1).padStart(5)} s ${String(pct).padStart(3)}% ${n(p.answered)}/${n(p.planned)} · ${n(p.perSecond)}/s · p99 ${ms(p.p99Ms)} · claimed ${n(p.claimed)} · already-held ${n(p.alreadyHeld)} · sold_out ${n(p.soldOut)} · errors ${n(p.errors)}`;
 }
