@@ -34,6 +34,7 @@ interface CliOptions {
   store?: string;
   url?: string;
   key?: string;
+  requestTimeout?: number;
   processes: number;
   claimants: number;
   codes?: number;
@@ -84,6 +85,7 @@ export function registerLoadtestCommand(program: Command): Command {
     .option('--store <url>', `store to load through the library, one openDibs per process (default: $DIBS_STORE or ${DEFAULT_STORE})`)
     .option('--url <url>', 'base URL of a running dibs service to load over HTTP instead (e.g. http://127.0.0.1:3000)')
     .option('--key <key>', 'API key for --url, sent as "Authorization: Bearer <key>" (default: $DIBS_API_KEY)')
+    .option('--request-timeout <ms>', 'with --url: a claim without an answer after this long counts as a timeout error (default: 30000)', integer(1, 600_000))
     .option('--processes <n>', 'worker OS processes, like serverless instances', integer(1, BOUNDS.processes), DEFAULTS.processes)
     .option('--claimants <n>', 'distinct simulated users', integer(1, BOUNDS.claimants), DEFAULTS.claimants)
     .option('--codes <n>', `codes to put in the fresh pool (default: ${DEFAULTS.codes})`, integer(0, BOUNDS.codes))
@@ -116,9 +118,10 @@ function toOptions(cli: CliOptions): LoadtestOptions {
     if (cli.store !== undefined) throw new UsageError('give either --store or --url, not both');
     if (cli.storeModule !== undefined) throw new UsageError('--store-module works with --store only');
     const key = cli.key ?? process.env.DIBS_API_KEY;
-    target = { kind: 'url', url: cli.url, ...(key ? { key } : {}) };
+    target = { kind: 'url', url: cli.url, ...(key ? { key } : {}), ...(cli.requestTimeout !== undefined ? { requestTimeoutMs: cli.requestTimeout } : {}) };
   } else {
     if (cli.key !== undefined) throw new UsageError('--key works with --url only');
+    if (cli.requestTimeout !== undefined) throw new UsageError('--request-timeout works with --url only');
     target = { kind: 'store', store: cli.store ?? process.env.DIBS_STORE ?? DEFAULT_STORE, ...(cli.storeModule ? { storeModule: cli.storeModule } : {}) };
   }
   if (cli.pool !== undefined && cli.codes !== undefined) throw new UsageError('--codes fills a fresh pool; it cannot be combined with --pool');

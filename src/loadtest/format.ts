@@ -16,6 +16,7 @@ export function formatReport(r: LoadtestReport): string {
       'scenario',
       `${plural(s.claimants, 'claimant')} × ${plural(s.claimsPerClaimant, 'claim')}, ${plural(s.codes, 'free code')}, limit ${s.perClaimantLimit}, ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`}, ${plural(s.processes, 'process', 'processes')} × ${s.concurrency} in flight, ${Math.round(s.repeatRatio * 100)}% repeat`,
     ],
+    ['machine', `${r.environment.cpus} CPUs, ${r.environment.platform}, Node ${r.environment.node}, load average ${r.environment.loadAverage.join(' ')} (at the end); replay with --seed ${r.scenario.seed}`],
     ['requests', `${n(r.requests.planned)} planned, ${n(r.requests.answered)} answered in ${r.wallSeconds.toFixed(2)} s → ${n(r.throughput)} answers/s`],
     ['latency', `p50 ${ms(r.latencyMs.p50)} · p90 ${ms(r.latencyMs.p90)} · p99 ${ms(r.latencyMs.p99)} · max ${ms(r.latencyMs.max)}  (each claim call)`],
     ['waited', `p50 ${ms(r.arrivalToAnswerMs.p50)} · p90 ${ms(r.arrivalToAnswerMs.p90)} · p99 ${ms(r.arrivalToAnswerMs.p99)} · max ${ms(r.arrivalToAnswerMs.max)}  (click to answer, incl. queueing in the instance)`],

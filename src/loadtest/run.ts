@@ -3,6 +3,7 @@
  * when, runs the worker processes with live progress, reads the pool's final state and checks
  * every promise of exactly-once against what the clients were told.
  */
+import { availableParallelism, loadavg } from 'node:os';
 import { DibsError } from '../core/errors.js';
 import { LiveTally, summariseLatency, timeline } from './measure.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
@@ -126,7 +127,9 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
         durationSec: o.arrival === 'burst' ? 0 : o.durationSec,
         repeatRatio: o.repeatRatio,
         concurrency: o.concurrency,
+        seed: o.seed,
       },
+      environment: { node: process.version, platform: `${process.platform}-${process.arch}`, cpus: availableParallelism(), loadAverage: loadavg().map((l) => Math.round(l * 100) / 100) },
       requests: { planned, answered: outcomes.length },
       wallSeconds: Math.round(wallSeconds * 1000) / 1000,
       throughput: wallSeconds > 0 ? Math.round(outcomes.length / wallSeconds) : 0,

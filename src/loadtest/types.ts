@@ -182,7 +182,11 @@ export interface LoadtestReport {
     durationSec: number;
     repeatRatio: number;
     concurrency: number;
+    /** Pass as `seed` / `--seed` to replay the same plan. */
+    seed: number;
   };
+  /** Where it ran: load numbers mean little without the machine and how busy it was. */
+  environment: { node: string; platform: string; cpus: number; loadAverage: number[] };
   requests: { planned: number; answered: number };
   /** Seconds from the start signal to the last answer. */
   wallSeconds: number;
