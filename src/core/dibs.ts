@@ -119,8 +119,10 @@ export class Pools {
 
   /** The export as CSV (`code,status,claimant,claimed_at,redeemed_at`), streamed. Checks the pool exists first. */
   async exportCsv(name: string, options: { status?: CodeStatus; escapeFormulas?: boolean } = {}): Promise<Readable> {
+    // Validate and check existence before the first byte, so errors are answers, not broken streams.
+    const status = options.status === undefined ? undefined : parseInput(codeStatusSchema, options.status, 'status');
     await this.backend.getPool(pool(name));
-    return codesToCsv(this.exportCodes(name, options.status ? { status: options.status } : {}), options);
+    return codesToCsv(this.exportCodes(name, status ? { status } : {}), options);
   }
 
   /** Invariant violations of the pool (I1, I2, I4, I7); an empty list means the pool is clean. */

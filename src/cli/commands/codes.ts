@@ -1,0 +1,141 @@
+/** Import, claim, release/redeem/revoke, holdings, stats, export, audit, events. */
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import type { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import type { ImportProgress } from '../../core/types.js';
+import { block, EXIT, intOption, output, withDibs } from '../context.js';
+
+export function codeCommands(program: Command): void {
+  program
+    .command('import <pool> <file>')
+    .description('import codes from a CSV file (or - for stdin): one code per line, or a "code" column')
+    .option('--no-progress', 'no progress bar')
+    .addHelpText('after', '\nExamples:\n  $ dibs import spring codes.csv\n  $ seq -f "SPRING-%06g" 1 100000 | dibs import spring -')
+    .action(async (pool: string, file: string, opts: { progress: boolean }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const size = file === '-' ? undefined : statSync(file).size;
+        const input = file === '-' ? process.stdin : createReadStream(file);
+        let bar = opts.progress && process.stderr.isTTY ? progressBar(size) : null;
+        const started = Date.now();
+        try {
+          const result = await dibs.pools.importCsv(pool, input, { onProgress: (p) => bar?.update(p) });
+          bar?.stop();
+          bar = null;
+          const seconds = (Date.now() - started) / 1000;
+          output(command, result, () => `imported ${result.imported}, duplicates ${result.duplicates}, invalid ${result.invalid} in ${seconds.toFixed(1)} s`);
+        } finally {
+          bar?.stop();
+        }
+      });
+    });
+
+  program
+    .command('claim <pool> <claimant>')
+    .description('give a code to a claimant (or show the one it already holds)')
+    .option('--key <key>', 'idempotency key: a retry with the same key returns the same answer')
+    .option('--count <n>', 'claim up to n codes at once', intOption('--count'))
+    .addHelpText('after', '\nExamples:\n  $ dibs claim spring alice@example.com --key order-42\n  $ dibs claim spring bob --count 3 --json')
+    .action(async (pool: string, claimant: string, opts: { key?: string; count?: number }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const options = opts.key ? { idempotencyKey: opts.key } : {};
+        if (opts.count !== undefined) {
+          const result = await dibs.pools.claimMany(pool, claimant, opts.count, options);
+          output(command, result, () => `${result.status}${result.replayed ? ' (replayed)' : ''}: ${(result.status === 'claimed' ? result.codes : result.held).join(' ')}`);
+        } else {
+          const result = await dibs.pools.claim(pool, claimant, options);
+          output(command, result, () => `${result.status}${result.replayed ? ' (replayed)' : ''}: ${result.code}`);
+        }
+      });
+    });
+
+  for (const [action, help] of [
+    ['release', 'put a claimed code back into the pool'],
+    ['redeem', 'mark a claimed code used'],
+    ['revoke', 'withdraw a code for good (its holder loses it)'],
+  ] as const) {
+    const cmd = program.command(`${action} <pool> <code>`).description(help);
+    if (action !== 'revoke') cmd.option('--claimant <id>', 'only if this claimant holds the code');
+    cmd.action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const options = opts.claimant ? { claimant: opts.claimant } : {};
+        const info = action === 'release' ? await dibs.pools.release(pool, code, options) : action === 'redeem' ? await dibs.pools.redeem(pool, code, options) : await dibs.pools.revoke(pool, code);
+        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}`);
+      });
+    });
+  }
+
+  program
+    .command('holdings <pool> <claimant>')
+    .description('the codes a claimant holds')
+    .action(async (pool: string, claimant: string, _opts: unknown, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const codes = await dibs.pools.holdings(pool, claimant);
+        output(command, codes, () => (codes.length ? codes.map((c) => `${c.code}  ${c.status}  ${c.claimedAt}`).join('\n') : `${claimant} holds no codes in ${pool}`));
+      });
+    });
+
+  program
+    .command('stats <pool>')
+    .description('exact live counts: total, free, claimed, redeemed, revoked')
+    .action(async (pool: string, _opts: unknown, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const stats = await dibs.pools.stats(pool);
+        output(command, stats, () => block(Object.entries(stats)));
+      });
+    });
+
+  program
+    .command('export <pool>')
+    .description('export every code with status and holder as CSV')
+    .option('--out <file>', 'write to a file instead of stdout')
+    .option('--status <status>', 'only codes in this status: free, claimed, redeemed, revoked')
+    .option('--raw', 'do not escape spreadsheet formula cells (= + - @)')
+    .action(async (pool: string, opts: { out?: string; status?: 'free' | 'claimed' | 'redeemed' | 'revoked'; raw?: boolean }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const csv = await dibs.pools.exportCsv(pool, { ...(opts.status ? { status: opts.status } : {}), escapeFormulas: !opts.raw });
+        await pipeline(csv, opts.out ? createWriteStream(opts.out) : process.stdout, { end: Boolean(opts.out) });
+        if (opts.out) process.stderr.write(`exported ${pool} to ${opts.out}\n`);
+      });
+    });
+
+  program
+    .command('audit <pool>')
+    .description('check the invariants on the stored data; exit code 1 when any is violated')
+    .action(async (pool: string, _opts: unknown, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const violations = await dibs.pools.audit(pool);
+        output(command, { violations }, () => (violations.length === 0 ? `${pool}: clean (I1, I2, I4, I7 hold)` : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n')));
+        if (violations.length > 0) process.exitCode = EXIT.failure;
+      });
+    });
+
+  program
+    .command('events')
+    .description('read the outbox (low-stock, sale and hold events)')
+    .option('--pool <pool>', 'only events of this pool')
+    .option('--after <id>', 'events after this id')
+    .option('--limit <n>', 'how many', intOption('--limit'), 100)
+    .action(async (opts: { pool?: string; after?: string; limit: number }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const events = await dibs.pools.events({ limit: opts.limit, ...(opts.pool ? { pool: opts.pool } : {}), ...(opts.after ? { after: opts.after } : {}) });
+        output(command, events, () => (events.length ? events.map((e) => `${e.id}  ${e.createdAt}  ${e.type}  ${JSON.stringify(e.payload)}`).join('\n') : 'no events'));
+      });
+    });
+}
+
+function progressBar(size: number | undefined) {
+  const bar = new cliProgress.SingleBar(
+    {
+      format: size ? 'importing |{bar}| {percentage}% · {imported} imported · {duplicates} duplicates · {invalid} invalid · eta {eta_formatted}' : 'importing {imported} imported · {duplicates} duplicates · {invalid} invalid',
+      stream: process.stderr,
+      hideCursor: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(size ?? 0, 0, { imported: 0, duplicates: 0, invalid: 0 });
+  return {
+    update: (p: ImportProgress) => bar.update(p.bytes ?? 0, { imported: p.imported, duplicates: p.duplicates, invalid: p.invalid }),
+    stop: () => bar.stop(),
+  };
+}

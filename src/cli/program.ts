@@ -1,0 +1,33 @@
+import { Command } from 'commander';
+import { codeCommands } from './commands/codes.js';
+import { poolsCommand } from './commands/pools.js';
+import { salesCommand } from './commands/sales.js';
+import { serveCommand } from './commands/serve.js';
+
+export function buildProgram(): Command {
+  const program = new Command('dibs')
+    .description('Hand out scarce things exactly once: coupon pools, flash sales — on SQLite, PostgreSQL or Redis.')
+    .version('0.1.0')
+    .option('--store <url>', 'store URL (env DIBS_STORE; default sqlite:./dibs.db)')
+    .option('--json', 'machine-readable output')
+    .showHelpAfterError('(run with --help for usage)')
+    // Throw instead of exiting, so main.ts chooses the exit code (subcommands inherit this).
+    .exitOverride()
+    .addHelpText('after', `
+Stores:
+  sqlite:./dibs.db            embedded, the default
+  postgres://user@host/db     PostgreSQL
+  redis://host:6379           Redis
+
+Quick start:
+  $ dibs pools create spring --limit 1
+  $ dibs import spring codes.csv
+  $ dibs claim spring alice@example.com
+  $ dibs stats spring
+  $ dibs serve --demo`);
+  serveCommand(program);
+  poolsCommand(program);
+  codeCommands(program);
+  salesCommand(program);
+  return program;
+}

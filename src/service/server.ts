@@ -1,0 +1,109 @@
+/**
+ * Runs the service: opens the store, serves HTTP, runs the background jobs (sale activation and
+ * expiration, hold sweep, outbox delivery) and shuts down gracefully on SIGTERM/SIGINT: stop
+ * accepting, finish requests in flight, finish the job or delivery batch in flight, close the
+ * store, exit 0. Every answer given before that was committed by the store first.
+ */
+import type { FastifyInstance } from 'fastify';
+import { isDibsError } from '../core/errors.js';
+import type { Dibs } from '../core/dibs.js';
+import { redact } from '../backends/registry.js';
+import { openDibs } from '../index.js';
+import { JobRunner, standardJobs } from '../jobs/runner.js';
+import { EmailChannel, WebhookChannel, WebPushChannel, type Channel } from '../notify/channels.js';
+import { OutboxDispatcher } from '../notify/dispatcher.js';
+import { buildServer } from './app.js';
+
+export interface StartOptions {
+  store: string;
+  port: number;
+  host: string;
+  /** Create a `demo` pool (100 codes) and a live `demo` sale when absent. */
+  demo?: boolean;
+  logger?: boolean;
+  /** Background jobs on/off (default on). */
+  jobs?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  dibs: Dibs;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(options: StartOptions): Promise<RunningServer> {
+  const env = options.env ?? process.env;
+  const dibs = await openDibs(options.store);
+  const app = buildServer({ dibs, logger: options.logger === false ? false : { level: env.LOG_LEVEL ?? 'info' } });
+  if (options.demo) await seedDemo(dibs);
+
+  const dispatcher = dibs.backend.outbox
+    ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
+    : undefined;
+  const jobs = new JobRunner(options.jobs === false ? [] : standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: Number(env.DIBS_JOBS_EVERY_MS ?? 1000) }), {
+    onError: (name, error) => app.log.error({ err: error, job: name }, 'job failed'),
+  });
+
+  await app.listen({ port: options.port, host: options.host });
+  jobs.start();
+  const address = app.server.address();
+  const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
+  app.log.info({ store: redact(options.store), url }, 'dibs is serving');
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      await app.close(); // stops accepting, waits for requests in flight
+      await jobs.stop();
+      await dibs.close();
+    })());
+  return { app, dibs, url, close };
+}
+
+/** Installs SIGTERM/SIGINT handlers that close the server and exit 0 (1 if closing fails). */
+export function exitOnSignals(server: RunningServer): void {
+  const shutdown = (signal: string) => {
+    server.app.log.info({ signal }, 'shutting down');
+    server.close().then(
+      () => process.exit(0),
+      (error) => {
+        server.app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+function listEnv(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** Delivery channels configured through the environment (each optional). */
+function channelsFromEnv(env: NodeJS.ProcessEnv): { email?: Channel; webPush?: Channel; webhook?: Channel } {
+  const channels: { email?: Channel; webPush?: Channel; webhook?: Channel } = {};
+  if (env.DIBS_WEBHOOK_SECRET) channels.webhook = new WebhookChannel({ secret: env.DIBS_WEBHOOK_SECRET });
+  if (env.DIBS_SMTP_URL) channels.email = new EmailChannel({ smtpUrl: env.DIBS_SMTP_URL, from: env.DIBS_EMAIL_FROM ?? 'dibs@localhost' });
+  if (env.DIBS_VAPID_PUBLIC_KEY && env.DIBS_VAPID_PRIVATE_KEY) {
+    channels.webPush = new WebPushChannel({ vapid: { subject: env.DIBS_VAPID_SUBJECT ?? 'mailto:dibs@localhost', publicKey: env.DIBS_VAPID_PUBLIC_KEY, privateKey: env.DIBS_VAPID_PRIVATE_KEY } });
+  }
+  return channels;
+}
+
+async function seedDemo(dibs: Dibs): Promise<void> {
+  try {
+    await dibs.pools.create({ name: 'demo', perClaimantLimit: 1, lowStockThreshold: 10, metadata: { note: 'created by --demo' } });
+    await dibs.pools.importCodes('demo', Array.from({ length: 100 }, (_, i) => `DEMO-${String(i + 1).padStart(4, '0')}`));
+  } catch (error) {
+    if (!isDibsError(error, 'already_exists')) throw error;
+  }
+  if (!dibs.backend.sales) return;
+  try {
+    await dibs.sales.create({ id: 'demo', sku: 'DEMO-SKU', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 7 * 86_400_000).toISOString(), cap: 50, perCustomerLimit: 2, metadata: { note: 'created by --demo' } });
+  } catch (error) {
+    if (!isDibsError(error, 'already_exists') && !isDibsError(error, 'invalid_input')) throw error;
+  }
+}

@@ -1,0 +1,94 @@
+/** The dibs command, run as a real process against a temp SQLite store. */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { runCli } from '../support/cli.js';
+import { tempSqliteStore } from '../support/sqlite.js';
+
+describe('dibs CLI', () => {
+  const temp = tempSqliteStore();
+  const env = { DIBS_STORE: temp.store };
+  after(() => temp.cleanup());
+
+  it('prints useful help for the program and every command', async () => {
+    const help = await runCli(['--help']);
+    assert.equal(help.code, 0);
+    for (const word of ['serve', 'pools', 'import', 'claim', 'stats', 'export', 'audit', 'sales', 'Quick start']) assert.match(help.stdout, new RegExp(word));
+    const claimHelp = await runCli(['claim', '--help']);
+    assert.match(claimHelp.stdout, /--key <key>/);
+    assert.match(claimHelp.stdout, /Examples:/);
+    const serveHelp = await runCli(['serve', '--help']);
+    assert.match(serveHelp.stdout, /DIBS_WEBHOOK_SECRET/);
+  });
+
+  it('creates a pool, imports a file and stdin, claims, reports and exports', async () => {
+    assert.equal((await runCli(['pools', 'create', 'cli-pool', '--limit', '1', '--low-stock', '1'], { env })).code, 0);
+    const file = join(temp.dir, 'codes.csv');
+    writeFileSync(file, 'code\nF1\nF2\nF2\n\n');
+    const fromFile = await runCli(['import', 'cli-pool', file, '--json'], { env });
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.deepEqual(JSON.parse(fromFile.stdout), { imported: 2, duplicates: 1, invalid: 0 });
+    const fromStdin = await runCli(['import', 'cli-pool', '-'], { env, input: 'S1\nS2\nF1\n' });
+    assert.equal(fromStdin.code, 0, fromStdin.stderr);
+    assert.match(fromStdin.stdout, /imported 2, duplicates 1, invalid 0/);
+
+    const claim = await runCli(['claim', 'cli-pool', 'alice', '--key', 'k1', '--json'], { env });
+    assert.equal(claim.code, 0, claim.stderr);
+    const claimed = JSON.parse(claim.stdout) as { status: string; code: string };
+    assert.equal(claimed.status, 'claimed');
+    const again = await runCli(['claim', 'cli-pool', 'alice'], { env });
+    assert.match(again.stdout, new RegExp(`already-held: ${claimed.code}`));
+
+    const stats = await runCli(['stats', 'cli-pool', '--json'], { env });
+    assert.deepEqual(JSON.parse(stats.stdout), { total: 4, free: 3, claimed: 1, redeemed: 0, revoked: 0 });
+    const out = join(temp.dir, 'export.csv');
+    assert.equal((await runCli(['export', 'cli-pool', '--out', out], { env })).code, 0);
+    const csv = readFileSync(out, 'utf8').trim().split('\n');
+    assert.equal(csv[0], 'code,status,claimant,claimed_at,redeemed_at');
+    assert.equal(csv.length, 5);
+    const stdoutExport = await runCli(['export', 'cli-pool', '--status', 'claimed'], { env });
+    assert.match(stdoutExport.stdout, new RegExp(`${claimed.code},claimed,alice`));
+
+    const audit = await runCli(['audit', 'cli-pool'], { env });
+    assert.equal(audit.code, 0);
+    assert.match(audit.stdout, /clean/);
+    const redeem = await runCli(['redeem', 'cli-pool', claimed.code], { env });
+    assert.match(redeem.stdout, /redeemed \(alice\)/);
+    const events = await runCli(['events', '--pool', 'cli-pool', '--json'], { env });
+    assert.ok((JSON.parse(events.stdout) as unknown[]).length >= 0);
+    const list = await runCli(['pools', 'list'], { env });
+    assert.match(list.stdout, /cli-pool\s+4\s+3\s+0\s+1/);
+  });
+
+  it('exits 2 with a one-line error for user mistakes, never a stack trace', async () => {
+    const missing = await runCli(['stats', 'no-such-pool'], { env });
+    assert.equal(missing.code, 2);
+    assert.equal(missing.stderr.trim(), "error [not_found]: pool 'no-such-pool' does not exist");
+    const bad = await runCli(['pools', 'create', 'bad name'], { env });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^error \[invalid_input\]: name: /);
+    const badNumber = await runCli(['pools', 'create', 'x', '--limit', 'many'], { env });
+    assert.equal(badNumber.code, 2);
+    assert.doesNotMatch(badNumber.stderr, /at .*\.ts:\d+/);
+    const unknown = await runCli(['frobnicate'], { env });
+    assert.equal(unknown.code, 2);
+    const store = await runCli(['stats', 'x', '--store', 'mysql://nope'], {});
+    assert.equal(store.code, 2);
+    assert.match(store.stderr, /unsupported scheme/);
+  });
+
+  it('runs flash sales from the command line', async () => {
+    const ends = new Date(Date.now() + 3_600_000).toISOString();
+    const created = await runCli(['sales', 'create', 'CLI-SKU', '--ends', ends, '--cap', '2', '--id', 'cli-sale', '--json'], { env });
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).status, 'live');
+    assert.match((await runCli(['sales', 'buy', 'cli-sale', 'alice'], { env })).stdout, /1 unit\(s\) for alice/);
+    const hold = JSON.parse((await runCli(['sales', 'reserve', 'cli-sale', 'bob', '--ttl', '60', '--json'], { env })).stdout) as { id: string };
+    assert.match((await runCli(['sales', 'confirm', hold.id], { env })).stdout, /for bob/);
+    const soldOut = await runCli(['sales', 'buy', 'cli-sale', 'carol'], { env });
+    assert.equal(soldOut.code, 2);
+    assert.match(soldOut.stderr, /error \[sold_out\]/);
+    assert.match((await runCli(['sales', 'audit', 'cli-sale'], { env })).stdout, /clean/);
+  });
+});
