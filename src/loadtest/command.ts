@@ -6,7 +6,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { isDibsError } from '../core/errors.js';
+import { DibsError } from '../core/errors.js';
+import { EXIT as CLI_EXIT, wantsJson, type GlobalOptions } from '../cli/context.js';
 import { DEFAULT_STORE } from '../backends/registry.js';
 import { formatProgress, formatReport } from './format.js';
 import { BOUNDS, DEFAULTS } from './options.js';
@@ -15,7 +16,8 @@ import { LoadtestInterrupted } from './spawn.js';
 import { renderSvg } from './svg.js';
 import { ARRIVAL_PATTERNS, type ArrivalPattern, type LoadTarget, type LoadtestOptions, type LoadtestReport } from './types.js';
 
-export const EXIT = { ok: 0, failed: 1, badInput: 2, interrupted: 130 } as const;
+/** The CLI's exit codes (0 ok, 1 failure/violation, 2 user mistake), plus 130 for Ctrl-C. */
+export const EXIT = { ...CLI_EXIT, interrupted: 130 } as const;
 
 const integer = (min: number, max: number) => (raw: string) => {
   const value = Number(raw);
@@ -82,7 +84,7 @@ export function registerLoadtestCommand(program: Command): Command {
   const command = program
     .command('loadtest')
     .description('Hammer a coupon pool from many processes like a flash campaign, then prove every code went out exactly once')
-    .option('--store <url>', `store to load through the library, one openDibs per process (default: $DIBS_STORE or ${DEFAULT_STORE})`)
+    .option('--store <url>', `store to load through the library, one openDibs per process (env DIBS_STORE; default ${DEFAULT_STORE})`)
     .option('--url <url>', 'base URL of a running dibs service to load over HTTP instead (e.g. http://127.0.0.1:3000)')
     .option('--key <key>', 'API key for --url, sent as "Authorization: Bearer <key>" (default: $DIBS_API_KEY)')
     .option('--request-timeout <ms>', 'with --url: a claim without an answer after this long counts as a timeout error (default: 30000)', integer(1, 600_000))
@@ -104,11 +106,14 @@ export function registerLoadtestCommand(program: Command): Command {
     // A module exporting openDibs(store, options) used instead of dibs' own: load-test a wrapper.
     .addOption(new Option('--store-module <file>').hideHelp())
     .addHelpText('after', EXAMPLES)
-    .action(async (options: CliOptions) => {
-      process.exitCode = await loadtestAction(options);
+    .action(async (options: CliOptions, self: Command) => {
+      // `--store` and `--json` are also the program's global options, which commander lets the
+      // program consume wherever they appear: read them with the globals.
+      const { store } = self.optsWithGlobals() as GlobalOptions;
+      process.exitCode = await loadtestAction({ ...options, ...(store !== undefined ? { store } : {}), json: wantsJson(self) });
     });
-  // Mistyped options are bad input (2), not a failed run; --help is not an error at all.
-  command.exitOverride((error) => process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.badInput));
+  // Bad input (commander's parse errors and invalid_input DibsErrors) is left to the program's
+  // error handler, which maps it to exit code 2 like every other dibs command.
   return command;
 }
 
@@ -141,9 +146,18 @@ function toOptions(cli: CliOptions): LoadtestOptions {
   };
 }
 
-class UsageError extends Error {}
+/** A combination of options that makes no sense: bad input, exit code 2. */
+class UsageError extends DibsError {
+  constructor(message: string) {
+    super('invalid_input', message);
+  }
+}
 
-/** Runs the command; returns the exit code. */
+/**
+ * Runs the command; returns the exit code of a run that completed (0 clean, 1 violations).
+ * Bad input and a store that cannot be reached are thrown as DibsErrors for the program's
+ * error handler (2 for a user mistake, 1 otherwise); Ctrl-C returns 130.
+ */
 export async function loadtestAction(cli: CliOptions): Promise<number> {
   const live = cli.progress && process.stderr.isTTY === true;
   const status = new StatusLine(live);
@@ -157,10 +171,9 @@ export async function loadtestAction(cli: CliOptions): Promise<number> {
     });
   } catch (error) {
     status.clear();
-    const badInput = error instanceof UsageError || isDibsError(error, 'invalid_input');
-    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-    if (error instanceof LoadtestInterrupted) return EXIT.interrupted;
-    return badInput ? EXIT.badInput : EXIT.failed;
+    if (!(error instanceof LoadtestInterrupted)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    return EXIT.interrupted;
   }
   status.clear();
 
@@ -180,13 +193,13 @@ export async function loadtestAction(cli: CliOptions): Promise<number> {
     }
   } catch (error) {
     process.stderr.write(`error: could not write the report: ${error instanceof Error ? error.message : String(error)}\n`);
-    return EXIT.failed;
+    return EXIT.failure;
   }
 
   if (cli.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`${formatReport(report)}\n${written.map((f) => `wrote ${f}\n`).join('')}`);
   if (cli.json && written.length > 0) process.stderr.write(written.map((f) => `wrote ${f}\n`).join(''));
-  return report.ok ? EXIT.ok : EXIT.failed;
+  return report.ok ? EXIT.ok : EXIT.failure;
 }
 
 /** A single updating line on a terminal (phases scroll above it); silent when not a TTY. */

@@ -1,10 +1,21 @@
 /**
- * A minimal `dibs` program carrying only the loadtest command, so the tests can drive the
- * command as a real CLI process before the lead wires it into src/cli.
+ * The real `dibs` program (src/cli) with the loadtest command registered on it, exactly as the
+ * CLI will wire it, and the same error handling as src/cli/main.ts — so the tests drive
+ * `dibs loadtest` as a real CLI process before it is wired into main.
  */
-import { Command } from 'commander';
+import { reportError } from '../../src/cli/context.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { registerLoadtestCommand } from '../../src/loadtest/command.js';
 
-const program = new Command('dibs');
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+const program = buildProgram();
 registerLoadtestCommand(program);
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.exitCode = reportError(error);
+}

@@ -102,6 +102,14 @@ describe('dibs loadtest (CLI)', () => {
     });
   }
 
+  it('takes --store and --json as the program global options too (dibs --store … --json loadtest)', async () => {
+    const r = await dibs(['--store', temp.store, '--json', 'loadtest', '--processes', '1', '--claimants', '20', '--codes', '10']);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as LoadtestReport;
+    assert.equal(report.target.address, temp.store);
+    assert.equal(report.numbers.codesGiven, 10);
+  });
+
   it('--help explains the options and shows examples', async () => {
     const r = await dibs(['loadtest', '--help']);
     assert.equal(r.code, 0);

@@ -14,7 +14,25 @@ import { runLoadtest } from '../../src/loadtest/run.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+
+/** The CLI (with the loadtest command) as a process, bounded in time. */
+function dibs(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -76,8 +94,24 @@ describe('loadtest over HTTP against dibs serve', () => {
     assert.deepEqual(audit.violations, []);
   });
 
-  it('an unreachable service is a failed run, not a hang', async () => {
+  it('the CLI with --url: exit 0 and a JSON report', async (t) => {
+    if (!existsSync(CLI)) {
+      t.skip('src/cli/main.ts (dibs serve) is not on this branch yet');
+      return;
+    }
+    const r = await dibs(['loadtest', '--url', base, '--processes', '2', '--claimants', '100', '--codes', '40', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as { ok: boolean; target: { kind: string }; numbers: { codesGiven: number } };
+    assert.equal(report.ok, true);
+    assert.equal(report.target.kind, 'url');
+    assert.equal(report.numbers.codesGiven, 40);
+  });
+
+  it('an unreachable service is a failed run, not a hang: unavailable, CLI exit 1', async () => {
     const port = await freePort();
     await assert.rejects(runLoadtest({ target: { kind: 'url', url: `http://127.0.0.1:${port}` }, processes: 1, claimants: 10, codes: 10 }), { code: 'unavailable' });
+    const r = await dibs(['loadtest', '--url', `http://127.0.0.1:${port}`, '--processes', '1', '--claimants', '10', '--codes', '10']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /unavailable/);
   });
 });
