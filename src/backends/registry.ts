@@ -7,11 +7,21 @@ import { DibsError } from '../core/errors.js';
 
 const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
+  redis: async () => (await import('./redis/index.js')).openRedis,
+  'redis+cluster': async () => (await import('./redis/index.js')).openRedis,
 };
 
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
 
 export function parseStoreUrl(store: string): URL {
+  // `redis+cluster://a:1,b:2/…` names several hosts, which a WHATWG URL cannot hold: the host
+  // list moves into a `nodes` parameter.
+  const cluster = /^redis\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#]+)(.*)$/.exec(store);
+  if (cluster) {
+    const url = new URL(`redis+cluster://${cluster[1] ? `${cluster[1]}@` : ''}cluster${cluster[3]}`);
+    url.searchParams.set('nodes', cluster[2]!);
+    return url;
+  }
   try {
     return new URL(store);
   } catch {

@@ -55,6 +55,8 @@ export interface StormOptions {
   timeoutMs?: number;
   /** Fault injection: SIGKILL this many worker processes `afterMs` into the storm. */
   kill?: { processes: number; afterMs: number };
+  /** Called the moment every worker has been told to go (to time faults against the storm). */
+  onStart?: () => void;
 }
 
 const WORKER = fileURLToPath(new URL('./claim-worker.ts', import.meta.url));
@@ -133,6 +135,7 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
     try {
       await Promise.all(workers.map((w) => w.ready));
       for (const w of workers) w.child.stdin.end('go\n');
+      options.onStart?.();
       if (options.kill) {
         const { processes, afterMs } = options.kill;
         setTimeout(() => {

@@ -15,6 +15,7 @@ import type {
 } from '../../core/types.js';
 import { lowStockEvent } from '../../core/events.js';
 import { loadQueries } from '../shared/sql-files.js';
+import { counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import type { Statement } from 'better-sqlite3';
 import { read, write, type Db, type SqliteOptions } from './database.js';
 
@@ -296,20 +297,6 @@ export class SqlitePools implements PoolBackend {
 function assertHeld(c: CodeRow, claimant: string | null): void {
   if (c.status !== 'claimed' && c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not held by anyone`, { field: 'code' });
   if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
-}
-
-export function limitBelowHoldings(limit: number, held: number): DibsError {
-  return new DibsError('conflict', `perClaimantLimit cannot go below ${held}: a claimant already holds ${held} codes`, { field: 'perClaimantLimit', details: { maxHeld: held } });
-}
-
-export function keyReused(key: string, previous: { claimant: string; count: number }): DibsError {
-  return new DibsError('conflict', `idempotency key '${key}' was already used for a different request (claimant '${previous.claimant}', count ${previous.count})`, { field: 'idempotencyKey' });
-}
-
-export function counterViolations(pool: string, counters: PoolStats, ledger: PoolStats): Violation[] {
-  return (Object.keys(ledger) as (keyof PoolStats)[])
-    .filter((k) => counters[k] !== ledger[k])
-    .map((k) => ({ invariant: 'I4' as const, pool, expected: ledger[k], actual: counters[k], message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}` }));
 }
 
 function toStats(row: PoolRow): PoolStats {

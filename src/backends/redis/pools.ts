@@ -1,0 +1,267 @@
+import type { PoolBackend } from '../../core/backend.js';
+import { DibsError, notFound, soldOut } from '../../core/errors.js';
+import { counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import type {
+  ClaimManyResult,
+  CodeInfo,
+  CodeStatus,
+  InsertResult,
+  OutboxEvent,
+  Page,
+  Pool,
+  PoolPatch,
+  PoolSpec,
+  PoolStats,
+  Violation,
+} from '../../core/types.js';
+import { poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { runScript, type RedisClient } from './scripts.js';
+
+interface CodeRecord {
+  s: CodeStatus;
+  h?: string;
+  k?: string;
+  ca?: number;
+  ra?: number;
+  q: number;
+}
+
+const iso = (ms: string | number | undefined | null) => (ms === undefined || ms === null || ms === '' ? null : new Date(Number(ms)).toISOString());
+
+export class RedisPools implements PoolBackend {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly prefix: string,
+  ) {}
+
+  private keys(pool: string): PoolKeys {
+    return poolKeys(this.prefix, pool);
+  }
+
+  async createPool(spec: PoolSpec): Promise<Pool> {
+    const k = this.keys(spec.name);
+    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata)]);
+    if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    // The registry lives in another slot: it is written after the pool (a crash in between leaves
+    // a pool that works but is not listed until it is re-registered by the next update).
+    await this.client.zadd(registryKey(this.prefix), 0, spec.name);
+    return this.getPool(spec.name);
+  }
+
+  async getPool(name: string): Promise<Pool> {
+    const raw = await this.client.hgetall(this.keys(name).pool);
+    if (!raw.name) throw notFound('pool', name);
+    return toPool(raw);
+  }
+
+  async listPools({ limit, after }: { limit: number; after?: string }): Promise<Page<Pool>> {
+    const names = await this.client.zrangebylex(registryKey(this.prefix), after ? `(${after}` : '-', '+', 'LIMIT', 0, limit + 1);
+    const pools = (await Promise.all(names.slice(0, limit).map((n) => this.client.hgetall(this.keys(n).pool)))).filter((raw) => raw.name).map(toPool);
+    return { items: pools, nextCursor: names.length > limit ? names[limit - 1]! : null };
+  }
+
+  async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
+    const k = this.keys(name);
+    const reply = await runScript(this.client, 'update', [k.pool, k.held], [
+      patch.perClaimantLimit ?? '',
+      patch.lowStockThreshold === undefined ? '' : patch.lowStockThreshold === null ? 'null' : patch.lowStockThreshold,
+      patch.metadata === undefined ? '' : JSON.stringify(patch.metadata),
+    ]);
+    if (reply === 'not_found') throw notFound('pool', name);
+    if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
+    await this.client.zadd(registryKey(this.prefix), 0, name);
+    return this.getPool(name);
+  }
+
+  async deletePool(name: string): Promise<void> {
+    const k = this.keys(name);
+    // All keys of the pool share one slot: one DEL removes them atomically.
+    const removed = await this.client.del(k.pool, k.free, k.all, k.codes, k.held, k.claimKeys, k.events);
+    await this.client.zrem(registryKey(this.prefix), name);
+    if (removed === 0) throw notFound('pool', name);
+  }
+
+  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+    const k = this.keys(pool);
+    const reply = await runScript(this.client, 'insert', [k.pool, k.free, k.all, k.codes], [...codes]);
+    if (reply === 'not_found') throw notFound('pool', pool);
+    const [inserted, duplicates] = reply as [number, number];
+    return { inserted, duplicates };
+  }
+
+  async claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
+    const k = this.keys(pool);
+    const reply = (await runScript(this.client, 'claim', [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events], [claimant, count, key ?? ''])) as [string, ...unknown[]];
+    switch (reply[0]) {
+      case 'not_found':
+        throw notFound('pool', pool);
+      case 'sold_out':
+        throw soldOut(pool);
+      case 'conflict':
+        throw keyReused(key!, { claimant: String(reply[1]), count: Number(reply[2]) });
+      case 'claimed':
+      case 'replayed':
+        return { pool, claimant, status: 'claimed', codes: reply[1] as string[], held: reply[2] as string[], replayed: reply[0] === 'replayed' };
+      case 'already_held':
+        return { pool, claimant, status: 'already-held', codes: [], held: reply[2] as string[], replayed: false };
+      default:
+        throw new Error(`claim.lua answered ${String(reply[0])}`);
+    }
+  }
+
+  async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held], [code, claimant ?? '']));
+  }
+
+  async redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes], [code, claimant ?? '']));
+  }
+
+  async revoke(pool: string, code: string): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events], [code]));
+  }
+
+  async getCode(pool: string, code: string): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    const [exists, raw] = await Promise.all([this.client.exists(k.pool), this.client.hget(k.codes, code)]);
+    if (!exists) throw notFound('pool', pool);
+    if (raw === null) throw notFound('code', code);
+    return toCode(pool, code, JSON.parse(raw) as CodeRecord);
+  }
+
+  async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
+    const k = this.keys(pool);
+    const [exists, raw] = await Promise.all([this.client.exists(k.pool), this.client.hget(k.held, claimant)]);
+    if (!exists) throw notFound('pool', pool);
+    const codes = raw ? (JSON.parse(raw) as string[]) : [];
+    if (codes.length === 0) return [];
+    const records = await this.client.hmget(k.codes, ...codes);
+    return codes.map((code, i) => toCode(pool, code, JSON.parse(records[i]!) as CodeRecord));
+  }
+
+  async stats(pool: string): Promise<PoolStats> {
+    const [total, free, claimed, redeemed, revoked] = await this.client.hmget(this.keys(pool).pool, 'total', 'free', 'claimed', 'redeemed', 'revoked');
+    if (total === null) throw notFound('pool', pool);
+    return { total: Number(total), free: Number(free), claimed: Number(claimed), redeemed: Number(redeemed), revoked: Number(revoked) };
+  }
+
+  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+    const k = this.keys(pool);
+    if (!(await this.client.exists(k.pool))) throw notFound('pool', pool);
+    let after = 0;
+    for (;;) {
+      const page = await this.client.zrangebyscore(k.all, `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', '0', String(batchSize));
+      if (page.length === 0) return;
+      const codes = page.filter((_, i) => i % 2 === 0);
+      after = Number(page[page.length - 1]);
+      const records = await this.client.hmget(k.codes, ...codes);
+      const batch = codes.map((code, i) => toCode(pool, code, JSON.parse(records[i]!) as CodeRecord)).filter((c) => !status || c.status === status);
+      if (batch.length > 0) yield batch;
+    }
+  }
+
+  async audit(pool: string): Promise<Violation[]> {
+    const k = this.keys(pool);
+    // One MULTI: a consistent snapshot of every structure of the pool.
+    const results = await this.client.multi().hgetall(k.pool).hgetall(k.codes).zrange(k.free, '0', '-1').hgetall(k.held).hgetall(k.claimKeys).xrange(k.events, '-', '+').exec();
+    if (!results) throw new DibsError('unavailable', 'audit snapshot was aborted', { retriable: true });
+    const [poolRaw, codesRaw, freeList, heldRaw, keysRaw, events] = results.map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    }) as [Record<string, string>, Record<string, string>, string[], Record<string, string>, Record<string, string>, [string, string[]][]];
+    if (!poolRaw.name) throw notFound('pool', pool);
+    const violations: Violation[] = [];
+    const limit = Number(poolRaw.limit);
+    const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
+    const freeSet = new Set(freeList);
+    const records = new Map<string, CodeRecord>();
+    for (const [code, raw] of Object.entries(codesRaw)) {
+      const rec = JSON.parse(raw) as CodeRecord;
+      records.set(code, rec);
+      ledger[rec.s]++;
+      ledger.total++;
+      const holds = rec.s === 'claimed' || rec.s === 'redeemed';
+      if (holds !== (rec.h !== undefined)) violations.push({ invariant: 'I1', pool, code, message: `code '${code}' is ${rec.s} but its holder is ${rec.h ?? 'missing'}` });
+      if ((rec.s === 'free') !== freeSet.has(code)) violations.push({ invariant: 'I1', pool, code, message: `code '${code}' is ${rec.s} but ${freeSet.has(code) ? 'is' : 'is not'} in the free set` });
+      if (holds && rec.h !== undefined && !(JSON.parse(heldRaw[rec.h] ?? '[]') as string[]).includes(code)) {
+        violations.push({ invariant: 'I1', pool, code, claimant: rec.h, message: `code '${code}' names holder '${rec.h}' who does not list it` });
+      }
+    }
+    for (const code of freeSet) if (!records.has(code)) violations.push({ invariant: 'I1', pool, code, message: `free set holds unknown code '${code}'` });
+    for (const [claimant, raw] of Object.entries(heldRaw)) {
+      const codes = JSON.parse(raw) as string[];
+      if (codes.length > limit) violations.push({ invariant: 'I2', pool, claimant, expected: limit, actual: codes.length, message: `claimant '${claimant}' holds ${codes.length} codes, limit is ${limit}` });
+      for (const code of codes) {
+        if (records.get(code)?.h !== claimant) violations.push({ invariant: 'I1', pool, code, claimant, message: `'${claimant}' lists code '${code}' held by ${records.get(code)?.h ?? 'nobody'}` });
+      }
+    }
+    for (const [key, raw] of Object.entries(keysRaw)) {
+      const owner = (JSON.parse(raw) as { c: string }).c;
+      for (const [code, rec] of records) {
+        if (rec.k === key && rec.h !== undefined && rec.h !== owner) violations.push({ invariant: 'I2', pool, code, claimant: owner, message: `idempotency key '${key}' of '${owner}' points at code '${code}' held by '${rec.h}'` });
+      }
+    }
+    const counters: PoolStats = { total: Number(poolRaw.total), free: Number(poolRaw.free), claimed: Number(poolRaw.claimed), redeemed: Number(poolRaw.redeemed), revoked: Number(poolRaw.revoked) };
+    violations.push(...counterViolations(pool, counters, ledger));
+    const lowStock = events.filter(([, fields]) => fieldOf(fields, 'type') === 'pool.low_stock').length;
+    if (lowStock !== Number(poolRaw.low_events)) {
+      violations.push({ invariant: 'I7', pool, expected: Number(poolRaw.low_events), actual: lowStock, message: `${poolRaw.low_events} low-stock crossings were recorded but the stream holds ${lowStock} low-stock events` });
+    }
+    return violations;
+  }
+
+  async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
+    const pools = pool ? [pool] : await this.client.zrange(registryKey(this.prefix), '0', '-1');
+    const start = after ? `(${after}` : '-';
+    const perPool = await Promise.all(pools.map(async (name) => (await this.client.xrange(this.keys(name).events, start, '+', 'COUNT', String(limit))).map((entry) => toEvent(entry))));
+    return perPool.flat().sort((a, b) => compareStreamIds(a.id, b.id)).slice(0, limit);
+  }
+
+  private codeReply(pool: string, code: string, reply: unknown): CodeInfo {
+    const [head, ...rest] = reply as [string, ...string[]];
+    if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
+    if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });
+    if (head === 'conflict') {
+      const [reason, status] = rest;
+      if (reason === 'other_holder') throw new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
+      if (reason === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
+      if (reason === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      throw new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
+    }
+    const [, status, holder, claimedAt, redeemedAt] = reply as string[];
+    return { pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt) };
+  }
+}
+
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+function toEvent([id, fields]: [string, string[]]): OutboxEvent {
+  return { id, type: fieldOf(fields, 'type')!, idempotencyKey: fieldOf(fields, 'key')!, payload: JSON.parse(fieldOf(fields, 'payload') ?? '{}') as Record<string, unknown>, createdAt: iso(fieldOf(fields, 'at'))! };
+}
+
+function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(Number) as [number, number];
+  const [bm, bs] = b.split('-').map(Number) as [number, number];
+  return am - bm || as - bs;
+}
+
+function toPool(raw: Record<string, string>): Pool {
+  return {
+    name: raw.name!,
+    perClaimantLimit: Number(raw.limit),
+    lowStockThreshold: raw.threshold === '' || raw.threshold === undefined ? null : Number(raw.threshold),
+    metadata: JSON.parse(raw.metadata ?? '{}') as Record<string, unknown>,
+    createdAt: iso(raw.created_at)!,
+    stats: { total: Number(raw.total), free: Number(raw.free), claimed: Number(raw.claimed), redeemed: Number(raw.redeemed), revoked: Number(raw.revoked) },
+  };
+}
+
+function toCode(pool: string, code: string, rec: CodeRecord): CodeInfo {
+  return { pool, code, status: rec.s, claimant: rec.h ?? null, claimedAt: iso(rec.ca), redeemedAt: iso(rec.ra) };
+}

@@ -1,0 +1,57 @@
+-- Shared fragment, prepended by the loader (scripts.ts) to every pool script.
+-- Conventions: the pool hash holds the definition and the counters; each code is a field of the
+-- codes hash whose value is a small JSON record {s=status, h=holder, k=claim key, ca=claimed at,
+-- ra=redeemed at, q=import sequence}; times are the server's clock in epoch milliseconds.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function threshold_of(pool_key)
+  local t = redis.call('HGET', pool_key, 'threshold')
+  if t == false or t == '' then return nil end
+  return tonumber(t)
+end
+
+-- After free went DOWN: record one pool.low_stock event when it crossed the threshold.
+local function after_free_dropped(pool_key, events_key, free, now)
+  local threshold = threshold_of(pool_key)
+  if threshold == nil or free > threshold then return end
+  if redis.call('HGET', pool_key, 'armed') ~= '1' then return end
+  redis.call('HSET', pool_key, 'armed', '0')
+  local crossing = redis.call('HINCRBY', pool_key, 'low_events', 1)
+  local name = redis.call('HGET', pool_key, 'name')
+  redis.call('XADD', events_key, '*',
+    'type', 'pool.low_stock',
+    'key', 'pool.low_stock:' .. name .. ':' .. crossing,
+    'payload', cjson.encode({ pool = name, free = free, threshold = threshold, crossing = crossing }),
+    'at', tostring(now))
+end
+
+-- After free went UP (import, release): re-arm the alert once free is above the threshold.
+local function after_free_rose(pool_key, free)
+  local threshold = threshold_of(pool_key)
+  if threshold == nil or free > threshold then redis.call('HSET', pool_key, 'armed', '1') end
+end
+
+local function held_of(held_key, claimant)
+  local raw = redis.call('HGET', held_key, claimant)
+  if raw == false then return {} end
+  return cjson.decode(raw)
+end
+
+local function save_held(held_key, claimant, list)
+  if #list == 0 then redis.call('HDEL', held_key, claimant) else redis.call('HSET', held_key, claimant, cjson.encode(list)) end
+end
+
+local function without(list, item)
+  local out = {}
+  for _, v in ipairs(list) do if v ~= item then out[#out + 1] = v end end
+  return out
+end
+
+-- A code's record as the flat reply the TypeScript side decodes.
+local function code_reply(code, rec)
+  return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or '') }
+end

@@ -1,0 +1,18 @@
+-- revoke: withdraw a code for good; its holder (if any) loses it.
+-- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash, KEYS[5] events stream
+-- ARGV[1] code
+-- Returns code reply | {'not_found', what} | {'conflict', 'revoked'}
+if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
+local raw = redis.call('HGET', KEYS[3], ARGV[1])
+if raw == false then return { 'not_found', 'code' } end
+local rec = cjson.decode(raw)
+if rec.s == 'revoked' then return { 'conflict', 'revoked' } end
+local was = rec.s
+if rec.h then save_held(KEYS[4], rec.h, without(held_of(KEYS[4], rec.h), ARGV[1])) end
+if was == 'free' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+rec = { s = 'revoked', q = rec.q }
+redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(rec))
+redis.call('HINCRBY', KEYS[1], 'revoked', 1)
+local left = redis.call('HINCRBY', KEYS[1], was, -1)
+if was == 'free' then after_free_dropped(KEYS[1], KEYS[5], left, now_ms()) end
+return code_reply(ARGV[1], rec)

@@ -1,0 +1,23 @@
+-- update: limit, threshold, metadata of a pool.
+-- KEYS[1] pool hash, KEYS[2] held hash
+-- ARGV[1] limit ('' = keep), ARGV[2] threshold ('' = keep, 'null' = none), ARGV[3] metadata JSON ('' = keep)
+-- Returns 'ok' | 'not_found' | {'limit_below_holdings', maxHeld}
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+if ARGV[1] ~= '' then
+  local limit = tonumber(ARGV[1])
+  if limit < tonumber(redis.call('HGET', KEYS[1], 'limit')) then
+    local max = 0
+    for _, raw in ipairs(redis.call('HVALS', KEYS[2])) do
+      local n = #cjson.decode(raw)
+      if n > max then max = n end
+    end
+    if max > limit then return { 'limit_below_holdings', max } end
+  end
+  redis.call('HSET', KEYS[1], 'limit', ARGV[1])
+end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], 'threshold', ARGV[2] == 'null' and '' or ARGV[2])
+  after_free_rose(KEYS[1], tonumber(redis.call('HGET', KEYS[1], 'free')))
+end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'metadata', ARGV[3]) end
+return 'ok'

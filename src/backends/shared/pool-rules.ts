@@ -1,0 +1,18 @@
+/** Pool errors and audit checks that every backend phrases the same way. */
+import { DibsError } from '../../core/errors.js';
+import type { PoolStats, Violation } from '../../core/types.js';
+
+export function limitBelowHoldings(limit: number, held: number): DibsError {
+  return new DibsError('conflict', `perClaimantLimit cannot go below ${held}: a claimant already holds ${held} codes`, { field: 'perClaimantLimit', details: { maxHeld: held, requested: limit } });
+}
+
+export function keyReused(key: string, previous: { claimant: string; count: number }): DibsError {
+  return new DibsError('conflict', `idempotency key '${key}' was already used for a different request (claimant '${previous.claimant}', count ${previous.count})`, { field: 'idempotencyKey' });
+}
+
+/** I4: every counter equals the count of codes in that state. */
+export function counterViolations(pool: string, counters: PoolStats, ledger: PoolStats): Violation[] {
+  return (Object.keys(ledger) as (keyof PoolStats)[])
+    .filter((k) => counters[k] !== ledger[k])
+    .map((k) => ({ invariant: 'I4' as const, pool, expected: ledger[k], actual: counters[k], message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}` }));
+}

@@ -1,0 +1,166 @@
+/**
+ * Redis for tests: the shared server on 127.0.0.1:6379 (isolated by key prefix), and
+ * test-owned redis-server processes (single nodes with chosen persistence, a 3-master Cluster)
+ * on free loopback ports, always stopped afterwards.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { uniqueId } from './assert.js';
+
+export const SHARED_REDIS = process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:6379/0';
+
+/** Whether the shared Redis answers; under CI a missing server is a failure, not a skip. */
+export async function sharedRedisAvailable(): Promise<boolean> {
+  const client = new Redis(SHARED_REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    if (process.env.CI) throw new Error(`Redis is not reachable at ${SHARED_REDIS} (CI=true): start it, e.g. redis-server --port 6379 --save '' --appendonly no`);
+    console.warn(`\n  ⚠ SKIPPING Redis tests: nothing answers at ${SHARED_REDIS}. Start redis-server on 127.0.0.1:6379 to run them.\n`);
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Deletes every key under a prefix (test cleanup). */
+export async function deletePrefix(url: string, prefix: string): Promise<void> {
+  const client = new Redis(url);
+  try {
+    for (const pattern of [`{${prefix}:*`, `{${prefix}}*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await client.del(...keys);
+      } while (cursor !== '0');
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+export function testPrefix(): string {
+  return uniqueId('t');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export function redisServerInstalled(): boolean {
+  const found = spawnSync('redis-server', ['--version']).status === 0;
+  if (!found && process.env.CI) throw new Error('redis-server is not installed (CI=true): .ci/run installs it (apt-get install redis-server)');
+  if (!found) console.warn('\n  ⚠ SKIPPING: redis-server is not installed; install it (apt-get install redis-server) to run these tests.\n');
+  return found;
+}
+
+export interface OwnedRedis {
+  port: number;
+  url: string;
+  dir: string;
+  process: ChildProcess;
+  /** SIGKILL, as a crash would. */
+  kill(): Promise<void>;
+  /** Starts again on the same port and directory (AOF is replayed if enabled). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {}); // refused while the server starts: expected
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
+    } finally {
+      client.disconnect();
+    }
+    await sleep(50);
+  }
+}
+
+/** A redis-server owned by the test, on a free loopback port, with the given extra arguments. */
+export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tmpdir(), 'dibs-redis-'))): Promise<OwnedRedis> {
+  const port = await freePort();
+  const launch = () => {
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--logfile', join(dir, 'redis.log'), ...extra], { stdio: 'ignore' });
+    return child;
+  };
+  const owned: OwnedRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    dir,
+    process: launch(),
+    async kill() {
+      const exited = new Promise((resolve) => owned.process.once('exit', resolve));
+      owned.process.kill('SIGKILL');
+      await exited;
+    },
+    async restart() {
+      owned.process = launch();
+      await waitForPing(port);
+    },
+    async stop() {
+      if (owned.process.exitCode === null && owned.process.signalCode === null) await owned.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await waitForPing(port);
+  return owned;
+}
+
+export interface OwnedCluster {
+  url: string;
+  nodes: OwnedRedis[];
+  stop(): Promise<void>;
+}
+
+/** Three masters, no replicas, on free loopback ports; `stop` removes everything. */
+export async function startCluster(): Promise<OwnedCluster> {
+  const nodes: OwnedRedis[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
+      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000', '--appendonly', 'no'], dir));
+    }
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const states = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout);
+      if (states.every((s) => s.includes('cluster_state:ok'))) break;
+      if (Date.now() > deadline) throw new Error(`cluster did not reach cluster_state:ok:\n${states.join('\n')}`);
+      await sleep(100);
+    }
+  } catch (error) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw error;
+  }
+  return {
+    url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
+    nodes,
+    stop: async () => {
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+}
