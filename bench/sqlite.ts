@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDibs } from '../src/index.js';
 import { fanOut, printTable, summarise, timeOps, type RunStats } from './lib/measure.js';
+import { seedDibs } from './lib/seed.js';
 
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 20_000);
 const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 4);
@@ -30,14 +31,6 @@ export function createRawDb(file: string, codes: number): void {
 
 export const RAW_CLAIM = `UPDATE codes SET claimant = ? WHERE id = (SELECT id FROM codes WHERE claimant IS NULL ORDER BY id LIMIT 1) RETURNING code`;
 
-async function seedDibs(store: string, codes: number): Promise<void> {
-  const dibs = await openDibs(store);
-  await dibs.pools.create({ name: 'bench' });
-  await dibs.pools.importCodes('bench', (function* () {
-    for (let i = 0; i < codes; i++) yield `DIBS-${i}`;
-  })());
-  await dibs.close();
-}
 
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-sqlite-'));

@@ -7,7 +7,7 @@
  * (quick handoffs); past that we yield to the event loop for a short, growing, jittered delay
  * and try again, until `busyTimeoutMs` has passed (then `unavailable`, retriable).
  */
-import Database from 'better-sqlite3';
+import Database, { type Statement } from 'better-sqlite3';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DibsError, unavailable } from '../../core/errors.js';
 import { loadMigrations } from '../shared/sql-files.js';
@@ -94,4 +94,16 @@ export async function migrate(db: Db, options: SqliteOptions): Promise<number> {
     });
   }
   return applied;
+}
+
+export type Statements<Q> = Record<keyof Q, Statement<unknown[]>>;
+
+/** Prepares every named query of a query file once, for the life of the connection. */
+export function prepareAll<const Names extends string>(db: Db, queries: Record<Names, string>): Record<Names, Statement<unknown[]>> {
+  return Object.fromEntries(Object.entries(queries).map(([name, sql]) => [name, db.prepare(sql as string)])) as Record<Names, Statement<unknown[]>>;
+}
+
+/** An outbox row as the event shape every backend returns. */
+export function toEvent(row: { id: number; type: string; idempotency_key: string; payload: string; created_at: string }) {
+  return { id: String(row.id), type: row.type, idempotencyKey: row.idempotency_key, payload: JSON.parse(row.payload) as Record<string, unknown>, createdAt: row.created_at };
 }

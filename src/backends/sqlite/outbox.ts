@@ -1,19 +1,18 @@
-import type { Statement } from 'better-sqlite3';
 import { DibsError } from '../../core/errors.js';
 import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../../core/outbox.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { read, write, type Db, type SqliteOptions } from './database.js';
+import { read, write, prepareAll, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./outbox.sql', import.meta.url), ['now', 'claimDue', 'markDelivered', 'markFailed', 'insertDelivery', 'deliveries', 'status']);
 
 export class SqliteOutbox implements OutboxBackend {
-  private readonly stmt: { [K in keyof typeof Q]: Statement<unknown[]> };
+  private readonly stmt: Statements<typeof Q>;
 
   constructor(
     private readonly db: Db,
     private readonly options: SqliteOptions,
   ) {
-    this.stmt = Object.fromEntries(Object.entries(Q).map(([name, sql]) => [name, db.prepare(sql)])) as typeof this.stmt;
+    this.stmt = prepareAll(db, Q);
   }
 
   async claimDue(limit: number, leaseMs: number): Promise<DueEvent[]> {

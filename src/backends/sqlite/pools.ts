@@ -16,8 +16,7 @@ import type {
 import { lowStockEvent } from '../../core/events.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
-import type { Statement } from 'better-sqlite3';
-import { read, write, type Db, type SqliteOptions } from './database.js';
+import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool', 'deletePoolEvents',
@@ -65,13 +64,13 @@ interface EventRow {
 type CounterMove = { free?: number; claimed?: number; redeemed?: number; revoked?: number };
 
 export class SqlitePools implements PoolBackend {
-  private readonly stmt: { [K in keyof typeof Q]: Statement<unknown[]> };
+  private readonly stmt: Statements<typeof Q>;
 
   constructor(
     private readonly db: Db,
     private readonly options: SqliteOptions,
   ) {
-    this.stmt = Object.fromEntries(Object.entries(Q).map(([name, sql]) => [name, db.prepare(sql)])) as typeof this.stmt;
+    this.stmt = prepareAll(db, Q);
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
@@ -240,7 +239,7 @@ export class SqlitePools implements PoolBackend {
     if (!Number.isSafeInteger(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     return read(this.options, () => {
       const rows = (pool ? this.stmt.poolEventsAfter.all(pool, from, limit) : this.stmt.eventsAfter.all(from, limit)) as EventRow[];
-      return rows.map((e) => ({ id: String(e.id), type: e.type, idempotencyKey: e.idempotency_key, payload: JSON.parse(e.payload) as Record<string, unknown>, createdAt: e.created_at }));
+      return rows.map(toEvent);
     });
   }
 

@@ -1,4 +1,3 @@
-import type { Statement } from 'better-sqlite3';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
@@ -7,7 +6,7 @@ import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePa
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { read, write, type Db, type SqliteOptions } from './database.js';
+import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now', 'later', 'saleById', 'insertSale', 'sameSku', 'listSales', 'listSalesBySku', 'updateSale', 'cancelSale',
@@ -60,13 +59,13 @@ interface KeyRow {
 }
 
 export class SqliteSales implements SaleBackend {
-  private readonly stmt: { [K in keyof typeof Q]: Statement<unknown[]> };
+  private readonly stmt: Statements<typeof Q>;
 
   constructor(
     private readonly db: Db,
     private readonly options: SqliteOptions,
   ) {
-    this.stmt = Object.fromEntries(Object.entries(Q).map(([name, sql]) => [name, db.prepare(sql)])) as typeof this.stmt;
+    this.stmt = prepareAll(db, Q);
   }
 
   async createSale(spec: SaleSpec): Promise<Sale> {
@@ -307,7 +306,7 @@ export class SqliteSales implements SaleBackend {
     if (!Number.isSafeInteger(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     return read(this.options, () => {
       const rows = (sale ? this.stmt.saleEventsAfter.all(sale, from, limit) : this.stmt.eventsAfter.all(from, limit)) as { id: number; type: string; idempotency_key: string; payload: string; created_at: string }[];
-      return rows.map((e) => ({ id: String(e.id), type: e.type, idempotencyKey: e.idempotency_key, payload: JSON.parse(e.payload) as Record<string, unknown>, createdAt: e.created_at }));
+      return rows.map(toEvent);
     });
   }
 

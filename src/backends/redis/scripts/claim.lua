@@ -4,7 +4,8 @@
 -- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none)
 -- Returns {status, taken codes, held codes} with status one of
 --   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
-if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found' } end
+local limit = redis.call('HGET', KEYS[1], 'limit')
+if limit == false then return { 'not_found' } end
 local claimant, count, key = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local held = held_of(KEYS[4], claimant)
 
@@ -22,7 +23,7 @@ if key ~= '' then
   end
 end
 
-local room = tonumber(redis.call('HGET', KEYS[1], 'limit')) - #held
+local room = tonumber(limit) - #held
 if room <= 0 then return { 'already_held', {}, held } end
 local popped = redis.call('ZPOPMIN', KEYS[2], math.min(count, room))
 if #popped == 0 then return { 'sold_out' } end
@@ -31,8 +32,9 @@ local now = now_ms()
 local taken = {}
 for i = 1, #popped, 2 do
   local code = popped[i]
-  local rec = cjson.decode(redis.call('HGET', KEYS[3], code))
-  rec.s, rec.h, rec.ca = 'claimed', claimant, now
+  -- A free code's record is just {s='free', q=seq} and its score in the free set is q, so the
+  -- new record is written without reading the old one.
+  local rec = { s = 'claimed', h = claimant, ca = now, q = tonumber(popped[i + 1]) }
   if key ~= '' then rec.k = key end
   redis.call('HSET', KEYS[3], code, cjson.encode(rec))
   taken[#taken + 1] = code
