@@ -82,6 +82,9 @@ export function codeCommands(program: Command): void {
       await withDibs(command, async (dibs) => {
         const stats = await dibs.pools.stats(pool);
         output(command, stats, () => block(Object.entries(stats)));
+        // An operator reading counts should also learn when the store may forget them (Redis without AOF).
+        const { warning } = (await dibs.health()).details;
+        if (typeof warning === 'string') process.stderr.write(`warning: ${warning}\n`);
       });
     });
 
