@@ -7,6 +7,7 @@ import { DibsError } from '../core/errors.js';
 
 const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
+  postgres: async () => (await import('./postgres/index.js')).openPostgres,
   redis: async () => (await import('./redis/index.js')).openRedis,
   'redis+cluster': async () => (await import('./redis/index.js')).openRedis,
 };

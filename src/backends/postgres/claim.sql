@@ -1,0 +1,94 @@
+-- name: claim
+-- One claim in ONE statement (autocommit), or the first statement of a transaction when the pool
+-- has a low-stock threshold (then the caller settles the low-stock state before COMMIT).
+--
+-- Params:
+--   $1 pool name            $2 claimant              $3 count wanted (>= 1)
+--   $4 idempotency key|null $5 random start in [0,1) $6 random in [0,1): which counter shard
+--   $7 settle: true when the caller runs this inside a transaction and settles low stock after it;
+--      a pool WITH a threshold refuses to take codes when false (needs_tx, nothing changed).
+-- How it enforces every rule inside the statement:
+--   - limit: the claimant's free slots (1..perClaimantLimit minus the slots it holds) are numbered
+--     and paired with the codes taken; UNIQUE (pool_id, claimant, slot) makes a racing second claim
+--     of the same claimant fail (23505) instead of exceeding the limit — the caller retries it and
+--     then sees the holding;
+--   - idempotency: a key already recorded takes nothing (prior_* is returned for the caller to
+--     replay); a new key is inserted with the codes — a racing second use fails on the primary key
+--     (23505) and the retry replays;
+--   - stock: free rows from a random start point upwards, wrapping around to below it, with
+--     FOR UPDATE SKIP LOCKED so concurrent claims never wait on each other;
+--   - counters: one of the pool's counter shards moves in the same statement.
+-- Result (exactly one row):
+--   pool_id (null: no such pool), threshold, prior_claimant, prior_count (the key's earlier use),
+--   key_codes (codes the claimant still holds under that key), held_before (claimant's codes before
+--   this statement, oldest first), taken (codes taken now), room (free slots wanted and allowed),
+--   free_seen (free codes in this statement's snapshot: > 0 with nothing taken means all free rows
+--   were locked by in-flight claims — retry, not sold out).
+WITH p AS (
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards FROM pools WHERE name = $1
+),
+prior AS (
+  SELECT k.claimant, k.count FROM claim_keys k
+  WHERE $4::text IS NOT NULL AND k.pool_id = (SELECT id FROM p) AND k.key = $4::text
+),
+mine AS (
+  SELECT c.id, c.code, c.slot, c.claim_key, c.claimed_at FROM codes c
+  WHERE c.pool_id = (SELECT id FROM p) AND c.claimant = $2
+),
+slots AS (
+  SELECT s.slot, row_number() OVER (ORDER BY s.slot) AS rn
+  FROM p, generate_series(1, p.per_claimant_limit) AS s(slot)
+  WHERE NOT EXISTS (SELECT 1 FROM mine WHERE mine.slot = s.slot)
+    AND NOT EXISTS (SELECT 1 FROM prior)
+    AND (p.low_stock_threshold IS NULL OR $7::boolean)
+  ORDER BY s.slot
+  LIMIT $3::int
+),
+above AS (
+  SELECT c.id FROM codes c
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd >= $5::float8
+  ORDER BY c.rnd
+  LIMIT (SELECT count(*) FROM slots)
+  FOR UPDATE SKIP LOCKED
+),
+below AS (
+  SELECT c.id FROM codes c
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd < $5::float8
+  ORDER BY c.rnd
+  LIMIT (SELECT count(*) FROM slots) - (SELECT count(*) FROM above)
+  FOR UPDATE SKIP LOCKED
+),
+picked AS (
+  SELECT id, row_number() OVER (ORDER BY id) AS rn FROM (SELECT id FROM above UNION ALL SELECT id FROM below) AS x
+),
+key_row AS (
+  INSERT INTO claim_keys (pool_id, key, claimant, count)
+  SELECT p.id, $4::text, $2, $3::int FROM p
+  WHERE $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM picked)
+  RETURNING 1
+),
+taken AS (
+  UPDATE codes c
+  SET status = 'claimed', claimant = $2, slot = s.slot, claim_key = $4::text, claimed_at = now()
+  FROM picked pk JOIN slots s ON s.rn = pk.rn
+  WHERE c.id = pk.id
+  RETURNING c.id, c.code
+),
+counted AS (
+  UPDATE pool_counters pc SET free = pc.free - t.n, claimed = pc.claimed + t.n
+  FROM (SELECT count(*) AS n FROM taken) AS t, p
+  WHERE t.n > 0 AND pc.pool_id = p.id AND pc.shard = floor($6::float8 * p.counter_shards)::int
+  RETURNING 1
+)
+SELECT
+  (SELECT id FROM p) AS pool_id,
+  (SELECT low_stock_threshold FROM p) AS threshold,
+  (SELECT claimant FROM prior) AS prior_claimant,
+  (SELECT count FROM prior) AS prior_count,
+  ARRAY(SELECT m.code FROM mine m WHERE m.claim_key = $4::text ORDER BY m.claimed_at, m.id) AS key_codes,
+  ARRAY(SELECT m.code FROM mine m ORDER BY m.claimed_at, m.id) AS held_before,
+  ARRAY(SELECT t.code FROM taken t ORDER BY t.id) AS taken,
+  (SELECT count(*) FROM slots)::int AS room,
+  (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_row)::int AS writes,
+  (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p))::bigint AS free_seen,
+  $7::boolean AS settled

@@ -1,0 +1,141 @@
+/**
+ * Claims on PostgreSQL. The rules live in claim.sql / claim-group.sql (one statement each); this
+ * module runs them and turns their one-row answers into results, retrying the few situations the
+ * statement reports instead of resolving itself:
+ * - a unique violation (23505): a racing claim of the same claimant or key won; the retry sees it;
+ * - `busy`: nothing was free that was not locked by an in-flight claim, yet the snapshot still saw
+ *   free codes — those claims may roll back, so sold_out would be a lie; wait a moment, retry;
+ * - `needs_tx`: the pool has a low-stock threshold; run again inside a transaction that settles it;
+ * - a spent idempotency key (all its codes released/revoked): forget it, then claim afresh.
+ */
+import type pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
+import type { ClaimManyResult } from '../../core/types.js';
+import { loadQueries } from '../shared/sql-files.js';
+import { prepared, query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
+import { ClaimGrouper } from './claim-grouper.js';
+import { settleLowStock } from './low-stock.js';
+
+const SINGLE = loadQueries(new URL('./claim.sql', import.meta.url), ['claim']);
+const SPENT = loadQueries(new URL('./pools.sql', import.meta.url), ['deleteSpentKey']);
+
+/** The one-row answer of claim.sql (and each row of claim-group.sql). */
+export interface ClaimRow {
+  pool_id: string | null;
+  threshold: number | null;
+  prior_claimant: string | null;
+  prior_count: number | null;
+  key_codes: string[];
+  held_before: string[];
+  taken: string[];
+  room: number;
+  free_seen: string;
+  /** Echo of the settle parameter: whether this ran inside a low-stock-settling transaction. */
+  settled: boolean;
+}
+
+export interface ClaimRequest {
+  pool: string;
+  claimant: string;
+  count: number;
+  key: string | null;
+}
+
+/** How long a claim keeps retrying races before it answers `unavailable`. */
+const RETRY_DEADLINE_MS = 10_000;
+
+type Decision = { result: ClaimManyResult } | { retry: 'race' | 'busy' | 'needs_tx' | 'spent_key'; poolId?: string };
+
+export class PgClaims {
+  /** Pools known to have a low-stock threshold: their claims go straight to the transactional path. */
+  private readonly settled = new Set<string>();
+  private readonly grouper: ClaimGrouper | null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: PgOptions,
+  ) {
+    this.grouper = options.grouped ? new ClaimGrouper(pool, options, (name) => this.settled.has(name)) : null;
+  }
+
+  /** Called when this process learns that a pool's threshold changed. */
+  thresholdChanged(pool: string, threshold: number | null): void {
+    if (threshold === null) this.settled.delete(pool);
+    else this.settled.add(pool);
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimManyResult> {
+    const deadline = Date.now() + RETRY_DEADLINE_MS;
+    let useGroup = this.grouper !== null && request.count === 1;
+    for (let attempt = 0; ; attempt++) {
+      let row: ClaimRow;
+      try {
+        row = useGroup ? await this.grouper!.claim(request) : await this.runSingle(request);
+      } catch (error) {
+        const state = sqlState(error);
+        if (state !== '23505' && state !== '40P01' && state !== '40001') throw translate(error);
+        // A race with another claim of the same claimant/key (or a deadlock victim): retry alone,
+        // so one collision never fails a whole group twice.
+        useGroup = false;
+        if (Date.now() > deadline) throw unavailable(`claim kept colliding with concurrent claims for ${RETRY_DEADLINE_MS} ms`, error);
+        continue;
+      }
+      const decision = decide(request, row);
+      if ('result' in decision) return decision.result;
+      if (Date.now() > deadline) throw unavailable(`claim could not settle within ${RETRY_DEADLINE_MS} ms (${decision.retry})`);
+      switch (decision.retry) {
+        case 'needs_tx':
+          this.settled.add(request.pool);
+          break;
+        case 'spent_key':
+          await query(this.pool, SPENT.deleteSpentKey, [decision.poolId, request.key]);
+          break;
+        case 'busy':
+          // Every free row was locked by an in-flight claim; they finish within a round trip.
+          await sleep(1 + Math.random() * Math.min(20, 2 * attempt));
+          break;
+        case 'race':
+          break;
+      }
+    }
+  }
+
+  /** One statement (autocommit); in a transaction with low-stock settling when the pool has a threshold. */
+  private async runSingle(r: ClaimRequest): Promise<ClaimRow> {
+    const params = (settle: boolean) => [r.pool, r.claimant, r.count, r.key, Math.random(), Math.random(), settle];
+    if (!this.settled.has(r.pool)) {
+      try {
+        return (await this.pool.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(false)))).rows[0]!;
+      } catch (error) {
+        throw translate(error);
+      }
+    }
+    return withTransaction(this.pool, async (client) => {
+      const row = (await client.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(true)))).rows[0]!;
+      if (row.taken.length > 0) await settleLowStock(client, row.pool_id!, true);
+      return row;
+    });
+  }
+}
+
+/** Turns a statement's answer into the caller's result, or says why to run it again. */
+export function decide(r: ClaimRequest, row: ClaimRow): Decision {
+  if (row.pool_id === null) throw notFound('pool', r.pool);
+  const answer = (status: ClaimManyResult['status'], codes: string[], held: string[], replayed: boolean): Decision => ({
+    result: { pool: r.pool, claimant: r.claimant, status, codes, held, replayed },
+  });
+  if (row.prior_claimant !== null) {
+    if (row.prior_claimant !== r.claimant || row.prior_count !== r.count) {
+      throw new DibsError('conflict', `idempotency key '${r.key}' was already used for a different request (claimant '${row.prior_claimant}', count ${row.prior_count})`, { field: 'idempotencyKey' });
+    }
+    if (row.key_codes.length > 0) return answer('claimed', row.key_codes, row.held_before, true);
+    return { retry: 'spent_key', poolId: row.pool_id };
+  }
+  if (row.taken.length > 0) return answer('claimed', row.taken, [...row.held_before, ...row.taken], false);
+  // The statement refuses to take codes outside a transaction when the pool has a threshold.
+  if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };
+  if (row.room === 0) return answer('already-held', [], row.held_before, false);
+  if (Number(row.free_seen) > 0) return { retry: 'busy' };
+  throw soldOut(r.pool);
+}

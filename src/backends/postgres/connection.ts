@@ -1,0 +1,123 @@
+/**
+ * Connections: one `pg` pool per Dibs, every connection pinned to dibs' schema through the
+ * startup `search_path` option (so SQL files name tables without a schema and a PgBouncer in
+ * transaction mode still sees the right schema on every statement). Driver failures are
+ * translated here, once: connection loss and timeouts become `unavailable` (retriable).
+ */
+import pg from 'pg';
+import { DibsError, unavailable } from '../../core/errors.js';
+
+export interface PgOptions {
+  /** Schema holding dibs' tables (created by the migrations). */
+  schema: string;
+  /** Maximum connections of this process. */
+  poolSize: number;
+  /** Serve concurrent single claims of one pool with one statement (see claim-group.sql). */
+  grouped: boolean;
+  /** Most claims served by one grouped statement. */
+  groupMax: number;
+  /** Grouped statements of one pool running at once in this process. */
+  groupConcurrency: number;
+  /** How long to wait for a free connection (and to connect) before `unavailable`. */
+  connectTimeoutMs: number;
+}
+
+export type Pool = pg.Pool;
+export type Client = pg.PoolClient;
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+export function createPool(connectionString: string, options: PgOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.poolSize,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    options: `-c search_path=${quoteIdent(options.schema)}`,
+  });
+  // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
+  // pool; without a listener Node would crash the process. The pool drops it and reconnects.
+  pool.on('error', () => {});
+  // The same for a checked-out connection killed between two statements: the next statement on
+  // it then fails ("not queryable" → unavailable) and the broken client is discarded.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
+// SQLSTATE classes that mean "the connection or server is gone / busy", i.e. worth retrying.
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58)/;
+const UNAVAILABLE_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+
+export function isUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_NODE.has(code))) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable/i.test(message);
+}
+
+export const sqlState = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** Maps a driver error to a DibsError; DibsErrors pass through. */
+export function translate(error: unknown): unknown {
+  if (error instanceof DibsError) return error;
+  if (isUnavailable(error)) return unavailable(`postgres: ${(error as Error).message}`, error);
+  if (sqlState(error) === '40001' || sqlState(error) === '40P01') return unavailable(`postgres: ${(error as Error).message}`, error);
+  return error;
+}
+
+/** Runs `fn` with one connection, released (or destroyed when broken) afterwards. */
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw translate(error);
+  }
+  let broken: Error | undefined;
+  try {
+    return await fn(client);
+  } catch (error) {
+    if (isUnavailable(error)) broken = error as Error;
+    throw translate(error);
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Runs `fn` inside BEGIN … COMMIT on one connection; any failure rolls back. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query(begin);
+    try {
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // The rollback may fail too when the connection is gone; the server rolls back then.
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/** One statement on any connection of the pool (autocommit). */
+export async function query<R extends pg.QueryResultRow>(pool: pg.Pool, text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+  try {
+    return await pool.query<R>(text, values);
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+/**
+ * A hot statement as a named prepared statement: parsed and planned once per connection instead
+ * of on every call (planning the claim CTE costs about as much as executing it).
+ */
+export function prepared(name: string, text: string, values: unknown[]): pg.QueryConfig {
+  return { name, text, values };
+}

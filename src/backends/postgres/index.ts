@@ -1,0 +1,99 @@
+/**
+ * PostgreSQL backend. Store URLs: `postgres://user:pass@host:5432/db?schema=dibs&poolSize=10`
+ * (`postgresql://` works too). dibs' own query parameters are removed before the URL reaches `pg`;
+ * every other parameter (sslmode, application_name, …) is passed through.
+ *   schema            schema holding dibs' tables (default `dibs`; created on first open)
+ *   poolSize          connections of this process (default 10)
+ *   grouped           `false` turns grouped claims off (default on)
+ *   groupMax          most claims served by one grouped statement (default 64)
+ *   groupConcurrency  grouped statements of one pool in flight (default poolSize)
+ *   connectTimeoutMs  wait for a connection before `unavailable` (default 10000)
+ * Options passed to openDibs() with the same names override the URL.
+ */
+import pg from 'pg';
+import type { Backend, BackendFactory, BackendOptions } from '../../core/backend.js';
+import { DibsError } from '../../core/errors.js';
+import type { Health } from '../../core/types.js';
+import { createPool, query, translate, type PgOptions } from './connection.js';
+import { migrate } from './migrate.js';
+import { PgPools } from './pools.js';
+
+export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs'] as const;
+
+export class PostgresBackend implements Backend {
+  readonly kind = 'postgres';
+  readonly pools: PgPools;
+  private closed: Promise<void> | null = null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly options: PgOptions,
+  ) {
+    this.pools = new PgPools(pool, options);
+  }
+
+  async health(): Promise<Health> {
+    try {
+      const { rows } = await query<{ version: string; migration: number | null }>(this.pool, `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`);
+      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount } };
+    } catch (error) {
+      return { ok: false, backend: this.kind, details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) } };
+    }
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.pool.end();
+    return this.closed;
+  }
+}
+
+export const openPostgres: BackendFactory = async (url, overrides) => {
+  const options = parseOptions(url, overrides);
+  const connectionUrl = new URL(url.href);
+  for (const name of DIBS_PARAMS) connectionUrl.searchParams.delete(name);
+  const pool = createPool(connectionUrl.href, options);
+  try {
+    const client = await pool.connect().catch((error: unknown) => {
+      throw translate(error);
+    });
+    try {
+      await migrate(client, options.schema);
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw translate(error);
+  }
+  return new PostgresBackend(pool, options);
+};
+
+export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOptions {
+  const param = (name: string): string | undefined => {
+    const value = overrides[name];
+    if (value !== undefined) return String(value);
+    return url.searchParams.get(name) ?? undefined;
+  };
+  const schema = param('schema') ?? 'dibs';
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw bad('schema must be a plain identifier (letters, digits, _)');
+  const poolSize = int(param('poolSize'), 10, 1, 1000, 'poolSize');
+  const grouped = param('grouped');
+  if (grouped !== undefined && !['true', 'false', '1', '0'].includes(grouped)) throw bad('grouped must be true or false');
+  return {
+    schema,
+    poolSize,
+    grouped: grouped === undefined ? true : grouped === 'true' || grouped === '1',
+    groupMax: int(param('groupMax'), 64, 1, 1000, 'groupMax'),
+    groupConcurrency: int(param('groupConcurrency'), poolSize, 1, 1000, 'groupConcurrency'),
+    connectTimeoutMs: int(param('connectTimeoutMs'), 10_000, 1, 600_000, 'connectTimeoutMs'),
+  };
+}
+
+function int(raw: string | undefined, fallback: number, min: number, max: number, name: string): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) throw bad(`${name} must be a whole number from ${min} to ${max}`);
+  return value;
+}
+
+const bad = (message: string) => new DibsError('invalid_input', `store: ${message}`, { field: 'store' });

@@ -1,0 +1,184 @@
+-- Statements of the PostgreSQL pool backend (claims are in claim.sql / claim-group.sql).
+-- Lock order, everywhere: code rows → counter shard → pool row (low-stock settle). Keeping one
+-- order means a claim and a release/revoke can never deadlock each other.
+
+-- name: poolByName
+-- $1 name → the pool with its counters summed over the shards (one row per shard: O(1)).
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.created_at,
+       c.total, c.free, c.claimed, c.redeemed, c.revoked
+FROM pools p, LATERAL (
+  SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
+         coalesce(sum(claimed), 0)::bigint AS claimed, coalesce(sum(redeemed), 0)::bigint AS redeemed,
+         coalesce(sum(revoked), 0)::bigint AS revoked
+  FROM pool_counters WHERE pool_id = p.id
+) c
+WHERE p.name = $1
+
+-- name: listPools
+-- $1 after (name, '' for the start), $2 limit → pools by name in byte order (a stable cursor).
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.created_at,
+       c.total, c.free, c.claimed, c.redeemed, c.revoked
+FROM pools p, LATERAL (
+  SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
+         coalesce(sum(claimed), 0)::bigint AS claimed, coalesce(sum(redeemed), 0)::bigint AS redeemed,
+         coalesce(sum(revoked), 0)::bigint AS revoked
+  FROM pool_counters WHERE pool_id = p.id
+) c
+WHERE p.name COLLATE "C" > $1
+ORDER BY p.name COLLATE "C"
+LIMIT $2
+
+-- name: insertPool
+-- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards
+-- → one row per counter shard created; no rows when the name is taken.
+WITH p AS (
+  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards)
+  VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING id, counter_shards
+)
+INSERT INTO pool_counters (pool_id, shard)
+SELECT p.id, s FROM p, generate_series(0, p.counter_shards - 1) AS s
+RETURNING pool_id
+
+-- name: lockPoolRow
+-- $1 pool id. Serialises limit changes and low-stock settling of one pool.
+SELECT id FROM pools WHERE id = $1 FOR NO KEY UPDATE
+
+-- name: maxHeldByOneClaimant
+SELECT coalesce(max(n), 0)::int AS n FROM (
+  SELECT count(*) AS n FROM codes WHERE pool_id = $1 AND claimant IS NOT NULL GROUP BY claimant
+) AS held
+
+-- name: updatePool
+-- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata. Re-arms the low-stock alert
+-- when the (new) threshold is absent or below the free count.
+UPDATE pools
+SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4,
+    low_stock_armed = CASE
+      WHEN $3::int IS NULL OR (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = $1) > $3::int THEN true
+      ELSE low_stock_armed END
+WHERE id = $1
+
+-- name: deleteKeys
+DELETE FROM claim_keys WHERE pool_id = $1
+
+-- name: deletePool
+-- Codes and counters go with the pool (ON DELETE CASCADE).
+DELETE FROM pools WHERE id = $1
+
+-- name: deleteEvents
+-- A pool re-created under the same name starts a fresh event history (idempotency keys name the pool).
+DELETE FROM outbox WHERE pool = $1
+
+-- name: createStaging
+-- Per-connection staging table for COPY; emptied at the end of every transaction.
+CREATE TEMP TABLE IF NOT EXISTS dibs_import_staging (ord bigserial, code text NOT NULL) ON COMMIT DELETE ROWS
+
+-- name: copyIntoStaging
+COPY pg_temp.dibs_import_staging (code) FROM STDIN
+
+-- name: insertFromStaging
+-- $1 pool id → inserted rows; duplicates (in the pool or earlier in the batch) are skipped, and
+-- new codes get ids in input order (export order = import order).
+INSERT INTO codes (pool_id, code)
+SELECT $1, code FROM pg_temp.dibs_import_staging ORDER BY ord
+ON CONFLICT (pool_id, code) DO NOTHING
+
+-- name: moveCounters
+-- $1 pool id, $2 shard in [0,1), $3 total, $4 free, $5 claimed, $6 redeemed, $7 revoked (deltas)
+UPDATE pool_counters pc
+SET total = total + $3, free = free + $4, claimed = claimed + $5, redeemed = redeemed + $6, revoked = revoked + $7
+FROM pools p
+WHERE p.id = $1 AND pc.pool_id = p.id AND pc.shard = floor($2::float8 * p.counter_shards)::int
+
+-- name: settleLowStock
+-- $1 pool id, $2 free went down in this transaction. Run after lockPoolRow, so this statement's
+-- snapshot sees every earlier settled move of the pool: the crossing is decided exactly once.
+-- Fires (disarms + counts the crossing) when free dropped to/below the threshold while armed;
+-- re-arms when free is above the threshold. Returns a row only when something changed.
+WITH f AS (
+  SELECT coalesce(sum(free), 0)::int AS free FROM pool_counters WHERE pool_id = $1
+),
+d AS (
+  SELECT p.id, p.name, p.low_stock_threshold AS threshold, f.free,
+         (p.low_stock_threshold IS NOT NULL AND p.low_stock_armed AND $2::boolean AND f.free <= p.low_stock_threshold) AS fire,
+         (p.low_stock_threshold IS NULL OR f.free > p.low_stock_threshold) AS rearm
+  FROM pools p, f WHERE p.id = $1
+)
+UPDATE pools p
+SET low_stock_armed = CASE WHEN d.rearm THEN true WHEN d.fire THEN false ELSE p.low_stock_armed END,
+    low_stock_events = p.low_stock_events + d.fire::int
+FROM d
+WHERE p.id = d.id AND (d.fire OR (d.rearm AND NOT p.low_stock_armed))
+RETURNING d.fire, d.name, d.free, d.threshold, p.low_stock_events
+
+-- name: insertEvent
+-- $1 type, $2 idempotency key, $3 pool, $4 payload
+INSERT INTO outbox (type, idempotency_key, pool, payload) VALUES ($1, $2, $3, $4)
+ON CONFLICT (idempotency_key) DO NOTHING
+
+-- name: deleteSpentKey
+-- $1 pool id, $2 key: forgets a key none of whose codes its claimant still holds.
+DELETE FROM claim_keys k
+WHERE k.pool_id = $1 AND k.key = $2
+  AND NOT EXISTS (SELECT 1 FROM codes c WHERE c.pool_id = $1 AND c.claim_key = $2 AND c.claimant = k.claimant)
+
+-- name: codeForUpdate
+-- $1 pool id, $2 code
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
+
+-- name: codeByValue
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND code = $2
+
+-- name: setCodeState
+-- $1 id, $2 status, $3 keep holder (redeem) → the new row
+UPDATE codes
+SET status = $2,
+    claimant = CASE WHEN $3::boolean THEN claimant END,
+    slot = CASE WHEN $3::boolean THEN slot END,
+    claim_key = CASE WHEN $3::boolean THEN claim_key END,
+    claimed_at = CASE WHEN $3::boolean THEN claimed_at END,
+    redeemed_at = CASE WHEN $2 = 'redeemed' THEN now() END
+WHERE id = $1
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at
+
+-- name: heldCodes
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes
+WHERE pool_id = $1 AND claimant = $2 ORDER BY claimed_at, id
+
+-- name: exportAll
+SELECT id, code, status, claimant, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND id > $2 ORDER BY id LIMIT $3
+
+-- name: exportByStatus
+SELECT id, code, status, claimant, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND status = $4 AND id > $2 ORDER BY id LIMIT $3
+
+-- name: countByStatus
+SELECT status, count(*)::bigint AS n FROM codes WHERE pool_id = $1 GROUP BY status
+
+-- name: claimantsOverLimit
+SELECT claimant, count(*)::int AS n FROM codes WHERE pool_id = $1 AND claimant IS NOT NULL
+GROUP BY claimant HAVING count(*) > $2 LIMIT 100
+
+-- name: holderMismatch
+SELECT code, status, claimant FROM codes
+WHERE pool_id = $1 AND ((claimant IS NOT NULL) <> (status IN ('claimed', 'redeemed')))
+LIMIT 100
+
+-- name: keysWithForeignCodes
+SELECT k.key, k.claimant, c.code, c.claimant AS holder FROM claim_keys k
+JOIN codes c ON c.pool_id = k.pool_id AND c.claim_key = k.key
+WHERE k.pool_id = $1 AND c.claimant IS DISTINCT FROM k.claimant
+LIMIT 100
+
+-- name: lowStockState
+SELECT low_stock_events FROM pools WHERE id = $1
+
+-- name: lowStockEventCount
+SELECT count(*)::int AS n FROM outbox WHERE type = 'pool.low_stock' AND pool = $1
+
+-- name: eventsAfter
+SELECT id::text, type, idempotency_key, payload, created_at FROM outbox WHERE id > $1 ORDER BY id LIMIT $2
+
+-- name: poolEventsAfter
+SELECT id::text, type, idempotency_key, payload, created_at FROM outbox WHERE pool = $3 AND id > $1 ORDER BY id LIMIT $2

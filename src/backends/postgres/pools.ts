@@ -1,0 +1,267 @@
+/**
+ * PostgreSQL coupon pools: every operation except claims (claim.ts) and the COPY import
+ * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
+ * the lock order of pools.sql (code rows → counter shard → pool row).
+ */
+import type pg from 'pg';
+import type { PoolBackend } from '../../core/backend.js';
+import { DibsError, notFound } from '../../core/errors.js';
+import type {
+  ClaimManyResult,
+  CodeInfo,
+  CodeStatus,
+  InsertResult,
+  OutboxEvent,
+  Page,
+  Pool,
+  PoolPatch,
+  PoolSpec,
+  PoolStats,
+  Violation,
+} from '../../core/types.js';
+import { loadQueries } from '../shared/sql-files.js';
+import { PgClaims } from './claim.js';
+import { query, withTransaction, type PgOptions } from './connection.js';
+import { insertCodes } from './import-codes.js';
+import { settleLowStock } from './low-stock.js';
+
+const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
+  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
+  'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
+  'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
+  'eventsAfter', 'poolEventsAfter',
+]);
+
+/** Counter rows per pool: claims spread their counter updates over these so no row is hot. */
+export const COUNTER_SHARDS = 16;
+
+interface PoolRow {
+  id: string;
+  name: string;
+  per_claimant_limit: number;
+  low_stock_threshold: number | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  total: string;
+  free: string;
+  claimed: string;
+  redeemed: string;
+  revoked: string;
+}
+
+interface CodeRow {
+  id: string;
+  code: string;
+  status: CodeStatus;
+  claimant: string | null;
+  claimed_at: Date | null;
+  redeemed_at: Date | null;
+}
+
+type Move = Partial<Record<'free' | 'claimed' | 'redeemed' | 'revoked', number>>;
+
+export class PgPools implements PoolBackend {
+  private readonly claims: PgClaims;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: PgOptions,
+  ) {
+    this.claims = new PgClaims(pool, options);
+  }
+
+  async createPool(spec: PoolSpec): Promise<Pool> {
+    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS]);
+    if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
+    return this.getPool(spec.name);
+  }
+
+  async getPool(name: string): Promise<Pool> {
+    return toPool(await this.poolRow(this.pool, name));
+  }
+
+  async listPools({ limit, after }: { limit: number; after?: string }): Promise<Page<Pool>> {
+    const { rows } = await query<PoolRow>(this.pool, Q.listPools, [after ?? '', limit + 1]);
+    const items = rows.slice(0, limit).map(toPool);
+    return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.name : null };
+  }
+
+  async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
+    const threshold = await withTransaction(this.pool, async (client) => {
+      const row = await this.poolRow(client, name);
+      await client.query(Q.lockPoolRow, [row.id]);
+      const limit = patch.perClaimantLimit ?? row.per_claimant_limit;
+      if (limit < row.per_claimant_limit) {
+        const { n } = (await client.query<{ n: number }>(Q.maxHeldByOneClaimant, [row.id])).rows[0]!;
+        if (n > limit) {
+          throw new DibsError('conflict', `perClaimantLimit cannot go below ${n}: a claimant already holds ${n} codes`, { field: 'perClaimantLimit', details: { maxHeld: n } });
+        }
+      }
+      const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
+      const metadata = patch.metadata === undefined ? row.metadata : patch.metadata;
+      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata)]);
+      return threshold;
+    });
+    this.claims.thresholdChanged(name, threshold);
+    return this.getPool(name);
+  }
+
+  async deletePool(name: string): Promise<void> {
+    await withTransaction(this.pool, async (client) => {
+      const row = await this.poolRow(client, name);
+      await client.query(Q.deleteKeys, [row.id]);
+      await client.query(Q.deletePool, [row.id]);
+      await client.query(Q.deleteEvents, [name]);
+    });
+  }
+
+  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+    return insertCodes(this.pool, pool, codes);
+  }
+
+  async claim(pool: string, claimant: string, count: number, idempotencyKey: string | null): Promise<ClaimManyResult> {
+    return this.claims.claim({ pool, claimant, count, key: idempotencyKey });
+  }
+
+  async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    return this.transition(pool, code, (c) => {
+      if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
+      assertHeld(c, claimant);
+      return { status: 'free', keepHolder: false, move: { claimed: -1, free: 1 } };
+    });
+  }
+
+  async redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    return this.transition(pool, code, (c) => {
+      if (c.status === 'redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(c.redeemed_at)}`, { field: 'code' });
+      assertHeld(c, claimant);
+      return { status: 'redeemed', keepHolder: true, move: { claimed: -1, redeemed: 1 } };
+    });
+  }
+
+  async revoke(pool: string, code: string): Promise<CodeInfo> {
+    return this.transition(pool, code, (c) => {
+      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      return { status: 'revoked', keepHolder: false, move: { [c.status]: -1, revoked: 1 } };
+    });
+  }
+
+  async getCode(pool: string, code: string): Promise<CodeInfo> {
+    const row = await this.poolRow(this.pool, pool);
+    const c = (await query<CodeRow>(this.pool, Q.codeByValue, [row.id, code])).rows[0];
+    if (!c) throw notFound('code', code);
+    return toCode(pool, c);
+  }
+
+  async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
+    const row = await this.poolRow(this.pool, pool);
+    return (await query<CodeRow>(this.pool, Q.heldCodes, [row.id, claimant])).rows.map((c) => toCode(pool, c));
+  }
+
+  async stats(pool: string): Promise<PoolStats> {
+    return toStats(await this.poolRow(this.pool, pool));
+  }
+
+  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+    const { id } = await this.poolRow(this.pool, pool);
+    let after = '0';
+    for (;;) {
+      const { rows } = status
+        ? await query<CodeRow>(this.pool, Q.exportByStatus, [id, after, batchSize, status])
+        : await query<CodeRow>(this.pool, Q.exportAll, [id, after, batchSize]);
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.id;
+      yield rows.map((r) => toCode(pool, r));
+    }
+  }
+
+  async audit(pool: string): Promise<Violation[]> {
+    // One REPEATABLE READ snapshot: counters and rows are compared at the same instant.
+    return withTransaction(this.pool, async (client) => {
+      const row = await this.poolRow(client, pool);
+      const violations: Violation[] = [];
+      for (const c of (await client.query<CodeRow>(Q.holderMismatch, [row.id])).rows) {
+        violations.push({ invariant: 'I1', pool, code: c.code, message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}` });
+      }
+      for (const k of (await client.query<{ key: string; claimant: string; code: string; holder: string | null }>(Q.keysWithForeignCodes, [row.id])).rows) {
+        violations.push({ invariant: 'I2', pool, code: k.code, claimant: k.claimant, message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}` });
+      }
+      for (const c of (await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])).rows) {
+        violations.push({ invariant: 'I2', pool, claimant: c.claimant, expected: row.per_claimant_limit, actual: c.n, message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}` });
+      }
+      const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
+      for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id])).rows) {
+        ledger[status] = Number(n);
+        ledger.total += Number(n);
+      }
+      const counters = toStats(row);
+      for (const k of Object.keys(ledger) as (keyof PoolStats)[]) {
+        if (counters[k] !== ledger[k]) violations.push({ invariant: 'I4', pool, expected: ledger[k], actual: counters[k], message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}` });
+      }
+      const { low_stock_events: crossings } = (await client.query<{ low_stock_events: number }>(Q.lowStockState, [row.id])).rows[0]!;
+      const { n: events } = (await client.query<{ n: number }>(Q.lowStockEventCount, [pool])).rows[0]!;
+      if (events !== crossings) {
+        violations.push({ invariant: 'I7', pool, expected: crossings, actual: events, message: `${crossings} low-stock crossings were recorded but the outbox holds ${events} low-stock events` });
+      }
+      return violations;
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+
+  async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
+    const from = after ?? '0';
+    if (!/^\d{1,18}$/.test(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    const { rows } = pool
+      ? await query<{ id: string; type: string; idempotency_key: string; payload: Record<string, unknown>; created_at: Date }>(this.pool, Q.poolEventsAfter, [from, limit, pool])
+      : await query<{ id: string; type: string; idempotency_key: string; payload: Record<string, unknown>; created_at: Date }>(this.pool, Q.eventsAfter, [from, limit]);
+    return rows.map((e) => ({ id: e.id, type: e.type, idempotencyKey: e.idempotency_key, payload: e.payload, createdAt: e.created_at.toISOString() }));
+  }
+
+  // --- helpers ---
+
+  private async poolRow(client: pg.Pool | pg.ClientBase, name: string): Promise<PoolRow> {
+    const row = (client === this.pool ? await query<PoolRow>(this.pool, Q.poolByName, [name]) : await client.query<PoolRow>(Q.poolByName, [name])).rows[0];
+    if (!row) throw notFound('pool', name);
+    return row;
+  }
+
+  /** Locks the code, lets `decide` choose its next state, writes it, moves a counter shard, settles low stock. */
+  private async transition(pool: string, code: string, decide: (c: CodeRow) => { status: CodeStatus; keepHolder: boolean; move: Move }): Promise<CodeInfo> {
+    return withTransaction(this.pool, async (client) => {
+      const row = await this.poolRow(client, pool);
+      const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
+      if (!c) throw notFound('code', code);
+      const { status, keepHolder, move } = decide(c);
+      const next = (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder])).rows[0]!;
+      await client.query(Q.moveCounters, [row.id, Math.random(), 0, move.free ?? 0, move.claimed ?? 0, move.redeemed ?? 0, move.revoked ?? 0]);
+      if (row.low_stock_threshold !== null && move.free) await settleLowStock(client, row.id, move.free < 0);
+      return toCode(pool, next);
+    });
+  }
+}
+
+function assertHeld(c: CodeRow, claimant: string | null): void {
+  if (c.status !== 'claimed' && c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not held by anyone`, { field: 'code' });
+  if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
+}
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+function toStats(row: PoolRow): PoolStats {
+  return { total: Number(row.total), free: Number(row.free), claimed: Number(row.claimed), redeemed: Number(row.redeemed), revoked: Number(row.revoked) };
+}
+
+function toPool(row: PoolRow): Pool {
+  return {
+    name: row.name,
+    perClaimantLimit: row.per_claimant_limit,
+    lowStockThreshold: row.low_stock_threshold,
+    metadata: row.metadata,
+    createdAt: row.created_at.toISOString(),
+    stats: toStats(row),
+  };
+}
+
+function toCode(pool: string, row: CodeRow): CodeInfo {
+  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at) };
+}

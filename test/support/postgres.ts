@@ -1,0 +1,87 @@
+/**
+ * PostgreSQL for tests: the server from DIBS_TEST_PG (default postgres://root@127.0.0.1:5432/test),
+ * a unique schema per test file (dropped afterwards), and a reachability check that fails loudly
+ * in CI and skips loudly elsewhere.
+ */
+import pg from 'pg';
+import { openDibs, type Dibs } from '../../src/index.js';
+import { uniqueId } from './assert.js';
+
+export const TEST_PG = process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
+
+const HOW_TO = `PostgreSQL is not reachable at ${TEST_PG}. Start it (e.g. \`pg_ctlcluster 15 main start\` or \`service postgresql start\`) or point DIBS_TEST_PG at a server where the user may create schemas.`;
+
+let reachable: Promise<string | null> | undefined;
+
+/** null when PostgreSQL answers; otherwise why not. Checked once per process. */
+export function postgresUnreachable(): Promise<string | null> {
+  reachable ??= (async () => {
+    const client = new pg.Client({ connectionString: TEST_PG, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return null;
+    } catch (error) {
+      return `${HOW_TO} (${error instanceof Error ? error.message : String(error)})`;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return reachable;
+}
+
+/**
+ * For `describe(..., { skip })` / `before`: in CI an unreachable server is a failure, otherwise the
+ * suite is skipped with instructions printed on stderr.
+ */
+export async function requirePostgres(): Promise<string | false> {
+  const why = await postgresUnreachable();
+  if (why === null) return false;
+  if (process.env.CI === 'true') throw new Error(why);
+  process.stderr.write(`\n*** SKIPPING PostgreSQL tests: ${why}\n\n`);
+  return why;
+}
+
+/** A store URL in a fresh schema, with `drop()` removing the schema and everything in it. */
+export function tempPgStore(params: Record<string, string> = {}): { store: string; schema: string; drop(): Promise<void> } {
+  const schema = uniqueId('t').toLowerCase();
+  const url = new URL(TEST_PG);
+  url.searchParams.set('schema', schema);
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  return { store: url.href, schema, drop: () => dropSchema(schema) };
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_PG });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function openTempPg(params: Record<string, string> = {}): Promise<{ dibs: Dibs; store: string; schema: string; cleanup(): Promise<void> }> {
+  const temp = tempPgStore(params);
+  const dibs = await openDibs(temp.store);
+  return {
+    dibs,
+    store: temp.store,
+    schema: temp.schema,
+    cleanup: async () => {
+      await dibs.close();
+      await temp.drop();
+    },
+  };
+}
+
+/** Runs SQL as the test superuser (for fault injection: pg_terminate_backend). */
+export async function adminQuery<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: TEST_PG });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
