@@ -1,0 +1,216 @@
+/**
+ * The vocabulary of `dibs loadtest`: what a run is asked to do, what each simulated click
+ * was answered, and the report that comes out. Kept free of runtime code so the worker
+ * process, the coordinator, the CLI and the test harness can all share it.
+ */
+import type { CodeStatus, PoolStats } from '../core/types.js';
+
+/** How the claimants' first clicks are spread over time. */
+export type ArrivalPattern = 'burst' | 'uniform' | 'ramp';
+export const ARRIVAL_PATTERNS: readonly ArrivalPattern[] = ['burst', 'uniform', 'ramp'];
+
+/** Where the load goes: the library in-process (one `openDibs` per worker) or a running service. */
+export type LoadTarget =
+  | {
+      kind: 'store';
+      /** Store URL, e.g. `sqlite:./dibs.db`, `postgres://…`, `redis://…`. */
+      store: string;
+      storeOptions?: Record<string, unknown>;
+      /**
+       * A module exporting `openDibs(store, options)` used instead of the built-in one, in the
+       * coordinator and in every worker. It lets you load-test your own wrapper around dibs
+       * (and lets the test suite prove that the checker catches a store that double-issues).
+       */
+      storeModule?: string;
+    }
+  | {
+      kind: 'url';
+      /** Base URL of a dibs service, e.g. `http://127.0.0.1:3000`. */
+      url: string;
+      /** Sent as `Authorization: Bearer <key>`. */
+      key?: string;
+      /** A request without an answer after this long counts as a `timeout` error (default 30 s). */
+      requestTimeoutMs?: number;
+    };
+
+/**
+ * A load test of a coupon pool. Only `target` is required. Later modes (flash sales, locks)
+ * arrive as a sibling `mode` discriminator; everything here describes the pool mode.
+ */
+export interface LoadtestOptions {
+  target: LoadTarget;
+  /** Worker OS processes, like serverless instances (default 4). */
+  processes?: number;
+  /** Distinct simulated users (default 10,000). */
+  claimants?: number;
+  /** Codes to put in a fresh pool (default 5,000). Ignored when `pool` names an existing pool. */
+  codes?: number;
+  /** An existing pool to claim from instead of creating a fresh one; nobody else should use it during the run. */
+  pool?: string;
+  /** `burst`: everyone at once; `uniform`: evenly over `durationSec`; `ramp`: arrivals grow linearly over `durationSec`. */
+  arrival?: ArrivalPattern;
+  /** Window over which `uniform` and `ramp` arrivals are spread (default 30). */
+  durationSec?: number;
+  /** Fraction of claimants that click twice (no key) or retry with the same idempotency key (default 0.1). */
+  repeatRatio?: number;
+  /** Per-claimant limit of a fresh pool (default 1). Each claimant asks for this many codes. */
+  limit?: number;
+  /** Claims in flight per worker process (default 16). */
+  concurrency?: number;
+  /** Everything (workers included) is stopped after this long (default: window + 120 s). */
+  timeoutSec?: number;
+  /** Seed of the deterministic plan (who is in which process, who repeats). */
+  seed?: number;
+}
+
+/** One request a worker will send. */
+export interface PlannedClaim {
+  claimant: string;
+  /** Idempotency key; the same key sent twice is a client retry. */
+  key?: string;
+  /** Which request of this claimant it is (0 = first); a double click has its own attempt number. */
+  attempt: number;
+  /** When to send it, in ms after the start signal. */
+  at: number;
+}
+
+/** What a client was told. Shape-compatible with the storm harness's outcomes. */
+export interface ClaimOutcome {
+  claimant: string;
+  key?: string;
+  attempt: number;
+  status: 'claimed' | 'already-held' | 'error';
+  code?: string;
+  held?: string[];
+  replayed?: boolean;
+  /** Stable error code (`sold_out`, `unavailable`, `timeout`, `http_502`, `exception`, …). */
+  error?: string;
+  /** For an `exception`: what was thrown. */
+  detail?: string;
+  /** Latency of the call in ms. */
+  ms: number;
+}
+
+/** A loadtest outcome also says which process sent it and when (ms after the start signal). */
+export interface TimedOutcome extends ClaimOutcome {
+  process: number;
+  at: number;
+  sent: number;
+}
+
+/** One row of the final state of the pool, as exported. */
+export interface CodeState {
+  code: string;
+  status: CodeStatus;
+  claimant: string | null;
+}
+
+/** One finding of the backend's own audit (`dibs audit`). */
+export interface AuditFinding {
+  invariant?: string;
+  message: string;
+}
+
+/** I1/I2/I4/I5 invariants; `answers` malformed answers; `errors` unexpected errors; `numbers` supply vs demand;
+ *  `audit` the backend's own audit; `run` worker processes that crashed or timed out. */
+export type CheckId = 'I1' | 'I2' | 'I4' | 'I5' | 'answers' | 'errors' | 'numbers' | 'audit' | 'run';
+
+export interface RunViolation {
+  check: CheckId;
+  message: string;
+}
+
+export interface Progress {
+  elapsedSec: number;
+  planned: number;
+  answered: number;
+  /** Answers per second over roughly the last second. */
+  perSecond: number;
+  claimed: number;
+  alreadyHeld: number;
+  soldOut: number;
+  errors: number;
+  /** p99 latency of every answer so far, ms. */
+  p99Ms: number;
+}
+
+export type Phase = 'setup' | 'import' | 'spawn' | 'run' | 'verify' | 'done';
+
+export interface LoadtestHooks {
+  onProgress?: (progress: Progress) => void;
+  onPhase?: (phase: Phase, message: string) => void;
+  /** How often `onProgress` fires (default 250 ms). */
+  progressIntervalMs?: number;
+}
+
+export interface LatencySummary {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+export interface TimelineBucket {
+  /** Bucket start, seconds after the start signal (by send time). */
+  t: number;
+  answered: number;
+  p50: number;
+  p99: number;
+  claimed: number;
+  alreadyHeld: number;
+  soldOut: number;
+  errors: number;
+}
+
+export interface LoadtestReport {
+  version: 1;
+  ok: boolean;
+  startedAt: string;
+  target: { kind: 'store' | 'url'; address: string; backend: string };
+  pool: string;
+  poolCreated: boolean;
+  scenario: {
+    mode: 'pool';
+    processes: number;
+    claimants: number;
+    claimsPerClaimant: number;
+    perClaimantLimit: number;
+    /** Free codes when the run started. */
+    codes: number;
+    arrival: ArrivalPattern;
+    durationSec: number;
+    repeatRatio: number;
+    concurrency: number;
+    /** Pass as `seed` / `--seed` to replay the same plan. */
+    seed: number;
+  };
+  /** Where it ran: load numbers mean little without the machine and how busy it was. */
+  environment: { node: string; platform: string; cpus: number; loadAverage: number[] };
+  requests: { planned: number; answered: number };
+  /** Seconds from the start signal to the last answer. */
+  wallSeconds: number;
+  /** Answers per second over the wall time. */
+  throughput: number;
+  /** Duration of each claim call (request to answer), ms. */
+  latencyMs: LatencySummary;
+  /**
+   * From the moment a user "clicked" (planned arrival) to the answer, ms: the call plus any wait
+   * for a free slot in its process (`concurrency`). What a user of a saturated instance feels.
+   */
+  arrivalToAnswerMs: LatencySummary;
+  outcomes: { claimed: number; alreadyHeld: number; replayed: number; soldOut: number; errors: Record<string, number> };
+  /** "The numbers add up": what exactly-once demands versus what happened. */
+  numbers: {
+    demand: number;
+    supply: number;
+    expectedCodesGiven: number;
+    codesGiven: number;
+    winners: number;
+    losers: number;
+  };
+  finalStats: PoolStats;
+  audit: AuditFinding[];
+  violations: RunViolation[];
+  timeline: { bucketSec: number; buckets: TimelineBucket[] };
+}
