@@ -20,3 +20,5 @@ export { DEFAULT_STORE, redact } from './backends/registry.js';
 export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: BackendOptions = {}): Promise<Dibs> {
   return new Dibs(await openBackend(store, options));
 }
+export { runLoadtest } from './loadtest/run.js';
+export { verifyRun, verifyPool } from './loadtest/verify.js';

@@ -3,6 +3,7 @@ import { codeCommands } from './commands/codes.js';
 import { poolsCommand } from './commands/pools.js';
 import { salesCommand } from './commands/sales.js';
 import { serveCommand } from './commands/serve.js';
+import { registerLoadtestCommand } from '../loadtest/command.js';
 
 export function buildProgram(): Command {
   const program = new Command('dibs')
@@ -24,10 +25,12 @@ Quick start:
   $ dibs import spring codes.csv
   $ dibs claim spring alice@example.com
   $ dibs stats spring
-  $ dibs serve --demo`);
+  $ dibs serve --demo
+  $ dibs loadtest --claimants 10000 --codes 5000 --processes 4   # prove it on your store`);
   serveCommand(program);
   poolsCommand(program);
   codeCommands(program);
   salesCommand(program);
+  registerLoadtestCommand(program);
   return program;
 }

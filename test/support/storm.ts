@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CodeInfo, Dibs } from '../../src/index.js';
-import { collect } from './assert.js';
+import type { Dibs } from '../../src/index.js';
+import { verifyPool, type VerifyExpectations, type VerifySummary } from '../../src/loadtest/verify.js';
 
 export interface StormOp {
   claimant: string;
@@ -165,111 +165,18 @@ function readOutcomes(file: string): StormOutcome[] {
     .map((line) => JSON.parse(line) as StormOutcome);
 }
 
-export interface StormExpectations {
-  /** Codes in the pool before the storm. */
-  codes: number;
-  perClaimantLimit: number;
-  /** Error codes a fault-injection storm may see besides sold_out (e.g. `unavailable`). */
-  allowedErrors?: string[];
-  /**
-   * With faults, a claim can commit while its answer is lost: the backend may then hold codes
-   * nobody was told about, and killed processes never sent part of the demand. Without faults
-   * every held code must have been acknowledged and supply must meet demand exactly.
-   */
-  allowUnacknowledged?: boolean;
-}
-
-export interface StormSummary {
-  outcomes: number;
-  winners: number;
-  codesGiven: number;
-  soldOut: number;
-  alreadyHeld: number;
-  replayed: number;
-  errors: Record<string, number>;
-}
+export type StormExpectations = Omit<VerifyExpectations, 'total'>;
+export type StormSummary = VerifySummary;
 
 /**
- * Checks a finished storm against the backend's final state:
- * I1 no code acknowledged to two claimants, I2 nobody over the limit and every retry answered
- * with the original codes, I4 counters equal the ledger, I5 every acknowledged code is still
- * held by the claimant it was given to, stock exhausted exactly when demand exceeded it, and
- * the backend's own audit is clean.
+ * Checks a finished storm against the store's final state with the product's own verifier
+ * (src/loadtest/verify.ts, the same checks `dibs loadtest` runs): I1 no code acknowledged to two
+ * claimants, I2 nobody over the limit and every retry answered with the original codes, I4
+ * counters equal the ledger, I5 every acknowledged code still held by its claimant, stock
+ * exhausted exactly when demand exceeded it, and the store's own audit clean.
  */
 export async function assertStormInvariants(dibs: Dibs, pool: string, outcomes: StormOutcome[], expect: StormExpectations): Promise<StormSummary> {
-  const allowed = new Set(['sold_out', ...(expect.allowedErrors ?? [])]);
-  const errors: Record<string, number> = {};
-  const acknowledged = new Map<string, string>(); // code -> claimant
-  const byClaimant = new Map<string, Set<string>>();
-  const byKey = new Map<string, string>(); // claimant/key -> sorted codes of a claimed answer
-  for (const o of outcomes) {
-    if (o.status === 'error') {
-      errors[o.error!] = (errors[o.error!] ?? 0) + 1;
-      continue;
-    }
-    const codes = o.status === 'claimed' ? [o.code!] : o.held!;
-    assert.ok(o.status !== 'already-held' || o.held!.includes(o.code!), `already-held answer for ${o.claimant} names a code it does not hold`);
-    for (const code of codes) {
-      const holder = acknowledged.get(code);
-      assert.ok(holder === undefined || holder === o.claimant, `I1: code ${code} was acknowledged to ${holder} and to ${o.claimant}`);
-      acknowledged.set(code, o.claimant);
-      const mine = byClaimant.get(o.claimant) ?? new Set<string>();
-      mine.add(code);
-      byClaimant.set(o.claimant, mine);
-    }
-    if (o.key && o.status === 'claimed') {
-      const id = `${o.claimant}\u0000${o.key}`;
-      const previous = byKey.get(id);
-      assert.ok(previous === undefined || previous === o.code, `I2: retry of key ${o.key} answered ${o.code}, the original answer was ${previous}`);
-      byKey.set(id, o.code!);
-    }
-  }
-  const unexpected = Object.keys(errors).filter((e) => !allowed.has(e));
-  assert.deepEqual(unexpected, [], `unexpected errors: ${JSON.stringify(errors)} (first: ${JSON.stringify(outcomes.find((o) => o.status === 'error' && !allowed.has(o.error!)))})`);
-  for (const [claimant, codes] of byClaimant) {
-    assert.ok(codes.size <= expect.perClaimantLimit, `I2: ${claimant} was acknowledged ${codes.size} codes, limit ${expect.perClaimantLimit}`);
-  }
-
-  // The backend's view, read once in full.
-  const all: CodeInfo[] = await collect(dibs.pools.exportCodes(pool, { batchSize: 5000 }));
-  const held = new Map(all.filter((c) => c.claimant !== null).map((c) => [c.code, c.claimant!]));
-  for (const [code, claimant] of acknowledged) {
-    assert.equal(held.get(code), claimant, `I5: acknowledged code ${code} of ${claimant} is held by ${held.get(code) ?? 'nobody'} now`);
-  }
-  if (!expect.allowUnacknowledged) {
-    for (const [code, claimant] of held) assert.equal(acknowledged.get(code), claimant, `code ${code} is held by ${claimant} but no answer said so`);
-  }
-  const heldPerClaimant = new Map<string, number>();
-  for (const claimant of held.values()) heldPerClaimant.set(claimant, (heldPerClaimant.get(claimant) ?? 0) + 1);
-  for (const [claimant, n] of heldPerClaimant) assert.ok(n <= expect.perClaimantLimit, `I2: ${claimant} holds ${n} codes`);
-
-  // Exactly min(demand, supply) codes handed out: nothing stranded while someone heard sold_out.
-  // Demand: distinct requests per claimant (a retried key is one request), capped by the limit.
-  const requests = new Map<string, Set<string>>();
-  for (const o of outcomes) {
-    const mine = requests.get(o.claimant) ?? new Set<string>();
-    mine.add(o.key ?? `click-${o.attempt}`);
-    requests.set(o.claimant, mine);
-  }
-  let demand = 0;
-  for (const wanted of requests.values()) demand += Math.min(wanted.size, expect.perClaimantLimit);
-  const stats = await dibs.pools.stats(pool);
-  assert.equal(stats.total, expect.codes, 'total');
-  assert.equal(stats.claimed, held.size, 'I4: claimed counter equals held codes');
-  assert.equal(stats.free, expect.codes - held.size, 'I4: free counter');
-  if (!expect.allowUnacknowledged && !Object.keys(errors).some((e) => e !== 'sold_out')) {
-    assert.equal(held.size, Math.min(demand, expect.codes), `handed out ${held.size} codes for demand ${demand} and supply ${expect.codes}`);
-  }
-  if (!expect.allowUnacknowledged && (errors.sold_out ?? 0) > 0) assert.equal(stats.free, 0, 'someone heard sold_out while codes were still free');
-  assert.deepEqual(await dibs.pools.audit(pool), [], 'the backend audit is clean');
-
-  return {
-    outcomes: outcomes.length,
-    winners: heldPerClaimant.size,
-    codesGiven: held.size,
-    soldOut: errors.sold_out ?? 0,
-    alreadyHeld: outcomes.filter((o) => o.status === 'already-held').length,
-    replayed: outcomes.filter((o) => o.replayed).length,
-    errors,
-  };
+  const { violations, summary } = await verifyPool(dibs, pool, outcomes, { ...expect, total: expect.codes });
+  assert.deepEqual(violations, [], violations.map((v) => v.message).join('\n'));
+  return summary;
 }
