@@ -4,30 +4,22 @@
  * per-claimant limit, and against an existing pool that already has holders.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { openDibs, type CodeInfo, type Dibs } from '../../src/index.js';
+import { describe, it } from 'node:test';
+import type { CodeInfo } from '../../src/index.js';
 import { runLoadtest } from '../../src/loadtest/run.js';
 import type { LoadtestReport, Progress } from '../../src/loadtest/types.js';
 import { collect } from '../support/assert.js';
-import { tempSqliteStore } from '../support/sqlite.js';
+import { sqliteForSuite } from '../support/sqlite.js';
 
 describe('loadtest on SQLite: 2 processes', () => {
-  const temp = tempSqliteStore();
-  let dibs: Dibs;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs.close();
-    temp.cleanup();
-  });
+  const temp = sqliteForSuite();
 
   /** Reads the pool independently of the load tester and compares it with the report. */
   async function assertReportMatchesStore(report: LoadtestReport): Promise<CodeInfo[]> {
-    const stats = await dibs.pools.stats(report.pool);
-    const codes = await collect(dibs.pools.exportCodes(report.pool));
+    const stats = await temp.dibs.pools.stats(report.pool);
+    const codes = await collect(temp.dibs.pools.exportCodes(report.pool));
     const heldByRun = codes.filter((c) => c.claimant?.startsWith('lt'));
-    assert.deepEqual(await dibs.pools.audit(report.pool), []);
+    assert.deepEqual(await temp.dibs.pools.audit(report.pool), []);
     assert.deepEqual(report.audit, []);
     assert.deepEqual(report.finalStats, stats);
     assert.equal(report.numbers.codesGiven, heldByRun.length);
@@ -81,9 +73,9 @@ describe('loadtest on SQLite: 2 processes', () => {
   });
 
   it('an existing pool with earlier holders: only this run is judged, supply is what was free', async () => {
-    await dibs.pools.create({ name: 'existing' });
-    await dibs.pools.importCodes('existing', Array.from({ length: 150 }, (_, i) => `E-${i}`));
-    for (let i = 0; i < 30; i++) await dibs.pools.claim('existing', `earlier-${i}`);
+    await temp.dibs.pools.create({ name: 'existing' });
+    await temp.dibs.pools.importCodes('existing', Array.from({ length: 150 }, (_, i) => `E-${i}`));
+    for (let i = 0; i < 30; i++) await temp.dibs.pools.claim('existing', `earlier-${i}`);
     const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'existing', processes: 2, claimants: 200, repeatRatio: 0.1 });
     assert.deepEqual(report.violations, []);
     assert.equal(report.poolCreated, false);

@@ -4,26 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
+import { describe, it } from 'node:test';
 import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
-import { tempSqliteStore } from '../support/sqlite.js';
+import { sqliteForSuite } from '../support/sqlite.js';
 
 const HOUR = 3_600_000;
 
 describe('sqlite: sale storms across 4 processes', () => {
-  const temp = tempSqliteStore();
-  let dibs: Dibs;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs.close();
-    temp.cleanup();
-  });
+  const temp = sqliteForSuite();
 
   it('1,000 buyers on the last 10 units: exactly 10 sold, the rest sold_out, nobody over the limit', async () => {
-    const sale = await dibs.sales.create({ sku: 'LAST-10', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
+    const sale = await temp.dibs.sales.create({ sku: 'LAST-10', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
     const ops: SaleOp[] = [];
     for (let i = 0; i < 1000; i++) {
       const keyed = i % 2 === 0;
@@ -42,15 +33,15 @@ describe('sqlite: sale storms across 4 processes', () => {
     assert.deepEqual(Object.keys(errors).filter((e) => e !== 'sold_out' && e !== 'limit_reached'), [], JSON.stringify(errors));
     assert.equal(orders.size, 10, 'exactly the cap was sold (retries replayed the same order)');
     assert.equal(new Set(orders.values()).size, 10, 'ten different customers');
-    const final = await dibs.sales.get(sale.id);
+    const final = await temp.dibs.sales.get(sale.id);
     assert.equal(final.stats.sold, 10);
     assert.equal(final.status, 'sold_out');
-    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    assert.deepEqual(await temp.dibs.sales.audit(sale.id), []);
   });
 
   it('holds racing confirmations, cancellations and expiries never exceed the cap (I3 sampled live)', async () => {
     const cap = 20;
-    const sale = await dibs.sales.create({ sku: 'HOLDS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 2 });
+    const sale = await temp.dibs.sales.create({ sku: 'HOLDS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 2 });
     const ops: SaleOp[] = [];
     const plans = ['confirm', 'cancel', 'abandon', 'confirm'] as const;
     for (let i = 0; i < 400; i++) {
@@ -65,7 +56,7 @@ describe('sqlite: sale storms across 4 processes', () => {
       concurrency: 6,
       during: async (done) => {
         while (!done()) {
-          const { stats } = await dibs.sales.get(sale.id);
+          const { stats } = await temp.dibs.sales.get(sale.id);
           samples.push({ sold: stats.sold, held: stats.held });
           await sleep(5);
         }
@@ -83,11 +74,11 @@ describe('sqlite: sale storms across 4 processes', () => {
     // Every acknowledged order is counted, and nothing else is.
     const soldUnits = outcomes.filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm')).reduce((sum, o) => sum + o.quantity, 0);
     await sleep(1100);
-    await dibs.sales.expireHolds();
-    const final = await dibs.sales.get(sale.id);
+    await temp.dibs.sales.expireHolds();
+    const final = await temp.dibs.sales.get(sale.id);
     assert.equal(final.stats.sold, soldUnits);
     assert.ok(final.stats.sold <= cap);
     assert.equal(final.stats.held, 0);
-    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    assert.deepEqual(await temp.dibs.sales.audit(sale.id), []);
   });
 });

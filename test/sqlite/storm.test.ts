@@ -3,27 +3,18 @@
  * (with double clicks and retried idempotency keys) against 5,000 codes.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
-import { tempSqliteStore } from '../support/sqlite.js';
+import { describe, it } from 'node:test';
+import { sqliteForSuite } from '../support/sqlite.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
 describe('sqlite: 4 processes share one file', () => {
-  const temp = tempSqliteStore();
-  let dibs: Dibs;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs.close();
-    temp.cleanup();
-  });
+  const temp = sqliteForSuite();
 
   for (const perClaimantLimit of [1, 3]) {
     it(`10,000 claimants vs 5,000 codes, limit ${perClaimantLimit}: exactly-once, audit clean`, async () => {
       const pool = `storm-limit-${perClaimantLimit}`;
-      await dibs.pools.create({ name: pool, perClaimantLimit, lowStockThreshold: 100 });
-      await dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
+      await temp.dibs.pools.create({ name: pool, perClaimantLimit, lowStockThreshold: 100 });
+      await temp.dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
       const outcomes = await runClaimStorm({
         store: temp.store,
         pool,
@@ -33,11 +24,11 @@ describe('sqlite: 4 processes share one file', () => {
         repeatRatio: 0.1,
         retryRatio: 0.1,
       });
-      const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 5000, perClaimantLimit });
+      const summary = await assertStormInvariants(temp.dibs, pool, outcomes, { codes: 5000, perClaimantLimit });
       assert.equal(summary.codesGiven, 5000);
       assert.ok(summary.soldOut > 0, 'demand exceeded supply, so someone heard sold_out');
       assert.ok(summary.replayed > 0 || summary.alreadyHeld > 0, 'retries and double clicks were exercised');
-      const lowStock = (await dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock');
+      const lowStock = (await temp.dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock');
       assert.equal(lowStock.length, 1, 'one low-stock event for one crossing, across processes');
     });
   }

@@ -1,3 +1,4 @@
+import { after, before } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,5 +20,29 @@ export async function openTempSqlite(): Promise<{ dibs: Dibs; store: string; cle
       await dibs.close();
       temp.cleanup();
     },
+  };
+}
+
+/**
+ * For a describe block: a temp SQLite store opened before its tests and removed after them.
+ * `env.dibs` is valid inside tests; `env.store` (the URL) is valid at once, for worker processes.
+ */
+export function sqliteForSuite(): { readonly dibs: Dibs; readonly store: string; readonly dir: string } {
+  const temp = tempSqliteStore();
+  let dibs: Dibs | undefined;
+  before(async () => {
+    dibs = await openDibs(temp.store);
+  });
+  after(async () => {
+    await dibs?.close();
+    temp.cleanup();
+  });
+  return {
+    get dibs() {
+      if (!dibs) throw new Error('sqliteForSuite: dibs is opened in before()');
+      return dibs;
+    },
+    store: temp.store,
+    dir: temp.dir,
   };
 }
