@@ -13,7 +13,7 @@ import type { LoadtestReport } from '../../src/loadtest/types.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const BROKEN = fileURLToPath(new URL('./double-issue-store.ts', import.meta.url));
 
 /** Runs the CLI with a time bound; returns exit code and output. */

@@ -14,7 +14,7 @@ import { runLoadtest } from '../../src/loadtest/run.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 /** The CLI (with the loadtest command) as a process, bounded in time. */
