@@ -109,7 +109,7 @@ export class Semaphores {
       }, Math.max(10, Math.floor(Math.min(ttlMs, lease.validForMs) * 0.8))).unref();
     };
     schedule();
-    const cap = options.maxHoldMs !== undefined ? setTimeout(() => loseLease('maxHoldMs reached'), options.maxHoldMs).unref() : undefined;
+    const cap = options.maxHoldMs !== undefined ? setTimeout(() => loseLease('maxHoldMs reached'), options.maxHoldMs) : undefined; // ref'd: a fn awaiting only the signal must still see it
     try {
       return await fn(lost.signal, lease);
     } finally {
@@ -141,16 +141,16 @@ export class Counters {
     if (!this.backend) throw unsupported('counters', this.kind);
     return this.backend;
   }
-  incr(name: string, by = 1): Promise<CounterValue> {
+  async incr(name: string, by = 1): Promise<CounterValue> {
     return this.store.incr(parseInput(lockKeySchema, name, 'name'), parseInput(counterStepSchema, by, 'by'));
   }
-  decr(name: string, by = 1): Promise<CounterValue> {
+  async decr(name: string, by = 1): Promise<CounterValue> {
     return this.incr(name, -parseInput(counterStepSchema, by, 'by'));
   }
-  get(name: string): Promise<CounterValue> {
+  async get(name: string): Promise<CounterValue> {
     return this.store.get(parseInput(lockKeySchema, name, 'name'));
   }
-  reset(name: string): Promise<void> {
+  async reset(name: string): Promise<void> {
     return this.store.reset(parseInput(lockKeySchema, name, 'name'));
   }
 }
