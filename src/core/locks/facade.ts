@@ -92,7 +92,9 @@ export class Semaphores {
     const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(leaseLost(key).message + ` (${reason})`); };
     const started = Date.now();
     let timer: NodeJS.Timeout | undefined;
-    const expiryTimer = () => setTimeout(() => loseLease('expired'), lease.validForMs).unref();
+    // Ref'd on purpose (bounded by the lease, cleared in finally): a fn awaiting only the signal
+    // must still see it. The renew timer below stays unref'd.
+    const expiryTimer = () => setTimeout(() => loseLease('expired'), lease.validForMs);
     let expiry = expiryTimer();
     const schedule = () => {
       timer = setTimeout(async () => {
