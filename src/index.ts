@@ -22,3 +22,6 @@ export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT
 }
 export { runLoadtest } from './loadtest/run.js';
 export { verifyRun, verifyPool } from './loadtest/verify.js';
+export { FenceGuard } from './core/locks/fence-guard.js';
+export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';
+export type { LockBackend, CounterBackend } from './core/locks/backend.js';

@@ -16,6 +16,7 @@ import type {
 } from './types.js';
 import type { SaleBackend } from './sales/backend.js';
 import type { OutboxBackend } from './outbox.js';
+import type { CounterBackend, LockBackend } from './locks/backend.js';
 
 /**
  * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
@@ -90,6 +91,10 @@ export interface Backend {
   readonly sales?: SaleBackend;
   /** Outbox delivery (leases, retries); absent on stores whose dispatcher is not built yet. */
   readonly outbox?: OutboxBackend;
+  /** Leases, semaphores (issue 7); absent on stores whose lock scripts are not built yet. */
+  readonly locks?: LockBackend;
+  /** Sharded exact counters (issue 7); absent on stores that do not have them yet. */
+  readonly counters?: CounterBackend;
   health(): Promise<Health>;
   /** Closes connections; pending operations finish first. Idempotent. */
   close(): Promise<void>;

@@ -38,6 +38,7 @@ import type {
 import { parseInput } from './validate.js';
 import { Sales } from './sales/facade.js';
 import { z } from 'zod';
+import { Counters, Locks, Semaphores } from './locks/facade.js';
 
 export class Pools {
   constructor(private readonly backend: PoolBackend) {}
@@ -144,10 +145,16 @@ const optionalClaimant = (claimant: string | undefined) => (claimant === undefin
 export class Dibs {
   readonly pools: Pools;
   readonly sales: Sales;
+  readonly semaphores: Semaphores;
+  readonly locks: Locks;
+  readonly counters: Counters;
 
   constructor(readonly backend: Backend) {
     this.pools = new Pools(backend.pools);
     this.sales = new Sales(backend.sales, backend.kind);
+    this.semaphores = new Semaphores(backend.locks, backend.kind);
+    this.locks = new Locks(this.semaphores);
+    this.counters = new Counters(backend.counters, backend.kind);
   }
 
   get kind(): string {

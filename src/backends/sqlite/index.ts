@@ -14,12 +14,16 @@ import { migrate, openDatabase, type Db, type SqliteOptions } from './database.j
 import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
+import { SqliteLocks } from './locks.js';
+import { SqliteCounters } from './counters.js';
 
 export class SqliteBackend implements Backend {
   readonly kind = 'sqlite';
   readonly pools: SqlitePools;
   readonly sales: SqliteSales;
   readonly outbox: SqliteOutbox;
+  readonly locks: SqliteLocks;
+  readonly counters: SqliteCounters;
   private closed = false;
 
   constructor(
@@ -30,6 +34,8 @@ export class SqliteBackend implements Backend {
     this.pools = new SqlitePools(db, options);
     this.sales = new SqliteSales(db, options);
     this.outbox = new SqliteOutbox(db, options);
+    this.locks = new SqliteLocks(db, options);
+    this.counters = new SqliteCounters(db, options);
   }
 
   async health(): Promise<Health> {

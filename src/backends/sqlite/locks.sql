@@ -1,0 +1,43 @@
+-- Statements of the SQLite lock backend, combined inside BEGIN IMMEDIATE transactions
+-- (SQLite has one writer, so each transaction is the atomic step).
+-- Clock: SQLite's julianday('now') → Unix ms (the local machine's clock).
+
+-- name: nowMs
+-- Result: { now } Unix ms.
+SELECT (julianday('now') - 2440587.5) * 86400000.0 AS now
+
+-- name: sweep
+-- Params: key, now. Drops lapsed holders of one key.
+DELETE FROM dibs_lock_holders WHERE key = ? AND expires_ms <= ?
+
+-- name: holderCount
+-- Params: key. Result: { n }.
+SELECT COUNT(*) AS n FROM dibs_lock_holders WHERE key = ?
+
+-- name: nextFence
+-- Params: key. Result: { fence } the new, strictly larger fence.
+INSERT INTO dibs_lock_fences (key, fence) VALUES (?, 1)
+ON CONFLICT (key) DO UPDATE SET fence = fence + 1
+RETURNING fence
+
+-- name: insertHolder
+-- Params: @key, @token, @fence, @expiresMs.
+INSERT INTO dibs_lock_holders (key, token, fence, expires_ms) VALUES (@key, @token, @fence, @expiresMs)
+
+-- name: extendHolder
+-- Params: @key, @token, @now, @expiresMs. Result: { fence } when the lease was live; no row otherwise.
+UPDATE dibs_lock_holders SET expires_ms = @expiresMs
+WHERE key = @key AND token = @token AND expires_ms > @now
+RETURNING fence
+
+-- name: deleteHolder
+-- Params: @key, @token, @now. Changes = 1 only for the live owner.
+DELETE FROM dibs_lock_holders WHERE key = @key AND token = @token AND expires_ms > @now
+
+-- name: liveHolders
+-- Params: key, now. Result: rows { token, fence, expires_ms } in fence order.
+SELECT token, fence, expires_ms FROM dibs_lock_holders WHERE key = ? AND expires_ms > ? ORDER BY fence
+
+-- name: lastFence
+-- Params: key. Result: { fence } or no row.
+SELECT fence FROM dibs_lock_fences WHERE key = ?

@@ -1,0 +1,187 @@
+/**
+ * The lock/semaphore/counter conformance suite (issue 7), written once and run unchanged on
+ * every backend that has `locks`/`counters`. TTLs are generous and nothing asserts on speed.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { FenceGuard, type Dibs } from '../../src/index.js';
+import { rejectsWith } from '../support/assert.js';
+import type { ConformanceTarget } from './pools.js';
+
+export function lockConformance(label: string, open: () => Promise<ConformanceTarget>): void {
+  describe(`${label}: locks, semaphores, counters`, () => {
+    let target: ConformanceTarget;
+    let dibs: Dibs;
+    let n = 0;
+    const key = (p = 'k') => `${p}-${++n}`;
+
+    before(async () => {
+      target = await open();
+      dibs = target.dibs;
+    });
+    after(async () => {
+      await target?.cleanup();
+    });
+
+    it('acquire returns a live lease with a positive validity measured after the grant', async () => {
+      const k = key();
+      const lease = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      assert.equal(lease.key, k);
+      assert.ok(lease.token.length >= 16);
+      assert.equal(lease.fence, 1);
+      assert.ok(lease.validForMs > 0 && lease.validForMs <= 10_000);
+      assert.ok(Date.parse(lease.expiresAt) > 0);
+      await dibs.locks.release(lease);
+    });
+
+    it('tryAcquire returns null while held, and a lease after release', async () => {
+      const k = key();
+      const a = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 });
+      assert.ok(a);
+      assert.equal(await dibs.locks.tryAcquire(k, { ttlMs: 10_000 }), null);
+      await dibs.locks.release(a);
+      const b = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 });
+      assert.ok(b);
+      assert.ok(b.fence > a.fence);
+      await dibs.locks.release(b);
+    });
+
+    it('acquire with waitMs 0 on a held lock throws lock_timeout', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      await rejectsWith(dibs.locks.acquire(k, { waitMs: 0 }), 'lock_timeout');
+      await rejectsWith(dibs.locks.acquire(k, { waitMs: 200 }), 'lock_timeout');
+      await dibs.locks.release(a);
+    });
+
+    it('a waiter gets the lock when the holder releases', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      const waiting = dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 20_000 });
+      await sleep(50);
+      assert.equal((await dibs.locks.inspect(k)).waiters, 1);
+      await dibs.locks.release(a);
+      const b = await waiting;
+      assert.ok(b.fence > a.fence);
+      await dibs.locks.release(b);
+    });
+
+    it('renew and release work for the owner only', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      const renewed = await dibs.locks.renew(a, { ttlMs: 20_000 });
+      assert.equal(renewed.fence, a.fence);
+      assert.ok(Date.parse(renewed.expiresAt) >= Date.parse(a.expiresAt));
+      const foreign = { ...a, token: 'x'.repeat(22) };
+      await rejectsWith(dibs.locks.renew(foreign), 'lease_lost');
+      await rejectsWith(dibs.locks.release(foreign), 'not_owner');
+      await dibs.locks.release(a);
+      await rejectsWith(dibs.locks.release(a), 'not_owner');
+      await rejectsWith(dibs.locks.renew(a), 'lease_lost');
+    });
+
+    it('an expired lease cannot be renewed or released, and the key is free again with a higher fence', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 150 });
+      await sleep(400);
+      await rejectsWith(dibs.locks.renew(a), 'lease_lost');
+      await rejectsWith(dibs.locks.release(a), 'not_owner');
+      const b = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 });
+      assert.ok(b);
+      assert.ok(b.fence > a.fence);
+      await dibs.locks.release(b);
+    });
+
+    it('fences increase strictly per key and survive release', async () => {
+      const k = key();
+      let last = 0;
+      for (let i = 0; i < 5; i++) {
+        const lease = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+        assert.ok(lease.fence > last);
+        last = lease.fence;
+        await dibs.locks.release(lease);
+      }
+      assert.equal((await dibs.locks.inspect(k)).lastFence, last);
+    });
+
+    it('inspect shows holders by token prefix only', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      const info = await dibs.locks.inspect(k);
+      assert.equal(info.holders.length, 1);
+      assert.equal(info.holders[0]!.tokenPrefix, a.token.slice(0, 8));
+      assert.equal(info.holders[0]!.fence, a.fence);
+      await dibs.locks.release(a);
+      assert.equal((await dibs.locks.inspect(k)).holders.length, 0);
+    });
+
+    it('a semaphore grants up to N concurrent leases, each with its own fence', async () => {
+      const k = key('sem');
+      const leases = await Promise.all([1, 2, 3].map(() => dibs.semaphores.acquire(k, 3, { ttlMs: 10_000 })));
+      assert.equal(new Set(leases.map((l) => l.fence)).size, 3);
+      assert.equal(await dibs.semaphores.tryAcquire(k, 3, { ttlMs: 10_000 }), null);
+      await dibs.semaphores.release(leases[0]!);
+      const d = await dibs.semaphores.tryAcquire(k, 3, { ttlMs: 10_000 });
+      assert.ok(d);
+      for (const l of [...leases.slice(1), d]) await dibs.semaphores.release(l);
+    });
+
+    it('an AbortSignal cancels a wait', async () => {
+      const k = key();
+      const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
+      const ac = new AbortController();
+      const waiting = dibs.locks.acquire(k, { waitMs: 30_000, signal: ac.signal });
+      setTimeout(() => ac.abort(), 50);
+      await rejectsWith(waiting, 'lock_timeout');
+      await dibs.locks.release(a);
+      assert.equal((await dibs.locks.inspect(k)).waiters, 0);
+    });
+
+    it('runExclusive releases after fn and keeps the lease alive past its TTL by renewing', async () => {
+      const k = key();
+      const result = await dibs.locks.runExclusive(k, async (signal) => {
+        await sleep(700);
+        assert.equal(signal.aborted, false);
+        return 42;
+      }, { ttlMs: 300 });
+      assert.equal(result, 42);
+      assert.equal((await dibs.locks.inspect(k)).holders.length, 0);
+    });
+
+    it('runExclusive fires the signal when maxHoldMs is reached, and a stale fence is rejected', async () => {
+      const k = key();
+      const guard = new FenceGuard();
+      let firstFence = 0;
+      await dibs.locks.runExclusive(k, async (signal, lease) => {
+        firstFence = lease.fence;
+        guard.check('row', lease.fence);
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      }, { ttlMs: 5_000, maxHoldMs: 200 });
+      const next = await dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 10_000 });
+      guard.check('row', next.fence);
+      assert.throws(() => guard.check('row', firstFence), { code: 'lease_lost' });
+      await dibs.locks.release(next);
+    });
+
+    it('invalid input is rejected with invalid_input', async () => {
+      await rejectsWith(dibs.locks.acquire('', {}), 'invalid_input');
+      await rejectsWith(dibs.locks.acquire('k', { ttlMs: -1 }), 'invalid_input');
+      await rejectsWith(dibs.semaphores.acquire('k', 0), 'invalid_input');
+      await rejectsWith(dibs.counters.incr('c', 1.5), 'invalid_input');
+    });
+
+    it('counters are exact: incr, decr, get, reset', async () => {
+      const c = key('ctr');
+      assert.equal((await dibs.counters.get(c)).value, 0);
+      await Promise.all(Array.from({ length: 50 }, () => dibs.counters.incr(c)));
+      await dibs.counters.incr(c, 10);
+      await dibs.counters.decr(c, 3);
+      const v = await dibs.counters.get(c);
+      assert.equal(v.value, 57);
+      assert.ok(v.shards >= 1);
+      await dibs.counters.reset(c);
+      assert.equal((await dibs.counters.get(c)).value, 0);
+    });
+  });
+}
