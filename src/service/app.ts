@@ -9,6 +9,7 @@ import { registerErrorHandling } from './errors.js';
 import { healthRoutes } from './routes/health.js';
 import { poolRoutes } from './routes/pools.js';
 import { saleRoutes } from './routes/sales.js';
+import { lockRoutes } from './routes/locks.js';
 
 export interface ServerOptions {
   dibs: Dibs;
@@ -40,5 +41,6 @@ export function buildServer({ dibs, logger = false, bodyLimit = 1024 * 1024 }: S
   healthRoutes(app, dibs);
   poolRoutes(app, dibs);
   saleRoutes(app, dibs);
+  lockRoutes(app, dibs);
   return app;
 }

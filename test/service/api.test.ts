@@ -193,6 +193,36 @@ describe('HTTP API', () => {
     });
   });
 
+  describe('locks and counters', () => {
+    it('acquires, renews and releases a lease; only the owner token counts; fences grow', async () => {
+      const first = await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000 });
+      assert.equal(first.statusCode, 201, first.body);
+      const lease = first.json() as { token: string; fence: number; validForMs: number };
+      assert.ok(lease.validForMs > 0);
+      expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 0 }), 409, 'lock_timeout');
+      const inspect = (await json('GET', '/v1/locks/report-job')).json() as { holders: { tokenPrefix: string }[] };
+      assert.equal(inspect.holders.length, 1);
+      assert.ok(!JSON.stringify(inspect).includes(lease.token), 'inspect never shows a usable token');
+      assert.equal((await json('POST', '/v1/locks/report-job/renew', { token: lease.token, ttlMs: 5000 })).statusCode, 200);
+      expectError(await json('POST', '/v1/locks/report-job/release', { token: 'not-the-owner-token' }), 409, 'not_owner');
+      expectError(await json('POST', '/v1/locks/report-job/release', {}), 400, 'invalid_input', 'token');
+      assert.equal((await json('POST', '/v1/locks/report-job/release', { token: lease.token })).statusCode, 204);
+      const next = (await json('POST', '/v1/locks/report-job/acquire', {})).json() as { fence: number };
+      assert.ok(next.fence > lease.fence, 'fences only grow');
+      expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 'soon' }), 400, 'invalid_input');
+    });
+
+    it('counts exactly with sharded counters', async () => {
+      await json('POST', '/v1/counters/visits', { by: 5 });
+      await json('POST', '/v1/counters/visits', {});
+      await json('POST', '/v1/counters/visits', { by: -2 });
+      assert.equal((await json('GET', '/v1/counters/visits')).json().value, 4);
+      assert.equal((await json('DELETE', '/v1/counters/visits')).statusCode, 204);
+      assert.equal((await json('GET', '/v1/counters/visits')).json().value, 0);
+      expectError(await json('POST', '/v1/counters/visits', { by: 1.5 }), 400, 'invalid_input');
+    });
+  });
+
   describe('operations', () => {
     it('serves health, readiness, the status page and request ids', async () => {
       assert.deepEqual((await json('GET', '/healthz')).json(), { ok: true });
