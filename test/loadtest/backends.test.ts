@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
+import { deletePrefix } from '../support/redis.js';
 import { after, describe, it } from 'node:test';
 import { isDibsError, openDibs } from '../../src/index.js';
 import { runLoadtest } from '../../src/loadtest/run.js';
@@ -38,23 +39,8 @@ const CASES: BackendCase[] = [
     label: 'redis',
     port: 6379,
     store: (id) => `redis://127.0.0.1:6379/0?prefix=${id}`,
-    async drop(id) {
-      const { Redis } = await import('ioredis');
-      const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
-      await redis.connect();
-      try {
-        // The id is random and unique to this test: every key that contains it is ours.
-        let cursor = '0';
-        for (let round = 0; round < 10_000; round++) {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `*${id}*`, 'COUNT', 1000);
-          if (keys.length > 0) await redis.del(...keys);
-          cursor = next;
-          if (cursor === '0') break;
-        }
-      } finally {
-        redis.disconnect();
-      }
-    },
+    // Every key of a run lives under its unique prefix.
+    drop: (id) => deletePrefix('redis://127.0.0.1:6379/0', id),
   },
 ];
 
