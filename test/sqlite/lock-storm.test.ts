@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
 import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
@@ -20,7 +21,19 @@ describe('sqlite: locks across OS processes', () => {
   it('4 processes × 100 increments: the counter is exact and its shard count grew', async () => {
     const temp = tempSqliteStore();
     try {
-      await runCounterStorm({ store: temp.store, processes: 4, counter: 'hits', rounds: 100 });
+      // Contention is made certain, not hoped for: this process holds the write lock while the
+      // workers start, so their first increments wait (well past the 2 ms that marks contention).
+      await (await openDibs(temp.store)).close(); // migrations first
+      const blocker = new Database(temp.store.slice('sqlite:'.length));
+      blocker.exec('BEGIN IMMEDIATE');
+      const release = setTimeout(() => blocker.exec('COMMIT'), 4000);
+      try {
+        await runCounterStorm({ store: temp.store, processes: 4, counter: 'hits', rounds: 100 });
+      } finally {
+        clearTimeout(release);
+        if (blocker.inTransaction) blocker.exec('COMMIT');
+        blocker.close();
+      }
       const dibs = await openDibs(temp.store);
       try {
         const value = await dibs.counters.get('hits');
