@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { codeCommands } from './commands/codes.js';
 import { poolsCommand } from './commands/pools.js';
 import { salesCommand } from './commands/sales.js';
+import { locksCommand } from './commands/locks.js';
 import { serveCommand } from './commands/serve.js';
 import { registerLoadtestCommand } from '../loadtest/command.js';
 
@@ -31,6 +32,7 @@ Quick start:
   poolsCommand(program);
   codeCommands(program);
   salesCommand(program);
+  locksCommand(program);
   registerLoadtestCommand(program);
   return program;
 }

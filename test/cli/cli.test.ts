@@ -91,4 +91,19 @@ describe('dibs CLI', () => {
     assert.match(soldOut.stderr, /error \[sold_out\]/);
     assert.match((await runCli(['sales', 'audit', 'cli-sale'], { env })).stdout, /clean/);
   });
+
+  it('takes, inspects and releases leases, and counts', async () => {
+    const lease = JSON.parse((await runCli(['locks', 'acquire', 'nightly', '--ttl', '60000'], { env })).stdout) as { token: string; fence: number };
+    assert.ok(lease.token.length > 8);
+    const busy = await runCli(['locks', 'acquire', 'nightly', '--wait', '0'], { env });
+    assert.equal(busy.code, 2);
+    assert.match(busy.stderr, /error \[lock_timeout\]/);
+    const inspect = await runCli(['locks', 'inspect', 'nightly'], { env });
+    assert.match(inspect.stdout, new RegExp(`${lease.token.slice(0, 8)}… fence ${lease.fence}`));
+    assert.doesNotMatch(inspect.stdout, new RegExp(lease.token));
+    assert.match((await runCli(['locks', 'release', 'nightly', '--token', lease.token], { env })).stdout, /released nightly/);
+    await runCli(['counters', 'incr', 'views', '--by', '3'], { env });
+    await runCli(['counters', 'decr', 'views'], { env });
+    assert.match((await runCli(['counters', 'get', 'views'], { env })).stdout, /views = 2/);
+  });
 });
