@@ -1,26 +1,70 @@
 /**
  * The HTTP service: Fastify routes over one Dibs instance. `buildServer` makes the app (tests use
  * `app.inject`); `startServer` in server.ts adds listening, jobs and graceful shutdown.
+ *
+ * Request path: request id → auth (key → tenant + scopes; routing.ts declares each route's scope)
+ * → rate limit per key → body parsing → idempotency (Idempotency-Key) → handler (names
+ * namespaced per tenant) → answer with names made local again → metrics.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
 import type { Dibs } from '../core/dibs.js';
+import { DibsError } from '../core/errors.js';
+import type { ServiceStore } from '../core/service-store.js';
+import { KeyVerifier } from './auth/keys.js';
+import { registerAuth } from './auth/hooks.js';
+import type { ServiceContext } from './context.js';
 import { registerErrorHandling } from './errors.js';
+import { registerIdempotency, type IdempotencyOptions } from './idempotency.js';
+import { ServiceMetrics } from './metrics.js';
+import { buildOpenApi } from './openapi.js';
+import { route } from './routing.js';
+import { sharedRateLimitStore } from './rate-limit-store.js';
 import { healthRoutes } from './routes/health.js';
+import { keyRoutes } from './routes/keys.js';
 import { poolRoutes } from './routes/pools.js';
 import { saleRoutes } from './routes/sales.js';
 import { lockRoutes } from './routes/locks.js';
+import { waitingRoomRoutes } from './routes/waiting-room.js';
+import { forecastRoutes } from './routes/forecast.js';
+import { lifecycleRoutes } from './routes/lifecycle.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+
+export interface RateLimitOptions {
+  /** Requests per API key per window (default 6000, i.e. 100/s averaged over a minute). */
+  max: number;
+  /** Window length (default 60 000 ms). */
+  timeWindowMs: number;
+}
 
 export interface ServerOptions {
   dibs: Dibs;
   logger?: FastifyServerOptions['logger'];
   /** Largest JSON body accepted (CSV imports stream and are not bounded by it). Default 1 MiB. */
   bodyLimit?: number;
+  /** Where keys and idempotency records live; default: the store's own (`dibs.backend.service`). */
+  serviceStore?: ServiceStore;
+  /** Per-key rate limit, or false for none. Shared across instances on Redis; per instance otherwise. */
+  rateLimit?: RateLimitOptions | false;
+  idempotency?: Partial<IdempotencyOptions>;
+  /** How long a verified key is trusted without reading the store (revocation delay on other instances). */
+  keyCacheMs?: number;
+  /** Serve /metrics without a key (default false: needs `metrics:read` or `admin`). */
+  metricsPublic?: boolean;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const REFERENCE_PAGE = readFileSync(new URL('./reference-page.html', import.meta.url), 'utf8');
 
-export function buildServer({ dibs, logger = false, bodyLimit = 1024 * 1024 }: ServerOptions): FastifyInstance {
+export const DEFAULT_RATE_LIMIT: RateLimitOptions = { max: 6000, timeWindowMs: 60_000 };
+
+export function buildServer(options: ServerOptions): FastifyInstance {
+  const { dibs, logger = false, bodyLimit = 1024 * 1024 } = options;
+  const store = options.serviceStore ?? dibs.backend.service;
+  if (!store) throw new DibsError('unsupported', `the ${dibs.kind} store has no service store (API keys); pass serviceStore`);
   const app = Fastify({
     logger,
     bodyLimit,
@@ -30,17 +74,64 @@ export function buildServer({ dibs, logger = false, bodyLimit = 1024 * 1024 }: S
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    // Errors raised before routing (a malformed URL such as `/v1/pools/%`) skip the error
+    // handler: give them the error shape too. (Found by the fuzz test.)
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as unknown as FastifyReply).status(400).send({ error: { code: 'invalid_input', message: error.code === 'FST_ERR_BAD_URL' ? `the URL is malformed: ${error.message}` : error.message } });
+    },
   });
-  app.addHook('onRequest', async (request, reply) => {
+  app.decorate('routeDocs', []);
+  // Hot-path hooks are callback-style: no promise per request when there is nothing to await.
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    done();
   });
   // CSV imports: hand the raw request stream to the importer, which streams it into the store.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(['text/csv', 'text/plain'], (_request, payload, done) => done(null, payload));
   registerErrorHandling(app);
-  healthRoutes(app, dibs);
-  poolRoutes(app, dibs);
-  saleRoutes(app, dibs);
-  lockRoutes(app, dibs);
+
+  const verifier = new KeyVerifier(store, options.keyCacheMs ?? 5000);
+  const metrics = new ServiceMetrics(dibs);
+  const context: ServiceContext = { dibs, store, verifier, metrics };
+  registerAuth(app, verifier);
+  metrics.register(app);
+  // Answers carry the caller's names, never the namespaced ones.
+  app.addHook('preSerialization', (request, _reply, payload, done) => done(null, request.tenant?.prefix ? request.tenant.external(payload) : payload));
+
+  const limits = options.rateLimit === undefined ? DEFAULT_RATE_LIMIT : options.rateLimit;
+  if (limits) {
+    const redis = (store as { redis?: unknown }).redis;
+    void app.register(rateLimit, {
+      global: true,
+      hook: 'onRequest', // after the (root) auth hook: the limit is per API key
+      max: limits.max,
+      timeWindow: limits.timeWindowMs,
+      keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`),
+      ...(redis ? { redis, nameSpace: 'dibs-ratelimit:' } : store.hitRateLimit ? { store: sharedRateLimitStore(store) as never } : {}),
+      errorResponseBuilder: (_request, context) =>
+        new DibsError('rate_limited', `rate limit of ${context.max} requests per ${context.after} exceeded; retry after the Retry-After seconds`, { retriable: true, details: { limit: context.max } }),
+    });
+  }
+  registerIdempotency(app, store, { ttlMs: options.idempotency?.ttlMs ?? 24 * 3600_000, inFlightTtlMs: options.idempotency?.inFlightTtlMs ?? 60_000 });
+
+  // Routes in a plugin registered after the rate limiter, so its onRoute hook sees every route.
+  void app.register(async (api) => {
+    healthRoutes(api, context);
+    keyRoutes(api, context);
+    poolRoutes(api, context);
+    saleRoutes(api, context);
+    lockRoutes(api, context);
+    waitingRoomRoutes(api, context);
+    forecastRoutes(api, context);
+    lifecycleRoutes(api, context);
+    dashboardRoutes(api, context);
+    route(api, { method: 'GET', url: '/metrics', scope: options.metricsPublic ? 'public' : 'metrics:read', noRateLimit: true, tag: 'Operations', summary: 'Prometheus metrics (text exposition format)', responses: { 200: { description: 'Metrics', contentType: 'text/plain' } } }, async (_request, reply) =>
+      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    let openapi: unknown;
+    route(api, { method: 'GET', url: '/openapi.json', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'This OpenAPI 3.1 document', responses: { 200: { description: 'OpenAPI document' } } }, async () =>
+      (openapi ??= buildOpenApi(app.routeDocs, VERSION)));
+    api.get('/docs', { config: { rateLimit: false } as never }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(REFERENCE_PAGE));
+  });
   return app;
 }

@@ -33,7 +33,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (known && known.code !== 'internal') {
       if (known.status >= 500) request.log.warn({ err: error }, known.message);
       if (known.code === 'unavailable') void reply.header('retry-after', '1');
-      return reply.status(known.status).send({ error: known.toJSON() });
+      const shown = known.toJSON();
+      // Names in messages are the caller's (tenant namespace removed); details go through preSerialization.
+      if (request.tenant) shown.message = request.tenant.text(shown.message);
+      return reply.status(known.status).send({ error: shown });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ error: { code: 'internal', message: `internal error (request ${request.id})` } });

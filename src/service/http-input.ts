@@ -52,3 +52,17 @@ export function pick<const K extends string>(body: Record<string, unknown>, allo
   if (unknown.length > 0) throw new DibsError('invalid_input', `body: unknown field(s) ${unknown.map((k) => `'${k}'`).join(', ')}`, { field: unknown[0] });
   return body as Partial<Record<K, unknown>>;
 }
+
+/**
+ * Runs `fn`; if it rejects the input, first makes sure the object exists: a request about another
+ * tenant's (or no) pool/sale answers 404 whatever its body, and never reveals by a 400 that the
+ * name was worth validating against. Costs a read only on the error path.
+ */
+export async function notFoundBeforeBadInput<T>(exists: () => Promise<unknown>, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof DibsError && error.code === 'invalid_input') await exists();
+    throw error;
+  }
+}

@@ -13,12 +13,14 @@ import { JobRunner, standardJobs } from '../jobs/runner.js';
 import { EmailChannel, WebhookChannel, WebPushChannel, type Channel } from '../notify/channels.js';
 import { OutboxDispatcher } from '../notify/dispatcher.js';
 import { buildServer } from './app.js';
+import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
+import type { ServiceConfig } from './config.js';
 
-export interface StartOptions {
+export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'port' | 'host' | 'jobs' | 'demo'>> {
   store: string;
   port: number;
   host: string;
-  /** Create a `demo` pool (100 codes) and a live `demo` sale when absent. */
+  /** Create a `demo` pool (100 codes) and a live `demo` sale when absent, and a fresh local admin key. */
   demo?: boolean;
   logger?: boolean;
   /** Background jobs on/off (default on). */
@@ -30,19 +32,40 @@ export interface RunningServer {
   app: FastifyInstance;
   dibs: Dibs;
   url: string;
+  /** With `demo`: an admin key of the default tenant made for this run (shown once). */
+  demoKey?: string;
   close(): Promise<void>;
 }
 
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const env = options.env ?? process.env;
   const dibs = await openDibs(options.store);
-  const app = buildServer({ dibs, logger: options.logger === false ? false : { level: env.LOG_LEVEL ?? 'info' } });
-  if (options.demo) await seedDemo(dibs);
+  const rateLimit = options.rateLimit ?? 6000;
+  const app = buildServer({
+    dibs,
+    logger: options.logger === false ? false : { level: options.logLevel ?? env.LOG_LEVEL ?? 'info' },
+    ...(options.bodyLimit !== undefined ? { bodyLimit: options.bodyLimit } : {}),
+    rateLimit: rateLimit === 0 ? false : { max: rateLimit, timeWindowMs: options.rateLimitWindowMs ?? 60_000 },
+    ...(options.idempotencyTtlMs !== undefined ? { idempotency: { ttlMs: options.idempotencyTtlMs } } : {}),
+    ...(options.keyCacheMs !== undefined ? { keyCacheMs: options.keyCacheMs } : {}),
+    ...(options.metricsPublic !== undefined ? { metricsPublic: options.metricsPublic } : {}),
+  });
+  let demoKey: string | undefined;
+  if (options.demo) {
+    await seedDemo(dibs);
+    demoKey = await demoAdminKey(dibs);
+  }
 
   const dispatcher = dibs.backend.outbox
     ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
     : undefined;
-  const jobs = new JobRunner(options.jobs === false ? [] : standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: Number(env.DIBS_JOBS_EVERY_MS ?? 1000) }), {
+  const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
+  const service = dibs.backend.service;
+  const jobSpecs = options.jobs === false ? [] : [
+    ...standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: every }),
+    ...(service ? [{ name: 'idempotency.purge', everyMs: 60_000, run: () => service.purgeExpired() }] : []),
+  ];
+  const jobs = new JobRunner(jobSpecs, {
     onError: (name, error) => app.log.error({ err: error, job: name }, 'job failed'),
   });
 
@@ -56,10 +79,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const close = () =>
     (closing ??= (async () => {
       await app.close(); // stops accepting, waits for requests in flight
-      await jobs.stop();
+      await jobs.stop(); // finishes the job (and outbox delivery batch) in flight
       await dibs.close();
     })());
-  return { app, dibs, url, close };
+  return { app, dibs, url, ...(demoKey ? { demoKey } : {}), close };
+}
+
+const DEMO_KEY_NAME = 'local admin (serve --demo)';
+
+/**
+ * A fresh admin key of the default tenant for this demo run: keys are stored hashed, so an old
+ * one cannot be shown again — the previous demo keys are revoked and a new one is printed.
+ */
+async function demoAdminKey(dibs: Dibs): Promise<string | undefined> {
+  const store = dibs.backend.service;
+  if (!store) return undefined;
+  for (const old of await store.listKeys(DEFAULT_TENANT)) if (old.name === DEMO_KEY_NAME && !old.revokedAt) await store.revokeKey(old.id);
+  return (await createApiKey(store, { tenant: DEFAULT_TENANT, name: DEMO_KEY_NAME, scopes: ['admin'] })).key;
 }
 
 /** Installs SIGTERM/SIGINT handlers that close the server and exit 0 (1 if closing fails). */

@@ -3,23 +3,28 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildServer } from '../../src/service/app.js';
+import { createApiKey } from '../../src/service/auth/keys.js';
 import { openTempSqlite } from '../support/sqlite.js';
 
 describe('HTTP API', () => {
   let env: Awaited<ReturnType<typeof openTempSqlite>>;
   let app: FastifyInstance;
+  let authorization: string;
   before(async () => {
     env = await openTempSqlite();
     app = buildServer({ dibs: env.dibs });
     await app.ready();
+    authorization = `Bearer ${(await createApiKey(env.dibs.backend.service!, { name: 'api test', scopes: ['admin'] })).key}`;
   });
   after(async () => {
     await app.close();
     await env.cleanup();
   });
 
-  const json = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) =>
-    app.inject({ method, url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }) });
+  const inject = (options: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; payload?: string; headers?: Record<string, string> }) =>
+    app.inject({ ...options, headers: { authorization, ...options.headers } });
+  const json = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) =>
+    inject({ method, url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }) });
   const errorOf = (res: LightMyRequestResponse) => (res.json() as { error: { code: string; message: string; field?: string } }).error;
   const expectError = (res: LightMyRequestResponse, status: number, code: string, field?: string) => {
     assert.equal(res.statusCode, status, res.body);
@@ -50,14 +55,14 @@ describe('HTTP API', () => {
     });
 
     it('answers user mistakes with 4xx and the error shape', async () => {
-      expectError(await app.inject({ method: 'POST', url: '/v1/pools', payload: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
-      expectError(await app.inject({ method: 'POST', url: '/v1/pools', payload: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
+      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
+      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
       expectError(await json('POST', '/v1/pools', []), 400, 'invalid_input', 'body');
       expectError(await json('POST', '/v1/pools', {}), 400, 'invalid_input', 'name');
       expectError(await json('POST', '/v1/pools', { name: 'x', colour: 'red' }), 400, 'invalid_input');
       expectError(await json('POST', '/v1/pools', { name: 'x', perClaimantLimit: 'three' }), 400, 'invalid_input', 'perClaimantLimit');
-      expectError(await app.inject({ method: 'POST', url: '/v1/pools', payload: '<pool/>', headers: { 'content-type': 'application/xml' } }), 415, 'unsupported_media_type');
-      expectError(await app.inject({ method: 'POST', url: '/v1/pools', payload: JSON.stringify({ name: 'big', metadata: { blob: 'x'.repeat(2 * 1024 * 1024) } }), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '<pool/>', headers: { 'content-type': 'application/xml' } }), 415, 'unsupported_media_type');
+      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: JSON.stringify({ name: 'big', metadata: { blob: 'x'.repeat(2 * 1024 * 1024) } }), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
       expectError(await json('GET', '/v1/nothing-here'), 404, 'not_found');
       expectError(await json('GET', '/v1/pools?limit=abc'), 400, 'invalid_input');
       expectError(await json('GET', '/v1/pools/bad%20name'), 400, 'invalid_input', 'pool');
@@ -69,13 +74,13 @@ describe('HTTP API', () => {
       await makePool('imports', []);
       const list = await json('POST', '/v1/pools/imports/codes', { codes: ['A', 'B', 'A', ''] });
       assert.deepEqual(list.json(), { imported: 2, duplicates: 1, invalid: 1 });
-      const csv = await app.inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'code\nC\n\nD\nA\n' + 'x'.repeat(200) + '\n', headers: { 'content-type': 'text/csv' } });
+      const csv = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'code\nC\n\nD\nA\n' + 'x'.repeat(200) + '\n', headers: { 'content-type': 'text/csv' } });
       assert.deepEqual(csv.json(), { imported: 2, duplicates: 1, invalid: 1 });
-      const plain = await app.inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'E\nF', headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      const plain = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'E\nF', headers: { 'content-type': 'text/plain; charset=utf-8' } });
       assert.deepEqual(plain.json(), { imported: 2, duplicates: 0, invalid: 0 });
       expectError(await json('POST', '/v1/pools/imports/codes', { codes: 'A,B' }), 400, 'invalid_input', 'codes');
       expectError(await json('POST', '/v1/pools/unknown/codes', { codes: ['A'] }), 404, 'not_found');
-      expectError(await app.inject({ method: 'POST', url: '/v1/pools/unknown/codes', payload: 'A\n', headers: { 'content-type': 'text/csv' } }), 404, 'not_found');
+      expectError(await inject({ method: 'POST', url: '/v1/pools/unknown/codes', payload: 'A\n', headers: { 'content-type': 'text/csv' } }), 404, 'not_found');
     });
 
     it('claims: 201 claimed, 200 already-held, 409 sold_out, replay by header or body key', async () => {
@@ -120,8 +125,8 @@ describe('HTTP API', () => {
       assert.equal((await json('POST', `/v1/pools/moves/codes/${code}/redeem`, { claimant: 'alice' })).json().status, 'redeemed');
       expectError(await json('POST', `/v1/pools/moves/codes/${code}/redeem`, {}), 409, 'already_redeemed');
       const other = (await json('POST', '/v1/pools/moves/claims', { claimant: 'bob' })).json() as { code: string };
-      assert.equal((await app.inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/release` })).json().status, 'free');
-      assert.equal((await app.inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/revoke` })).json().status, 'revoked');
+      assert.equal((await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/release` })).json().status, 'free');
+      assert.equal((await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/revoke` })).json().status, 'revoked');
       const stats = (await json('GET', '/v1/pools/moves')).json().stats;
       assert.deepEqual(stats, { total: 3, free: 1, claimed: 0, redeemed: 1, revoked: 1 });
     });
@@ -232,7 +237,7 @@ describe('HTTP API', () => {
       const page = await json('GET', '/');
       assert.match(String(page.headers['content-type']), /^text\/html/);
       assert.match(page.body, /<title>dibs<\/title>/);
-      const traced = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-123' } });
+      const traced = await inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-123' } });
       assert.equal(traced.headers['x-request-id'], 'trace-123');
       assert.match(String((await json('GET', '/healthz')).headers['x-request-id']), /^[0-9a-f-]{36}$/);
     });

@@ -1,21 +1,35 @@
-/** Liveness, readiness and the status page. */
+/** Liveness and readiness (the page at `/` is the dashboard, routes/dashboard.ts). */
 import type { FastifyInstance } from 'fastify';
-import { readFileSync } from 'node:fs';
-import type { Dibs } from '../../core/dibs.js';
+import { loadMigrations } from '../../backends/shared/sql-files.js';
+import type { ServiceContext } from '../context.js';
+import { route } from '../routing.js';
 
-const STATUS_PAGE = readFileSync(new URL('../status-page.html', import.meta.url), 'utf8');
+/** The newest migration this build ships, per SQL store: readiness requires the store to have it. */
+const MIGRATIONS: Record<string, URL> = {
+  sqlite: new URL('../../backends/sqlite/migrations/', import.meta.url),
+  postgres: new URL('../../backends/postgres/migrations/', import.meta.url),
+};
+const latestMigration = (kind: string): number | null => {
+  const dir = MIGRATIONS[kind];
+  return dir ? Math.max(0, ...loadMigrations(dir).map((m) => m.id)) : null;
+};
 
-export function healthRoutes(app: FastifyInstance, dibs: Dibs): void {
-  app.get('/healthz', async () => ({ ok: true }));
+export function healthRoutes(app: FastifyInstance, { dibs }: ServiceContext): void {
+  const expected = latestMigration(dibs.kind);
+  route(app, { method: 'GET', url: '/healthz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Liveness: the process answers', responses: { 200: { description: '`{ ok: true }`' } } }, async () => ({ ok: true }));
 
-  app.get('/readyz', async (_request, reply) => {
+  route(app, {
+    method: 'GET', url: '/readyz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Readiness: the store is reachable and its migrations are applied',
+    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready (store down or schema behind)' } },
+  }, async (_request, reply) => {
     try {
       const health = await dibs.health();
-      return reply.status(health.ok ? 200 : 503).send(health);
+      const migration = health.details.migration;
+      const migrated = expected === null || (typeof migration === 'number' && migration >= expected);
+      const ok = health.ok && migrated;
+      return reply.status(ok ? 200 : 503).send({ ...health, ok, ...(expected === null ? {} : { migrations: { applied: migration ?? null, expected } }) });
     } catch (error) {
       return reply.status(503).send({ ok: false, backend: dibs.kind, details: { error: (error as Error).message } });
     }
   });
-
-  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(STATUS_PAGE));
 }

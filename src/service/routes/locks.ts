@@ -1,10 +1,10 @@
 /** `/v1/locks/:key…` and `/v1/counters/:name`: leases, semaphores and sharded counters over HTTP. */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Dibs } from '../../core/dibs.js';
 import { DibsError } from '../../core/errors.js';
+import * as S from '../api-schemas.js';
+import type { ServiceContext } from '../context.js';
 import { bodyObject, pick } from '../http-input.js';
-
-type KeyParams = { key: string };
+import { route } from '../routing.js';
 
 /** Aborts when the client goes away before the answer is sent, so a waiting acquire stops waiting. */
 function clientGone(reply: FastifyReply): AbortSignal {
@@ -15,43 +15,65 @@ function clientGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-const optionalBody = (body: unknown) => (body === undefined || body === null ? {} : (body as Record<string, unknown>));
+const optionalBody = (body: unknown) => {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new DibsError('invalid_input', 'body: must be a JSON object', { field: 'body' });
+  return body as Record<string, unknown>;
+};
 const token = (body: Record<string, unknown>) => {
   if (typeof body.token !== 'string') throw new DibsError('invalid_input', 'token: required, the token of the lease', { field: 'token' });
   return body.token;
 };
 
-export function lockRoutes(app: FastifyInstance, dibs: Dibs): void {
-  app.post<{ Params: KeyParams }>('/v1/locks/:key/acquire', async (request, reply) => {
+const tag = 'Locks';
+
+export function lockRoutes(app: FastifyInstance, { dibs, metrics }: ServiceContext): void {
+  route(app, {
+    method: 'POST', url: '/v1/locks/:key/acquire', scope: 'locks:write', tag, summary: 'Acquire a lock (limit 1) or a semaphore slot',
+    description: 'With `waitMs` the request waits for a free slot (FIFO within this instance); giving up answers 409 `lock_timeout`.',
+    body: S.acquireBodySchema, responses: { 201: { description: 'The lease (keep the token)', schema: S.leaseSchema } },
+  }, async (request, reply) => {
+    const key = request.tenant.key(request.params.key);
     const body = pick(optionalBody(request.body), ['ttlMs', 'waitMs', 'limit']);
-    const lease = await dibs.semaphores.acquire(request.params.key, (body.limit ?? 1) as number, {
-      ...(body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {}),
-      ...(body.waitMs !== undefined ? { waitMs: body.waitMs as number } : {}),
-      signal: clientGone(reply),
-    });
-    return reply.status(201).send(lease);
+    const waits = typeof body.waitMs === 'number' && body.waitMs > 0;
+    if (waits) metrics.lockWaiters.inc();
+    try {
+      const lease = await dibs.semaphores.acquire(key, (body.limit ?? 1) as number, {
+        ...(body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {}),
+        ...(body.waitMs !== undefined ? { waitMs: body.waitMs as number } : {}),
+        signal: clientGone(reply),
+      });
+      return reply.status(201).send(lease);
+    } finally {
+      if (waits) metrics.lockWaiters.dec();
+    }
   });
 
-  app.post<{ Params: KeyParams }>('/v1/locks/:key/renew', async (request) => {
+  route(app, { method: 'POST', url: '/v1/locks/:key/renew', scope: 'locks:write', tag, summary: 'Extend a lease (owner token only)', body: S.renewBodySchema, responses: { 200: { description: 'The renewed lease', schema: S.leaseSchema } } }, async (request) => {
+    const key = request.tenant.key(request.params.key);
     const body = pick(bodyObject(request), ['token', 'ttlMs', 'limit']);
-    return dibs.semaphores.renew({ key: request.params.key, token: token(body), limit: (body.limit ?? 1) as number } as never, body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {});
+    return dibs.semaphores.renew({ key, token: token(body), limit: (body.limit ?? 1) as number } as never, body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {});
   });
 
-  app.post<{ Params: KeyParams }>('/v1/locks/:key/release', async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/locks/:key/release', scope: 'locks:write', tag, summary: 'Release a lease (owner token only)', body: S.releaseBodySchema, responses: { 204: { description: 'Released' } } }, async (request, reply) => {
+    const key = request.tenant.key(request.params.key);
     const body = pick(bodyObject(request), ['token']);
-    await dibs.semaphores.release({ key: request.params.key, token: token(body) } as never);
+    await dibs.semaphores.release({ key, token: token(body) } as never);
     return reply.status(204).send();
   });
 
-  app.get<{ Params: KeyParams }>('/v1/locks/:key', async (request) => dibs.semaphores.inspect(request.params.key));
+  route(app, { method: 'GET', url: '/v1/locks/:key', scope: 'locks:read', tag, summary: 'Holders (token prefixes), fences and waiters of a key', responses: { 200: { description: 'Lock state', schema: S.lockInfoSchema } } }, async (request) =>
+    dibs.semaphores.inspect(request.tenant.key(request.params.key)));
 
-  app.get<{ Params: { name: string } }>('/v1/counters/:name', async (request) => dibs.counters.get(request.params.name));
-  app.post<{ Params: { name: string } }>('/v1/counters/:name', async (request) => {
+  route(app, { method: 'GET', url: '/v1/counters/:name', scope: 'locks:read', tag: 'Counters', summary: 'A sharded counter\'s exact value', responses: { 200: { description: 'The counter', schema: S.counterSchema } } }, async (request) =>
+    dibs.counters.get(request.tenant.key(request.params.name, 'name')));
+  route(app, { method: 'POST', url: '/v1/counters/:name', scope: 'locks:write', tag: 'Counters', summary: 'Add `by` (default 1, may be negative)', body: S.counterBodySchema, responses: { 200: { description: 'The counter after the change', schema: S.counterSchema } } }, async (request) => {
+    const name = request.tenant.key(request.params.name, 'name');
     const body = pick(optionalBody(request.body), ['by']);
-    return dibs.counters.incr(request.params.name, (body.by ?? 1) as number);
+    return dibs.counters.incr(name, (body.by ?? 1) as number);
   });
-  app.delete<{ Params: { name: string } }>('/v1/counters/:name', async (request, reply) => {
-    await dibs.counters.reset(request.params.name);
+  route(app, { method: 'DELETE', url: '/v1/counters/:name', scope: 'locks:write', tag: 'Counters', summary: 'Reset a counter to 0', responses: { 204: { description: 'Reset' } } }, async (request, reply) => {
+    await dibs.counters.reset(request.tenant.key(request.params.name, 'name'));
     return reply.status(204).send();
   });
 }

@@ -1,70 +1,85 @@
-/** `/v1/pools…`: coupon pools over HTTP — a thin shell over `dibs.pools`. */
-import type { FastifyInstance } from 'fastify';
+/** `/v1/pools…`: coupon pools over HTTP — a thin shell over `dibs.pools`, namespaced per tenant. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import type { Dibs } from '../../core/dibs.js';
+import { z } from 'zod';
 import { DibsError } from '../../core/errors.js';
 import type { CodeStatus } from '../../core/types.js';
+import { listOwned } from '../auth/tenant.js';
+import * as S from '../api-schemas.js';
+import type { ServiceContext } from '../context.js';
 import { bodyObject, idempotencyKey, pageQuery, pick, queryString } from '../http-input.js';
+import { route } from '../routing.js';
 
-type PoolParams = { pool: string };
-type CodeParams = { pool: string; code: string };
+const tag = 'Pools';
+const poolParam = (request: FastifyRequest<{ Params: Record<string, string> }>) => request.tenant.pool(request.params.pool);
 
-export function poolRoutes(app: FastifyInstance, dibs: Dibs): void {
-  app.post('/v1/pools', async (request, reply) => {
-    const pool = await dibs.pools.create(bodyObject(request) as never);
+export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceContext): void {
+  route(app, { method: 'POST', url: '/v1/pools', scope: 'pools:admin', tag, summary: 'Create a pool', body: S.createPoolSchema, responses: { 201: { description: 'The new pool', schema: S.poolSchema } } }, async (request, reply) => {
+    const body = bodyObject(request);
+    const pool = await dibs.pools.create({ ...body, name: request.tenant.pool(body.name, 'name') } as never);
     return reply.status(201).send(pool);
   });
 
-  app.get('/v1/pools', async (request) => {
-    const page = await dibs.pools.list(pageQuery(request));
-    return { data: page.items, nextCursor: page.nextCursor };
+  route(app, { method: 'GET', url: '/v1/pools', scope: 'pools:read', tag, summary: 'List pools (by name)', query: S.pageQuerySchema, responses: { 200: { description: 'A page of pools', schema: S.page(S.poolSchema, 'PoolPage') } } }, async (request) => {
+    const { limit = 100, after } = pageQuery(request);
+    if (after !== undefined) request.tenant.pool(after, 'after');
+    return listOwned(request.tenant, (options) => dibs.pools.list(options), (pool) => pool.name, { limit, ...(after !== undefined ? { after } : {}) });
   });
 
-  app.get<{ Params: PoolParams }>('/v1/pools/:pool', async (request) => dibs.pools.get(request.params.pool));
+  route(app, { method: 'GET', url: '/v1/pools/:pool', scope: 'pools:read', tag, summary: 'A pool with its counts', responses: { 200: { description: 'The pool', schema: S.poolSchema } } }, async (request) => dibs.pools.get(poolParam(request)));
 
-  app.patch<{ Params: PoolParams }>('/v1/pools/:pool', async (request) => dibs.pools.update(request.params.pool, bodyObject(request) as never));
+  route(app, { method: 'PATCH', url: '/v1/pools/:pool', scope: 'pools:admin', tag, summary: 'Change limit, low-stock threshold or metadata', body: S.updatePoolSchema, responses: { 200: { description: 'The pool', schema: S.poolSchema } } }, async (request) =>
+    dibs.pools.update(poolParam(request), bodyObject(request) as never));
 
-  app.delete<{ Params: PoolParams }>('/v1/pools/:pool', async (request, reply) => {
-    await dibs.pools.delete(request.params.pool);
+  route(app, { method: 'DELETE', url: '/v1/pools/:pool', scope: 'pools:admin', tag, summary: 'Delete a pool with its codes and claims', responses: { 204: { description: 'Deleted' } } }, async (request, reply) => {
+    await dibs.pools.delete(poolParam(request));
     return reply.status(204).send();
   });
 
   // CSV/plain text bodies arrive as the raw request stream (see app.ts) and are imported as they
   // stream in; a JSON body carries `{ codes: [...] }`.
-  app.post<{ Params: PoolParams }>('/v1/pools/:pool/codes', async (request) => {
-    const { pool } = request.params;
+  route(app, { method: 'POST', url: '/v1/pools/:pool/codes', scope: 'pools:admin', tag, summary: 'Import codes (JSON list or streamed text/csv)', body: S.importBodySchema, csv: true, responses: { 200: { description: 'Counts', schema: S.importResultSchema } } }, async (request) => {
+    const pool = poolParam(request);
     if (isStream(request.body)) return dibs.pools.importCsv(pool, request.body);
     const { codes } = pick(bodyObject(request), ['codes']);
     if (!Array.isArray(codes)) throw new DibsError('invalid_input', 'codes: must be an array of strings (or send text/csv)', { field: 'codes' });
     return dibs.pools.importCodes(pool, codes);
   });
 
-  app.post<{ Params: PoolParams }>('/v1/pools/:pool/claims', async (request, reply) => {
-    const { pool } = request.params;
+  route(app, {
+    method: 'POST', url: '/v1/pools/:pool/claims', scope: 'pools:claim', tag, summary: 'Claim a code (or `count` codes) for a claimant',
+    description: 'At the per-claimant limit the answer is 200 `already-held` with a code the claimant holds. With an idempotency key a retry returns the original answer.',
+    body: S.claimBodySchema, responses: { 201: { description: 'Claimed', schema: S.claimResultSchema }, 200: { description: 'Already held (at the limit)', schema: S.claimResultSchema } },
+  }, async (request, reply) => {
+    const pool = poolParam(request);
     const body = pick(bodyObject(request), ['claimant', 'idempotencyKey', 'count']);
     const key = idempotencyKey(request, body.idempotencyKey);
     const options = key === undefined ? {} : { idempotencyKey: key };
     if (typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: required, a string', { field: 'claimant' });
-    if (body.count !== undefined) {
-      const result = await dibs.pools.claimMany(pool, body.claimant, body.count as number, options);
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.status(result.status === 'claimed' ? 201 : 200).send(result);
-    }
-    const result = await dibs.pools.claim(pool, body.claimant, options);
+    const claimant = body.claimant;
+    const result = body.count !== undefined
+      ? await metrics.claim('pool', () => dibs.pools.claimMany(pool, claimant, body.count as number, options), (r) => r.status)
+      : await metrics.claim('pool', () => dibs.pools.claim(pool, claimant, options), (r) => r.status);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');
     return reply.status(result.status === 'claimed' ? 201 : 200).send(result);
   });
 
-  app.get<{ Params: { pool: string; claimant: string } }>('/v1/pools/:pool/claimants/:claimant', async (request) => ({
+  route(app, { method: 'GET', url: '/v1/pools/:pool/claimants/:claimant', scope: 'pools:read', tag, summary: 'Codes a claimant holds', responses: { 200: { description: 'Holdings', schema: S.holdingsSchema } } }, async (request) => ({
     claimant: request.params.claimant,
-    codes: await dibs.pools.holdings(request.params.pool, request.params.claimant),
+    codes: await dibs.pools.holdings(poolParam(request), request.params.claimant!),
   }));
 
-  app.get<{ Params: CodeParams }>('/v1/pools/:pool/codes/:code', async (request) => dibs.pools.code(request.params.pool, request.params.code));
+  route(app, { method: 'GET', url: '/v1/pools/:pool/codes/:code', scope: 'pools:read', tag, summary: 'One code: status and holder', responses: { 200: { description: 'The code', schema: S.codeInfoSchema } } }, async (request) =>
+    dibs.pools.code(poolParam(request), request.params.code!));
 
   for (const action of ['release', 'redeem', 'revoke'] as const) {
-    app.post<{ Params: CodeParams }>(`/v1/pools/:pool/codes/:code/${action}`, async (request) => {
-      const { pool, code } = request.params;
+    route(app, {
+      method: 'POST', url: `/v1/pools/:pool/codes/:code/${action}`, scope: action === 'revoke' ? 'pools:admin' : 'pools:claim', tag,
+      summary: { release: 'Give a claimed code back to the pool', redeem: 'Mark a claimed code used', revoke: 'Withdraw a code for good' }[action],
+      ...(action === 'revoke' ? {} : { body: S.claimantBodySchema }), responses: { 200: { description: 'The code', schema: S.codeInfoSchema } },
+    }, async (request) => {
+      const pool = poolParam(request);
+      const code = request.params.code!;
       if (action === 'revoke') return dibs.pools.revoke(pool, code);
       const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), ['claimant']);
       if (body.claimant !== undefined && typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: must be a string', { field: 'claimant' });
@@ -73,21 +88,42 @@ export function poolRoutes(app: FastifyInstance, dibs: Dibs): void {
     });
   }
 
-  app.get<{ Params: PoolParams }>('/v1/pools/:pool/audit', async (request) => ({ violations: await dibs.pools.audit(request.params.pool) }));
+  route(app, { method: 'GET', url: '/v1/pools/:pool/audit', scope: 'pools:read', tag, summary: 'Invariant violations of the pool (empty = clean)', responses: { 200: { description: 'Violations', schema: S.violationsSchema } } }, async (request) =>
+    ({ violations: await dibs.pools.audit(poolParam(request)) }));
 
-  app.get<{ Params: PoolParams }>('/v1/pools/:pool/export', async (request, reply) => {
+  route(app, { method: 'GET', url: '/v1/pools/:pool/export', scope: 'pools:read', tag, summary: 'Every code as CSV (code,status,claimant,claimed_at,redeemed_at)', query: z.object({ status: z.enum(['free', 'claimed', 'redeemed', 'revoked']).optional() }), responses: { 200: { description: 'CSV, streamed', contentType: 'text/csv' } } }, async (request, reply) => {
+    const pool = poolParam(request);
     const status = queryString(request, 'status') as CodeStatus | undefined;
-    const csv = await dibs.pools.exportCsv(request.params.pool, status ? { status } : {});
+    const csv = await dibs.pools.exportCsv(pool, status ? { status } : {});
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="${request.params.pool}${status ? `-${status}` : ''}.csv"`)
       .send(csv);
   });
 
-  app.get('/v1/events', async (request) => {
-    const { limit, after } = pageQuery(request);
-    const pool = queryString(request, 'pool');
-    return { data: await dibs.pools.events({ ...(limit ? { limit } : {}), ...(after ? { after } : {}), ...(pool ? { pool } : {}) }) };
+  route(app, { method: 'GET', url: '/v1/events', scope: 'pools:read', tag: 'Events', summary: 'Outbox events (low stock, sale live, …), oldest first', query: S.pageQuerySchema.extend({ pool: z.string().optional() }), responses: { 200: { description: 'A page of events', schema: S.page(S.eventSchema, 'EventPage') } } }, async (request) => {
+    const { limit = 100, after } = pageQuery(request);
+    const tenant = request.tenant;
+    const poolName = queryString(request, 'pool');
+    const pool = poolName === undefined ? undefined : tenant.pool(poolName);
+    if (pool) await dibs.pools.get(pool); // another tenant's (or no) pool: 404, not an empty list
+    // Events of every tenant share one log: read pages and keep this tenant's (bounded work).
+    const data = [];
+    let cursor = after;
+    let more = true;
+    for (let round = 0; more && data.length < limit && round < 20; round++) {
+      const events = await dibs.pools.events({ limit, ...(cursor ? { after: cursor } : {}), ...(pool ? { pool } : {}) });
+      for (const event of events) {
+        cursor = event.id;
+        const owner = event.payload.pool ?? event.payload.sale;
+        if (typeof owner === 'string' && !tenant.owns(owner)) continue;
+        if (typeof owner !== 'string' && tenant.prefix) continue;
+        data.push(event);
+        if (data.length >= limit) break;
+      }
+      more = events.length === limit;
+    }
+    return { data, nextCursor: more || data.length >= limit ? (cursor ?? null) : null };
   });
 }
 

@@ -1,0 +1,534 @@
+// dibs admin dashboard: plain browser JavaScript over the service's /v1 API, nothing loaded from
+// elsewhere. Every call carries the API key from sessionStorage; a 401 returns to the log-in screen.
+import { renderRateChart } from './chart.js';
+
+const KEY_STORAGE = 'dibs.apiKey';
+const WATCH_STORAGE = 'dibs.watch';
+const REFRESH_MS = 2000;
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  key: sessionStorage.getItem(KEY_STORAGE),
+  pool: null,
+  pools: [],
+  sales: [],
+  events: [],
+  eventCursor: undefined,
+  eventsPrimed: false,
+  watch: loadWatch(),
+  timer: null,
+  rendered: new Map(), // tbody id → last rendered data (JSON), so unchanged rows keep focus
+};
+
+class ApiError extends Error {
+  constructor(status, error) {
+    super(error?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = error?.code ?? 'http_error';
+    this.field = error?.field;
+  }
+}
+
+// --- API -------------------------------------------------------------------------------------
+
+function authHeaders(extra = {}) {
+  return { authorization: `Bearer ${state.key}`, ...extra };
+}
+
+async function api(method, path, { body, raw } = {}) {
+  const init = { method, headers: authHeaders(body === undefined ? {} : { 'content-type': 'application/json' }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(path, init);
+  if (response.status === 401) {
+    logout('Your API key was not accepted (or was revoked). Log in again.');
+    throw new ApiError(401, { code: 'unauthorized', message: 'unauthorized' });
+  }
+  if (!response.ok) throw new ApiError(response.status, (await response.json().catch(() => null))?.error);
+  if (raw) return response;
+  return response.status === 204 ? null : response.json();
+}
+
+/** Uploads a file as text/csv with progress (fetch cannot report upload progress; XHR can). */
+function upload(path, file, onProgress) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', path);
+    xhr.setRequestHeader('authorization', `Bearer ${state.key}`);
+    xhr.setRequestHeader('content-type', 'text/csv');
+    xhr.upload.onprogress = (event) => event.lengthComputable && onProgress(event.loaded / event.total);
+    xhr.onerror = () => reject(new ApiError(0, { message: 'network error during upload' }));
+    xhr.onload = () => {
+      let data = null;
+      try { data = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status === 401) {
+        logout('Your API key was not accepted (or was revoked). Log in again.');
+        reject(new ApiError(401, data?.error));
+      } else if (xhr.status >= 200 && xhr.status < 300) resolve(data);
+      else reject(new ApiError(xhr.status, data?.error));
+    };
+    xhr.send(file);
+  });
+}
+
+const enc = encodeURIComponent;
+
+// --- DOM helpers -----------------------------------------------------------------------------
+
+/** h('td', {class: 'x'}, child, 'text', …): builds elements without markup strings (no injection). */
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k in node && k !== 'list') node[k] = v;
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+
+function renderRows(tbodyId, data, columns, makeRows, emptyText) {
+  const signature = JSON.stringify(data);
+  if (state.rendered.get(tbodyId) === signature) return;
+  state.rendered.set(tbodyId, signature);
+  const tbody = $(tbodyId);
+  const rows = data.length ? makeRows(data) : [h('tr', {}, h('td', { colSpan: columns, class: 'empty' }, emptyText))];
+  tbody.replaceChildren(...rows);
+}
+
+function showResult(id, message, ok) {
+  const node = $(id);
+  node.textContent = message;
+  node.className = `result ${ok ? 'ok' : 'error'}`;
+}
+
+function toast(message) {
+  $('toast').textContent = message;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => ($('toast').textContent = ''), 5000);
+}
+
+const describe = (error) => (error.status === 403 ? `not allowed with this key: ${error.message}` : error.message);
+const number = (n) => (n === null || n === undefined ? '∞' : Number(n).toLocaleString());
+
+function duration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
+  if (d) return `${d}d ${hh}h ${mm}m`;
+  if (hh) return `${hh}h ${mm}m ${ss}s`;
+  if (mm) return `${mm}m ${ss}s`;
+  return `${ss}s`;
+}
+
+// --- log-in ----------------------------------------------------------------------------------
+
+function showLogin(message = '') {
+  $('app-view').hidden = true;
+  $('login-view').hidden = false;
+  $('login-error').textContent = message;
+  $('api-key').value = '';
+  $('api-key').focus();
+}
+
+function logout(message = '') {
+  sessionStorage.removeItem(KEY_STORAGE);
+  state.key = null;
+  clearInterval(state.timer);
+  state.timer = null;
+  state.rendered.clear();
+  showLogin(message);
+}
+
+async function login(key) {
+  state.key = key;
+  const response = await fetch('/v1/pools?limit=1', { headers: authHeaders() });
+  // 403 means the key is valid but cannot read pools: still a log-in; sections say what they cannot show.
+  if (response.status === 401) throw new Error('That API key was not accepted.');
+  if (!response.ok && response.status !== 403) throw new Error(`The service answered ${response.status}; try again.`);
+  sessionStorage.setItem(KEY_STORAGE, key);
+  showApp();
+}
+
+function showApp() {
+  $('login-view').hidden = true;
+  $('app-view').hidden = false;
+  refresh();
+  state.timer = setInterval(() => document.visibilityState === 'visible' && refresh(), REFRESH_MS);
+}
+
+// --- refresh ---------------------------------------------------------------------------------
+
+let refreshing = false;
+let again = false;
+/** One refresh at a time; a request during one (after an action) runs once more when it ends. */
+async function refresh() {
+  if (!state.key) return;
+  if (refreshing) {
+    again = true;
+    return;
+  }
+  refreshing = true;
+  again = false;
+  try {
+    const parts = await Promise.allSettled([refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()]);
+    const failed = parts.find((p) => p.status === 'rejected' && p.reason?.status !== 401);
+    $('updated').textContent = failed ? `update failed: ${failed.reason.message}` : `updated ${new Date().toLocaleTimeString()}`;
+    if (state.key) await refreshChart().catch((error) => error.status !== 401 && ($('chart-caption').textContent = describe(error)));
+  } finally {
+    refreshing = false;
+  }
+  if (again) refresh();
+}
+
+async function refreshHealth() {
+  const response = await fetch('/readyz');
+  const health = await response.json().catch(() => ({}));
+  $('store').textContent = `${health.backend ?? '?'}${health.ok === false ? ' (not ready)' : ''}`;
+}
+
+async function listAll(path, max = 1000) {
+  const items = [];
+  let after;
+  do {
+    const page = await api('GET', `${path}?limit=${Math.min(1000, max - items.length)}${after ? `&after=${enc(after)}` : ''}`);
+    items.push(...page.data);
+    after = page.nextCursor;
+  } while (after && items.length < max);
+  return items;
+}
+
+async function refreshPools() {
+  let pools;
+  try {
+    pools = await listAll('/v1/pools');
+  } catch (error) {
+    if (error.status === 401) throw error;
+    renderRows('pool-rows', [], 8, () => [], describe(error));
+    throw error;
+  }
+  state.pools = pools;
+  if (!state.pool || !pools.some((p) => p.name === state.pool)) state.pool = pools[0]?.name ?? null;
+  renderPoolSelect();
+  renderRows('pool-rows', pools.map((p) => ({ ...p, selected: p.name === state.pool })), 8, (rows) =>
+    rows.map((p) => {
+      const s = p.stats;
+      const out = s.claimed + s.redeemed;
+      return h('tr', { class: p.selected ? 'selected' : '', 'data-pool': p.name },
+        h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', 'aria-pressed': String(p.selected), onclick: () => selectPool(p.name) }, p.name)),
+        h('td', { 'data-col': 'total', class: 'num' }, number(s.total)),
+        h('td', { 'data-col': 'free', class: 'num' }, number(s.free)),
+        h('td', { 'data-col': 'claimed', class: 'num' }, number(s.claimed)),
+        h('td', { 'data-col': 'redeemed', class: 'num' }, number(s.redeemed)),
+        h('td', { 'data-col': 'revoked', class: 'num' }, number(s.revoked)),
+        h('td', {}, h('meter', { min: 0, max: Math.max(1, s.total), value: out, title: `${out} of ${s.total}`, 'aria-label': `${p.name}: ${out} of ${s.total} handed out` })),
+        h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => exportPool(p.name), 'aria-label': `Export ${p.name} as CSV` }, 'CSV')));
+    }), 'No pools yet — create one below.');
+}
+
+function renderPoolSelect() {
+  const select = $('pool-select');
+  const names = state.pools.map((p) => p.name);
+  const signature = JSON.stringify([names, state.pool]);
+  if (select.dataset.signature === signature) return;
+  select.dataset.signature = signature;
+  select.replaceChildren(...(names.length ? names.map((n) => h('option', { value: n, selected: n === state.pool }, n)) : [h('option', { value: '' }, '— no pools yet —')]));
+}
+
+function selectPool(name) {
+  state.pool = name;
+  state.rendered.delete('pool-rows');
+  renderPoolSelect();
+  refresh();
+}
+
+async function refreshChart() {
+  const container = $('chart');
+  if (!state.pool) {
+    renderRateChart(container, [], { title: 'Claim rate' });
+    $('chart-rows').replaceChildren();
+    return;
+  }
+  const pool = state.pool;
+  const series = await api('GET', `/v1/pools/${enc(pool)}/claim-rate`);
+  if (pool !== state.pool) return;
+  container.dataset.pool = pool;
+  renderRateChart(container, series.points, { title: `Claim rate of ${pool}` });
+  const last = series.points[series.points.length - 1];
+  // the store's own forecast (every instance's claims, by the store's clock); absent on stores without it
+  const forecast = await api('GET', `/v1/pools/${enc(pool)}/forecast`).catch(() => null);
+  if (pool !== state.pool) return;
+  $('chart-caption').textContent = `${pool}: ${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.${forecast ? ` Forecast: ${forecastText(forecast)}.` : ''}`;
+  $('chart-rows').replaceChildren(...series.points.slice(-20).reverse().map((p) =>
+    h('tr', {}, h('td', {}, new Date(p.at).toLocaleTimeString()), h('td', { class: 'num' }, number(p.handedOut)), h('td', { class: 'num' }, String(p.perMinute)))));
+}
+
+async function refreshSales() {
+  let sales;
+  try {
+    sales = await listAll('/v1/sales');
+  } catch (error) {
+    if (error.status === 401) throw error;
+    // A store without flash sales answers 501: say so instead of an error.
+    renderRows('sale-rows', [], 6, () => [], error.status === 501 ? 'This store has no flash sales.' : describe(error));
+    if (error.status === 501) return;
+    throw error;
+  }
+  state.sales = sales;
+  renderRows('sale-rows', sales, 6, (rows) =>
+    rows.map((s) => h('tr', { 'data-sale': s.id },
+      h('th', { scope: 'row' }, h('code', {}, s.id)),
+      h('td', {}, s.sku),
+      h('td', {}, h('span', { class: 'status' }, s.status)),
+      h('td', {}, h('span', { class: 'countdown', 'data-starts': s.startsAt, 'data-ends': s.endsAt, 'data-status': s.status }, countdown(s))),
+      h('td', {}, `${number(s.stats.sold)} / ${number(s.cap)}`, s.cap ? h('meter', { min: 0, max: s.cap, value: s.stats.sold, 'aria-label': `${s.id}: ${s.stats.sold} of ${s.cap} sold` }) : null),
+      h('td', { class: 'num' }, number(s.stats.held)))), 'No sales yet.');
+  tickCountdowns();
+}
+
+/** "empty in ~4 min at 120/min" from a forecast answer. */
+function forecastText(f) {
+  if (f.timeToEmptyMs === null) return f.basis ? 'not emptying at this pace' : 'no recent claims';
+  if (f.timeToEmptyMs === 0) return 'empty';
+  const pace = f.basis ? f.perMinute[f.basis] : 0;
+  return `empty in ~${duration(f.timeToEmptyMs)} at ${pace}/min (last ${f.basis})`;
+}
+
+function countdown({ startsAt, endsAt, status }) {
+  const now = Date.now();
+  const starts = Date.parse(startsAt);
+  const ends = Date.parse(endsAt);
+  if (status === 'cancelled') return 'cancelled';
+  if (now < starts) return `starts in ${duration(starts - now)}`;
+  if (now < ends) return `ends in ${duration(ends - now)}`;
+  return `ended ${new Date(ends).toLocaleString()}`;
+}
+
+/** Countdowns tick every second in place (text only), without re-rendering the rows. */
+function tickCountdowns() {
+  for (const node of document.querySelectorAll('.countdown')) {
+    node.textContent = countdown({ startsAt: node.dataset.starts, endsAt: node.dataset.ends, status: node.dataset.status });
+  }
+}
+
+async function refreshEvents() {
+  // Events are listed oldest first after a cursor: the first load pages to the end, later loads
+  // only fetch what is new. The page keeps the newest 50.
+  for (let pages = 0; pages < 100; pages++) {
+    const page = await api('GET', `/v1/events?limit=1000${state.eventCursor ? `&after=${enc(state.eventCursor)}` : ''}`);
+    const batch = page.data;
+    if (batch.length) state.events = [...state.events, ...batch].slice(-50);
+    // A nextCursor (when the API gives one) may skip events this key cannot see; without one, a
+    // full page means there may be more.
+    const next = 'nextCursor' in page ? page.nextCursor : batch.length === 1000 ? batch[batch.length - 1].id : null;
+    state.eventCursor = next ?? (batch.length ? batch[batch.length - 1].id : state.eventCursor);
+    if (!next) break;
+  }
+  const newest = [...state.events].reverse();
+  renderRows('event-rows', newest, 5, (rows) =>
+    rows.map((e) => {
+      const subject = e.payload?.pool ?? e.payload?.sale ?? e.payload?.sku ?? '';
+      return h('tr', {},
+        h('th', { scope: 'row' }, h('code', {}, e.id)),
+        h('td', {}, e.type),
+        h('td', {}, String(subject)),
+        h('td', {}, new Date(e.createdAt).toLocaleString()),
+        h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => showDeliveries(e), 'aria-label': `Show deliveries of event ${e.id}` }, 'show')));
+    }), 'No events yet.');
+}
+
+async function refreshOutbox() {
+  try {
+    const s = await api('GET', '/v1/outbox');
+    $('outbox').textContent = `Outbox: ${number(s.pending)} pending · ${number(s.delivered)} delivered · ${number(s.dead)} dead letters · lag ${duration(s.oldestPendingMs)}`;
+  } catch (error) {
+    if (error.status === 401) throw error;
+    $('outbox').textContent = error.status === 501 ? 'Outbox: this store has no outbox.' : `Outbox: ${describe(error)}`;
+  }
+}
+
+async function showDeliveries(event) {
+  const panel = $('deliveries');
+  panel.hidden = false;
+  try {
+    const { data } = await api('GET', `/v1/events/${enc(event.id)}/deliveries`);
+    panel.replaceChildren(
+      h('h3', {}, `Deliveries of event ${event.id} (${event.type})`),
+      data.length
+        ? h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Attempt'), h('th', { scope: 'col' }, 'Result'), h('th', { scope: 'col' }, 'Detail'), h('th', { scope: 'col' }, 'At'))),
+          h('tbody', {}, data.map((d) => h('tr', {}, h('td', {}, String(d.attempt)), h('td', {}, d.ok ? 'delivered' : 'failed'), h('td', {}, d.detail), h('td', {}, new Date(d.at).toLocaleString())))))
+        : h('p', { class: 'hint' }, 'No delivery attempts yet.'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => { panel.hidden = true; } }, 'Close'));
+  } catch (error) {
+    panel.replaceChildren(h('p', { class: 'error' }, describe(error)));
+  }
+}
+
+// --- locks and counters (watched names live in localStorage: not secret, worth keeping) -----
+
+function loadWatch() {
+  try {
+    const value = JSON.parse(localStorage.getItem(WATCH_STORAGE) ?? '{}');
+    return { locks: Array.isArray(value.locks) ? value.locks : [], counters: Array.isArray(value.counters) ? value.counters : [] };
+  } catch {
+    return { locks: [], counters: [] };
+  }
+}
+
+function saveWatch() {
+  localStorage.setItem(WATCH_STORAGE, JSON.stringify(state.watch));
+}
+
+async function refreshWatched() {
+  const settle = (promise) => promise.then((value) => ({ value }), (error) => { if (error.status === 401) throw error; return { error }; });
+  const locks = await Promise.all(state.watch.locks.map((key) => settle(api('GET', `/v1/locks/${enc(key)}`)).then((r) => ({ key, ...r }))));
+  const counters = await Promise.all(state.watch.counters.map((name) => settle(api('GET', `/v1/counters/${enc(name)}`)).then((r) => ({ name, ...r }))));
+  const unwatch = (kind, name) => () => {
+    state.watch[kind] = state.watch[kind].filter((n) => n !== name);
+    saveWatch();
+    refresh();
+  };
+  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message })), 5, (rows) =>
+    rows.map((l) => h('tr', {},
+      h('th', { scope: 'row' }, h('code', {}, l.key)),
+      l.error
+        ? h('td', { colSpan: 3, class: 'error' }, l.error)
+        : [
+          h('td', {}, l.value.holders.length
+            ? h('ul', { class: 'holders' }, l.value.holders.map((x) => h('li', {}, h('code', {}, `${x.tokenPrefix}…`), ` · fence ${x.fence} · expires in ${duration(Date.parse(x.expiresAt) - Date.now())}`)))
+            : h('span', { class: 'hint' }, 'free')),
+          h('td', { class: 'num' }, String(l.value.waiters)),
+          h('td', { class: 'num' }, String(l.value.lastFence)),
+        ],
+      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('locks', l.key), 'aria-label': `Stop watching lock ${l.key}` }, 'stop watching')))), 'No locks watched.');
+  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message })), 4, (rows) =>
+    rows.map((c) => h('tr', {},
+      h('th', { scope: 'row' }, h('code', {}, c.name)),
+      c.error ? h('td', { colSpan: 2, class: 'error' }, c.error) : [h('td', { class: 'num' }, number(c.value.value)), h('td', { class: 'num' }, String(c.value.shards))],
+      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('counters', c.name), 'aria-label': `Stop watching counter ${c.name}` }, 'stop watching')))), 'No counters watched.');
+}
+
+// --- actions ---------------------------------------------------------------------------------
+
+async function exportPool(name) {
+  try {
+    const response = await api('GET', `/v1/pools/${enc(name)}/export`, { raw: true });
+    const url = URL.createObjectURL(await response.blob());
+    const link = h('a', { href: url, download: `${name}.csv`, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    toast(`Exported ${name}.csv`);
+  } catch (error) {
+    if (error.status !== 401) toast(`Export failed: ${describe(error)}`);
+  }
+}
+
+/** Runs a form's action with its submit button disabled; errors land in the form's result line. */
+function onSubmit(formId, resultId, action) {
+  $(formId).addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    if (!form.reportValidity()) return;
+    const button = form.querySelector('button[type=submit]');
+    button.disabled = true;
+    try {
+      const message = await action(form);
+      if (message) showResult(resultId, message, true);
+    } catch (error) {
+      if (error.status !== 401) showResult(resultId, describe(error), false);
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
+function requirePool() {
+  if (!state.pool) throw new Error('Create or select a pool first.');
+  return state.pool;
+}
+
+function wire() {
+  $('login-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const key = $('api-key').value.trim();
+    if (!key) {
+      $('login-error').textContent = 'Enter an API key.';
+      return;
+    }
+    try {
+      await login(key);
+    } catch (error) {
+      state.key = null;
+      $('login-error').textContent = error.message;
+    }
+  });
+  $('logout').addEventListener('click', () => logout('Logged out.'));
+  $('pool-select').addEventListener('change', (event) => event.target.value && selectPool(event.target.value));
+
+  onSubmit('create-form', 'create-result', async (form) => {
+    const name = form.elements.name.value.trim();
+    const body = { name, perClaimantLimit: Number(form.elements.perClaimantLimit.value) };
+    if (form.elements.lowStockThreshold.value !== '') body.lowStockThreshold = Number(form.elements.lowStockThreshold.value);
+    await api('POST', '/v1/pools', { body });
+    form.elements.name.value = '';
+    selectPool(name);
+    return `Created pool ${name}; it is now selected.`;
+  });
+
+  onSubmit('import-form', 'import-result', async (form) => {
+    const pool = requirePool();
+    const file = form.elements.file.files[0];
+    const bar = $('import-progress');
+    bar.hidden = false;
+    bar.value = 0;
+    try {
+      const result = await upload(`/v1/pools/${enc(pool)}/codes`, file, (fraction) => {
+        if (fraction < 1) {
+          bar.value = Math.round(fraction * 100);
+          return;
+        }
+        // The store imports as the upload streams in; the last batches commit after the last byte.
+        bar.removeAttribute('value'); // indeterminate until the answer
+        showResult('import-result', `Uploaded ${file.name}; ${pool} is committing the last batches…`, true);
+      });
+      bar.value = 100;
+      form.reset();
+      refresh();
+      return `Imported ${number(result.imported)} codes into ${pool} (${number(result.duplicates)} duplicates, ${number(result.invalid)} invalid).`;
+    } finally {
+      setTimeout(() => { bar.hidden = true; }, 1500);
+    }
+  });
+
+  onSubmit('claim-form', 'claim-result', async (form) => {
+    const pool = requirePool();
+    const claimant = form.elements.claimant.value.trim();
+    const result = await api('POST', `/v1/pools/${enc(pool)}/claims`, { body: { claimant } });
+    refresh();
+    return result.status === 'claimed' ? `${claimant} got ${result.code}` : `${claimant} already holds ${result.code} (limit reached)`;
+  });
+
+  $('lock-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const key = $('lock-key').value.trim();
+    if (key && !state.watch.locks.includes(key)) state.watch.locks.push(key);
+    saveWatch();
+    $('lock-key').value = '';
+    refresh();
+  });
+  $('counter-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = $('counter-name').value.trim();
+    if (name && !state.watch.counters.includes(name)) state.watch.counters.push(name);
+    saveWatch();
+    $('counter-name').value = '';
+    refresh();
+  });
+
+  setInterval(tickCountdowns, 1000);
+}
+
+wire();
+if (state.key) showApp();
+else showLogin();

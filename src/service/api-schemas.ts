@@ -1,0 +1,91 @@
+/**
+ * Request bodies and answers of the HTTP API as zod schemas: the request schemas reuse the core
+ * ones (the single source of truth); the answer schemas describe what the core types look like
+ * on the wire and exist for the OpenAPI document (openapi.ts).
+ */
+import { z } from 'zod';
+import { claimantSchema, codeSchema, codeStatusSchema, createPoolSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, updatePoolSchema } from '../core/schemas.js';
+import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
+import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
+
+export const errorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().meta({ description: 'Stable machine-readable code (never parse the message)', example: 'not_found' }),
+      message: z.string(),
+      field: z.string().optional().meta({ description: 'The input field the error is about' }),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export const page = <T extends z.ZodType>(item: T, id: string) =>
+  z.object({ data: z.array(item), nextCursor: z.string().nullable().meta({ description: 'Pass as `after` for the next page; null on the last page' }) }).meta({ id });
+
+export const pageQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).optional().meta({ description: 'Page size (default 100)' }),
+  after: z.string().max(1024).optional().meta({ description: 'Cursor: `nextCursor` of the previous page' }),
+});
+
+const timestamp = z.string().meta({ format: 'date-time' });
+
+export const poolStatsSchema = z.object({ total: z.number().int(), free: z.number().int(), claimed: z.number().int(), redeemed: z.number().int(), revoked: z.number().int() });
+export const poolSchema = z
+  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, createdAt: timestamp, stats: poolStatsSchema })
+  .meta({ id: 'Pool' });
+export const codeInfoSchema = z
+  .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable() })
+  .meta({ id: 'Code' });
+export const importResultSchema = z.object({ imported: z.number().int(), duplicates: z.number().int(), invalid: z.number().int() }).meta({ id: 'ImportResult' });
+export const claimBodySchema = z
+  .object({
+    claimant: claimantSchema,
+    count: z.number().int().min(1).max(LIMITS.claimMany).optional().meta({ description: 'Claim up to this many codes at once (answer has `codes`)' }),
+    idempotencyKey: idempotencyKeySchema.optional().meta({ description: 'Same as the Idempotency-Key header' }),
+  })
+  .strict();
+export const claimResultSchema = z
+  .object({ pool: z.string(), claimant: z.string(), status: z.enum(['claimed', 'already-held']), code: z.string().optional(), codes: z.array(z.string()).optional(), held: z.array(z.string()), replayed: z.boolean() })
+  .meta({ id: 'ClaimResult' });
+export const importBodySchema = z.object({ codes: z.array(codeSchema).max(1_000_000) }).strict();
+export const claimantBodySchema = z.object({ claimant: claimantSchema.optional() }).strict();
+export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });
+export const violationsSchema = z.object({ violations: z.array(z.object({ invariant: z.string(), message: z.string() }).loose()) }).meta({ id: 'AuditResult' });
+export const eventSchema = z.object({ id: z.string(), type: z.string(), idempotencyKey: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'Event' });
+export { createPoolSchema, updatePoolSchema };
+
+export const saleSchema = z
+  .object({
+    id: z.string(), sku: z.string(), startsAt: timestamp, endsAt: timestamp, cap: z.number().int().nullable(), perCustomerLimit: z.number().int(), metadata: metadataSchema,
+    status: z.enum(['scheduled', 'live', 'ended', 'sold_out', 'cancelled']), cancelledAt: timestamp.nullable(), createdAt: timestamp,
+    stats: z.object({ sold: z.number().int(), held: z.number().int(), available: z.number().int().nullable() }),
+  })
+  .meta({ id: 'Sale' });
+export const orderSchema = z.object({ id: z.string(), saleId: z.string(), customer: z.string(), quantity: z.number().int(), holdId: z.string().nullable(), createdAt: timestamp }).meta({ id: 'Order' });
+export const holdSchema = z
+  .object({ id: z.string(), saleId: z.string(), customer: z.string(), quantity: z.number().int(), status: z.enum(['active', 'confirmed', 'cancelled', 'expired']), expiresAt: timestamp, createdAt: timestamp, orderId: z.string().nullable() })
+  .meta({ id: 'Hold' });
+export const buyBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), idempotencyKey: idempotencyKeySchema.optional() }).strict();
+export const reserveBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema, idempotencyKey: idempotencyKeySchema.optional() }).strict();
+export const wishBodySchema = z.object({ sku: z.string(), customer: claimantSchema }).and(wishlistChannelsSchema);
+export const wishlistEntrySchema = z.object({ sku: z.string(), customer: z.string(), channels: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'WishlistEntry' });
+export { createSaleSchema, updateSaleSchema };
+
+export const leaseSchema = z
+  .object({ key: z.string(), token: z.string(), fence: z.number().int(), expiresAt: timestamp, validForMs: z.number().int(), limit: z.number().int() })
+  .meta({ id: 'Lease' });
+export const lockInfoSchema = z
+  .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: z.number().int(), expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int() })
+  .meta({ id: 'LockInfo' });
+export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const renewBodySchema = z.object({ token: z.string(), ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const releaseBodySchema = z.object({ token: z.string() }).strict();
+export const counterSchema = z.object({ name: z.string(), value: z.number().int(), shards: z.number().int() }).meta({ id: 'Counter' });
+export const counterBodySchema = z.object({ by: counterStepSchema.optional() }).strict();
+
+export const keySchema = z
+  .object({ id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.string()), createdAt: timestamp, revokedAt: timestamp.nullable() })
+  .meta({ id: 'ApiKey' });
+export const createKeyBodySchema = z.object({ name: z.string().min(1).max(100), scopes: z.array(z.string()).min(1) }).strict();
+export const createdKeySchema = z.object({ key: z.string().meta({ description: 'The API key. Shown once: it is stored hashed.' }), apiKey: keySchema });
+export const meSchema = z.object({ keyId: z.string(), tenant: z.string(), scopes: z.array(z.string()) });

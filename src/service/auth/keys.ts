@@ -1,0 +1,121 @@
+/**
+ * API keys: `dibs_<id>_<secret>`. The id is public (lists, logs); the secret is 192 random bits.
+ * Only the sha256 of the whole key is stored — a high-entropy key needs no slow hash — and it is
+ * compared in constant time. A key belongs to one tenant and carries scopes.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { DibsError } from '../../core/errors.js';
+import type { ApiKeyRecord, ServiceStore } from '../../core/service-store.js';
+import { tenantIdSchema } from '../../core/schemas.js';
+import { parseInput } from '../../core/validate.js';
+
+/** The tenant whose names carry no namespace: what the CLI and the library see without one. */
+export const DEFAULT_TENANT = 'default';
+
+/**
+ * Scopes. `<family>:admin` implies every scope of its family, `<family>:*` likewise, and `admin`
+ * implies everything (including managing keys of its own tenant and reading /metrics).
+ */
+export const SCOPES = [
+  'pools:read', 'pools:claim', 'pools:admin',
+  'sales:read', 'sales:buy', 'sales:admin',
+  'locks:read', 'locks:write',
+  'metrics:read',
+  'admin',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const scopeSchema = z.string().refine((s) => (SCOPES as readonly string[]).includes(s) || /^(pools|sales|locks|metrics):\*$/.test(s), `a scope: one of ${SCOPES.join(', ')} or <family>:*`);
+export const scopesSchema = z.array(scopeSchema).min(1, 'give at least one scope').max(32);
+export const keyNameSchema = z.string().min(1).max(100).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+
+export function grants(granted: readonly string[], needed: Scope): boolean {
+  if (granted.includes('admin') || granted.includes(needed)) return true;
+  const family = needed.split(':')[0]!;
+  return granted.includes(`${family}:*`) || granted.includes(`${family}:admin`);
+}
+
+const KEY_FORMAT = /^dibs_([a-f0-9]{16})_([A-Za-z0-9_-]{32})$/;
+
+export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+export interface CreatedKey {
+  /** The key itself: shown once, never stored. */
+  key: string;
+  record: Omit<ApiKeyRecord, 'hash'>;
+}
+
+export async function createApiKey(store: ServiceStore, input: { tenant?: string; name: string; scopes: string[] }): Promise<CreatedKey> {
+  const tenant = parseInput(tenantIdSchema, input.tenant ?? DEFAULT_TENANT, 'tenant');
+  const name = parseInput(keyNameSchema, input.name, 'name');
+  const scopes = [...new Set(parseInput(scopesSchema, input.scopes, 'scopes'))];
+  const id = randomBytes(8).toString('hex');
+  const key = `dibs_${id}_${randomBytes(24).toString('base64url')}`;
+  const record: ApiKeyRecord = { id, tenant, name, scopes, hash: hashKey(key), createdAt: new Date().toISOString(), revokedAt: null };
+  await store.insertKey(record);
+  const { hash: _hash, ...shown } = record;
+  return { key, record: shown };
+}
+
+/** A key record as shown to people: never the hash. */
+export const publicKey = ({ hash: _hash, ...rest }: ApiKeyRecord) => rest;
+
+export interface Principal {
+  keyId: string;
+  tenant: string;
+  scopes: string[];
+}
+
+/**
+ * Verifies keys against the store, remembering verified (and unknown) ids for `cacheMs` so a busy
+ * API does not read the store on every request. A revocation therefore takes effect on other
+ * instances within `cacheMs` (default 5 s); on the instance that revoked, at once.
+ */
+export class KeyVerifier {
+  private readonly cache = new Map<string, { record: ApiKeyRecord | null; until: number }>();
+
+  constructor(
+    private readonly store: ServiceStore,
+    private readonly cacheMs = 5000,
+  ) {}
+
+  async verify(presented: string): Promise<Principal> {
+    const match = KEY_FORMAT.exec(presented);
+    if (!match) throw new DibsError('unauthorized', 'the API key is malformed (expected dibs_<id>_<secret>)');
+    const id = match[1]!;
+    const record = await this.lookup(id);
+    const expected = Buffer.from(record?.hash ?? '0'.repeat(64), 'hex');
+    const actual = Buffer.from(hashKey(presented), 'hex');
+    const same = timingSafeEqual(expected, actual);
+    if (!record || !same) throw new DibsError('unauthorized', 'the API key is not valid');
+    if (record.revokedAt) throw new DibsError('unauthorized', 'the API key has been revoked');
+    return { keyId: record.id, tenant: record.tenant, scopes: record.scopes };
+  }
+
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+
+  private async lookup(id: string): Promise<ApiKeyRecord | null> {
+    const now = Date.now();
+    const hit = this.cache.get(id);
+    if (hit && hit.until > now) return hit.record;
+    const record = await this.store.getKey(id);
+    if (this.cache.size > 10_000) this.cache.clear(); // bounded: unknown ids must not grow it forever
+    this.cache.set(id, { record, until: now + this.cacheMs });
+    return record;
+  }
+}
+
+/** The key of a request: `Authorization: Bearer <key>` (or the `x-api-key` header). */
+export function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const auth = headers.authorization;
+  if (typeof auth === 'string') {
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (!bearer) throw new DibsError('unauthorized', 'Authorization must be "Bearer <api key>"');
+    return bearer[1];
+  }
+  const header = headers['x-api-key'];
+  return typeof header === 'string' ? header : undefined;
+}

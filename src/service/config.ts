@@ -1,0 +1,71 @@
+/**
+ * Service configuration from a JSON file, the environment and command-line flags — in that order
+ * of precedence, lowest first — validated once with zod, so a typo fails at start with the name of
+ * the setting instead of misbehaving later.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { DibsError } from '../core/errors.js';
+import { parseInput } from '../core/validate.js';
+import { DEFAULT_STORE } from '../backends/registry.js';
+
+const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min).max(max);
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v))]);
+
+export const serviceConfigSchema = z
+  .object({
+    store: z.string().min(1).default(DEFAULT_STORE),
+    port: int(0, 65535).default(3000),
+    host: z.string().min(1).default('127.0.0.1'),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Background jobs (sale activation/expiry, hold sweep, outbox delivery). */
+    jobs: bool.default(true),
+    jobsEveryMs: int(50, 3_600_000).default(1000),
+    /** Seed a demo pool and sale, and print a fresh local admin key. */
+    demo: bool.default(false),
+    /** Requests per API key per window; 0 turns rate limiting off. */
+    rateLimit: int(0, 10_000_000).default(6000),
+    rateLimitWindowMs: int(1000, 86_400_000).default(60_000),
+    idempotencyTtlMs: int(60_000, 30 * 86_400_000).default(86_400_000),
+    keyCacheMs: int(0, 600_000).default(5000),
+    metricsPublic: bool.default(false),
+    bodyLimit: int(1024, 1024 * 1024 * 1024).default(1024 * 1024),
+  })
+  .strict();
+
+export type ServiceConfig = z.output<typeof serviceConfigSchema>;
+export type ServiceConfigInput = z.input<typeof serviceConfigSchema>;
+
+/** Environment variable → setting. */
+const ENV: Record<string, keyof ServiceConfig> = {
+  DIBS_STORE: 'store',
+  PORT: 'port',
+  HOST: 'host',
+  LOG_LEVEL: 'logLevel',
+  DIBS_JOBS: 'jobs',
+  DIBS_JOBS_EVERY_MS: 'jobsEveryMs',
+  DIBS_RATE_LIMIT: 'rateLimit',
+  DIBS_RATE_LIMIT_WINDOW_MS: 'rateLimitWindowMs',
+  DIBS_IDEMPOTENCY_TTL_MS: 'idempotencyTtlMs',
+  DIBS_KEY_CACHE_MS: 'keyCacheMs',
+  DIBS_METRICS_PUBLIC: 'metricsPublic',
+  DIBS_BODY_LIMIT: 'bodyLimit',
+};
+
+export function loadServiceConfig(options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {}): ServiceConfig {
+  const env = options.env ?? process.env;
+  const file = options.file ?? env.DIBS_CONFIG;
+  let fromFile: Record<string, unknown> = {};
+  if (file) {
+    try {
+      fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (error) {
+      throw new DibsError('invalid_input', `config: cannot read ${file}: ${(error as Error).message}`, { field: 'config' });
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new DibsError('invalid_input', `config: ${file} must hold a JSON object`, { field: 'config' });
+  }
+  const fromEnv: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(ENV)) if (env[name] !== undefined && env[name] !== '') fromEnv[key] = env[name];
+  const fromFlags = Object.fromEntries(Object.entries(options.flags ?? {}).filter(([, v]) => v !== undefined));
+  return parseInput(serviceConfigSchema, { ...fromFile, ...fromEnv, ...fromFlags }, 'config');
+}

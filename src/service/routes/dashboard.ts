@@ -1,0 +1,63 @@
+/**
+ * The admin dashboard at `/` (static files from src/dashboard/public, read once at start) and the
+ * few read endpoints it needs that the API did not have: a pool's claim rate over time (sampled in
+ * memory, see dashboard/claim-rate.ts), the outbox's status and an event's delivery attempts.
+ *
+ * The page talks to the API like any client (with `Authorization: Bearer <key>`); it is served
+ * without a key because it holds no data. Its Content-Security-Policy allows this origin only, so
+ * the page cannot reach any other host.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { readFileSync } from 'node:fs';
+import { DibsError } from '../../core/errors.js';
+import { ClaimRateSampler, type ClaimRateOptions } from '../../dashboard/claim-rate.js';
+import type { ServiceContext } from '../context.js';
+import { route } from '../routing.js';
+
+const PUBLIC = new URL('../../dashboard/public/', import.meta.url);
+/** Every file the page may load: a fixed list, so no request path ever reaches the file system. */
+const ASSETS: Record<string, string> = {
+  'dashboard.js': 'text/javascript; charset=utf-8',
+  'dashboard.css': 'text/css; charset=utf-8',
+  'chart.js': 'text/javascript; charset=utf-8',
+};
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+
+function secure(reply: FastifyReply, type: string): FastifyReply {
+  return reply
+    .type(type)
+    .header('content-security-policy', CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-cache');
+}
+
+export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, options: ClaimRateOptions = {}): void {
+  const page = readFileSync(new URL('index.html', PUBLIC), 'utf8');
+  const assets = new Map(Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, PUBLIC), 'utf8') }]));
+  const sampler = new ClaimRateSampler(dibs, options);
+  app.addHook('onClose', async () => sampler.stop());
+  const tag = 'Dashboard';
+
+  // the page and its files hold no data: public; every API call the page makes carries the key
+  route(app, { method: 'GET', url: '/', scope: 'public', noRateLimit: true, tag, summary: 'The admin dashboard', responses: { 200: { description: 'HTML', contentType: 'text/html' } } }, async (_request, reply) =>
+    secure(reply, 'text/html; charset=utf-8').send(page));
+  route(app, { method: 'GET', url: '/dashboard/:file', scope: 'public', noRateLimit: true, tag, summary: 'A file of the dashboard (fixed list)', responses: { 200: { description: 'JS or CSS' } } }, async (request, reply) => {
+    const asset = assets.get(request.params.file!);
+    if (!asset) throw new DibsError('not_found', `no dashboard file '${request.params.file}'`);
+    return secure(reply, asset.type).send(asset.body);
+  });
+
+  route(app, { method: 'GET', url: '/v1/pools/:pool/claim-rate', scope: 'pools:read', tag, summary: "A pool's claim rate over time (sampled in memory by this service instance)", responses: { 200: { description: 'The series' } } }, async (request) =>
+    sampler.series(request.tenant.pool(request.params.pool)));
+
+  // the outbox is shared by every tenant: its status and delivery logs are for admins
+  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag', responses: { 200: { description: 'The status' } } }, async () => {
+    if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+    return dibs.backend.outbox.status();
+  });
+  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts", responses: { 200: { description: 'The attempts' } } }, async (request) => {
+    if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+    return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * Headless Chromium for the dashboard tests: Debian's `chromium` package driven by playwright-core.
+ * Never a browser download — .ci/run installs the package with apt-get when it is missing.
+ * Without Chromium the tests skip loudly on a developer machine and FAIL under CI=true.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+
+export const CHROMIUM = process.env.DIBS_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Where screenshots go (gitignored). */
+export const ARTIFACTS = new URL('../../test-artifacts/dashboard/', import.meta.url).pathname;
+
+/**
+ * `undefined` when Chromium is there; otherwise the reason to skip. Under CI a missing browser is
+ * an error, so the suite cannot pass by silently testing nothing.
+ */
+export function chromiumMissing(): string | undefined {
+  if (existsSync(CHROMIUM)) return undefined;
+  const reason = `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium; .ci/run does this)`;
+  if (process.env.CI === 'true') throw new Error(`CI=true and ${reason}`);
+  console.warn(`\n!!! SKIPPING the dashboard browser tests: ${reason}\n`);
+  return reason;
+}
+
+export interface Browser {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+/** A fresh headless Chromium with its own throw-away profile and no background network. */
+export async function launchChromium(): Promise<Browser> {
+  const profile = mkdtempSync(join(tmpdir(), 'dibs-chromium-'));
+  mkdirSync(ARTIFACTS, { recursive: true });
+  // Playwright takes the profile as launchPersistentContext's first argument (it refuses a
+  // --user-data-dir flag in args); every other flag is passed as is.
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 900 },
+    timeout: 60_000,
+  });
+  return {
+    context,
+    close: async () => {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}

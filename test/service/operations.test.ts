@@ -1,0 +1,216 @@
+/**
+ * Idempotency keys (Stripe semantics, across instances), per-key rate limits, Prometheus metrics
+ * (parsed by a Prometheus text parser), the OpenAPI document and config validation.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { openDibs } from '../../src/index.js';
+import { buildServer } from '../../src/service/app.js';
+import { loadServiceConfig } from '../../src/service/config.js';
+import { errorOf, openTestService, type TestService } from '../support/service.js';
+
+describe('Idempotency-Key', () => {
+  let svc: TestService;
+  let admin: string;
+  before(async () => {
+    svc = await openTestService();
+    admin = await svc.key('acme', ['admin']);
+    await svc.call(admin, 'POST', '/v1/pools', { name: 'idem', perClaimantLimit: 5 });
+    await svc.call(admin, 'POST', '/v1/pools/idem/codes', { codes: Array.from({ length: 50 }, (_, i) => `I${i}`) });
+  });
+  after(() => svc.close());
+
+  it('same key + same body → the stored answer, replayed; different body → 409 idempotency_key_reused', async () => {
+    const first = await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'ann' }, { 'idempotency-key': 'k-1' });
+    assert.equal(first.statusCode, 201);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    // Same body with keys in another order is the same request.
+    const again = await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'ann' }, { 'idempotency-key': 'k-1' });
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
+    errorOf(await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'bob' }, { 'idempotency-key': 'k-1' }), 409, 'idempotency_key_reused');
+    errorOf(await svc.call(admin, 'POST', '/v1/pools/other/claims', { claimant: 'ann' }, { 'idempotency-key': 'k-1' }), 409, 'idempotency_key_reused');
+    // Without a key, a second claim takes a second code (limit 5).
+    const unkeyed = await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'ann' });
+    assert.notEqual(unkeyed.json().code, first.json().code);
+  });
+
+  it('works on every kind of mutating route, stores 4xx answers, not 5xx; keys are per API key', async () => {
+    const created = await svc.call(admin, 'POST', '/v1/pools', { name: 'idem2' }, { 'idempotency-key': 'create-1' });
+    assert.equal(created.statusCode, 201);
+    const replay = await svc.call(admin, 'POST', '/v1/pools', { name: 'idem2' }, { 'idempotency-key': 'create-1' });
+    assert.equal(replay.statusCode, 201, 'replayed, not 409 already_exists');
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    const del = await svc.call(admin, 'DELETE', '/v1/pools/idem2', undefined, { 'idempotency-key': 'del-1' });
+    assert.equal(del.statusCode, 204);
+    const delAgain = await svc.call(admin, 'DELETE', '/v1/pools/idem2', undefined, { 'idempotency-key': 'del-1' });
+    assert.equal(delAgain.statusCode, 204, 'the stored 204, not 404');
+    const counter = await svc.call(admin, 'POST', '/v1/counters/c', { by: 3 }, { 'idempotency-key': 'incr-1' });
+    const counterAgain = await svc.call(admin, 'POST', '/v1/counters/c', { by: 3 }, { 'idempotency-key': 'incr-1' });
+    assert.equal(counterAgain.json().value, counter.json().value, 'incremented once');
+    // A 4xx answer is stored too (Stripe): the same request gets the same error.
+    const bad = await svc.call(admin, 'POST', '/v1/pools/nope/claims', { claimant: 'x' }, { 'idempotency-key': 'bad-1' });
+    errorOf(bad, 404, 'not_found');
+    assert.equal((await svc.call(admin, 'POST', '/v1/pools/nope/claims', { claimant: 'x' }, { 'idempotency-key': 'bad-1' })).headers['idempotent-replayed'], 'true');
+    // Another API key (even of the same tenant) has its own key space.
+    const other = await svc.key('acme', ['admin']);
+    assert.equal((await svc.call(other, 'POST', '/v1/counters/c', { by: 3 }, { 'idempotency-key': 'incr-1' })).json().value, counter.json().value + 3);
+    // Malformed keys are refused.
+    errorOf(await svc.call(admin, 'POST', '/v1/counters/c', { by: 1 }, { 'idempotency-key': 'x'.repeat(300) }), 400, 'invalid_input');
+  });
+
+  it('a request whose key is still in flight → 409 idempotency_key_in_use', async () => {
+    const me = (await svc.call(admin, 'GET', '/v1/me')).json() as { keyId: string };
+    // Another instance has begun this key and not answered yet.
+    await svc.dibs.backend.service!.beginIdempotent(me.keyId, 'busy-1', 'whatever', 60_000);
+    const res = await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'cat' }, { 'idempotency-key': 'busy-1' });
+    errorOf(res, 409, 'idempotency_key_in_use');
+    assert.equal(res.headers['retry-after'], '1');
+    // Concurrent duplicates: exactly one runs, the others are in-use conflicts or replays of it.
+    const answers = await Promise.all(Array.from({ length: 10 }, () => svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'dan' }, { 'idempotency-key': 'race-1' })));
+    const ran = answers.filter((a) => a.statusCode === 201 && a.headers['idempotent-replayed'] === undefined);
+    assert.equal(ran.length, 1, answers.map((a) => `${a.statusCode} ${a.body}`).join('\n'));
+    for (const a of answers) if (a !== ran[0]) assert.ok(a.statusCode === 409 ? errorOf(a).code === 'idempotency_key_in_use' : a.body === ran[0]!.body);
+    assert.equal((await svc.call(admin, 'GET', '/v1/pools/idem/claimants/dan')).json().codes.length, 1);
+  });
+
+  it('is shared by every instance on the store: a retry on another instance replays', async () => {
+    const dibs2 = await openDibs(svc.store);
+    const app2 = buildServer({ dibs: dibs2, rateLimit: false });
+    try {
+      const first = await svc.call(admin, 'POST', '/v1/pools/idem/claims', { claimant: 'eve' }, { 'idempotency-key': 'multi-1' });
+      const second = await app2.inject({ method: 'POST', url: '/v1/pools/idem/claims', headers: { authorization: admin, 'content-type': 'application/json', 'idempotency-key': 'multi-1' }, payload: JSON.stringify({ claimant: 'eve' }) });
+      assert.equal(second.headers['idempotent-replayed'], 'true');
+      assert.equal(second.body, first.body);
+    } finally {
+      await app2.close();
+      await dibs2.close();
+    }
+  });
+});
+
+describe('rate limits', () => {
+  it('limits each API key separately: 429 rate_limited with Retry-After', async () => {
+    const svc = await openTestService({ rateLimit: { max: 5, timeWindowMs: 60_000 } });
+    try {
+      const a = await svc.key('acme', ['pools:read']);
+      const b = await svc.key('acme', ['pools:read']);
+      for (let i = 0; i < 5; i++) assert.equal((await svc.call(a, 'GET', '/v1/pools')).statusCode, 200);
+      const limited = await svc.call(a, 'GET', '/v1/pools');
+      errorOf(limited, 429, 'rate_limited');
+      assert.ok(Number(limited.headers['retry-after']) > 0, JSON.stringify(limited.headers));
+      assert.equal(limited.headers['x-ratelimit-limit'], '5');
+      assert.equal((await svc.call(b, 'GET', '/v1/pools')).statusCode, 200, 'another key has its own budget');
+      // Health checks and docs are never limited.
+      for (let i = 0; i < 10; i++) assert.equal((await svc.call(null, 'GET', '/healthz')).statusCode, 200);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
+describe('metrics, OpenAPI, config', () => {
+  let svc: TestService;
+  let admin: string;
+  before(async () => {
+    svc = await openTestService();
+    admin = await svc.key('default', ['admin']);
+  });
+  after(() => svc.close());
+
+  it('exposes claims by outcome, latency histograms, free units per pool, lock waiters and outbox lag in the Prometheus format', async () => {
+    await svc.call(admin, 'POST', '/v1/pools', { name: 'm', perClaimantLimit: 1 });
+    await svc.call(admin, 'POST', '/v1/pools/m/codes', { codes: ['A', 'B', 'C'] });
+    await svc.call(admin, 'POST', '/v1/pools/m/claims', { claimant: 'x' });
+    await svc.call(admin, 'POST', '/v1/pools/m/claims', { claimant: 'x' });
+    await svc.call(admin, 'POST', '/v1/pools/m/claims', { claimant: 'y' });
+    await svc.call(admin, 'POST', '/v1/pools/m/claims', { claimant: 'z' });
+    await svc.call(admin, 'POST', '/v1/pools/m/claims', { claimant: 'w' }); // sold out
+    errorOf(await svc.call(null, 'GET', '/metrics'), 401, 'unauthorized');
+    errorOf(await svc.call(await svc.key('default', ['pools:read']), 'GET', '/metrics'), 403, 'forbidden');
+    const res = await svc.call(await svc.key('default', ['metrics:read']), 'GET', '/metrics');
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    const families = new Map(parsePrometheusTextFormat(res.body).map((f) => [f.name, f]));
+    const claims = families.get('dibs_claims_total')!;
+    assert.equal(claims.type, 'COUNTER');
+    const outcome = (o: string) => Number(claims.metrics.find((m) => m.labels?.kind === 'pool' && m.labels.outcome === o)?.value);
+    assert.equal(outcome('claimed'), 3);
+    assert.equal(outcome('already-held'), 1);
+    assert.equal(outcome('sold_out'), 1);
+    const latency = families.get('dibs_claim_duration_seconds')!;
+    assert.equal(latency.type, 'HISTOGRAM');
+    assert.equal(Number(latency.metrics[0]!.buckets!['+Inf']), 5);
+    assert.equal(families.get('dibs_http_request_duration_seconds')!.type, 'HISTOGRAM');
+    // (This parser folds histogram samples by bucket and drops their other labels: check those in the text.)
+    assert.match(res.body, /^dibs_http_request_duration_seconds_count\{[^}]*route="\/v1\/pools\/:pool\/claims"[^}]*\} \d+$/m);
+    assert.equal(Number(families.get('dibs_pool_free_units')!.metrics.find((m) => m.labels?.pool === 'm' && m.labels.tenant === 'default')!.value), 0);
+    assert.equal(Number(families.get('dibs_lock_waiters')!.metrics[0]!.value), 0);
+    assert.equal(families.get('dibs_outbox_lag_seconds')!.type, 'GAUGE');
+    assert.ok(families.has('dibs_process_resident_memory_bytes'));
+  });
+
+  it('serves an OpenAPI 3.1 document covering every route, with the error shape and a local reference page', async () => {
+    const res = await svc.call(null, 'GET', '/openapi.json');
+    const doc = res.json() as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters?: { name: string }[] }>>; components: { schemas: Record<string, unknown> } };
+    assert.equal(doc.openapi, '3.1.0');
+    for (const r of svc.app.routeDocs) {
+      const op = doc.paths[r.url.replace(/:(\w+)/g, '{$1}')]?.[r.method.toLowerCase()];
+      assert.ok(op, `${r.method} ${r.url} is documented`);
+      if (r.idempotent) assert.ok(op.parameters?.some((p) => p.name === 'Idempotency-Key'), `${r.method} ${r.url} documents Idempotency-Key`);
+    }
+    for (const name of ['Error', 'Pool', 'ClaimResult', 'Sale', 'Lease', 'PoolPage']) assert.ok(doc.components.schemas[name], name);
+    assert.ok(!JSON.stringify(doc).includes('#/$defs/'), 'every $ref resolves inside the document');
+    const page = await svc.call(null, 'GET', '/docs');
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /openapi\.json/);
+    assert.doesNotMatch(page.body, /https?:\/\/(?!json-schema)/, 'no external assets');
+  });
+
+  it('is ready only when the store is reachable and its migrations are applied', async () => {
+    const ready = await svc.call(null, 'GET', '/readyz');
+    assert.equal(ready.statusCode, 200, ready.body);
+    const { applied, expected } = ready.json().migrations as { applied: number; expected: number };
+    assert.equal(applied, expected);
+    // Another process rolled the ledger back (an older build migrated this file): not ready.
+    const raw = new Database(svc.store.replace(/^sqlite:/, ''));
+    try {
+      raw.prepare('DELETE FROM dibs_migrations WHERE id = ?').run(expected);
+      const behind = await svc.call(null, 'GET', '/readyz');
+      assert.equal(behind.statusCode, 503, behind.body);
+      assert.equal(behind.json().migrations.applied, expected - 1);
+      raw.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, 'restored', 'now')`).run(expected);
+    } finally {
+      raw.close();
+    }
+    assert.equal((await svc.call(null, 'GET', '/readyz')).statusCode, 200);
+  });
+
+  it('validates config from file, env and flags (flags win)', () => {
+    const config = loadServiceConfig({ env: { PORT: '4000', DIBS_RATE_LIMIT: '10', DIBS_METRICS_PUBLIC: 'true' }, flags: { port: 5000 } });
+    assert.equal(config.port, 5000);
+    assert.equal(config.rateLimit, 10);
+    assert.equal(config.metricsPublic, true);
+    assert.equal(config.store, 'sqlite:./dibs.db');
+    assert.throws(() => loadServiceConfig({ env: { PORT: 'eighty' } }), { code: 'invalid_input', field: 'config.port' });
+    assert.throws(() => loadServiceConfig({ env: {}, flags: { logLevel: 'loud' } }), { code: 'invalid_input', field: 'config.logLevel' });
+    assert.throws(() => loadServiceConfig({ env: { DIBS_CONFIG: '/nonexistent/dibs.json' } }), { code: 'invalid_input' });
+    const dir = mkdtempSync(join(tmpdir(), 'dibs-config-'));
+    try {
+      const file = join(dir, 'dibs.json');
+      writeFileSync(file, JSON.stringify({ port: 7000, host: '0.0.0.0', rateLimit: 50, store: 'sqlite:/tmp/x.db' }));
+      const fromFile = loadServiceConfig({ file, env: { PORT: '7100' } });
+      assert.deepEqual([fromFile.port, fromFile.host, fromFile.rateLimit, fromFile.store], [7100, '0.0.0.0', 50, 'sqlite:/tmp/x.db'], 'env overrides the file');
+      writeFileSync(file, JSON.stringify({ prot: 7000 }));
+      assert.throws(() => loadServiceConfig({ file, env: {} }), { code: 'invalid_input' }, 'unknown settings are refused');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
