@@ -90,5 +90,7 @@ SELECT
   ARRAY(SELECT t.code FROM taken t ORDER BY t.id) AS taken,
   (SELECT count(*) FROM slots)::int AS room,
   (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_row)::int AS writes,
-  (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p))::bigint AS free_seen,
+  -- only needed to tell "sold out" from "all free rows locked"; summing the shards on every
+  -- successful claim cost measurable throughput
+  CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p)) ELSE 0 END::bigint AS free_seen,
   $7::boolean AS settled

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
+import { prepared, query, causeState, translate, withTransaction, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -73,7 +73,9 @@ export class PgClaims {
       try {
         row = useGroup ? await this.grouper!.claim(request) : await this.runSingle(request);
       } catch (error) {
-        const state = sqlState(error);
+        // Look through translation: a deadlock inside a group or a settling transaction arrives
+        // here already wrapped as `unavailable`, and is just as safe to retry.
+        const state = causeState(error);
         if (state !== '23505' && state !== '40P01' && state !== '40001') throw translate(error);
         // A race with another claim of the same claimant/key (or a deadlock victim): retry alone,
         // so one collision never fails a whole group twice.

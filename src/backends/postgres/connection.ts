@@ -35,7 +35,10 @@ export function createPool(connectionString: string, options: PgOptions): pg.Poo
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs,
     idleTimeoutMillis: 30_000,
-    options: `-c search_path=${quoteIdent(options.schema)}`,
+    // Generic plans for dibs' prepared statements: the claim statement is a dozen CTEs whose
+    // custom re-planning on every execution cost more CPU than executing it (0.42 ms planning vs
+    // 0.28 ms execution), and its best plan does not depend on the parameter values.
+    options: `-c search_path=${quoteIdent(options.schema)} -c plan_cache_mode=force_generic_plan`,
   });
   // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener Node would crash the process. The pool drops it and reconnects.
@@ -61,6 +64,10 @@ export const sqlState = (error: unknown): string | undefined => {
   const code = (error as { code?: unknown })?.code;
   return typeof code === 'string' ? code : undefined;
 };
+
+/** The SQLSTATE behind an error, also when it was already translated into a DibsError. */
+export const causeState = (error: unknown): string | undefined =>
+  error instanceof DibsError ? sqlState(error.cause) : sqlState(error);
 
 /** Maps a driver error to a DibsError; DibsErrors pass through. */
 export function translate(error: unknown): unknown {

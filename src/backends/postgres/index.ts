@@ -16,20 +16,40 @@ import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import { createPool, query, translate, type PgOptions } from './connection.js';
 import { migrate } from './migrate.js';
+import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
+import { PgServiceStore } from './service.js';
+import { PgSales } from './sales.js';
+import { PgCounters } from './counters.js';
+import { lockChannel, ReleaseListener } from './listener.js';
+import { PgLocks } from './locks.js';
 
 export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs'] as const;
 
 export class PostgresBackend implements Backend {
   readonly kind = 'postgres';
   readonly pools: PgPools;
+  readonly service: PgServiceStore;
+  readonly sales: PgSales;
+  readonly outbox: PgOutbox;
+  readonly locks: PgLocks;
+  readonly counters: PgCounters;
+  /** The one LISTEN connection of this instance (lock wake-ups); connected on first use. */
+  readonly releaseListener: ReleaseListener;
   private closed: Promise<void> | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
     readonly options: PgOptions,
+    connectionString: string,
   ) {
     this.pools = new PgPools(pool, options);
+    this.service = new PgServiceStore(pool);
+    this.sales = new PgSales(pool);
+    this.outbox = new PgOutbox(pool);
+    this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs);
+    this.locks = new PgLocks(pool, this.releaseListener);
+    this.counters = new PgCounters(pool);
   }
 
   async health(): Promise<Health> {
@@ -42,7 +62,7 @@ export class PostgresBackend implements Backend {
   }
 
   close(): Promise<void> {
-    this.closed ??= this.pool.end();
+    this.closed ??= Promise.all([this.releaseListener.close(), this.pool.end()]).then(() => undefined);
     return this.closed;
   }
 }
@@ -65,7 +85,7 @@ export const openPostgres: BackendFactory = async (url, overrides) => {
     await pool.end().catch(() => {});
     throw translate(error);
   }
-  return new PostgresBackend(pool, options);
+  return new PostgresBackend(pool, options, connectionUrl.href);
 };
 
 export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOptions {

@@ -1,0 +1,71 @@
+/**
+ * Connection loss during a flash sale on PostgreSQL: while 4 processes buy, the server terminates
+ * their connections again and again. A buy in flight answers `unavailable` (retriable), never a
+ * wrong answer; its step committed whole or not at all. Afterwards every acknowledged order is in
+ * the store, retrying the interrupted keyed buys never sells a second unit to anyone (replay or
+ * one new order), sold ≤ cap, and the audit is clean.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { openDibs, type Dibs } from '../../src/index.js';
+import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
+import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
+
+const skip = await requirePostgres();
+
+describe('postgres: connections terminated mid-sale', { skip }, () => {
+  const app = `dibs_sale_fault_${Math.random().toString(36).slice(2, 8)}`;
+  const temp = tempPgStore({ poolSize: '4' });
+  // Only the storm workers' connections are targets; they are told apart by application_name.
+  const workerStore = `${temp.store}&application_name=${app}`;
+  let dibs: Dibs;
+  before(async () => {
+    dibs = await openDibs(temp.store);
+  });
+  after(async () => {
+    await dibs?.close();
+    await temp.drop();
+  });
+
+  it('keeps every acknowledged order, retries replay, sold ≤ cap, audit clean', async () => {
+    const cap = 300;
+    const sale = await dibs.sales.create({ sku: 'FAULTY', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+    const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({ customer: `buyer-${i % 600}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+    let killed = 0;
+    let stop = false;
+    const storm = runSaleStorm({ store: workerStore, sale: sale.id, lanes: spread(ops, 4), concurrency: 8 });
+    const killer = (async () => {
+      for (let wait = 0; wait < 400 && !stop; wait++) {
+        const [row] = await adminQuery<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [app]);
+        if (row!.n > 4) break;
+        await sleep(25);
+      }
+      for (let round = 0; round < 40 && !stop; round++) {
+        const rows = await adminQuery<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, [app]);
+        killed += rows.filter((r) => r.ok).length;
+        await sleep(40);
+      }
+    })();
+    const outcomes = await storm.finally(() => (stop = true));
+    await killer;
+    assert.ok(killed > 0, 'connections were terminated during the sale');
+
+    const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
+    assert.deepEqual(wrong, [], 'only sold_out, limit_reached and unavailable');
+    const stored = new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${temp.schema}".sale_orders`)).map((r) => r.id));
+    const acknowledged = outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId!);
+    for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
+
+    // Retrying an interrupted keyed buy replays it if it had committed, or buys once now.
+    const interrupted = outcomes.filter((o) => o.error === 'unavailable' && o.key);
+    for (const o of interrupted) {
+      await dibs.sales.buy(sale.id, o.customer, 1, { idempotencyKey: o.key! }).catch((error: { code?: string }) => assert.ok(['sold_out', 'limit_reached'].includes(error.code!), String(error)));
+    }
+    const final = await dibs.sales.get(sale.id);
+    assert.ok(final.stats.sold <= cap);
+    assert.ok(final.stats.sold >= new Set(acknowledged).size);
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    process.stderr.write(`terminated ${killed} connections; ${outcomes.filter((o) => o.error === 'unavailable').length} buys answered unavailable (${interrupted.length} keyed, retried); ${final.stats.sold} sold\n`);
+  });
+});

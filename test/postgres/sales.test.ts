@@ -1,0 +1,11 @@
+import { saleConformance } from '../conformance/sales.js';
+import { openTempPg, requirePostgres } from '../support/postgres.js';
+
+const skip = await requirePostgres();
+
+if (skip) {
+  const { it } = await import('node:test');
+  it('postgres sale conformance', { skip }, () => {});
+} else {
+  saleConformance('postgres', () => openTempPg());
+}
