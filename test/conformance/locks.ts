@@ -140,11 +140,12 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
 
     it('runExclusive releases after fn and keeps the lease alive past its TTL by renewing', async () => {
       const k = key();
+      // Renewal runs at 0.8×TTL; a TTL of 2 s leaves 400 ms of slack for a loaded machine.
       const result = await dibs.locks.runExclusive(k, async (signal) => {
-        await sleep(700);
+        await sleep(4500);
         assert.equal(signal.aborted, false);
         return 42;
-      }, { ttlMs: 300 });
+      }, { ttlMs: 2000 });
       assert.equal(result, 42);
       assert.equal((await dibs.locks.inspect(k)).holders.length, 0);
     });

@@ -10,8 +10,14 @@ import { Cluster, Redis } from 'ioredis';
 import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
+import type { ServiceStore } from '../../core/service-store.js';
 import { translateErrors } from '../shared/translate-errors.js';
 import { RedisPools } from './pools.js';
+import { RedisServiceStore } from './service.js';
+import { RedisCounters } from './counters.js';
+import { lockChannel } from './keys.js';
+import { RedisLocks } from './locks.js';
+import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
 const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available/i;
@@ -26,6 +32,11 @@ export function translateRedisError(error: unknown): unknown {
 export class RedisBackend implements Backend {
   readonly kind = 'redis';
   readonly pools: RedisPools;
+  readonly service: ServiceStore;
+  readonly locks: RedisLocks;
+  readonly counters: RedisCounters;
+  /** The dedicated pub/sub connection for lock wake-ups; created on first use. */
+  readonly releaseSubscriber: ReleaseSubscriber;
   private closed = false;
 
   constructor(
@@ -34,6 +45,10 @@ export class RedisBackend implements Backend {
     private readonly cluster: boolean,
   ) {
     this.pools = translateErrors(new RedisPools(client, prefix), translateRedisError);
+    this.service = translateErrors(new RedisServiceStore(client, prefix), translateRedisError);
+    this.releaseSubscriber = new ReleaseSubscriber(client, lockChannel(prefix));
+    this.locks = translateErrors(new RedisLocks(client, prefix, this.releaseSubscriber), translateRedisError);
+    this.counters = translateErrors(new RedisCounters(client, prefix), translateRedisError);
   }
 
   async health(): Promise<Health> {
@@ -67,6 +82,7 @@ export class RedisBackend implements Backend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.releaseSubscriber.close();
     await this.client.quit().catch(() => this.client.disconnect());
   }
 }

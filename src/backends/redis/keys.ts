@@ -26,3 +26,18 @@ export function poolKeys(prefix: string, pool: string): PoolKeys {
 }
 
 export const registryKey = (prefix: string) => `{${prefix}}:pools`;
+
+/**
+ * Keys of one lock/semaphore key, sharing the tag `{prefix:lock:key}` (one slot per lock; different
+ * locks spread over the Cluster). The fence counter outlives every lease so fences only grow.
+ */
+export function lockKeys(prefix: string, key: string): { holders: string; fence: string; tokens: string } {
+  const tag = `{${prefix}:lock:${key}}`;
+  return { holders: `${tag}:holders`, fence: `${tag}:fence`, tokens: `${tag}:tokens` };
+}
+
+/** Pub/sub channel on which releases of this prefix are announced (message = lock key). */
+export const lockChannel = (prefix: string) => `{${prefix}}:lock-released`;
+
+/** One hash per sharded counter (its shards are fields, so the exact total is one-slot, one-step). */
+export const counterKey = (prefix: string, name: string) => `{${prefix}:counter:${name}}`;

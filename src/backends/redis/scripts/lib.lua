@@ -55,3 +55,28 @@ end
 local function code_reply(code, rec)
   return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or '') }
 end
+
+-- Locks: drops lapsed holders (and their fence entries) of one key.
+local function sweep_holders(holders_key, tokens_key, now)
+  local expired = redis.call('ZRANGEBYSCORE', holders_key, '-inf', now)
+  if #expired == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', now)
+  for _, token in ipairs(expired) do redis.call('HDEL', tokens_key, token) end
+end
+
+-- Locks: the holder keys vanish by themselves when their last lease lapses (abandoned keys
+-- cost no memory); the fence counter is kept.
+local function expire_with_holders(holders_key, tokens_key)
+  local last = redis.call('ZRANGE', holders_key, -1, -1, 'WITHSCORES')
+  if #last == 0 then return end
+  local at = math.floor(tonumber(last[2])) + 1
+  redis.call('PEXPIREAT', holders_key, at)
+  redis.call('PEXPIREAT', tokens_key, at)
+end
+
+-- Counters: sum of shards s0..s<n-1> (fields may be absent = 0).
+local function counter_total(counter_key, n)
+  local total = 0
+  for i = 0, n - 1 do total = total + tonumber(redis.call('HGET', counter_key, 's' .. i) or '0') end
+  return total
+end

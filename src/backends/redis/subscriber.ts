@@ -1,0 +1,56 @@
+/**
+ * Wake-on-release for Redis: one dedicated subscriber connection per backend instance (a
+ * duplicate of the command client, created on the first subscription) listens on the prefix's
+ * release channel and dispatches each message (the lock key) to this process' waiters of that
+ * key. ioredis re-subscribes after a reconnect; releases published while it was down are missed,
+ * which the waiters' safety-net poll covers. Works on a Cluster too: classic PUBLISH reaches
+ * every node, so subscribing on any one node hears all releases.
+ */
+import { EventEmitter } from 'node:events';
+import { Cluster } from 'ioredis';
+import type { RedisClient } from './scripts.js';
+
+export class ReleaseSubscriber {
+  private readonly waiters = new EventEmitter().setMaxListeners(0);
+  private connection: RedisClient | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly client: RedisClient,
+    readonly channel: string,
+  ) {}
+
+  on(key: string, listener: () => void): () => void {
+    this.waiters.on(key, listener);
+    this.ensure();
+    return () => this.waiters.off(key, listener);
+  }
+
+  /** Subscribes now (optional; `on` does it lazily). Resolves once SUBSCRIBE was answered or failed. */
+  async start(): Promise<void> {
+    await this.ensure();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const connection = this.connection;
+    this.connection = null;
+    if (connection) await connection.quit().catch(() => connection.disconnect());
+  }
+
+  private subscribed: Promise<void> | null = null;
+
+  private ensure(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.subscribed) return this.subscribed;
+    const connection: RedisClient = this.client instanceof Cluster ? this.client.duplicate() : this.client.duplicate();
+    this.connection = connection;
+    connection.on('error', () => {}); // reconnects by itself; waiters poll meanwhile
+    connection.on('message', (channel: string, key: string) => {
+      if (channel === this.channel) this.waiters.emit(key);
+    });
+    const subscribed = connection.subscribe(this.channel).then(() => undefined, () => undefined);
+    this.subscribed = subscribed;
+    return subscribed;
+  }
+}
