@@ -53,6 +53,12 @@ interface CliOptions {
   out?: string;
   progress: boolean;
   storeModule?: string;
+  sale?: boolean;
+  cap?: number;
+  qty?: number;
+  locks?: boolean;
+  keys?: number;
+  holdMs?: number;
 }
 
 const EXAMPLES = `
@@ -69,11 +75,20 @@ Examples:
   # Three codes per claimant, a quarter of them retrying, machine-readable
   $ dibs loadtest --limit 3 --repeat-ratio 0.25 --json > report.json
 
+  # A flash sale: 10,000 customers, 500 units, 2 per buy, at most 2 per customer
+  $ dibs loadtest --sale --cap 500 --qty 2 --claimants 10000
+
+  # Lock handoffs: 2,000 holders over 8 keys, each holding its lease for 5 ms
+  $ dibs loadtest --locks --keys 8 --hold-ms 5 --claimants 2000
+
 What it checks: after the run it exports the pool, reads its counters and its audit, and
 verifies exactly-once against every answer the clients got — no code acknowledged to two
 claimants (I1), nobody over the limit and retries answered with their original code (I2),
 counters equal to the ledger (I4), every acknowledged claim still in the store (I5), exactly
 min(demand, codes) codes handed out with everyone else told sold_out, and a clean audit.
+With --sale: sold ≤ cap with holds counted (I3), nobody over the limit, every acknowledged
+order counted, exactly min(demand, cap) units sold. With --locks: on every key no two holders
+overlapped in time and fences grew (I6), every request got the lock, no lease left behind.
 
 A fresh pool named loadtest-<time>-<id> is created and filled unless --pool is given; it is
 kept afterwards so you can inspect it (dibs stats/export/audit <pool>).
@@ -83,7 +98,7 @@ Exit codes: 0 clean · 1 a violation (or the run could not complete) · 2 bad in
 export function registerLoadtestCommand(program: Command): Command {
   const command = program
     .command('loadtest')
-    .description('Hammer a coupon pool from many processes like a flash campaign, then prove every code went out exactly once')
+    .description('Hammer a coupon pool (or a flash sale, or locks) from many processes like a flash campaign, then prove every code went out exactly once')
     .option('--store <url>', `store to load through the library, one openDibs per process (env DIBS_STORE; default ${DEFAULT_STORE})`)
     .option('--url <url>', 'base URL of a running dibs service to load over HTTP instead (e.g. http://127.0.0.1:3000)')
     .option('--key <key>', 'API key for --url, sent as "Authorization: Bearer <key>" (default: $DIBS_API_KEY)')
@@ -102,6 +117,12 @@ export function registerLoadtestCommand(program: Command): Command {
     .option('--json', 'print the report as JSON on stdout')
     .option('--svg <file>', 'write the chart (latency over time, outcomes) as SVG to this file')
     .option('--out <dir>', 'write <pool>.json (the report) and <pool>.svg (the chart) into this directory')
+    .option('--sale', 'load a flash sale instead of a pool: every claimant buys --qty units once')
+    .option('--cap <n>', 'with --sale: units for sale (default 5000)', integer(0, BOUNDS.cap))
+    .option('--qty <n>', 'with --sale: units per buy (default 1)', integer(1, BOUNDS.limit))
+    .option('--locks', 'load locks instead of a pool: every claimant acquires one of --keys, holds it, releases it')
+    .option('--keys <n>', 'with --locks: lock keys the claimants contend for (default 8)', integer(1, BOUNDS.keys))
+    .option('--hold-ms <ms>', 'with --locks: how long each holder keeps its lease (default 2)', integer(0, BOUNDS.holdMs))
     .option('--no-progress', 'no live progress line on stderr')
     // A module exporting openDibs(store, options) used instead of dibs' own: load-test a wrapper.
     .addOption(new Option('--store-module <file>').hideHelp())
@@ -130,8 +151,24 @@ function toOptions(cli: CliOptions): LoadtestOptions {
     target = { kind: 'store', store: cli.store ?? process.env.DIBS_STORE ?? DEFAULT_STORE, ...(cli.storeModule ? { storeModule: cli.storeModule } : {}) };
   }
   if (cli.pool !== undefined && cli.codes !== undefined) throw new UsageError('--codes fills a fresh pool; it cannot be combined with --pool');
+  if (cli.sale && cli.locks) throw new UsageError('give either --sale or --locks, not both');
+  const mode = cli.sale ? 'sale' : cli.locks ? 'locks' : 'pool';
+  const misplaced = (
+    [
+      ['--cap', cli.cap, 'sale'],
+      ['--qty', cli.qty, 'sale'],
+      ['--keys', cli.keys, 'locks'],
+      ['--hold-ms', cli.holdMs, 'locks'],
+    ] as const
+  ).find(([, value, wants]) => value !== undefined && mode !== wants);
+  if (misplaced) throw new UsageError(`${misplaced[0]} works with --${misplaced[2]} only`);
   return {
     target,
+    mode,
+    ...(cli.cap !== undefined ? { cap: cli.cap } : {}),
+    ...(cli.qty !== undefined ? { qty: cli.qty } : {}),
+    ...(cli.keys !== undefined ? { keys: cli.keys } : {}),
+    ...(cli.holdMs !== undefined ? { holdMs: cli.holdMs } : {}),
     processes: cli.processes,
     claimants: cli.claimants,
     ...(cli.codes !== undefined ? { codes: cli.codes } : {}),

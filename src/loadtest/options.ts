@@ -7,7 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { poolNameSchema } from '../core/schemas.js';
 import { parseInput } from '../core/validate.js';
-import { ARRIVAL_PATTERNS, type ArrivalPattern, type LoadTarget, type LoadtestOptions } from './types.js';
+import { ARRIVAL_PATTERNS, LOAD_MODES, type ArrivalPattern, type LoadMode, type LoadTarget, type LoadtestOptions } from './types.js';
 
 export const DEFAULTS = {
   processes: 4,
@@ -18,6 +18,11 @@ export const DEFAULTS = {
   repeatRatio: 0.1,
   limit: 1,
   concurrency: 16,
+  mode: 'pool' as LoadMode,
+  cap: 5_000,
+  qty: 1,
+  keys: 8,
+  holdMs: 2,
 } as const;
 
 /** Upper bounds: a load test is bounded in processes, requests and time. */
@@ -29,10 +34,18 @@ export const BOUNDS = {
   concurrency: 1024,
   limit: 1000,
   timeoutSec: 4 * 3600,
+  cap: 10_000_000,
+  keys: 10_000,
+  holdMs: 60_000,
 } as const;
 
 export interface ResolvedOptions {
   target: LoadTarget;
+  mode: LoadMode;
+  cap: number;
+  qty: number;
+  keys: number;
+  holdMs: number;
   processes: number;
   claimants: number;
   codes: number;
@@ -70,9 +83,14 @@ const targetSchema = z.discriminatedUnion('kind', [
 const optionsSchema = z
   .object({
     target: targetSchema,
+    mode: z.enum(LOAD_MODES as [LoadMode, ...LoadMode[]], { error: `must be one of ${LOAD_MODES.join(', ')}` }).default(DEFAULTS.mode),
+    cap: int(0, BOUNDS.cap).optional(),
+    qty: int(1, BOUNDS.limit).optional(),
+    keys: int(1, BOUNDS.keys).optional(),
+    holdMs: int(0, BOUNDS.holdMs).optional(),
     processes: int(1, BOUNDS.processes).default(DEFAULTS.processes),
     claimants: int(1, BOUNDS.claimants).default(DEFAULTS.claimants),
-    codes: int(0, BOUNDS.codes).default(DEFAULTS.codes),
+    codes: int(0, BOUNDS.codes).optional(),
     pool: poolNameSchema.optional(),
     arrival: z.enum(ARRIVAL_PATTERNS as [ArrivalPattern, ...ArrivalPattern[]], { error: `must be one of ${ARRIVAL_PATTERNS.join(', ')}` }).default(DEFAULTS.arrival),
     durationSec: z.number({ error: 'must be a number' }).positive('must be more than 0').max(BOUNDS.durationSec, `at most ${BOUNDS.durationSec}`).default(DEFAULTS.durationSec),
@@ -82,7 +100,15 @@ const optionsSchema = z
     timeoutSec: z.number({ error: 'must be a number' }).positive('must be more than 0').max(BOUNDS.timeoutSec).optional(),
     seed: z.number().int().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((o, ctx) => {
+    // Options of another mode are a mistake worth naming, not something to ignore silently.
+    const foreign: Record<LoadMode, (keyof typeof o)[]> = { pool: ['cap', 'qty', 'keys', 'holdMs'], sale: ['codes', 'pool', 'keys', 'holdMs'], locks: ['codes', 'pool', 'cap', 'qty', 'limit'] };
+    for (const field of foreign[o.mode]) {
+      if (o[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `does not apply to ${o.mode} mode` });
+    }
+    if (o.mode === 'sale' && o.qty !== undefined && o.limit !== undefined && o.qty > o.limit) ctx.addIssue({ code: 'custom', path: ['qty'], message: `must not exceed the per-customer limit (${o.limit})` });
+  });
 
 export function resolveOptions(input: LoadtestOptions): ResolvedOptions {
   const o = parseInput(optionsSchema, input);
@@ -91,9 +117,17 @@ export function resolveOptions(input: LoadtestOptions): ResolvedOptions {
     o.target.kind === 'store' && o.target.storeModule !== undefined && !isAbsolute(o.target.storeModule)
       ? { ...o.target, storeModule: resolve(o.target.storeModule) }
       : o.target;
+  const qty = o.qty ?? DEFAULTS.qty;
   return {
     ...o,
     target,
+    codes: o.codes ?? DEFAULTS.codes,
+    cap: o.cap ?? DEFAULTS.cap,
+    qty,
+    keys: o.keys ?? DEFAULTS.keys,
+    holdMs: o.holdMs ?? DEFAULTS.holdMs,
+    // sale mode: a customer may buy its qty once unless told otherwise
+    ...(o.mode === 'sale' && o.limit === undefined ? { limit: qty } : {}),
     pool: o.pool,
     limit: o.limit,
     timeoutSec: o.timeoutSec ?? window + 300,

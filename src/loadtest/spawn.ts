@@ -13,11 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
+import type { WorkMode } from './targets/target.js';
 import type { LoadTarget, PlannedClaim, TimedOutcome } from './types.js';
 
 export interface WorkerConfig {
   index: number;
   target: LoadTarget;
+  mode: WorkMode;
+  /** The pool, the sale, or the lock-key prefix. */
   pool: string;
   ops: PlannedClaim[];
   concurrency: number;
@@ -26,6 +29,8 @@ export interface WorkerConfig {
 
 export interface WorkersOptions {
   target: LoadTarget;
+  /** Default: pool claims. */
+  mode?: WorkMode;
   pool: string;
   lanes: PlannedClaim[][];
   concurrency: number;
@@ -127,7 +132,7 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
   process.once('SIGTERM', onSignal);
   try {
     options.lanes.forEach((ops, index) => {
-      const config: WorkerConfig = { index, target: options.target, pool: options.pool, ops, concurrency: options.concurrency, resultFile: join(dir, `worker-${index}.jsonl`) };
+      const config: WorkerConfig = { index, target: options.target, mode: options.mode ?? { kind: 'pool' }, pool: options.pool, ops, concurrency: options.concurrency, resultFile: join(dir, `worker-${index}.jsonl`) };
       const configFile = join(dir, `worker-${index}.config.json`);
       // The config may carry an API key: readable by this user only.
       writeFileSync(configFile, JSON.stringify(config), { mode: 0o600 });

@@ -3,6 +3,7 @@
  * latency p50/p99 per time bucket on top, answers per bucket as stacked bars below
  * (claimed · already-held · sold_out · errors), on one shared time axis.
  */
+import { describeWorkload } from './format.js';
 import type { LoadtestReport, TimelineBucket } from './types.js';
 
 const W = 960;
@@ -47,7 +48,7 @@ export function renderSvg(report: LoadtestReport): string {
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
 
   // Title and the one-line verdict.
-  const title = `dibs loadtest · ${report.target.backend} · ${num(s.claimants)} claimants / ${num(s.codes)} codes · ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`} · ${s.processes} process${s.processes === 1 ? '' : 'es'}`;
+  const title = `dibs loadtest · ${report.target.backend} · ${describeWorkload(report)} · ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`} · ${s.processes} process${s.processes === 1 ? '' : 'es'}`;
   out.push(text(M.left, 30, title, 'font-size="17" font-weight="600"'));
   const verdict = report.ok ? '✓ exactly-once verified, audit clean' : `✗ ${report.violations.length} violation${report.violations.length === 1 ? '' : 's'}: ${report.violations[0]?.message ?? ''}`;
   out.push(text(M.left, 54, verdict.length > 120 ? `${verdict.slice(0, 117)}…` : verdict, `font-weight="600" fill="${report.ok ? COLORS.claimed : COLORS.errors}"`));

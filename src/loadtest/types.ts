@@ -5,6 +5,10 @@
  */
 import type { CodeStatus, PoolStats } from '../core/types.js';
 
+/** What is loaded: a coupon pool (claims), a flash sale (buys) or locks (acquire, hold, release). */
+export type LoadMode = 'pool' | 'sale' | 'locks';
+export const LOAD_MODES: readonly LoadMode[] = ['pool', 'sale', 'locks'];
+
 /** How the claimants' first clicks are spread over time. */
 export type ArrivalPattern = 'burst' | 'uniform' | 'ramp';
 export const ARRIVAL_PATTERNS: readonly ArrivalPattern[] = ['burst', 'uniform', 'ramp'];
@@ -34,11 +38,21 @@ export type LoadTarget =
     };
 
 /**
- * A load test of a coupon pool. Only `target` is required. Later modes (flash sales, locks)
- * arrive as a sibling `mode` discriminator; everything here describes the pool mode.
+ * A load test. Only `target` is required. `mode` picks what is loaded (default `pool`); the
+ * claimant, arrival and process options mean the same in every mode.
  */
 export interface LoadtestOptions {
   target: LoadTarget;
+  /** `pool` (default): claims from a coupon pool; `sale`: buys from a flash sale; `locks`: lease handoffs. */
+  mode?: LoadMode;
+  /** Sale mode: units for sale (default 5,000). */
+  cap?: number;
+  /** Sale mode: units each customer buys in one request (default 1). */
+  qty?: number;
+  /** Lock mode: how many lock keys the claimants spread over (default 8). */
+  keys?: number;
+  /** Lock mode: how long each holder keeps its lease, ms (default 2). */
+  holdMs?: number;
   /** Worker OS processes, like serverless instances (default 4). */
   processes?: number;
   /** Distinct simulated users (default 10,000). */
@@ -72,6 +86,8 @@ export interface PlannedClaim {
   attempt: number;
   /** When to send it, in ms after the start signal. */
   at: number;
+  /** Lock mode: the lock key this request contends for. */
+  resource?: string;
 }
 
 /** What a client was told. Shape-compatible with the storm harness's outcomes. */
@@ -89,6 +105,13 @@ export interface ClaimOutcome {
   detail?: string;
   /** Latency of the call in ms. */
   ms: number;
+  /** Sale mode: units in the acknowledged order (`code` is the order id). */
+  units?: number;
+  /** Lock mode: the key, the lease's fence, and the critical section in epoch ms (comparable across processes). */
+  resource?: string;
+  fence?: number;
+  start?: number;
+  end?: number;
 }
 
 /** A loadtest outcome also says which process sent it and when (ms after the start signal). */
@@ -113,7 +136,7 @@ export interface AuditFinding {
 
 /** I1/I2/I4/I5 invariants; `answers` malformed answers; `errors` unexpected errors; `numbers` supply vs demand;
  *  `audit` the backend's own audit; `run` worker processes that crashed or timed out. */
-export type CheckId = 'I1' | 'I2' | 'I4' | 'I5' | 'answers' | 'errors' | 'numbers' | 'audit' | 'run';
+export type CheckId = 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'answers' | 'errors' | 'numbers' | 'audit' | 'run';
 
 export interface RunViolation {
   check: CheckId;
@@ -163,28 +186,49 @@ export interface TimelineBucket {
   errors: number;
 }
 
-export interface LoadtestReport {
+interface ScenarioBase {
+  processes: number;
+  claimants: number;
+  arrival: ArrivalPattern;
+  durationSec: number;
+  repeatRatio: number;
+  concurrency: number;
+  /** Pass as `seed` / `--seed` to replay the same plan. */
+  seed: number;
+}
+
+export interface PoolScenario extends ScenarioBase {
+  mode: 'pool';
+  claimsPerClaimant: number;
+  perClaimantLimit: number;
+  /** Free codes when the run started. */
+  codes: number;
+}
+
+export interface SaleScenario extends ScenarioBase {
+  mode: 'sale';
+  /** Units of the sale. */
+  cap: number;
+  /** Units per buy. */
+  qty: number;
+  perCustomerLimit: number;
+}
+
+export interface LockScenario extends ScenarioBase {
+  mode: 'locks';
+  keys: number;
+  holdMs: number;
+}
+
+interface ReportBase {
   version: 1;
   ok: boolean;
   startedAt: string;
   target: { kind: 'store' | 'url'; address: string; backend: string };
+  /** The pool, the sale id, or the prefix of the lock keys. */
   pool: string;
+  /** Whether the pool/sale was created for this run. */
   poolCreated: boolean;
-  scenario: {
-    mode: 'pool';
-    processes: number;
-    claimants: number;
-    claimsPerClaimant: number;
-    perClaimantLimit: number;
-    /** Free codes when the run started. */
-    codes: number;
-    arrival: ArrivalPattern;
-    durationSec: number;
-    repeatRatio: number;
-    concurrency: number;
-    /** Pass as `seed` / `--seed` to replay the same plan. */
-    seed: number;
-  };
   /** Where it ran: load numbers mean little without the machine and how busy it was. */
   environment: { node: string; platform: string; cpus: number; loadAverage: number[] };
   requests: { planned: number; answered: number };
@@ -192,15 +236,16 @@ export interface LoadtestReport {
   wallSeconds: number;
   /** Answers per second over the wall time. */
   throughput: number;
-  /** Duration of each claim call (request to answer), ms. */
+  /** Duration of each call (request to answer), ms. */
   latencyMs: LatencySummary;
   /**
    * From the moment a user "clicked" (planned arrival) to the answer, ms: the call plus any wait
    * for a free slot in its process (`concurrency`). What a user of a saturated instance feels.
    */
   arrivalToAnswerMs: LatencySummary;
+  /** `claimed`: codes claimed, orders placed, or leases held; `alreadyHeld`: at the limit. */
   outcomes: { claimed: number; alreadyHeld: number; replayed: number; soldOut: number; errors: Record<string, number> };
-  /** "The numbers add up": what exactly-once demands versus what happened. */
+  /** "The numbers add up": what exactly-once demands versus what happened (units, for a sale). */
   numbers: {
     demand: number;
     supply: number;
@@ -209,8 +254,40 @@ export interface LoadtestReport {
     winners: number;
     losers: number;
   };
-  finalStats: PoolStats;
   audit: AuditFinding[];
   violations: RunViolation[];
   timeline: { bucketSec: number; buckets: TimelineBucket[] };
 }
+
+export interface PoolLoadtestReport extends ReportBase {
+  scenario: PoolScenario;
+  finalStats: PoolStats;
+}
+
+export interface SaleFinalStats {
+  cap: number;
+  sold: number;
+  held: number;
+  available: number;
+}
+
+export interface SaleLoadtestReport extends ReportBase {
+  scenario: SaleScenario;
+  finalStats: SaleFinalStats;
+}
+
+export interface LockFinalStats {
+  acquisitions: number;
+  /** Longest stretch, ms, that any key was held by overlapping holders (0 when exclusive). */
+  overlapMs: number;
+  /** Critical sections of different keys that overlapped in time: the parallelism across keys. */
+  crossKeyOverlaps: number;
+  liveHolders: number;
+}
+
+export interface LockLoadtestReport extends ReportBase {
+  scenario: LockScenario;
+  finalStats: LockFinalStats;
+}
+
+export type LoadtestReport = PoolLoadtestReport | SaleLoadtestReport | LockLoadtestReport;

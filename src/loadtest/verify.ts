@@ -71,7 +71,7 @@ export interface VerifyResult {
 }
 
 /** Collects violations, keeping the report readable when a broken store breaks thousands. */
-class Findings {
+export class Findings {
   readonly list: RunViolation[] = [];
   private readonly counts = new Map<CheckId, number>();
   constructor(private readonly maxPerCheck: number) {}

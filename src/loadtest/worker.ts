@@ -9,12 +9,12 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openClaimClient } from './targets/target.js';
+import { openWorkClient } from './targets/target.js';
 import type { WorkerConfig } from './spawn.js';
 import type { TimedOutcome } from './types.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as WorkerConfig;
-const client = await openClaimClient(config.target);
+const client = await openWorkClient(config.target, config.mode, config.pool);
 const out = openSync(config.resultFile, 'a');
 process.stdout.write('ready\n');
 
@@ -41,7 +41,7 @@ if (go) {
         const wait = op.at - (performance.now() - start);
         if (wait > 0) await sleep(wait);
         const sent = performance.now() - start;
-        const answer = await client.claim(config.pool, op.claimant, op.key);
+        const answer = await client.run(op);
         const outcome: TimedOutcome = { ...op, ...answer, process: config.index, sent: round(sent), ms: round(performance.now() - start - sent) };
         writeSync(out, `${JSON.stringify(outcome)}\n`);
       }

@@ -37,6 +37,20 @@ describe('dibs loadtest (CLI)', () => {
   const temp = tempSqliteStore();
   after(() => temp.cleanup());
 
+  it('--sale and --locks run their modes; options of another mode are bad input (exit 2)', async () => {
+    const sale = await dibs(['loadtest', '--store', temp.store, '--sale', '--cap', '50', '--processes', '2', '--claimants', '120', '--json']);
+    assert.equal(sale.code, 0, sale.stderr);
+    const report = JSON.parse(sale.stdout) as LoadtestReport;
+    assert.equal(report.scenario.mode, 'sale');
+    assert.equal(report.numbers.codesGiven, 50);
+    const locks = await dibs(['loadtest', '--store', temp.store, '--locks', '--keys', '3', '--processes', '2', '--claimants', '60']);
+    assert.equal(locks.code, 0, locks.stderr);
+    assert.match(locks.stdout, /OK {2}mutual exclusion held/);
+    const wrong = await dibs(['loadtest', '--store', temp.store, '--keys', '3']);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /--keys works with --locks only/);
+  });
+
   it('a clean run exits 0, prints the report and writes <pool>.json and <pool>.svg with --out', async () => {
     const out = join(temp.dir, 'results');
     const r = await dibs(['loadtest', '--store', temp.store, '--processes', '2', '--claimants', '300', '--codes', '120', '--out', out]);

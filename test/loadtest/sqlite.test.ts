@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CodeInfo } from '../../src/index.js';
 import { runLoadtest } from '../../src/loadtest/run.js';
-import type { LoadtestReport, Progress } from '../../src/loadtest/types.js';
+import type { PoolLoadtestReport, Progress } from '../../src/loadtest/types.js';
 import { collect } from '../support/assert.js';
 import { sqliteForSuite } from '../support/sqlite.js';
 
@@ -15,7 +15,7 @@ describe('loadtest on SQLite: 2 processes', () => {
   const temp = sqliteForSuite();
 
   /** Reads the pool independently of the load tester and compares it with the report. */
-  async function assertReportMatchesStore(report: LoadtestReport): Promise<CodeInfo[]> {
+  async function assertReportMatchesStore(report: PoolLoadtestReport): Promise<CodeInfo[]> {
     const stats = await temp.dibs.pools.stats(report.pool);
     const codes = await collect(temp.dibs.pools.exportCodes(report.pool));
     const heldByRun = codes.filter((c) => c.claimant?.startsWith('lt'));
@@ -89,5 +89,43 @@ describe('loadtest on SQLite: 2 processes', () => {
     await assert.rejects(runLoadtest({ target: { kind: 'url', url: 'ftp://127.0.0.1' } }), { code: 'invalid_input' });
     await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'existing', limit: 3 }), { code: 'invalid_input', field: 'limit' });
     await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'no-such-pool' }), { code: 'not_found' });
+  });
+});
+
+describe('loadtest on SQLite: sale and lock modes, 2 processes', () => {
+  const temp = sqliteForSuite();
+
+  it('sale: 600 customers (20% retrying) on 150 units, 1 per customer — exactly 150 sold, the rest sold_out', async () => {
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', processes: 2, claimants: 600, cap: 150, repeatRatio: 0.2 });
+    assert.deepEqual(report.violations, []);
+    const sale = await temp.dibs.sales.get(report.pool);
+    assert.deepEqual(report.finalStats, { cap: 150, sold: sale.stats.sold, held: 0, available: 0 });
+    assert.equal(sale.stats.sold, 150);
+    assert.deepEqual(await temp.dibs.sales.audit(report.pool), []);
+    assert.equal(report.numbers.winners, 150);
+    assert.equal(report.numbers.losers, 450);
+    assert.equal(report.requests.answered, report.requests.planned);
+  });
+
+  it('sale: 2 units per buy, limit 2, cap not a multiple of 2 — stops at the last full buy', async () => {
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', processes: 2, claimants: 200, cap: 101, qty: 2, repeatRatio: 0 });
+    assert.deepEqual(report.violations, []);
+    assert.equal(report.finalStats.sold, 100);
+    assert.equal(report.numbers.winners, 50);
+  });
+
+  it('locks: 240 holders over 4 keys — no overlap on a key, fences grow, keys ran in parallel', async () => {
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'locks', processes: 2, claimants: 240, keys: 4, holdMs: 1 });
+    assert.deepEqual(report.violations, []);
+    assert.equal(report.finalStats.acquisitions, 240);
+    assert.equal(report.finalStats.overlapMs, 0);
+    assert.equal(report.finalStats.liveHolders, 0);
+    assert.ok(report.finalStats.crossKeyOverlaps > 0, 'different keys were held at the same time');
+    for (let k = 0; k < 4; k++) assert.equal((await temp.dibs.locks.inspect(`${report.pool}-k${k}`)).lastFence, 60);
+  });
+
+  it('refuses options of another mode', async () => {
+    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', codes: 10 }), (e: Error & { code?: string }) => e.code === 'invalid_input' && /codes/.test(e.message));
+    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'locks', cap: 10 }), (e: Error & { code?: string }) => e.code === 'invalid_input' && /cap/.test(e.message));
   });
 });

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { niceTicks, renderSvg } from '../../src/loadtest/svg.js';
-import type { LoadtestReport, TimelineBucket } from '../../src/loadtest/types.js';
+import type { PoolLoadtestReport, TimelineBucket } from '../../src/loadtest/types.js';
 
-function report(buckets: TimelineBucket[], extra: Partial<LoadtestReport> = {}): LoadtestReport {
+function report(buckets: TimelineBucket[], extra: Partial<PoolLoadtestReport> = {}): PoolLoadtestReport {
   return {
     version: 1,
     ok: true,

@@ -3,14 +3,17 @@
  * app backend would send them. Uses Node's built-in fetch (keep-alive connection pool).
  *
  * Contract used: POST /v1/pools, POST /v1/pools/:pool/codes (JSON), POST /v1/pools/:pool/claims,
- * GET /v1/pools/:pool, GET /v1/pools/:pool/audit, GET /v1/pools/:pool/export (CSV).
+ * GET /v1/pools/:pool, GET /v1/pools/:pool/audit, GET /v1/pools/:pool/export (CSV); sale mode:
+ * POST /v1/sales, POST /v1/sales/:sale/claims, GET /v1/sales/:sale(/audit); lock mode:
+ * POST /v1/locks/:key/acquire|release, GET /v1/locks/:key.
  */
 import { parse } from 'csv-parse/sync';
 import { DibsError, ERROR_CODES, type ErrorCode } from '../../core/errors.js';
 import type { CodeStatus, ImportResult, PoolStats } from '../../core/types.js';
 import { redact } from '../../backends/registry.js';
 import type { AuditFinding, CodeState, LoadTarget } from '../types.js';
-import type { ClaimAnswer, ClaimClient, ControlClient } from './target.js';
+import type { ClaimAnswer, ClaimClient, ControlClient, WorkClient, WorkMode } from './target.js';
+import type { PlannedClaim, SaleFinalStats } from '../types.js';
 
 type UrlTarget = Extract<LoadTarget, { kind: 'url' }>;
 
@@ -31,6 +34,27 @@ class Http {
 
   poolPath(pool: string, rest = ''): string {
     return `${this.base}/v1/pools/${encodeURIComponent(pool)}${rest}`;
+  }
+
+  salePath(sale: string, rest = ''): string {
+    return `${this.base}/v1/sales/${encodeURIComponent(sale)}${rest}`;
+  }
+
+  lockPath(key: string, rest = ''): string {
+    return `${this.base}/v1/locks/${encodeURIComponent(key)}${rest}`;
+  }
+
+  /** A work request: the answer's JSON body, or the error code as an answer (never throws). */
+  async work(method: string, url: string, body: unknown, timeoutMs = this.timeoutMs): Promise<{ ok: true; status: number; body: Record<string, unknown> } | { ok: false; answer: ClaimAnswer }> {
+    let res: Response;
+    try {
+      res = await this.send(method, url, body, timeoutMs);
+    } catch (error) {
+      return { ok: false, answer: { status: 'error', error: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unavailable' } };
+    }
+    const parsed = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+    if (res.ok) return { ok: true, status: res.status, body: parsed ?? {} };
+    return { ok: false, answer: { status: 'error', error: (parsed?.error as { code?: string } | undefined)?.code ?? `http_${res.status}` } };
   }
 
   send(method: string, url: string, body?: unknown, timeoutMs = this.timeoutMs): Promise<Response> {
@@ -97,6 +121,42 @@ export class HttpClaimClient implements ClaimClient {
   async close(): Promise<void> {}
 }
 
+/** Epoch ms with sub-ms precision, comparable between processes of one machine. */
+const now = () => performance.timeOrigin + performance.now();
+
+/** Sale buys and lock handoffs over HTTP (pool claims use HttpClaimClient). */
+export function httpWorkClient(target: UrlTarget, mode: Exclude<WorkMode, { kind: 'pool' }>, name: string): WorkClient {
+  const http = new Http(target);
+  const close = async () => {};
+  if (mode.kind === 'sale') {
+    return {
+      async run(op: PlannedClaim) {
+        const r = await http.work('POST', http.salePath(name, '/claims'), { customer: op.claimant, quantity: mode.qty, ...(op.key !== undefined ? { idempotencyKey: op.key } : {}) });
+        if (!r.ok) return r.answer.error === 'limit_reached' ? { status: 'already-held', error: 'limit_reached' } : r.answer;
+        const order = r.body.order as { id: string; quantity: number };
+        return { status: 'claimed', code: order.id, units: order.quantity, replayed: r.body.replayed === true };
+      },
+      close,
+    };
+  }
+  return {
+    async run(op: PlannedClaim) {
+      const key = op.resource ?? name;
+      // waiting for the lock is part of the call: allow the wait on top of the request timeout
+      const acquired = await http.work('POST', http.lockPath(key, '/acquire'), { ttlMs: 30_000 + mode.holdMs, waitMs: 120_000 }, http.timeoutMs + 120_000);
+      if (!acquired.ok) return { ...acquired.answer, resource: key };
+      const lease = acquired.body as { token: string; fence: number };
+      const start = now();
+      if (mode.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, mode.holdMs));
+      const end = now();
+      const released = await http.work('POST', http.lockPath(key, '/release'), { token: lease.token });
+      if (!released.ok) return { ...released.answer, resource: key };
+      return { status: 'claimed', code: `${key}#${lease.fence}`, resource: key, fence: lease.fence, start, end };
+    },
+    close,
+  };
+}
+
 export class HttpControlClient implements ControlClient {
   readonly backend = 'http';
   readonly address: string;
@@ -136,6 +196,23 @@ export class HttpControlClient implements ControlClient {
   async audit(pool: string): Promise<AuditFinding[]> {
     const body = await this.http.call<{ violations: AuditFinding[] }>('GET', this.http.poolPath(pool, '/audit'));
     return body.violations;
+  }
+
+  async createSale(id: string, cap: number, perCustomerLimit: number): Promise<void> {
+    await this.http.call('POST', `${this.http.base}/v1/sales`, { id, sku: id, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit });
+  }
+
+  async saleInfo(id: string): Promise<SaleFinalStats> {
+    const sale = await this.http.call<{ cap: number | null; stats: { sold: number; held: number; available: number | null } }>('GET', this.http.salePath(id));
+    return { cap: sale.cap ?? 0, sold: sale.stats.sold, held: sale.stats.held, available: sale.stats.available ?? 0 };
+  }
+
+  async auditSale(id: string): Promise<AuditFinding[]> {
+    return (await this.http.call<{ violations: AuditFinding[] }>('GET', this.http.salePath(id, '/audit'))).violations;
+  }
+
+  async lockHolders(key: string): Promise<number> {
+    return (await this.http.call<{ holders: unknown[] }>('GET', this.http.lockPath(key))).holders.length;
   }
 
   async close(): Promise<void> {}
