@@ -1,84 +1,9 @@
 /**
- * Multi-process flash-sale tests on one SQLite file: 1,000 buyers in 4 processes on the last
- * 10 units, and holds racing confirmations, cancellations and expiries with I3 sampled live.
+ * Multi-process flash-sale tests on one SQLite file (the suite is in support/sale-storm-suite.ts).
  */
-import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it } from 'node:test';
-import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
+import { jobRaceSuite } from '../support/job-race.js';
+import { saleStormSuite } from '../support/sale-storm-suite.js';
 import { sqliteForSuite } from '../support/sqlite.js';
 
-const HOUR = 3_600_000;
-
-describe('sqlite: sale storms across 4 processes', () => {
-  const temp = sqliteForSuite();
-
-  it('1,000 buyers on the last 10 units: exactly 10 sold, the rest sold_out, nobody over the limit', async () => {
-    const sale = await temp.dibs.sales.create({ sku: 'LAST-10', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
-    const ops: SaleOp[] = [];
-    for (let i = 0; i < 1000; i++) {
-      const keyed = i % 2 === 0;
-      const op: SaleOp = { customer: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(keyed ? { key: `buyer-${i}/checkout` } : {}) };
-      ops.push(op);
-      if (i % 10 === 0) ops.push({ ...op }); // a retry (keyed) or a double click (unkeyed)
-    }
-    const outcomes = await runSaleStorm({ store: temp.store, sale: sale.id, lanes: spread(ops, 4) });
-    assert.equal(outcomes.length, ops.length);
-    const orders = new Map<string, string>(); // order id -> customer
-    const errors: Record<string, number> = {};
-    for (const o of outcomes) {
-      if (o.status === 'error') errors[o.error!] = (errors[o.error!] ?? 0) + 1;
-      else orders.set(o.orderId!, o.customer);
-    }
-    assert.deepEqual(Object.keys(errors).filter((e) => e !== 'sold_out' && e !== 'limit_reached'), [], JSON.stringify(errors));
-    assert.equal(orders.size, 10, 'exactly the cap was sold (retries replayed the same order)');
-    assert.equal(new Set(orders.values()).size, 10, 'ten different customers');
-    const final = await temp.dibs.sales.get(sale.id);
-    assert.equal(final.stats.sold, 10);
-    assert.equal(final.status, 'sold_out');
-    assert.deepEqual(await temp.dibs.sales.audit(sale.id), []);
-  });
-
-  it('holds racing confirmations, cancellations and expiries never exceed the cap (I3 sampled live)', async () => {
-    const cap = 20;
-    const sale = await temp.dibs.sales.create({ sku: 'HOLDS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 2 });
-    const ops: SaleOp[] = [];
-    const plans = ['confirm', 'cancel', 'abandon', 'confirm'] as const;
-    for (let i = 0; i < 400; i++) {
-      ops.push({ customer: `c-${i % 250}`, kind: i % 7 === 0 ? 'buy' : 'reserve', quantity: 1 + (i % 2), then: plans[i % plans.length]!, thinkMs: i % 5 === 0 ? 1300 : 5 });
-    }
-    const samples: { sold: number; held: number }[] = [];
-    const outcomes = await runSaleStorm({
-      store: temp.store,
-      sale: sale.id,
-      lanes: spread(ops, 4),
-      ttlMs: 1000,
-      concurrency: 6,
-      during: async (done) => {
-        while (!done()) {
-          const { stats } = await temp.dibs.sales.get(sale.id);
-          samples.push({ sold: stats.sold, held: stats.held });
-          await sleep(5);
-        }
-      },
-    });
-    assert.ok(samples.length > 10, `sampled ${samples.length} times`);
-    for (const s of samples) assert.ok(s.sold + s.held <= cap, `I3: sold ${s.sold} + held ${s.held} > cap ${cap}`);
-    // A customer has one active hold per sale, so two of its flows can share a hold: one confirms
-    // it and the other's cancel (or confirm after a cancel) is a `conflict`. Anything else is a bug.
-    const expected = (o: (typeof outcomes)[number]) => ['sold_out', 'limit_reached', 'hold_expired'].includes(o.error!) || (o.error === 'conflict' && o.step !== 'reserve' && o.step !== 'buy');
-    const unexpected = outcomes.filter((o) => o.status === 'error' && !expected(o));
-    assert.deepEqual(unexpected, []);
-    assert.ok(outcomes.some((o) => o.error === 'hold_expired'), 'some confirmations came too late');
-    assert.ok(outcomes.some((o) => o.step === 'confirm' && o.status === 'ok'), 'some confirmations made it');
-    // Every acknowledged order is counted, and nothing else is.
-    const soldUnits = outcomes.filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm')).reduce((sum, o) => sum + o.quantity, 0);
-    await sleep(1100);
-    await temp.dibs.sales.expireHolds();
-    const final = await temp.dibs.sales.get(sale.id);
-    assert.equal(final.stats.sold, soldUnits);
-    assert.ok(final.stats.sold <= cap);
-    assert.equal(final.stats.held, 0);
-    assert.deepEqual(await temp.dibs.sales.audit(sale.id), []);
-  });
-});
+saleStormSuite('sqlite', sqliteForSuite());
+jobRaceSuite('sqlite', sqliteForSuite());

@@ -16,6 +16,9 @@ import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
 import { SqliteLocks } from './locks.js';
 import { SqliteCounters } from './counters.js';
+import { SqliteWaitingRooms } from './waiting-room.js';
+import { SqliteForecasts } from './forecast.js';
+import { SqliteServiceStore } from './service.js';
 
 export class SqliteBackend implements Backend {
   readonly kind = 'sqlite';
@@ -24,6 +27,9 @@ export class SqliteBackend implements Backend {
   readonly outbox: SqliteOutbox;
   readonly locks: SqliteLocks;
   readonly counters: SqliteCounters;
+  readonly waitingRooms: SqliteWaitingRooms;
+  readonly forecasts: SqliteForecasts;
+  readonly service: SqliteServiceStore;
   private closed = false;
 
   constructor(
@@ -36,6 +42,9 @@ export class SqliteBackend implements Backend {
     this.outbox = new SqliteOutbox(db, options);
     this.locks = new SqliteLocks(db, options);
     this.counters = new SqliteCounters(db, options);
+    this.waitingRooms = new SqliteWaitingRooms(db, options, this.sales);
+    this.forecasts = new SqliteForecasts(db, options);
+    this.service = new SqliteServiceStore(db, options);
   }
 
   async health(): Promise<Health> {

@@ -135,3 +135,6 @@ SELECT * FROM dibs_sales WHERE ended_recorded_at IS NULL AND ends_at <= @now ORD
 
 -- name: markEnded
 UPDATE dibs_sales SET ended_recorded_at = @now WHERE id = @id AND ended_recorded_at IS NULL
+
+-- name: hasWaitingRoom
+SELECT 1 FROM dibs_waiting_rooms WHERE sale_id = ?

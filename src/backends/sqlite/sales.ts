@@ -2,6 +2,7 @@ import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -14,10 +15,10 @@ const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'activeHoldOf', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
   'insertSaleKey', 'insertEvent', 'activeHeldUnits', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder',
   'eventsAfter', 'saleEventsAfter', 'upsertWish', 'deleteWish', 'listWishes', 'wishesOfSku', 'salesToAnnounce',
-  'markAnnounced', 'salesToEnd', 'markEnded',
+  'markAnnounced', 'salesToEnd', 'markEnded', 'hasWaitingRoom',
 ]);
 
-interface SaleRow {
+export interface SaleRow {
   id: string;
   sku: string;
   starts_at: string;
@@ -132,6 +133,8 @@ export class SqliteSales implements SaleBackend {
       const replay = this.replay(saleId, key, 'buy', customer, quantity);
       if (replay) return { order: toOrder(this.order(replay.result_id)), replayed: true };
       const row = this.liveSale(saleId, now);
+      // a sale with a waiting room sells only through admitted tickets (reserve, then confirm)
+      if (this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
       this.assertWithinLimit(row, customer, quantity);
       if (row.cap !== null) {
         const available = row.cap - row.sold - row.held;
@@ -144,11 +147,20 @@ export class SqliteSales implements SaleBackend {
   }
 
   async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
-    return write(this.db, this.options, () => {
+    return write(this.db, this.options, () => this.reserveStep(saleId, customer, quantity, ttlMs, key, false));
+  }
+
+  /**
+   * The body of a reservation, run inside the caller's write transaction. `viaTicket`: the
+   * waiting room has already checked an admitted ticket in this same transaction.
+   */
+  reserveStep(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null, viaTicket: boolean): HoldResult {
+    {
       const now = this.now();
       const replay = this.replay(saleId, key, 'reserve', customer, quantity);
       if (replay) return { hold: toHold(this.hold(replay.result_id)), replayed: true };
       const row = this.liveSale(saleId, now);
+      if (!viaTicket && this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
       const own = this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
       const ownUnits = own?.quantity ?? 0;
       this.assertWithinLimit(row, customer, quantity - ownUnits);
@@ -169,7 +181,20 @@ export class SqliteSales implements SaleBackend {
       this.stmt.moveSale.run({ id: saleId, sold: 0, held: quantity - ownUnits });
       if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
       return { hold: toHold(this.hold(id)), replayed: false };
-    });
+    }
+  }
+
+  /** Sale row after expiring stale holds, with its derived status — for the waiting room's admission step. */
+  snapshot(saleId: string, now: string): { row: SaleRow; status: Sale['status']; held: number } {
+    const before = this.sale(saleId);
+    this.expireStale(before, now);
+    const row = this.sale(saleId);
+    const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
+    return { row, status, held: row.held };
+  }
+
+  clock(): string {
+    return this.now();
   }
 
   async confirmHold(holdId: string): Promise<BuyResult> {

@@ -1,0 +1,170 @@
+/**
+ * Waiting rooms on SQLite. Every step is one write transaction that first runs admission for the
+ * sale (expire unused windows, refill the rate budget, admit the next tickets in number order
+ * while units remain, close the line when the sale is over), then does its own work — so the
+ * order of admission never depends on which client polls first.
+ */
+import { randomBytes } from 'node:crypto';
+import { DibsError, notFound } from '../../core/errors.js';
+import type { HoldResult } from '../../core/sales/types.js';
+import { admissions, notAdmitted, signTicket, verifyTicket, type Ticket, type TicketStatus, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from '../../core/sales/waiting-room.js';
+import { loadQueries } from '../shared/sql-files.js';
+import { prepareAll, write, type Db, type SqliteOptions, type Statements } from './database.js';
+import type { SqliteSales } from './sales.js';
+
+const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
+  'roomOf', 'upsertRoom', 'ticketCounts', 'ticketOf', 'takeNumber', 'insertTicket', 'expireWindows',
+  'admittedUnused', 'admitNext', 'setAdmission', 'closeWaiting', 'useTicket', 'elapsedMs',
+]);
+
+interface RoomRow {
+  sale_id: string;
+  admit_per_second: number;
+  window_ms: number;
+  secret: string;
+  next_number: number;
+  admitted_through: number;
+  budget: number;
+  refilled_at: string;
+  created_at: string;
+}
+
+interface TicketRow {
+  sale_id: string;
+  number: number;
+  customer: string;
+  status: TicketStatus;
+  joined_at: string;
+  admitted_until: string | null;
+  hold_id: string | null;
+}
+
+export class SqliteWaitingRooms implements WaitingRoomBackend {
+  private readonly stmt: Statements<typeof Q>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: SqliteOptions,
+    private readonly sales: SqliteSales,
+  ) {
+    this.stmt = prepareAll(db, Q);
+  }
+
+  enable(saleId: string, spec: WaitingRoomSpec): Promise<WaitingRoom> {
+    return write(this.db, this.options, () => {
+      const now = this.sales.clock();
+      const { row } = this.sales.snapshot(saleId, now);
+      if (row.cap === null) throw new DibsError('invalid_input', `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`, { field: 'saleId' });
+      this.stmt.upsertRoom.run({ sale: saleId, rate: spec.admitPerSecond, windowMs: spec.windowMs, secret: randomBytes(32).toString('base64url'), now });
+      return this.describe(this.room(saleId));
+    });
+  }
+
+  get(saleId: string): Promise<WaitingRoom> {
+    return write(this.db, this.options, () => {
+      const room = this.admit(saleId);
+      return this.describe(room);
+    });
+  }
+
+  join(saleId: string, customer: string): Promise<Ticket> {
+    return write(this.db, this.options, () => {
+      this.room(saleId); // not_found before a number is taken
+      if (!this.stmt.ticketOf.get(saleId, customer)) {
+        const { number } = this.stmt.takeNumber.get(saleId) as { number: number };
+        this.stmt.insertTicket.run({ sale: saleId, number, customer, now: this.sales.clock() });
+      }
+      // admission after the insert: a newcomer to an empty line with units left is admitted at once
+      const room = this.admit(saleId);
+      return this.toTicket(room, this.stmt.ticketOf.get(saleId, customer) as TicketRow);
+    });
+  }
+
+  ticket(saleId: string, customer: string, token: string): Promise<Ticket> {
+    return write(this.db, this.options, () => {
+      const room = this.admit(saleId);
+      return this.toTicket(room, this.genuine(room, customer, token));
+    });
+  }
+
+  reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult> {
+    return write(this.db, this.options, () => {
+      const room = this.admit(saleId);
+      const ticket = this.genuine(room, customer, token);
+      // the same reservation again (a retry after a lost answer) gets the same hold back
+      const key = `ticket:${ticket.number}`;
+      if (ticket.status === 'used') return this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
+      if (ticket.status !== 'admitted') throw notAdmitted({ saleId, number: ticket.number, status: ticket.status, position: this.ahead(room, ticket) });
+      const result = this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
+      this.stmt.useTicket.run({ sale: saleId, number: ticket.number, hold: result.hold.id });
+      return result;
+    });
+  }
+
+  /** Admission for one sale, inside the caller's transaction. Returns the room as it is after it. */
+  private admit(saleId: string): RoomRow {
+    const room = this.room(saleId);
+    const now = this.sales.clock();
+    const { row, status, held } = this.sales.snapshot(saleId, now);
+    this.stmt.expireWindows.run(saleId, now);
+    if (status === 'ended' || status === 'cancelled' || (row.cap !== null && row.sold >= row.cap)) {
+      this.stmt.closeWaiting.run({ sale: saleId, through: room.admitted_through });
+      return room;
+    }
+    if (status !== 'live') return room; // the line forms before the start; admission begins at it
+    const unused = (this.stmt.admittedUnused.get(saleId) as { n: number }).n;
+    const elapsedMs = (this.stmt.elapsedMs.get({ now, then: room.refilled_at }) as { ms: number }).ms;
+    const { admit, budget } = admissions({
+      budget: room.budget,
+      elapsedMs,
+      rate: room.admit_per_second,
+      freeUnits: row.cap! - row.sold - held - unused * row.per_customer_limit,
+      perCustomerLimit: row.per_customer_limit,
+      waiting: room.next_number - 1 - room.admitted_through,
+    });
+    if (admit > 0) {
+      const until = new Date(Date.parse(now) + room.window_ms).toISOString();
+      this.stmt.admitNext.run({ sale: saleId, through: room.admitted_through, n: admit, until });
+    }
+    this.stmt.setAdmission.run({ sale: saleId, budget, now, n: admit });
+    return { ...room, budget, refilled_at: now, admitted_through: room.admitted_through + admit };
+  }
+
+  private room(saleId: string): RoomRow {
+    const room = this.stmt.roomOf.get(saleId) as RoomRow | undefined;
+    if (!room) throw notFound('waiting room of sale', saleId);
+    return room;
+  }
+
+  private genuine(room: RoomRow, customer: string, token: string): TicketRow {
+    const number = verifyTicket(room.secret, room.sale_id, customer, token);
+    const ticket = this.stmt.ticketOf.get(room.sale_id, customer) as TicketRow | undefined;
+    if (!ticket || ticket.number !== number) throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${room.sale_id}'`, { field: 'ticket' });
+    return ticket;
+  }
+
+  private ahead(room: RoomRow, ticket: TicketRow): number {
+    return ticket.status === 'waiting' ? ticket.number - room.admitted_through - 1 : 0;
+  }
+
+  private toTicket(room: RoomRow, t: TicketRow): Ticket {
+    const position = this.ahead(room, t);
+    return {
+      saleId: t.sale_id,
+      customer: t.customer,
+      number: t.number,
+      status: t.status,
+      position,
+      estimatedWaitMs: t.status === 'waiting' ? Math.ceil(((position + 1) / room.admit_per_second) * 1000) : t.status === 'admitted' ? 0 : null,
+      admittedUntil: t.admitted_until,
+      holdId: t.hold_id,
+      token: signTicket(room.secret, t.sale_id, t.customer, t.number),
+    };
+  }
+
+  private describe(room: RoomRow): WaitingRoom {
+    const tickets: Record<TicketStatus, number> = { waiting: 0, admitted: 0, used: 0, expired: 0, sold_out: 0 };
+    for (const { status, n } of this.stmt.ticketCounts.all(room.sale_id) as { status: TicketStatus; n: number }[]) tickets[status] = n;
+    return { saleId: room.sale_id, admitPerSecond: room.admit_per_second, windowMs: room.window_ms, createdAt: room.created_at, tickets };
+  }
+}

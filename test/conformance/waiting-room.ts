@@ -1,0 +1,152 @@
+/**
+ * The waiting-room conformance suite, run unchanged against every backend with waiting rooms.
+ * Waits are the smallest window/TTL the API allows (1 s) plus slack; nothing asserts speed.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import type { Dibs, Ticket } from '../../src/index.js';
+import { rejectsWith } from '../support/assert.js';
+import type { ConformanceTarget } from './pools.js';
+
+const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
+
+export function waitingRoomConformance(label: string, open: () => Promise<ConformanceTarget>): void {
+  describe(`${label}: waiting rooms`, () => {
+    let target: ConformanceTarget;
+    let dibs: Dibs;
+    let n = 0;
+    /** A live capped sale behind a waiting room. */
+    const room = async (options: { cap?: number; limit?: number; rate?: number; windowMs?: number; startsInMs?: number } = {}) => {
+      const sale = await dibs.sales.create({ sku: `WR-${++n}`, startsAt: iso(options.startsInMs ?? 0), endsAt: iso(3_600_000), cap: options.cap ?? 2, perCustomerLimit: options.limit ?? 1 });
+      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: options.rate ?? 1000, windowMs: options.windowMs ?? 60_000 });
+      return sale.id;
+    };
+    const line = async (sale: string, count: number): Promise<Ticket[]> => {
+      const tickets: Ticket[] = [];
+      for (let i = 1; i <= count; i++) tickets.push(await dibs.waitingRooms.join(sale, `c${i}`));
+      return tickets;
+    };
+    const status = (sale: string, t: Ticket) => dibs.waitingRooms.ticket(sale, t.customer, t.token);
+
+    before(async () => {
+      target = await open();
+      dibs = target.dibs;
+    });
+    after(async () => {
+      await target?.cleanup();
+    });
+
+    it('numbers tickets in arrival order; joining again returns the same ticket', async () => {
+      const sale = await room({ cap: 1 });
+      const [a, b, c] = await line(sale, 3);
+      assert.deepEqual([a!.number, b!.number, c!.number], [1, 2, 3]);
+      assert.deepEqual(await dibs.waitingRooms.join(sale, 'c2'), { ...b!, ...(await status(sale, b!)) });
+      assert.equal((await dibs.waitingRooms.join(sale, 'c2')).number, 2);
+      const info = await dibs.waitingRooms.get(sale);
+      assert.equal(info.tickets.waiting + info.tickets.admitted, 3);
+    });
+
+    it('admits only while units remain, in order; the others wait with a position', async () => {
+      const sale = await room({ cap: 2 });
+      const tickets = await line(sale, 5);
+      const now = await Promise.all(tickets.map((t) => status(sale, t)));
+      assert.deepEqual(now.map((t) => t.status), ['admitted', 'admitted', 'waiting', 'waiting', 'waiting']);
+      assert.deepEqual(now.map((t) => t.position), [0, 0, 0, 1, 2]);
+      assert.ok(now[4]!.estimatedWaitMs! > 0);
+      await rejectsWith(dibs.waitingRooms.reserve(sale, 'c3', tickets[2]!.token, 1, 60_000), 'not_admitted');
+    });
+
+    it('a sale behind a waiting room refuses plain buys and reservations', async () => {
+      const sale = await room();
+      await rejectsWith(dibs.sales.buy(sale, 'x', 1), 'ticket_required');
+      await rejectsWith(dibs.sales.reserve(sale, 'x', 1, 60_000), 'ticket_required');
+    });
+
+    it('refuses forged tickets and tickets presented by another customer', async () => {
+      const sale = await room();
+      const [a, b] = await line(sale, 2);
+      await rejectsWith(dibs.waitingRooms.ticket(sale, 'c2', a!.token), 'invalid_ticket');
+      await rejectsWith(dibs.waitingRooms.reserve(sale, 'c2', a!.token, 1, 60_000), 'invalid_ticket');
+      const forged = `${b!.number}.${'A'.repeat(43)}`;
+      await rejectsWith(dibs.waitingRooms.reserve(sale, 'c2', forged, 1, 60_000), 'invalid_ticket');
+      await rejectsWith(dibs.waitingRooms.ticket(sale, 'c2', 'not-a-token'), 'invalid_input');
+      // a token minted for another sale is worthless here
+      const other = await room();
+      const elsewhere = await dibs.waitingRooms.join(other, 'c2');
+      await rejectsWith(dibs.waitingRooms.reserve(sale, 'c2', elsewhere.token, 1, 60_000), 'invalid_ticket');
+    });
+
+    it('reserving with an admitted ticket uses it; a retry returns the same hold', async () => {
+      const sale = await room({ cap: 2, limit: 2 });
+      const [a] = await line(sale, 1);
+      const first = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 2, 60_000);
+      assert.equal(first.hold.quantity, 2);
+      const again = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 2, 60_000);
+      assert.equal(again.hold.id, first.hold.id);
+      assert.equal(again.replayed, true);
+      assert.equal((await status(sale, a!)).status, 'used');
+      await dibs.sales.confirm(first.hold.id);
+      assert.equal((await dibs.sales.get(sale)).stats.sold, 2);
+    });
+
+    it('a cancelled hold admits the next ticket in line', async () => {
+      const sale = await room({ cap: 1 });
+      const [a, b, c] = await line(sale, 3);
+      const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
+      assert.equal((await status(sale, b!)).status, 'waiting');
+      await dibs.sales.cancelHold(hold.id);
+      assert.equal((await status(sale, b!)).status, 'admitted');
+      assert.equal((await status(sale, c!)).status, 'waiting');
+    });
+
+    it('an admitted ticket that does not reserve in its window expires and the next is admitted', async () => {
+      const sale = await room({ cap: 1, windowMs: 1000 });
+      const [a, b] = await line(sale, 2);
+      assert.equal((await status(sale, a!)).status, 'admitted');
+      await sleep(1300);
+      assert.equal((await status(sale, b!)).status, 'admitted');
+      const late = await status(sale, a!);
+      assert.equal(late.status, 'expired');
+      await rejectsWith(dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000), 'not_admitted');
+    });
+
+    it('when the sale sells out, everyone still waiting is told at once', async () => {
+      const sale = await room({ cap: 1 });
+      const [a, b, c] = await line(sale, 3);
+      const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
+      await dibs.sales.confirm(hold.id);
+      assert.equal((await status(sale, c!)).status, 'sold_out');
+      assert.equal((await status(sale, b!)).status, 'sold_out');
+      assert.equal((await status(sale, b!)).estimatedWaitMs, null);
+      assert.equal((await dibs.waitingRooms.get(sale)).tickets.sold_out, 2);
+    });
+
+    it('admits at the configured rate', async () => {
+      const sale = await room({ cap: 100, rate: 2 });
+      const tickets = await line(sale, 6);
+      const admitted = async () => (await Promise.all(tickets.map((t) => status(sale, t)))).filter((t) => t.status === 'admitted').length;
+      const first = await admitted();
+      assert.ok(first >= 2 && first <= 3, `a full bucket admits about one second's worth at once (${first})`);
+      await sleep(1100);
+      const later = await admitted();
+      assert.ok(later > first, `more were admitted a second later (${first} → ${later})`);
+    });
+
+    it('the line forms before the start; admission begins at it', async () => {
+      const sale = await room({ cap: 5, startsInMs: 1500 });
+      const [a] = await line(sale, 1);
+      assert.equal(a!.status, 'waiting');
+      await sleep(1800);
+      assert.equal((await status(sale, a!)).status, 'admitted');
+    });
+
+    it('rejects bad settings and unknown rooms', async () => {
+      const sale = await dibs.sales.create({ sku: `WR-${++n}`, startsAt: iso(0), endsAt: iso(3_600_000), cap: null, perCustomerLimit: 1 });
+      await rejectsWith(dibs.waitingRooms.enable(sale.id, { admitPerSecond: 10, windowMs: 60_000 }), 'invalid_input');
+      const capped = await room();
+      await rejectsWith(dibs.waitingRooms.enable(capped, { admitPerSecond: 0, windowMs: 60_000 }), 'invalid_input', 'admitPerSecond');
+      await rejectsWith(dibs.waitingRooms.join('sale_000000000000000000000000', 'c1'), 'not_found');
+    });
+  });
+}

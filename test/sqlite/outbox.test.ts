@@ -1,0 +1,4 @@
+import { outboxConformance } from '../conformance/outbox.js';
+import { openTempSqlite } from '../support/sqlite.js';
+
+outboxConformance('sqlite', openTempSqlite);
