@@ -1,5 +1,5 @@
-// Compiles src/ to dist/ and copies the non-TypeScript assets (.sql, .lua, .html, .css)
-// that modules load at run time from beside themselves.
+// Compiles src/ to dist/ and copies the non-TypeScript assets (.sql, .lua, .html, .css, and the
+// dashboard's browser scripts, src/dashboard/public/*.js) that modules load at run time from beside themselves.
 import { execFileSync } from 'node:child_process';
 import { cpSync, rmSync, readdirSync, statSync, mkdirSync } from 'node:fs';
 import { join, dirname, extname } from 'node:path';
@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 const root = new URL('..', import.meta.url).pathname;
 const require = createRequire(import.meta.url);
-const ASSET_EXTENSIONS = new Set(['.sql', '.lua', '.html', '.css', '.svg']);
+const ASSET_EXTENSIONS = new Set(['.sql', '.lua', '.html', '.css', '.svg', '.js']);
 
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 const tsc = join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc');

@@ -4,6 +4,11 @@ import { DEFAULT_STORE, openBackend } from './backends/registry.js';
 
 export { Dibs, Pools } from './core/dibs.js';
 export { Sales } from './core/sales/facade.js';
+export { WaitingRooms } from './core/sales/waiting-room-facade.js';
+export { Forecasts } from './core/forecast-facade.js';
+export { CHARSETS, codeShape, luhnCheck, type GenerateInput, type GenerateResult, type GenerateProgress } from './core/generate.js';
+export { forecastFrom, emptySoonStep, type Forecast, type ForecastBackend } from './core/forecast.js';
+export type { Ticket, TicketStatus, WaitingRoom, WaitingRoomSpec, WaitingRoomBackend } from './core/sales/waiting-room.js';
 export type * from './core/sales/types.js';
 export type { SaleBackend, SaleViolation } from './core/sales/backend.js';
 export { preflight, type Problem } from './core/sales/rules.js';

@@ -2,8 +2,10 @@ import { Command } from 'commander';
 import { codeCommands } from './commands/codes.js';
 import { poolsCommand } from './commands/pools.js';
 import { salesCommand } from './commands/sales.js';
+import { generateCommand } from './commands/generate.js';
 import { locksCommand } from './commands/locks.js';
 import { serveCommand } from './commands/serve.js';
+import { keysCommand } from './commands/keys.js';
 import { registerLoadtestCommand } from '../loadtest/command.js';
 
 export function buildProgram(): Command {
@@ -26,11 +28,14 @@ Quick start:
   $ dibs import spring codes.csv
   $ dibs claim spring alice@example.com
   $ dibs stats spring
-  $ dibs serve --demo
+  $ dibs serve --demo                       # prints a local admin API key
+  $ dibs keys create --name backend --scopes pools:read,pools:claim
   $ dibs loadtest --claimants 10000 --codes 5000 --processes 4   # prove it on your store`);
   serveCommand(program);
+  keysCommand(program);
   poolsCommand(program);
   codeCommands(program);
+  generateCommand(program);
   salesCommand(program);
   locksCommand(program);
   registerLoadtestCommand(program);

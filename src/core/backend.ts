@@ -1,3 +1,4 @@
+import type { ServiceStore } from './service-store.js';
 import type {
   ClaimManyResult,
   ClaimResult,
@@ -17,6 +18,8 @@ import type {
 import type { SaleBackend } from './sales/backend.js';
 import type { OutboxBackend } from './outbox.js';
 import type { CounterBackend, LockBackend } from './locks/backend.js';
+import type { WaitingRoomBackend } from './sales/waiting-room.js';
+import type { ForecastBackend } from './forecast.js';
 
 /**
  * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
@@ -47,6 +50,11 @@ export interface PoolBackend {
    * Counters (total, free) move in the same atomic step. Throws `not_found`.
    */
   insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult>;
+  /**
+   * How many `insertCodes` batches of one import may run at once (default 1). Batches may then
+   * commit out of order, so a code's position in the export follows its batch's commit.
+   */
+  readonly importConcurrency?: number;
 
   /**
    * Gives `count` (≥1) new codes to `claimant`, bounded by what the claimant's limit still allows.
@@ -95,6 +103,12 @@ export interface Backend {
   readonly locks?: LockBackend;
   /** Sharded exact counters (issue 7); absent on stores that do not have them yet. */
   readonly counters?: CounterBackend;
+  /** Fair waiting rooms for flash sales (issue 13); absent where not built yet. */
+  readonly waitingRooms?: WaitingRoomBackend;
+  /** Burn rate, time to empty and predicted-empty alerts (issue 13); absent where not built yet. */
+  readonly forecasts?: ForecastBackend;
+  /** API keys and idempotency records of the HTTP service (issue 8). */
+  readonly service?: ServiceStore;
   health(): Promise<Health>;
   /** Closes connections; pending operations finish first. Idempotent. */
   close(): Promise<void>;

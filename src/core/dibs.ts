@@ -3,6 +3,9 @@
  * backend, so every backend gets the same, already-clean arguments and callers get the same
  * typed errors whichever store they run on.
  */
+import { WaitingRooms } from './sales/waiting-room-facade.js';
+import { Forecasts } from './forecast-facade.js';
+import { generateInto, type GenerateInput, type GenerateProgress, type GenerateResult } from './generate.js';
 import type { Readable } from 'node:stream';
 import type { Backend, PoolBackend } from './backend.js';
 import { codesToCsv } from './export.js';
@@ -61,6 +64,16 @@ export class Pools {
 
   async delete(name: string): Promise<void> {
     return this.backend.deletePool(pool(name));
+  }
+
+  /**
+   * Generates `count` new unique codes from a pattern or length (crypto randomness, optional check
+   * character) and imports them; an infeasible request is refused before anything is written.
+   */
+  async generate(name: string, spec: GenerateInput, options: { onProgress?: (p: GenerateProgress) => void } = {}): Promise<GenerateResult> {
+    const target = pool(name);
+    await this.backend.getPool(target); // not_found before any work
+    return generateInto((codes) => importCodeList(this.backend, target, codes), spec, options.onProgress);
   }
 
   /** Adds codes from a list (array, generator, async iterable). Blank/oversized entries are counted as invalid. */
@@ -148,6 +161,8 @@ export class Dibs {
   readonly semaphores: Semaphores;
   readonly locks: Locks;
   readonly counters: Counters;
+  readonly waitingRooms: WaitingRooms;
+  readonly forecasts: Forecasts;
 
   constructor(readonly backend: Backend) {
     this.pools = new Pools(backend.pools);
@@ -155,6 +170,8 @@ export class Dibs {
     this.semaphores = new Semaphores(backend.locks, backend.kind);
     this.locks = new Locks(this.semaphores);
     this.counters = new Counters(backend.counters, backend.kind);
+    this.waitingRooms = new WaitingRooms(backend.waitingRooms, backend.kind);
+    this.forecasts = new Forecasts(backend.forecasts, backend.kind);
   }
 
   get kind(): string {

@@ -17,6 +17,13 @@ export const ERROR_CODES = {
   lock_timeout: 409,
   lease_lost: 409,
   not_owner: 409,
+  ticket_required: 403,
+  invalid_ticket: 403,
+  not_admitted: 409,
+  /** An Idempotency-Key reused with a different request (method, path or body). */
+  idempotency_key_reused: 409,
+  /** A request with the same Idempotency-Key is still being processed. */
+  idempotency_key_in_use: 409,
   unsupported: 501,
   payload_too_large: 413,
   unsupported_media_type: 415,

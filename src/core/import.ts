@@ -91,6 +91,9 @@ class BatchImporter {
   private batch: string[] = [];
   private readonly totals: ImportResult = { imported: 0, duplicates: 0, invalid: 0 };
   private readonly batchSize: number;
+  /** Batches being stored right now: up to the backend's `importConcurrency`. */
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: { error: unknown } | null = null;
 
   constructor(
     private readonly backend: PoolBackend,
@@ -115,16 +118,37 @@ class BatchImporter {
 
   async finish(): Promise<ImportResult> {
     // An empty import still checks that the pool exists, so a typo is not a silent no-op.
-    if (this.batch.length > 0 || this.totals.imported + this.totals.duplicates === 0) await this.flush();
+    if (this.batch.length > 0 || (this.totals.imported + this.totals.duplicates === 0 && this.inFlight.size === 0)) await this.flush();
+    await Promise.all(this.inFlight);
+    this.throwIfFailed();
     return { ...this.totals };
   }
 
+  /**
+   * Hands the batch to the backend. Servers that write batches in parallel well (PostgreSQL: one
+   * COPY per connection) get several at once; the import waits only when all slots are busy.
+   */
   private async flush(): Promise<void> {
+    this.throwIfFailed();
     const batch = this.batch;
     this.batch = [];
-    const { inserted, duplicates } = await this.backend.insertCodes(this.pool, batch);
-    this.totals.imported += inserted;
-    this.totals.duplicates += duplicates;
-    this.options.onProgress?.(this.progress());
+    const stored = this.backend.insertCodes(this.pool, batch).then(
+      ({ inserted, duplicates }) => {
+        this.totals.imported += inserted;
+        this.totals.duplicates += duplicates;
+        this.options.onProgress?.(this.progress());
+      },
+      (error: unknown) => {
+        this.failure ??= { error };
+      },
+    );
+    const tracked: Promise<void> = stored.finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
+    if (this.inFlight.size >= Math.max(1, this.backend.importConcurrency ?? 1)) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
   }
 }

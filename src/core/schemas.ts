@@ -18,10 +18,44 @@ export const LIMITS = {
   pageSize: 1000,
 } as const;
 
-export const poolNameSchema = z
+/**
+ * Tenant namespaces. The HTTP service keeps tenants apart by storing a tenant's objects under
+ * `<tenant>~<name>`. A tenant id never contains `~` and the service refuses `~` in every name a
+ * user gives it, so the split is unambiguous and one tenant's names can never collide with
+ * another's. The core accepts an optional namespace prefix and checks the rest by the usual rule.
+ */
+export const TENANT_SEPARATOR = '~';
+export const tenantIdSchema = z
+  .string({ error: 'must be a string' })
+  .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'use 1–32 lower-case letters, digits, "_" or "-", starting with a letter or digit');
+const TENANT_PREFIX = /^[a-z0-9][a-z0-9_-]{0,31}~/;
+/** Longest namespace prefix (`<tenant>~`). */
+export const TENANT_PREFIX_MAX = 33;
+
+/** The name without its tenant namespace (`acme~spring` → `spring`). */
+export function localName(name: string): string {
+  const prefix = TENANT_PREFIX.exec(name);
+  return prefix ? name.slice(prefix[0].length) : name;
+}
+
+/** `local` applied to the part after an optional `<tenant>~` prefix, with its own messages. */
+export function namespaced(local: z.ZodType<string>, maxLocal: number): z.ZodType<string> {
+  return z
+    .string({ error: 'must be a string' })
+    .max(maxLocal + TENANT_PREFIX_MAX, `at most ${maxLocal} characters`)
+    .superRefine((value, ctx) => {
+      const result = local.safeParse(localName(value));
+      if (!result.success) ctx.addIssue({ code: 'custom', message: result.error.issues[0]!.message });
+    });
+}
+
+/** A pool (or sale) name as a user writes it: no namespace. */
+export const localPoolNameSchema = z
   .string({ error: 'must be a string' })
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit')
   .max(LIMITS.poolName, `at most ${LIMITS.poolName} characters`);
+
+export const poolNameSchema = namespaced(localPoolNameSchema, LIMITS.poolName);
 
 export const claimantSchema = z
   .string({ error: 'must be a string' })

@@ -30,6 +30,9 @@ export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatche
       { name: 'holds.expire', everyMs: every, run: () => dibs.sales.expireHolds() },
     );
   }
+  if (dibs.backend.forecasts) {
+    jobs.push({ name: 'forecast.alerts', everyMs: Math.max(every, 5000), run: () => dibs.forecasts.checkWatches() });
+  }
   if (options.dispatcher) {
     const dispatcher = options.dispatcher;
     jobs.push({ name: 'outbox.dispatch', everyMs: every, run: () => dispatcher.drain(20) });

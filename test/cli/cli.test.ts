@@ -22,6 +22,24 @@ describe('dibs CLI', () => {
     assert.match(serveHelp.stdout, /DIBS_WEBHOOK_SECRET/);
   });
 
+  it('runs a sale behind a waiting room: enable, join, reserve with the ticket, plain reserve refused', async () => {
+    const sale = JSON.parse((await runCli(['sales', 'create', 'ROOM-CLI', '--ends', new Date(Date.now() + 3_600_000).toISOString(), '--cap', '1', '--json'], { env })).stdout) as { id: string };
+    assert.equal((await runCli(['sales', 'room', 'enable', sale.id, '--rate', '5'], { env })).code, 0);
+    const ann = JSON.parse((await runCli(['sales', 'room', 'join', sale.id, 'ann', '--json'], { env })).stdout) as { status: string; token: string };
+    const bob = await runCli(['sales', 'room', 'join', sale.id, 'bob'], { env });
+    assert.equal(ann.status, 'admitted');
+    assert.match(bob.stdout, /status +waiting/);
+    const plain = await runCli(['sales', 'reserve', sale.id, 'eve'], { env });
+    assert.equal(plain.code, 2);
+    assert.match(plain.stderr, /ticket_required/);
+    const held = await runCli(['sales', 'room', 'reserve', sale.id, 'ann', ann.token, '--json'], { env });
+    assert.equal(held.code, 0, held.stderr);
+    assert.equal((JSON.parse(held.stdout) as { quantity: number }).quantity, 1);
+    const forged = await runCli(['sales', 'room', 'ticket', sale.id, 'bob', ann.token], { env });
+    assert.equal(forged.code, 2);
+    assert.match(forged.stderr, /invalid_ticket/);
+  });
+
   it('creates a pool, imports a file and stdin, claims, reports and exports', async () => {
     assert.equal((await runCli(['pools', 'create', 'cli-pool', '--limit', '1', '--low-stock', '1'], { env })).code, 0);
     const file = join(temp.dir, 'codes.csv');

@@ -6,22 +6,13 @@
  * killed mid-storm leaves behind exactly the answers it had received.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { readyThenGo } from './go.js';
 import { isDibsError, openDibs } from '../../src/index.js';
 import type { StormOp, StormOutcome, WorkerConfig } from './storm.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as WorkerConfig;
 const dibs = await openDibs(config.store, config.storeOptions ?? {});
-process.stdout.write('ready\n');
-await new Promise<void>((resolve) => {
-  const lines = createInterface({ input: process.stdin });
-  lines.on('line', (line) => {
-    if (line.trim() === 'go') {
-      lines.close();
-      resolve();
-    }
-  });
-});
+await readyThenGo();
 
 async function run(op: StormOp): Promise<StormOutcome> {
   const started = performance.now();

@@ -4,6 +4,7 @@
  * in CI and skips loudly elsewhere.
  */
 import pg from 'pg';
+import { after, before } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
 
@@ -84,4 +85,28 @@ export async function adminQuery<R extends pg.QueryResultRow>(text: string, valu
   } finally {
     await client.end();
   }
+}
+
+/**
+ * For a describe block: a fresh schema opened before its tests and dropped after them (the
+ * PostgreSQL twin of sqliteForSuite). `env.store` (the URL) is valid at once, for worker processes.
+ */
+export function pgForSuite(params: Record<string, string> = {}): { readonly dibs: Dibs; readonly store: string; readonly schema: string } {
+  const temp = tempPgStore(params);
+  let dibs: Dibs | undefined;
+  before(async () => {
+    dibs = await openDibs(temp.store);
+  });
+  after(async () => {
+    await dibs?.close();
+    await temp.drop();
+  });
+  return {
+    get dibs() {
+      if (!dibs) throw new Error('pgForSuite: dibs is opened in before()');
+      return dibs;
+    },
+    store: temp.store,
+    schema: temp.schema,
+  };
 }

@@ -39,14 +39,24 @@ const WORKER = fileURLToPath(new URL('./sale-worker.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Runs `lanes` (one list of ops per process); `during` runs in this process while they work. */
-export async function runSaleStorm(options: { store: string; sale: string; lanes: SaleOp[][]; ttlMs?: number; concurrency?: number; timeoutMs?: number; during?: (done: () => boolean) => Promise<void> }): Promise<SaleOutcome[]> {
+export async function runSaleStorm<O = SaleOutcome>(options: {
+  store: string;
+  sale: string;
+  lanes: SaleOp[][];
+  ttlMs?: number;
+  concurrency?: number;
+  timeoutMs?: number;
+  during?: (done: () => boolean) => Promise<void>;
+  /** Another worker script with the same protocol (e.g. room-worker.ts for waiting rooms). */
+  worker?: string;
+}): Promise<O[]> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-sale-storm-'));
   try {
     const workers = options.lanes.map((ops, i) => {
       const config: SaleWorkerConfig = { store: options.store, sale: options.sale, ttlMs: options.ttlMs ?? 1000, ops, concurrency: options.concurrency ?? 8, resultFile: join(dir, `w${i}.jsonl`) };
       const configFile = join(dir, `w${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = spawn(process.execPath, ['--import', 'tsx', WORKER, configFile], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', options.worker ?? WORKER, configFile], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       const ready = new Promise<void>((resolve, reject) => {
@@ -71,7 +81,7 @@ export async function runSaleStorm(options: { store: string; sale: string; lanes
     }
     return workers.flatMap((w) =>
       existsSync(w.config.resultFile)
-        ? readFileSync(w.config.resultFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as SaleOutcome)
+        ? readFileSync(w.config.resultFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as O)
         : [],
     );
   } finally {

@@ -3,21 +3,14 @@
  * cancels or abandons its holds, after a start barrier. Answers are appended as JSON lines.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { readyThenGo } from './go.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDibsError, openDibs } from '../../src/index.js';
 import type { SaleOp, SaleOutcome, SaleWorkerConfig } from './sale-storm.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SaleWorkerConfig;
 const dibs = await openDibs(config.store);
-process.stdout.write('ready\n');
-await new Promise<void>((resolve) => {
-  const lines = createInterface({ input: process.stdin });
-  lines.on('line', () => {
-    lines.close();
-    resolve();
-  });
-});
+await readyThenGo();
 
 async function answer(op: SaleOp, step: SaleOutcome['step'], fn: () => Promise<{ orderId?: string; holdId?: string; quantity?: number }>): Promise<SaleOutcome> {
   try {

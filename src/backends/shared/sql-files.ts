@@ -20,8 +20,11 @@ export function loadMigrations(dir: URL): Migration[] {
     .filter((file) => /^\d{3,}_[\w-]+\.sql$/.test(file))
     .sort()
     .map((file) => ({ id: Number(file.slice(0, file.indexOf('_'))), name: file.replace(/\.sql$/, ''), sql: readFileSync(new URL(file, dir), 'utf8') }));
+  // Numbers are unique and increasing. A gap is allowed: features land on different branches
+  // with reserved numbers (e.g. PostgreSQL 004_service before 002/003), and the ledger records
+  // each id, so a later-added lower number is still applied exactly once.
   migrations.forEach((m, i) => {
-    if (m.id !== i + 1) throw new Error(`migrations in ${path} must be numbered 1..n without gaps; found ${m.name} at position ${i + 1}`);
+    if (!(m.id >= 1) || (i > 0 && m.id <= migrations[i - 1]!.id)) throw new Error(`migrations in ${path} must have unique increasing numbers; found ${m.name} at position ${i + 1}`);
   });
   return migrations;
 }

@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
+import type { Forecast } from '../../core/forecast.js';
 import type { ImportProgress } from '../../core/types.js';
 import { block, EXIT, intOption, output, withDibs } from '../context.js';
 
@@ -81,10 +82,28 @@ export function codeCommands(program: Command): void {
     .action(async (pool: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const stats = await dibs.pools.stats(pool);
-        output(command, stats, () => block(Object.entries(stats)));
+        const forecast = dibs.backend.forecasts ? await dibs.forecasts.pool(pool) : null;
+        output(command, stats, () => block([...Object.entries(stats), ...(forecast ? forecastLines(forecast) : [])]));
         // An operator reading counts should also learn when the store may forget them (Redis without AOF).
         const { warning } = (await dibs.health()).details;
         if (typeof warning === 'string') process.stderr.write(`warning: ${warning}\n`);
+      });
+    });
+
+  program
+    .command('forecast <pool-or-sale>')
+    .description('burn rate over the last 1/5/15 minutes and the predicted time to empty')
+    .option('--sale', 'the argument is a sale id (held units count as gone)')
+    .option('--alert <minutes>', 'record a <kind>.empty_soon event whenever it is predicted empty within this many minutes (0 stops)', intOption('--alert'))
+    .addHelpText('after', '\nExamples:\n  $ dibs forecast spring\n  $ dibs forecast spring --alert 10     # webhook when "empty in < 10 min"\n  $ dibs forecast sale_… --sale')
+    .action(async (subject: string, opts: { sale?: boolean; alert?: number }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        if (opts.alert !== undefined) {
+          const within = opts.alert === 0 ? null : opts.alert * 60_000;
+          await (opts.sale ? dibs.forecasts.watchSale(subject, within) : dibs.forecasts.watchPool(subject, within));
+        }
+        const f = opts.sale ? await dibs.forecasts.sale(subject) : await dibs.forecasts.pool(subject);
+        output(command, f, () => block([[opts.sale ? 'sale' : 'pool', subject], ['remaining', f.remaining ?? 'unlimited'], ...forecastLines(f)]));
       });
     });
 
@@ -141,4 +160,17 @@ function progressBar(size: number | undefined) {
     update: (p: ImportProgress) => bar.update(p.bytes ?? 0, { imported: p.imported, duplicates: p.duplicates, invalid: p.invalid }),
     stop: () => bar.stop(),
   };
+}
+
+/** "pace" and "empty" lines for the human output of stats/forecast. */
+function forecastLines(f: Forecast): [string, unknown][] {
+  const pace = `${f.perMinute['1m']}/min (1m) · ${f.perMinute['5m']}/min (5m) · ${f.perMinute['15m']}/min (15m)`;
+  const empty = f.timeToEmptyMs === null ? 'not at this pace' : f.timeToEmptyMs === 0 ? 'now' : `in ~${humanMs(f.timeToEmptyMs)} (${f.emptyAt}, from the ${f.basis} pace)`;
+  return [['pace', pace], ['empty', empty]];
+}
+
+function humanMs(ms: number): string {
+  if (ms < 90_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 90 * 60_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Sale } from '../../core/sales/types.js';
 import { block, EXIT, intOption, output, withDibs } from '../context.js';
+import { waitingRoomCommand } from './waiting-room.js';
 
 function describeSale(sale: Sale): string {
   return block([
@@ -18,6 +19,7 @@ function describeSale(sale: Sale): string {
 
 export function salesCommand(program: Command): void {
   const sales = program.command('sales').description('flash sales: time window, unit cap, per-customer limit, cart holds');
+  waitingRoomCommand(sales);
 
   sales
     .command('create <sku>')

@@ -1,17 +1,41 @@
 import type { Command } from 'commander';
 import { redact } from '../../backends/registry.js';
+import { loadServiceConfig } from '../../service/config.js';
 import { exitOnSignals, startServer } from '../../service/server.js';
-import { intOption, storeOf } from '../context.js';
+import { intOption } from '../context.js';
+
+interface ServeFlags {
+  port?: number;
+  host?: string;
+  demo?: boolean;
+  jobs?: boolean;
+  config?: string;
+  rateLimit?: number;
+  metricsPublic?: boolean;
+}
 
 export function serveCommand(program: Command): void {
   program
     .command('serve')
-    .description('run the HTTP API (and the status page at /) with the background jobs')
-    .option('--port <port>', 'port to listen on (env PORT)', intOption('--port'), Number(process.env.PORT ?? 3000))
-    .option('--host <host>', 'interface to bind (env HOST)', process.env.HOST ?? '127.0.0.1')
-    .option('--demo', 'create a demo pool (100 codes) and a live demo sale if they are missing')
+    .description('run the HTTP API (admin dashboard at /, API reference at /docs) with the background jobs')
+    .option('--port <port>', 'port to listen on (env PORT; default 3000)', intOption('--port'))
+    .option('--host <host>', 'interface to bind (env HOST; default 127.0.0.1)')
+    .option('--demo', 'create a demo pool (100 codes) and a live demo sale if missing, and print a local admin API key')
     .option('--no-jobs', 'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery)')
+    .option('--config <file>', 'JSON config file (env DIBS_CONFIG); env and flags override it')
+    .option('--rate-limit <n>', 'requests per API key per minute, 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
+    .option('--metrics-public', 'serve /metrics without an API key (env DIBS_METRICS_PUBLIC)')
     .addHelpText('after', `
+Every /v1 request needs an API key: Authorization: Bearer dibs_…
+  $ dibs keys create --name backend --scopes pools:read,pools:claim
+  (--demo prints a fresh admin key of the default tenant at every start)
+
+Config file keys (JSON; env in brackets): store [DIBS_STORE], port [PORT], host [HOST],
+  logLevel [LOG_LEVEL], jobs [DIBS_JOBS], jobsEveryMs [DIBS_JOBS_EVERY_MS],
+  rateLimit [DIBS_RATE_LIMIT], rateLimitWindowMs [DIBS_RATE_LIMIT_WINDOW_MS],
+  idempotencyTtlMs [DIBS_IDEMPOTENCY_TTL_MS], keyCacheMs [DIBS_KEY_CACHE_MS],
+  metricsPublic [DIBS_METRICS_PUBLIC], bodyLimit [DIBS_BODY_LIMIT], demo
+
 Delivery of outbox events is configured by environment variables:
   DIBS_WEBHOOK_URLS=https://ops.example.com/hooks   endpoints for pool/sale events (comma-separated)
   DIBS_WEBHOOK_SECRET=whsec_…                         signs webhooks (header Dibs-Signature: t=…,v1=…)
@@ -21,18 +45,28 @@ Delivery of outbox events is configured by environment variables:
 Examples:
   $ dibs serve --demo
   $ dibs serve --port 8080 --host 0.0.0.0 --store postgres://dibs@db/shop`)
-    .action(async (opts: { port: number; host: string; demo?: boolean; jobs: boolean }, command: Command) => {
-      const store = storeOf(command);
-      const server = await startServer({ store, port: opts.port, host: opts.host, demo: Boolean(opts.demo), jobs: opts.jobs });
+    .action(async (opts: ServeFlags, command: Command) => {
+      const globals = command.optsWithGlobals() as { store?: string };
+      const config = loadServiceConfig({
+        ...(opts.config ? { file: opts.config } : {}),
+        flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic },
+      });
+      const { store, port, host, demo, jobs, ...rest } = config;
+      const server = await startServer({ ...rest, store, port, host, demo, jobs });
       exitOnSignals(server);
       process.stderr.write(`\ndibs is serving ${server.url} on ${redact(store)}\n`);
-      if (opts.demo) {
+      if (server.demoKey) {
+        const auth = `-H 'authorization: Bearer ${server.demoKey}'`;
         process.stderr.write(`
-  status page   ${server.url}/
-  claim a code  curl -s -X POST ${server.url}/v1/pools/demo/claims -H 'content-type: application/json' -d '{"claimant":"you@example.com"}'
-  pool counts   curl -s ${server.url}/v1/pools/demo
-  buy a unit    curl -s -X POST ${server.url}/v1/sales/demo/claims -H 'content-type: application/json' -d '{"customer":"you@example.com"}'
-  audit         curl -s ${server.url}/v1/pools/demo/audit
+  local admin API key (default tenant; shown once, a new one at every --demo start):
+    ${server.demoKey}
+
+  API reference ${server.url}/docs
+  dashboard     ${server.url}/   (log in with the key above)
+  claim a code  curl -s -X POST ${server.url}/v1/pools/demo/claims ${auth} -H 'content-type: application/json' -d '{"claimant":"you@example.com"}'
+  pool counts   curl -s ${server.url}/v1/pools/demo ${auth}
+  buy a unit    curl -s -X POST ${server.url}/v1/sales/demo/claims ${auth} -H 'content-type: application/json' -d '{"customer":"you@example.com"}'
+  audit         curl -s ${server.url}/v1/pools/demo/audit ${auth}
 
 `);
       }

@@ -47,14 +47,21 @@ export class Semaphores {
       let delay = 5;
       for (;;) {
         if (signal?.aborted) throw aborted(k, signal.reason);
-        const myTurn = !fifo || queue.indexOf(me) < n;
-        if (myTurn) {
-          const grant = await store.tryAcquire(k, n, ttlMs);
-          if (grant) return toLease(k, n, grant);
+        // Subscribed BEFORE the attempt: a release that lands while tryAcquire is in flight (it
+        // saw the old holder) still wakes us, instead of costing a whole safety-net poll.
+        const wake = armWake(store, k);
+        try {
+          const myTurn = !fifo || queue.indexOf(me) < n;
+          if (myTurn) {
+            const grant = await store.tryAcquire(k, n, ttlMs);
+            if (grant) return toLease(k, n, grant);
+          }
+          const left = deadline - Date.now();
+          if (left <= 0) throw lockTimeout(k, waitMs);
+          await wake.wait(Math.min(left, delay), signal);
+        } finally {
+          wake.dispose();
         }
-        const left = deadline - Date.now();
-        if (left <= 0) throw lockTimeout(k, waitMs);
-        await wakeOrTimeout(store, k, Math.min(left, delay), signal);
         delay = Math.min(delay * 2, SAFETY_POLL_MAX_MS);
       }
     } finally {
@@ -161,16 +168,24 @@ function toLease(key: string, limit: number, grant: LeaseGrant): Lease {
   return { key, limit, ...grant };
 }
 
-/** Resolves on a release event for `key`, after `ms`, or rejects when `signal` aborts. */
-async function wakeOrTimeout(store: LockBackend, key: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
+/**
+ * A release subscription for `key`, armed before an attempt: `wait` resolves at once if a release
+ * already arrived, else on the next release, after `ms`, or when `signal` aborts.
+ */
+function armWake(store: LockBackend, key: string): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; dispose(): void } {
   const ac = new AbortController();
-  const stop = () => ac.abort();
-  const unsubscribe = store.onRelease(key, stop);
-  signal?.addEventListener('abort', stop, { once: true });
-  try {
-    await sleep(ms, undefined, { signal: ac.signal }).catch(() => undefined);
-  } finally {
-    unsubscribe();
-    signal?.removeEventListener('abort', stop);
-  }
+  const unsubscribe = store.onRelease(key, () => ac.abort());
+  return {
+    async wait(ms, signal) {
+      if (ac.signal.aborted) return;
+      const stop = () => ac.abort();
+      signal?.addEventListener('abort', stop, { once: true });
+      try {
+        await sleep(ms, undefined, { signal: ac.signal }).catch(() => undefined);
+      } finally {
+        signal?.removeEventListener('abort', stop);
+      }
+    },
+    dispose: unsubscribe,
+  };
 }

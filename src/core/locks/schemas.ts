@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import { namespaced } from '../schemas.js';
 
 /** Lock keys and counter names: printable, no control characters, bounded. */
-export const lockKeySchema = z.string().min(1).max(200).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+export const localLockKeySchema = z.string().min(1).max(200).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+/** Lock keys and counter names, optionally under a tenant namespace (`<tenant>~<key>`, see ../schemas.ts). */
+export const lockKeySchema = namespaced(localLockKeySchema, 200);
 export const ttlMsSchema = z.number().int().min(100).max(24 * 3600_000);
 export const waitMsSchema = z.number().int().min(0).max(24 * 3600_000);
 export const semaphoreLimitSchema = z.number().int().min(1).max(10_000);

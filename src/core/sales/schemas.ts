@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { claimantSchema, idempotencyKeySchema, metadataSchema } from '../schemas.js';
+import { claimantSchema, idempotencyKeySchema, metadataSchema, namespaced } from '../schemas.js';
 
 export const SALE_LIMITS = {
   cap: 1_000_000_000,
@@ -9,10 +9,14 @@ export const SALE_LIMITS = {
   ttlMs: { min: 1_000, max: 86_400_000 },
 } as const;
 
-export const saleIdSchema = z
+export const localSaleIdSchema = z
   .string({ error: 'must be a string' })
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'use letters, digits, ".", "_" or "-", starting with a letter or digit')
   .max(64, 'at most 64 characters');
+/** A sale id, optionally under a tenant namespace (`<tenant>~<id>`, see schemas.ts). */
+export const saleIdSchema = namespaced(localSaleIdSchema, 64);
+export const localSkuSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'at most 128 characters');
+export const skuSchema = namespaced(localSkuSchema, 128);
 
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' });
 const cap = z.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must not be negative').max(SALE_LIMITS.cap).nullable();
@@ -21,7 +25,7 @@ const perCustomerLimit = z.number({ error: 'must be a number' }).int('must be a 
 export const createSaleSchema = z
   .object({
     id: saleIdSchema.optional(),
-    sku: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'at most 128 characters'),
+    sku: skuSchema,
     startsAt: timestamp,
     endsAt: timestamp,
     cap: cap.default(null),
@@ -61,4 +65,3 @@ export const wishlistChannelsSchema = z
   .strict()
   .refine((c) => c.email !== undefined || c.webPush !== undefined || c.webhook !== undefined, 'name at least one channel: email, webPush or webhook');
 
-export const skuSchema = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(128, 'at most 128 characters');
