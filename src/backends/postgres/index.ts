@@ -20,6 +20,7 @@ import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
 import { PgServiceStore } from './service.js';
 import { PgSales } from './sales.js';
+import { PgWaitingRooms } from './waiting-room.js';
 import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
@@ -31,6 +32,7 @@ export class PostgresBackend implements Backend {
   readonly pools: PgPools;
   readonly service: PgServiceStore;
   readonly sales: PgSales;
+  readonly waitingRooms: PgWaitingRooms;
   readonly outbox: PgOutbox;
   readonly locks: PgLocks;
   readonly counters: PgCounters;
@@ -46,6 +48,7 @@ export class PostgresBackend implements Backend {
     this.pools = new PgPools(pool, options);
     this.service = new PgServiceStore(pool);
     this.sales = new PgSales(pool);
+    this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.outbox = new PgOutbox(pool);
     this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs);
     this.locks = new PgLocks(pool, this.releaseListener);

@@ -107,8 +107,9 @@ SELECT count(*)::int AS n FROM expired
 
 -- name: take
 -- $1 sale, $2 customer, $3 quantity, $4 key (or null), $5 id for a new order/hold, $6 hold TTL in ms
--- (null for a buy). The whole buy/reserve as one step (migration 002 `sale_take`).
-SELECT * FROM sale_take($1, $2, $3, $4, $5, $6)
+-- (null for a buy), $7 via an admitted waiting-room ticket. The whole buy/reserve as one step
+-- (migration 002 `sale_take`, extended by 005 with the waiting-room check).
+SELECT * FROM sale_take($1, $2, $3, $4, $5, $6, $7)
 
 -- name: confirm
 -- $1 hold id, $2 id for the new order. The whole confirmation as one step (migration 002 `sale_confirm`).

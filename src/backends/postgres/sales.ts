@@ -18,6 +18,7 @@ import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, SaleStatus, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
@@ -82,7 +83,7 @@ interface KeyRow {
 
 /** The one-row answer of `sale_take`. */
 interface TakeRow {
-  outcome: 'ok' | 'replay' | 'not_found' | 'not_live' | 'limit_reached' | 'sold_out';
+  outcome: 'ok' | 'replay' | 'not_found' | 'not_live' | 'ticket_required' | 'limit_reached' | 'sold_out';
   status: SaleStatus | null;
   result_id: string | null;
   units: number | null;
@@ -324,6 +325,14 @@ export class PgSales implements SaleBackend {
     return rows.map((e) => ({ id: e.id, type: e.type, idempotencyKey: e.idempotency_key, payload: e.payload, createdAt: iso(e.created_at) }));
   }
 
+  // --- for the waiting room (waiting-room.ts), inside its transaction ---
+
+  /** A reservation inside the caller's transaction, after the waiting room checked an admitted ticket. */
+  async reserveViaTicket(client: pg.ClientBase, saleId: string, customer: string, quantity: number, ttlMs: number, key: string): Promise<HoldResult> {
+    const taken = await this.take(saleId, customer, quantity, key, newId('hold'), ttlMs, client, true);
+    return { hold: toHold(await this.hold(client, taken.id)), replayed: taken.replayed };
+  }
+
   // --- helpers, all inside a step's transaction ---
 
   private async now(client: Db): Promise<string> {
@@ -384,8 +393,8 @@ export class PgSales implements SaleBackend {
    * server-side, so the sale row is locked for the statements' time only, not for client round
    * trips. Outcome codes become the same errors rules.ts gives every backend.
    */
-  private async take(saleId: string, customer: string, quantity: number, key: string | null, newIdValue: string, ttlMs: number | null): Promise<{ id: string; replayed: boolean }> {
-    const r = (await query<TakeRow>(this.pool, Q.take, [saleId, customer, quantity, key, newIdValue, ttlMs])).rows[0]!;
+  private async take(saleId: string, customer: string, quantity: number, key: string | null, newIdValue: string, ttlMs: number | null, client: Db = this.pool, viaTicket = false): Promise<{ id: string; replayed: boolean }> {
+    const r = (await run<TakeRow>(client, this.pool, Q.take, [saleId, customer, quantity, key, newIdValue, ttlMs, viaTicket])).rows[0]!;
     switch (r.outcome) {
       case 'ok':
         return { id: r.result_id!, replayed: false };
@@ -395,6 +404,8 @@ export class PgSales implements SaleBackend {
         throw notFound('sale', saleId);
       case 'not_live':
         throw notLive(saleId, r.status!);
+      case 'ticket_required':
+        throw ticketRequired(saleId);
       case 'limit_reached':
         throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
       case 'sold_out':

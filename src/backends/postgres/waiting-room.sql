@@ -1,0 +1,23 @@
+-- Queries of the waiting room (waiting-room.ts). Admission itself is migration 005's `room_step`:
+-- one statement that locks the sale row, (joins,) admits and answers.
+
+-- name: step
+-- $1 sale, $2 customer (or null), $3 join the line first. → the room, and the customer's ticket.
+SELECT * FROM room_step($1, $2, $3)
+
+-- name: lockSale
+SELECT id, cap FROM sales WHERE id = $1 FOR UPDATE
+
+-- name: upsertRoom
+-- $1 sale, $2 admissions per second, $3 window ms, $4 secret. The bucket starts full: the first
+-- second's worth of tickets is admitted without a wait.
+INSERT INTO waiting_rooms (sale_id, admit_per_second, window_ms, secret, budget)
+VALUES ($1, $2::float8, $3, $4, greatest(1.0, $2::float8))
+ON CONFLICT (sale_id) DO UPDATE SET admit_per_second = excluded.admit_per_second, window_ms = excluded.window_ms
+RETURNING *
+
+-- name: ticketCounts
+SELECT status, count(*)::int AS n FROM tickets WHERE sale_id = $1 GROUP BY status
+
+-- name: useTicket
+UPDATE tickets SET status = 'used', hold_id = $3 WHERE sale_id = $1 AND number = $2
