@@ -1,22 +1,42 @@
 /**
- * The price of a fair line (SQLite, one process, 16 in flight): joining, checking a ticket and
- * reserving with an admitted ticket, next to the plain reservation of a sale without a room —
- * the baseline measured in the same run.
+ * The price of a fair line (one process, 16 in flight): joining, checking a ticket and reserving
+ * with an admitted ticket, next to the plain reservation of a sale without a room — the baseline
+ * measured in the same run — on SQLite and on PostgreSQL.
  *
- *   npm run bench -- waiting-room      (BENCH_ROOM_OPS, default 3000)
+ *   npm run bench -- waiting-room      (BENCH_ROOM_OPS, default 3000; BENCH_PG, default the test server)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { openDibs } from '../src/index.js';
 import { printTable, summarise, timeOps } from './lib/measure.js';
 
 const OPS = Number(process.env.BENCH_ROOM_OPS ?? 3000);
 const CONCURRENCY = 16;
 
+const PG = process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432/test';
+
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-room-'));
-  const dibs = await openDibs(`sqlite:${join(dir, 'bench.db')}`);
+  try {
+    await run('SQLite', `sqlite:${join(dir, 'bench.db')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const schema = `bench_room_${process.pid}`;
+  try {
+    await run('PostgreSQL', `${PG}?schema=${schema}`);
+  } finally {
+    const admin = new pg.Client({ connectionString: PG });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
+}
+
+async function run(label: string, store: string): Promise<void> {
+  const dibs = await openDibs(store);
   try {
     const window = { startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: OPS, perCustomerLimit: 1 };
     const plain = await dibs.sales.create({ sku: 'PLAIN', ...window });
@@ -34,7 +54,7 @@ export async function main(): Promise<void> {
     if ((await dibs.sales.audit(roomed.id)).length > 0) throw new Error('audit of the waiting-room sale is not clean');
 
     const baseline = summarise('plain reserve (no waiting room)', direct.latencies, direct.seconds);
-    printTable(`Waiting room on SQLite, ${OPS.toLocaleString('en-US')} customers, ${CONCURRENCY} in flight (ratio vs plain reserve)`, [
+    printTable(`Waiting room on ${label}, ${OPS.toLocaleString('en-US')} customers, ${CONCURRENCY} in flight (ratio vs plain reserve)`, [
       baseline,
       summarise('join (ticket in arrival order)', joined.latencies, joined.seconds),
       summarise('ticket check (runs admission)', checked.latencies, checked.seconds),
@@ -42,6 +62,5 @@ export async function main(): Promise<void> {
     ], baseline);
   } finally {
     await dibs.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -21,6 +21,7 @@ import { PgPools } from './pools.js';
 import { PgServiceStore } from './service.js';
 import { PgSales } from './sales.js';
 import { PgWaitingRooms } from './waiting-room.js';
+import { PgForecasts } from './forecast.js';
 import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
@@ -33,6 +34,7 @@ export class PostgresBackend implements Backend {
   readonly service: PgServiceStore;
   readonly sales: PgSales;
   readonly waitingRooms: PgWaitingRooms;
+  readonly forecasts: PgForecasts;
   readonly outbox: PgOutbox;
   readonly locks: PgLocks;
   readonly counters: PgCounters;
@@ -49,6 +51,7 @@ export class PostgresBackend implements Backend {
     this.service = new PgServiceStore(pool);
     this.sales = new PgSales(pool);
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
+    this.forecasts = new PgForecasts(pool);
     this.outbox = new PgOutbox(pool);
     this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs);
     this.locks = new PgLocks(pool, this.releaseListener);
