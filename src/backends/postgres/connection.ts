@@ -20,6 +20,12 @@ export interface PgOptions {
   groupConcurrency: number;
   /** How long to wait for a free connection (and to connect) before `unavailable`. */
   connectTimeoutMs: number;
+  /**
+   * How long one statement may go unanswered before `unavailable` (and the connection is dropped).
+   * Without it a connection whose route died silently (no RST, no FIN: a crashed NAT, a
+   * black-holed link) leaves the call waiting forever — found by test/faults.
+   */
+  queryTimeoutMs: number;
 }
 
 export type Pool = pg.Pool;
@@ -34,6 +40,9 @@ export function createPool(connectionString: string, options: PgOptions): pg.Poo
     connectionString,
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+    // TCP keepalive lets the kernel notice a dead peer on an idle connection
+    keepAlive: true,
     idleTimeoutMillis: 30_000,
     // Generic plans for dibs' prepared statements: the claim statement is a dozen CTEs whose
     // custom re-planning on every execution cost more CPU than executing it (0.42 ms planning vs
@@ -57,7 +66,7 @@ export function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_NODE.has(code))) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable/i.test(message);
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable|Query read timeout/i.test(message);
 }
 
 export const sqlState = (error: unknown): string | undefined => {

@@ -8,6 +8,7 @@
  *   groupMax          most claims served by one grouped statement (default 64)
  *   groupConcurrency  grouped statements of one pool in flight (default poolSize)
  *   connectTimeoutMs  wait for a connection before `unavailable` (default 10000)
+ *   queryTimeoutMs    a statement unanswered this long is `unavailable`, its connection dropped (default 60000)
  * Options passed to openDibs() with the same names override the URL.
  */
 import pg from 'pg';
@@ -26,7 +27,7 @@ import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
 
-export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs'] as const;
+export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs'] as const;
 
 export class PostgresBackend implements Backend {
   readonly kind = 'postgres';
@@ -112,6 +113,7 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
     groupMax: int(param('groupMax'), 64, 1, 1000, 'groupMax'),
     groupConcurrency: int(param('groupConcurrency'), poolSize, 1, 1000, 'groupConcurrency'),
     connectTimeoutMs: int(param('connectTimeoutMs'), 10_000, 1, 600_000, 'connectTimeoutMs'),
+    queryTimeoutMs: int(param('queryTimeoutMs'), 60_000, 100, 3_600_000, 'queryTimeoutMs'),
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, and Cluster
- * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`).
+ * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`),
+ * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000).
  * Every pool operation is one Lua script on the pool's slot (see scripts/*.lua).
  *
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
@@ -20,7 +21,7 @@ import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
-const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available/i;
+const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out/i;
 
 export function translateRedisError(error: unknown): unknown {
   if (isDibsError(error)) return error;
@@ -99,11 +100,15 @@ async function persistenceOf(node: Redis): Promise<Record<string, string>> {
 }
 
 /** Parameters dibs reads from the URL; the rest of the URL goes to ioredis untouched. */
-function dibsParams(url: URL): { prefix: string } {
+function dibsParams(url: URL): { prefix: string; commandTimeout: number } {
   const prefix = url.searchParams.get('prefix') ?? 'dibs';
   if (!/^[\w.:-]{1,64}$/.test(prefix)) throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", ".", ":" and "-"', { field: 'store' });
+  const timeout = url.searchParams.get('commandTimeoutMs');
+  const commandTimeout = timeout === null ? CLIENT_OPTIONS.commandTimeout : Number(timeout);
+  if (!Number.isInteger(commandTimeout) || commandTimeout < 100 || commandTimeout > 3_600_000) throw new DibsError('invalid_input', 'store: commandTimeoutMs must be a whole number of ms from 100 to 3600000', { field: 'store' });
   url.searchParams.delete('prefix');
-  return { prefix };
+  url.searchParams.delete('commandTimeoutMs');
+  return { prefix, commandTimeout };
 }
 
 const CLIENT_OPTIONS = {
@@ -123,7 +128,7 @@ const CLIENT_OPTIONS = {
 };
 
 export const openRedis: BackendFactory = async (url) => {
-  const { prefix } = dibsParams(url);
+  const { prefix, commandTimeout } = dibsParams(url);
   const isCluster = url.protocol === 'redis+cluster:';
   let client: RedisClient;
   if (isCluster) {
@@ -133,9 +138,9 @@ export const openRedis: BackendFactory = async (url) => {
     });
     if (nodes.length === 0) throw new DibsError('invalid_input', 'store: redis+cluster://host:port,host:port needs at least one node', { field: 'store' });
     const password = url.password ? decodeURIComponent(url.password) : undefined;
-    client = new Cluster(nodes, { redisOptions: { ...CLIENT_OPTIONS, ...(password ? { password } : {}) }, clusterRetryStrategy: CLIENT_OPTIONS.retryStrategy });
+    client = new Cluster(nodes, { redisOptions: { ...CLIENT_OPTIONS, commandTimeout, ...(password ? { password } : {}) }, clusterRetryStrategy: CLIENT_OPTIONS.retryStrategy });
   } else {
-    client = new Redis(url.toString(), { ...CLIENT_OPTIONS, lazyConnect: true });
+    client = new Redis(url.toString(), { ...CLIENT_OPTIONS, commandTimeout, lazyConnect: true });
     await (client as Redis).connect().catch((error: unknown) => {
       client.disconnect();
       throw translateRedisError(error);

@@ -1,0 +1,105 @@
+/**
+ * A loopback TCP proxy between dibs and a store (PostgreSQL, Redis) that injects network faults on
+ * command — the faults a real network and a real load balancer produce:
+ * - `reset()`   every open connection is torn down with a TCP RST (a crashed peer, an LB reset);
+ * - `stall(ms)` no byte moves either way for `ms` (a GC pause, a congested link), then traffic resumes;
+ * - `blackhole(on)` bytes are swallowed and new connections hang (a dead route: no RST, no FIN) —
+ *   the fault that turns a missing timeout into a request that never ends;
+ * - `refuse(on)` new connections are reset at once (the store is "down").
+ * Test code only; listens on 127.0.0.1 only.
+ */
+import net from 'node:net';
+
+export interface FaultProxy {
+  /** host:port of the proxy, to put into a store URL in place of the real server's. */
+  readonly host: string;
+  readonly port: number;
+  readonly stats: { connections: number; resets: number; stalls: number };
+  reset(): void;
+  stall(ms: number): Promise<void>;
+  blackhole(on: boolean): void;
+  refuse(on: boolean): void;
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  let paused = false;
+  let holed = false;
+  let refusing = false;
+  const stats = { connections: 0, resets: 0, stalls: 0 };
+
+  const server = net.createServer((client) => {
+    if (refusing) {
+      client.resetAndDestroy();
+      return;
+    }
+    stats.connections++;
+    const upstream = net.connect(target.port, target.host);
+    const pair = { client, upstream };
+    pairs.add(pair);
+    const forward = (from: net.Socket, to: net.Socket) =>
+      from.on('data', (chunk) => {
+        if (holed) return; // swallowed: the peer never hears of it
+        if (!to.write(chunk)) from.pause();
+      });
+    forward(client, upstream);
+    forward(upstream, client);
+    client.on('drain', () => upstream.resume());
+    upstream.on('drain', () => client.resume());
+    if (paused) {
+      client.pause();
+      upstream.pause();
+    }
+    const end = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', end).on('error', end);
+    upstream.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+
+  return {
+    host: '127.0.0.1',
+    port,
+    stats,
+    reset() {
+      stats.resets++;
+      for (const { client, upstream } of [...pairs]) {
+        client.resetAndDestroy();
+        upstream.resetAndDestroy();
+      }
+      pairs.clear();
+    },
+    async stall(ms: number) {
+      stats.stalls++;
+      paused = true;
+      for (const { client, upstream } of pairs) {
+        client.pause();
+        upstream.pause();
+      }
+      await new Promise((r) => setTimeout(r, ms));
+      paused = false;
+      for (const { client, upstream } of pairs) {
+        client.resume();
+        upstream.resume();
+      }
+    },
+    blackhole(on: boolean) {
+      holed = on;
+    },
+    refuse(on: boolean) {
+      refusing = on;
+    },
+    async close() {
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
