@@ -11,12 +11,14 @@
  * (now `queryTimeoutMs`), and a Redis command timeout escaped as a raw error instead of `unavailable`.
  */
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { FAULT_WINDOW_MS, LONG, networkFaults, type FaultLog } from '../support/faults.js';
-import { requirePostgres, tempPgStore } from '../support/postgres.js';
+import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
 import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
+import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
 /** Store timeouts in these tests: short, so black holes turn into errors within the window. */
@@ -133,3 +135,51 @@ for (const target of TARGETS) {
     });
   });
 }
+
+describe('postgres: network faults under a flash sale', { skip: pgSkip, timeout: 300_000 }, () => {
+  let proxy: FaultProxy;
+  const temp = tempPgStore({ poolSize: '4', queryTimeoutMs: String(TIMEOUT_MS), connectTimeoutMs: String(TIMEOUT_MS) });
+  let dibs: Dibs;
+  before(async () => {
+    proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
+    dibs = await openDibs(temp.store);
+  });
+  after(async () => {
+    await dibs?.close();
+    await proxy?.close();
+    await temp.drop();
+  });
+
+  it('every acknowledged order kept, interrupted keyed buys replay or buy once, sold ≤ cap, audit clean', async () => {
+    const cap = 300;
+    const sale = await dibs.sales.create({ sku: 'NETSALE', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+    const buyers = LONG ? 6000 : 1200;
+    const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({ customer: `buyer-${i % (buyers / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+    const via = new URL(temp.store);
+    via.port = String(proxy.port);
+    const storm = runSaleStorm({ store: via.toString(), sale: sale.id, lanes: spread(ops, 4), concurrency: 8 });
+    // the sale storm has no start hook: the faults begin as soon as the first worker connects
+    const faults = (async () => {
+      for (let i = 0; i < 400 && proxy.stats.connections === 0; i++) await sleep(10);
+      return networkFaults(proxy, { timeoutMs: TIMEOUT_MS });
+    })();
+    const outcomes = await storm;
+    const log = await faults;
+
+    const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
+    assert.deepEqual(wrong, [], 'only sold_out, limit_reached and unavailable');
+    assert.ok(outcomes.some((o) => o.error === 'unavailable'), 'the faults were felt');
+    const stored = new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${temp.schema}".sale_orders`)).map((r) => r.id));
+    const acknowledged = outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId!);
+    for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
+    const interrupted = outcomes.filter((o) => o.error === 'unavailable' && o.key);
+    for (const o of interrupted) {
+      await dibs.sales.buy(sale.id, o.customer, 1, { idempotencyKey: o.key! }).catch((error: { code?: string }) => assert.ok(['sold_out', 'limit_reached'].includes(error.code!), String(error)));
+    }
+    const final = await dibs.sales.get(sale.id);
+    assert.ok(final.stats.sold <= cap, `sold ${final.stats.sold} ≤ cap ${cap}`);
+    assert.ok(final.stats.sold >= new Set(acknowledged).size);
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    console.log(`postgres sale: faults ${JSON.stringify(log.injected)}, answers ${outcomes.length}, unavailable ${outcomes.filter((o) => o.error === 'unavailable').length} (${interrupted.length} keyed, retried), sold ${final.stats.sold}/${cap}, violations 0`);
+  });
+});
