@@ -14,7 +14,7 @@ import { tempSqliteStore } from '../support/sqlite.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-const BROKEN = fileURLToPath(new URL('./double-issue-store.ts', import.meta.url));
+const BROKEN = fileURLToPath(new URL('./broken-store.ts', import.meta.url));
 
 /** Runs the CLI with a time bound; returns exit code and output. */
 function dibs(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -150,5 +150,27 @@ describe('runLoadtest with a store that double-issues', () => {
     // The store's own audit cannot see it (the fake answers never reached the store): the
     // answers-versus-state comparison is what catches it.
     assert.deepEqual(report.audit, []);
+  });
+});
+
+describe('runLoadtest with a store that loses acknowledgements or promises phantom orders', () => {
+  const temp = tempSqliteStore();
+  after(() => {
+    delete process.env.DIBS_BROKEN;
+    return temp.cleanup();
+  });
+
+  it('lose-ack: acknowledged codes released behind the claimant\'s back are reported as I5', async () => {
+    process.env.DIBS_BROKEN = 'lose-ack';
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, processes: 2, claimants: 300, codes: 400 });
+    assert.equal(report.ok, false);
+    assert.ok(report.violations.some((v) => v.check === 'I5'), JSON.stringify(report.violations.slice(0, 3)));
+  });
+
+  it('phantom-order: buys acknowledged beyond the cap are reported', async () => {
+    process.env.DIBS_BROKEN = 'phantom-order';
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, mode: 'sale', processes: 2, claimants: 300, cap: 50 });
+    assert.equal(report.ok, false);
+    assert.ok(report.violations.some((v) => v.check === 'I5' || v.check === 'I3'), JSON.stringify(report.violations.slice(0, 3)));
   });
 });
