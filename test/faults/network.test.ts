@@ -11,7 +11,6 @@
  * (now `queryTimeoutMs`), and a Redis command timeout escaped as a raw error instead of `unavailable`.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
@@ -157,13 +156,18 @@ describe('postgres: network faults under a flash sale', { skip: pgSkip, timeout:
     const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({ customer: `buyer-${i % (buyers / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
     const via = new URL(temp.store);
     via.port = String(proxy.port);
-    const storm = runSaleStorm({ store: via.toString(), sale: sale.id, lanes: spread(ops, 4), concurrency: 8 });
-    // the sale storm has no start hook: the faults begin as soon as the first worker connects
-    const faults = (async () => {
-      for (let i = 0; i < 400 && proxy.stats.connections === 0; i++) await sleep(10);
-      return networkFaults(proxy, { timeoutMs: TIMEOUT_MS });
-    })();
-    const outcomes = await storm;
+    let faults: Promise<FaultLog> = Promise.resolve({ injected: { reset: 0, stall: 0, blackhole: 0, refuse: 0 } });
+    const outcomes = await runSaleStorm({
+      store: via.toString(),
+      sale: sale.id,
+      lanes: spread(ops, 4),
+      concurrency: 8,
+      // runs once every worker is ready and told to go
+      during: async () => {
+        faults = networkFaults(proxy, { timeoutMs: TIMEOUT_MS });
+        await faults;
+      },
+    });
     const log = await faults;
 
     const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
