@@ -135,13 +135,14 @@ export interface OwnedCluster {
   stop(): Promise<void>;
 }
 
-/** Three masters, no replicas, on free loopback ports; `stop` removes everything. */
-export async function startCluster(): Promise<OwnedCluster> {
+/** Three masters, no replicas, on free loopback ports; `stop` removes everything. `persistence`
+ * replaces the default `--appendonly no` (e.g. AOF with appendfsync always for crash tests). */
+export async function startCluster(persistence: string[] = ['--appendonly', 'no']): Promise<OwnedCluster> {
   const nodes: OwnedRedis[] = [];
   try {
     for (let i = 0; i < 3; i++) {
       const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
-      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000', '--appendonly', 'no'], dir));
+      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000', ...persistence], dir));
     }
     const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);

@@ -21,7 +21,7 @@ import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
-const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out/i;
+const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
 
 export function translateRedisError(error: unknown): unknown {
   if (isDibsError(error)) return error;
