@@ -1,0 +1,100 @@
+/**
+ * Clock faults: the client's clock is wrong (an hour fast, an hour slow — a VM resumed from
+ * suspend, a container without NTP). dibs must not care: every time that decides anything (sale
+ * windows, hold expiry, lease expiry) is the STORE's clock. The skew is applied to this process's
+ * Date (Date.now and new Date()); SQLite's clock is SQLite's own (its C library time), PostgreSQL's
+ * and Redis' are their servers'.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import type { Dibs } from '../../src/index.js';
+import { openDibs } from '../../src/index.js';
+import { openTempPg, requirePostgres } from '../support/postgres.js';
+import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
+import { openTempSqlite } from '../support/sqlite.js';
+
+const RealDate = Date;
+
+/** Shifts this process's wall clock by `skewMs` until the returned function is called. */
+function skewClock(skewMs: number): () => void {
+  class SkewedDate extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0) super(RealDate.now() + skewMs);
+      else super(...(args as [string]));
+    }
+    static override now(): number {
+      return RealDate.now() + skewMs;
+    }
+  }
+  globalThis.Date = SkewedDate as DateConstructor;
+  return () => {
+    globalThis.Date = RealDate;
+  };
+}
+
+const stores: { label: string; skip: string | false; sales: boolean; open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }> }[] = [
+  { label: 'sqlite', skip: false, sales: true, open: openTempSqlite },
+  { label: 'postgres', skip: await requirePostgres(), sales: true, open: () => openTempPg() },
+  {
+    label: 'redis',
+    skip: (await sharedRedisAvailable()) ? false : 'redis on 127.0.0.1:6379 is not reachable',
+    sales: false,
+    open: async () => {
+      const prefix = testPrefix();
+      const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
+      return { dibs, cleanup: async () => (await dibs.close(), await deletePrefix(SHARED_REDIS, prefix)) };
+    },
+  },
+];
+
+for (const store of stores) {
+  for (const skewMs of [3_600_000, -3_600_000]) {
+    const skew = skewMs > 0 ? 'an hour fast' : 'an hour slow';
+    describe(`${store.label}: the client's clock is ${skew}`, { skip: store.skip }, () => {
+      let env: { dibs: Dibs; cleanup(): Promise<void> };
+      let restore = () => {};
+      before(async () => {
+        env = await store.open();
+      });
+      after(async () => {
+        restore();
+        await env?.cleanup();
+      });
+
+      it('leases expire by the store clock: held for their TTL, free after it', async () => {
+        const { dibs } = env;
+        restore = skewClock(skewMs);
+        const lease = await dibs.locks.acquire('clock-key', { ttlMs: 1500 });
+        const expiresIn = new RealDate(lease.expiresAt).getTime() - RealDate.now();
+        assert.ok(expiresIn > 500 && expiresIn <= 2500, `expiresAt is the store's now + TTL (in ${expiresIn} ms)`);
+        assert.equal(await dibs.locks.tryAcquire('clock-key', { ttlMs: 1500 }), null, 'still held within its TTL');
+        await sleep(2000);
+        const next = await dibs.locks.tryAcquire('clock-key', { ttlMs: 1500 });
+        assert.ok(next !== null, 'free after its TTL, by the store clock');
+        assert.ok(next.fence > lease.fence);
+        restore();
+      });
+
+      it('sale windows and hold expiry follow the store clock', { skip: store.sales ? false : 'no sales on this store' }, async () => {
+        const { dibs } = env;
+        const realNow = RealDate.now();
+        // created with real timestamps: live now, ends in a minute
+        const sale = await dibs.sales.create({ sku: `CLOCK-${skewMs}`, startsAt: new RealDate(realNow).toISOString(), endsAt: new RealDate(realNow + 60_000).toISOString(), cap: 10, perCustomerLimit: 2 });
+        restore = skewClock(skewMs);
+        // an hour fast, the client would think the sale ended; an hour slow, that it has not begun
+        assert.equal((await dibs.sales.get(sale.id)).status, 'live');
+        const { order } = await dibs.sales.buy(sale.id, 'alice', 1);
+        assert.ok(order.id);
+        const { hold } = await dibs.sales.reserve(sale.id, 'bob', 1, 1000);
+        const expiresIn = new RealDate(hold.expiresAt).getTime() - RealDate.now();
+        assert.ok(expiresIn > 0 && expiresIn <= 2000, `a hold expires at the store's now + TTL (in ${expiresIn} ms)`);
+        assert.equal((await dibs.sales.get(sale.id)).stats.held, 1, 'the hold counts while it lives');
+        await sleep(1500);
+        assert.equal((await dibs.sales.get(sale.id)).stats.held, 0, 'and stops counting once the store clock passes it');
+        assert.deepEqual(await dibs.sales.audit(sale.id), []);
+        restore();
+      });
+    });
+  }
+}
