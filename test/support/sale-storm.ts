@@ -2,11 +2,14 @@
  * Multi-process flash-sale storms: many buyers in several OS processes racing for the last
  * units, directly or through holds that are confirmed, cancelled or left to expire.
  */
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Dibs } from '../../src/index.js';
+import { adminQuery } from './postgres.js';
 
 export interface SaleOp {
   customer: string;
@@ -94,4 +97,27 @@ export function spread(ops: SaleOp[], processes: number): SaleOp[][] {
   const lanes: SaleOp[][] = Array.from({ length: processes }, () => []);
   ops.forEach((op, i) => lanes[i % processes]!.push(op));
   return lanes;
+}
+
+/**
+ * The ledger check after a faulted PostgreSQL buy storm: only sold_out / limit_reached /
+ * unavailable answers; every acknowledged order is in `schema`.sale_orders; each interrupted keyed
+ * buy, retried with its key, replays or buys once (never a second unit); sold ≤ cap, and sold covers
+ * every acknowledged order; the sale's audit is clean. Returns what it saw, for the test's report.
+ */
+export async function assertBuysSurvived(dibs: Dibs, schema: string, saleId: string, cap: number, outcomes: SaleOutcome[]): Promise<{ unavailable: number; retried: number; sold: number }> {
+  const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
+  assert.deepEqual(wrong, [], 'only sold_out, limit_reached and unavailable');
+  const stored = new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${schema}".sale_orders`)).map((r) => r.id));
+  const acknowledged = outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId!);
+  for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
+  const interrupted = outcomes.filter((o) => o.error === 'unavailable' && o.key);
+  for (const o of interrupted) {
+    await dibs.sales.buy(saleId, o.customer, 1, { idempotencyKey: o.key! }).catch((error: { code?: string }) => assert.ok(['sold_out', 'limit_reached'].includes(error.code!), String(error)));
+  }
+  const final = await dibs.sales.get(saleId);
+  assert.ok(final.stats.sold <= cap, `sold ${final.stats.sold} ≤ cap ${cap}`);
+  assert.ok(final.stats.sold >= new Set(acknowledged).size);
+  assert.deepEqual(await dibs.sales.audit(saleId), []);
+  return { unavailable: outcomes.filter((o) => o.error === 'unavailable').length, retried: interrupted.length, sold: final.stats.sold };
 }
