@@ -71,8 +71,18 @@ export interface PoolBackend {
 
   /** Puts a claimed (not redeemed) code back into the pool. `claimant`, when given, must be the holder. */
   release(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
-  /** Marks a claimed code used. Throws `already_redeemed`, `conflict` (free/revoked or other holder), `not_found`. */
-  redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
+  /**
+   * Marks a claimed code used, for `orderId` when given. Redeeming again for the same order answers
+   * with the redeemed code unchanged (a checkout retry); otherwise a redeemed code throws
+   * `already_redeemed`. Throws `conflict` (free/revoked or other holder), `not_found`.
+   */
+  redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo>;
+  /**
+   * The refund path: a redeemed code goes back to `claimed` by its holder, and a `code.unredeemed`
+   * outbox event records it. `orderId`, when given, must be the order it was redeemed for.
+   * Throws `conflict` (not redeemed, other order), `not_found`.
+   */
+  unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo>;
   /** Withdraws a code for good; its holder (if any) loses it. Throws `conflict` if already revoked. */
   revoke(pool: string, code: string): Promise<CodeInfo>;
   /** Throws `not_found` for an unknown pool or code. */

@@ -16,6 +16,7 @@ import {
   claimantSchema,
   codeSchema,
   codeStatusSchema,
+  orderIdSchema,
   createPoolSchema,
   listOptionsSchema,
   poolNameSchema,
@@ -29,6 +30,7 @@ import type {
   ClaimResult,
   CodeInfo,
   CodeStatus,
+  CodeValidation,
   Health,
   ImportResult,
   ListOptions,
@@ -39,6 +41,7 @@ import type {
   Violation,
 } from './types.js';
 import { parseInput } from './validate.js';
+import { DibsError } from './errors.js';
 import { Sales } from './sales/facade.js';
 import { z } from 'zod';
 import { Counters, Locks, Semaphores } from './locks/facade.js';
@@ -104,8 +107,38 @@ export class Pools {
     return this.backend.release(pool(name), codeArg(code), optionalClaimant(options.claimant));
   }
 
-  async redeem(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
-    return this.backend.redeem(pool(name), codeArg(code), optionalClaimant(options.claimant));
+  /**
+   * Marks a claimed code used — at checkout, for `orderId`: redeeming again for the same order
+   * answers with the same redeemed code (a retried checkout), for another order `already_redeemed`.
+   */
+  async redeem(name: string, code: string, options: { claimant?: string; orderId?: string } = {}): Promise<CodeInfo> {
+    return this.backend.redeem(pool(name), codeArg(code), optionalClaimant(options.claimant), optionalOrder(options.orderId));
+  }
+
+  /** The refund path: a redeemed code goes back to its holder, recorded as a `code.unredeemed` event. */
+  async unredeem(name: string, code: string, options: { orderId?: string } = {}): Promise<CodeInfo> {
+    return this.backend.unredeem(pool(name), codeArg(code), optionalOrder(options.orderId));
+  }
+
+  /**
+   * Whether `code` can be redeemed now (by `claimant`, when given) and why not — without changing
+   * anything. A checkout calls this before taking payment, then `redeem`s. Throws `not_found` for
+   * an unknown pool; an unknown code is `{valid: false, reason: 'not_found'}`.
+   */
+  async validate(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeValidation> {
+    const claimant = optionalClaimant(options.claimant);
+    let info: CodeInfo;
+    try {
+      info = await this.backend.getCode(pool(name), codeArg(code));
+    } catch (error) {
+      if (error instanceof DibsError && error.code === 'not_found' && error.details !== undefined && 'code' in error.details) return { valid: false, reason: 'not_found', code: null };
+      throw error;
+    }
+    if (info.status === 'redeemed') return { valid: false, reason: 'already_redeemed', code: info };
+    if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
+    if (info.status === 'free') return { valid: false, reason: 'not_claimed', code: info };
+    if (claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
+    return { valid: true, code: info };
   }
 
   async revoke(name: string, code: string): Promise<CodeInfo> {
@@ -154,6 +187,7 @@ const pool = (name: string) => parseInput(poolNameSchema, name, 'pool');
 const who = (claimant: string) => parseInput(claimantSchema, claimant, 'claimant');
 const codeArg = (code: string) => parseInput(codeSchema, code, 'code');
 const optionalClaimant = (claimant: string | undefined) => (claimant === undefined ? null : who(claimant));
+const optionalOrder = (orderId: string | undefined) => (orderId === undefined ? null : parseInput(orderIdSchema, orderId, 'orderId'));
 
 export class Dibs {
   readonly pools: Pools;

@@ -1,6 +1,6 @@
 /** Outbox event shapes, shared by every backend so consumers see one format. */
 
-export const EVENT_TYPES = { poolLowStock: 'pool.low_stock' } as const;
+export const EVENT_TYPES = { poolLowStock: 'pool.low_stock', codeUnredeemed: 'code.unredeemed' } as const;
 
 /**
  * `crossing` numbers the times the pool's free count has dropped to/below the threshold (1, 2, …
@@ -12,5 +12,17 @@ export function lowStockEvent(pool: string, crossing: number, free: number, thre
     type: EVENT_TYPES.poolLowStock,
     idempotencyKey: `pool.low_stock:${pool}:${crossing}`,
     payload: { pool, free, threshold, crossing },
+  };
+}
+
+/**
+ * The audit record of a refund: a redeemed code handed back to its holder. Keyed by the redemption
+ * it undoes (its time), so a redelivery is a duplicate and a later redemption's refund is new.
+ */
+export function unredeemedEvent(pool: string, code: string, claimant: string, orderId: string | null, redeemedAt: string, at: string) {
+  return {
+    type: EVENT_TYPES.codeUnredeemed,
+    idempotencyKey: `code.unredeemed:${pool}:${code}:${redeemedAt}`,
+    payload: { pool, code, claimant, orderId, redeemedAt, unredeemedAt: at },
   };
 }

@@ -71,6 +71,9 @@ export const codeSchema = z
   .max(LIMITS.code, `at most ${LIMITS.code} characters`)
   .refine((s) => !CONTROL_CHARS.test(s), 'must not contain control characters');
 
+/** An order id named at checkout (redeem/unredeem): the same rules as an idempotency key. */
+export const orderIdSchema = z.lazy(() => idempotencyKeySchema);
+
 export const idempotencyKeySchema = z
   .string({ error: 'must be a string' })
   .min(1, 'must not be empty')

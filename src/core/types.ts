@@ -44,7 +44,14 @@ export interface CodeInfo {
   claimant: string | null;
   claimedAt: string | null;
   redeemedAt: string | null;
+  /** The order a redeemed code was redeemed for (checkout), when one was named. */
+  orderId: string | null;
 }
+
+/** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
+export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked';
+
+export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 
 export type ClaimStatus = 'claimed' | 'already-held';
 

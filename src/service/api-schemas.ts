@@ -34,7 +34,7 @@ export const poolSchema = z
   .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, createdAt: timestamp, stats: poolStatsSchema })
   .meta({ id: 'Pool' });
 export const codeInfoSchema = z
-  .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable() })
+  .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable() })
   .meta({ id: 'Code' });
 export const importResultSchema = z.object({ imported: z.number().int(), duplicates: z.number().int(), invalid: z.number().int() }).meta({ id: 'ImportResult' });
 export const claimBodySchema = z
@@ -49,6 +49,13 @@ export const claimResultSchema = z
   .meta({ id: 'ClaimResult' });
 export const importBodySchema = z.object({ codes: z.array(codeSchema).max(1_000_000) }).strict();
 export const claimantBodySchema = z.object({ claimant: claimantSchema.optional() }).strict();
+export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), orderId: z.string().optional() }).strict();
+export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();
+export const validationSchema = z.object({
+  valid: z.boolean(),
+  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked']).optional(),
+  code: codeInfoSchema.nullable(),
+});
 export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });
 export const violationsSchema = z.object({ violations: z.array(z.object({ invariant: z.string(), message: z.string() }).loose()) }).meta({ id: 'AuditResult' });
 export const eventSchema = z.object({ id: z.string(), type: z.string(), idempotencyKey: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'Event' });

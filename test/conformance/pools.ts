@@ -417,6 +417,73 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       });
     });
 
+    describe('checkout: validate, redeem for an order, unredeem', () => {
+      it('validate answers whether and why, and changes nothing', async () => {
+        const name = await freshPool({ codes: 3 });
+        const { code } = await dibs.pools.claim(name, 'alice');
+        const free = (await collect(dibs.pools.exportCodes(name, { status: 'free' })))[0]!.code;
+        assert.deepEqual(await dibs.pools.validate(name, code, { claimant: 'alice' }), { valid: true, code: await dibs.pools.code(name, code) });
+        assert.equal((await dibs.pools.validate(name, code)).valid, true);
+        const other = await dibs.pools.validate(name, code, { claimant: 'bob' });
+        assert.equal(other.valid === false && other.reason, 'other_holder');
+        const unclaimed = await dibs.pools.validate(name, free);
+        assert.equal(unclaimed.valid === false && unclaimed.reason, 'not_claimed');
+        assert.deepEqual(await dibs.pools.validate(name, 'NOPE'), { valid: false, reason: 'not_found', code: null });
+        await rejectsWith(dibs.pools.validate('no-such-pool', code), 'not_found');
+        await dibs.pools.redeem(name, code, { orderId: 'order-1' });
+        const used = await dibs.pools.validate(name, code);
+        assert.equal(used.valid === false && used.reason, 'already_redeemed');
+        await dibs.pools.revoke(name, free);
+        const gone = await dibs.pools.validate(name, free);
+        assert.equal(gone.valid === false && gone.reason, 'revoked');
+        assert.deepEqual(await dibs.pools.stats(name), { total: 3, free: 1, claimed: 0, redeemed: 1, revoked: 1 });
+      });
+
+      it('redeem for an order is idempotent per order; another order is already_redeemed', async () => {
+        const name = await freshPool({ codes: 2 });
+        const { code } = await dibs.pools.claim(name, 'alice');
+        const first = await dibs.pools.redeem(name, code, { claimant: 'alice', orderId: 'order-7' });
+        assert.equal(first.status, 'redeemed');
+        assert.equal(first.orderId, 'order-7');
+        // a retried checkout gets the same answer, nothing moves
+        assert.deepEqual(await dibs.pools.redeem(name, code, { claimant: 'alice', orderId: 'order-7' }), first);
+        await rejectsWith(dibs.pools.redeem(name, code, { orderId: 'order-8' }), 'already_redeemed');
+        await rejectsWith(dibs.pools.redeem(name, code), 'already_redeemed');
+        await rejectsWith(dibs.pools.redeem(name, code, { orderId: 'bad\u0000id' }), 'invalid_input', 'orderId');
+        assert.equal((await dibs.pools.code(name, code)).orderId, 'order-7');
+        assert.deepEqual(await dibs.pools.stats(name), { total: 2, free: 1, claimed: 0, redeemed: 1, revoked: 0 });
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+
+      it('unredeem gives the code back to its holder, records the refund, and can be redeemed again', async () => {
+        const name = await freshPool({ codes: 2 });
+        const { code } = await dibs.pools.claim(name, 'alice');
+        await rejectsWith(dibs.pools.unredeem(name, code), 'conflict', 'code');
+        await dibs.pools.redeem(name, code, { orderId: 'order-1' });
+        await rejectsWith(dibs.pools.unredeem(name, code, { orderId: 'order-2' }), 'conflict', 'orderId');
+        const back = await dibs.pools.unredeem(name, code, { orderId: 'order-1' });
+        assert.equal(back.status, 'claimed');
+        assert.equal(back.claimant, 'alice');
+        assert.equal(back.redeemedAt, null);
+        assert.equal(back.orderId, null);
+        assert.deepEqual(await dibs.pools.stats(name), { total: 2, free: 1, claimed: 1, redeemed: 0, revoked: 0 });
+        const refunds = (await dibs.pools.events({ pool: name })).filter((e) => e.type === 'code.unredeemed');
+        assert.equal(refunds.length, 1);
+        assert.equal(refunds[0]!.payload.code, code);
+        assert.equal(refunds[0]!.payload.claimant, 'alice');
+        assert.equal(refunds[0]!.payload.orderId, 'order-1');
+        assert.ok(!Number.isNaN(Date.parse(refunds[0]!.payload.redeemedAt as string)));
+        // the holder still holds it (it counts toward the limit) and may redeem it for a new order
+        assert.equal((await dibs.pools.claim(name, 'alice')).status, 'already-held');
+        const again = await dibs.pools.redeem(name, code, { orderId: 'order-2' });
+        assert.equal(again.orderId, 'order-2');
+        await dibs.pools.unredeem(name, code);
+        assert.equal((await dibs.pools.events({ pool: name })).filter((e) => e.type === 'code.unredeemed').length, 2, 'each refund is its own event');
+        await rejectsWith(dibs.pools.unredeem(name, 'NOPE'), 'not_found');
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+    });
+
     describe('stats, export, audit, events', () => {
       it('keeps total = free + claimed + redeemed + revoked through every move', async () => {
         const name = await freshPool({ codes: 10, perClaimantLimit: 2 });

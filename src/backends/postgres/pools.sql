@@ -126,32 +126,33 @@ WHERE k.pool_id = $1 AND k.key = $2
 
 -- name: codeForUpdate
 -- $1 pool id, $2 code
-SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
 
 -- name: codeByValue
-SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND code = $2
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND code = $2
 
 -- name: setCodeState
--- $1 id, $2 status, $3 keep holder (redeem) → the new row
+-- $1 id, $2 status, $3 keep holder (redeem, unredeem), $4 order of a redemption → the new row
 UPDATE codes
 SET status = $2,
     claimant = CASE WHEN $3::boolean THEN claimant END,
     slot = CASE WHEN $3::boolean THEN slot END,
     claim_key = CASE WHEN $3::boolean THEN claim_key END,
     claimed_at = CASE WHEN $3::boolean THEN claimed_at END,
-    redeemed_at = CASE WHEN $2 = 'redeemed' THEN now() END
+    redeemed_at = CASE WHEN $2 = 'redeemed' THEN now() END,
+    redeemed_order = CASE WHEN $2 = 'redeemed' THEN $4::text END
 WHERE id = $1
-RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order
 
 -- name: heldCodes
-SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at FROM codes
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes
 WHERE pool_id = $1 AND claimant = $2 ORDER BY claimed_at, id
 
 -- name: exportAll
-SELECT id, code, status, claimant, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND id > $2 ORDER BY id LIMIT $3
+SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND id > $2 ORDER BY id LIMIT $3
 
 -- name: exportByStatus
-SELECT id, code, status, claimant, claimed_at, redeemed_at FROM codes WHERE pool_id = $1 AND status = $4 AND id > $2 ORDER BY id LIMIT $3
+SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND status = $4 AND id > $2 ORDER BY id LIMIT $3
 
 -- name: countByStatus
 SELECT status, count(*)::bigint AS n FROM codes WHERE pool_id = $1 GROUP BY status

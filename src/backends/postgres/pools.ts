@@ -19,6 +19,8 @@ import type {
   PoolStats,
   Violation,
 } from '../../core/types.js';
+import { unredeemedEvent } from '../../core/events.js';
+import { alreadyRedeemed, assertRedeemedFor } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { query, withTransaction, type PgOptions } from './connection.js';
@@ -29,7 +31,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter',
+  'eventsAfter', 'poolEventsAfter', 'insertEvent',
 ]);
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
@@ -57,6 +59,7 @@ interface CodeRow {
   claimant: string | null;
   claimed_at: Date | null;
   redeemed_at: Date | null;
+  redeemed_order: string | null;
 }
 
 type Move = Partial<Record<'free' | 'claimed' | 'redeemed' | 'revoked', number>>;
@@ -132,22 +135,32 @@ export class PgPools implements PoolBackend {
     return this.transition(pool, code, (c) => {
       if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       assertHeld(c, claimant);
-      return { status: 'free', keepHolder: false, move: { claimed: -1, free: 1 } };
+      return { status: 'free', keepHolder: false, order: null, move: { claimed: -1, free: 1 } };
     });
   }
 
-  async redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+  async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      if (c.status === 'redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(c.redeemed_at)}`, { field: 'code' });
+      if (c.status === 'redeemed') {
+        if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
+        throw alreadyRedeemed(code, iso(c.redeemed_at)!);
+      }
       assertHeld(c, claimant);
-      return { status: 'redeemed', keepHolder: true, move: { claimed: -1, redeemed: 1 } };
+      return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
+    });
+  }
+
+  async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
+    return this.transition(pool, code, (c) => {
+      assertRedeemedFor(c, orderId);
+      return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at) };
     });
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
-      return { status: 'revoked', keepHolder: false, move: { [c.status]: -1, revoked: 1 } };
+      return { status: 'revoked', keepHolder: false, order: null, move: { [c.status]: -1, revoked: 1 } };
     });
   }
 
@@ -230,13 +243,27 @@ export class PgPools implements PoolBackend {
   }
 
   /** Locks the code, lets `decide` choose its next state, writes it, moves a counter shard, settles low stock. */
-  private async transition(pool: string, code: string, decide: (c: CodeRow) => { status: CodeStatus; keepHolder: boolean; move: Move }): Promise<CodeInfo> {
+  /**
+   * `decide` answers null to leave the code as it is (and answer with it), or its next state, with
+   * an outbox event to record in the same transaction (given the transaction's time).
+   */
+  private async transition(
+    pool: string,
+    code: string,
+    decide: (c: CodeRow) => { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } } | null,
+  ): Promise<CodeInfo> {
     return withTransaction(this.pool, async (client) => {
       const row = await this.poolRow(client, pool);
       const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
       if (!c) throw notFound('code', code);
-      const { status, keepHolder, move } = decide(c);
-      const next = (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder])).rows[0]!;
+      const decided = decide(c);
+      if (decided === null) return toCode(pool, c);
+      const { status, keepHolder, order, move, event } = decided;
+      if (event) {
+        const e = event(iso((await client.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now)!);
+        await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
+      }
+      const next = (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder, order])).rows[0]!;
       await client.query(Q.moveCounters, [row.id, Math.random(), 0, move.free ?? 0, move.claimed ?? 0, move.redeemed ?? 0, move.revoked ?? 0]);
       if (row.low_stock_threshold !== null && move.free) await settleLowStock(client, row.id, move.free < 0);
       return toCode(pool, next);
@@ -267,5 +294,5 @@ function toPool(row: PoolRow): Pool {
 }
 
 function toCode(pool: string, row: CodeRow): CodeInfo {
-  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at) };
+  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at), orderId: row.redeemed_order ?? null };
 }

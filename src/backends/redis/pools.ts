@@ -23,6 +23,7 @@ interface CodeRecord {
   k?: string;
   ca?: number;
   ra?: number;
+  o?: string;
   q: number;
 }
 
@@ -114,9 +115,14 @@ export class RedisPools implements PoolBackend {
     return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held], [code, claimant ?? '']));
   }
 
-  async redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+  async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes], [code, claimant ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes], [code, claimant ?? '', orderId ?? '']));
+  }
+
+  async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '']));
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
@@ -229,10 +235,12 @@ export class RedisPools implements PoolBackend {
       if (reason === 'other_holder') throw new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
       if (reason === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       if (reason === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      if (reason === 'not_redeemed') throw new DibsError('conflict', `code '${code}' is ${status}, not redeemed`, { field: 'code' });
+      if (reason === 'other_order') throw new DibsError('conflict', `code '${code}' was not redeemed for that order`, { field: 'orderId' });
       throw new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
     }
-    const [, status, holder, claimedAt, redeemedAt] = reply as string[];
-    return { pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt) };
+    const [, status, holder, claimedAt, redeemedAt, order] = reply as string[];
+    return { pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt), orderId: order || null };
   }
 }
 
@@ -263,5 +271,5 @@ function toPool(raw: Record<string, string>): Pool {
 }
 
 function toCode(pool: string, code: string, rec: CodeRecord): CodeInfo {
-  return { pool, code, status: rec.s, claimant: rec.h ?? null, claimedAt: iso(rec.ca), redeemedAt: iso(rec.ra) };
+  return { pool, code, status: rec.s, claimant: rec.h ?? null, claimedAt: iso(rec.ca), redeemedAt: iso(rec.ra), orderId: rec.o ?? null };
 }

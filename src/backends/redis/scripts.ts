@@ -11,7 +11,7 @@ import type { Cluster, Redis } from 'ioredis';
 export type RedisClient = Redis | Cluster;
 
 export const SCRIPT_NAMES = [
-  'create', 'update', 'insert', 'claim', 'release', 'redeem', 'revoke',
+  'create', 'update', 'insert', 'claim', 'release', 'redeem', 'unredeem', 'revoke',
   'lock_acquire', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

@@ -79,7 +79,7 @@ ON CONFLICT (idempotency_key) DO NOTHING
 SELECT * FROM dibs_codes WHERE pool_id = ? AND code = ?
 
 -- name: setCodeState
-UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt
+UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt, redeemed_order = @order
 WHERE id = @id
 
 -- name: exportAll

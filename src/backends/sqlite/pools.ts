@@ -13,9 +13,9 @@ import type {
   PoolStats,
   Violation,
 } from '../../core/types.js';
-import { lowStockEvent } from '../../core/events.js';
+import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { alreadyRedeemed, assertRedeemedFor, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -50,6 +50,7 @@ interface CodeRow {
   claim_key: string | null;
   claimed_at: string | null;
   redeemed_at: string | null;
+  redeemed_order: string | null;
 }
 
 interface EventRow {
@@ -163,22 +164,34 @@ export class SqlitePools implements PoolBackend {
     return this.transition(pool, code, (row, c) => {
       if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       assertHeld(c, claimant);
-      return { state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null }, move: { claimed: -1, free: 1 } };
+      return { state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { claimed: -1, free: 1 } };
     });
   }
 
-  async redeem(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+  async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (row, c, now) => {
-      if (c.status === 'redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${c.redeemed_at}`, { field: 'code' });
+      if (c.status === 'redeemed') {
+        if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
+        throw alreadyRedeemed(code, c.redeemed_at!);
+      }
       assertHeld(c, claimant);
-      return { state: { status: 'redeemed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now }, move: { claimed: -1, redeemed: 1 } };
+      return { state: { status: 'redeemed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
+    });
+  }
+
+  async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
+    return this.transition(pool, code, (row, c, now) => {
+      assertRedeemedFor(c, orderId);
+      const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now);
+      this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
+      return { state: { status: 'claimed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: null, order: null }, move: { redeemed: -1, claimed: 1 } };
     });
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (row, c) => {
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
-      return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null }, move: { [c.status]: -1, revoked: 1 } };
+      return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { [c.status]: -1, revoked: 1 } };
     });
   }
 
@@ -279,13 +292,16 @@ export class SqlitePools implements PoolBackend {
   private async transition(
     pool: string,
     code: string,
-    decide: (row: PoolRow, c: CodeRow, now: string) => { state: { status: CodeStatus; claimant: string | null; claimKey: string | null; claimedAt: string | null; redeemedAt: string | null }; move: CounterMove },
+    /** The code's next state and counter move, or null: leave it as it is and answer with it. */
+    decide: (row: PoolRow, c: CodeRow, now: string) => { state: { status: CodeStatus; claimant: string | null; claimKey: string | null; claimedAt: string | null; redeemedAt: string | null; order: string | null }; move: CounterMove } | null,
   ): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
       const c = this.code(row.id, code);
       const now = this.now();
-      const { state, move } = decide(row, c, now);
+      const decided = decide(row, c, now);
+      if (decided === null) return toCode(pool, c);
+      const { state, move } = decided;
       this.stmt.setCodeState.run({ id: c.id, ...state });
       this.moveCounters(row, move, now);
       return toCode(pool, this.code(row.id, code));
@@ -314,5 +330,5 @@ function toPool(row: PoolRow): Pool {
 }
 
 function toCode(pool: string, row: CodeRow): CodeInfo {
-  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: row.claimed_at, redeemedAt: row.redeemed_at };
+  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: row.claimed_at, redeemedAt: row.redeemed_at, orderId: row.redeemed_order };
 }

@@ -1,4 +1,4 @@
-/** Import, claim, release/redeem/revoke, holdings, stats, export, audit, events. */
+/** Import, claim, release/redeem/unredeem/revoke, validate, holdings, stats, export, audit, events. */
 import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
@@ -52,19 +52,38 @@ export function codeCommands(program: Command): void {
 
   for (const [action, help] of [
     ['release', 'put a claimed code back into the pool'],
-    ['redeem', 'mark a claimed code used'],
+    ['redeem', 'mark a claimed code used (at checkout: --order makes a retry answer the same)'],
+    ['unredeem', 'refund: a redeemed code goes back to its holder (recorded as a code.unredeemed event)'],
     ['revoke', 'withdraw a code for good (its holder loses it)'],
   ] as const) {
     const cmd = program.command(`${action} <pool> <code>`).description(help);
-    if (action !== 'revoke') cmd.option('--claimant <id>', 'only if this claimant holds the code');
-    cmd.action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
+    if (action === 'release' || action === 'redeem') cmd.option('--claimant <id>', 'only if this claimant holds the code');
+    if (action === 'redeem') cmd.option('--order <id>', 'the order it is redeemed for');
+    if (action === 'unredeem') cmd.option('--order <id>', 'only if it was redeemed for this order');
+    cmd.action(async (pool: string, code: string, opts: { claimant?: string; order?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const options = opts.claimant ? { claimant: opts.claimant } : {};
-        const info = action === 'release' ? await dibs.pools.release(pool, code, options) : action === 'redeem' ? await dibs.pools.redeem(pool, code, options) : await dibs.pools.revoke(pool, code);
-        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}`);
+        const options = { ...(opts.claimant ? { claimant: opts.claimant } : {}), ...(opts.order ? { orderId: opts.order } : {}) };
+        const info =
+          action === 'release' ? await dibs.pools.release(pool, code, options)
+          : action === 'redeem' ? await dibs.pools.redeem(pool, code, options)
+          : action === 'unredeem' ? await dibs.pools.unredeem(pool, code, options)
+          : await dibs.pools.revoke(pool, code);
+        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}${info.orderId ? ` for order ${info.orderId}` : ''}`);
       });
     });
   }
+
+  program
+    .command('validate <pool> <code>')
+    .description('whether a code can be redeemed now, and why not (changes nothing; exit 1 when it cannot)')
+    .option('--claimant <id>', 'by this claimant')
+    .action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const answer = await dibs.pools.validate(pool, code, opts.claimant ? { claimant: opts.claimant } : {});
+        output(command, answer, () => (answer.valid ? `${code}: valid (held by ${answer.code.claimant})` : `${code}: not valid — ${answer.reason.replace('_', ' ')}`));
+        if (!answer.valid) process.exitCode = 1;
+      });
+    });
 
   program
     .command('holdings <pool> <claimant>')

@@ -72,21 +72,37 @@ export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
   route(app, { method: 'GET', url: '/v1/pools/:pool/codes/:code', scope: 'pools:read', tag, summary: 'One code: status and holder', responses: { 200: { description: 'The code', schema: S.codeInfoSchema } } }, async (request) =>
     dibs.pools.code(poolParam(request), request.params.code!));
 
-  for (const action of ['release', 'redeem', 'revoke'] as const) {
+  for (const action of ['release', 'redeem', 'unredeem', 'revoke'] as const) {
     route(app, {
-      method: 'POST', url: `/v1/pools/:pool/codes/:code/${action}`, scope: action === 'revoke' ? 'pools:admin' : 'pools:claim', tag,
-      summary: { release: 'Give a claimed code back to the pool', redeem: 'Mark a claimed code used', revoke: 'Withdraw a code for good' }[action],
-      ...(action === 'revoke' ? {} : { body: S.claimantBodySchema }), responses: { 200: { description: 'The code', schema: S.codeInfoSchema } },
+      method: 'POST', url: `/v1/pools/:pool/codes/:code/${action}`, scope: action === 'revoke' || action === 'unredeem' ? 'pools:admin' : 'pools:claim', tag,
+      summary: {
+        release: 'Give a claimed code back to the pool',
+        redeem: 'Mark a claimed code used — at checkout, for an order (the same order again answers the same; another: already_redeemed)',
+        unredeem: 'Refund: a redeemed code goes back to its holder (recorded as a code.unredeemed event)',
+        revoke: 'Withdraw a code for good',
+      }[action],
+      ...({ release: { body: S.claimantBodySchema }, redeem: { body: S.redeemBodySchema }, unredeem: { body: S.unredeemBodySchema }, revoke: {} })[action],
+      responses: { 200: { description: 'The code', schema: S.codeInfoSchema } },
     }, async (request) => {
       const pool = poolParam(request);
       const code = request.params.code!;
       if (action === 'revoke') return dibs.pools.revoke(pool, code);
-      const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), ['claimant']);
-      if (body.claimant !== undefined && typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: must be a string', { field: 'claimant' });
-      const options = body.claimant === undefined ? {} : { claimant: body.claimant as string };
-      return action === 'release' ? dibs.pools.release(pool, code, options) : dibs.pools.redeem(pool, code, options);
+      const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), action === 'release' ? ['claimant'] : action === 'redeem' ? ['claimant', 'orderId'] : ['orderId']);
+      for (const field of ['claimant', 'orderId'] as const) {
+        if (body[field] !== undefined && typeof body[field] !== 'string') throw new DibsError('invalid_input', `${field}: must be a string`, { field });
+      }
+      const options = { ...(body.claimant === undefined ? {} : { claimant: body.claimant as string }), ...(body.orderId === undefined ? {} : { orderId: body.orderId as string }) };
+      if (action === 'release') return dibs.pools.release(pool, code, options);
+      if (action === 'unredeem') return dibs.pools.unredeem(pool, code, options);
+      return dibs.pools.redeem(pool, code, options);
     });
   }
+
+  route(app, { method: 'POST', url: '/v1/pools/:pool/codes/:code/validate', scope: 'pools:read', tag, summary: 'Whether the code can be redeemed now (by the claimant, when given) and why not; changes nothing', body: S.claimantBodySchema, responses: { 200: { description: 'The answer', schema: S.validationSchema } } }, async (request) => {
+    const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), ['claimant']);
+    if (body.claimant !== undefined && typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: must be a string', { field: 'claimant' });
+    return dibs.pools.validate(poolParam(request), request.params.code!, body.claimant === undefined ? {} : { claimant: body.claimant as string });
+  });
 
   route(app, { method: 'GET', url: '/v1/pools/:pool/audit', scope: 'pools:read', tag, summary: 'Invariant violations of the pool (empty = clean)', responses: { 200: { description: 'Violations', schema: S.violationsSchema } } }, async (request) =>
     ({ violations: await dibs.pools.audit(poolParam(request)) }));

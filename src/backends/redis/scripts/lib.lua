@@ -1,7 +1,8 @@
 -- Shared fragment, prepended by the loader (scripts.ts) to every pool script.
 -- Conventions: the pool hash holds the definition and the counters; each code is a field of the
 -- codes hash whose value is a small JSON record {s=status, h=holder, k=claim key, ca=claimed at,
--- ra=redeemed at, q=import sequence}; times are the server's clock in epoch milliseconds.
+-- ra=redeemed at, o=order redeemed for, q=import sequence}; times are the server's clock in epoch
+-- milliseconds.
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -53,7 +54,24 @@ end
 
 -- A code's record as the flat reply the TypeScript side decodes.
 local function code_reply(code, rec)
-  return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or '') }
+  return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or ''), rec.o or '' }
+end
+
+-- Epoch milliseconds as ISO 8601 UTC (…T…Z, ms), the format every backend puts in event payloads.
+local function iso_ms(ms)
+  local days = math.floor(ms / 86400000)
+  local rem = ms - days * 86400000
+  -- civil_from_days (H. Hinnant)
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(rem / 3600000), math.floor(rem / 60000) % 60, math.floor(rem / 1000) % 60, rem % 1000)
 end
 
 -- Locks: drops lapsed holders (and their fence entries) of one key.

@@ -1,15 +1,20 @@
--- redeem: mark a claimed code used (once).
+-- redeem: mark a claimed code used (once), for an order when one is named.
 -- KEYS[1] pool hash, KEYS[2] codes hash
--- ARGV[1] code, ARGV[2] required holder ('' = any)
+-- ARGV[1] code, ARGV[2] required holder ('' = any), ARGV[3] order ('' = none)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
 local rec = cjson.decode(raw)
-if rec.s == 'redeemed' then return { 'already_redeemed', tostring(rec.ra) } end
+if rec.s == 'redeemed' then
+  -- the same checkout again: its answer, unchanged
+  if ARGV[3] ~= '' and rec.o == ARGV[3] then return code_reply(ARGV[1], rec) end
+  return { 'already_redeemed', tostring(rec.ra) }
+end
 if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
 if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
 rec.s, rec.ra = 'redeemed', now_ms()
+if ARGV[3] ~= '' then rec.o = ARGV[3] end
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(rec))
 redis.call('HINCRBY', KEYS[1], 'claimed', -1)
 redis.call('HINCRBY', KEYS[1], 'redeemed', 1)

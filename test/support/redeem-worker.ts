@@ -1,0 +1,32 @@
+/**
+ * One OS process of a redemption storm (redeem-storm.ts), on the sale-storm protocol (config file,
+ * start barrier, JSON lines): each op redeems code `op.customer` for order `op.key`.
+ */
+import { appendFileSync, readFileSync } from 'node:fs';
+import { isDibsError, openDibs } from '../../src/index.js';
+import { readyThenGo } from './go.js';
+import type { SaleWorkerConfig } from './sale-storm.js';
+import type { RedeemOutcome } from './redeem-storm.js';
+
+const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SaleWorkerConfig;
+const dibs = await openDibs(config.store);
+await readyThenGo();
+
+let next = 0;
+await Promise.all(
+  Array.from({ length: config.concurrency }, async () => {
+    while (next < config.ops.length) {
+      const op = config.ops[next++]!;
+      let outcome: RedeemOutcome;
+      try {
+        const info = await dibs.pools.redeem(config.sale, op.customer, { orderId: op.key! });
+        outcome = { code: op.customer, orderId: op.key!, status: 'ok', storedOrder: info.orderId };
+      } catch (error) {
+        outcome = { code: op.customer, orderId: op.key!, status: 'error', error: isDibsError(error) ? error.code : String(error) };
+      }
+      appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
+    }
+  }),
+);
+await dibs.close();
+process.exit(0);
