@@ -131,6 +131,17 @@ SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_
 -- name: codeByValue
 SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND code = $2
 
+-- name: codeByName
+-- $1 pool name, $2 code: one statement for the hot read of a checkout (validate). pool_id is null
+-- when the pool does not exist; no row at all when the pool exists but the code does not.
+SELECT p.id AS pool_id, c.id, c.code, c.status, c.claimant, c.claim_key, c.claimed_at, c.redeemed_at, c.redeemed_order
+FROM pools p LEFT JOIN codes c ON c.pool_id = p.id AND c.code = $2
+WHERE p.name = $1
+
+-- name: poolIdByName
+-- $1 name → id and threshold only (no counter sum): what a code transition needs.
+SELECT id, low_stock_threshold FROM pools WHERE name = $1
+
 -- name: setCodeState
 -- $1 id, $2 status, $3 keep holder (redeem, unredeem), $4 order of a redemption → the new row
 UPDATE codes

@@ -31,7 +31,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter', 'insertEvent',
+  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName',
 ]);
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
@@ -165,9 +165,9 @@ export class PgPools implements PoolBackend {
   }
 
   async getCode(pool: string, code: string): Promise<CodeInfo> {
-    const row = await this.poolRow(this.pool, pool);
-    const c = (await query<CodeRow>(this.pool, Q.codeByValue, [row.id, code])).rows[0];
-    if (!c) throw notFound('code', code);
+    const c = (await query<CodeRow & { pool_id: string }>(this.pool, Q.codeByName, [pool, code])).rows[0];
+    if (!c) throw notFound('pool', pool);
+    if (c.id === null) throw notFound('code', code);
     return toCode(pool, c);
   }
 
@@ -253,7 +253,8 @@ export class PgPools implements PoolBackend {
     decide: (c: CodeRow) => { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } } | null,
   ): Promise<CodeInfo> {
     return withTransaction(this.pool, async (client) => {
-      const row = await this.poolRow(client, pool);
+      const row = (await client.query<{ id: string; low_stock_threshold: number | null }>(Q.poolIdByName, [pool])).rows[0];
+      if (!row) throw notFound('pool', pool);
       const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
       if (!c) throw notFound('code', code);
       const decided = decide(c);

@@ -1,0 +1,72 @@
+/**
+ * Checkout throughput per store: `validate` and `redeem` (for an order) next to the claim path, the
+ * baseline measured in the same run on the same store — one process, 16 in flight.
+ *
+ *   npm run bench -- redeem      (BENCH_REDEEM_OPS, default 5000; BENCH_PG, BENCH_REDIS)
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { openDibs } from '../src/index.js';
+import { printTable, summarise, timeOps } from './lib/measure.js';
+
+const OPS = Number(process.env.BENCH_REDEEM_OPS ?? 5000);
+const CONCURRENCY = 16;
+const PG = process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432/test';
+const REDIS = process.env.BENCH_REDIS ?? 'redis://127.0.0.1:6379/0';
+
+async function run(label: string, store: string): Promise<void> {
+  const dibs = await openDibs(store);
+  try {
+    await dibs.pools.create({ name: 'bench-redeem' });
+    await dibs.pools.importCodes('bench-redeem', Array.from({ length: OPS }, (_, i) => `RD-${i}`));
+    const codes = new Array<string>(OPS);
+    const claimed = await timeOps(OPS, CONCURRENCY, async (i) => (codes[i] = (await dibs.pools.claim('bench-redeem', `buyer-${i}`)).code!));
+    const validated = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.validate('bench-redeem', codes[i]!, { claimant: `buyer-${i}` }));
+    const redeemed = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.redeem('bench-redeem', codes[i]!, { claimant: `buyer-${i}`, orderId: `order-${i}` }));
+    const replayed = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.redeem('bench-redeem', codes[i]!, { orderId: `order-${i}` }));
+    if ((await dibs.pools.stats('bench-redeem')).redeemed !== OPS) throw new Error('not every code was redeemed');
+    if ((await dibs.pools.audit('bench-redeem')).length > 0) throw new Error('audit not clean');
+    const baseline = summarise('claim (baseline)', claimed.latencies, claimed.seconds);
+    printTable(`Checkout on ${label}, ${OPS.toLocaleString('en-US')} codes, ${CONCURRENCY} in flight (ratio vs claim)`, [
+      baseline,
+      summarise('validate', validated.latencies, validated.seconds),
+      summarise('redeem for an order', redeemed.latencies, redeemed.seconds),
+      summarise('redeem again, same order (replay)', replayed.latencies, replayed.seconds),
+    ], baseline);
+  } finally {
+    await dibs.pools.delete('bench-redeem').catch(() => {});
+    await dibs.close();
+  }
+}
+
+export async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-redeem-'));
+  try {
+    await run('SQLite', `sqlite:${join(dir, 'bench.db')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const schema = `bench_redeem_${process.pid}`;
+  try {
+    await run('PostgreSQL', `${PG}?schema=${schema}`);
+  } finally {
+    const admin = new pg.Client({ connectionString: PG });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
+  const prefix = `bench-redeem-${process.pid}`;
+  try {
+    await run('Redis', `${REDIS}?prefix=${prefix}`);
+  } finally {
+    const client = new Redis(REDIS);
+    const keys = await client.keys(`*${prefix}*`);
+    if (keys.length) await client.del(...keys);
+    client.disconnect();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
