@@ -4,18 +4,12 @@
  *
  *   npm run bench -- redeem      (BENCH_REDEEM_OPS, default 5000; BENCH_PG, BENCH_REDIS)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { Redis } from 'ioredis';
 import { openDibs } from '../src/index.js';
 import { printTable, summarise, timeOps } from './lib/measure.js';
+import { onEachStore } from './lib/stores.js';
 
 const OPS = Number(process.env.BENCH_REDEEM_OPS ?? 5000);
 const CONCURRENCY = 16;
-const PG = process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const REDIS = process.env.BENCH_REDIS ?? 'redis://127.0.0.1:6379/0';
 
 async function run(label: string, store: string): Promise<void> {
   const dibs = await openDibs(store);
@@ -43,30 +37,7 @@ async function run(label: string, store: string): Promise<void> {
 }
 
 export async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-redeem-'));
-  try {
-    await run('SQLite', `sqlite:${join(dir, 'bench.db')}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-  const schema = `bench_redeem_${process.pid}`;
-  try {
-    await run('PostgreSQL', `${PG}?schema=${schema}`);
-  } finally {
-    const admin = new pg.Client({ connectionString: PG });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  }
-  const prefix = `bench-redeem-${process.pid}`;
-  try {
-    await run('Redis', `${REDIS}?prefix=${prefix}`);
-  } finally {
-    const client = new Redis(REDIS);
-    const keys = await client.keys(`*${prefix}*`);
-    if (keys.length) await client.del(...keys);
-    client.disconnect();
-  }
+  await onEachStore('redeem', ['sqlite', 'postgres', 'redis'], run);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

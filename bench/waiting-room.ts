@@ -5,34 +5,15 @@
  *
  *   npm run bench -- waiting-room      (BENCH_ROOM_OPS, default 3000; BENCH_PG, default the test server)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { openDibs } from '../src/index.js';
 import { printTable, summarise, timeOps } from './lib/measure.js';
+import { onEachStore } from './lib/stores.js';
 
 const OPS = Number(process.env.BENCH_ROOM_OPS ?? 3000);
 const CONCURRENCY = 16;
 
-const PG = process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432/test';
-
 export async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-room-'));
-  try {
-    await run('SQLite', `sqlite:${join(dir, 'bench.db')}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-  const schema = `bench_room_${process.pid}`;
-  try {
-    await run('PostgreSQL', `${PG}?schema=${schema}`);
-  } finally {
-    const admin = new pg.Client({ connectionString: PG });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  }
+  await onEachStore('room', ['sqlite', 'postgres'], run);
 }
 
 async function run(label: string, store: string): Promise<void> {
