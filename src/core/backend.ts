@@ -83,6 +83,8 @@ export interface PoolBackend {
    * Throws `conflict` (not redeemed, other order), `not_found`.
    */
   unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo>;
+  /** The store's clock now (ISO 8601 UTC): the time every window and expiry is judged by. */
+  clock(): Promise<string>;
   /** Withdraws a code for good; its holder (if any) loses it. Throws `conflict` if already revoked. */
   revoke(pool: string, code: string): Promise<CodeInfo>;
   /** Throws `not_found` for an unknown pool or code. */

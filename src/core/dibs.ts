@@ -42,6 +42,7 @@ import type {
 } from './types.js';
 import { parseInput } from './validate.js';
 import { DibsError } from './errors.js';
+import { windowState } from './window.js';
 import { Sales } from './sales/facade.js';
 import { z } from 'zod';
 import { Counters, Locks, Semaphores } from './locks/facade.js';
@@ -138,6 +139,11 @@ export class Pools {
     if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
     if (info.status === 'free') return { valid: false, reason: 'not_claimed', code: info };
     if (claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
+    const { startsAt, expiresAt } = await this.backend.getPool(info.pool);
+    if (startsAt !== null || expiresAt !== null) {
+      const window = windowState({ startsAt, expiresAt }, await this.backend.clock());
+      if (window !== 'open') return { valid: false, reason: window, code: info };
+    }
     return { valid: true, code: info };
   }
 

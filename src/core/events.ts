@@ -16,13 +16,14 @@ export function lowStockEvent(pool: string, crossing: number, free: number, thre
 }
 
 /**
- * The audit record of a refund: a redeemed code handed back to its holder. Keyed by the redemption
- * it undoes (its time), so a redelivery is a duplicate and a later redemption's refund is new.
+ * The audit record of a refund: a redeemed code handed back to its holder. `nonce` (random, made
+ * once per unredeem) keys it: two refunds of one code within the same millisecond stay two events,
+ * and a redelivery of one is still a duplicate.
  */
-export function unredeemedEvent(pool: string, code: string, claimant: string, orderId: string | null, redeemedAt: string, at: string) {
+export function unredeemedEvent(pool: string, code: string, claimant: string, orderId: string | null, redeemedAt: string, at: string, nonce: string) {
   return {
     type: EVENT_TYPES.codeUnredeemed,
-    idempotencyKey: `code.unredeemed:${pool}:${code}:${redeemedAt}`,
+    idempotencyKey: `code.unredeemed:${pool}:${code}:${nonce}`,
     payload: { pool, code, claimant, orderId, redeemedAt, unredeemedAt: at },
   };
 }

@@ -96,22 +96,36 @@ const lowStockThresholdSchema = z
   .min(0, 'must not be negative')
   .nullable();
 
+/** An instant as ISO 8601 with an offset, stored normalised to UTC with milliseconds. */
+const instantSchema = z
+  .iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' })
+  .transform((s) => new Date(s).toISOString());
+
+const windowIsOrdered = (w: { startsAt?: string | null; expiresAt?: string | null }) => !(w.startsAt && w.expiresAt && w.startsAt >= w.expiresAt);
+const windowOrderError = { message: 'must be after startsAt', path: ['expiresAt'] };
+
 export const createPoolSchema = z
   .object({
     name: poolNameSchema,
     perClaimantLimit: perClaimantLimitSchema.default(1),
     lowStockThreshold: lowStockThresholdSchema.default(null),
     metadata: metadataSchema.default({}),
+    startsAt: instantSchema.nullable().default(null),
+    expiresAt: instantSchema.nullable().default(null),
   })
-  .strict();
+  .strict()
+  .refine(windowIsOrdered, windowOrderError);
 
 export const updatePoolSchema = z
   .object({
     perClaimantLimit: perClaimantLimitSchema.optional(),
     lowStockThreshold: lowStockThresholdSchema.optional(),
     metadata: metadataSchema.optional(),
+    startsAt: instantSchema.nullable().optional(),
+    expiresAt: instantSchema.nullable().optional(),
   })
-  .strict();
+  .strict()
+  .refine(windowIsOrdered, windowOrderError);
 
 export const claimOptionsSchema = z
   .object({ idempotencyKey: idempotencyKeySchema.optional() })

@@ -20,6 +20,9 @@ export interface Pool {
   perClaimantLimit: number;
   lowStockThreshold: number | null;
   metadata: Record<string, unknown>;
+  /** Codes are handed out and redeemed only from `startsAt` (inclusive) until `expiresAt` (exclusive), by the store's clock. */
+  startsAt: string | null;
+  expiresAt: string | null;
   createdAt: string;
   stats: PoolStats;
 }
@@ -29,12 +32,17 @@ export interface PoolSpec {
   perClaimantLimit: number;
   lowStockThreshold: number | null;
   metadata: Record<string, unknown>;
+  /** Validity window (ISO 8601, normalised to UTC): codes are handed out and redeemed only inside it. */
+  startsAt: string | null;
+  expiresAt: string | null;
 }
 
 export interface PoolPatch {
   perClaimantLimit?: number;
   lowStockThreshold?: number | null;
   metadata?: Record<string, unknown>;
+  startsAt?: string | null;
+  expiresAt?: string | null;
 }
 
 export interface CodeInfo {
@@ -49,7 +57,7 @@ export interface CodeInfo {
 }
 
 /** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
-export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked';
+export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired';
 
 export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 

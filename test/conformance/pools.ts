@@ -4,6 +4,7 @@
  * `poolConformance(label, open)` with a factory that returns a fresh, isolated Dibs.
  */
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Dibs } from '../../src/index.js';
 import { collect, rejectsWith } from '../support/assert.js';
@@ -481,6 +482,55 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal((await dibs.pools.events({ pool: name })).filter((e) => e.type === 'code.unredeemed').length, 2, 'each refund is its own event');
         await rejectsWith(dibs.pools.unredeem(name, 'NOPE'), 'not_found');
         assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+    });
+
+    describe('validity windows', () => {
+      const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
+      const windowed = async (window: { startsAt?: string; expiresAt?: string }) => {
+        const name = `window-${++n}`;
+        const pool = await dibs.pools.create({ name, ...window });
+        await dibs.pools.importCodes(name, ['W1', 'W2', 'W3', 'W4']);
+        return { name, pool };
+      };
+
+      it('hands out and redeems only until expiresAt; a replayed key still answers; validate says expired', async () => {
+        const { name, pool } = await windowed({ expiresAt: at(1500) });
+        assert.equal(pool.expiresAt, new Date(pool.expiresAt!).toISOString(), 'stored as ISO UTC');
+        assert.equal(pool.startsAt, null);
+        const kept = await dibs.pools.claim(name, 'alice', { idempotencyKey: 'k-1' });
+        const held = await dibs.pools.claim(name, 'bob');
+        assert.equal((await dibs.pools.validate(name, held.code!)).valid, true);
+        await sleep(new Date(pool.expiresAt!).getTime() - Date.now() + 400);
+        await rejectsWith(dibs.pools.claim(name, 'carol'), 'expired');
+        await rejectsWith(dibs.pools.claim(name, 'bob'), 'expired');
+        const replay = await dibs.pools.claim(name, 'alice', { idempotencyKey: 'k-1' });
+        assert.equal(replay.code, kept.code);
+        assert.equal(replay.replayed, true);
+        await rejectsWith(dibs.pools.redeem(name, held.code!, { orderId: 'o-1' }), 'expired');
+        const check = await dibs.pools.validate(name, held.code!);
+        assert.equal(check.valid === false && check.reason, 'expired');
+        // moving the window re-opens it
+        const reopened = await dibs.pools.update(name, { expiresAt: null });
+        assert.equal(reopened.expiresAt, null);
+        assert.equal((await dibs.pools.redeem(name, held.code!, { orderId: 'o-1' })).status, 'redeemed');
+        assert.equal((await dibs.pools.claim(name, 'carol')).status, 'claimed');
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+
+      it('refuses before startsAt (not_yet_valid) and opens at it', async () => {
+        const { name, pool } = await windowed({ startsAt: at(1200), expiresAt: at(3_600_000) });
+        await rejectsWith(dibs.pools.claim(name, 'early'), 'not_yet_valid');
+        assert.deepEqual(await dibs.pools.stats(name), { total: 4, free: 4, claimed: 0, redeemed: 0, revoked: 0 });
+        await sleep(new Date(pool.startsAt!).getTime() - Date.now() + 400);
+        assert.equal((await dibs.pools.claim(name, 'early')).status, 'claimed');
+      });
+
+      it('a window that ends before it starts is bad input', async () => {
+        await rejectsWith(dibs.pools.create({ name: `window-${++n}`, startsAt: at(60_000), expiresAt: at(1000) }), 'invalid_input', 'expiresAt');
+        await rejectsWith(dibs.pools.create({ name: `window-${++n}`, expiresAt: 'tomorrow' }), 'invalid_input', 'expiresAt');
+        const { name } = await windowed({});
+        await rejectsWith(dibs.pools.update(name, { startsAt: at(60_000), expiresAt: at(0) }), 'invalid_input', 'expiresAt');
       });
     });
 

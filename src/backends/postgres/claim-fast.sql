@@ -1,8 +1,8 @@
 -- name: claimFast
 -- The common claim — one code, no idempotency key, a pool with perClaimantLimit 1 and no low-stock
--- threshold — as a statement nearly as cheap as a bare SKIP LOCKED update. It answers only the
+-- threshold, no validity window — as a statement nearly as cheap as a bare SKIP LOCKED update. It answers only the
 -- happy path and leaves every other case to claim.sql, which the caller runs next:
---   - no row: no such pool, the pool has other rules (limit > 1, a threshold), or this snapshot saw
+--   - no row: no such pool, the pool has other rules (limit > 1, a threshold, a window), or this snapshot saw
 --     no unlocked free code (claim.sql then tells sold out from busy);
 --   - 23505 on codes_holder_slot: the claimant already holds its one code (claim.sql answers
 --     already-held); nothing was changed because the statement failed as a whole.
@@ -10,6 +10,7 @@
 WITH p AS (
   SELECT id, counter_shards FROM pools
   WHERE name = $1 AND per_claimant_limit = 1 AND low_stock_threshold IS NULL
+    AND starts_at IS NULL AND expires_at IS NULL
 ),
 picked AS (
   SELECT coalesce(

@@ -11,7 +11,7 @@
 -- Result: one row per request, ordered by i (1-based position in $2), with the same columns as
 -- claim.sql (taken holds at most one code).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards FROM pools WHERE name = $1
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at FROM pools WHERE name = $1
 ),
 req AS (
   SELECT r.claimant, r.key, r.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS r(claimant, key, i)
@@ -31,6 +31,7 @@ wanting AS (
   FROM req r, p
   WHERE NOT EXISTS (SELECT 1 FROM prior WHERE prior.i = r.i)
     AND (p.low_stock_threshold IS NULL OR $6::boolean)
+    AND (p.starts_at IS NULL OR now() >= p.starts_at) AND (p.expires_at IS NULL OR now() < p.expires_at)
 ),
 eligible AS (
   SELECT i, claimant, key, slot, row_number() OVER (ORDER BY i) AS rn FROM wanting WHERE slot IS NOT NULL
@@ -88,6 +89,13 @@ SELECT
   (SELECT count(*) FROM wanting w WHERE w.i = r.i AND w.slot IS NOT NULL)::int AS room,
   (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_rows)::int AS writes,
   (SELECT n FROM free_seen) AS free_seen,
+  CASE
+    WHEN (SELECT starts_at FROM p) IS NOT NULL AND now() < (SELECT starts_at FROM p) THEN 'not_yet_valid'
+    WHEN (SELECT expires_at FROM p) IS NOT NULL AND now() >= (SELECT expires_at FROM p) THEN 'expired'
+    ELSE 'open'
+  END AS window_state,
+  (SELECT starts_at FROM p) AS starts_at,
+  (SELECT expires_at FROM p) AS expires_at,
   $6::boolean AS settled
 FROM req r LEFT JOIN prior pr ON pr.i = r.i
 ORDER BY r.i

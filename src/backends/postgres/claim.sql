@@ -19,13 +19,14 @@
 --     FOR UPDATE SKIP LOCKED so concurrent claims never wait on each other;
 --   - counters: one of the pool's counter shards moves in the same statement.
 -- Result (exactly one row):
---   pool_id (null: no such pool), threshold, prior_claimant, prior_count (the key's earlier use),
+--   pool_id (null: no such pool), threshold, window_state ('open' | 'not_yet_valid' | 'expired') with
+--   starts_at/expires_at, prior_claimant, prior_count (the key's earlier use),
 --   key_codes (codes the claimant still holds under that key), held_before (claimant's codes before
 --   this statement, oldest first), taken (codes taken now), room (free slots wanted and allowed),
 --   free_seen (free codes in this statement's snapshot: > 0 with nothing taken means all free rows
 --   were locked by in-flight claims — retry, not sold out).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards FROM pools WHERE name = $1
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at FROM pools WHERE name = $1
 ),
 prior AS (
   SELECT k.claimant, k.count FROM claim_keys k
@@ -41,6 +42,8 @@ slots AS (
   WHERE NOT EXISTS (SELECT 1 FROM mine WHERE mine.slot = s.slot)
     AND NOT EXISTS (SELECT 1 FROM prior)
     AND (p.low_stock_threshold IS NULL OR $7::boolean)
+    -- new codes only inside the pool's validity window (a replayed key above still answers)
+    AND (p.starts_at IS NULL OR now() >= p.starts_at) AND (p.expires_at IS NULL OR now() < p.expires_at)
   ORDER BY s.slot
   LIMIT $3::int
 ),
@@ -93,4 +96,11 @@ SELECT
   -- only needed to tell "sold out" from "all free rows locked"; summing the shards on every
   -- successful claim cost measurable throughput
   CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p)) ELSE 0 END::bigint AS free_seen,
+  CASE
+    WHEN (SELECT starts_at FROM p) IS NOT NULL AND now() < (SELECT starts_at FROM p) THEN 'not_yet_valid'
+    WHEN (SELECT expires_at FROM p) IS NOT NULL AND now() >= (SELECT expires_at FROM p) THEN 'expired'
+    ELSE 'open'
+  END AS window_state,
+  (SELECT starts_at FROM p) AS starts_at,
+  (SELECT expires_at FROM p) AS expires_at,
   $7::boolean AS settled

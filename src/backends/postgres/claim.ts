@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
+import { outsideWindow } from '../../core/window.js';
 import { causeState, prepared, query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import { settleLowStock } from './low-stock.js';
@@ -34,6 +35,10 @@ export interface ClaimRow {
   free_seen: string;
   /** Echo of the settle parameter: whether this ran inside a low-stock-settling transaction. */
   settled: boolean;
+  /** The pool's validity window at the statement's now(). */
+  window_state: 'open' | 'not_yet_valid' | 'expired';
+  starts_at: Date | null;
+  expires_at: Date | null;
 }
 
 export interface ClaimRequest {
@@ -159,6 +164,9 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
     return { retry: 'spent_key', poolId: row.pool_id };
   }
   if (row.taken.length > 0) return answer('claimed', row.taken, [...row.held_before, ...row.taken], false);
+  if (row.window_state !== 'open') {
+    throw outsideWindow(r.pool, { startsAt: row.starts_at && row.starts_at.toISOString(), expiresAt: row.expires_at && row.expires_at.toISOString() }, row.window_state);
+  }
   // The statement refuses to take codes outside a transaction when the pool has a threshold.
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };
   if (row.room === 0) return answer('already-held', [], row.held_before, false);

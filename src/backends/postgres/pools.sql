@@ -4,7 +4,7 @@
 
 -- name: poolByName
 -- $1 name → the pool with its counters summed over the shards (one row per shard: O(1)).
-SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.created_at,
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -16,7 +16,7 @@ WHERE p.name = $1
 
 -- name: listPools
 -- $1 after (name, '' for the start), $2 limit → pools by name in byte order (a stable cursor).
-SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.created_at,
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -29,11 +29,11 @@ ORDER BY p.name COLLATE "C"
 LIMIT $2
 
 -- name: insertPool
--- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards
--- → one row per counter shard created; no rows when the name is taken.
+-- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards,
+-- $6 startsAt, $7 expiresAt → one row per counter shard created; no rows when the name is taken.
 WITH p AS (
-  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards)
-  VALUES ($1, $2, $3, $4, $5)
+  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7)
   ON CONFLICT (name) DO NOTHING
   RETURNING id, counter_shards
 )
@@ -51,10 +51,10 @@ SELECT coalesce(max(n), 0)::int AS n FROM (
 ) AS held
 
 -- name: updatePool
--- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata. Re-arms the low-stock alert
--- when the (new) threshold is absent or below the free count.
+-- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata, $5 startsAt, $6 expiresAt.
+-- Re-arms the low-stock alert when the (new) threshold is absent or below the free count.
 UPDATE pools
-SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4,
+SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4, starts_at = $5, expires_at = $6,
     low_stock_armed = CASE
       WHEN $3::int IS NULL OR (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = $1) > $3::int THEN true
       ELSE low_stock_armed END
@@ -139,8 +139,11 @@ FROM pools p LEFT JOIN codes c ON c.pool_id = p.id AND c.code = $2
 WHERE p.name = $1
 
 -- name: poolIdByName
--- $1 name → id and threshold only (no counter sum): what a code transition needs.
-SELECT id, low_stock_threshold FROM pools WHERE name = $1
+-- $1 name → id, threshold and window with now() (no counter sum): what a code transition needs.
+SELECT id, low_stock_threshold, starts_at, expires_at, now() AS now FROM pools WHERE name = $1
+
+-- name: now
+SELECT now() AS now
 
 -- name: setCodeState
 -- $1 id, $2 status, $3 keep holder (redeem, unredeem), $4 order of a redemption → the new row

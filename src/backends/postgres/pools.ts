@@ -3,6 +3,7 @@
  * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
  * the lock order of pools.sql (code rows → counter shard → pool row).
  */
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
@@ -21,6 +22,7 @@ import type {
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
 import { alreadyRedeemed, assertRedeemedFor } from '../shared/pool-rules.js';
+import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { query, withTransaction, type PgOptions } from './connection.js';
@@ -31,7 +33,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName',
+  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now',
 ]);
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
@@ -44,6 +46,8 @@ interface PoolRow {
   per_claimant_limit: number;
   low_stock_threshold: number | null;
   metadata: Record<string, unknown>;
+  starts_at: Date | null;
+  expires_at: Date | null;
   created_at: Date;
   total: string;
   free: string;
@@ -62,6 +66,15 @@ interface CodeRow {
   redeemed_order: string | null;
 }
 
+/** What a code transition reads of its pool: id, threshold, window and the transaction's now(). */
+interface PoolWindowRow {
+  id: string;
+  low_stock_threshold: number | null;
+  starts_at: Date | null;
+  expires_at: Date | null;
+  now: Date;
+}
+
 type Move = Partial<Record<'free' | 'claimed' | 'redeemed' | 'revoked', number>>;
 
 export class PgPools implements PoolBackend {
@@ -78,7 +91,7 @@ export class PgPools implements PoolBackend {
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS]);
+    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt]);
     if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
@@ -107,7 +120,9 @@ export class PgPools implements PoolBackend {
       }
       const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
       const metadata = patch.metadata === undefined ? row.metadata : patch.metadata;
-      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata)]);
+      const startsAt = patch.startsAt === undefined ? row.starts_at : patch.startsAt;
+      const expiresAt = patch.expiresAt === undefined ? row.expires_at : patch.expiresAt;
+      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt]);
       return threshold;
     });
     this.claims.thresholdChanged(name, threshold);
@@ -140,12 +155,13 @@ export class PgPools implements PoolBackend {
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (c) => {
+    return this.transition(pool, code, (c, p) => {
       if (c.status === 'redeemed') {
         if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
         throw alreadyRedeemed(code, iso(c.redeemed_at)!);
       }
       assertHeld(c, claimant);
+      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
     });
   }
@@ -153,7 +169,7 @@ export class PgPools implements PoolBackend {
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
       assertRedeemedFor(c, orderId);
-      return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at) };
+      return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()) };
     });
   }
 
@@ -162,6 +178,10 @@ export class PgPools implements PoolBackend {
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
       return { status: 'revoked', keepHolder: false, order: null, move: { [c.status]: -1, revoked: 1 } };
     });
+  }
+
+  async clock(): Promise<string> {
+    return (await query<{ now: Date }>(this.pool, Q.now)).rows[0]!.now.toISOString();
   }
 
   async getCode(pool: string, code: string): Promise<CodeInfo> {
@@ -250,14 +270,14 @@ export class PgPools implements PoolBackend {
   private async transition(
     pool: string,
     code: string,
-    decide: (c: CodeRow) => { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } } | null,
+    decide: (c: CodeRow, pool: PoolWindowRow) => { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } } | null,
   ): Promise<CodeInfo> {
     return withTransaction(this.pool, async (client) => {
-      const row = (await client.query<{ id: string; low_stock_threshold: number | null }>(Q.poolIdByName, [pool])).rows[0];
+      const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
       const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
       if (!c) throw notFound('code', code);
-      const decided = decide(c);
+      const decided = decide(c, row);
       if (decided === null) return toCode(pool, c);
       const { status, keepHolder, order, move, event } = decided;
       if (event) {
@@ -289,6 +309,8 @@ function toPool(row: PoolRow): Pool {
     perClaimantLimit: row.per_claimant_limit,
     lowStockThreshold: row.low_stock_threshold,
     metadata: row.metadata,
+    startsAt: iso(row.starts_at),
+    expiresAt: iso(row.expires_at),
     createdAt: row.created_at.toISOString(),
     stats: toStats(row),
   };

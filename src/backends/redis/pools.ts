@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import { counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { outsideWindow } from '../../core/window.js';
 import type {
   ClaimManyResult,
   CodeInfo,
@@ -41,7 +43,7 @@ export class RedisPools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     const k = this.keys(spec.name);
-    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata)]);
+    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)]);
     if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
@@ -67,6 +69,8 @@ export class RedisPools implements PoolBackend {
       patch.perClaimantLimit ?? '',
       patch.lowStockThreshold === undefined ? '' : patch.lowStockThreshold === null ? 'null' : patch.lowStockThreshold,
       patch.metadata === undefined ? '' : JSON.stringify(patch.metadata),
+      patch.startsAt === undefined ? '' : patch.startsAt === null ? 'null' : msOrEmpty(patch.startsAt),
+      patch.expiresAt === undefined ? '' : patch.expiresAt === null ? 'null' : msOrEmpty(patch.expiresAt),
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
     if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
@@ -98,6 +102,9 @@ export class RedisPools implements PoolBackend {
         throw notFound('pool', pool);
       case 'sold_out':
         throw soldOut(pool);
+      case 'not_yet_valid':
+      case 'expired':
+        throw await this.outsideWindow(pool, reply[0]);
       case 'conflict':
         throw keyReused(key!, { claimant: String(reply[1]), count: Number(reply[2]) });
       case 'claimed':
@@ -122,12 +129,17 @@ export class RedisPools implements PoolBackend {
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]));
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     const k = this.keys(pool);
     return this.codeReply(pool, code, await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events], [code]));
+  }
+
+  async clock(): Promise<string> {
+    const [seconds, micros] = await this.client.time();
+    return new Date(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)).toISOString();
   }
 
   async getCode(pool: string, code: string): Promise<CodeInfo> {
@@ -226,8 +238,15 @@ export class RedisPools implements PoolBackend {
     return perPool.flat().sort((a, b) => compareStreamIds(a.id, b.id)).slice(0, limit);
   }
 
-  private codeReply(pool: string, code: string, reply: unknown): CodeInfo {
+  /** The window error with the pool's window as stored (the script only said which side). */
+  private async outsideWindow(pool: string, state: 'not_yet_valid' | 'expired'): Promise<DibsError> {
+    const [starts, expires] = await this.client.hmget(this.keys(pool).pool, 'starts', 'expires');
+    return outsideWindow(pool, { startsAt: iso(starts), expiresAt: iso(expires) }, state);
+  }
+
+  private async codeReply(pool: string, code: string, reply: unknown): Promise<CodeInfo> {
     const [head, ...rest] = reply as [string, ...string[]];
+    if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
     if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });
     if (head === 'conflict') {
@@ -259,12 +278,16 @@ function compareStreamIds(a: string, b: string): number {
   return am - bm || as - bs;
 }
 
+const msOrEmpty = (at: string | null) => (at === null ? '' : String(Date.parse(at)));
+
 function toPool(raw: Record<string, string>): Pool {
   return {
     name: raw.name!,
     perClaimantLimit: Number(raw.limit),
     lowStockThreshold: raw.threshold === '' || raw.threshold === undefined ? null : Number(raw.threshold),
     metadata: JSON.parse(raw.metadata ?? '{}') as Record<string, unknown>,
+    startsAt: iso(raw.starts),
+    expiresAt: iso(raw.expires),
     createdAt: iso(raw.created_at)!,
     stats: { total: Number(raw.total), free: Number(raw.free), claimed: Number(raw.claimed), redeemed: Number(raw.redeemed), revoked: Number(raw.revoked) },
   };

@@ -8,8 +8,8 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
 SELECT * FROM dibs_pools WHERE name = ?
 
 -- name: insertPool
-INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, created_at)
-VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, created_at)
+VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 ON CONFLICT (name) DO NOTHING
 
 -- name: listPools
@@ -18,6 +18,7 @@ SELECT * FROM dibs_pools WHERE name > ? ORDER BY name LIMIT ?
 -- name: updatePool
 UPDATE dibs_pools
 SET per_claimant_limit = @perClaimantLimit, low_stock_threshold = @lowStockThreshold, metadata = @metadata,
+    starts_at = @startsAt, expires_at = @expiresAt,
     low_stock_armed = CASE WHEN @lowStockThreshold IS NULL OR free > @lowStockThreshold THEN 1 ELSE low_stock_armed END
 WHERE id = @id
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import type {
@@ -14,6 +15,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
+import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { alreadyRedeemed, assertRedeemedFor, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
@@ -32,6 +34,8 @@ interface PoolRow {
   per_claimant_limit: number;
   low_stock_threshold: number | null;
   metadata: string;
+  starts_at: string | null;
+  expires_at: string | null;
   created_at: string;
   total: number;
   free: number;
@@ -107,6 +111,8 @@ export class SqlitePools implements PoolBackend {
         perClaimantLimit,
         lowStockThreshold: patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold,
         metadata: patch.metadata === undefined ? row.metadata : JSON.stringify(patch.metadata),
+        startsAt: patch.startsAt === undefined ? row.starts_at : patch.startsAt,
+        expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
       });
       return toPool(this.pool(name));
     });
@@ -147,6 +153,8 @@ export class SqlitePools implements PoolBackend {
         }
       }
 
+      // a replay above still answers; anything new happens only inside the pool's window
+      assertInWindow(pool, windowOf(row), this.now());
       const room = row.per_claimant_limit - this.heldCodes(row.id, claimant).length;
       if (room <= 0) return answer('already-held', [], false);
       const free = this.stmt.takeFree.all(row.id, Math.min(count, room)) as { id: number; code: string }[];
@@ -175,6 +183,7 @@ export class SqlitePools implements PoolBackend {
         throw alreadyRedeemed(code, c.redeemed_at!);
       }
       assertHeld(c, claimant);
+      assertInWindow(pool, windowOf(row), now);
       return { state: { status: 'redeemed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
     });
   }
@@ -182,7 +191,7 @@ export class SqlitePools implements PoolBackend {
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (row, c, now) => {
       assertRedeemedFor(c, orderId);
-      const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now);
+      const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
       this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
       return { state: { status: 'claimed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: null, order: null }, move: { redeemed: -1, claimed: 1 } };
     });
@@ -193,6 +202,10 @@ export class SqlitePools implements PoolBackend {
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
       return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { [c.status]: -1, revoked: 1 } };
     });
+  }
+
+  async clock(): Promise<string> {
+    return read(this.options, () => this.now());
   }
 
   async getCode(pool: string, code: string): Promise<CodeInfo> {
@@ -314,6 +327,8 @@ function assertHeld(c: CodeRow, claimant: string | null): void {
   if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
 }
 
+const windowOf = (row: PoolRow) => ({ startsAt: row.starts_at, expiresAt: row.expires_at });
+
 function toStats(row: PoolRow): PoolStats {
   return { total: row.total, free: row.free, claimed: row.claimed, redeemed: row.redeemed, revoked: row.revoked };
 }
@@ -324,6 +339,7 @@ function toPool(row: PoolRow): Pool {
     perClaimantLimit: row.per_claimant_limit,
     lowStockThreshold: row.low_stock_threshold,
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    ...windowOf(row),
     createdAt: row.created_at,
     stats: toStats(row),
   };

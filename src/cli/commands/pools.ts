@@ -8,6 +8,8 @@ export function describePool(pool: Pool): string {
     ['pool', pool.name],
     ['per claimant', pool.perClaimantLimit],
     ['low stock at', pool.lowStockThreshold],
+    ...(pool.startsAt ? [['valid from', pool.startsAt] as [string, unknown]] : []),
+    ...(pool.expiresAt ? [['expires', pool.expiresAt] as [string, unknown]] : []),
     ['total', s.total],
     ['free', s.free],
     ['claimed', s.claimed],
@@ -37,10 +39,12 @@ export function poolsCommand(program: Command): void {
     .option('--limit <n>', 'codes one claimant may hold', intOption('--limit'), 1)
     .option('--low-stock <n>', 'record a pool.low_stock event when free codes drop to n', intOption('--low-stock'))
     .option('--metadata <json>', 'free-form JSON object stored with the pool', jsonOption)
-    .addHelpText('after', '\nExample:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'')
-    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown> }, command: Command) => {
+    .option('--starts <time>', 'codes are handed out and redeemed only from this ISO 8601 time on')
+    .option('--expires <time>', '… and only until this ISO 8601 time (then: expired)')
+    .addHelpText('after', '\nExamples:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'\n  $ dibs pools create bf --starts 2026-11-27T00:00:00Z --expires 2026-11-30T23:59:59Z')
+    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const pool = await dibs.pools.create({ name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {} });
+        const pool = await dibs.pools.create({ name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {}, startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
         output(command, pool, () => `created pool '${pool.name}'\n${describePool(pool)}`);
       });
     });
@@ -76,17 +80,21 @@ export function poolsCommand(program: Command): void {
 
   pools
     .command('update <name>')
-    .description('change a pool\'s limit, low-stock threshold or metadata')
+    .description('change a pool\'s limit, low-stock threshold, validity window or metadata')
     .option('--limit <n>', 'codes one claimant may hold (cannot go below what someone holds)', intOption('--limit'))
     .option('--low-stock <n>', 'low-stock threshold', intOption('--low-stock'))
     .option('--no-low-stock', 'turn the low-stock alert off')
     .option('--metadata <json>', 'replace the metadata', jsonOption)
-    .action(async (name: string, opts: { limit?: number; lowStock?: number | false; metadata?: Record<string, unknown> }, command: Command) => {
+    .option('--starts <time>', 'valid from this ISO 8601 time (\'none\': no start)')
+    .option('--expires <time>', 'valid until this ISO 8601 time (\'none\': never expires)')
+    .action(async (name: string, opts: { limit?: number; lowStock?: number | false; metadata?: Record<string, unknown>; starts?: string; expires?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const pool = await dibs.pools.update(name, {
           ...(opts.limit !== undefined ? { perClaimantLimit: opts.limit } : {}),
           ...(opts.lowStock === false ? { lowStockThreshold: null } : opts.lowStock !== undefined ? { lowStockThreshold: opts.lowStock } : {}),
           ...(opts.metadata ? { metadata: opts.metadata } : {}),
+          ...(opts.starts !== undefined ? { startsAt: opts.starts === 'none' ? null : opts.starts } : {}),
+          ...(opts.expires !== undefined ? { expiresAt: opts.expires === 'none' ? null : opts.expires } : {}),
         });
         output(command, pool, () => describePool(pool));
       });

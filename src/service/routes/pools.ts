@@ -28,7 +28,7 @@ export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
 
   route(app, { method: 'GET', url: '/v1/pools/:pool', scope: 'pools:read', tag, summary: 'A pool with its counts', responses: { 200: { description: 'The pool', schema: S.poolSchema } } }, async (request) => dibs.pools.get(poolParam(request)));
 
-  route(app, { method: 'PATCH', url: '/v1/pools/:pool', scope: 'pools:admin', tag, summary: 'Change limit, low-stock threshold or metadata', body: S.updatePoolSchema, responses: { 200: { description: 'The pool', schema: S.poolSchema } } }, async (request) =>
+  route(app, { method: 'PATCH', url: '/v1/pools/:pool', scope: 'pools:admin', tag, summary: 'Change limit, low-stock threshold, validity window or metadata', body: S.updatePoolSchema, responses: { 200: { description: 'The pool', schema: S.poolSchema } } }, async (request) =>
     dibs.pools.update(poolParam(request), bodyObject(request) as never));
 
   route(app, { method: 'DELETE', url: '/v1/pools/:pool', scope: 'pools:admin', tag, summary: 'Delete a pool with its codes and claims', responses: { 204: { description: 'Deleted' } } }, async (request, reply) => {

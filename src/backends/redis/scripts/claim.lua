@@ -4,6 +4,7 @@
 -- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none)
 -- Returns {status, taken codes, held codes} with status one of
 --   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
+--   | {'not_yet_valid', starts} | {'expired', expires} (outside the pool's window; a replay still answers)
 local limit = redis.call('HGET', KEYS[1], 'limit')
 if limit == false then return { 'not_found' } end
 local claimant, count, key = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -23,6 +24,8 @@ if key ~= '' then
   end
 end
 
+local closed = window_closed(KEYS[1], now_ms())
+if closed then return closed end
 local room = tonumber(limit) - #held
 if room <= 0 then return { 'already_held', {}, held } end
 local popped = redis.call('ZPOPMIN', KEYS[2], math.min(count, room))

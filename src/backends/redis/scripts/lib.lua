@@ -52,6 +52,15 @@ local function without(list, item)
   return out
 end
 
+-- The pool's validity window ('starts'/'expires', epoch ms, '' = open on that side) at `now`:
+-- nil when open, else the reply {'not_yet_valid', starts} / {'expired', expires}.
+local function window_closed(pool_key, now)
+  local w = redis.call('HMGET', pool_key, 'starts', 'expires')
+  if w[1] and w[1] ~= '' and now < tonumber(w[1]) then return { 'not_yet_valid', w[1] } end
+  if w[2] and w[2] ~= '' and now >= tonumber(w[2]) then return { 'expired', w[2] } end
+  return nil
+end
+
 -- A code's record as the flat reply the TypeScript side decodes.
 local function code_reply(code, rec)
   return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or ''), rec.o or '' }

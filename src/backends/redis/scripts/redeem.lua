@@ -2,6 +2,7 @@
 -- KEYS[1] pool hash, KEYS[2] codes hash
 -- ARGV[1] code, ARGV[2] required holder ('' = any), ARGV[3] order ('' = none)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
+--   | {'not_yet_valid', starts} | {'expired', expires}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -13,7 +14,10 @@ if rec.s == 'redeemed' then
 end
 if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
 if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
-rec.s, rec.ra = 'redeemed', now_ms()
+local now = now_ms()
+local closed = window_closed(KEYS[1], now)
+if closed then return closed end
+rec.s, rec.ra = 'redeemed', now
 if ARGV[3] ~= '' then rec.o = ARGV[3] end
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(rec))
 redis.call('HINCRBY', KEYS[1], 'claimed', -1)

@@ -1,7 +1,7 @@
 -- unredeem: the refund path — a redeemed code goes back to claimed by its holder, and a
--- code.unredeemed event records it (keyed by the redemption it undoes).
+-- code.unredeemed event records it.
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] events stream
--- ARGV[1] code, ARGV[2] order it must have been redeemed for ('' = any)
+-- ARGV[1] code, ARGV[2] order it must have been redeemed for ('' = any), ARGV[3] event nonce
 -- Returns code reply | {'not_found', what} | {'conflict', reason, status}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
@@ -14,7 +14,7 @@ local name = redis.call('HGET', KEYS[1], 'name')
 local redeemed_at = iso_ms(rec.ra)
 redis.call('XADD', KEYS[3], '*',
   'type', 'code.unredeemed',
-  'key', 'code.unredeemed:' .. name .. ':' .. ARGV[1] .. ':' .. redeemed_at,
+  'key', 'code.unredeemed:' .. name .. ':' .. ARGV[1] .. ':' .. ARGV[3],
   'payload', cjson.encode({ pool = name, code = ARGV[1], claimant = rec.h, orderId = rec.o or cjson.null, redeemedAt = redeemed_at, unredeemedAt = iso_ms(now) }),
   'at', tostring(now))
 rec.s, rec.ra, rec.o = 'claimed', nil, nil

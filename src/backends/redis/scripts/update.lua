@@ -1,6 +1,7 @@
 -- update: limit, threshold, metadata of a pool.
 -- KEYS[1] pool hash, KEYS[2] held hash
--- ARGV[1] limit ('' = keep), ARGV[2] threshold ('' = keep, 'null' = none), ARGV[3] metadata JSON ('' = keep)
+-- ARGV[1] limit ('' = keep), ARGV[2] threshold ('' = keep, 'null' = none), ARGV[3] metadata JSON ('' = keep),
+-- ARGV[4] starts, ARGV[5] expires (epoch ms; '' = keep, 'null' = open)
 -- Returns 'ok' | 'not_found' | {'limit_below_holdings', maxHeld}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
 if ARGV[1] ~= '' then
@@ -20,4 +21,6 @@ if ARGV[2] ~= '' then
   after_free_rose(KEYS[1], tonumber(redis.call('HGET', KEYS[1], 'free')))
 end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'metadata', ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'starts', ARGV[4] == 'null' and '' or ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'expires', ARGV[5] == 'null' and '' or ARGV[5]) end
 return 'ok'

@@ -1,0 +1,27 @@
+/** Validity windows (pools): open from `startsAt` (inclusive) until `expiresAt` (exclusive). */
+import { DibsError } from './errors.js';
+
+export interface ValidityWindow {
+  startsAt: string | null;
+  expiresAt: string | null;
+}
+
+/** Where `now` (ISO UTC, the store's clock) falls; ISO UTC strings order as text. */
+export function windowState(window: ValidityWindow, now: string): 'open' | 'not_yet_valid' | 'expired' {
+  if (window.startsAt !== null && now < window.startsAt) return 'not_yet_valid';
+  if (window.expiresAt !== null && now >= window.expiresAt) return 'expired';
+  return 'open';
+}
+
+/** Throws `not_yet_valid` (retriable: it opens later) before the window, `expired` after it. */
+export function assertInWindow(pool: string, window: ValidityWindow, now: string): void {
+  const state = windowState(window, now);
+  if (state !== 'open') throw outsideWindow(pool, window, state);
+}
+
+/** The error for a pool whose window the store found closed. */
+export function outsideWindow(pool: string, window: ValidityWindow, state: 'not_yet_valid' | 'expired'): DibsError {
+  return state === 'not_yet_valid'
+    ? new DibsError('not_yet_valid', `pool '${pool}' opens at ${window.startsAt}`, { retriable: true, details: { startsAt: window.startsAt } })
+    : new DibsError('expired', `pool '${pool}' expired at ${window.expiresAt}`, { details: { expiresAt: window.expiresAt } });
+}
