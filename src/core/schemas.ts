@@ -101,6 +101,9 @@ const instantSchema = z
   .iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' })
   .transform((s) => new Date(s).toISOString());
 
+const maxRedemptionsSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1_000_000_000, 'at most 1000000000');
+const maxRedemptionsPerClaimantSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be 1 or more').max(1_000_000, 'at most 1000000');
+
 const windowIsOrdered = (w: { startsAt?: string | null; expiresAt?: string | null }) => !(w.startsAt && w.expiresAt && w.startsAt >= w.expiresAt);
 const windowOrderError = { message: 'must be after startsAt', path: ['expiresAt'] };
 
@@ -112,6 +115,8 @@ export const createPoolSchema = z
     metadata: metadataSchema.default({}),
     startsAt: instantSchema.nullable().default(null),
     expiresAt: instantSchema.nullable().default(null),
+    maxRedemptions: maxRedemptionsSchema.nullable().default(null),
+    maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().default(null),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);
@@ -123,6 +128,8 @@ export const updatePoolSchema = z
     metadata: metadataSchema.optional(),
     startsAt: instantSchema.nullable().optional(),
     expiresAt: instantSchema.nullable().optional(),
+    maxRedemptions: maxRedemptionsSchema.nullable().optional(),
+    maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().optional(),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);

@@ -23,6 +23,9 @@ export interface Pool {
   /** Codes are handed out and redeemed only from `startsAt` (inclusive) until `expiresAt` (exclusive), by the store's clock. */
   startsAt: string | null;
   expiresAt: string | null;
+  /** At most this many codes redeemed in all / by one claimant (null: no limit); beyond: `limit_reached`. */
+  maxRedemptions: number | null;
+  maxRedemptionsPerClaimant: number | null;
   createdAt: string;
   stats: PoolStats;
 }
@@ -35,6 +38,9 @@ export interface PoolSpec {
   /** Validity window (ISO 8601, normalised to UTC): codes are handed out and redeemed only inside it. */
   startsAt: string | null;
   expiresAt: string | null;
+  /** At most this many codes of the pool redeemed in all / by one claimant (null: no limit). */
+  maxRedemptions: number | null;
+  maxRedemptionsPerClaimant: number | null;
 }
 
 export interface PoolPatch {
@@ -43,6 +49,8 @@ export interface PoolPatch {
   metadata?: Record<string, unknown>;
   startsAt?: string | null;
   expiresAt?: string | null;
+  maxRedemptions?: number | null;
+  maxRedemptionsPerClaimant?: number | null;
 }
 
 export interface CodeInfo {

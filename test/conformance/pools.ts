@@ -534,6 +534,32 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       });
     });
 
+    describe('redemption limits', () => {
+      it('maxRedemptions caps the pool, maxRedemptionsPerClaimant each claimant; refunds free room', async () => {
+        const name = `limits-${++n}`;
+        const pool = await dibs.pools.create({ name, perClaimantLimit: 3, maxRedemptions: 3, maxRedemptionsPerClaimant: 2 });
+        assert.deepEqual([pool.maxRedemptions, pool.maxRedemptionsPerClaimant], [3, 2]);
+        await dibs.pools.importCodes(name, ['L1', 'L2', 'L3', 'L4', 'L5', 'L6']);
+        const alice = (await dibs.pools.claimMany(name, 'alice', 3)).codes;
+        const bob = (await dibs.pools.claimMany(name, 'bob', 3)).codes;
+        await dibs.pools.redeem(name, alice[0]!);
+        await dibs.pools.redeem(name, alice[1]!);
+        await rejectsWith(dibs.pools.redeem(name, alice[2]!), 'limit_reached', 'maxRedemptionsPerClaimant');
+        await dibs.pools.redeem(name, bob[0]!);
+        await rejectsWith(dibs.pools.redeem(name, bob[1]!), 'limit_reached', 'maxRedemptions');
+        assert.equal((await dibs.pools.stats(name)).redeemed, 3);
+        // a refund gives the room back
+        await dibs.pools.unredeem(name, alice[0]!);
+        assert.equal((await dibs.pools.redeem(name, bob[1]!)).status, 'redeemed');
+        // limits can be lifted
+        const lifted = await dibs.pools.update(name, { maxRedemptions: null });
+        assert.equal(lifted.maxRedemptions, null);
+        assert.equal((await dibs.pools.redeem(name, alice[2]!)).status, 'redeemed');
+        await rejectsWith(dibs.pools.create({ name: `limits-${++n}`, maxRedemptionsPerClaimant: 0 }), 'invalid_input', 'maxRedemptionsPerClaimant');
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+    });
+
     describe('stats, export, audit, events', () => {
       it('keeps total = free + claimed + redeemed + revoked through every move', async () => {
         const name = await freshPool({ codes: 10, perClaimantLimit: 2 });

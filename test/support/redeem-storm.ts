@@ -48,4 +48,21 @@ export function redeemStormSuite(label: string, temp: { readonly dibs: Dibs; rea
       assert.deepEqual(await dibs.pools.audit('checkout'), []);
     });
   });
+
+  describe(`${label}: a pool-wide redemption limit under ${PROCESSES} processes`, { timeout: 120_000 }, () => {
+    it(`maxRedemptions ${CODES / 2} with ${CODES} holders redeeming at once: exactly ${CODES / 2} redeemed`, async () => {
+      const { dibs, store } = temp;
+      await dibs.pools.create({ name: 'capped', maxRedemptions: CODES / 2 });
+      await dibs.pools.importCodes('capped', Array.from({ length: CODES }, (_, i) => `M-${i}`));
+      const codes: string[] = [];
+      for (let i = 0; i < CODES; i++) codes.push((await dibs.pools.claim('capped', `holder-${i}`)).code!);
+      const ops: SaleOp[] = codes.map((code, i) => ({ customer: code, key: `order-${i}`, kind: 'buy' as const, quantity: 1, thinkMs: 0 }));
+      const lanes = Array.from({ length: PROCESSES }, (_, p) => ops.filter((_, i) => i % PROCESSES === p));
+      const outcomes = await runSaleStorm<RedeemOutcome>({ store, sale: 'capped', lanes, concurrency: 8, worker: WORKER });
+      assert.equal(outcomes.filter((o) => o.status === 'ok').length, CODES / 2, 'exactly the limit was redeemed');
+      assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))], ['limit_reached']);
+      assert.equal((await dibs.pools.stats('capped')).redeemed, CODES / 2);
+      assert.deepEqual(await dibs.pools.audit('capped'), []);
+    });
+  });
 }

@@ -4,7 +4,8 @@
 
 -- name: poolByName
 -- $1 name → the pool with its counters summed over the shards (one row per shard: O(1)).
-SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at, p.created_at,
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at,
+       p.max_redemptions, p.max_redemptions_per_claimant, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -16,7 +17,8 @@ WHERE p.name = $1
 
 -- name: listPools
 -- $1 after (name, '' for the start), $2 limit → pools by name in byte order (a stable cursor).
-SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at, p.created_at,
+SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at,
+       p.max_redemptions, p.max_redemptions_per_claimant, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -30,10 +32,11 @@ LIMIT $2
 
 -- name: insertPool
 -- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards,
--- $6 startsAt, $7 expiresAt → one row per counter shard created; no rows when the name is taken.
+-- $6 startsAt, $7 expiresAt, $8 maxRedemptions, $9 maxRedemptionsPerClaimant
+-- → one row per counter shard created; no rows when the name is taken.
 WITH p AS (
-  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7)
+  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
   ON CONFLICT (name) DO NOTHING
   RETURNING id, counter_shards
 )
@@ -51,10 +54,12 @@ SELECT coalesce(max(n), 0)::int AS n FROM (
 ) AS held
 
 -- name: updatePool
--- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata, $5 startsAt, $6 expiresAt.
--- Re-arms the low-stock alert when the (new) threshold is absent or below the free count.
+-- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata, $5 startsAt, $6 expiresAt,
+-- $7 maxRedemptions, $8 maxRedemptionsPerClaimant. Re-arms the low-stock alert when the (new)
+-- threshold is absent or below the free count.
 UPDATE pools
 SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4, starts_at = $5, expires_at = $6,
+    max_redemptions = $7, max_redemptions_per_claimant = $8,
     low_stock_armed = CASE
       WHEN $3::int IS NULL OR (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = $1) > $3::int THEN true
       ELSE low_stock_armed END
@@ -140,7 +145,14 @@ WHERE p.name = $1
 
 -- name: poolIdByName
 -- $1 name → id, threshold and window with now() (no counter sum): what a code transition needs.
-SELECT id, low_stock_threshold, starts_at, expires_at, now() AS now FROM pools WHERE name = $1
+SELECT id, low_stock_threshold, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, now() AS now
+FROM pools WHERE name = $1
+
+-- name: redeemedCounts
+-- $1 pool id, $2 claimant: codes redeemed in the pool and by the claimant. Run under the pool row
+-- lock (lockPoolRow), so concurrent redeems of a limited pool count one after the other.
+SELECT (SELECT coalesce(sum(redeemed), 0) FROM pool_counters WHERE pool_id = $1)::int AS pool,
+       (SELECT count(*) FROM codes WHERE pool_id = $1 AND claimant = $2 AND status = 'redeemed')::int AS claimant
 
 -- name: now
 SELECT now() AS now

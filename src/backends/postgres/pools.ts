@@ -21,7 +21,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { alreadyRedeemed, assertRedeemedFor } from '../shared/pool-rules.js';
+import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom } from '../shared/pool-rules.js';
 import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
@@ -33,7 +33,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now',
+  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts',
 ]);
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
@@ -48,6 +48,8 @@ interface PoolRow {
   metadata: Record<string, unknown>;
   starts_at: Date | null;
   expires_at: Date | null;
+  max_redemptions: number | null;
+  max_redemptions_per_claimant: number | null;
   created_at: Date;
   total: string;
   free: string;
@@ -66,12 +68,17 @@ interface CodeRow {
   redeemed_order: string | null;
 }
 
+/** A code's next state, its counter move, and an outbox event to record with it (given the transaction's time). */
+type Decision = { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } };
+
 /** What a code transition reads of its pool: id, threshold, window and the transaction's now(). */
 interface PoolWindowRow {
   id: string;
   low_stock_threshold: number | null;
   starts_at: Date | null;
   expires_at: Date | null;
+  max_redemptions: number | null;
+  max_redemptions_per_claimant: number | null;
   now: Date;
 }
 
@@ -91,7 +98,7 @@ export class PgPools implements PoolBackend {
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt]);
+    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant]);
     if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
@@ -122,7 +129,9 @@ export class PgPools implements PoolBackend {
       const metadata = patch.metadata === undefined ? row.metadata : patch.metadata;
       const startsAt = patch.startsAt === undefined ? row.starts_at : patch.startsAt;
       const expiresAt = patch.expiresAt === undefined ? row.expires_at : patch.expiresAt;
-      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt]);
+      const maxRedemptions = patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions;
+      const maxPerClaimant = patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant;
+      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant]);
       return threshold;
     });
     this.claims.thresholdChanged(name, threshold);
@@ -155,13 +164,19 @@ export class PgPools implements PoolBackend {
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (c, p) => {
+    return this.transition(pool, code, async (c, p, client) => {
       if (c.status === 'redeemed') {
         if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
         throw alreadyRedeemed(code, iso(c.redeemed_at)!);
       }
       assertHeld(c, claimant);
       assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
+      const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
+      if (limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) {
+        await client.query(Q.lockPoolRow, [p.id]);
+        const counts = (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, c.claimant])).rows[0]!;
+        assertRedemptionRoom(pool, limits, counts, c.claimant!);
+      }
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
     });
   }
@@ -262,26 +277,26 @@ export class PgPools implements PoolBackend {
     return row;
   }
 
-  /** Locks the code, lets `decide` choose its next state, writes it, moves a counter shard, settles low stock. */
   /**
-   * `decide` answers null to leave the code as it is (and answer with it), or its next state, with
-   * an outbox event to record in the same transaction (given the transaction's time).
+   * Locks the code, lets `decide` choose its next state, writes it, moves a counter shard, settles
+   * low stock — one transaction. `decide` answers null to leave the code as it is (and answer with
+   * it); it may run its own checks on the transaction's client first (redemption limits).
    */
   private async transition(
     pool: string,
     code: string,
-    decide: (c: CodeRow, pool: PoolWindowRow) => { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } } | null,
+    decide: (c: CodeRow, pool: PoolWindowRow, client: pg.ClientBase) => Decision | null | Promise<Decision | null>,
   ): Promise<CodeInfo> {
     return withTransaction(this.pool, async (client) => {
       const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
       const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
       if (!c) throw notFound('code', code);
-      const decided = decide(c, row);
+      const decided = await decide(c, row, client);
       if (decided === null) return toCode(pool, c);
       const { status, keepHolder, order, move, event } = decided;
       if (event) {
-        const e = event(iso((await client.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now)!);
+        const e = event(iso(row.now)!);
         await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
       }
       const next = (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder, order])).rows[0]!;
@@ -311,6 +326,8 @@ function toPool(row: PoolRow): Pool {
     metadata: row.metadata,
     startsAt: iso(row.starts_at),
     expiresAt: iso(row.expires_at),
+    maxRedemptions: row.max_redemptions,
+    maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
     createdAt: row.created_at.toISOString(),
     stats: toStats(row),
   };

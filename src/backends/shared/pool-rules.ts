@@ -26,3 +26,15 @@ export function assertRedeemedFor(c: { code: string; status: string; redeemed_or
   if (c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not redeemed`, { field: 'code' });
   if (orderId !== null && c.redeemed_order !== orderId) throw new DibsError('conflict', `code '${c.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
 }
+
+/** A redeem beyond the pool's redemption limits: `limit_reached`, naming the limit. */
+export function assertRedemptionRoom(pool: string, limits: { maxRedemptions: number | null; maxRedemptionsPerClaimant: number | null }, redeemed: { pool: number; claimant: number }, claimant: string): void {
+  if (limits.maxRedemptions !== null && redeemed.pool >= limits.maxRedemptions) throw redemptionLimitReached(pool, 'pool', limits.maxRedemptions, claimant);
+  if (limits.maxRedemptionsPerClaimant !== null && redeemed.claimant >= limits.maxRedemptionsPerClaimant) throw redemptionLimitReached(pool, 'claimant', limits.maxRedemptionsPerClaimant, claimant);
+}
+
+export function redemptionLimitReached(pool: string, which: 'pool' | 'claimant', max: number, claimant: string): DibsError {
+  return which === 'pool'
+    ? new DibsError('limit_reached', `pool '${pool}' allows ${max} redemptions in all, and they are used`, { field: 'maxRedemptions', details: { maxRedemptions: max } })
+    : new DibsError('limit_reached', `claimant '${claimant}' has redeemed ${max} code(s) of pool '${pool}', the most allowed`, { field: 'maxRedemptionsPerClaimant', details: { maxRedemptionsPerClaimant: max } });
+}

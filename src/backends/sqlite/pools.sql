@@ -8,8 +8,8 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
 SELECT * FROM dibs_pools WHERE name = ?
 
 -- name: insertPool
-INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, created_at)
-VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, created_at)
+VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, @maxRedemptions, @maxRedemptionsPerClaimant, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 ON CONFLICT (name) DO NOTHING
 
 -- name: listPools
@@ -19,6 +19,7 @@ SELECT * FROM dibs_pools WHERE name > ? ORDER BY name LIMIT ?
 UPDATE dibs_pools
 SET per_claimant_limit = @perClaimantLimit, low_stock_threshold = @lowStockThreshold, metadata = @metadata,
     starts_at = @startsAt, expires_at = @expiresAt,
+    max_redemptions = @maxRedemptions, max_redemptions_per_claimant = @maxRedemptionsPerClaimant,
     low_stock_armed = CASE WHEN @lowStockThreshold IS NULL OR free > @lowStockThreshold THEN 1 ELSE low_stock_armed END
 WHERE id = @id
 
@@ -114,3 +115,7 @@ SELECT * FROM dibs_outbox WHERE id > ? ORDER BY id LIMIT ?
 
 -- name: poolEventsAfter
 SELECT * FROM dibs_outbox WHERE pool = ? AND id > ? ORDER BY id LIMIT ?
+
+-- name: redeemedBy
+-- Codes of the pool a claimant has redeemed (for maxRedemptionsPerClaimant).
+SELECT count(*) AS n FROM dibs_codes WHERE pool_id = ? AND claimant = ? AND status = 'redeemed'

@@ -17,13 +17,13 @@ import type {
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
 import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { alreadyRedeemed, assertRedeemedFor, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool', 'deletePoolEvents',
   'insertCode', 'addFree', 'claimKey', 'insertClaimKey', 'deleteClaimKey', 'codesOfKey', 'heldCodes',
-  'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState',
+  'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState', 'redeemedBy',
   'exportAll', 'exportByStatus', 'countByStatus', 'claimantsOverLimit', 'holderMismatch',
   'keysWithForeignCodes', 'lowStockEventCount', 'eventsAfter', 'poolEventsAfter',
 ]);
@@ -36,6 +36,8 @@ interface PoolRow {
   metadata: string;
   starts_at: string | null;
   expires_at: string | null;
+  max_redemptions: number | null;
+  max_redemptions_per_claimant: number | null;
   created_at: string;
   total: number;
   free: number;
@@ -113,6 +115,8 @@ export class SqlitePools implements PoolBackend {
         metadata: patch.metadata === undefined ? row.metadata : JSON.stringify(patch.metadata),
         startsAt: patch.startsAt === undefined ? row.starts_at : patch.startsAt,
         expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
+        maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
+        maxRedemptionsPerClaimant: patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant,
       });
       return toPool(this.pool(name));
     });
@@ -184,6 +188,10 @@ export class SqlitePools implements PoolBackend {
       }
       assertHeld(c, claimant);
       assertInWindow(pool, windowOf(row), now);
+      if (row.max_redemptions !== null || row.max_redemptions_per_claimant !== null) {
+        const { n } = this.stmt.redeemedBy.get(row.id, c.claimant) as { n: number };
+        assertRedemptionRoom(pool, limitsOf(row), { pool: row.redeemed, claimant: n }, c.claimant!);
+      }
       return { state: { status: 'redeemed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
     });
   }
@@ -328,6 +336,7 @@ function assertHeld(c: CodeRow, claimant: string | null): void {
 }
 
 const windowOf = (row: PoolRow) => ({ startsAt: row.starts_at, expiresAt: row.expires_at });
+const limitsOf = (row: PoolRow) => ({ maxRedemptions: row.max_redemptions, maxRedemptionsPerClaimant: row.max_redemptions_per_claimant });
 
 function toStats(row: PoolRow): PoolStats {
   return { total: row.total, free: row.free, claimed: row.claimed, redeemed: row.redeemed, revoked: row.revoked };
@@ -340,6 +349,7 @@ function toPool(row: PoolRow): Pool {
     lowStockThreshold: row.low_stock_threshold,
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     ...windowOf(row),
+    ...limitsOf(row),
     createdAt: row.created_at,
     stats: toStats(row),
   };

@@ -10,6 +10,8 @@ export function describePool(pool: Pool): string {
     ['low stock at', pool.lowStockThreshold],
     ...(pool.startsAt ? [['valid from', pool.startsAt] as [string, unknown]] : []),
     ...(pool.expiresAt ? [['expires', pool.expiresAt] as [string, unknown]] : []),
+    ...(pool.maxRedemptions !== null ? [['max redemptions', pool.maxRedemptions] as [string, unknown]] : []),
+    ...(pool.maxRedemptionsPerClaimant !== null ? [['max per claimant', pool.maxRedemptionsPerClaimant] as [string, unknown]] : []),
     ['total', s.total],
     ['free', s.free],
     ['claimed', s.claimed],
@@ -41,10 +43,15 @@ export function poolsCommand(program: Command): void {
     .option('--metadata <json>', 'free-form JSON object stored with the pool', jsonOption)
     .option('--starts <time>', 'codes are handed out and redeemed only from this ISO 8601 time on')
     .option('--expires <time>', '… and only until this ISO 8601 time (then: expired)')
+    .option('--max-redemptions <n>', 'at most n codes of the pool redeemed in all', intOption('--max-redemptions'))
+    .option('--max-per-claimant <n>', 'at most n codes redeemed by one claimant', intOption('--max-per-claimant'))
     .addHelpText('after', '\nExamples:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'\n  $ dibs pools create bf --starts 2026-11-27T00:00:00Z --expires 2026-11-30T23:59:59Z')
-    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string }, command: Command) => {
+    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string; maxRedemptions?: number; maxPerClaimant?: number }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const pool = await dibs.pools.create({ name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {}, startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
+        const pool = await dibs.pools.create({
+          name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {},
+          startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null, maxRedemptions: opts.maxRedemptions ?? null, maxRedemptionsPerClaimant: opts.maxPerClaimant ?? null,
+        });
         output(command, pool, () => `created pool '${pool.name}'\n${describePool(pool)}`);
       });
     });

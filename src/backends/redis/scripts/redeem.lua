@@ -1,8 +1,8 @@
 -- redeem: mark a claimed code used (once), for an order when one is named.
--- KEYS[1] pool hash, KEYS[2] codes hash
+-- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash
 -- ARGV[1] code, ARGV[2] required holder ('' = any), ARGV[3] order ('' = none)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
---   | {'not_yet_valid', starts} | {'expired', expires}
+--   | {'not_yet_valid', starts} | {'expired', expires} | {'limit_reached', which, max}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -17,6 +17,15 @@ if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' }
 local now = now_ms()
 local closed = window_closed(KEYS[1], now)
 if closed then return closed end
+local limits = redis.call('HMGET', KEYS[1], 'maxr', 'maxrc', 'redeemed')
+if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'limit_reached', 'pool', limits[1] } end
+if limits[2] and limits[2] ~= '' then
+  local n = 0
+  for _, held in ipairs(held_of(KEYS[3], rec.h)) do
+    if cjson.decode(redis.call('HGET', KEYS[2], held)).s == 'redeemed' then n = n + 1 end
+  end
+  if n >= tonumber(limits[2]) then return { 'limit_reached', 'claimant', limits[2] } end
+end
 rec.s, rec.ra = 'redeemed', now
 if ARGV[3] ~= '' then rec.o = ARGV[3] end
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(rec))

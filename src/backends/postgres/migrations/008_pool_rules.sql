@@ -1,0 +1,11 @@
+-- Pool rules of issue 12, evaluated inside the claim and redeem steps by the server's clock:
+-- - a validity window: codes are handed out and redeemed only from starts_at (inclusive) until
+--   expires_at (exclusive); NULL = open on that side;
+-- - redemption limits: at most max_redemptions codes of the pool redeemed in all, and at most
+--   max_redemptions_per_claimant by one claimant; NULL = no limit. A redeem of a limited pool
+--   takes the pool row lock, so concurrent redeems count one after the other.
+ALTER TABLE pools
+  ADD COLUMN starts_at timestamptz,
+  ADD COLUMN expires_at timestamptz,
+  ADD COLUMN max_redemptions integer CHECK (max_redemptions >= 0),
+  ADD COLUMN max_redemptions_per_claimant integer CHECK (max_redemptions_per_claimant >= 1);
