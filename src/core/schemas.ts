@@ -117,6 +117,7 @@ export const createPoolSchema = z
     expiresAt: instantSchema.nullable().default(null),
     maxRedemptions: maxRedemptionsSchema.nullable().default(null),
     maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().default(null),
+    publicCodes: z.boolean({ error: 'must be true or false' }).default(false),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);
@@ -130,6 +131,7 @@ export const updatePoolSchema = z
     expiresAt: instantSchema.nullable().optional(),
     maxRedemptions: maxRedemptionsSchema.nullable().optional(),
     maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().optional(),
+    publicCodes: z.boolean({ error: 'must be true or false' }).optional(),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);

@@ -26,6 +26,8 @@ export interface Pool {
   /** At most this many codes redeemed in all / by one claimant (null: no limit); beyond: `limit_reached`. */
   maxRedemptions: number | null;
   maxRedemptionsPerClaimant: number | null;
+  /** Codes never claimed may be redeemed directly (the redeemer becomes their holder). */
+  publicCodes: boolean;
   createdAt: string;
   stats: PoolStats;
 }
@@ -41,6 +43,8 @@ export interface PoolSpec {
   /** At most this many codes of the pool redeemed in all / by one claimant (null: no limit). */
   maxRedemptions: number | null;
   maxRedemptionsPerClaimant: number | null;
+  /** Public codes (printed on receipts, shared in a newsletter): a code never claimed may be redeemed directly by a claimant. */
+  publicCodes: boolean;
 }
 
 export interface PoolPatch {
@@ -51,6 +55,7 @@ export interface PoolPatch {
   expiresAt?: string | null;
   maxRedemptions?: number | null;
   maxRedemptionsPerClaimant?: number | null;
+  publicCodes?: boolean;
 }
 
 export interface CodeInfo {

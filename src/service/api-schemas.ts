@@ -31,7 +31,7 @@ const timestamp = z.string().meta({ format: 'date-time' });
 
 export const poolStatsSchema = z.object({ total: z.number().int(), free: z.number().int(), claimed: z.number().int(), redeemed: z.number().int(), revoked: z.number().int() });
 export const poolSchema = z
-  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), createdAt: timestamp, stats: poolStatsSchema })
+  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), publicCodes: z.boolean(), createdAt: timestamp, stats: poolStatsSchema })
   .meta({ id: 'Pool' });
 export const codeInfoSchema = z
   .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable() })

@@ -560,6 +560,31 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       });
     });
 
+    describe('public codes', () => {
+      it('a never-claimed code of a public pool is redeemed directly; its redeemer becomes its holder', async () => {
+        const name = `public-${++n}`;
+        const pool = await dibs.pools.create({ name, perClaimantLimit: 1, publicCodes: true, lowStockThreshold: 1 });
+        assert.equal(pool.publicCodes, true);
+        await dibs.pools.importCodes(name, ['PUB-1', 'PUB-2', 'PUB-3']);
+        await rejectsWith(dibs.pools.redeem(name, 'PUB-1'), 'invalid_input', 'claimant');
+        const used = await dibs.pools.redeem(name, 'PUB-1', { claimant: 'walk-in', orderId: 'till-7' });
+        assert.deepEqual([used.status, used.claimant, used.orderId], ['redeemed', 'walk-in', 'till-7']);
+        assert.ok(used.claimedAt && used.redeemedAt);
+        assert.deepEqual((await dibs.pools.holdings(name, 'walk-in')).map((h) => h.code), ['PUB-1']);
+        // the redeemer's limit counts: one code per claimant here
+        await rejectsWith(dibs.pools.redeem(name, 'PUB-2', { claimant: 'walk-in' }), 'limit_reached', 'perClaimantLimit');
+        assert.equal((await dibs.pools.claim(name, 'walk-in')).status, 'already-held');
+        await dibs.pools.redeem(name, 'PUB-2', { claimant: 'second' });
+        assert.deepEqual(await dibs.pools.stats(name), { total: 3, free: 1, claimed: 0, redeemed: 2, revoked: 0 });
+        assert.equal((await dibs.pools.events({ pool: name })).filter((e) => e.type === 'pool.low_stock').length, 1, 'free dropping to the threshold is noticed');
+        // not public: a free code cannot be redeemed
+        const closed = await dibs.pools.update(name, { publicCodes: false });
+        assert.equal(closed.publicCodes, false);
+        await rejectsWith(dibs.pools.redeem(name, 'PUB-3', { claimant: 'third' }), 'conflict');
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+    });
+
     describe('stats, export, audit, events', () => {
       it('keeps total = free + claimed + redeemed + revoked through every move', async () => {
         const name = await freshPool({ codes: 10, perClaimantLimit: 2 });

@@ -15,6 +15,7 @@ export interface RedeemOutcome {
   orderId: string;
   status: 'ok' | 'error';
   storedOrder?: string | null;
+  holder?: string | null;
   error?: string;
 }
 
@@ -63,6 +64,29 @@ export function redeemStormSuite(label: string, temp: { readonly dibs: Dibs; rea
       assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))], ['limit_reached']);
       assert.equal((await dibs.pools.stats('capped')).redeemed, CODES / 2);
       assert.deepEqual(await dibs.pools.audit('capped'), []);
+    });
+  });
+
+  describe(`${label}: ${CODES} public codes, each redeemed directly by ${ATTEMPTS} claimants from ${PROCESSES} processes`, { timeout: 120_000 }, () => {
+    it('each code goes to exactly one redeemer, who becomes its holder; audit clean', async () => {
+      const { dibs, store } = temp;
+      await dibs.pools.create({ name: 'public', publicCodes: true, perClaimantLimit: CODES });
+      const codes = Array.from({ length: CODES }, (_, i) => `P-${i}`);
+      await dibs.pools.importCodes('public', codes);
+      // 'confirm' marks a direct redeem (see redeem-worker.ts); the order id doubles as the claimant
+      const ops: SaleOp[] = codes.flatMap((code) => Array.from({ length: ATTEMPTS }, (_, a) => ({ customer: code, key: `walkin-${a}`, kind: 'buy' as const, then: 'confirm' as const, quantity: 1, thinkMs: 0 })));
+      const lanes = Array.from({ length: PROCESSES }, (_, p) => ops.filter((_, i) => i % PROCESSES === p));
+      const outcomes = await runSaleStorm<RedeemOutcome>({ store, sale: 'public', lanes, concurrency: 8, worker: WORKER });
+      assert.equal(outcomes.length, CODES * ATTEMPTS);
+      assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))].filter((e) => e !== 'already_redeemed'), [], 'only already_redeemed refusals');
+      for (const code of codes) {
+        const wins = outcomes.filter((o) => o.code === code && o.status === 'ok');
+        assert.equal(wins.length, 1, `${code}: exactly one redeemer won`);
+        const stored = await dibs.pools.code('public', code);
+        assert.deepEqual([stored.status, stored.claimant], ['redeemed', wins[0]!.holder], `${code}: the winner holds it`);
+      }
+      assert.deepEqual(await dibs.pools.stats('public'), { total: CODES, free: 0, claimed: 0, redeemed: CODES, revoked: 0 });
+      assert.deepEqual(await dibs.pools.audit('public'), []);
     });
   });
 }

@@ -1,6 +1,7 @@
 /**
  * One OS process of a redemption storm (redeem-storm.ts), on the sale-storm protocol (config file,
- * start barrier, JSON lines): each op redeems code `op.customer` for order `op.key`.
+ * start barrier, JSON lines): each op redeems code `op.customer` for order `op.key` — as its holder,
+ * or, when `op.then` is 'confirm', directly as the claimant `op.key` (a public code never claimed).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { isDibsError, openDibs } from '../../src/index.js';
@@ -19,8 +20,9 @@ await Promise.all(
       const op = config.ops[next++]!;
       let outcome: RedeemOutcome;
       try {
-        const info = await dibs.pools.redeem(config.sale, op.customer, { orderId: op.key! });
-        outcome = { code: op.customer, orderId: op.key!, status: 'ok', storedOrder: info.orderId };
+        const direct = op.then === 'confirm';
+        const info = await dibs.pools.redeem(config.sale, op.customer, { orderId: op.key!, ...(direct ? { claimant: op.key! } : {}) });
+        outcome = { code: op.customer, orderId: op.key!, status: 'ok', storedOrder: info.orderId, holder: info.claimant };
       } catch (error) {
         outcome = { code: op.customer, orderId: op.key!, status: 'error', error: isDibsError(error) ? error.code : String(error) };
       }

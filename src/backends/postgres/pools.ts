@@ -21,11 +21,11 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom } from '../shared/pool-rules.js';
+import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit } from '../shared/pool-rules.js';
 import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
-import { query, withTransaction, type PgOptions } from './connection.js';
+import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
 import { IMPORT_CONCURRENCY, insertCodes } from './import-codes.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -33,7 +33,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts',
+  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts', 'freeSlot', 'redeemDirect',
 ]);
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
@@ -50,6 +50,7 @@ interface PoolRow {
   expires_at: Date | null;
   max_redemptions: number | null;
   max_redemptions_per_claimant: number | null;
+  public_codes: boolean;
   created_at: Date;
   total: string;
   free: string;
@@ -69,16 +70,18 @@ interface CodeRow {
 }
 
 /** A code's next state, its counter move, and an outbox event to record with it (given the transaction's time). */
-type Decision = { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } };
+type Decision = { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; direct?: { claimant: string; slot: number }; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } };
 
 /** What a code transition reads of its pool: id, threshold, window and the transaction's now(). */
 interface PoolWindowRow {
   id: string;
+  per_claimant_limit: number;
   low_stock_threshold: number | null;
   starts_at: Date | null;
   expires_at: Date | null;
   max_redemptions: number | null;
   max_redemptions_per_claimant: number | null;
+  public_codes: boolean;
   now: Date;
 }
 
@@ -98,7 +101,7 @@ export class PgPools implements PoolBackend {
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant]);
+    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes]);
     if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
@@ -131,7 +134,8 @@ export class PgPools implements PoolBackend {
       const expiresAt = patch.expiresAt === undefined ? row.expires_at : patch.expiresAt;
       const maxRedemptions = patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions;
       const maxPerClaimant = patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant;
-      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant]);
+      const publicCodes = patch.publicCodes ?? row.public_codes;
+      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant, publicCodes]);
       return threshold;
     });
     this.claims.thresholdChanged(name, threshold);
@@ -164,20 +168,40 @@ export class PgPools implements PoolBackend {
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
+    // A direct redeem of a public code races a claim of the same claimant for a slot (23505):
+    // the next attempt sees that claim.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.redeemOnce(pool, code, claimant, orderId);
+      } catch (error) {
+        if (causeState(error) !== '23505' || attempt >= 3) throw translate(error);
+      }
+    }
+  }
+
+  private redeemOnce(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, async (c, p, client) => {
       if (c.status === 'redeemed') {
         if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
         throw alreadyRedeemed(code, iso(c.redeemed_at)!);
       }
-      assertHeld(c, claimant);
+      // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
+      const direct = c.status === 'free' && p.public_codes;
+      if (!direct) assertHeld(c, claimant);
+      else if (claimant === null) throw claimantRequired(code);
+      const holder = direct ? claimant! : c.claimant!;
       assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
       const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
+      // limited pools and direct redeems count under the pool row lock, one redeem after the other
+      if (direct || limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) await client.query(Q.lockPoolRow, [p.id]);
       if (limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) {
-        await client.query(Q.lockPoolRow, [p.id]);
-        const counts = (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, c.claimant])).rows[0]!;
-        assertRedemptionRoom(pool, limits, counts, c.claimant!);
+        const counts = (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holder])).rows[0]!;
+        assertRedemptionRoom(pool, limits, counts, holder);
       }
-      return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
+      if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
+      const slot = (await client.query<{ slot: number }>(Q.freeSlot, [p.id, holder, p.per_claimant_limit])).rows[0]?.slot;
+      if (slot === undefined) throw holderAtLimit(pool, holder, p.per_claimant_limit);
+      return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
     });
   }
 
@@ -299,7 +323,9 @@ export class PgPools implements PoolBackend {
         const e = event(iso(row.now)!);
         await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
       }
-      const next = (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder, order])).rows[0]!;
+      const next = decided.direct
+        ? (await client.query<CodeRow>(Q.redeemDirect, [c.id, decided.direct.claimant, decided.direct.slot, order])).rows[0]!
+        : (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder, order])).rows[0]!;
       await client.query(Q.moveCounters, [row.id, Math.random(), 0, move.free ?? 0, move.claimed ?? 0, move.redeemed ?? 0, move.revoked ?? 0]);
       if (row.low_stock_threshold !== null && move.free) await settleLowStock(client, row.id, move.free < 0);
       return toCode(pool, next);
@@ -328,6 +354,7 @@ function toPool(row: PoolRow): Pool {
     expiresAt: iso(row.expires_at),
     maxRedemptions: row.max_redemptions,
     maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
+    publicCodes: row.public_codes,
     createdAt: row.created_at.toISOString(),
     stats: toStats(row),
   };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
-import { counterViolations, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { outsideWindow } from '../../core/window.js';
 import type {
   ClaimManyResult,
@@ -43,7 +43,7 @@ export class RedisPools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     const k = this.keys(spec.name);
-    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '']);
+    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '', spec.publicCodes ? '1' : '0']);
     if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
@@ -73,6 +73,7 @@ export class RedisPools implements PoolBackend {
       patch.expiresAt === undefined ? '' : patch.expiresAt === null ? 'null' : msOrEmpty(patch.expiresAt),
       patch.maxRedemptions === undefined ? '' : patch.maxRedemptions === null ? 'null' : patch.maxRedemptions,
       patch.maxRedemptionsPerClaimant === undefined ? '' : patch.maxRedemptionsPerClaimant === null ? 'null' : patch.maxRedemptionsPerClaimant,
+      patch.publicCodes === undefined ? '' : patch.publicCodes ? '1' : '0',
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
     if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
@@ -126,7 +127,7 @@ export class RedisPools implements PoolBackend {
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes, k.held], [code, claimant ?? '', orderId ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes, k.held, k.free, k.events], [code, claimant ?? '', orderId ?? '']));
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
@@ -249,7 +250,11 @@ export class RedisPools implements PoolBackend {
   private async codeReply(pool: string, code: string, reply: unknown): Promise<CodeInfo> {
     const [head, ...rest] = reply as [string, ...string[]];
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
-    if (head === 'limit_reached') throw redemptionLimitReached(pool, rest[0] as 'pool' | 'claimant', Number(rest[1]), (await this.getCode(pool, code)).claimant!);
+    if (head === 'claimant_required') throw claimantRequired(code);
+    if (head === 'limit_reached') {
+      const [which, max, holder] = rest as [string, string, string];
+      throw which === 'holder' ? holderAtLimit(pool, holder, Number(max)) : redemptionLimitReached(pool, which as 'pool' | 'claimant', Number(max), holder);
+    }
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
     if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });
     if (head === 'conflict') {
@@ -293,6 +298,7 @@ function toPool(raw: Record<string, string>): Pool {
     expiresAt: iso(raw.expires),
     maxRedemptions: raw.maxr === '' || raw.maxr === undefined ? null : Number(raw.maxr),
     maxRedemptionsPerClaimant: raw.maxrc === '' || raw.maxrc === undefined ? null : Number(raw.maxrc),
+    publicCodes: raw.public === '1',
     createdAt: iso(raw.created_at)!,
     stats: { total: Number(raw.total), free: Number(raw.free), claimed: Number(raw.claimed), redeemed: Number(raw.redeemed), revoked: Number(raw.revoked) },
   };

@@ -38,3 +38,13 @@ export function redemptionLimitReached(pool: string, which: 'pool' | 'claimant',
     ? new DibsError('limit_reached', `pool '${pool}' allows ${max} redemptions in all, and they are used`, { field: 'maxRedemptions', details: { maxRedemptions: max } })
     : new DibsError('limit_reached', `claimant '${claimant}' has redeemed ${max} code(s) of pool '${pool}', the most allowed`, { field: 'maxRedemptionsPerClaimant', details: { maxRedemptionsPerClaimant: max } });
 }
+
+/** Redeeming a never-claimed code of a public pool makes the redeemer its holder: name them. */
+export function claimantRequired(code: string): DibsError {
+  return new DibsError('invalid_input', `claimant: required to redeem code '${code}' directly (it was never claimed)`, { field: 'claimant' });
+}
+
+/** The redeemer of a public code already holds as many codes of the pool as one claimant may. */
+export function holderAtLimit(pool: string, claimant: string, limit: number): DibsError {
+  return new DibsError('limit_reached', `claimant '${claimant}' already holds ${limit} code(s) of pool '${pool}', the most allowed`, { field: 'perClaimantLimit', details: { perClaimantLimit: limit } });
+}

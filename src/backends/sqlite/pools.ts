@@ -17,7 +17,7 @@ import type {
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
 import { assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -38,6 +38,7 @@ interface PoolRow {
   expires_at: string | null;
   max_redemptions: number | null;
   max_redemptions_per_claimant: number | null;
+  public_codes: number;
   created_at: string;
   total: number;
   free: number;
@@ -82,7 +83,7 @@ export class SqlitePools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
-      const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
+      const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0 });
       if (changes === 0) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
       return toPool(this.pool(spec.name));
     });
@@ -117,6 +118,7 @@ export class SqlitePools implements PoolBackend {
         expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
         maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
         maxRedemptionsPerClaimant: patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant,
+        publicCodes: patch.publicCodes === undefined ? row.public_codes : patch.publicCodes ? 1 : 0,
       });
       return toPool(this.pool(name));
     });
@@ -186,13 +188,23 @@ export class SqlitePools implements PoolBackend {
         if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
         throw alreadyRedeemed(code, c.redeemed_at!);
       }
-      assertHeld(c, claimant);
+      // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
+      const direct = c.status === 'free' && row.public_codes === 1;
+      if (direct) {
+        if (claimant === null) throw claimantRequired(code);
+        if (this.heldCodes(row.id, claimant).length >= row.per_claimant_limit) throw holderAtLimit(pool, claimant, row.per_claimant_limit);
+      } else {
+        assertHeld(c, claimant);
+      }
+      const holder = direct ? claimant! : c.claimant!;
       assertInWindow(pool, windowOf(row), now);
       if (row.max_redemptions !== null || row.max_redemptions_per_claimant !== null) {
-        const { n } = this.stmt.redeemedBy.get(row.id, c.claimant) as { n: number };
-        assertRedemptionRoom(pool, limitsOf(row), { pool: row.redeemed, claimant: n }, c.claimant!);
+        const { n } = this.stmt.redeemedBy.get(row.id, holder) as { n: number };
+        assertRedemptionRoom(pool, limitsOf(row), { pool: row.redeemed, claimant: n }, holder);
       }
-      return { state: { status: 'redeemed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
+      return direct
+        ? { state: { status: 'redeemed', claimant: holder, claimKey: null, claimedAt: now, redeemedAt: now, order: orderId }, move: { free: -1, redeemed: 1 } }
+        : { state: { status: 'redeemed', claimant: holder, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
     });
   }
 
@@ -350,6 +362,7 @@ function toPool(row: PoolRow): Pool {
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     ...windowOf(row),
     ...limitsOf(row),
+    publicCodes: row.public_codes === 1,
     createdAt: row.created_at,
     stats: toStats(row),
   };

@@ -12,6 +12,7 @@ export function describePool(pool: Pool): string {
     ...(pool.expiresAt ? [['expires', pool.expiresAt] as [string, unknown]] : []),
     ...(pool.maxRedemptions !== null ? [['max redemptions', pool.maxRedemptions] as [string, unknown]] : []),
     ...(pool.maxRedemptionsPerClaimant !== null ? [['max per claimant', pool.maxRedemptionsPerClaimant] as [string, unknown]] : []),
+    ...(pool.publicCodes ? [['public codes', 'yes: redeemable without a claim'] as [string, unknown]] : []),
     ['total', s.total],
     ['free', s.free],
     ['claimed', s.claimed],
@@ -45,12 +46,13 @@ export function poolsCommand(program: Command): void {
     .option('--expires <time>', '… and only until this ISO 8601 time (then: expired)')
     .option('--max-redemptions <n>', 'at most n codes of the pool redeemed in all', intOption('--max-redemptions'))
     .option('--max-per-claimant <n>', 'at most n codes redeemed by one claimant', intOption('--max-per-claimant'))
+    .option('--public', 'codes never claimed may be redeemed directly (printed or shared codes)')
     .addHelpText('after', '\nExamples:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'\n  $ dibs pools create bf --starts 2026-11-27T00:00:00Z --expires 2026-11-30T23:59:59Z')
-    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string; maxRedemptions?: number; maxPerClaimant?: number }, command: Command) => {
+    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string; maxRedemptions?: number; maxPerClaimant?: number; public?: boolean }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const pool = await dibs.pools.create({
           name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {},
-          startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null, maxRedemptions: opts.maxRedemptions ?? null, maxRedemptionsPerClaimant: opts.maxPerClaimant ?? null,
+          startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null, maxRedemptions: opts.maxRedemptions ?? null, maxRedemptionsPerClaimant: opts.maxPerClaimant ?? null, publicCodes: opts.public ?? false,
         });
         output(command, pool, () => `created pool '${pool.name}'\n${describePool(pool)}`);
       });

@@ -1,8 +1,9 @@
 -- redeem: mark a claimed code used (once), for an order when one is named.
--- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash
--- ARGV[1] code, ARGV[2] required holder ('' = any), ARGV[3] order ('' = none)
+-- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] events stream
+-- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
+-- ARGV[3] order ('' = none)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
---   | {'not_yet_valid', starts} | {'expired', expires} | {'limit_reached', which, max}
+--   | {'not_yet_valid', starts} | {'expired', expires} | {'limit_reached', which, max, holder} | {'claimant_required'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -12,23 +13,40 @@ if rec.s == 'redeemed' then
   if ARGV[3] ~= '' and rec.o == ARGV[3] then return code_reply(ARGV[1], rec) end
   return { 'already_redeemed', tostring(rec.ra) }
 end
-if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
-if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
+-- a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
+local direct = rec.s == 'free' and redis.call('HGET', KEYS[1], 'public') == '1'
+if direct then
+  if ARGV[2] == '' then return { 'claimant_required' } end
+  local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
+  if #held_of(KEYS[3], ARGV[2]) >= limit then return { 'limit_reached', 'holder', tostring(limit), ARGV[2] } end
+else
+  if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
+  if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
+end
+local holder = direct and ARGV[2] or rec.h
 local now = now_ms()
 local closed = window_closed(KEYS[1], now)
 if closed then return closed end
 local limits = redis.call('HMGET', KEYS[1], 'maxr', 'maxrc', 'redeemed')
-if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'limit_reached', 'pool', limits[1] } end
+if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'limit_reached', 'pool', limits[1], holder } end
 if limits[2] and limits[2] ~= '' then
   local n = 0
-  for _, held in ipairs(held_of(KEYS[3], rec.h)) do
+  for _, held in ipairs(held_of(KEYS[3], holder)) do
     if cjson.decode(redis.call('HGET', KEYS[2], held)).s == 'redeemed' then n = n + 1 end
   end
-  if n >= tonumber(limits[2]) then return { 'limit_reached', 'claimant', limits[2] } end
+  if n >= tonumber(limits[2]) then return { 'limit_reached', 'claimant', limits[2], holder } end
 end
 rec.s, rec.ra = 'redeemed', now
 if ARGV[3] ~= '' then rec.o = ARGV[3] end
+if direct then
+  rec.h, rec.ca = holder, now
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  local list = held_of(KEYS[3], holder)
+  list[#list + 1] = ARGV[1]
+  save_held(KEYS[3], holder, list)
+end
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(rec))
-redis.call('HINCRBY', KEYS[1], 'claimed', -1)
+redis.call('HINCRBY', KEYS[1], direct and 'free' or 'claimed', -1)
 redis.call('HINCRBY', KEYS[1], 'redeemed', 1)
+if direct then after_free_dropped(KEYS[1], KEYS[5], tonumber(redis.call('HGET', KEYS[1], 'free')), now) end
 return code_reply(ARGV[1], rec)
