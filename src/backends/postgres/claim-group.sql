@@ -31,7 +31,7 @@ wanting AS (
   FROM req r, p
   WHERE NOT EXISTS (SELECT 1 FROM prior WHERE prior.i = r.i)
     AND (p.low_stock_threshold IS NULL OR $6::boolean)
-    AND (p.starts_at IS NULL OR now() >= p.starts_at) AND (p.expires_at IS NULL OR now() < p.expires_at)
+    AND pool_window_state(p.starts_at, p.expires_at) = 'open'
 ),
 eligible AS (
   SELECT i, claimant, key, slot, row_number() OVER (ORDER BY i) AS rn FROM wanting WHERE slot IS NOT NULL
@@ -89,11 +89,7 @@ SELECT
   (SELECT count(*) FROM wanting w WHERE w.i = r.i AND w.slot IS NOT NULL)::int AS room,
   (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_rows)::int AS writes,
   (SELECT n FROM free_seen) AS free_seen,
-  CASE
-    WHEN (SELECT starts_at FROM p) IS NOT NULL AND now() < (SELECT starts_at FROM p) THEN 'not_yet_valid'
-    WHEN (SELECT expires_at FROM p) IS NOT NULL AND now() >= (SELECT expires_at FROM p) THEN 'expired'
-    ELSE 'open'
-  END AS window_state,
+  (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,
   (SELECT expires_at FROM p) AS expires_at,
   $6::boolean AS settled

@@ -43,7 +43,7 @@ slots AS (
     AND NOT EXISTS (SELECT 1 FROM prior)
     AND (p.low_stock_threshold IS NULL OR $7::boolean)
     -- new codes only inside the pool's validity window (a replayed key above still answers)
-    AND (p.starts_at IS NULL OR now() >= p.starts_at) AND (p.expires_at IS NULL OR now() < p.expires_at)
+    AND pool_window_state(p.starts_at, p.expires_at) = 'open'
   ORDER BY s.slot
   LIMIT $3::int
 ),
@@ -96,11 +96,7 @@ SELECT
   -- only needed to tell "sold out" from "all free rows locked"; summing the shards on every
   -- successful claim cost measurable throughput
   CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p)) ELSE 0 END::bigint AS free_seen,
-  CASE
-    WHEN (SELECT starts_at FROM p) IS NOT NULL AND now() < (SELECT starts_at FROM p) THEN 'not_yet_valid'
-    WHEN (SELECT expires_at FROM p) IS NOT NULL AND now() >= (SELECT expires_at FROM p) THEN 'expired'
-    ELSE 'open'
-  END AS window_state,
+  (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,
   (SELECT expires_at FROM p) AS expires_at,
   $7::boolean AS settled

@@ -11,3 +11,13 @@ ALTER TABLE pools
   ADD COLUMN max_redemptions integer CHECK (max_redemptions >= 0),
   ADD COLUMN max_redemptions_per_claimant integer CHECK (max_redemptions_per_claimant >= 1),
   ADD COLUMN public_codes boolean NOT NULL DEFAULT false;
+
+-- Where now() falls in a pool's validity window ('open' | 'not_yet_valid' | 'expired'): one rule
+-- for the claim statements (claim.sql, claim-group.sql); the same as core/window.ts windowState.
+CREATE FUNCTION pool_window_state(p_starts timestamptz, p_expires timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN p_starts IS NOT NULL AND now() < p_starts THEN 'not_yet_valid'
+    WHEN p_expires IS NOT NULL AND now() >= p_expires THEN 'expired'
+    ELSE 'open'
+  END
+$$;
