@@ -122,8 +122,8 @@ export class Pools {
   }
 
   /**
-   * Whether `code` can be redeemed now (by `claimant`, when given) and why not — without changing
-   * anything. A checkout calls this before taking payment, then `redeem`s. Throws `not_found` for
+   * Whether `code` can be redeemed now (by `claimant`, when given; for a public code, by that
+   * claimant directly) and why not — without changing anything. A checkout calls this before taking payment, then `redeem`s. Throws `not_found` for
    * an unknown pool; an unknown code is `{valid: false, reason: 'not_found'}`.
    */
   async validate(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeValidation> {
@@ -137,13 +137,22 @@ export class Pools {
     }
     if (info.status === 'redeemed') return { valid: false, reason: 'already_redeemed', code: info };
     if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
-    if (info.status === 'free') return { valid: false, reason: 'not_claimed', code: info };
-    if (claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
-    const { startsAt, expiresAt } = await this.backend.getPool(info.pool);
-    if (startsAt !== null || expiresAt !== null) {
-      const window = windowState({ startsAt, expiresAt }, await this.backend.clock());
+    const poolInfo = await this.backend.getPool(info.pool);
+    // a never-claimed code is usable only in a public pool, where its redeemer becomes its holder
+    if (info.status === 'free' && !poolInfo.publicCodes) return { valid: false, reason: 'not_claimed', code: info };
+    if (info.status === 'claimed' && claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
+    if (poolInfo.startsAt !== null || poolInfo.expiresAt !== null) {
+      const window = windowState(poolInfo, await this.backend.clock());
       if (window !== 'open') return { valid: false, reason: window, code: info };
     }
+    // the limits the redeem step would enforce (a read now; the redeem decides atomically)
+    const redeemer = info.status === 'claimed' ? info.claimant : claimant;
+    const held = redeemer === null ? [] : await this.backend.holdings(info.pool, redeemer);
+    const atLimit =
+      (poolInfo.maxRedemptions !== null && poolInfo.stats.redeemed >= poolInfo.maxRedemptions) ||
+      (poolInfo.maxRedemptionsPerClaimant !== null && held.filter((h) => h.status === 'redeemed').length >= poolInfo.maxRedemptionsPerClaimant) ||
+      (info.status === 'free' && held.length >= poolInfo.perClaimantLimit);
+    if (atLimit) return { valid: false, reason: 'limit_reached', code: info };
     return { valid: true, code: info };
   }
 

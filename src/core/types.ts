@@ -70,7 +70,7 @@ export interface CodeInfo {
 }
 
 /** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
-export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired';
+export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached';
 
 export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 

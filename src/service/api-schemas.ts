@@ -53,7 +53,7 @@ export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), 
 export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();
 export const validationSchema = z.object({
   valid: z.boolean(),
-  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired']).optional(),
+  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached']).optional(),
   code: codeInfoSchema.nullable(),
 });
 export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });

@@ -544,6 +544,8 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const bob = (await dibs.pools.claimMany(name, 'bob', 3)).codes;
         await dibs.pools.redeem(name, alice[0]!);
         await dibs.pools.redeem(name, alice[1]!);
+        const told = await dibs.pools.validate(name, alice[2]!);
+        assert.equal(told.valid === false && told.reason, 'limit_reached', 'validate foresees the limit');
         await rejectsWith(dibs.pools.redeem(name, alice[2]!), 'limit_reached', 'maxRedemptionsPerClaimant');
         await dibs.pools.redeem(name, bob[0]!);
         await rejectsWith(dibs.pools.redeem(name, bob[1]!), 'limit_reached', 'maxRedemptions');
@@ -567,11 +569,14 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal(pool.publicCodes, true);
         await dibs.pools.importCodes(name, ['PUB-1', 'PUB-2', 'PUB-3']);
         await rejectsWith(dibs.pools.redeem(name, 'PUB-1'), 'invalid_input', 'claimant');
+        assert.equal((await dibs.pools.validate(name, 'PUB-1', { claimant: 'walk-in' })).valid, true, 'a public code is valid before anyone claimed it');
         const used = await dibs.pools.redeem(name, 'PUB-1', { claimant: 'walk-in', orderId: 'till-7' });
         assert.deepEqual([used.status, used.claimant, used.orderId], ['redeemed', 'walk-in', 'till-7']);
         assert.ok(used.claimedAt && used.redeemedAt);
         assert.deepEqual((await dibs.pools.holdings(name, 'walk-in')).map((h) => h.code), ['PUB-1']);
         // the redeemer's limit counts: one code per claimant here
+        const full = await dibs.pools.validate(name, 'PUB-2', { claimant: 'walk-in' });
+        assert.equal(full.valid === false && full.reason, 'limit_reached');
         await rejectsWith(dibs.pools.redeem(name, 'PUB-2', { claimant: 'walk-in' }), 'limit_reached', 'perClaimantLimit');
         assert.equal((await dibs.pools.claim(name, 'walk-in')).status, 'already-held');
         await dibs.pools.redeem(name, 'PUB-2', { claimant: 'second' });
