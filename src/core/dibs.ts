@@ -5,7 +5,7 @@
  */
 import { WaitingRooms } from './sales/waiting-room-facade.js';
 import { Forecasts } from './forecast-facade.js';
-import { generateInto, type GenerateInput, type GenerateProgress, type GenerateResult } from './generate.js';
+import { codeShape, generateInto, generateSpecSchema, type GenerateInput, type GenerateProgress, type GenerateResult } from './generate.js';
 import type { Readable } from 'node:stream';
 import type { Backend, PoolBackend } from './backend.js';
 import { codesToCsv } from './export.js';
@@ -28,6 +28,7 @@ import type {
   ClaimManyResult,
   ClaimOptions,
   ClaimResult,
+  CodeFormat,
   CodeInfo,
   CodeStatus,
   CodeValidation,
@@ -51,7 +52,9 @@ export class Pools {
   constructor(private readonly backend: PoolBackend) {}
 
   async create(input: CreatePoolInput): Promise<Pool> {
-    return this.backend.createPool(parseInput(createPoolSchema, input));
+    const spec = parseInput(createPoolSchema, input);
+    if (spec.codeFormat) checkFormat(spec.codeFormat);
+    return this.backend.createPool(spec);
   }
 
   async get(name: string): Promise<Pool> {
@@ -63,7 +66,9 @@ export class Pools {
   }
 
   async update(name: string, patch: UpdatePoolInput): Promise<Pool> {
-    return this.backend.updatePool(pool(name), parseInput(updatePoolSchema, patch));
+    const parsed = parseInput(updatePoolSchema, patch);
+    if (parsed.codeFormat) checkFormat(parsed.codeFormat);
+    return this.backend.updatePool(pool(name), parsed);
   }
 
   async delete(name: string): Promise<void> {
@@ -76,8 +81,14 @@ export class Pools {
    */
   async generate(name: string, spec: GenerateInput, options: { onProgress?: (p: GenerateProgress) => void } = {}): Promise<GenerateResult> {
     const target = pool(name);
-    await this.backend.getPool(target); // not_found before any work
-    return generateInto((codes) => importCodeList(this.backend, target, codes), spec, options.onProgress);
+    const existing = await this.backend.getPool(target); // not_found before any work
+    const result = await generateInto((codes) => importCodeList(this.backend, target, codes), spec, options.onProgress);
+    // the pool learns its codes' shape (the first generation decides), so validate can catch typos
+    if (existing.codeFormat === null) {
+      const { count: _count, ...format } = parseInput(generateSpecSchema, spec);
+      await this.backend.updatePool(target, { codeFormat: format });
+    }
+    return result;
   }
 
   /** Adds codes from a list (array, generator, async iterable). Blank/oversized entries are counted as invalid. */
@@ -128,6 +139,9 @@ export class Pools {
    */
   async validate(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeValidation> {
     const claimant = optionalClaimant(options.claimant);
+    const poolInfo = await this.backend.getPool(pool(name));
+    // a mistyped code (wrong shape, wrong check character) is refused before the lookup
+    if (poolInfo.codeFormat !== null && !codeShape({ ...poolInfo.codeFormat, count: 1 }).verify(codeArg(code))) return { valid: false, reason: 'malformed', code: null };
     let info: CodeInfo;
     try {
       info = await this.backend.getCode(pool(name), codeArg(code));
@@ -137,7 +151,6 @@ export class Pools {
     }
     if (info.status === 'redeemed') return { valid: false, reason: 'already_redeemed', code: info };
     if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
-    const poolInfo = await this.backend.getPool(info.pool);
     // a never-claimed code is usable only in a public pool, where its redeemer becomes its holder
     if (info.status === 'free' && !poolInfo.publicCodes) return { valid: false, reason: 'not_claimed', code: info };
     if (info.status === 'claimed' && claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
@@ -202,6 +215,8 @@ const pool = (name: string) => parseInput(poolNameSchema, name, 'pool');
 const who = (claimant: string) => parseInput(claimantSchema, claimant, 'claimant');
 const codeArg = (code: string) => parseInput(codeSchema, code, 'code');
 const optionalClaimant = (claimant: string | undefined) => (claimant === undefined ? null : who(claimant));
+/** A code format must describe codes generate could make: the same rules (placeholders, charset). */
+const checkFormat = (format: CodeFormat) => codeShape({ ...format, count: 1 });
 const optionalOrder = (orderId: string | undefined) => (orderId === undefined ? null : parseInput(orderIdSchema, orderId, 'orderId'));
 
 export class Dibs {

@@ -104,6 +104,18 @@ const instantSchema = z
 const maxRedemptionsSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1_000_000_000, 'at most 1000000000');
 const maxRedemptionsPerClaimantSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be 1 or more').max(1_000_000, 'at most 1000000');
 
+/** A code format's fields; its deeper rules (pattern placeholders, charset) are checked by generate.ts' codeShape. */
+export const codeFormatSchema = z
+  .object({
+    length: z.number({ error: 'must be a number' }).int('must be a whole number').min(1).max(64).optional(),
+    pattern: z.string({ error: 'must be a string' }).min(1).max(200).optional(),
+    charset: z.string({ error: 'must be a string' }).min(2).max(256).default('alphanumeric'),
+    prefix: z.string({ error: 'must be a string' }).max(32).default(''),
+    suffix: z.string({ error: 'must be a string' }).max(32).default(''),
+    checkChar: z.boolean({ error: 'must be true or false' }).default(false),
+  })
+  .strict();
+
 const windowIsOrdered = (w: { startsAt?: string | null; expiresAt?: string | null }) => !(w.startsAt && w.expiresAt && w.startsAt >= w.expiresAt);
 const windowOrderError = { message: 'must be after startsAt', path: ['expiresAt'] };
 
@@ -118,6 +130,7 @@ export const createPoolSchema = z
     maxRedemptions: maxRedemptionsSchema.nullable().default(null),
     maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().default(null),
     publicCodes: z.boolean({ error: 'must be true or false' }).default(false),
+    codeFormat: codeFormatSchema.nullable().default(null),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);
@@ -132,6 +145,7 @@ export const updatePoolSchema = z
     maxRedemptions: maxRedemptionsSchema.nullable().optional(),
     maxRedemptionsPerClaimant: maxRedemptionsPerClaimantSchema.nullable().optional(),
     publicCodes: z.boolean({ error: 'must be true or false' }).optional(),
+    codeFormat: codeFormatSchema.nullable().optional(),
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);

@@ -28,6 +28,8 @@ export interface Pool {
   maxRedemptionsPerClaimant: number | null;
   /** Codes never claimed may be redeemed directly (the redeemer becomes their holder). */
   publicCodes: boolean;
+  /** The shape of generated codes, when the pool's codes were generated: typos are caught before a lookup. */
+  codeFormat: CodeFormat | null;
   createdAt: string;
   stats: PoolStats;
 }
@@ -45,6 +47,18 @@ export interface PoolSpec {
   maxRedemptionsPerClaimant: number | null;
   /** Public codes (printed on receipts, shared in a newsletter): a code never claimed may be redeemed directly by a claimant. */
   publicCodes: boolean;
+  /** The shape of the pool's codes (set by `generate`): `validate` refuses a mistyped code before any lookup. */
+  codeFormat: CodeFormat | null;
+}
+
+/** A generated code's shape: pattern or length, charset, prefix/suffix, check character. */
+export interface CodeFormat {
+  length?: number;
+  pattern?: string;
+  charset: string;
+  prefix: string;
+  suffix: string;
+  checkChar: boolean;
 }
 
 export interface PoolPatch {
@@ -56,6 +70,7 @@ export interface PoolPatch {
   maxRedemptions?: number | null;
   maxRedemptionsPerClaimant?: number | null;
   publicCodes?: boolean;
+  codeFormat?: CodeFormat | null;
 }
 
 export interface CodeInfo {
@@ -70,7 +85,7 @@ export interface CodeInfo {
 }
 
 /** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
-export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached';
+export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached' | 'malformed';
 
 export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 

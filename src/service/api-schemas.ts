@@ -4,7 +4,7 @@
  * on the wire and exist for the OpenAPI document (openapi.ts).
  */
 import { z } from 'zod';
-import { claimantSchema, codeSchema, codeStatusSchema, createPoolSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, updatePoolSchema } from '../core/schemas.js';
+import { claimantSchema, codeFormatSchema, codeSchema, codeStatusSchema, createPoolSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, updatePoolSchema } from '../core/schemas.js';
 import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
 
@@ -31,7 +31,7 @@ const timestamp = z.string().meta({ format: 'date-time' });
 
 export const poolStatsSchema = z.object({ total: z.number().int(), free: z.number().int(), claimed: z.number().int(), redeemed: z.number().int(), revoked: z.number().int() });
 export const poolSchema = z
-  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), publicCodes: z.boolean(), createdAt: timestamp, stats: poolStatsSchema })
+  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), publicCodes: z.boolean(), codeFormat: codeFormatSchema.nullable(), createdAt: timestamp, stats: poolStatsSchema })
   .meta({ id: 'Pool' });
 export const codeInfoSchema = z
   .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable() })
@@ -53,7 +53,7 @@ export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), 
 export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();
 export const validationSchema = z.object({
   valid: z.boolean(),
-  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached']).optional(),
+  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached', 'malformed']).optional(),
   code: codeInfoSchema.nullable(),
 });
 export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });

@@ -440,6 +440,23 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.pools.stats(name), { total: 3, free: 1, claimed: 0, redeemed: 1, revoked: 1 });
       });
 
+      it('a pool of generated codes catches a mistyped code before the lookup (malformed)', async () => {
+        const name = `format-${++n}`;
+        await dibs.pools.create({ name });
+        await dibs.pools.generate(name, { count: 20, pattern: 'GIFT-####-####', charset: 'alphanumeric', checkChar: true });
+        const pool = await dibs.pools.get(name);
+        assert.deepEqual(pool.codeFormat, { pattern: 'GIFT-####-####', charset: 'alphanumeric', prefix: '', suffix: '', checkChar: true });
+        const { code } = await dibs.pools.claim(name, 'alice');
+        assert.equal((await dibs.pools.validate(name, code!, { claimant: 'alice' })).valid, true);
+        // one character changed: the check character no longer fits
+        const at = 5;
+        const other = code![at] === 'A' ? 'B' : 'A';
+        const typo = code!.slice(0, at) + other + code!.slice(at + 1);
+        assert.deepEqual(await dibs.pools.validate(name, typo), { valid: false, reason: 'malformed', code: null });
+        assert.deepEqual(await dibs.pools.validate(name, 'GIFT-12'), { valid: false, reason: 'malformed', code: null });
+        await rejectsWith(dibs.pools.create({ name: `format-${++n}`, codeFormat: { pattern: 'NO-PLACEHOLDER' } }), 'invalid_input', 'pattern');
+      });
+
       it('redeem for an order is idempotent per order; another order is already_redeemed', async () => {
         const name = await freshPool({ codes: 2 });
         const { code } = await dibs.pools.claim(name, 'alice');

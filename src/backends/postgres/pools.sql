@@ -5,7 +5,7 @@
 -- name: poolByName
 -- $1 name → the pool with its counters summed over the shards (one row per shard: O(1)).
 SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at,
-       p.max_redemptions, p.max_redemptions_per_claimant, p.public_codes, p.created_at,
+       p.max_redemptions, p.max_redemptions_per_claimant, p.public_codes, p.code_format, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -18,7 +18,7 @@ WHERE p.name = $1
 -- name: listPools
 -- $1 after (name, '' for the start), $2 limit → pools by name in byte order (a stable cursor).
 SELECT p.id, p.name, p.per_claimant_limit, p.low_stock_threshold, p.metadata, p.starts_at, p.expires_at,
-       p.max_redemptions, p.max_redemptions_per_claimant, p.public_codes, p.created_at,
+       p.max_redemptions, p.max_redemptions_per_claimant, p.public_codes, p.code_format, p.created_at,
        c.total, c.free, c.claimed, c.redeemed, c.revoked
 FROM pools p, LATERAL (
   SELECT coalesce(sum(total), 0)::bigint AS total, coalesce(sum(free), 0)::bigint AS free,
@@ -32,11 +32,11 @@ LIMIT $2
 
 -- name: insertPool
 -- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards,
--- $6 startsAt, $7 expiresAt, $8 maxRedemptions, $9 maxRedemptionsPerClaimant, $10 publicCodes
+-- $6 startsAt, $7 expiresAt, $8 maxRedemptions, $9 maxRedemptionsPerClaimant, $10 publicCodes, $11 codeFormat
 -- → one row per counter shard created; no rows when the name is taken.
 WITH p AS (
-  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+  INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes, code_format)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
   ON CONFLICT (name) DO NOTHING
   RETURNING id, counter_shards
 )
@@ -55,11 +55,11 @@ SELECT coalesce(max(n), 0)::int AS n FROM (
 
 -- name: updatePool
 -- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata, $5 startsAt, $6 expiresAt,
--- $7 maxRedemptions, $8 maxRedemptionsPerClaimant, $9 publicCodes. Re-arms the low-stock alert
+-- $7 maxRedemptions, $8 maxRedemptionsPerClaimant, $9 publicCodes, $10 codeFormat. Re-arms the low-stock alert
 -- when the (new) threshold is absent or below the free count.
 UPDATE pools
 SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4, starts_at = $5, expires_at = $6,
-    max_redemptions = $7, max_redemptions_per_claimant = $8, public_codes = $9,
+    max_redemptions = $7, max_redemptions_per_claimant = $8, public_codes = $9, code_format = $10,
     low_stock_armed = CASE
       WHEN $3::int IS NULL OR (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = $1) > $3::int THEN true
       ELSE low_stock_armed END

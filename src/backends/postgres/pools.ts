@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import type {
+  CodeFormat,
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
@@ -51,6 +52,7 @@ interface PoolRow {
   max_redemptions: number | null;
   max_redemptions_per_claimant: number | null;
   public_codes: boolean;
+  code_format: CodeFormat | null;
   created_at: Date;
   total: string;
   free: string;
@@ -101,7 +103,7 @@ export class PgPools implements PoolBackend {
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes]);
+    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes, spec.codeFormat === null ? null : JSON.stringify(spec.codeFormat)]);
     if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
@@ -135,7 +137,8 @@ export class PgPools implements PoolBackend {
       const maxRedemptions = patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions;
       const maxPerClaimant = patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant;
       const publicCodes = patch.publicCodes ?? row.public_codes;
-      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant, publicCodes]);
+      const format = patch.codeFormat === undefined ? row.code_format : patch.codeFormat;
+      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant, publicCodes, format === null ? null : JSON.stringify(format)]);
       return threshold;
     });
     this.claims.thresholdChanged(name, threshold);
@@ -355,6 +358,7 @@ function toPool(row: PoolRow): Pool {
     maxRedemptions: row.max_redemptions,
     maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
     publicCodes: row.public_codes,
+    codeFormat: row.code_format,
     createdAt: row.created_at.toISOString(),
     stats: toStats(row),
   };

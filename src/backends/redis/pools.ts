@@ -4,6 +4,7 @@ import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { outsideWindow } from '../../core/window.js';
 import type {
+  CodeFormat,
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
@@ -43,7 +44,7 @@ export class RedisPools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     const k = this.keys(spec.name);
-    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '', spec.publicCodes ? '1' : '0']);
+    const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '', spec.publicCodes ? '1' : '0', spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat)]);
     if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
@@ -74,6 +75,7 @@ export class RedisPools implements PoolBackend {
       patch.maxRedemptions === undefined ? '' : patch.maxRedemptions === null ? 'null' : patch.maxRedemptions,
       patch.maxRedemptionsPerClaimant === undefined ? '' : patch.maxRedemptionsPerClaimant === null ? 'null' : patch.maxRedemptionsPerClaimant,
       patch.publicCodes === undefined ? '' : patch.publicCodes ? '1' : '0',
+      patch.codeFormat === undefined ? '' : patch.codeFormat === null ? 'null' : JSON.stringify(patch.codeFormat),
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
     if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
@@ -299,6 +301,7 @@ function toPool(raw: Record<string, string>): Pool {
     maxRedemptions: raw.maxr === '' || raw.maxr === undefined ? null : Number(raw.maxr),
     maxRedemptionsPerClaimant: raw.maxrc === '' || raw.maxrc === undefined ? null : Number(raw.maxrc),
     publicCodes: raw.public === '1',
+    codeFormat: raw.format ? (JSON.parse(raw.format) as CodeFormat) : null,
     createdAt: iso(raw.created_at)!,
     stats: { total: Number(raw.total), free: Number(raw.free), claimed: Number(raw.claimed), redeemed: Number(raw.redeemed), revoked: Number(raw.revoked) },
   };

@@ -8,8 +8,8 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
 SELECT * FROM dibs_pools WHERE name = ?
 
 -- name: insertPool
-INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes, created_at)
-VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, @maxRedemptions, @maxRedemptionsPerClaimant, @publicCodes, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes, code_format, created_at)
+VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, @maxRedemptions, @maxRedemptionsPerClaimant, @publicCodes, @codeFormat, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 ON CONFLICT (name) DO NOTHING
 
 -- name: listPools
@@ -19,7 +19,7 @@ SELECT * FROM dibs_pools WHERE name > ? ORDER BY name LIMIT ?
 UPDATE dibs_pools
 SET per_claimant_limit = @perClaimantLimit, low_stock_threshold = @lowStockThreshold, metadata = @metadata,
     starts_at = @startsAt, expires_at = @expiresAt,
-    max_redemptions = @maxRedemptions, max_redemptions_per_claimant = @maxRedemptionsPerClaimant, public_codes = @publicCodes,
+    max_redemptions = @maxRedemptions, max_redemptions_per_claimant = @maxRedemptionsPerClaimant, public_codes = @publicCodes, code_format = @codeFormat,
     low_stock_armed = CASE WHEN @lowStockThreshold IS NULL OR free > @lowStockThreshold THEN 1 ELSE low_stock_armed END
 WHERE id = @id
 

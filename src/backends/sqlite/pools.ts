@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import type {
+  CodeFormat,
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
@@ -39,6 +40,7 @@ interface PoolRow {
   max_redemptions: number | null;
   max_redemptions_per_claimant: number | null;
   public_codes: number;
+  code_format: string | null;
   created_at: string;
   total: number;
   free: number;
@@ -83,7 +85,7 @@ export class SqlitePools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
-      const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0 });
+      const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0, codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null });
       if (changes === 0) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
       return toPool(this.pool(spec.name));
     });
@@ -119,6 +121,7 @@ export class SqlitePools implements PoolBackend {
         maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
         maxRedemptionsPerClaimant: patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant,
         publicCodes: patch.publicCodes === undefined ? row.public_codes : patch.publicCodes ? 1 : 0,
+        codeFormat: patch.codeFormat === undefined ? row.code_format : patch.codeFormat === null ? null : JSON.stringify(patch.codeFormat),
       });
       return toPool(this.pool(name));
     });
@@ -363,6 +366,7 @@ function toPool(row: PoolRow): Pool {
     ...windowOf(row),
     ...limitsOf(row),
     publicCodes: row.public_codes === 1,
+    codeFormat: row.code_format === null ? null : (JSON.parse(row.code_format) as CodeFormat),
     createdAt: row.created_at,
     stats: toStats(row),
   };

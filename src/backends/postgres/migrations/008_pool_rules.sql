@@ -4,13 +4,15 @@
 -- - redemption limits: at most max_redemptions codes of the pool redeemed in all, and at most
 --   max_redemptions_per_claimant by one claimant; NULL = no limit. A redeem of a limited pool
 --   takes the pool row lock, so concurrent redeems count one after the other;
--- - public codes: a code never claimed may be redeemed directly, its redeemer becoming its holder.
+-- - public codes: a code never claimed may be redeemed directly, its redeemer becoming its holder;
+-- - the code format of generated codes, so validate can refuse a mistyped code unseen.
 ALTER TABLE pools
   ADD COLUMN starts_at timestamptz,
   ADD COLUMN expires_at timestamptz,
   ADD COLUMN max_redemptions integer CHECK (max_redemptions >= 0),
   ADD COLUMN max_redemptions_per_claimant integer CHECK (max_redemptions_per_claimant >= 1),
-  ADD COLUMN public_codes boolean NOT NULL DEFAULT false;
+  ADD COLUMN public_codes boolean NOT NULL DEFAULT false,
+  ADD COLUMN code_format jsonb;
 
 -- Where now() falls in a pool's validity window ('open' | 'not_yet_valid' | 'expired'): one rule
 -- for the claim statements (claim.sql, claim-group.sql); the same as core/window.ts windowState.

@@ -2,7 +2,8 @@
 -- KEYS[1] pool hash, KEYS[2] held hash
 -- ARGV[1] limit ('' = keep), ARGV[2] threshold ('' = keep, 'null' = none), ARGV[3] metadata JSON ('' = keep),
 -- ARGV[4] starts, ARGV[5] expires (epoch ms; '' = keep, 'null' = open), ARGV[6] max redemptions,
--- ARGV[7] per claimant ('' = keep, 'null' = none), ARGV[8] public codes ('' = keep, '1' / '0')
+-- ARGV[7] per claimant ('' = keep, 'null' = none), ARGV[8] public codes ('' = keep, '1' / '0'),
+-- ARGV[9] code format JSON ('' = keep, 'null' = none)
 -- Returns 'ok' | 'not_found' | {'limit_below_holdings', maxHeld}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
 if ARGV[1] ~= '' then
@@ -27,4 +28,5 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'expires', ARGV[5] == 'null' a
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'maxr', ARGV[6] == 'null' and '' or ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'maxrc', ARGV[7] == 'null' and '' or ARGV[7]) end
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'public', ARGV[8]) end
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'format', ARGV[9] == 'null' and '' or ARGV[9]) end
 return 'ok'
