@@ -184,8 +184,13 @@ export interface GenerateProgress {
 
 /** Codes drawn per round: one round is one streamed import (several backend batches). */
 const ROUND = 50_000;
-/** Consecutive rounds adding under 1% of what they drew before giving up. */
+/**
+ * Giving up needs BOTH many consecutive rounds adding under 1% of what they drew AND many codes
+ * drawn in them: near the end a round asks for a single code, and 20 single draws all colliding
+ * in a space still 10% free is a 12% chance — a spurious failure; 1,000 draws never are.
+ */
 const BARREN_ROUNDS = 20;
+const BARREN_DRAWS = 1000;
 
 /**
  * Draws codes and imports them (the import dedupes against the pool in its atomic batches) until
@@ -203,6 +208,7 @@ export async function generateInto(
   let generated = 0;
   let collisions = 0;
   let barren = 0;
+  let barrenDraws = 0;
   while (generated < count) {
     const asked = Math.min(ROUND, count - generated);
     // sorted, so each import batch touches neighbouring index pages instead of random ones
@@ -211,8 +217,10 @@ export async function generateInto(
     collisions += duplicates;
     onProgress?.({ generated, collisions, count });
     // rounds that add (almost) nothing, many in a row: the space is used up, not unlucky
-    barren = imported === 0 || imported < asked / 100 ? barren + 1 : 0;
-    if (barren >= BARREN_ROUNDS && generated < count) {
+    const fruitless = imported === 0 || imported < asked / 100;
+    barren = fruitless ? barren + 1 : 0;
+    barrenDraws = fruitless ? barrenDraws + asked : 0;
+    if (barren >= BARREN_ROUNDS && barrenDraws >= BARREN_DRAWS && generated < count) {
       throw new DibsError('conflict', `count: only ${generated.toLocaleString('en-US')} of ${count.toLocaleString('en-US')} codes could be generated — the pattern's space is nearly used up by codes already in the pool; use a longer pattern`, { field: 'count', details: { generated, collisions } });
     }
   }
