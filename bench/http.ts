@@ -4,12 +4,13 @@
  * LOG_LEVEL=warn, rate limit off); autocannon drives it with BENCH_CONNECTIONS keep-alive
  * connections, each request a new claimant with an API key (so auth, the tenant layer,
  * validation, metrics and JSON are all paid for). The library baseline calls `dibs.pools.claim`
- * in-process with the same concurrency.
+ * in-process with the same concurrency. BENCH_WORKERS=N runs the service as `dibs serve --workers N`
+ * (node:cluster); its RSS is then the sum over the primary and the workers.
  */
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -22,6 +23,8 @@ const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 20_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 /** SQLite durability: full (fsync per commit, the default) or normal (the CPU cost shows more). */
 const SYNC = process.env.BENCH_SYNC ?? 'full';
+/** Service processes (`dibs serve --workers`). */
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
@@ -38,9 +41,23 @@ function storeUrl(dir: string, name: string): string {
   return `sqlite:${join(dir, `${name}.db`)}?synchronous=${SYNC}`;
 }
 
+const ownRssMb = (pid: number) => {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0; // gone meanwhile
+  }
+};
+/** RSS of the service: the process plus its cluster workers. */
 const rssMb = (pid: number) => {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // no children listing: the process alone
+  }
+  return ownRssMb(pid) + children.reduce((sum, child) => sum + ownRssMb(child), 0);
 };
 
 export async function main(): Promise<void> {
@@ -60,7 +77,7 @@ export async function main(): Promise<void> {
     const keyStore = await openDibs(store);
     const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
     await keyStore.close();
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let err = '';
@@ -89,7 +106,7 @@ export async function main(): Promise<void> {
       clearInterval(sampler);
       const httpPerSecond = result['2xx'] / result.duration;
       const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
-      console.log(`\nHTTP claim vs library, ${BACKEND === 'postgres' ? 'PostgreSQL' : `SQLite (synchronous=${SYNC})`}, ${CLAIMS} claims, ${CONNECTIONS} in flight`);
+      console.log(`\nHTTP claim vs library, ${BACKEND === 'postgres' ? 'PostgreSQL' : `SQLite (synchronous=${SYNC})`}, ${CLAIMS} claims, ${CONNECTIONS} in flight, ${WORKERS} service worker(s), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
       console.log('| run | claims | claims/s | p50 ms | p99 ms | vs library |');
       console.log('|---|---:|---:|---:|---:|---:|');
       console.log(`| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× |`);

@@ -12,6 +12,8 @@
  *
  *   npm run bench -- locks                 (LOCK_BENCH_N acquisitions per run, default 200;
  *   LOCK_BENCH_STORES=postgres,redis …      polling runs do LOCK_BENCH_POLL_N, default 10)
+ * Each store also runs dibs with `fair: true` (FIFO across instances by the store's tickets) on
+ * another key, compared with the default in the same run.
  * Noisy on a shared 2-core machine; ratios are taken within one run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -70,12 +72,16 @@ async function run<H>(label: string, count: number, waiter: (i: number) => Promi
   return r;
 }
 
+function fairRatio(dibs: Result, fair: Result): void {
+  console.log(`  fair vs default: handoff p50 ×${(fair.p50 / dibs.p50).toFixed(2)}, p99 ×${(fair.p99 / dibs.p99).toFixed(2)}, throughput ×${(fair.perSecond / dibs.perSecond).toFixed(2)}`);
+}
+
 function ratios(dibs: Result, other: Result): void {
   console.log(`  dibs vs ${other.label}: handoff p50 ×${(other.p50 / dibs.p50).toFixed(2)} lower, p99 ×${(other.p99 / dibs.p99).toFixed(2)} lower, throughput ×${(dibs.perSecond / other.perSecond).toFixed(2)}`);
 }
 
-const dibsWaiter = (dibs: Dibs, key: string) => async () => ({
-  acquire: () => dibs.locks.acquire(key, { ttlMs: 30_000, waitMs: 120_000 }),
+const dibsWaiter = (dibs: Dibs, key: string, fair = false) => async () => ({
+  acquire: () => dibs.locks.acquire(key, { ttlMs: 30_000, waitMs: 120_000, fair }),
   release: (l: Awaited<ReturnType<Dibs['locks']['acquire']>>) => dibs.locks.release(l),
 });
 
@@ -97,6 +103,7 @@ async function benchSqlite(): Promise<void> {
   try {
     const polling = await run('sqlite 1 s polling lock', POLL_ACQUISITIONS, pollingWaiter(dibs, 'poll'));
     const evented = await run('sqlite dibs.locks.acquire', ACQUISITIONS, dibsWaiter(dibs, 'hot'));
+    fairRatio(evented, await run('sqlite dibs.locks.acquire fair', ACQUISITIONS, dibsWaiter(dibs, 'hot-fair', true)));
     ratios(evented, polling);
   } finally {
     await dibs.close();
@@ -124,6 +131,7 @@ async function benchPostgres(): Promise<void> {
     const polling = await run('postgres 1 s polling lock', POLL_ACQUISITIONS, pollingWaiter(dibs, 'poll'));
     await dibs.locks.inspect('warm'); // connections and prepared statements warm before timing
     const evented = await run('postgres dibs.locks.acquire', ACQUISITIONS, dibsWaiter(dibs, 'hot'));
+    fairRatio(evented, await run('postgres dibs.locks.acquire fair', ACQUISITIONS, dibsWaiter(dibs, 'hot-fair', true)));
     ratios(evented, advisory);
     ratios(evented, polling);
   } finally {
@@ -151,6 +159,7 @@ async function benchRedis(): Promise<void> {
     }));
     const polling = await run('redis 1 s polling lock', POLL_ACQUISITIONS, pollingWaiter(dibs, 'poll'));
     const evented = await run('redis dibs.locks.acquire', ACQUISITIONS, dibsWaiter(dibs, 'hot'));
+    fairRatio(evented, await run('redis dibs.locks.acquire fair', ACQUISITIONS, dibsWaiter(dibs, 'hot-fair', true)));
     ratios(evented, semaphore);
     ratios(evented, polling);
   } finally {

@@ -1,6 +1,8 @@
 /**
  * Checkout throughput per store: `validate` and `redeem` (for an order) next to the claim path, the
- * baseline measured in the same run on the same store — one process, 16 in flight.
+ * baseline measured in the same run on the same store — one process, 16 in flight. Then the rest of
+ * the lifecycle against the same baseline: a checkout hold and the redeem that consumes it (public
+ * codes), and redeems of one multi-use code (every use contends for that one code).
  *
  *   npm run bench -- redeem      (BENCH_REDEEM_OPS, default 5000; BENCH_PG, BENCH_REDIS)
  */
@@ -30,10 +32,30 @@ async function run(label: string, store: string): Promise<void> {
       summarise('redeem for an order', redeemed.latencies, redeemed.seconds),
       summarise('redeem again, same order (replay)', replayed.latencies, replayed.seconds),
     ], baseline);
+    await lifecycle(dibs, label, baseline);
   } finally {
     await dibs.pools.delete('bench-redeem').catch(() => {});
+    await dibs.pools.delete('bench-life').catch(() => {});
     await dibs.close();
   }
+}
+
+async function lifecycle(dibs: Awaited<ReturnType<typeof openDibs>>, label: string, baseline: ReturnType<typeof summarise>): Promise<void> {
+  await dibs.pools.create({ name: 'bench-life', publicCodes: true, perClaimantLimit: 1 });
+  await dibs.pools.importCodes('bench-life', Array.from({ length: OPS }, (_, i) => `HL-${i}`));
+  await dibs.pools.addMultiUseCode('bench-life', { code: 'WELCOME', uses: OPS });
+  const held = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.hold('bench-life', `HL-${i}`, `cart-${i}`, 600_000));
+  const consumed = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.redeem('bench-life', `HL-${i}`, { claimant: `cart-${i}`, orderId: `order-${i}` }));
+  const multi = await timeOps(OPS, CONCURRENCY, (i) => dibs.pools.redeem('bench-life', 'WELCOME', { claimant: `buyer-${i}`, orderId: `m-${i}` }));
+  if ((await dibs.pools.stats('bench-life')).redeemed !== OPS) throw new Error('not every held code was redeemed');
+  if ((await dibs.pools.code('bench-life', 'WELCOME')).uses?.used !== OPS) throw new Error('not every use was counted');
+  if ((await dibs.pools.audit('bench-life')).length > 0) throw new Error('audit not clean');
+  printTable(`Holds and multi-use codes on ${label}, ${OPS.toLocaleString('en-US')} ops each, ${CONCURRENCY} in flight (ratio vs claim)`, [
+    baseline,
+    summarise('hold (checkout)', held.latencies, held.seconds),
+    summarise('redeem a held code (consumes the hold)', consumed.latencies, consumed.seconds),
+    summarise('redeem one multi-use code, new order each', multi.latencies, multi.seconds),
+  ], baseline);
 }
 
 export async function main(): Promise<void> {

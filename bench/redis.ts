@@ -54,7 +54,7 @@ export async function main(): Promise<void> {
 
     await seedDibs(`${REDIS_URL}?prefix=${prefix}-eq`, CLAIMS);
     const k = poolKeys(`${prefix}-eq`, 'bench');
-    const keys = [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events];
+    const keys = [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events, k.parked, k.claimed];
     const eq = await timeOps(CLAIMS, CONCURRENCY, (i) => runScript(client, 'claim', keys, [`user-${i}`, 1, '']));
     const equivalent = summarise(`raw EVALSHA of dibs' claim.lua, 1 process, ${CONCURRENCY} in flight`, eq.latencies, eq.seconds);
 

@@ -10,6 +10,7 @@ const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   postgres: async () => (await import('./postgres/index.js')).openPostgres,
   redis: async () => (await import('./redis/index.js')).openRedis,
   'redis+cluster': async () => (await import('./redis/index.js')).openRedis,
+  firestore: async () => (await import('./firestore/index.js')).openFirestore,
 };
 
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
@@ -41,7 +42,18 @@ export async function openBackend(store: string, options: BackendOptions = {}): 
   if (!load) {
     throw new DibsError('invalid_input', `store: unsupported scheme '${url.protocol}' (supported: ${Object.keys(FACTORIES).join(', ')})`, { field: 'store' });
   }
-  return (await load())(url, options);
+  // Tiered mode: `?fastpath=redis://…` on a SQLite or PostgreSQL URL puts a Redis fast path for
+  // sale buys over that store, which stays the ledger (backends/tiered/).
+  const fastpath = url.searchParams.get('fastpath');
+  if (fastpath === null) return (await load())(url, options);
+  url.searchParams.delete('fastpath');
+  const ledger = await (await load())(url, options);
+  try {
+    return await (await import('./tiered/index.js')).openTiered(ledger, fastpath);
+  } catch (error) {
+    await ledger.close();
+    throw error;
+  }
 }
 
 /** The store URL without its password, for logs and messages. */

@@ -4,7 +4,9 @@ import type {
   ClaimResult,
   CodeInfo,
   CodeStatus,
+  CodeWindow,
   Health,
+  MultiUseCodeSpec,
   InsertResult,
   ListOptions,
   OutboxEvent,
@@ -20,6 +22,7 @@ import type { OutboxBackend } from './outbox.js';
 import type { CounterBackend, LockBackend } from './locks/backend.js';
 import type { WaitingRoomBackend } from './sales/waiting-room.js';
 import type { ForecastBackend } from './forecast.js';
+import type { GrantLedger } from './sales/grants.js';
 
 /**
  * The contract every store implements (SQLite, PostgreSQL, Redis, …). It never exposes
@@ -74,21 +77,50 @@ export interface PoolBackend {
   /**
    * Marks a claimed code used, for `orderId` when given. Redeeming again for the same order answers
    * with the redeemed code unchanged (a checkout retry); otherwise a redeemed code throws
-   * `already_redeemed`. Throws `conflict` (free/revoked or other holder), `not_found`.
+   * `already_redeemed`. Throws `conflict` (free/revoked or other holder), `not_found`, `held`
+   * (another claimant's live hold), `not_yet_valid`/`expired` (pool or code window).
+   * A multi-use code records one use per `orderId` (required): see `addMultiUseCode`.
    */
   redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo>;
   /**
    * The refund path: a redeemed code goes back to `claimed` by its holder, and a `code.unredeemed`
    * outbox event records it. `orderId`, when given, must be the order it was redeemed for.
-   * Throws `conflict` (not redeemed, other order), `not_found`.
+   * Throws `conflict` (not redeemed, other order), `not_found`. For a multi-use code `orderId`
+   * is required and that order's use is given back.
    */
   unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo>;
   /** The store's clock now (ISO 8601 UTC): the time every window and expiry is judged by. */
   clock(): Promise<string>;
   /** Withdraws a code for good; its holder (if any) loses it. Throws `conflict` if already revoked. */
   revoke(pool: string, code: string): Promise<CodeInfo>;
-  /** Throws `not_found` for an unknown pool or code. */
-  getCode(pool: string, code: string): Promise<CodeInfo>;
+  /**
+   * Throws `not_found` for an unknown pool or code. A hold is reported only while live (store
+   * clock); for a multi-use code `uses` counts its uses (and, with `claimant`, theirs).
+   */
+  getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo>;
+
+  // --- the rest of the coupon lifecycle (issue 12); optional so other stores can land later ---
+
+  /**
+   * Holds a single-use code for `claimant` for `ttlMs` (by the store's clock) during checkout: in
+   * the same atomic step it checks the code could be redeemed by `claimant` now (claimed by them,
+   * or a free code of a public pool; inside the pool's and the code's windows), and refuses with
+   * `held` while another claimant's hold is live. Holding again by the same claimant renews it.
+   * A held free code is not handed out by claims. Redeem by the holder consumes the hold; an
+   * expired hold is ignored by every step (lazily). Multi-use codes cannot be held (`conflict`).
+   */
+  hold?(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo>;
+  /** Drops a live hold (`claimant`, when given, must be its holder: else `held`); no hold: the code unchanged. */
+  releaseHold?(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
+  /** Sets a code's own validity window (single- or multi-use); claims skip a code outside it, redeems refuse it. */
+  setCodeWindow?(pool: string, code: string, window: CodeWindow): Promise<CodeInfo>;
+  /**
+   * Adds a multi-use code: redeemable `uses` times in all (at most `usesPerClaimant` by one
+   * claimant), each use once per order — a redeem for an order already recorded answers with that
+   * use; unredeem of an order gives its use back (a `code.unredeemed` event). `already_exists` when
+   * the pool has that code (single- or multi-use).
+   */
+  addMultiUseCode?(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo>;
   /** Codes the claimant holds (claimed or redeemed), oldest first. */
   holdings(pool: string, claimant: string): Promise<CodeInfo[]>;
 
@@ -119,6 +151,8 @@ export interface Backend {
   readonly waitingRooms?: WaitingRoomBackend;
   /** Burn rate, time to empty and predicted-empty alerts (issue 13); absent where not built yet. */
   readonly forecasts?: ForecastBackend;
+  /** Tiered mode: the sale capacity this (durable) store grants to a Redis fast path; absent on Redis. */
+  readonly grants?: GrantLedger;
   /** API keys and idempotency records of the HTTP service (issue 8). */
   readonly service?: ServiceStore;
   health(): Promise<Health>;

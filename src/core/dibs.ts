@@ -16,12 +16,17 @@ import {
   claimantSchema,
   codeSchema,
   codeStatusSchema,
+  codeWindowSchema,
+  holdTtlSchema,
+  multiUseCodeSchema,
   orderIdSchema,
   createPoolSchema,
   listOptionsSchema,
   poolNameSchema,
   updatePoolSchema,
+  type CodeWindowInput,
   type CreatePoolInput,
+  type MultiUseCodeInput,
   type UpdatePoolInput,
 } from './schemas.js';
 import type {
@@ -140,24 +145,40 @@ export class Pools {
   async validate(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeValidation> {
     const claimant = optionalClaimant(options.claimant);
     const poolInfo = await this.backend.getPool(pool(name));
-    // a mistyped code (wrong shape, wrong check character) is refused before the lookup
     if (poolInfo.codeFormat !== null && !codeShape({ ...poolInfo.codeFormat, count: 1 }).verify(codeArg(code))) return { valid: false, reason: 'malformed', code: null };
     let info: CodeInfo;
     try {
-      info = await this.backend.getCode(pool(name), codeArg(code));
+      info = await this.backend.getCode(pool(name), codeArg(code), claimant);
     } catch (error) {
       if (error instanceof DibsError && error.code === 'not_found' && error.details !== undefined && 'code' in error.details) return { valid: false, reason: 'not_found', code: null };
       throw error;
     }
+    const windowed = poolInfo.startsAt !== null || poolInfo.expiresAt !== null || info.startsAt != null || info.expiresAt != null;
+    const now = windowed ? await this.backend.clock() : '';
+    const outside = windowed ? closedWindow(poolInfo, info, now) : null;
+    if (info.uses !== undefined) {
+      // a multi-use code: its window, then uses left in all and for this claimant
+      if (outside !== null) return { valid: false, reason: outside, code: info };
+      const mine = info.uses.byClaimant ?? 0;
+      if (info.uses.remaining <= 0 || (info.uses.perClaimant !== null && claimant !== null && mine >= info.uses.perClaimant)) return { valid: false, reason: 'limit_reached', code: info };
+      return { valid: true, code: info };
+    }
+    return this.validateSingle(poolInfo, info, claimant, outside);
+  }
+
+  private async validateSingle(poolInfo: Pool, info: CodeInfo, claimant: string | null, outside: 'not_yet_valid' | 'expired' | null): Promise<CodeValidation> {
     if (info.status === 'redeemed') return { valid: false, reason: 'already_redeemed', code: info };
     if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
     // a never-claimed code is usable only in a public pool, where its redeemer becomes its holder
     if (info.status === 'free' && !poolInfo.publicCodes) return { valid: false, reason: 'not_claimed', code: info };
     if (info.status === 'claimed' && claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
-    if (poolInfo.startsAt !== null || poolInfo.expiresAt !== null) {
-      const window = windowState(poolInfo, await this.backend.clock());
-      if (window !== 'open') return { valid: false, reason: window, code: info };
-    }
+    // another checkout's live hold (a claimed code's hold is its holder's)
+    if (info.hold && info.hold.claimant !== (claimant ?? (info.status === 'claimed' ? info.claimant : null))) return { valid: false, reason: 'held', code: info };
+    if (outside !== null) return { valid: false, reason: outside, code: info };
+    return this.redemptionRoom(poolInfo, info, claimant);
+  }
+
+  private async redemptionRoom(poolInfo: Pool, info: CodeInfo, claimant: string | null): Promise<CodeValidation> {
     // the limits the redeem step would enforce (a read now; the redeem decides atomically)
     const redeemer = info.status === 'claimed' ? info.claimant : claimant;
     const held = redeemer === null ? [] : await this.backend.holdings(info.pool, redeemer);
@@ -167,6 +188,38 @@ export class Pools {
       (info.status === 'free' && held.length >= poolInfo.perClaimantLimit);
     if (atLimit) return { valid: false, reason: 'limit_reached', code: info };
     return { valid: true, code: info };
+  }
+
+  /**
+   * Holds a code for `claimant` during checkout, for `ttlMs` (1 s … 24 h, by the store's clock): no
+   * other claimant can redeem or hold it meanwhile (`held`), claims skip it, and it expires by
+   * itself. Holding again renews. `redeem` by the holder consumes the hold.
+   */
+  async hold(name: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+    return this.lifecycle('hold').hold!(pool(name), codeArg(code), who(claimant), parseInput(holdTtlSchema, ttlMs, 'ttlMs'));
+  }
+
+  /** Ends a hold before it expires (a checkout abandoned); `claimant`, when given, must hold it. */
+  async releaseHold(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
+    return this.lifecycle('releaseHold').releaseHold!(pool(name), codeArg(code), optionalClaimant(options.claimant));
+  }
+
+  /** A code's own validity window (combined with the pool's): outside it the code is neither handed out nor redeemed. */
+  async setCodeWindow(name: string, code: string, window: CodeWindowInput): Promise<CodeInfo> {
+    return this.lifecycle('setCodeWindow').setCodeWindow!(pool(name), codeArg(code), parseInput(codeWindowSchema, window));
+  }
+
+  /**
+   * Adds a multi-use code (e.g. `WELCOME10` for the first 1,000 buyers): `uses` in all, at most
+   * `usesPerClaimant` (default 1; null: no limit) per claimant, each use recorded once per order.
+   */
+  async addMultiUseCode(name: string, spec: MultiUseCodeInput): Promise<CodeInfo> {
+    return this.lifecycle('addMultiUseCode').addMultiUseCode!(pool(name), parseInput(multiUseCodeSchema, spec));
+  }
+
+  private lifecycle(operation: 'hold' | 'releaseHold' | 'setCodeWindow' | 'addMultiUseCode'): PoolBackend {
+    if (this.backend[operation] === undefined) throw new DibsError('unsupported', `${operation} is not available on this store yet`);
+    return this.backend;
   }
 
   async revoke(name: string, code: string): Promise<CodeInfo> {
@@ -209,6 +262,14 @@ export class Pools {
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
     return this.backend.listEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.pool ? { pool: pool(options.pool) } : {}) });
   }
+}
+
+/** Where `now` falls in the pool's window and then the code's own: null when both are open. */
+function closedWindow(poolInfo: Pool, info: CodeInfo, now: string): 'not_yet_valid' | 'expired' | null {
+  const p = windowState(poolInfo, now);
+  if (p !== 'open') return p;
+  const c = windowState({ startsAt: info.startsAt ?? null, expiresAt: info.expiresAt ?? null }, now);
+  return c === 'open' ? null : c;
 }
 
 const pool = (name: string) => parseInput(poolNameSchema, name, 'pool');

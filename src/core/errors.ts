@@ -12,6 +12,8 @@ export const ERROR_CODES = {
   sold_out: 409,
   limit_reached: 409,
   already_redeemed: 409,
+  /** A code held by another checkout (`pools.hold`) until its hold expires or is released. */
+  held: 409,
   not_yet_valid: 409,
   expired: 409,
   not_live: 409,

@@ -150,6 +150,34 @@ export const updatePoolSchema = z
   .strict()
   .refine(windowIsOrdered, windowOrderError);
 
+/** How long a checkout hold lasts: 1 s … 24 h. */
+export const holdTtlSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1000, 'must be at least 1000 (1 s)')
+  .max(86_400_000, 'at most 86400000 (24 h)');
+
+/** A code's own validity window. */
+export const codeWindowSchema = z
+  .object({
+    startsAt: instantSchema.nullable().default(null),
+    expiresAt: instantSchema.nullable().default(null),
+  })
+  .strict()
+  .refine(windowIsOrdered, windowOrderError);
+
+/** A multi-use code (one code, N uses). */
+export const multiUseCodeSchema = z
+  .object({
+    code: z.lazy(() => codeSchema),
+    uses: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000_000, 'at most 1000000000'),
+    usesPerClaimant: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000, 'at most 1000000').nullable().default(1),
+    startsAt: instantSchema.nullable().default(null),
+    expiresAt: instantSchema.nullable().default(null),
+  })
+  .strict()
+  .refine(windowIsOrdered, windowOrderError);
+
 export const claimOptionsSchema = z
   .object({ idempotencyKey: idempotencyKeySchema.optional() })
   .strict();
@@ -171,3 +199,5 @@ export const listOptionsSchema = z
 
 export type CreatePoolInput = z.input<typeof createPoolSchema>;
 export type UpdatePoolInput = z.input<typeof updatePoolSchema>;
+export type CodeWindowInput = z.input<typeof codeWindowSchema>;
+export type MultiUseCodeInput = z.input<typeof multiUseCodeSchema>;

@@ -82,10 +82,51 @@ export interface CodeInfo {
   redeemedAt: string | null;
   /** The order a redeemed code was redeemed for (checkout), when one was named. */
   orderId: string | null;
+  /** The code's own validity window (combined with the pool's), when it has one. */
+  startsAt?: string | null;
+  expiresAt?: string | null;
+  /** A live checkout hold (`pools.hold`): only `claimant` may redeem the code until `expiresAt`. */
+  hold?: CodeHold | null;
+  /** A multi-use code (one code, N uses): its uses. For `redeem`, the answer describes this use. */
+  uses?: CodeUses;
+}
+
+export interface CodeHold {
+  claimant: string;
+  expiresAt: string;
+}
+
+export interface CodeUses {
+  /** Uses allowed in all. */
+  max: number;
+  /** Uses recorded (each one order, counted once). */
+  used: number;
+  remaining: number;
+  /** Uses allowed per claimant (null: no limit). */
+  perClaimant: number | null;
+  /** Uses by the claimant asked about (`getCode(pool, code, claimant)`), when one was named. */
+  byClaimant?: number;
+}
+
+/** A multi-use code (e.g. `WELCOME10` for the first 1,000 buyers). */
+export interface MultiUseCodeSpec {
+  code: string;
+  /** How many times the code can be redeemed in all. */
+  uses: number;
+  /** How many times one claimant may redeem it (null: no limit; then a claimant is optional). */
+  usesPerClaimant: number | null;
+  startsAt: string | null;
+  expiresAt: string | null;
+}
+
+/** A code's own validity window (ISO 8601 UTC; null = open on that side). */
+export interface CodeWindow {
+  startsAt: string | null;
+  expiresAt: string | null;
 }
 
 /** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
-export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached' | 'malformed';
+export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached' | 'malformed' | 'held';
 
 export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 

@@ -25,3 +25,16 @@ export function outsideWindow(pool: string, window: ValidityWindow, state: 'not_
     ? new DibsError('not_yet_valid', `pool '${pool}' opens at ${window.startsAt}`, { retriable: true, details: { startsAt: window.startsAt } })
     : new DibsError('expired', `pool '${pool}' expired at ${window.expiresAt}`, { details: { expiresAt: window.expiresAt } });
 }
+
+/** Throws `not_yet_valid` / `expired` when `now` is outside a code's own window (after the pool's). */
+export function assertCodeInWindow(code: string, window: ValidityWindow, now: string): void {
+  const state = windowState(window, now);
+  if (state !== 'open') throw codeOutsideWindow(code, state, state === 'not_yet_valid' ? window.startsAt! : window.expiresAt!);
+}
+
+/** The error for a code whose own window the store found closed (`at`: its start or its end). */
+export function codeOutsideWindow(code: string, state: 'not_yet_valid' | 'expired', at: string): DibsError {
+  return state === 'not_yet_valid'
+    ? new DibsError('not_yet_valid', `code '${code}' is valid from ${at}`, { retriable: true, field: 'code', details: { startsAt: at } })
+    : new DibsError('expired', `code '${code}' expired at ${at}`, { field: 'code', details: { expiresAt: at } });
+}

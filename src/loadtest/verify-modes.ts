@@ -5,7 +5,8 @@
  * Sale (flash sale buys):
  *   I1  no order acknowledged to two customers
  *   I2  nobody acknowledged more units than the per-customer limit; a retried key got its original order
- *   I3  sold ≤ cap and sold + held ≤ cap
+ *   I3  sold ≤ cap and sold + held ≤ cap — the cap the sale has now AND the cap the run created it
+ *       with (a store that quietly lifts its cap to sell more is overselling), also by the answers
  *   I5  the sale's sold counter equals the units of the acknowledged orders (nothing lost, nothing phantom)
  *   numbers  exactly min(demand, what the cap allows) units sold; sold_out only when it was true
  * Locks (acquire, hold, release):
@@ -88,6 +89,8 @@ export function verifySaleRun(input: { outcomes: readonly ClaimOutcome[]; final:
   const acknowledged = [...orders.values()].reduce((n, o) => n + o.units, 0);
   if (final.sold > final.cap) found.add('I3', `I3: sold ${final.sold} units of a cap of ${final.cap}`);
   if (final.sold + final.held > final.cap) found.add('I3', `I3: sold ${final.sold} + held ${final.held} exceeds the cap of ${final.cap}`);
+  if (final.sold > expect.cap && final.sold <= final.cap) found.add('I3', `I3: sold ${final.sold} units of a sale created with a cap of ${expect.cap} (its cap now says ${final.cap})`);
+  if (acknowledged > expect.cap) found.add('I3', `I3: ${acknowledged} units were acknowledged for a cap of ${expect.cap}`);
   if (final.sold < acknowledged) found.add('I5', `I5: ${acknowledged} units were acknowledged but the sale counts ${final.sold} sold`);
   if (final.sold > acknowledged && unexpected.length === 0) found.add('I5', `I5: the sale counts ${final.sold} sold but only ${acknowledged} units were acknowledged`);
 

@@ -4,7 +4,7 @@
  * on the wire and exist for the OpenAPI document (openapi.ts).
  */
 import { z } from 'zod';
-import { claimantSchema, codeFormatSchema, codeSchema, codeStatusSchema, createPoolSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, updatePoolSchema } from '../core/schemas.js';
+import { claimantSchema, codeFormatSchema, codeSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
 import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
 
@@ -34,8 +34,17 @@ export const poolSchema = z
   .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), publicCodes: z.boolean(), codeFormat: codeFormatSchema.nullable(), createdAt: timestamp, stats: poolStatsSchema })
   .meta({ id: 'Pool' });
 export const codeInfoSchema = z
-  .object({ pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable() })
+  .object({
+    pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable(),
+    startsAt: timestamp.nullable().optional().meta({ description: "The code's own validity window (with the pool's)" }),
+    expiresAt: timestamp.nullable().optional(),
+    hold: z.object({ claimant: z.string(), expiresAt: timestamp }).nullable().optional().meta({ description: 'A live checkout hold: only its claimant may redeem the code until it expires' }),
+    uses: z.object({ max: z.number().int(), used: z.number().int(), remaining: z.number().int(), perClaimant: z.number().int().nullable(), byClaimant: z.number().int().optional() }).optional().meta({ description: 'A multi-use code: its uses (for a redeem, the answer describes this use)' }),
+  })
   .meta({ id: 'Code' });
+export const holdBodySchema = z.object({ claimant: claimantSchema, ttlMs: holdTtlSchema.meta({ description: 'How long the hold lasts (ms, by the store clock)' }) }).strict();
+export const codeWindowBodySchema = codeWindowSchema;
+export const multiUseCodeBodySchema = multiUseCodeSchema;
 export const importResultSchema = z.object({ imported: z.number().int(), duplicates: z.number().int(), invalid: z.number().int() }).meta({ id: 'ImportResult' });
 export const claimBodySchema = z
   .object({
@@ -53,7 +62,7 @@ export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), 
 export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();
 export const validationSchema = z.object({
   valid: z.boolean(),
-  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached', 'malformed']).optional(),
+  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached', 'malformed', 'held']).optional(),
   code: codeInfoSchema.nullable(),
 });
 export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });
@@ -79,12 +88,12 @@ export const wishlistEntrySchema = z.object({ sku: z.string(), customer: z.strin
 export { createSaleSchema, updateSaleSchema };
 
 export const leaseSchema = z
-  .object({ key: z.string(), token: z.string(), fence: z.number().int(), expiresAt: timestamp, validForMs: z.number().int(), limit: z.number().int() })
+  .object({ key: z.string(), token: z.string(), fence: z.number().int(), expiresAt: timestamp, validForMs: z.number().int(), limit: z.number().int(), ttlMs: z.number().int(), ticket: z.number().int().optional() })
   .meta({ id: 'Lease' });
 export const lockInfoSchema = z
   .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: z.number().int(), expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int() })
   .meta({ id: 'LockInfo' });
-export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional(), fair: z.boolean().optional() }).strict();
 export const renewBodySchema = z.object({ token: z.string(), ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
 export const releaseBodySchema = z.object({ token: z.string() }).strict();
 export const counterSchema = z.object({ name: z.string(), value: z.number().int(), shards: z.number().int() }).meta({ id: 'Counter' });

@@ -30,6 +30,17 @@ export const serviceConfigSchema = z
     keyCacheMs: int(0, 600_000).default(5000),
     metricsPublic: bool.default(false),
     bodyLimit: int(1024, 1024 * 1024 * 1024).default(1024 * 1024),
+    /** Service processes sharing the port (node:cluster); `auto` = the machine's available parallelism. */
+    workers: z
+      .union([z.string(), z.number()])
+      .transform((value, ctx): number | 'auto' => {
+        if (value === 'auto') return value;
+        const n = Number(value);
+        if (Number.isInteger(n) && n >= 1 && n <= 256) return n;
+        ctx.addIssue({ code: 'custom', message: "a whole number from 1 to 256, or 'auto'" });
+        return z.NEVER;
+      })
+      .default(1),
   })
   .strict();
 
@@ -50,6 +61,7 @@ const ENV: Record<string, keyof ServiceConfig> = {
   DIBS_KEY_CACHE_MS: 'keyCacheMs',
   DIBS_METRICS_PUBLIC: 'metricsPublic',
   DIBS_BODY_LIMIT: 'bodyLimit',
+  DIBS_WORKERS: 'workers',
 };
 
 export function loadServiceConfig(options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {}): ServiceConfig {

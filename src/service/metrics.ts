@@ -3,6 +3,7 @@
  * (tests) do not collide. Store-derived gauges (free units per pool, outbox lag) are read when
  * scraped, not kept up to date on every request.
  */
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Dibs } from '../core/dibs.js';
@@ -22,6 +23,8 @@ export class ServiceMetrics {
 
   constructor(dibs: Dibs) {
     const registers = [this.registry];
+    // `serve --workers N`: each worker answers scrapes with its own series, told apart by this label.
+    if (cluster.isWorker) this.registry.setDefaultLabels({ worker: String(cluster.worker!.id) });
     collectDefaultMetrics({ register: this.registry, prefix: 'dibs_' });
     this.claims = new Counter({ name: 'dibs_claims_total', help: 'Claims (pool codes, sale purchases and reservations) by outcome', labelNames: ['kind', 'outcome'], registers });
     this.claimSeconds = new Histogram({ name: 'dibs_claim_duration_seconds', help: 'Time to answer a claim, store included', labelNames: ['kind'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers });

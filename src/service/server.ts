@@ -4,6 +4,7 @@
  * accepting, finish requests in flight, finish the job or delivery batch in flight, close the
  * store, exit 0. Every answer given before that was committed by the store first.
  */
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import { isDibsError } from '../core/errors.js';
 import type { Dibs } from '../core/dibs.js';
@@ -16,7 +17,7 @@ import { buildServer } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
 import type { ServiceConfig } from './config.js';
 
-export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'port' | 'host' | 'jobs' | 'demo'>> {
+export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'port' | 'host' | 'jobs' | 'demo' | 'workers'>> {
   store: string;
   port: number;
   host: string;
@@ -50,11 +51,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     ...(options.keyCacheMs !== undefined ? { keyCacheMs: options.keyCacheMs } : {}),
     ...(options.metricsPublic !== undefined ? { metricsPublic: options.metricsPublic } : {}),
   });
-  let demoKey: string | undefined;
-  if (options.demo) {
-    await seedDemo(dibs);
-    demoKey = await demoAdminKey(dibs);
-  }
+  const demoKey = options.demo ? await prepareDemo(dibs) : undefined;
 
   const dispatcher = dibs.backend.outbox
     ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
@@ -88,6 +85,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 const DEMO_KEY_NAME = 'local admin (serve --demo)';
 
 /**
+ * `--demo`: creates the demo pool and sale when missing and returns a fresh local admin key.
+ * With several workers the primary runs it once, before forking.
+ */
+export async function prepareDemo(dibs: Dibs): Promise<string | undefined> {
+  await seedDemo(dibs);
+  return demoAdminKey(dibs);
+}
+
+/**
  * A fresh admin key of the default tenant for this demo run: keys are stored hashed, so an old
  * one cannot be shown again — the previous demo keys are revoked and a new one is printed.
  */
@@ -98,8 +104,11 @@ async function demoAdminKey(dibs: Dibs): Promise<string | undefined> {
   return (await createApiKey(store, { tenant: DEFAULT_TENANT, name: DEMO_KEY_NAME, scopes: ['admin'] })).key;
 }
 
-/** Installs SIGTERM/SIGINT handlers that close the server and exit 0 (1 if closing fails). */
-export function exitOnSignals(server: RunningServer): void {
+/**
+ * Installs SIGTERM/SIGINT handlers that close the server and exit 0 (1 if closing fails). A
+ * cluster worker (`--workers`) also shuts down gracefully when its primary is gone.
+ */
+export function exitOnSignals(server: RunningServer): (signal: string) => void {
   const shutdown = (signal: string) => {
     server.app.log.info({ signal }, 'shutting down');
     server.close().then(
@@ -112,6 +121,8 @@ export function exitOnSignals(server: RunningServer): void {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+  if (cluster.isWorker) process.once('disconnect', () => shutdown('primary gone'));
+  return shutdown;
 }
 
 function listEnv(value: string | undefined): string[] {

@@ -22,6 +22,30 @@ describe('dibs CLI', () => {
     assert.match(serveHelp.stdout, /DIBS_WEBHOOK_SECRET/);
   });
 
+  it('holds a code, sets a code window, adds and redeems a multi-use code', async () => {
+    assert.equal((await runCli(['pools', 'create', 'walkin', '--public', '--json'], { env })).code, 0);
+    const file = join(temp.dir, 'walkin.csv');
+    writeFileSync(file, 'code\nW-1\nW-2\n');
+    const imported = await runCli(['import', 'walkin', file], { env });
+    assert.equal(imported.code, 0, imported.stderr);
+    const held = await runCli(['hold', 'walkin', 'W-1', 'alice', '--ttl', '60000', '--json'], { env });
+    assert.equal(held.code, 0, held.stderr);
+    assert.equal((JSON.parse(held.stdout) as { hold: { claimant: string } }).hold.claimant, 'alice');
+    const refused = await runCli(['hold', 'walkin', 'W-1', 'bob'], { env });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /held/);
+    assert.equal((await runCli(['unhold', 'walkin', 'W-1', '--claimant', 'alice'], { env })).code, 0);
+    const windowed = await runCli(['window', 'walkin', 'W-2', '--expires', '2020-01-01T00:00:00Z'], { env });
+    assert.equal(windowed.code, 0, windowed.stderr);
+    assert.match(windowed.stdout, /until 2020-01-01T00:00:00.000Z/);
+    const multi = await runCli(['multi-use', 'walkin', 'WELCOME10', '--uses', '2'], { env });
+    assert.equal(multi.code, 0, multi.stderr);
+    assert.match(multi.stdout, /2 of 2 uses left/);
+    const used = await runCli(['redeem', 'walkin', 'WELCOME10', '--claimant', 'carol', '--order', 'o-1'], { env });
+    assert.equal(used.code, 0, used.stderr);
+    assert.match(used.stdout, /1 of 2 uses left/);
+  });
+
   it('runs a sale behind a waiting room: enable, join, reserve with the ticket, plain reserve refused', async () => {
     const sale = JSON.parse((await runCli(['sales', 'create', 'ROOM-CLI', '--ends', new Date(Date.now() + 3_600_000).toISOString(), '--cap', '1', '--json'], { env })).stdout) as { id: string };
     assert.equal((await runCli(['sales', 'room', 'enable', sale.id, '--rate', '5'], { env })).code, 0);
@@ -119,7 +143,18 @@ describe('dibs CLI', () => {
     const inspect = await runCli(['locks', 'inspect', 'nightly'], { env });
     assert.match(inspect.stdout, new RegExp(`${lease.token.slice(0, 8)}… fence ${lease.fence}`));
     assert.doesNotMatch(inspect.stdout, new RegExp(lease.token));
+    assert.match(inspect.stdout, /waiters\s+0\b/);
+    // A waiter in another process is shown by `locks inspect` (waiters register in the store).
+    const waiter = runCli(['locks', 'acquire', 'nightly', '--wait', '60000', '--ttl', '60000', '--fair'], { env });
+    let shown = '';
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline && !/waiters\s+1\b/.test(shown);) shown = (await runCli(['locks', 'inspect', 'nightly'], { env })).stdout;
+    assert.match(shown, /waiters\s+1\b/);
     assert.match((await runCli(['locks', 'release', 'nightly', '--token', lease.token], { env })).stdout, /released nightly/);
+    const next = JSON.parse((await waiter).stdout) as { token: string; fence: number; ticket?: number };
+    assert.ok(next.fence > lease.fence);
+    assert.equal(typeof next.ticket, 'number', '--fair waited in the store\'s line');
+    assert.match((await runCli(['locks', 'renew', 'nightly', '--token', next.token, '--json'], { env })).stdout, /"ttlMs": 60000/);
+    assert.match((await runCli(['locks', 'release', 'nightly', '--token', next.token], { env })).stdout, /released nightly/);
     await runCli(['counters', 'incr', 'views', '--by', '3'], { env });
     await runCli(['counters', 'decr', 'views'], { env });
     assert.match((await runCli(['counters', 'get', 'views'], { env })).stdout, /views = 2/);

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { FenceGuard, type Dibs } from '../../src/index.js';
+import { Dibs, FenceGuard, type Lease } from '../../src/index.js';
+import { fairQueueKey } from '../../src/core/locks/facade.js';
 import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
@@ -165,10 +166,96 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.locks.release(next);
     });
 
+    /** Polls inspect (state, not time) until `waiters` is reached; generous bound for a loaded machine. */
+    async function waitersBecome(d: Dibs, k: string, expected: number): Promise<void> {
+      let seen = -1;
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(20)) {
+        seen = (await d.locks.inspect(k)).waiters;
+        if (seen === expected) return;
+      }
+      assert.fail(`${k}: ${seen} waiters, expected ${expected}`);
+    }
+
+    it('fair: waiters of two instances are granted in the order of their tickets (the store\'s sequence)', async () => {
+      const k = key('fair');
+      const other = new Dibs(dibs.backend); // a second facade over the same store: its own in-process queue
+      const holder = await dibs.locks.acquire(k, { ttlMs: 30_000 });
+      const granted: Lease[] = [];
+      const waiters: Promise<void>[] = [];
+      for (let i = 0; i < 6; i++) {
+        const d = i % 2 === 0 ? dibs : other;
+        waiters.push(d.locks.acquire(k, { ttlMs: 30_000, waitMs: 60_000, fair: true }).then(async (lease) => {
+          granted.push(lease);
+          await sleep(5);
+          await d.locks.release(lease);
+        }));
+        await waitersBecome(dibs, k, i + 1); // each in line before the next starts
+      }
+      await dibs.locks.release(holder);
+      await Promise.all(waiters);
+      assert.equal(granted.length, 6);
+      for (const lease of granted) assert.equal(typeof lease.ticket, 'number', 'every waiter queued with a ticket');
+      const byFence = [...granted].sort((a, b) => a.fence - b.fence);
+      for (let i = 1; i < byFence.length; i++) assert.ok(byFence[i]!.ticket! > byFence[i - 1]!.ticket!, `grants out of ticket order: ${JSON.stringify(byFence.map((l) => [l.fence, l.ticket]))}`);
+      await waitersBecome(dibs, k, 0);
+    });
+
+    it('fair: a dead waiter\'s ticket blocks the line only until it lapses; fair tryAcquire never jumps the line', async () => {
+      const k = key('fair-dead');
+      // A waiter that died right after taking its ticket: a ticket nobody renews (short TTL).
+      const dead = await dibs.backend.locks!.tryAcquire(fairQueueKey(k), 1_000_000, 1_500);
+      assert.ok(dead);
+      assert.equal(await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true }), null, 'the slot is free but the line is not empty');
+      const plain = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 }); // the non-fair path ignores the line
+      assert.ok(plain);
+      await dibs.locks.release(plain);
+      const lease = await dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000, fair: true });
+      assert.ok(lease.ticket! > dead.fence, 'queued behind the dead ticket, granted once it lapsed');
+      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'the grant removed its ticket');
+      await dibs.locks.release(lease);
+      const again = await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true });
+      assert.ok(again, 'an empty line and a free slot: fair tryAcquire gets it');
+      await dibs.locks.release(again);
+    });
+
+    it('fair: a waiter that times out or is aborted leaves the line', async () => {
+      const k = key('fair-leave');
+      const other = new Dibs(dibs.backend);
+      const holder = await dibs.locks.acquire(k, { ttlMs: 30_000 });
+      await rejectsWith(other.locks.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true }), 'lock_timeout');
+      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'timed out: ticket removed');
+      const ac = new AbortController();
+      const waiting = other.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000, fair: true, signal: ac.signal });
+      await waitersBecome(dibs, k, 1);
+      ac.abort();
+      await rejectsWith(waiting, 'lock_timeout');
+      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'aborted: ticket removed');
+      await dibs.locks.release(holder);
+      const next = await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true });
+      assert.ok(next, 'nobody left in line blocks the key');
+      await dibs.locks.release(next);
+    });
+
+    it('fair semaphore: slots go to the first tickets in line; tryAcquire does not jump it', async () => {
+      const k = key('fair-sem');
+      const a = await dibs.semaphores.acquire(k, 2, { ttlMs: 30_000 });
+      const b = await dibs.semaphores.acquire(k, 2, { ttlMs: 30_000 });
+      const first = dibs.semaphores.acquire(k, 2, { ttlMs: 30_000, waitMs: 60_000, fair: true });
+      await waitersBecome(dibs, k, 1);
+      await dibs.semaphores.release(a);
+      const lease = await first;
+      assert.equal(await dibs.semaphores.tryAcquire(k, 2, { ttlMs: 30_000, fair: true }), null, 'both slots held');
+      await dibs.semaphores.release(b);
+      const c = await dibs.semaphores.tryAcquire(k, 2, { ttlMs: 30_000, fair: true });
+      assert.ok(c && c.fence > lease.fence);
+      await Promise.all([dibs.semaphores.release(lease), dibs.semaphores.release(c)]);
+    });
+
     it('invalid input is rejected with invalid_input', async () => {
       await rejectsWith(dibs.locks.acquire('', {}), 'invalid_input');
       await rejectsWith(dibs.locks.acquire('k', { ttlMs: -1 }), 'invalid_input');
       await rejectsWith(dibs.semaphores.acquire('k', 0), 'invalid_input');
+      await rejectsWith(dibs.locks.acquire('k', { fair: 'yes' as never }), 'invalid_input');
       await rejectsWith(dibs.counters.incr('c', 1.5), 'invalid_input');
     });
 

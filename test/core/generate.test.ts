@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { CHARSETS, codeShape, luhnCheck } from '../../src/core/generate.js';
+import { CHARSETS, codeShape, generateInto, luhnCheck } from '../../src/core/generate.js';
 import { isDibsError } from '../../src/core/errors.js';
 
 const charsetArb = fc.oneof(
@@ -74,6 +74,45 @@ describe('code generator', () => {
     const expected = (codes.length * 10) / shape.chars.length;
     for (const [c, n] of counts) assert.ok(Math.abs(n - expected) / expected < 0.05, `${c}: ${n} vs ${expected} (no modulo bias)`);
     assert.equal(counts.size, shape.chars.length);
+  });
+
+  it('generateInto fills a pool with exactly `count` unique codes, even in small spaces with codes already there', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('numeric', 'alpha'), fc.integer({ min: 2, max: 3 }), fc.boolean(), fc.double({ min: 0.05, max: 0.5, noNaN: true }), fc.double({ min: 0, max: 0.2, noNaN: true }),
+        async (charset, length, checkChar, fill, preFill) => {
+          const shape = codeShape({ count: 1, length, charset, checkChar });
+          const space = shape.chars.length ** length;
+          const pool = new Set<string>(shape.generate(Math.floor(space * preFill))); // codes already in the pool
+          const before = pool.size;
+          const count = Math.max(1, Math.floor(space * fill) - before);
+          // the pool dedupes like every store does: a code already there is a duplicate
+          const sink = async (codes: string[]) => {
+            let imported = 0;
+            for (const code of codes) if (!pool.has(code)) (pool.add(code), imported++);
+            return { imported, duplicates: codes.length - imported };
+          };
+          const result = await generateInto(sink, { count, length, charset, checkChar });
+          assert.equal(result.generated, count);
+          assert.equal(pool.size, before + count, 'every generated code is new and unique');
+          for (const code of pool) assert.ok(shape.verify(code), code);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('an infeasible request is refused before anything is written', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 1000 }), async (length, extra) => {
+        const space = 10 ** length;
+        let writes = 0;
+        const sink = async (codes: string[]) => ((writes += codes.length), { imported: codes.length, duplicates: 0 });
+        await assert.rejects(generateInto(sink, { count: Math.floor(space / 2) + extra, length, charset: 'numeric' }), (e: unknown) => isDibsError(e, 'invalid_input') && e.field === 'count');
+        assert.equal(writes, 0);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('look-alikes are left out of the named charsets', () => {

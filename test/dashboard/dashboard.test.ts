@@ -89,6 +89,9 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     for (let i = 0; i < 7; i++) await server.dibs.pools.claim('spring-sale', `api-${i}`);
     await cell('spring-sale', 'claimed').filter({ hasText: /^10$/ }).waitFor();
     await cell('spring-sale', 'free').filter({ hasText: /^490$/ }).waitFor();
+    // redemptions at checkout show up as the pool's redemption count
+    for (let i = 0; i < 2; i++) await server.dibs.pools.redeem('spring-sale', (await server.dibs.pools.holdings('spring-sale', `api-${i}`))[0]!.code, { orderId: `order-${i}` });
+    await cell('spring-sale', 'redeemed').filter({ hasText: /^2$/ }).waitFor();
 
     // The chart reaches 10 handed out with a positive rate somewhere in its series.
     await page.locator('#chart[data-pool="spring-sale"][data-handed-out="10"]').waitFor({ state: 'attached' });
@@ -96,6 +99,13 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.ok(peak > 0, `the chart shows a positive claim rate (peak ${peak}/min)`);
     assert.equal(await page.locator('#chart svg polyline').count(), 1);
     assert.match(String(await page.locator('#chart').getAttribute('aria-label')), /Claim rate of spring-sale: now [\d.]+ per minute/);
+    // The store's forecast is drawn on the chart (its pace as a dashed line, labelled with the
+    // predicted time to empty) and told in the caption.
+    await page.locator('#chart[data-pool="spring-sale"][data-forecast]').waitFor({ state: 'attached' });
+    assert.ok(Number(await page.locator('#chart').getAttribute('data-forecast')) > 0);
+    assert.equal(await page.locator('#chart svg line.forecast').count(), 1);
+    assert.match(String(await page.locator('#chart svg text.forecast-label').textContent()), /^forecast: empty in ~.+ at [\d.]+\/min/);
+    assert.match(String(await page.locator('#chart-caption').textContent()), /Forecast: empty in ~/);
     await shot('03-claimed');
   });
 

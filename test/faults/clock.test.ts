@@ -39,7 +39,7 @@ const stores: { label: string; skip: string | false; sales: boolean; open: () =>
   {
     label: 'redis',
     skip: (await sharedRedisAvailable()) ? false : 'redis on 127.0.0.1:6379 is not reachable',
-    sales: false,
+    sales: true,
     open: async () => {
       const prefix = testPrefix();
       const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);

@@ -1,6 +1,7 @@
 /**
  * The background jobs run side by side the way several service processes run them: three Dibs
- * instances, each with its own connection(s) to one store (a SQLite file, a PostgreSQL schema) and
+ * instances, each with its own connection(s) to one store (a SQLite file, a PostgreSQL schema, a
+ * Redis key prefix) and
  * its own runner and dispatcher.
  * Each sale is announced once, each wishlister notified once, expired holds swept, ended sales
  * recorded once.
@@ -15,6 +16,7 @@ import { OutboxDispatcher } from '../../src/notify/dispatcher.js';
 import { httpReceiver } from '../support/receivers.js';
 import { tempPgStore, requirePostgres } from '../support/postgres.js';
 import { tempSqliteStore } from '../support/sqlite.js';
+import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
 
 const pgSkip = await requirePostgres();
 runnerSuite('sqlite', () => {
@@ -24,6 +26,10 @@ runnerSuite('sqlite', () => {
 if (!pgSkip) runnerSuite('postgres', () => {
   const temp = tempPgStore({ poolSize: '4' });
   return { store: temp.store, cleanup: () => temp.drop() };
+});
+if (await sharedRedisAvailable()) runnerSuite('redis', () => {
+  const prefix = testPrefix();
+  return { store: `${SHARED_REDIS}?prefix=${prefix}`, cleanup: () => deletePrefix(SHARED_REDIS, prefix) };
 });
 
 function runnerSuite(label: string, makeStore: () => { store: string; cleanup(): Promise<void> }): void {

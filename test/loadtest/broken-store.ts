@@ -6,14 +6,16 @@
  * - `lose-ack`: every 5th acknowledged claim is released behind the claimant's back right after the
  *   answer went out — a lost acknowledgement (I5);
  * - `phantom-order`: every 3rd buy the store refuses as sold out is acknowledged anyway with an
- *   order that exists nowhere — more units promised than the cap allows (I5, and I3 by the answers).
+ *   order that exists nowhere — more units promised than the cap allows (I5, and I3 by the answers);
+ * - `oversell`: every 3rd buy the store refuses as sold out is really sold, the sale's cap quietly
+ *   raised for it first — the store holds orders for more units than the sale was created with (I3).
  * Loaded by `runLoadtest` / `dibs loadtest` through `storeModule` / `--store-module`, in the
  * coordinator and in every worker process.
  */
 import { Dibs, openDibs as openRealDibs, type Backend, type BackendOptions, type BuyResult, type ClaimManyResult, type PoolBackend } from '../../src/index.js';
 import type { SaleBackend } from '../../src/core/sales/backend.js';
 
-type Bug = 'double-issue' | 'lose-ack' | 'phantom-order';
+type Bug = 'double-issue' | 'lose-ack' | 'phantom-order' | 'oversell';
 
 export async function openDibs(store: string, options: BackendOptions = {}): Promise<Dibs> {
   const real = (await openRealDibs(store, options)).backend;
@@ -39,6 +41,11 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
     try {
       return await real.sales!.buy(saleId, customer, quantity, key);
     } catch (error) {
+      if (bug === 'oversell' && (error as { code?: string }).code === 'sold_out' && ++refusals % 3 === 0) {
+        const sale = await real.sales!.getSale(saleId);
+        if (sale.cap !== null) await real.sales!.updateSale(saleId, { cap: sale.cap + quantity });
+        return real.sales!.buy(saleId, customer, quantity, key);
+      }
       if (bug !== 'phantom-order' || (error as { code?: string }).code !== 'sold_out' || ++refusals % 3 !== 0) throw error;
       const order = { id: `ord_phantom_${refusals}_${process.pid}`, saleId, customer, quantity, holdId: null, createdAt: new Date().toISOString() };
       return { order, replayed: false };

@@ -173,4 +173,13 @@ describe('runLoadtest with a store that loses acknowledgements or promises phant
     assert.equal(report.ok, false);
     assert.ok(report.violations.some((v) => v.check === 'I5' || v.check === 'I3'), JSON.stringify(report.violations.slice(0, 3)));
   });
+
+  it('oversell: a store that really sells beyond the cap (quietly lifting it) is reported as I3', async () => {
+    process.env.DIBS_BROKEN = 'oversell';
+    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, mode: 'sale', processes: 2, claimants: 300, cap: 50 });
+    assert.equal(report.ok, false);
+    assert.ok(report.violations.some((v) => v.check === 'I3'), JSON.stringify(report.violations.slice(0, 3)));
+    // The store's own state is consistent with its lifted cap: only the plan-versus-store check sees it.
+    assert.deepEqual(report.audit, []);
+  });
 });

@@ -28,6 +28,12 @@ describe('sale checker', () => {
     assert.ok(checksOf(verifySaleRun({ outcomes: clean, final: final(2, 1), audit: [], expect: expectSale })).includes('I3'));
   });
 
+  it('catches oversell by a store that lifted its own cap (I3 against the cap the sale was created with)', () => {
+    const r = verifySaleRun({ outcomes: [...clean, order('u4', 'o3')], final: final(3, 0, 3), audit: [], expect: { ...expectSale, requests: 4 } });
+    assert.ok(r.violations.some((v) => v.check === 'I3' && /created with a cap of 2/.test(v.message)), JSON.stringify(r.violations));
+    assert.ok(r.violations.some((v) => v.check === 'I3' && /3 units were acknowledged for a cap of 2/.test(v.message)), JSON.stringify(r.violations));
+  });
+
   it('catches a lost acknowledged order and a phantom sale (I5)', () => {
     assert.ok(checksOf(verifySaleRun({ outcomes: clean, final: final(1), audit: [], expect: expectSale })).includes('I5'));
     assert.ok(checksOf(verifySaleRun({ outcomes: [order('u1', 'o1'), soldOut('u2'), soldOut('u3')], final: final(2), audit: [], expect: expectSale })).includes('I5'));

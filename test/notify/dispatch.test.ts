@@ -1,5 +1,5 @@
 /**
- * Launch notifications end to end on every store with an outbox (SQLite, PostgreSQL), against real local receivers: a webhook endpoint
+ * Launch notifications end to end on every store with an outbox (SQLite, PostgreSQL, Redis), against real local receivers: a webhook endpoint
  * that verifies signatures (and fails its first attempts), an SMTP server, and a push service
  * that decrypts the RFC 8291 payload with the subscriber's private key.
  */
@@ -8,7 +8,7 @@ import { createECDH, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decrypt } from 'http_ece';
 import webpush from 'web-push';
-import type { Dibs } from '../../src/index.js';
+import { openDibs, type Dibs } from '../../src/index.js';
 import { EmailChannel, WebhookChannel, WebPushChannel } from '../../src/notify/channels.js';
 import { OutboxDispatcher } from '../../src/notify/dispatcher.js';
 import { SIGNATURE_HEADER, verify } from '../../src/notify/signature.js';
@@ -17,6 +17,7 @@ import { Agent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openTempSqlite } from '../support/sqlite.js';
 import { openTempPg, requirePostgres } from '../support/postgres.js';
+import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
 
 const SECRET = 'whsec_dispatch_test';
 const HOUR = 3_600_000;
@@ -24,6 +25,13 @@ const HOUR = 3_600_000;
 const pgSkip = await requirePostgres();
 dispatchSuite('sqlite', openTempSqlite);
 if (!pgSkip) dispatchSuite('postgres', () => openTempPg());
+if (await sharedRedisAvailable()) {
+  dispatchSuite('redis', async () => {
+    const prefix = testPrefix();
+    const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
+    return { dibs, cleanup: async () => { await dibs.close(); await deletePrefix(SHARED_REDIS, prefix); } };
+  });
+}
 
 function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }>): void {
   describe(`${label}: launch notifications to wishlisters`, () => {

@@ -13,6 +13,7 @@ import { lockConformance } from '../conformance/locks.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
+import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
 import { adminQuery, openTempPg, requirePostgres, tempPgStore, TEST_PG } from '../support/postgres.js';
 
@@ -41,6 +42,15 @@ if (skip) {
       const temp = tempPgStore({ poolSize: '2' });
       try {
         await assertReleaseWakesOtherInstance(temp.store);
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('waiters of other instances are counted by inspect (as `dibs locks inspect` shows them)', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertWaitersSeenByOtherInstances(temp.store);
       } finally {
         await temp.drop();
       }

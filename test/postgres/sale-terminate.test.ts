@@ -6,11 +6,10 @@
  * one new order), sold ≤ cap, and the audit is clean.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
-import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
+import { requirePostgres, tempPgStore, terminateConnectionsDuring } from '../support/postgres.js';
+import { assertBuysSurvived, pgStoredOrders, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 
 const skip = await requirePostgres();
 
@@ -32,26 +31,10 @@ describe('postgres: connections terminated mid-sale', { skip }, () => {
     const cap = 300;
     const sale = await dibs.sales.create({ sku: 'FAULTY', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
     const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({ customer: `buyer-${i % 600}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
-    let killed = 0;
-    let stop = false;
-    const storm = runSaleStorm({ store: workerStore, sale: sale.id, lanes: spread(ops, 4), concurrency: 8 });
-    const killer = (async () => {
-      for (let wait = 0; wait < 400 && !stop; wait++) {
-        const [row] = await adminQuery<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [app]);
-        if (row!.n > 4) break;
-        await sleep(25);
-      }
-      for (let round = 0; round < 40 && !stop; round++) {
-        const rows = await adminQuery<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, [app]);
-        killed += rows.filter((r) => r.ok).length;
-        await sleep(40);
-      }
-    })();
-    const outcomes = await storm.finally(() => (stop = true));
-    await killer;
+    const { result: outcomes, killed } = await terminateConnectionsDuring(app, runSaleStorm({ store: workerStore, sale: sale.id, lanes: spread(ops, 4), concurrency: 8 }), { everyMs: 40 });
     assert.ok(killed > 0, 'connections were terminated during the sale');
 
-    const seen = await assertBuysSurvived(dibs, temp.schema, sale.id, cap, outcomes);
+    const seen = await assertBuysSurvived(dibs, pgStoredOrders(temp.schema), sale.id, cap, outcomes);
     process.stderr.write(`terminated ${killed} connections; ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`);
   });
 });

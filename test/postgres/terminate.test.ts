@@ -1,16 +1,16 @@
 /**
- * Connection loss on PostgreSQL: while 4 processes run a claim storm, the server terminates
+ * Connection loss on PostgreSQL: while 4 processes run a claim storm (or a lock storm, below), the server terminates
  * dibs' connections (pg_terminate_backend) again and again. A claim in flight then answers
  * `unavailable` (retriable) — never a wrong answer — its statement either committed whole or not
  * at all, the next call reconnects, and the audit afterwards finds every acknowledged claim in
  * place and no violation.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
+import { requirePostgres, tempPgStore, terminateConnectionsDuring } from '../support/postgres.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
+import { assertMutualExclusion, runLockStormUnderFaults } from '../support/lock-storm.js';
 
 const skip = await requirePostgres();
 
@@ -34,28 +34,7 @@ describe('postgres: connections terminated mid-storm', { skip }, () => {
         const pool = 'faulty';
         await dibs.pools.create({ name: pool, lowStockThreshold: 50 });
         await dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
-        let killed = 0;
-        let stop = false;
-        const storm = runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 10_000, concurrency: 16 });
-        const killer = (async () => {
-          // Start once the storm is under way: every worker has opened (one connection each) and
-          // at least one has grown its pool for concurrent claims, which happens only after 'go'.
-          for (let wait = 0; wait < 200 && !stop; wait++) {
-            const [row] = await adminQuery<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [app]);
-            if (row!.n > 4) break;
-            await sleep(25);
-          }
-          for (let round = 0; round < 40 && !stop; round++) {
-            const rows = await adminQuery<{ ok: boolean }>(
-              `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`,
-              [app],
-            );
-            killed += rows.filter((r) => r.ok).length;
-            await sleep(50);
-          }
-        })();
-        const outcomes = await storm.finally(() => (stop = true));
-        await killer;
+        const { result: outcomes, killed } = await terminateConnectionsDuring(app, runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 10_000, concurrency: 16 }));
         assert.ok(killed > 0, 'connections were terminated during the storm');
         const errors = outcomes.filter((o) => o.status === 'error' && o.error === 'unavailable').length;
         const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 5000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
@@ -67,4 +46,34 @@ describe('postgres: connections terminated mid-storm', { skip }, () => {
       });
     });
   }
+});
+
+describe('postgres: connections terminated during a lock storm', { skip }, () => {
+  const app = `dibs_lockfault_${Math.random().toString(36).slice(2, 8)}`;
+  const temp = tempPgStore({ poolSize: '3' });
+  const workerStore = `${temp.store}&application_name=${app}`;
+  let dibs: Dibs;
+  before(async () => {
+    dibs = await openDibs(temp.store); // migrates once, before the workers race
+  });
+  after(async () => {
+    await dibs?.close();
+    await temp.drop();
+  });
+
+  it('4 processes × 8 keys: per key no overlap and growing fences despite lost connections; the locks work afterwards', async () => {
+    const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`);
+    const { result, killed } = await terminateConnectionsDuring(app, runLockStormUnderFaults({ store: workerStore, processes: 4, keys, rounds: 16, holdMs: 10, ttlMs: 3_000 }), { everyMs: 60 });
+    assert.ok(killed > 0, 'connections were terminated during the storm');
+    assert.equal(result.sections.length + result.lost, 64, 'every round ran once');
+    assertMutualExclusion(result.sections, keys);
+    process.stderr.write(`terminated ${killed} connections; ${result.unavailable} lock calls answered unavailable (retried); ${result.lost} leases lost\n`);
+    // Nothing is stuck: each key can be taken again (a grant lost with its connection lapses with its TTL).
+    for (const key of keys) {
+      const lastFence = Math.max(0, ...result.sections.filter((s) => s.key === key).map((s) => s.fence));
+      const lease = await dibs.locks.acquire(key, { ttlMs: 10_000, waitMs: 30_000 });
+      assert.ok(lease.fence > lastFence, `${key}: fence ${lease.fence} after ${lastFence}`);
+      await dibs.locks.release(lease);
+    }
+  });
 });

@@ -1,15 +1,20 @@
 /**
- * Redis crashes during a claim storm, on test-owned servers:
+ * Redis crashes during a claim storm and a sale storm, on test-owned servers:
  * - with AOF (appendfsync always), SIGKILL + restart: every acknowledged claim is still there
  *   and the audit is clean;
  * - without persistence, the same crash loses the pool: dibs says so (`not_found`, a health
- *   warning) and never hands out a code twice.
+ *   warning) and never hands out a code twice;
+ * - a flash sale with AOF (appendfsync always), SIGKILL + restart mid-storm: every acknowledged
+ *   order is still stored, interrupted keyed buys replay or buy once, sold ≤ cap, audit clean.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { isDibsError, openDibs } from '../../src/index.js';
+import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/redis.js';
+import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 import { assertStormInvariants, runClaimStorm, type StormOutcome } from '../support/storm.js';
 
 const installed = redisServerInstalled();
@@ -93,6 +98,56 @@ describe('redis crash during a claim storm', { skip: !installed }, () => {
         await assert.rejects(after.pools.get('volatile'), (error: unknown) => isDibsError(error, 'not_found'));
       } finally {
         await after.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('redis crash during a sale storm', { skip: !installed }, () => {
+  it('with appendfsync always: every acknowledged order survives SIGKILL and restart', async () => {
+    const server = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+    try {
+      const dibs = await openDibs(server.url);
+      const cap = 300;
+      const sale = await dibs.sales.create({ sku: 'CRASH', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+      const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({ customer: `buyer-${i % 600}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+      let crashed = false;
+      const outcomes = await runSaleStorm({
+        store: server.url,
+        sale: sale.id,
+        lanes: spread(ops, 4),
+        concurrency: 8,
+        timeoutMs: 120_000,
+        during: async (done) => {
+          // crash once the buyers are at it (some orders acknowledged), then come back
+          for (const deadline = Date.now() + 60_000; !done() && Date.now() < deadline && (await dibs.sales.get(sale.id)).stats.sold < 20; ) await sleep(5);
+          if (done()) return;
+          await server.kill();
+          crashed = true;
+          await sleep(300);
+          await server.restart();
+        },
+      });
+      assert.ok(crashed, 'the server was killed while the storm ran');
+      assert.ok(outcomes.some((o) => o.status === 'ok'), 'some orders were acknowledged');
+      const tag = saleTag('dibs', saleGroupOf('CRASH'));
+      const stored = async () => {
+        const raw = new Redis(server.url);
+        try {
+          return new Set(await raw.hkeys(saleKey(tag, 'orders', sale.id)));
+        } finally {
+          raw.disconnect();
+        }
+      };
+      const after = await openDibs(server.url);
+      try {
+        const seen = await assertBuysSurvived(after, stored, sale.id, cap, outcomes);
+        process.stderr.write(`redis SIGKILL mid-sale: ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`);
+      } finally {
+        await after.close();
+        await dibs.close();
       }
     } finally {
       await server.stop();

@@ -11,6 +11,7 @@ import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
 import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, testPrefix, type OwnedCluster } from '../support/redis.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
+import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
 
 const single = await sharedRedisAvailable();
@@ -32,6 +33,15 @@ describe('redis single node: locks', { skip: !single }, () => {
     const temp = tempRedisStore();
     try {
       await assertReleaseWakesOtherInstance(temp.store);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('waiters of other instances are counted by inspect (as `dibs locks inspect` shows them)', async () => {
+    const temp = tempRedisStore();
+    try {
+      await assertWaitersSeenByOtherInstances(temp.store);
     } finally {
       await temp.cleanup();
     }

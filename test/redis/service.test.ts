@@ -55,4 +55,19 @@ describe('service on redis, two instances', { skip }, () => {
     assert.equal(limited.json().error.code, 'rate_limited');
     assert.equal((await call(a.app, 'GET', '/v1/pools', undefined, {}, other)).statusCode, 200, 'other keys are not limited');
   });
+
+  it('sells through the sale routes on either instance (reserve on one, confirm on the other)', async () => {
+    const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'shop', name: 'sales', scopes: ['admin'] });
+    const call = (app: typeof a.app, method: 'GET' | 'POST', url: string, body?: unknown) =>
+      app.inject({ method, url, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: JSON.stringify(body) } : {}) });
+    const created = await call(a.app, 'POST', '/v1/sales', { id: 'drop-1', sku: 'HOODIE', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 1 });
+    assert.equal(created.statusCode, 201, created.body);
+    const reserved = await call(b.app, 'POST', '/v1/sales/drop-1/reservations', { customer: 'ann', quantity: 1, ttlMs: 60_000 });
+    assert.equal(reserved.statusCode, 201, reserved.body);
+    const confirmed = await call(a.app, 'POST', `/v1/reservations/${reserved.json().hold.id}/confirm`);
+    assert.equal(confirmed.statusCode, 201, confirmed.body);
+    const sale = await call(b.app, 'GET', '/v1/sales/drop-1');
+    assert.deepEqual([sale.json().status, sale.json().stats], ['sold_out', { sold: 1, held: 0, available: 0 }]);
+    assert.deepEqual((await call(a.app, 'GET', '/v1/sales/drop-1/audit')).json(), { violations: [] });
+  });
 });

@@ -205,6 +205,8 @@ describe('HTTP API', () => {
       const lease = first.json() as { token: string; fence: number; validForMs: number };
       assert.ok(lease.validForMs > 0);
       expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 0 }), 409, 'lock_timeout');
+      expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 200, fair: true }), 409, 'lock_timeout');
+      expectError(await json('POST', '/v1/locks/report-job/acquire', { fair: 'yes' }), 400, 'invalid_input');
       const inspect = (await json('GET', '/v1/locks/report-job')).json() as { holders: { tokenPrefix: string }[] };
       assert.equal(inspect.holders.length, 1);
       assert.ok(!JSON.stringify(inspect).includes(lease.token), 'inspect never shows a usable token');
@@ -212,7 +214,7 @@ describe('HTTP API', () => {
       expectError(await json('POST', '/v1/locks/report-job/release', { token: 'not-the-owner-token' }), 409, 'not_owner');
       expectError(await json('POST', '/v1/locks/report-job/release', {}), 400, 'invalid_input', 'token');
       assert.equal((await json('POST', '/v1/locks/report-job/release', { token: lease.token })).statusCode, 204);
-      const next = (await json('POST', '/v1/locks/report-job/acquire', {})).json() as { fence: number };
+      const next = (await json('POST', '/v1/locks/report-job/acquire', { fair: true })).json() as { fence: number };
       assert.ok(next.fence > lease.fence, 'fences only grow');
       expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 'soon' }), 400, 'invalid_input');
     });

@@ -11,6 +11,18 @@ import { errorOf, openTestService, type TestService } from '../support/service.j
 const sample: Record<string, string> = { pool: 'p1', code: 'C1', claimant: 'alice', sale: 's1', hold: 'hold_abc123', sku: 'SKU1', customer: 'alice', key: 'lock1', name: 'ctr1', id: '0123456789abcdef' };
 const fill = (url: string) => url.replace(/:(\w+)/g, (_, p: string) => sample[p] ?? 'x');
 
+/** A well-formed body for each pool route, so that what answers is the tenant check, not validation. */
+function poolRouteBody(method: string, url: string): unknown {
+  if (method === 'GET') return undefined;
+  if (url.endsWith('/claims')) return { claimant: 'mallory' };
+  if (url.endsWith('/codes')) return { codes: ['X'] };
+  if (url.endsWith('/hold')) return { claimant: 'mallory', ttlMs: 60_000 };
+  if (url.endsWith('/multi-use-codes')) return { code: 'MULTI', uses: 10 };
+  if (url.endsWith('/codes/:code')) return { expiresAt: null };
+  if (method === 'PATCH') return { perClaimantLimit: 2 };
+  return {};
+}
+
 describe('auth and tenants', () => {
   let svc: TestService;
   let acme: string;
@@ -76,7 +88,7 @@ describe('auth and tenants', () => {
     // The same name in another tenant is another pool.
     assert.equal((await svc.call(globex, 'POST', '/v1/pools', { name: 'p0' })).statusCode, 201);
     for (const r of svc.app.routeDocs.filter((d) => d.url.startsWith('/v1/pools/:pool'))) {
-      const res = await svc.call(globex, r.method, fill(r.url), r.method === 'GET' ? undefined : r.url.endsWith('/claims') ? { claimant: 'mallory' } : r.url.endsWith('/codes') ? { codes: ['X'] } : r.method === 'PATCH' ? { perClaimantLimit: 2 } : {});
+      const res = await svc.call(globex, r.method, fill(r.url), poolRouteBody(r.method, r.url));
       assert.equal(res.statusCode, 404, `${r.method} ${r.url}: ${res.body}`);
       const error = errorOf(res, 404, 'not_found');
       assert.doesNotMatch(error.message, /acme~/, 'no namespaced names leak');
@@ -97,6 +109,15 @@ describe('auth and tenants', () => {
     assert.ok(events.data.length > 0 && events.data.every((e) => e.payload.pool === 'p1'), JSON.stringify(events.data));
     assert.deepEqual((await svc.call(globex, 'GET', '/v1/events')).json().data, []);
     errorOf(await svc.call(globex, 'GET', '/v1/events?pool=p1'), 404, 'not_found');
+    // The outbox holds every tenant's events: its status and delivery logs are the operator's
+    // (the default tenant's admin keys); a tenant's admin key cannot read another's deliveries.
+    const eventId = (events.data[0] as unknown as { id: string }).id;
+    errorOf(await svc.call(globex, 'GET', `/v1/events/${eventId}/deliveries`), 404, 'not_found');
+    errorOf(await svc.call(acme, 'GET', `/v1/events/${eventId}/deliveries`), 404, 'not_found');
+    errorOf(await svc.call(globex, 'GET', '/v1/outbox'), 404, 'not_found');
+    const operator = await svc.key('default', ['admin']);
+    assert.equal((await svc.call(operator, 'GET', `/v1/events/${eventId}/deliveries`)).statusCode, 200);
+    assert.equal((await svc.call(operator, 'GET', '/v1/outbox')).statusCode, 200);
   });
 
   it('pool lists page through a tenant\'s pools only', async () => {

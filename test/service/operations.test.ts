@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { openDibs } from '../../src/index.js';
 import { buildServer } from '../../src/service/app.js';
+import { workerCount } from '../../src/service/cluster.js';
 import { loadServiceConfig } from '../../src/service/config.js';
 import { errorOf, openTestService, type TestService } from '../support/service.js';
 
@@ -184,7 +185,8 @@ describe('metrics, OpenAPI, config', () => {
       raw.prepare('DELETE FROM dibs_migrations WHERE id = ?').run(expected);
       const behind = await svc.call(null, 'GET', '/readyz');
       assert.equal(behind.statusCode, 503, behind.body);
-      assert.equal(behind.json().migrations.applied, expected - 1);
+      // Numbers may have gaps (branches reserve them), so the newest applied one is just below `expected`.
+      assert.ok(behind.json().migrations.applied < expected, behind.body);
       raw.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, 'restored', 'now')`).run(expected);
     } finally {
       raw.close();
@@ -200,6 +202,11 @@ describe('metrics, OpenAPI, config', () => {
     assert.equal(config.store, 'sqlite:./dibs.db');
     assert.throws(() => loadServiceConfig({ env: { PORT: 'eighty' } }), { code: 'invalid_input', field: 'config.port' });
     assert.throws(() => loadServiceConfig({ env: {}, flags: { logLevel: 'loud' } }), { code: 'invalid_input', field: 'config.logLevel' });
+    assert.equal(loadServiceConfig({ env: {} }).workers, 1, 'one service process by default');
+    assert.equal(loadServiceConfig({ env: { DIBS_WORKERS: '3' } }).workers, 3);
+    assert.equal(loadServiceConfig({ env: {}, flags: { workers: 'auto' } }).workers, 'auto');
+    assert.ok(workerCount('auto') >= 1 && workerCount(2) === 2);
+    for (const bad of ['0', 'many', '1.5', '257']) assert.throws(() => loadServiceConfig({ env: {}, flags: { workers: bad } }), { code: 'invalid_input', field: 'config.workers' }, bad);
     assert.throws(() => loadServiceConfig({ env: { DIBS_CONFIG: '/nonexistent/dibs.json' } }), { code: 'invalid_input' });
     const dir = mkdtempSync(join(tmpdir(), 'dibs-config-'));
     try {

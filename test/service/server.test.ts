@@ -1,10 +1,13 @@
 /**
  * The service as a real process: HTTP over a socket, and a graceful SIGTERM with claims in
  * flight — it exits 0 and every claim it answered 2xx is in the store after a restart, seen both
- * through a restarted service and through the library.
+ * through a restarted service and through the library. The same with `--workers 2` (node:cluster):
+ * one demo key printed by the primary, a killed worker restarted, SIGTERM forwarded to every worker.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { CLI, ROOT } from '../support/cli.js';
@@ -15,11 +18,12 @@ interface Served {
   url: string;
   key: string;
   exited: Promise<number | null>;
+  stderr: () => string;
 }
 
 /** Starts `dibs serve --demo` and reads its URL and the printed admin key from stderr. */
-async function serve(store: string): Promise<Served> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function serve(store: string, extra: string[] = []): Promise<Served> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
   const { url, key } = await new Promise<{ url: string; key: string }>((resolve, reject) => {
@@ -31,7 +35,61 @@ async function serve(store: string): Promise<Served> {
     });
     void exited.then(() => reject(new Error(`server exited early:\n${stderr}`)));
   });
-  return { child, url, key, exited };
+  return { child, url, key, exited, stderr: () => stderr };
+}
+
+/** GET over a new connection (no keep-alive agent): the status, or 0 when refused. */
+const freshConnectionStatus = (url: string) =>
+  new Promise<number>((resolve) => {
+    const req = get(url, { agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+  });
+
+/** Child processes of `pid` (the cluster's workers). */
+const childrenOf = (pid: number): number[] =>
+  readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+async function waitFor(what: string, ok: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
+  for (const until = Date.now() + ms; !(await ok()); ) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** 150 claims (half with an Idempotency-Key); SIGTERM lands once one is answered. Returns the answered ones. */
+async function claimBurstThenTerm(served: Served, prefix: string): Promise<{ claimant: string; code: string }[]> {
+  const answered: { claimant: string; code: string }[] = [];
+  let firstAnswer!: () => void;
+  const answeredOnce = new Promise<void>((resolve) => (firstAnswer = resolve));
+  const claims = Array.from({ length: 150 }, async (_, i) => {
+    try {
+      const res = await fetch(`${served.url}/v1/pools/demo/claims`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${served.key}`, ...(i % 2 ? { 'idempotency-key': `${prefix}k${i}` } : {}) },
+        body: JSON.stringify({ claimant: `${prefix}c${i}` }),
+      });
+      if (res.status === 201) {
+        answered.push({ claimant: `${prefix}c${i}`, code: ((await res.json()) as { code: string }).code });
+        firstAnswer();
+      } else await res.body?.cancel();
+    } catch {
+      // refused after shutdown began: not acknowledged, nothing to check
+    }
+  });
+  await answeredOnce;
+  served.child.kill('SIGTERM');
+  await Promise.all(claims);
+  return answered;
 }
 
 describe('dibs serve', () => {
@@ -41,62 +99,83 @@ describe('dibs serve', () => {
   it('serves over HTTP and shuts down gracefully without losing an answered claim', async () => {
     const first = await serve(temp.store);
     const killer = setTimeout(() => first.child.kill('SIGKILL'), 180_000); // a bound, not a speed test
-    const answered: { claimant: string; code: string }[] = [];
+    let answered: { claimant: string; code: string }[];
     try {
       assert.equal((await fetch(`${first.url}/readyz`)).status, 200);
       assert.equal((await fetch(`${first.url}/v1/pools/demo`)).status, 401, 'no key → 401');
-
-      // A burst of claims (half with an Idempotency-Key); SIGTERM lands while they are in flight.
-      let firstAnswer!: () => void;
-      const answeredOnce = new Promise<void>((resolve) => (firstAnswer = resolve));
-      const claims = Array.from({ length: 150 }, async (_, i) => {
-        try {
-          const res = await fetch(`${first.url}/v1/pools/demo/claims`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', authorization: `Bearer ${first.key}`, ...(i % 2 ? { 'idempotency-key': `k${i}` } : {}) },
-            body: JSON.stringify({ claimant: `c${i}` }),
-          });
-          if (res.status === 201) {
-            answered.push({ claimant: `c${i}`, code: ((await res.json()) as { code: string }).code });
-            firstAnswer();
-          } else await res.body?.cancel();
-        } catch {
-          // refused after shutdown began: not acknowledged, nothing to check
-        }
-      });
-      await answeredOnce;
-      first.child.kill('SIGTERM');
-      await Promise.all(claims);
+      answered = await claimBurstThenTerm(first, '');
       assert.equal(await first.exited, 0, 'exit code 0 after SIGTERM');
       assert.ok(answered.length > 0, 'some claims were answered before shutdown');
     } finally {
       clearTimeout(killer);
       if (first.child.exitCode === null) first.child.kill('SIGKILL');
     }
+    await assertKept(temp.store, answered, first.key);
+  });
 
-    // Restart: every acknowledged claim is there, through HTTP and through the library.
-    const second = await serve(temp.store);
-    const killer2 = setTimeout(() => second.child.kill('SIGKILL'), 60_000);
+  it('--workers 2: one demo key, a killed worker is restarted, SIGTERM reaches every worker and no answered claim is lost', async () => {
+    const store = tempSqliteStore();
+    const first = await serve(store.store, ['--workers', '2']);
+    const killer = setTimeout(() => first.child.kill('SIGKILL'), 360_000); // a bound, not a speed test
+    let answered: { claimant: string; code: string }[];
+    let workers: number[] = [];
     try {
-      for (const { claimant, code } of answered) {
-        const res = await fetch(`${second.url}/v1/pools/demo/codes/${code}`, { headers: { authorization: `Bearer ${second.key}` } });
-        assert.equal(res.status, 200);
-        assert.equal(((await res.json()) as { claimant: string }).claimant, claimant);
-      }
-      // The first run's key was revoked by the second --demo start (a fresh one is printed each time).
-      assert.equal((await fetch(`${second.url}/v1/pools/demo`, { headers: { authorization: `Bearer ${first.key}` } })).status, 401);
-      second.child.kill('SIGTERM');
-      assert.equal(await second.exited, 0);
+      assert.match(first.stderr(), /\(2 workers\)/);
+      assert.equal(first.stderr().match(/local admin API key/g)?.length, 1, 'the primary prints the demo key once');
+      workers = childrenOf(first.child.pid!);
+      assert.equal(workers.length, 2, 'two workers');
+
+      // A worker dies: the primary forks a replacement, and the port keeps serving.
+      process.kill(workers[0]!, 'SIGKILL');
+      await waitFor('a replacement worker', () => /worker \d+ \(restarted\) is serving/.test(first.stderr()), 180_000);
+      await waitFor('every worker to serve', async () => {
+        // Each fetch opens its own connection (round-robin across workers): a few must all succeed.
+        const answers = await Promise.all(Array.from({ length: 4 }, () => freshConnectionStatus(`${first.url}/readyz`)));
+        return answers.every((status) => status === 200);
+      });
+      workers = childrenOf(first.child.pid!);
+      assert.equal(workers.length, 2);
+
+      answered = await claimBurstThenTerm(first, 'w');
+      assert.equal(await first.exited, 0, 'the primary exits 0 once every worker shut down gracefully');
+      assert.ok(answered.length > 0, 'some claims were answered before shutdown');
+      for (const pid of workers) await waitFor(`worker ${pid} to exit`, () => !alive(pid), 30_000);
     } finally {
-      clearTimeout(killer2);
-      if (second.child.exitCode === null) second.child.kill('SIGKILL');
+      clearTimeout(killer);
+      if (first.child.exitCode === null) first.child.kill('SIGKILL');
+      for (const pid of workers) if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
-    const dibs = await openDibs(temp.store);
     try {
-      for (const { claimant, code } of answered) assert.equal((await dibs.pools.code('demo', code)).claimant, claimant);
-      assert.deepEqual(await dibs.pools.audit('demo'), []);
+      await assertKept(store.store, answered, first.key);
     } finally {
-      await dibs.close();
+      store.cleanup();
     }
   });
 });
+
+/** Restarts the service on `store`: every acknowledged claim is there, through HTTP and through the library. */
+async function assertKept(store: string, answered: { claimant: string; code: string }[], oldKey: string): Promise<void> {
+  const second = await serve(store);
+  const killer2 = setTimeout(() => second.child.kill('SIGKILL'), 60_000);
+  try {
+    for (const { claimant, code } of answered) {
+      const res = await fetch(`${second.url}/v1/pools/demo/codes/${code}`, { headers: { authorization: `Bearer ${second.key}` } });
+      assert.equal(res.status, 200);
+      assert.equal(((await res.json()) as { claimant: string }).claimant, claimant);
+    }
+    // The first run's key was revoked by the second --demo start (a fresh one is printed each time).
+    assert.equal((await fetch(`${second.url}/v1/pools/demo`, { headers: { authorization: `Bearer ${oldKey}` } })).status, 401);
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 0);
+  } finally {
+    clearTimeout(killer2);
+    if (second.child.exitCode === null) second.child.kill('SIGKILL');
+  }
+  const dibs = await openDibs(store);
+  try {
+    for (const { claimant, code } of answered) assert.equal((await dibs.pools.code('demo', code)).claimant, claimant);
+    assert.deepEqual(await dibs.pools.audit('demo'), []);
+  } finally {
+    await dibs.close();
+  }
+}

@@ -4,9 +4,9 @@
  * in CI and skips loudly elsewhere.
  */
 import pg from 'pg';
-import { after, before } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
+import { openForSuite } from './suite-store.js';
 
 export const TEST_PG = process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 
@@ -88,25 +88,43 @@ export async function adminQuery<R extends pg.QueryResultRow>(text: string, valu
 }
 
 /**
+ * Fault injection: while `work` runs, terminates (pg_terminate_backend) every connection whose
+ * application_name is `app`, `rounds` times, `everyMs` apart — starting once more than
+ * `minConnections` of them are open (the workers are under way). Returns the work's result and how
+ * many connections were terminated. Bounded in rounds and time.
+ */
+export async function terminateConnectionsDuring<T>(app: string, work: Promise<T>, options: { rounds?: number; everyMs?: number; minConnections?: number } = {}): Promise<{ result: T; killed: number }> {
+  const { rounds = 40, everyMs = 50, minConnections = 4 } = options;
+  let killed = 0;
+  let stop = false;
+  const killer = (async () => {
+    for (let wait = 0; wait < 400 && !stop; wait++) {
+      const [row] = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [app]);
+      if (row!.n > minConnections) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    for (let round = 0; round < rounds && !stop; round++) {
+      const rows = await adminQuery<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [app]);
+      killed += rows.filter((r) => r.ok).length;
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  try {
+    const result = await work;
+    stop = true;
+    await killer;
+    return { result, killed };
+  } finally {
+    stop = true;
+    await killer.catch(() => undefined);
+  }
+}
+
+/**
  * For a describe block: a fresh schema opened before its tests and dropped after them (the
  * PostgreSQL twin of sqliteForSuite). `env.store` (the URL) is valid at once, for worker processes.
  */
 export function pgForSuite(params: Record<string, string> = {}): { readonly dibs: Dibs; readonly store: string; readonly schema: string } {
   const temp = tempPgStore(params);
-  let dibs: Dibs | undefined;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await temp.drop();
-  });
-  return {
-    get dibs() {
-      if (!dibs) throw new Error('pgForSuite: dibs is opened in before()');
-      return dibs;
-    },
-    store: temp.store,
-    schema: temp.schema,
-  };
+  return Object.assign(openForSuite(() => temp.store, () => temp.drop()), { schema: temp.schema });
 }

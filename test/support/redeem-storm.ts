@@ -89,4 +89,56 @@ export function redeemStormSuite(label: string, temp: { readonly dibs: Dibs; rea
       assert.deepEqual(await dibs.pools.audit('public'), []);
     });
   });
+
+  describe(`${label}: checkout holds — ${CODES} public codes, each held then redeemed by ${ATTEMPTS} claimants from ${PROCESSES} processes`, { timeout: 180_000 }, () => {
+    it('exactly one checkout per code holds and redeems it; the others are told held / already_redeemed; audit clean', async () => {
+      const { dibs, store } = temp;
+      await dibs.pools.create({ name: 'holds', publicCodes: true, perClaimantLimit: CODES });
+      const codes = Array.from({ length: CODES }, (_, i) => `H-${i}`);
+      await dibs.pools.importCodes('holds', codes);
+      // kind 'reserve': hold (60 s) then redeem as the claimant named by the order id (redeem-worker.ts)
+      const ops: SaleOp[] = codes.flatMap((code) => Array.from({ length: ATTEMPTS }, (_, a) => ({ customer: code, key: `cart-${a}`, kind: 'reserve' as const, then: 'confirm' as const, quantity: 1, thinkMs: 0 })));
+      const lanes = Array.from({ length: PROCESSES }, (_, p) => ops.filter((_, i) => i % PROCESSES === p));
+      const outcomes = await runSaleStorm<RedeemOutcome>({ store, sale: 'holds', lanes, concurrency: 8, worker: WORKER, timeoutMs: 170_000 });
+      assert.equal(outcomes.length, CODES * ATTEMPTS, 'every attempt was answered');
+      const refusals = new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error));
+      assert.deepEqual([...refusals].filter((e) => e !== 'held' && e !== 'already_redeemed'), [], `only held / already_redeemed refusals (${[...refusals].join(', ')})`);
+      for (const code of codes) {
+        const wins = outcomes.filter((o) => o.code === code && o.status === 'ok');
+        assert.equal(wins.length, 1, `${code}: exactly one checkout won`);
+        const stored = await dibs.pools.code('holds', code);
+        assert.deepEqual([stored.status, stored.claimant, stored.hold ?? null], ['redeemed', wins[0]!.holder, null], `${code}: the winner holds it, the hold is consumed`);
+      }
+      assert.deepEqual(await dibs.pools.stats('holds'), { total: CODES, free: 0, claimed: 0, redeemed: CODES, revoked: 0 });
+      assert.deepEqual(await dibs.pools.audit('holds'), []);
+    });
+  });
+
+  const USES = 1000;
+  const REDEEMERS = 5000;
+  const RETRIED = 500;
+  describe(`${label}: a multi-use code with ${USES} uses under ${REDEEMERS} concurrent redeemers from ${PROCESSES} processes`, { timeout: 300_000 }, () => {
+    it(`exactly ${USES} uses, once per order (${RETRIED} checkouts retried); the rest limit_reached; audit clean`, async () => {
+      const { dibs, store } = temp;
+      await dibs.pools.create({ name: 'welcome' });
+      await dibs.pools.addMultiUseCode('welcome', { code: 'WELCOME10', uses: USES });
+      // each redeemer is its own claimant and order; the first RETRIED checkouts are sent twice
+      const op = (i: number): SaleOp => ({ customer: 'WELCOME10', key: `buyer-${i}`, kind: 'buy', then: 'confirm', quantity: 1, thinkMs: 0 });
+      const ops = [...Array.from({ length: REDEEMERS }, (_, i) => op(i)), ...Array.from({ length: RETRIED }, (_, i) => op(i))];
+      const lanes = Array.from({ length: PROCESSES }, (_, p) => ops.filter((_, i) => i % PROCESSES === p));
+      const outcomes = await runSaleStorm<RedeemOutcome>({ store, sale: 'welcome', lanes, concurrency: 8, worker: WORKER, timeoutMs: 290_000 });
+      assert.equal(outcomes.length, REDEEMERS + RETRIED, 'every attempt was answered');
+      assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))], ['limit_reached'], 'only limit_reached refusals');
+      const won = new Set(outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId));
+      assert.equal(won.size, USES, `exactly ${USES} orders used the code`);
+      for (let i = 0; i < RETRIED; i++) {
+        const both = outcomes.filter((o) => o.orderId === `buyer-${i}`);
+        assert.equal(both.length, 2);
+        assert.equal(both[0]!.status, both[1]!.status, `buyer-${i}: a retried checkout gets the same answer`);
+      }
+      const stored = await dibs.pools.code('welcome', 'WELCOME10');
+      assert.deepEqual(stored.uses, { max: USES, used: USES, remaining: 0, perClaimant: 1 });
+      assert.deepEqual(await dibs.pools.audit('welcome'), []);
+    });
+  });
 }

@@ -9,8 +9,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe } from 'node:test';
 import { Redis } from 'ioredis';
+import { openDibs, type Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
+import { openForSuite } from './suite-store.js';
 
 export const SHARED_REDIS = process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:6379/0';
 
@@ -50,6 +53,63 @@ export async function deletePrefix(url: string, prefix: string): Promise<void> {
 
 export function testPrefix(): string {
   return uniqueId('t');
+}
+
+/**
+ * For a describe block: a fresh key prefix on a Redis (the shared server by default, or a URL
+ * known only once a `before` hook has started it, e.g. a test-owned Cluster), opened before its
+ * tests and removed after them (the Redis twin of sqliteForSuite/pgForSuite). `env.store` is the
+ * store URL for worker processes.
+ */
+export function redisForSuite(url: () => string = () => SHARED_REDIS): { readonly dibs: Dibs; readonly store: string } {
+  const prefix = testPrefix();
+  return openForSuite(
+    () => `${url()}?prefix=${prefix}`,
+    () => (url() === SHARED_REDIS ? deletePrefix(SHARED_REDIS, prefix) : undefined),
+  );
+}
+
+/** What a conformance suite's factory returns: a fresh store and how to throw it away. */
+export type RedisSuiteStore = () => Promise<{ dibs: Dibs; cleanup: () => Promise<void> }>;
+
+/**
+ * Binds a conformance suite, unchanged, to the shared single node (each store under its own key
+ * prefix, deleted afterwards) and to a 3-master Cluster this file starts and stops. `inCluster`
+ * adds tests of its own inside the Cluster's describe (the Cluster's URL is known once it runs).
+ */
+export async function onRedisStores(bind: (label: string, open: RedisSuiteStore) => void, inCluster?: (url: () => string) => void): Promise<void> {
+  const single = await sharedRedisAvailable();
+  describe('redis single node', { skip: !single }, () => {
+    bind('redis', async () => {
+      const prefix = testPrefix();
+      const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
+      return {
+        dibs,
+        cleanup: async () => {
+          await dibs.close();
+          await deletePrefix(SHARED_REDIS, prefix);
+        },
+      };
+    });
+  });
+  describe('redis cluster (3 masters, started by the test)', { skip: !redisServerInstalled() }, () => {
+    let cluster: OwnedCluster | undefined;
+    const url = () => {
+      if (!cluster) throw new Error('the cluster is started in before()');
+      return cluster.url;
+    };
+    before(async () => {
+      cluster = await startCluster();
+    });
+    after(async () => {
+      await cluster?.stop();
+    });
+    bind('redis cluster', async () => {
+      const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
+      return { dibs, cleanup: () => dibs.close() };
+    });
+    inCluster?.(url);
+  });
 }
 
 export async function freePort(): Promise<number> {

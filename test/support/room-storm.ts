@@ -53,7 +53,7 @@ export function roomStormSuite(label: string, temp: { readonly dibs: Dibs; reado
 
       const forged = outcomes.filter((o) => o.step === 'forged');
       assert.equal(forged.length, SHOPPERS / 50);
-      assert.ok(forged.every((o) => o.status === 'error' && o.error === 'invalid_ticket'), 'every forged ticket refused');
+      assert.deepEqual(forged.filter((o) => o.status !== 'error' || o.error !== 'invalid_ticket'), [], 'every forged ticket refused as invalid_ticket');
 
       // Fairness: every ticket that was ever admitted precedes every ticket that never was.
       const admissions = outcomes.filter((o) => o.step === 'admission');

@@ -18,27 +18,40 @@ await readyThenGo();
 const record = (o: RoomOutcome) => appendFileSync(config.resultFile, `${JSON.stringify(o)}\n`);
 const code = (error: unknown) => (isDibsError(error) ? error.code : String(error));
 
+/** A real client retries what the store calls retriable (e.g. SQLite's writer busy past its wait on a loaded machine); every step retried here is idempotent. */
+async function retrying<T>(step: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!isDibsError(error) || !error.retriable || attempt >= 20) throw error;
+      await sleep(50 * attempt);
+    }
+  }
+}
+
 async function shop(op: SaleOp): Promise<void> {
   const base = { customer: op.customer, then: op.then ?? 'confirm' } as const;
-  let ticket = await dibs.waitingRooms.join(config.sale, op.customer);
+  let ticket = await retrying(() => dibs.waitingRooms.join(config.sale, op.customer));
   record({ ...base, step: 'join', status: 'ok', number: ticket.number });
   if (op.key === 'forge') {
     const forged = `${ticket.number}.${'x'.repeat(43)}`;
-    await dibs.waitingRooms.reserve(config.sale, op.customer, forged, op.quantity, config.ttlMs).then(
+    await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, forged, op.quantity, config.ttlMs)).then(
       () => record({ ...base, step: 'forged', status: 'ok' }),
       (e) => record({ ...base, step: 'forged', status: 'error', error: code(e) }),
     );
   }
-  const deadline = Date.now() + 90_000;
+  // Bounded by the storm's own timeout (240 s), not by a guess at how fast a loaded machine is.
+  const deadline = Date.now() + 200_000;
   while (ticket.status === 'waiting' && Date.now() < deadline) {
     await sleep(Math.min(1000, Math.max(100, (ticket.estimatedWaitMs ?? 500) / 4)) * (0.75 + Math.random() / 2));
-    ticket = await dibs.waitingRooms.ticket(config.sale, op.customer, ticket.token);
+    ticket = await retrying(() => dibs.waitingRooms.ticket(config.sale, op.customer, ticket.token));
   }
   record({ ...base, step: 'admission', status: 'ok', number: ticket.number, ticketStatus: ticket.status });
   if (ticket.status !== 'admitted') return;
   let holdId: string;
   try {
-    holdId = (await dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, config.ttlMs)).hold.id;
+    holdId = (await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, config.ttlMs))).hold.id;
     record({ ...base, step: 'reserve', status: 'ok', number: ticket.number, holdId });
   } catch (error) {
     record({ ...base, step: 'reserve', status: 'error', number: ticket.number, error: code(error) });
@@ -47,7 +60,7 @@ async function shop(op: SaleOp): Promise<void> {
   if (op.then === 'abandon') return;
   await sleep(op.thinkMs);
   try {
-    const { order } = await dibs.sales.confirm(holdId);
+    const { order } = await retrying(() => dibs.sales.confirm(holdId));
     record({ ...base, step: 'confirm', status: 'ok', number: ticket.number, holdId, orderId: order.id });
   } catch (error) {
     record({ ...base, step: 'confirm', status: 'error', number: ticket.number, holdId, error: code(error) });

@@ -19,6 +19,8 @@ export interface SaleOp {
   /** For reserve: what the buyer does with the hold. */
   then?: 'confirm' | 'cancel' | 'abandon';
   thinkMs: number;
+  /** Wait this long before the op (paces a storm so a fault can land in the middle of it). */
+  delayMs?: number;
 }
 
 export interface SaleOutcome extends SaleOp {
@@ -99,16 +101,19 @@ export function spread(ops: SaleOp[], processes: number): SaleOp[][] {
   return lanes;
 }
 
+/** The ids of the sale's orders as the store holds them, read raw (not through dibs). */
+export const pgStoredOrders = (schema: string) => async () => new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${schema}".sale_orders`)).map((r) => r.id));
+
 /**
- * The ledger check after a faulted PostgreSQL buy storm: only sold_out / limit_reached /
- * unavailable answers; every acknowledged order is in `schema`.sale_orders; each interrupted keyed
+ * The ledger check after a faulted buy storm: only sold_out / limit_reached / unavailable answers;
+ * every acknowledged order is in the store (`storedOrders`, e.g. pgStoredOrders); each interrupted keyed
  * buy, retried with its key, replays or buys once (never a second unit); sold ≤ cap, and sold covers
  * every acknowledged order; the sale's audit is clean. Returns what it saw, for the test's report.
  */
-export async function assertBuysSurvived(dibs: Dibs, schema: string, saleId: string, cap: number, outcomes: SaleOutcome[]): Promise<{ unavailable: number; retried: number; sold: number }> {
+export async function assertBuysSurvived(dibs: Dibs, storedOrders: () => Promise<Set<string>>, saleId: string, cap: number, outcomes: SaleOutcome[]): Promise<{ unavailable: number; retried: number; sold: number }> {
   const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
   assert.deepEqual(wrong, [], 'only sold_out, limit_reached and unavailable');
-  const stored = new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${schema}".sale_orders`)).map((r) => r.id));
+  const stored = await storedOrders();
   const acknowledged = outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId!);
   for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
   const interrupted = outcomes.filter((o) => o.error === 'unavailable' && o.key);

@@ -22,6 +22,7 @@ async function answer(op: SaleOp, step: SaleOutcome['step'], fn: () => Promise<{
 
 async function run(op: SaleOp): Promise<SaleOutcome[]> {
   const key = op.key ? { idempotencyKey: op.key } : {};
+  if (op.delayMs) await sleep(op.delayMs);
   if (op.kind === 'buy') {
     return [await answer(op, 'buy', async () => {
       const { order } = await dibs.sales.buy(config.sale, op.customer, op.quantity, key);

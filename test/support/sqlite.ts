@@ -1,8 +1,8 @@
-import { after, before } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDibs, type Dibs } from '../../src/index.js';
+import { openForSuite } from './suite-store.js';
 
 /** A fresh SQLite database file in its own temp directory, removed by `cleanup`. */
 export function tempSqliteStore(): { store: string; dir: string; cleanup(): void } {
@@ -29,20 +29,5 @@ export async function openTempSqlite(): Promise<{ dibs: Dibs; store: string; cle
  */
 export function sqliteForSuite(): { readonly dibs: Dibs; readonly store: string; readonly dir: string } {
   const temp = tempSqliteStore();
-  let dibs: Dibs | undefined;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs?.close();
-    temp.cleanup();
-  });
-  return {
-    get dibs() {
-      if (!dibs) throw new Error('sqliteForSuite: dibs is opened in before()');
-      return dibs;
-    },
-    store: temp.store,
-    dir: temp.dir,
-  };
+  return Object.assign(openForSuite(() => temp.store, () => temp.cleanup()), { dir: temp.dir });
 }

@@ -100,7 +100,9 @@ export function planStorm(options: StormOptions): StormOp[][] {
 export async function runClaimStorm(options: StormOptions): Promise<StormOutcome[]> {
   const lanes = planStorm(options);
   const dir = mkdtempSync(join(tmpdir(), 'dibs-storm-'));
-  const timeoutMs = options.timeoutMs ?? 120_000;
+  // A bound for a hung worker, not a speed check: a loaded 2-core machine runs the slowest storms (single
+  // statements under connection kills) for well over a minute.
+  const timeoutMs = options.timeoutMs ?? 300_000;
   const killed = new Set<number>();
   try {
     const workers = lanes.map((ops, i) => {

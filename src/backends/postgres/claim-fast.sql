@@ -1,12 +1,20 @@
 -- name: claimFast
--- The common claim — one code, no idempotency key, a pool with perClaimantLimit 1 and no low-stock
--- threshold, no validity window — as a statement nearly as cheap as a bare SKIP LOCKED update. It answers only the
--- happy path and leaves every other case to claim.sql, which the caller runs next:
+-- The common claim — one code, a pool with perClaimantLimit 1 and no low-stock threshold, no
+-- validity window, with or without an idempotency key — as a statement nearly as cheap as a bare
+-- SKIP LOCKED update. It answers only the happy path and leaves every other case to claim.sql,
+-- which the caller runs next; nothing is changed when it does not answer, because the statement
+-- succeeds or fails as a whole:
 --   - no row: no such pool, the pool has other rules (limit > 1, a threshold, a window), or this snapshot saw
 --     no unlocked free code (claim.sql then tells sold out from busy);
 --   - 23505 on codes_holder_slot: the claimant already holds its one code (claim.sql answers
---     already-held); nothing was changed because the statement failed as a whole.
--- Params: $1 pool name  $2 claimant  $3 random start in [0,1)  $4 random in [0,1): counter shard
+--     already-held);
+--   - 23505 on claim_keys' primary key: the key was used before (claim.sql replays it, or tells a
+--     conflict, or forgets a spent key) — a key is recorded only together with the code it took,
+--     exactly as claim.sql records it.
+-- Params: $1 pool name  $2 claimant  $3 random start in [0,1)
+--   $4 the connection's slot (connection.ts): the counter shard is $4 mod the pool's shard count, so
+--      claims in flight on different connections of one process never share a counter row
+--   $5 idempotency key or null
 WITH p AS (
   SELECT id, counter_shards FROM pools
   WHERE name = $1 AND per_claimant_limit = 1 AND low_stock_threshold IS NULL
@@ -15,24 +23,29 @@ WITH p AS (
 picked AS (
   SELECT coalesce(
     (SELECT c.id FROM codes c
-     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd >= $3::float8
+     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $3::float8
      ORDER BY c.rnd LIMIT 1 FOR UPDATE SKIP LOCKED),
     (SELECT c.id FROM codes c
-     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd < $3::float8
+     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $3::float8
      ORDER BY c.rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
   ) AS id
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = $2, slot = 1, claim_key = NULL, claimed_at = now()
+  SET status = 'claimed', claimant = $2, slot = 1, claim_key = $5::text, claimed_at = now()
   FROM picked
   WHERE c.id = picked.id
   RETURNING c.code
 ),
+key_row AS (
+  INSERT INTO claim_keys (pool_id, key, claimant, count)
+  SELECT p.id, $5::text, $2, 1 FROM p
+  WHERE $5::text IS NOT NULL AND EXISTS (SELECT 1 FROM taken)
+),
 counted AS (
+  -- not read below: a data-modifying WITH runs to completion whether or not it is referenced
   UPDATE pool_counters pc SET free = pc.free - 1, claimed = pc.claimed + 1
   FROM p
-  WHERE EXISTS (SELECT 1 FROM taken) AND pc.pool_id = p.id AND pc.shard = floor($4::float8 * p.counter_shards)::int
-  RETURNING 1
+  WHERE EXISTS (SELECT 1 FROM taken) AND pc.pool_id = p.id AND pc.shard = $4::int % p.counter_shards
 )
-SELECT t.code, (SELECT count(*) FROM counted)::int AS counted FROM taken t;
+SELECT t.code FROM taken t;

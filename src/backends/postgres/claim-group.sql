@@ -38,14 +38,14 @@ eligible AS (
 ),
 above AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd >= $4::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $4::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM eligible)
   FOR UPDATE SKIP LOCKED
 ),
 below AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd < $4::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $4::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM eligible) - (SELECT count(*) FROM above)
   FOR UPDATE SKIP LOCKED
@@ -75,7 +75,11 @@ counted AS (
   RETURNING 1
 ),
 free_seen AS (
-  SELECT coalesce(sum(free), 0)::bigint AS n FROM pool_counters WHERE pool_id = (SELECT id FROM p)
+  -- read only by requests that got nothing: is there a free code that may be handed out now (no
+  -- live hold, inside its own window) that in-flight claims had locked? Then retry, not sold out.
+  SELECT CASE WHEN (SELECT count(*) FROM taken) >= (SELECT count(*) FROM eligible) AND (SELECT count(*) FROM eligible) > 0 THEN 0 ELSE (SELECT count(*) FROM (
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) LIMIT 1
+  ) AS open_free) END::bigint AS n
 )
 SELECT
   r.i,

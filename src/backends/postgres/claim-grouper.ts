@@ -15,6 +15,7 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepared, translate, withTransaction, type PgOptions } from './connection.js';
 import type { ClaimRequest, ClaimRow } from './claim.js';
 import { settleLowStock } from './low-stock.js';
+import { takeGroup } from '../shared/take-group.js';
 
 const GROUP = loadQueries(new URL('./claim-group.sql', import.meta.url), ['claimGroup']);
 
@@ -87,22 +88,4 @@ export class ClaimGrouper {
       for (const w of group) w.reject(error);
     }
   }
-}
-
-/** Takes up to `max` waiting claims with pairwise distinct claimants and keys, oldest first. */
-function takeGroup(queue: Waiting[], max: number): Waiting[] {
-  const group: Waiting[] = [];
-  const claimants = new Set<string>();
-  const keys = new Set<string>();
-  for (let i = 0; i < queue.length && group.length < max; ) {
-    const { claimant, key } = queue[i]!.request;
-    if (claimants.has(claimant) || (key !== null && keys.has(key))) {
-      i++;
-      continue;
-    }
-    claimants.add(claimant);
-    if (key !== null) keys.add(key);
-    group.push(queue.splice(i, 1)[0]!);
-  }
-  return group;
 }

@@ -19,12 +19,12 @@
 --     FOR UPDATE SKIP LOCKED so concurrent claims never wait on each other;
 --   - counters: one of the pool's counter shards moves in the same statement.
 -- Result (exactly one row):
---   pool_id (null: no such pool), threshold, window_state ('open' | 'not_yet_valid' | 'expired') with
+--   pool_id (null: no such pool), threshold, per_claimant_limit, window_state ('open' | 'not_yet_valid' | 'expired') with
 --   starts_at/expires_at, prior_claimant, prior_count (the key's earlier use),
 --   key_codes (codes the claimant still holds under that key), held_before (claimant's codes before
 --   this statement, oldest first), taken (codes taken now), room (free slots wanted and allowed),
---   free_seen (free codes in this statement's snapshot: > 0 with nothing taken means all free rows
---   were locked by in-flight claims — retry, not sold out).
+--   free_seen (> 0 when nothing was taken but this statement's snapshot has a free code that may
+--   be handed out now: all such rows were locked by in-flight claims — retry, not sold out).
 WITH p AS (
   SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at FROM pools WHERE name = $1
 ),
@@ -49,14 +49,14 @@ slots AS (
 ),
 above AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd >= $5::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $5::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM slots)
   FOR UPDATE SKIP LOCKED
 ),
 below AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.rnd < $5::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $5::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM slots) - (SELECT count(*) FROM above)
   FOR UPDATE SKIP LOCKED
@@ -86,6 +86,7 @@ counted AS (
 SELECT
   (SELECT id FROM p) AS pool_id,
   (SELECT low_stock_threshold FROM p) AS threshold,
+  (SELECT per_claimant_limit FROM p) AS per_claimant_limit,
   (SELECT claimant FROM prior) AS prior_claimant,
   (SELECT count FROM prior) AS prior_count,
   ARRAY(SELECT m.code FROM mine m WHERE m.claim_key = $4::text ORDER BY m.claimed_at, m.id) AS key_codes,
@@ -95,7 +96,10 @@ SELECT
   (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_row)::int AS writes,
   -- only needed to tell "sold out" from "all free rows locked"; summing the shards on every
   -- successful claim cost measurable throughput
-  CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = (SELECT id FROM p)) ELSE 0 END::bigint AS free_seen,
+  -- (codes on hold or outside their own window count as free but cannot be handed out: not seen)
+  CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT count(*) FROM (
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) LIMIT 1
+  ) AS open_free) ELSE 0 END::bigint AS free_seen,
   (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,
   (SELECT expires_at FROM p) AS expires_at,

@@ -14,7 +14,7 @@ import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js'
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
-import { causeState, prepared, query, sqlState, translate, withTransaction, type PgOptions } from './connection.js';
+import { causeState, connectionSlot, prepared, query, translate, withClient, withTransaction, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -26,6 +26,8 @@ const SPENT = loadQueries(new URL('./pools.sql', import.meta.url), ['deleteSpent
 export interface ClaimRow {
   pool_id: string | null;
   threshold: number | null;
+  /** The pool's perClaimantLimit (claim.sql only). */
+  per_claimant_limit?: number;
   prior_claimant: string | null;
   prior_count: number | null;
   key_codes: string[];
@@ -48,6 +50,9 @@ export interface ClaimRequest {
   key: string | null;
 }
 
+/** How long this process trusts that a pool's rules keep its claims off the fast statement. */
+const NOT_FAST_TTL_MS = 5_000;
+
 /** How long a claim keeps retrying races before it answers `unavailable`. */
 const RETRY_DEADLINE_MS = 10_000;
 
@@ -56,6 +61,14 @@ type Decision = { result: ClaimManyResult } | { retry: 'race' | 'busy' | 'needs_
 export class PgClaims {
   /** Pools known to have a low-stock threshold: their claims go straight to the transactional path. */
   private readonly settled = new Set<string>();
+  /**
+   * Pools whose rules claim-fast.sql cannot serve (limit above 1, a window, a threshold) as the last
+   * full statement saw them, with the time until which that is trusted: their claims skip the fast
+   * statement's wasted round trip. Only a shortcut — claim.sql enforces every rule whatever this
+   * says, so a stale entry (the pool changed in another process) costs speed, never correctness, and
+   * lasts at most NOT_FAST_TTL_MS.
+   */
+  private readonly notFast = new Map<string, number>();
   private readonly grouper: ClaimGrouper | null;
 
   constructor(
@@ -93,6 +106,7 @@ export class PgClaims {
         if (Date.now() > deadline) throw unavailable(`claim kept colliding with concurrent claims for ${RETRY_DEADLINE_MS} ms`, error);
         continue;
       }
+      if (!useGroup) this.noteFastness(request.pool, row);
       const decision = decide(request, row);
       if ('result' in decision) return decision.result;
       if (Date.now() > deadline) throw unavailable(`claim could not settle within ${RETRY_DEADLINE_MS} ms (${decision.retry})`);
@@ -114,22 +128,36 @@ export class PgClaims {
   }
 
   /**
-   * claim-fast.sql: the happy path of the commonest claim (one code, no key, limit 1, no threshold)
-   * at about the cost of a bare SKIP LOCKED update. null means "not answered here": the full
-   * statement runs next and decides (already-held, sold out, busy, other rules).
+   * claim-fast.sql: the happy path of the commonest claim (one code, with or without a key, limit 1,
+   * no threshold) at about the cost of a bare SKIP LOCKED update. null means "not answered here":
+   * the full statement runs next and decides (already-held, a replayed or conflicting key, sold
+   * out, busy, other rules).
    */
   private async tryFast(r: ClaimRequest): Promise<ClaimManyResult | null> {
-    if (r.count !== 1 || r.key !== null || this.settled.has(r.pool)) return null;
+    if (r.count !== 1 || this.settled.has(r.pool)) return null;
+    const until = this.notFast.get(r.pool);
+    if (until !== undefined && until > Date.now()) return null;
     let rows: { code: string }[];
     try {
-      rows = (await this.pool.query<{ code: string }>(prepared('dibs_claim_fast', FAST.claimFast, [r.pool, r.claimant, Math.random(), Math.random()]))).rows;
+      rows = await withClient(this.pool, async (client) => (await client.query<{ code: string }>(prepared('dibs_claim_fast', FAST.claimFast, [r.pool, r.claimant, Math.random(), connectionSlot(client), r.key]))).rows);
     } catch (error) {
-      const state = sqlState(error);
+      const state = causeState(error);
       if (state === '23505' || state === '40P01' || state === '40001') return null;
-      throw translate(error);
+      throw error;
     }
     const code = rows[0]?.code;
     return code === undefined ? null : { pool: r.pool, claimant: r.claimant, status: 'claimed', codes: [code], held: [code], replayed: false };
+  }
+
+  /** Remembers whether claim-fast.sql can serve the pool, from a full statement's answer. */
+  private noteFastness(pool: string, row: ClaimRow): void {
+    if (row.pool_id === null || row.per_claimant_limit === undefined) return;
+    if (row.per_claimant_limit === 1 && row.threshold === null && row.starts_at === null && row.expires_at === null) {
+      this.notFast.delete(pool);
+      return;
+    }
+    if (this.notFast.size >= 10_000) this.notFast.clear();
+    this.notFast.set(pool, Date.now() + NOT_FAST_TTL_MS);
   }
 
   /** One statement (autocommit); in a transaction with low-stock settling when the pool has a threshold. */

@@ -21,6 +21,7 @@ import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
 import { PgServiceStore } from './service.js';
 import { PgSales } from './sales.js';
+import { PgGrants } from './grants.js';
 import { PgWaitingRooms } from './waiting-room.js';
 import { PgForecasts } from './forecast.js';
 import { PgCounters } from './counters.js';
@@ -34,6 +35,8 @@ export class PostgresBackend implements Backend {
   readonly pools: PgPools;
   readonly service: PgServiceStore;
   readonly sales: PgSales;
+  /** Tiered mode's grant ledger (capacity escrowed to a Redis fast path). */
+  readonly grants: PgGrants;
   readonly waitingRooms: PgWaitingRooms;
   readonly forecasts: PgForecasts;
   readonly outbox: PgOutbox;
@@ -51,6 +54,7 @@ export class PostgresBackend implements Backend {
     this.pools = new PgPools(pool, options);
     this.service = new PgServiceStore(pool);
     this.sales = new PgSales(pool);
+    this.grants = new PgGrants(pool);
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.forecasts = new PgForecasts(pool);
     this.outbox = new PgOutbox(pool);

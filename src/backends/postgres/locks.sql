@@ -6,6 +6,11 @@
 -- $1 key, $2 token, $3 limit, $4 ttlMs → { fence, expires_at, valid_ms } or no row (all slots taken).
 SELECT fence, expires_at, valid_ms FROM lock_acquire($1, $2, $3, $4)
 
+-- name: acquireFair
+-- $1 key, $2 token, $3 limit, $4 ttlMs, $5 line key, $6 ticket token or NULL → as acquire
+-- (migrations/009_fair_locks.sql: granted only when no live ticket ahead of $6 waits).
+SELECT fence, expires_at, valid_ms FROM lock_acquire_fair($1, $2, $3, $4, $5, $6)
+
 -- name: renew
 -- $1 key, $2 token, $3 ttlMs → { fence, expires_at, valid_ms } when the token held a live slot;
 -- no row when it expired or was never the owner (→ lease_lost). Expired rows are never revived.

@@ -13,7 +13,7 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate } from './connection.js';
 import type { ReleaseListener } from './listener.js';
 
-const Q = loadQueries(new URL('./locks.sql', import.meta.url), ['acquire', 'renew', 'release', 'inspect']);
+const Q = loadQueries(new URL('./locks.sql', import.meta.url), ['acquire', 'acquireFair', 'renew', 'release', 'inspect']);
 
 interface GrantRow { fence: string; expires_at: Date; valid_ms: number }
 
@@ -26,6 +26,12 @@ export class PgLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire', Q.acquire, [key, token, limit, ttlMs]);
+    return rows[0] ? grant(token, rows[0]) : null;
+  }
+
+  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+    const token = randomBytes(16).toString('base64url');
+    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire_fair', Q.acquireFair, [key, token, limit, ttlMs, queueKey, ticket]);
     return rows[0] ? grant(token, rows[0]) : null;
   }
 

@@ -86,8 +86,11 @@ COPY pg_temp.dibs_import_staging (code) FROM STDIN
 -- name: insertFromStaging
 -- $1 pool id → inserted rows; duplicates (in the pool or earlier in the batch) are skipped, and
 -- new codes get ids in input order (export order = import order).
+-- A code the pool already has as a multi-use code is a duplicate too.
 INSERT INTO codes (pool_id, code)
-SELECT $1, code FROM pg_temp.dibs_import_staging ORDER BY ord
+SELECT $1, s.code FROM pg_temp.dibs_import_staging s
+WHERE NOT EXISTS (SELECT 1 FROM multi_codes m WHERE m.pool_id = $1 AND m.code = s.code)
+ORDER BY s.ord
 ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: moveCounters
@@ -131,7 +134,7 @@ WHERE k.pool_id = $1 AND k.key = $2
 
 -- name: codeForUpdate
 -- $1 pool id, $2 code
-SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
+SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order, hold_claimant, hold_until, starts_at, expires_at FROM codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
 
 -- name: codeByValue
 SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND code = $2
@@ -139,7 +142,8 @@ SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_
 -- name: codeByName
 -- $1 pool name, $2 code: one statement for the hot read of a checkout (validate). pool_id is null
 -- when the pool does not exist; no row at all when the pool exists but the code does not.
-SELECT p.id AS pool_id, c.id, c.code, c.status, c.claimant, c.claim_key, c.claimed_at, c.redeemed_at, c.redeemed_order
+SELECT p.id AS pool_id, c.id, c.code, c.status, c.claimant, c.claim_key, c.claimed_at, c.redeemed_at, c.redeemed_order,
+       c.hold_claimant, c.hold_until, c.starts_at, c.expires_at, now() AS now
 FROM pools p LEFT JOIN codes c ON c.pool_id = p.id AND c.code = $2
 WHERE p.name = $1
 
@@ -158,9 +162,10 @@ ORDER BY s LIMIT 1
 -- $1 id, $2 claimant, $3 slot, $4 order: a never-claimed code of a public pool redeemed at once,
 -- its redeemer becoming its holder → the new row
 UPDATE codes
-SET status = 'redeemed', claimant = $2, slot = $3, claim_key = NULL, claimed_at = now(), redeemed_at = now(), redeemed_order = $4::text
+SET status = 'redeemed', claimant = $2, slot = $3, claim_key = NULL, claimed_at = now(), redeemed_at = now(), redeemed_order = $4::text,
+    hold_claimant = NULL, hold_until = NULL
 WHERE id = $1
-RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order, hold_claimant, hold_until, starts_at, expires_at
 
 -- name: redeemedCounts
 -- $1 pool id, $2 claimant: codes redeemed in the pool and by the claimant. Run under the pool row
@@ -180,9 +185,11 @@ SET status = $2,
     claim_key = CASE WHEN $3::boolean THEN claim_key END,
     claimed_at = CASE WHEN $3::boolean THEN claimed_at END,
     redeemed_at = CASE WHEN $2 = 'redeemed' THEN now() END,
-    redeemed_order = CASE WHEN $2 = 'redeemed' THEN $4::text END
+    redeemed_order = CASE WHEN $2 = 'redeemed' THEN $4::text END,
+    -- every state change ends a checkout hold (a redeem by its claimant consumes it)
+    hold_claimant = NULL, hold_until = NULL
 WHERE id = $1
-RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order, hold_claimant, hold_until, starts_at, expires_at
 
 -- name: heldCodes
 SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order FROM codes
@@ -223,3 +230,78 @@ SELECT id::text, type, idempotency_key, payload, created_at FROM outbox WHERE id
 
 -- name: poolEventsAfter
 SELECT id::text, type, idempotency_key, payload, created_at FROM outbox WHERE pool = $3 AND id > $1 ORDER BY id LIMIT $2
+
+-- name: setHold
+-- $1 id, $2 claimant (null ends the hold), $3 ttl in ms → the new row
+UPDATE codes
+SET hold_claimant = $2::text, hold_until = CASE WHEN $2::text IS NULL THEN NULL ELSE now() + make_interval(secs => $3::float8 / 1000) END
+WHERE id = $1
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order, hold_claimant, hold_until, starts_at, expires_at
+
+-- name: setCodeWindow
+-- $1 id, $2 startsAt, $3 expiresAt → the new row
+UPDATE codes SET starts_at = $2, expires_at = $3 WHERE id = $1
+RETURNING id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_order, hold_claimant, hold_until, starts_at, expires_at
+
+-- name: multiForUpdate
+-- $1 pool id, $2 code: a multi-use code, locked — its redeems and refunds count one after the other
+SELECT code, max_uses, per_claimant, uses, starts_at, expires_at FROM multi_codes WHERE pool_id = $1 AND code = $2 FOR UPDATE
+
+-- name: multiByName
+-- $1 pool name, $2 code, $3 claimant or null → the multi-use code with the claimant's uses
+SELECT m.code, m.max_uses, m.per_claimant, m.uses, m.starts_at, m.expires_at,
+       (SELECT count(*) FROM code_uses u WHERE u.pool_id = m.pool_id AND u.code = m.code AND u.claimant = $3::text)::int AS by_claimant
+FROM pools p JOIN multi_codes m ON m.pool_id = p.id AND m.code = $2
+WHERE p.name = $1
+
+-- name: insertMulti
+-- $1 pool id, $2 code, $3 max uses, $4 per claimant, $5 startsAt, $6 expiresAt; no row when the
+-- pool has the code (single- or multi-use). Admin steps: an import of the same code committing at
+-- the same instant is not excluded (the import's check is the mirror of this one).
+INSERT INTO multi_codes (pool_id, code, max_uses, per_claimant, starts_at, expires_at)
+SELECT $1, $2, $3, $4, $5, $6
+WHERE NOT EXISTS (SELECT 1 FROM codes WHERE pool_id = $1 AND code = $2)
+ON CONFLICT (pool_id, code) DO NOTHING
+RETURNING code, max_uses, per_claimant, uses, starts_at, expires_at
+
+-- name: setMultiWindow
+UPDATE multi_codes SET starts_at = $3, expires_at = $4 WHERE pool_id = $1 AND code = $2
+RETURNING code, max_uses, per_claimant, uses, starts_at, expires_at
+
+-- name: moveUses
+UPDATE multi_codes SET uses = uses + $3 WHERE pool_id = $1 AND code = $2
+
+-- name: useOfOrder
+SELECT order_id, claimant, used_at FROM code_uses WHERE pool_id = $1 AND code = $2 AND order_id = $3
+
+-- name: usesByClaimant
+SELECT count(*)::int AS n FROM code_uses WHERE pool_id = $1 AND code = $2 AND claimant = $3
+
+-- name: insertUse
+INSERT INTO code_uses (pool_id, code, order_id, claimant) VALUES ($1, $2, $3, $4) RETURNING order_id, claimant, used_at
+
+-- name: deleteUse
+DELETE FROM code_uses WHERE pool_id = $1 AND code = $2 AND order_id = $3
+
+-- name: holdMismatch
+-- A hold only on a code that can still be redeemed, and a claimed code's hold is its holder's.
+SELECT code, status, claimant, hold_claimant FROM codes
+WHERE pool_id = $1 AND hold_claimant IS NOT NULL AND (status NOT IN ('free', 'claimed') OR (status = 'claimed' AND hold_claimant <> claimant))
+LIMIT 100
+
+-- name: multiUseMismatch
+SELECT m.code, m.uses, m.max_uses, (SELECT count(*) FROM code_uses u WHERE u.pool_id = m.pool_id AND u.code = m.code)::int AS recorded
+FROM multi_codes m WHERE m.pool_id = $1
+  AND (m.uses <> (SELECT count(*) FROM code_uses u WHERE u.pool_id = m.pool_id AND u.code = m.code) OR m.uses > m.max_uses)
+LIMIT 100
+
+-- name: multiUseOverClaimant
+SELECT u.code, u.claimant, count(*)::int AS n, m.per_claimant FROM code_uses u
+JOIN multi_codes m ON m.pool_id = u.pool_id AND m.code = u.code
+WHERE u.pool_id = $1 AND u.claimant IS NOT NULL AND m.per_claimant IS NOT NULL
+GROUP BY u.code, u.claimant, m.per_claimant HAVING count(*) > m.per_claimant
+LIMIT 100
+
+-- name: multiUseRedeem
+-- $1 pool name, $2 code, $3 claimant or null, $4 order → one row (see multi_use_redeem in 009)
+SELECT * FROM multi_use_redeem($1, $2, $3::text, $4)

@@ -12,7 +12,9 @@ import type {
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
+  CodeWindow,
   InsertResult,
+  MultiUseCodeSpec,
   OutboxEvent,
   Page,
   Pool,
@@ -23,7 +25,8 @@ import type {
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
 import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit } from '../shared/pool-rules.js';
-import { assertInWindow } from '../../core/window.js';
+import { assertCodeInWindow, assertInWindow, codeOutsideWindow, outsideWindow } from '../../core/window.js';
+import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
@@ -35,7 +38,25 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
   'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts', 'freeSlot', 'redeemDirect',
+  'setHold', 'setCodeWindow', 'multiForUpdate', 'multiByName', 'insertMulti', 'setMultiWindow', 'moveUses', 'useOfOrder', 'usesByClaimant',
+  'insertUse', 'deleteUse', 'holdMismatch', 'multiUseMismatch', 'multiUseOverClaimant', 'multiUseRedeem',
 ]);
+
+/** Thrown inside a redeem's transaction when the code is a multi-use one: roll back, redeem it by multi_use_redeem(). */
+class MultiUseCode extends Error {}
+
+interface MultiUseRow {
+  o_outcome: string;
+  o_max: number;
+  o_per: number | null;
+  o_uses: number;
+  o_starts: Date | null;
+  o_expires: Date | null;
+  o_claimant: string | null;
+  o_used_at: Date | null;
+  o_pool_starts: Date | null;
+  o_pool_expires: Date | null;
+}
 
 /** Counter rows per pool: claims spread their counter updates over these so no row is hot (16 made
  * two of 16 concurrent claims collide on a shard about half the time; 64 keeps collisions rare). */
@@ -69,6 +90,25 @@ interface CodeRow {
   claimed_at: Date | null;
   redeemed_at: Date | null;
   redeemed_order: string | null;
+  hold_claimant?: string | null;
+  hold_until?: Date | null;
+  starts_at?: Date | null;
+  expires_at?: Date | null;
+}
+
+interface MultiRow {
+  code: string;
+  max_uses: number;
+  per_claimant: number | null;
+  uses: number;
+  starts_at: Date | null;
+  expires_at: Date | null;
+}
+
+interface UseRow {
+  order_id: string;
+  claimant: string | null;
+  used_at: Date;
 }
 
 /** A code's next state, its counter move, and an outbox event to record with it (given the transaction's time). */
@@ -92,6 +132,8 @@ type Move = Partial<Record<'free' | 'claimed' | 'redeemed' | 'revoked', number>>
 export class PgPools implements PoolBackend {
   private readonly claims: PgClaims;
   readonly importConcurrency: number;
+  /** `pool\ncode` of codes seen to be multi-use (bounded). */
+  private readonly multiUseCodes = new Set<string>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -171,14 +213,62 @@ export class PgPools implements PoolBackend {
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
+    // codes known to be multi-use go straight to their one-call step (a code's kind never changes;
+    // a pool deleted and re-created answers no_code and is looked up again)
+    const known = `${pool}\n${code}`;
+    if (this.multiUseCodes.has(known)) {
+      const answer = await this.redeemMultiUse(pool, code, claimant, orderId);
+      if (answer) return answer;
+      this.multiUseCodes.delete(known);
+    }
     // A direct redeem of a public code races a claim of the same claimant for a slot (23505):
     // the next attempt sees that claim.
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.redeemOnce(pool, code, claimant, orderId);
       } catch (error) {
+        if (error instanceof MultiUseCode) {
+          if (this.multiUseCodes.size >= 10_000) this.multiUseCodes.clear();
+          this.multiUseCodes.add(known);
+          const answer = await this.redeemMultiUse(pool, code, claimant, orderId);
+          if (answer) return answer;
+          throw notFound('code', code);
+        }
         if (causeState(error) !== '23505' || attempt >= 3) throw translate(error);
       }
+    }
+  }
+
+  /** One use of a multi-use code (multi_use_redeem: one call, the code's row lock held only inside it); undefined: no such multi-use code. */
+  private async redeemMultiUse(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo | undefined> {
+    if (orderId === null) throw orderRequired(code);
+    const r = (await query<MultiUseRow>(this.pool, Q.multiUseRedeem, [pool, code, claimant, orderId])).rows[0]!;
+    const m: MultiRow = { code, max_uses: r.o_max, per_claimant: r.o_per, uses: r.o_uses, starts_at: r.o_starts, expires_at: r.o_expires };
+    switch (r.o_outcome) {
+      case 'used':
+      case 'replayed':
+        return toUse(pool, m, { order_id: orderId, claimant: r.o_claimant, used_at: r.o_used_at! });
+      case 'no_pool':
+        throw notFound('pool', pool);
+      case 'no_code':
+        return undefined;
+      case 'other_claimant':
+        throw orderOfOtherClaimant(code, orderId);
+      case 'pool_not_yet_valid':
+      case 'pool_expired':
+        throw outsideWindow(pool, { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) }, r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid');
+      case 'code_not_yet_valid':
+        throw codeOutsideWindow(code, 'not_yet_valid', iso(r.o_starts)!);
+      case 'code_expired':
+        throw codeOutsideWindow(code, 'expired', iso(r.o_expires)!);
+      case 'exhausted':
+        throw usesExhausted(code, r.o_max);
+      case 'claimant_required':
+        throw claimantRequired(code);
+      case 'per_claimant':
+        throw usesPerClaimantReached(code, claimant!, r.o_per!);
+      default:
+        throw new Error(`multi_use_redeem answered ${r.o_outcome}`);
     }
   }
 
@@ -193,7 +283,10 @@ export class PgPools implements PoolBackend {
       if (!direct) assertHeld(c, claimant);
       else if (claimant === null) throw claimantRequired(code);
       const holder = direct ? claimant! : c.claimant!;
+      // another checkout's live hold (a claimed code's hold is its holder's)
+      if (liveHold(c, p.now) && c.hold_claimant !== holder) throw heldByOther(code, iso(c.hold_until!)!);
       assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
+      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
       const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
       // limited pools and direct redeems count under the pool row lock, one redeem after the other
       if (direct || limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) await client.query(Q.lockPoolRow, [p.id]);
@@ -205,6 +298,8 @@ export class PgPools implements PoolBackend {
       const slot = (await client.query<{ slot: number }>(Q.freeSlot, [p.id, holder, p.per_claimant_limit])).rows[0]?.slot;
       if (slot === undefined) throw holderAtLimit(pool, holder, p.per_claimant_limit);
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
+    }, async () => {
+      throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
     });
   }
 
@@ -212,6 +307,76 @@ export class PgPools implements PoolBackend {
     return this.transition(pool, code, (c) => {
       assertRedeemedFor(c, orderId);
       return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()) };
+    }, (m, p, client) => this.unredeemUse(pool, m, p, client, orderId));
+  }
+
+  async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+    return this.withCode(pool, code, async (c, p, client) => {
+      if (c.status === 'redeemed') throw alreadyRedeemed(code, iso(c.redeemed_at)!);
+      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
+      if (c.status === 'free') {
+        // only a public code is redeemable unclaimed; its redeemer will need room under the limit
+        if (!p.public_codes) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
+        const held = (await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0;
+        if (held >= p.per_claimant_limit) throw holderAtLimit(pool, claimant, p.per_claimant_limit);
+      } else {
+        assertHeld(c, claimant);
+      }
+      if (liveHold(c, p.now) && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
+      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
+      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
+      return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, claimant, ttlMs])).rows[0]!, p.now);
+    });
+  }
+
+  async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    return this.withCode(pool, code, async (c, p, client) => {
+      if (!liveHold(c, p.now)) return toCode(pool, c, p.now);
+      if (claimant !== null && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
+      return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, null, 0])).rows[0]!, p.now);
+    });
+  }
+
+  async setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
+    return this.withCode(
+      pool, code,
+      async (c, p, client) => toCode(pool, (await client.query<CodeRow>(Q.setCodeWindow, [c.id, window.startsAt, window.expiresAt])).rows[0]!, p.now),
+      async (m, p, client) => toMultiCode(pool, (await client.query<MultiRow>(Q.setMultiWindow, [p.id, m.code, window.startsAt, window.expiresAt])).rows[0]!),
+    );
+  }
+
+  async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+    return withTransaction(this.pool, async (client) => {
+      const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
+      if (!row) throw notFound('pool', pool);
+      const m = (await client.query<MultiRow>(Q.insertMulti, [row.id, spec.code, spec.uses, spec.usesPerClaimant, spec.startsAt, spec.expiresAt])).rows[0];
+      if (!m) throw codeExists(spec.code);
+      return toMultiCode(pool, m);
+    });
+  }
+
+  private async unredeemUse(pool: string, m: MultiRow, p: PoolWindowRow, client: pg.ClientBase, orderId: string | null): Promise<CodeInfo> {
+    if (orderId === null) throw orderRequired(m.code);
+    const use = (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0];
+    if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    await client.query(Q.deleteUse, [p.id, m.code, orderId]);
+    await client.query(Q.moveUses, [p.id, m.code, -1]);
+    const e = unredeemedEvent(pool, m.code, use.claimant ?? '', orderId, use.used_at.toISOString(), iso(p.now)!, randomUUID());
+    await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
+    return toMultiCode(pool, { ...m, uses: m.uses - 1 });
+  }
+
+  /** One transaction on one locked code (single-use: `single`; multi-use: `multi`, or conflict without it). */
+  private withCode<T>(pool: string, code: string, single: (c: CodeRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>, multi?: (m: MultiRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, async (client) => {
+      const p = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
+      if (!p) throw notFound('pool', pool);
+      const c = (await client.query<CodeRow>(Q.codeForUpdate, [p.id, code])).rows[0];
+      if (c) return single(c, p, client);
+      const m = (await client.query<MultiRow>(Q.multiForUpdate, [p.id, code])).rows[0];
+      if (!m) throw notFound('code', code);
+      if (!multi) throw multiUseNotHoldable(code);
+      return multi(m, p, client);
     });
   }
 
@@ -226,11 +391,13 @@ export class PgPools implements PoolBackend {
     return (await query<{ now: Date }>(this.pool, Q.now)).rows[0]!.now.toISOString();
   }
 
-  async getCode(pool: string, code: string): Promise<CodeInfo> {
-    const c = (await query<CodeRow & { pool_id: string }>(this.pool, Q.codeByName, [pool, code])).rows[0];
+  async getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo> {
+    const c = (await query<CodeRow & { pool_id: string; now: Date }>(this.pool, Q.codeByName, [pool, code])).rows[0];
     if (!c) throw notFound('pool', pool);
-    if (c.id === null) throw notFound('code', code);
-    return toCode(pool, c);
+    if (c.id !== null) return toCode(pool, c, c.now);
+    const m = (await query<MultiRow & { by_claimant: number }>(this.pool, Q.multiByName, [pool, code, claimant ?? null])).rows[0];
+    if (!m) throw notFound('code', code);
+    return toMultiCode(pool, m, claimant ? m.by_claimant : undefined);
   }
 
   async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
@@ -262,6 +429,15 @@ export class PgPools implements PoolBackend {
       const violations: Violation[] = [];
       for (const c of (await client.query<CodeRow>(Q.holderMismatch, [row.id])).rows) {
         violations.push({ invariant: 'I1', pool, code: c.code, message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}` });
+      }
+      for (const c of (await client.query<CodeRow>(Q.holdMismatch, [row.id])).rows) {
+        violations.push({ invariant: 'I1', pool, code: c.code, claimant: c.hold_claimant!, message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'` });
+      }
+      for (const m of (await client.query<{ code: string; uses: number; max_uses: number; recorded: number }>(Q.multiUseMismatch, [row.id])).rows) {
+        violations.push({ invariant: 'I4', pool, code: m.code, expected: m.recorded, actual: m.uses, message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded` });
+      }
+      for (const u of (await client.query<{ code: string; claimant: string; n: number; per_claimant: number }>(Q.multiUseOverClaimant, [row.id])).rows) {
+        violations.push({ invariant: 'I2', pool, code: u.code, claimant: u.claimant, expected: u.per_claimant, actual: u.n, message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}` });
       }
       for (const k of (await client.query<{ key: string; claimant: string; code: string; holder: string | null }>(Q.keysWithForeignCodes, [row.id])).rows) {
         violations.push({ invariant: 'I2', pool, code: k.code, claimant: k.claimant, message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}` });
@@ -313,12 +489,18 @@ export class PgPools implements PoolBackend {
     pool: string,
     code: string,
     decide: (c: CodeRow, pool: PoolWindowRow, client: pg.ClientBase) => Decision | null | Promise<Decision | null>,
+    /** The same step for a multi-use code (redeem, unredeem); without it such a code is not_found. */
+    multi?: (m: MultiRow, pool: PoolWindowRow, client: pg.ClientBase) => Promise<CodeInfo>,
   ): Promise<CodeInfo> {
     return withTransaction(this.pool, async (client) => {
       const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
       const c = (await client.query<CodeRow>(Q.codeForUpdate, [row.id, code])).rows[0];
-      if (!c) throw notFound('code', code);
+      if (!c) {
+        const m = multi ? (await client.query<MultiRow>(Q.multiForUpdate, [row.id, code])).rows[0] : undefined;
+        if (m) return multi!(m, row, client);
+        throw notFound('code', code);
+      }
       const decided = await decide(c, row, client);
       if (decided === null) return toCode(pool, c);
       const { status, keepHolder, order, move, event } = decided;
@@ -364,6 +546,26 @@ function toPool(row: PoolRow): Pool {
   };
 }
 
-function toCode(pool: string, row: CodeRow): CodeInfo {
-  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at), orderId: row.redeemed_order ?? null };
+/** A code as answered; `now` (the server's clock) reports a live hold, when given. */
+function toCode(pool: string, row: CodeRow, now?: Date): CodeInfo {
+  return {
+    pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at), orderId: row.redeemed_order ?? null,
+    ...(row.starts_at || row.expires_at ? codeWindowOf(row) : {}),
+    ...(now !== undefined && liveHold(row, now) ? { hold: { claimant: row.hold_claimant!, expiresAt: iso(row.hold_until!)! } } : {}),
+  };
+}
+
+const liveHold = (c: CodeRow, now: Date) => c.hold_until != null && c.hold_until.getTime() > now.getTime();
+const codeWindowOf = (c: { starts_at?: Date | null; expires_at?: Date | null }) => ({ startsAt: iso(c.starts_at ?? null), expiresAt: iso(c.expires_at ?? null) });
+
+/** A multi-use code: free while uses remain, redeemed when none do. */
+function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
+  return {
+    pool, code: m.code, status: m.uses < m.max_uses ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
+    ...codeWindowOf(m), uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
+  };
+}
+
+function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
+  return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.claimant, redeemedAt: use.used_at.toISOString(), orderId: use.order_id };
 }

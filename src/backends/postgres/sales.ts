@@ -46,6 +46,8 @@ interface SaleRow {
   created_at: Date;
   sold: number;
   held: number;
+  /** Units granted to a tiered fast path and not sold yet (migration 010). */
+  escrow: number;
   now: Date;
 }
 
@@ -158,7 +160,7 @@ export class PgSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? row.per_customer_limit,
         metadata: patch.metadata ?? row.metadata,
       };
-      assertPreflight(spec, { now, sameSku: await this.sameSku(client, row.sku, id), committed: row.sold + row.held - units, existing: { startsAt: iso(row.starts_at) } });
+      assertPreflight(spec, { now, sameSku: await this.sameSku(client, row.sku, id), committed: row.sold + row.held + row.escrow - units, existing: { startsAt: iso(row.starts_at) } });
       await client.query(Q.updateSale, [id, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
       return this.view(client, id);
     });

@@ -14,6 +14,10 @@ import type { Health } from '../../core/types.js';
 import type { ServiceStore } from '../../core/service-store.js';
 import { translateErrors } from '../shared/translate-errors.js';
 import { RedisPools } from './pools.js';
+import { RedisSales } from './sales.js';
+import { RedisOutbox } from './outbox.js';
+import { RedisForecasts } from './forecasts.js';
+import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
 import { lockChannel } from './keys.js';
@@ -36,6 +40,10 @@ export class RedisBackend implements Backend {
   readonly service: ServiceStore;
   readonly locks: RedisLocks;
   readonly counters: RedisCounters;
+  readonly sales: RedisSales;
+  readonly outbox: RedisOutbox;
+  readonly forecasts: RedisForecasts;
+  readonly waitingRooms: RedisWaitingRooms;
   /** The dedicated pub/sub connection for lock wake-ups; created on first use. */
   readonly releaseSubscriber: ReleaseSubscriber;
   private closed = false;
@@ -50,6 +58,11 @@ export class RedisBackend implements Backend {
     this.releaseSubscriber = new ReleaseSubscriber(client, lockChannel(prefix));
     this.locks = translateErrors(new RedisLocks(client, prefix, this.releaseSubscriber), translateRedisError);
     this.counters = translateErrors(new RedisCounters(client, prefix), translateRedisError);
+    const sales = new RedisSales(client, prefix);
+    this.sales = translateErrors(sales, translateRedisError);
+    this.outbox = translateErrors(new RedisOutbox(client, prefix, sales), translateRedisError);
+    this.forecasts = translateErrors(new RedisForecasts(client, prefix, sales), translateRedisError);
+    this.waitingRooms = translateErrors(new RedisWaitingRooms(client, sales), translateRedisError);
   }
 
   async health(): Promise<Health> {

@@ -25,6 +25,14 @@ export class RedisLocks implements LockBackend {
     return reply[0] === 0 ? null : grant(token, reply);
   }
 
+  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+    const k = lockKeys(this.prefix, key);
+    const q = lockKeys(this.prefix, queueKey);
+    const token = randomBytes(16).toString('base64url');
+    const reply = (await runScript(this.client, 'lock_acquire_fair', [k.holders, k.fence, k.tokens, q.holders, q.tokens], [token, limit, ttlMs, ticket ?? ''])) as number[];
+    return reply[0] === 0 ? null : grant(token, reply);
+  }
+
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const k = lockKeys(this.prefix, key);
     const reply = (await runScript(this.client, 'lock_renew', [k.holders, k.tokens], [token, ttlMs])) as number[] | null;

@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
-import { outsideWindow } from '../../core/window.js';
+import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import type {
   CodeFormat,
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
+  CodeWindow,
   InsertResult,
+  MultiUseCodeSpec,
   OutboxEvent,
   Page,
   Pool,
@@ -17,7 +20,7 @@ import type {
   PoolStats,
   Violation,
 } from '../../core/types.js';
-import { poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
 import { runScript, type RedisClient } from './scripts.js';
 
 interface CodeRecord {
@@ -28,11 +31,29 @@ interface CodeRecord {
   ra?: number;
   o?: string;
   q: number;
+  /** checkout hold: claimant, until (epoch ms) */
+  hc?: string;
+  hu?: number;
+  /** the code's own window (epoch ms) */
+  vs?: number;
+  ve?: number;
+}
+
+/** A multi-use code: max uses, per claimant, uses, own window. */
+interface MultiRecord {
+  m: number;
+  p?: number;
+  u: number;
+  vs?: number;
+  ve?: number;
 }
 
 const iso = (ms: string | number | undefined | null) => (ms === undefined || ms === null || ms === '' ? null : new Date(Number(ms)).toISOString());
 
 export class RedisPools implements PoolBackend {
+  /** `pool\ncode` of codes seen to be multi-use (bounded). */
+  private readonly multiUseCodes = new Set<string>();
+
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
@@ -86,14 +107,14 @@ export class RedisPools implements PoolBackend {
   async deletePool(name: string): Promise<void> {
     const k = this.keys(name);
     // All keys of the pool share one slot: one DEL removes them atomically.
-    const removed = await this.client.del(k.pool, k.free, k.all, k.codes, k.held, k.claimKeys, k.events);
+    const removed = await this.client.del(k.pool, k.free, k.all, k.codes, k.held, k.claimKeys, k.parked, k.multi, k.uses, k.usesBy, k.claimed, k.watch, ...outboxKeys(k.events));
     await this.client.zrem(registryKey(this.prefix), name);
     if (removed === 0) throw notFound('pool', name);
   }
 
   async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
     const k = this.keys(pool);
-    const reply = await runScript(this.client, 'insert', [k.pool, k.free, k.all, k.codes], [...codes]);
+    const reply = await runScript(this.client, 'insert', [k.pool, k.free, k.all, k.codes, k.multi], [...codes]);
     if (reply === 'not_found') throw notFound('pool', pool);
     const [inserted, duplicates] = reply as [number, number];
     return { inserted, duplicates };
@@ -101,7 +122,7 @@ export class RedisPools implements PoolBackend {
 
   async claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
     const k = this.keys(pool);
-    const reply = (await runScript(this.client, 'claim', [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events], [claimant, count, key ?? ''])) as [string, ...unknown[]];
+    const reply = (await runScript(this.client, 'claim', [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events, k.parked, k.claimed], [claimant, count, key ?? ''])) as [string, ...unknown[]];
     switch (reply[0]) {
       case 'not_found':
         throw notFound('pool', pool);
@@ -124,22 +145,85 @@ export class RedisPools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held], [code, claimant ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held, k.parked, k.claimed], [code, claimant ?? '']));
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'redeem', [k.pool, k.codes, k.held, k.free, k.events], [code, claimant ?? '', orderId ?? '']));
+    // codes known to be multi-use go straight to their script (a code's kind never changes; a pool
+    // deleted and re-created answers not_found and is looked up again)
+    const known = `${pool}\n${code}`;
+    const reply = this.multiUseCodes.has(known) && orderId !== null
+      ? ['not_found', 'code']
+      : await runScript(this.client, 'redeem', [k.pool, k.codes, k.held, k.free, k.events, k.parked, k.claimed], [code, claimant ?? '', orderId ?? '']);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    // not a single-use code: one use of a multi-use code (a code's kind never changes)
+    if (orderId === null) {
+      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      return this.codeReply(pool, code, reply);
+    }
+    const use = (await runScript(this.client, 'multi_redeem', [k.pool, k.multi, k.uses, k.usesBy], [code, claimant ?? '', orderId])) as string[];
+    if (isCodeNotFound(use) && this.multiUseCodes.delete(known)) return this.redeem(pool, code, claimant, orderId);
+    if (!isCodeNotFound(use)) {
+      if (this.multiUseCodes.size >= 10_000) this.multiUseCodes.clear();
+      this.multiUseCodes.add(known);
+    }
+    switch (use[0]) {
+      case 'use':
+        return { ...toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord), status: 'redeemed', claimant: use[2] || null, redeemedAt: iso(use[3]), orderId: use[4]! };
+      case 'other_claimant':
+        throw orderOfOtherClaimant(code, orderId);
+      case 'uses_exhausted':
+        throw usesExhausted(code, Number(use[1]));
+      case 'per_claimant':
+        throw usesPerClaimantReached(code, claimant!, Number(use[1]));
+      default:
+        return this.codeReply(pool, code, use);
+    }
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]));
+    const reply = await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    if (orderId === null) {
+      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      return this.codeReply(pool, code, reply);
+    }
+    const back = (await runScript(this.client, 'multi_unredeem', [k.pool, k.multi, k.uses, k.usesBy, k.events], [code, orderId, randomUUID()])) as string[];
+    if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
+    if (back[0] === 'not_used') throw new DibsError('conflict', `code '${code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    return this.codeReply(pool, code, back);
+  }
+
+  async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'hold', [k.pool, k.codes, k.held, k.free, k.parked, k.multi], [code, claimant, ttlMs]));
+  }
+
+  async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    return this.codeReply(pool, code, await runScript(this.client, 'hold_release', [k.pool, k.codes, k.free, k.parked, k.multi], [code, claimant ?? '']));
+  }
+
+  async setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    const reply = (await runScript(this.client, 'code_window', [k.pool, k.codes, k.free, k.parked, k.multi], [code, msOrEmpty(window.startsAt), msOrEmpty(window.expiresAt)])) as string[];
+    if (reply[0] === 'multi') return toMultiCode(pool, code, JSON.parse(reply[1]!) as MultiRecord);
+    return this.codeReply(pool, code, reply);
+  }
+
+  async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+    const k = this.keys(pool);
+    const reply = (await runScript(this.client, 'multi_add', [k.pool, k.codes, k.multi], [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)])) as string[];
+    if (reply[0] === 'not_found') throw notFound('pool', pool);
+    if (reply[0] === 'already_exists') throw codeExists(spec.code);
+    return toMultiCode(pool, spec.code, JSON.parse(reply[1]!) as MultiRecord);
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events], [code]));
+    return this.codeReply(pool, code, await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events, k.parked, k.claimed], [code]));
   }
 
   async clock(): Promise<string> {
@@ -147,12 +231,18 @@ export class RedisPools implements PoolBackend {
     return new Date(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)).toISOString();
   }
 
-  async getCode(pool: string, code: string): Promise<CodeInfo> {
+  async getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
     const [exists, raw] = await Promise.all([this.client.exists(k.pool), this.client.hget(k.codes, code)]);
     if (!exists) throw notFound('pool', pool);
-    if (raw === null) throw notFound('code', code);
-    return toCode(pool, code, JSON.parse(raw) as CodeRecord);
+    if (raw !== null) {
+      const rec = JSON.parse(raw) as CodeRecord;
+      // a hold is reported only while live by the server's clock (read only when there is one)
+      return toCode(pool, code, rec, rec.hu === undefined ? undefined : Date.parse(await this.clock()));
+    }
+    const [multi, mine] = await Promise.all([this.client.hget(k.multi, code), claimant ? this.client.hget(k.usesBy, `${code}\n${claimant}`) : Promise.resolve(null)]);
+    if (multi !== null) return toMultiCode(pool, code, JSON.parse(multi) as MultiRecord, claimant ? Number(mine ?? 0) : undefined);
+    throw notFound('code', code);
   }
 
   async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
@@ -189,17 +279,19 @@ export class RedisPools implements PoolBackend {
   async audit(pool: string): Promise<Violation[]> {
     const k = this.keys(pool);
     // One MULTI: a consistent snapshot of every structure of the pool.
-    const results = await this.client.multi().hgetall(k.pool).hgetall(k.codes).zrange(k.free, '0', '-1').hgetall(k.held).hgetall(k.claimKeys).xrange(k.events, '-', '+').exec();
+    const results = await this.client.multi().hgetall(k.pool).hgetall(k.codes).zrange(k.free, '0', '-1').hgetall(k.held).hgetall(k.claimKeys).xrange(k.events, '-', '+')
+      .zrange(k.parked, '0', '-1').hgetall(k.multi).hgetall(k.uses).hgetall(k.usesBy).exec();
     if (!results) throw new DibsError('unavailable', 'audit snapshot was aborted', { retriable: true });
-    const [poolRaw, codesRaw, freeList, heldRaw, keysRaw, events] = results.map(([error, value]) => {
+    const [poolRaw, codesRaw, freeList, heldRaw, keysRaw, events, parkedList, multiRaw, usesRaw, usesByRaw] = results.map(([error, value]) => {
       if (error) throw error;
       return value;
-    }) as [Record<string, string>, Record<string, string>, string[], Record<string, string>, Record<string, string>, [string, string[]][]];
+    }) as [Record<string, string>, Record<string, string>, string[], Record<string, string>, Record<string, string>, [string, string[]][], string[], Record<string, string>, Record<string, string>, Record<string, string>];
     if (!poolRaw.name) throw notFound('pool', pool);
     const violations: Violation[] = [];
     const limit = Number(poolRaw.limit);
     const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
     const freeSet = new Set(freeList);
+    const parked = new Set(parkedList);
     const records = new Map<string, CodeRecord>();
     for (const [code, raw] of Object.entries(codesRaw)) {
       const rec = JSON.parse(raw) as CodeRecord;
@@ -208,12 +300,19 @@ export class RedisPools implements PoolBackend {
       ledger.total++;
       const holds = rec.s === 'claimed' || rec.s === 'redeemed';
       if (holds !== (rec.h !== undefined)) violations.push({ invariant: 'I1', pool, code, message: `code '${code}' is ${rec.s} but its holder is ${rec.h ?? 'missing'}` });
-      if ((rec.s === 'free') !== freeSet.has(code)) violations.push({ invariant: 'I1', pool, code, message: `code '${code}' is ${rec.s} but ${freeSet.has(code) ? 'is' : 'is not'} in the free set` });
+      // a free code is in exactly one of the free set and the parked set (on hold, outside its window)
+      const placed = Number(freeSet.has(code)) + Number(parked.has(code));
+      if (rec.s === 'free' ? placed !== 1 : placed !== 0) violations.push({ invariant: 'I1', pool, code, message: `code '${code}' is ${rec.s} but is in ${placed === 0 ? 'neither' : placed === 2 ? 'both' : freeSet.has(code) ? 'the free set' : 'the parked set'} of the free and parked sets` });
+      if (rec.hc !== undefined && (rec.s === 'redeemed' || rec.s === 'revoked' || (rec.s === 'claimed' && rec.hc !== rec.h))) {
+        violations.push({ invariant: 'I1', pool, code, claimant: rec.hc, message: `code '${code}' is ${rec.s}${rec.h ? ` by '${rec.h}'` : ''} but held for checkout by '${rec.hc}'` });
+      }
       if (holds && rec.h !== undefined && !(JSON.parse(heldRaw[rec.h] ?? '[]') as string[]).includes(code)) {
         violations.push({ invariant: 'I1', pool, code, claimant: rec.h, message: `code '${code}' names holder '${rec.h}' who does not list it` });
       }
     }
     for (const code of freeSet) if (!records.has(code)) violations.push({ invariant: 'I1', pool, code, message: `free set holds unknown code '${code}'` });
+    for (const code of parked) if (!records.has(code)) violations.push({ invariant: 'I1', pool, code, message: `parked set holds unknown code '${code}'` });
+    violations.push(...multiUseViolations(pool, multiRaw, usesRaw, usesByRaw));
     for (const [claimant, raw] of Object.entries(heldRaw)) {
       const codes = JSON.parse(raw) as string[];
       if (codes.length > limit) violations.push({ invariant: 'I2', pool, claimant, expected: limit, actual: codes.length, message: `claimant '${claimant}' holds ${codes.length} codes, limit is ${limit}` });
@@ -251,7 +350,10 @@ export class RedisPools implements PoolBackend {
 
   private async codeReply(pool: string, code: string, reply: unknown): Promise<CodeInfo> {
     const [head, ...rest] = reply as [string, ...string[]];
+    if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code') throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
+    if (head === 'held') throw heldByOther(code, iso(rest[0])!);
+    if (head === 'multi_use') throw multiUseNotHoldable(code);
     if (head === 'claimant_required') throw claimantRequired(code);
     if (head === 'limit_reached') {
       const [which, max, holder] = rest as [string, string, string];
@@ -264,12 +366,17 @@ export class RedisPools implements PoolBackend {
       if (reason === 'other_holder') throw new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
       if (reason === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       if (reason === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      if (reason === 'revoked_hold') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
       if (reason === 'not_redeemed') throw new DibsError('conflict', `code '${code}' is ${status}, not redeemed`, { field: 'code' });
       if (reason === 'other_order') throw new DibsError('conflict', `code '${code}' was not redeemed for that order`, { field: 'orderId' });
       throw new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
     }
-    const [, status, holder, claimedAt, redeemedAt, order] = reply as string[];
-    return { pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt), orderId: order || null };
+    const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] = reply as string[];
+    return {
+      pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt), orderId: order || null,
+      ...(starts || expires ? { startsAt: iso(starts), expiresAt: iso(expires) } : {}),
+      ...(holdClaimant ? { hold: { claimant: holdClaimant, expiresAt: iso(holdUntil)! } } : {}),
+    };
   }
 }
 
@@ -307,6 +414,47 @@ function toPool(raw: Record<string, string>): Pool {
   };
 }
 
-function toCode(pool: string, code: string, rec: CodeRecord): CodeInfo {
-  return { pool, code, status: rec.s, claimant: rec.h ?? null, claimedAt: iso(rec.ca), redeemedAt: iso(rec.ra), orderId: rec.o ?? null };
+/** A code as answered; `now` (server clock, epoch ms) reports a live hold, when given. */
+function toCode(pool: string, code: string, rec: CodeRecord, now?: number): CodeInfo {
+  return {
+    pool, code, status: rec.s, claimant: rec.h ?? null, claimedAt: iso(rec.ca), redeemedAt: iso(rec.ra), orderId: rec.o ?? null,
+    ...(rec.vs !== undefined || rec.ve !== undefined ? { startsAt: iso(rec.vs), expiresAt: iso(rec.ve) } : {}),
+    ...(now !== undefined && rec.hc !== undefined && rec.hu !== undefined && rec.hu > now ? { hold: { claimant: rec.hc, expiresAt: iso(rec.hu)! } } : {}),
+  };
+}
+
+/** A multi-use code: free while uses remain, redeemed when none do. */
+function toMultiCode(pool: string, code: string, m: MultiRecord, byClaimant?: number): CodeInfo {
+  return {
+    pool, code, status: m.u < m.m ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
+    startsAt: iso(m.vs), expiresAt: iso(m.ve), uses: usesOf(m.m, m.u, m.p ?? null, byClaimant),
+  };
+}
+
+/** The script's answer for a code that is not a single-use code of the pool. */
+const isCodeNotFound = (reply: unknown) => Array.isArray(reply) && reply[0] === 'not_found' && reply[1] === 'code';
+
+/** I2/I4 of multi-use codes: uses counted = uses recorded ≤ max; per-claimant counts match and stay within the limit. */
+function multiUseViolations(pool: string, multiRaw: Record<string, string>, usesRaw: Record<string, string>, usesByRaw: Record<string, string>): Violation[] {
+  const violations: Violation[] = [];
+  const recorded = new Map<string, number>();
+  const byClaimant = new Map<string, number>();
+  for (const [field, raw] of Object.entries(usesRaw)) {
+    const code = field.slice(0, field.indexOf('\n'));
+    recorded.set(code, (recorded.get(code) ?? 0) + 1);
+    const c = (JSON.parse(raw) as { c: string }).c;
+    if (c) byClaimant.set(`${code}\n${c}`, (byClaimant.get(`${code}\n${c}`) ?? 0) + 1);
+  }
+  for (const [code, raw] of Object.entries(multiRaw)) {
+    const m = JSON.parse(raw) as MultiRecord;
+    const n = recorded.get(code) ?? 0;
+    if (m.u !== n || m.u > m.m) violations.push({ invariant: 'I4', pool, code, expected: n, actual: m.u, message: `multi-use code '${code}' counts ${m.u} uses (of ${m.m}) but ${n} are recorded` });
+    for (const [key, count] of byClaimant) {
+      if (!key.startsWith(`${code}\n`)) continue;
+      const claimant = key.slice(code.length + 1);
+      if (Number(usesByRaw[key] ?? 0) !== count) violations.push({ invariant: 'I4', pool, code, claimant, expected: count, actual: Number(usesByRaw[key] ?? 0), message: `claimant '${claimant}' has ${count} recorded uses of '${code}' but the count says ${usesByRaw[key] ?? 0}` });
+      if (m.p !== undefined && count > m.p) violations.push({ invariant: 'I2', pool, code, claimant, expected: m.p, actual: count, message: `claimant '${claimant}' used multi-use code '${code}' ${count} times, limit is ${m.p}` });
+    }
+  }
+  return violations;
 }

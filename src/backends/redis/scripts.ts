@@ -12,7 +12,13 @@ export type RedisClient = Redis | Cluster;
 
 export const SCRIPT_NAMES = [
   'create', 'update', 'insert', 'claim', 'release', 'redeem', 'unredeem', 'revoke',
-  'lock_acquire', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
+  'hold', 'hold_release', 'code_window', 'multi_add', 'multi_redeem', 'multi_unredeem',
+  'lock_acquire', 'lock_acquire_fair', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
+  'tiered_take', 'tiered_install', 'tiered_return', 'tiered_seal',
+  'sale_register', 'sale_prepare', 'sale_create', 'sale_update', 'sale_cancel', 'sale_get', 'sale_buy', 'sale_reserve',
+  'sale_confirm', 'sale_cancel_hold', 'sale_hold', 'sale_sweep', 'sale_activate', 'sale_end', 'sale_wish', 'sale_audit',
+  'outbox_peek', 'outbox_lease', 'outbox_settle', 'outbox_status', 'forecast_pool', 'sale_forecast', 'forecast_step',
+  'sale_room_enable', 'sale_room_step', 'sale_room_reserve',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -26,9 +32,13 @@ function load(name: string): string {
 }
 
 const LIB = load('lib');
+/** Sale and outbox scripts (sale_*.lua, outbox_*.lua) also get their own fragment, after lib.lua. */
+const FRAGMENTS: Record<string, string> = { sale_: load('sale_lib'), outbox_: load('outbox_lib') };
+const fragmentOf = (name: string) => Object.entries(FRAGMENTS).find(([head]) => name.startsWith(head));
 const SCRIPTS = Object.fromEntries(
   SCRIPT_NAMES.map((name) => {
-    const source = `${LIB}\n-- ${name}.lua\n${load(name)}`;
+    const fragment = fragmentOf(name);
+    const source = `${LIB}\n${fragment ? `-- ${fragment[0]}lib.lua\n${fragment[1]}\n` : ''}-- ${name}.lua\n${load(name)}`;
     return [name, { source, sha: createHash('sha1').update(source).digest('hex') }];
   }),
 ) as Record<ScriptName, Script>;

@@ -43,7 +43,16 @@ export class ReleaseSubscriber {
   private ensure(): Promise<void> {
     if (this.closed) return Promise.resolve();
     if (this.subscribed) return this.subscribed;
-    const connection: RedisClient = this.client instanceof Cluster ? this.client.duplicate() : this.client.duplicate();
+    // Neither a command timeout nor a retry limit on this connection: after a reconnect ioredis
+    // re-sends SUBSCRIBE on its own and never handles that reply, so a re-subscribe that timed out
+    // (a stall while reconnecting) or was flushed after too many reconnect attempts was an unhandled
+    // rejection that ended the process — both found by the FAULTS_LONG soak. A subscriber waits by
+    // design; while it is down, waiters only fall back to their safety-net poll.
+    const patient = { commandTimeout: undefined, maxRetriesPerRequest: null };
+    const connection: RedisClient =
+      this.client instanceof Cluster
+        ? this.client.duplicate(undefined, { redisOptions: { ...this.client.options.redisOptions, ...patient } })
+        : this.client.duplicate(patient);
     this.connection = connection;
     connection.on('error', () => {}); // reconnects by itself; waiters poll meanwhile
     connection.on('message', (channel: string, key: string) => {

@@ -48,3 +48,40 @@ export function claimantRequired(code: string): DibsError {
 export function holderAtLimit(pool: string, claimant: string, limit: number): DibsError {
   return new DibsError('limit_reached', `claimant '${claimant}' already holds ${limit} code(s) of pool '${pool}', the most allowed`, { field: 'perClaimantLimit', details: { perClaimantLimit: limit } });
 }
+
+/** Another checkout holds the code (`pools.hold`) until `until`. */
+export function heldByOther(code: string, until: string): DibsError {
+  return new DibsError('held', `code '${code}' is held by another checkout until ${until}`, { field: 'code', retriable: true, details: { until } });
+}
+
+/** Holds are for single-use codes: a multi-use code has no one holder. */
+export function multiUseNotHoldable(code: string): DibsError {
+  return new DibsError('conflict', `code '${code}' is a multi-use code: it cannot be held`, { field: 'code' });
+}
+
+/** A multi-use code counts its uses per order: redeem and unredeem name one. */
+export function orderRequired(code: string): DibsError {
+  return new DibsError('invalid_input', `orderId: required for multi-use code '${code}' (each use is recorded once per order)`, { field: 'orderId' });
+}
+
+export function usesExhausted(code: string, max: number): DibsError {
+  return new DibsError('limit_reached', `code '${code}' has been used ${max} time(s), all it allows`, { field: 'uses', details: { uses: max } });
+}
+
+export function usesPerClaimantReached(code: string, claimant: string, max: number): DibsError {
+  return new DibsError('limit_reached', `claimant '${claimant}' has used code '${code}' ${max} time(s), the most allowed`, { field: 'usesPerClaimant', details: { usesPerClaimant: max } });
+}
+
+/** A use of a multi-use code recorded for this order by another claimant. */
+export function orderOfOtherClaimant(code: string, orderId: string): DibsError {
+  return new DibsError('conflict', `order '${orderId}' already used code '${code}' for another claimant`, { field: 'orderId' });
+}
+
+export function codeExists(code: string): DibsError {
+  return new DibsError('already_exists', `code '${code}' already exists in the pool`, { field: 'code' });
+}
+
+/** The `uses` answer of a multi-use code. */
+export function usesOf(max: number, used: number, perClaimant: number | null, byClaimant?: number) {
+  return { max, used, remaining: Math.max(0, max - used), perClaimant, ...(byClaimant === undefined ? {} : { byClaimant }) };
+}

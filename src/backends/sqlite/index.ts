@@ -5,6 +5,7 @@
  *   sqlite::memory:             in-memory (one process only)
  * Query parameters: busyTimeoutMs (default 10000), synchronous (full | normal | off; default full).
  */
+import { SqliteGrants } from './grants.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Backend, BackendFactory } from '../../core/backend.js';
@@ -24,6 +25,8 @@ export class SqliteBackend implements Backend {
   readonly kind = 'sqlite';
   readonly pools: SqlitePools;
   readonly sales: SqliteSales;
+  /** Tiered mode's grant ledger (capacity escrowed to a Redis fast path). */
+  readonly grants: SqliteGrants;
   readonly outbox: SqliteOutbox;
   readonly locks: SqliteLocks;
   readonly counters: SqliteCounters;
@@ -39,8 +42,9 @@ export class SqliteBackend implements Backend {
   ) {
     this.pools = new SqlitePools(db, options);
     this.sales = new SqliteSales(db, options);
+    this.grants = new SqliteGrants(db, options, this.sales);
     this.outbox = new SqliteOutbox(db, options);
-    this.locks = new SqliteLocks(db, options);
+    this.locks = new SqliteLocks(db, options, filename);
     this.counters = new SqliteCounters(db, options);
     this.waitingRooms = new SqliteWaitingRooms(db, options, this.sales);
     this.forecasts = new SqliteForecasts(db, options);
@@ -64,6 +68,7 @@ export class SqliteBackend implements Backend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.locks.close();
     this.db.close();
   }
 }

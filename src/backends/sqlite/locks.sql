@@ -41,3 +41,15 @@ SELECT token, fence, expires_ms FROM dibs_lock_holders WHERE key = ? AND expires
 -- name: lastFence
 -- Params: key. Result: { fence } or no row.
 SELECT fence FROM dibs_lock_fences WHERE key = ?
+
+-- name: ticketOf
+-- Params: key (the line), token, now. Result: { fence } the live ticket's number, or no row.
+SELECT fence FROM dibs_lock_holders WHERE key = ? AND token = ? AND expires_ms > ?
+
+-- name: ticketsAhead
+-- Params: key (the line), now, fence (the waiter's ticket; a huge value = every ticket). Result: { n }.
+SELECT COUNT(*) AS n FROM dibs_lock_holders WHERE key = ? AND expires_ms > ? AND fence < ?
+
+-- name: dropTicket
+-- Params: key (the line), token.
+DELETE FROM dibs_lock_holders WHERE key = ? AND token = ?

@@ -1,10 +1,16 @@
 /**
  * SQLite leases/semaphores: each operation is one BEGIN IMMEDIATE transaction that reads the
  * clock, sweeps lapsed holders, counts and grants — so two processes can never both get the
- * last slot. Release wake-ups reach waiters of THIS process only (an EventEmitter per key);
- * waiters in other processes notice through the facade's bounded safety-net poll.
+ * last slot. Release wake-ups reach waiters of this process through an EventEmitter per key, and
+ * waiters of other processes on the same database file through a wake file beside it
+ * (`<db>-lockwake`): a release with no waiter in its own process rewrites it, and every process
+ * with waiters watches it (inotify
+ * and the like, via fs.watch) and lets all its waiters try again. The facade's safety-net poll
+ * still covers a missed event (a file system without change notification, an in-memory store).
  */
 import { EventEmitter } from 'node:events';
+import { watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import type { LockBackend } from '../../core/locks/backend.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
@@ -14,14 +20,20 @@ import { prepareAll, read, write, type Db, type SqliteOptions } from './database
 
 const Q = loadQueries(new URL('./locks.sql', import.meta.url), [
   'nowMs', 'sweep', 'holderCount', 'nextFence', 'insertHolder', 'extendHolder', 'deleteHolder', 'liveHolders', 'lastFence',
+  'ticketOf', 'ticketsAhead', 'dropTicket',
 ]);
 
 export class SqliteLocks implements LockBackend {
   private readonly s;
   private readonly released = new EventEmitter().setMaxListeners(0);
+  /** The wake file shared by every process on this database (none for an in-memory store). */
+  private readonly wakeFile: string | null;
+  private watcher: FSWatcher | null = null;
+  private closed = false;
 
-  constructor(private readonly db: Db, private readonly options: SqliteOptions) {
+  constructor(private readonly db: Db, private readonly options: SqliteOptions, filename = ':memory:') {
     this.s = prepareAll(db, Q);
+    this.wakeFile = filename === ':memory:' || filename === '' ? null : `${filename}-lockwake`;
   }
 
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
@@ -35,6 +47,29 @@ export class SqliteLocks implements LockBackend {
       const expiresMs = now + ttlMs;
       this.s.insertHolder.run({ key, token, fence, expiresMs });
       // validForMs measured after the write, on the same clock, so it is never stale on return.
+      return grant(token, fence, expiresMs, this.now());
+    });
+  }
+
+  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+    const token = randomBytes(16).toString('base64url');
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      this.s.sweep.run(key, now);
+      let mine = Number.MAX_SAFE_INTEGER;
+      if (ticket !== null) {
+        const row = this.s.ticketOf.get(queueKey, ticket, now) as { fence: number } | undefined;
+        if (!row) return null; // the ticket lapsed: its owner takes a new one
+        mine = row.fence;
+      }
+      const { n } = this.s.holderCount.get(key) as { n: number };
+      if (n >= limit) return null;
+      const ahead = (this.s.ticketsAhead.get(queueKey, now, mine) as { n: number }).n;
+      if (n + ahead >= limit) return null;
+      const { fence } = this.s.nextFence.get(key) as { fence: number };
+      const expiresMs = now + ttlMs;
+      this.s.insertHolder.run({ key, token, fence, expiresMs });
+      if (ticket !== null) this.s.dropTicket.run(queueKey, ticket);
       return grant(token, fence, expiresMs, this.now());
     });
   }
@@ -54,7 +89,12 @@ export class SqliteLocks implements LockBackend {
       const { changes } = this.s.deleteHolder.run({ key, token, now: this.now() });
       if (changes !== 1) throw notOwner(key);
     });
+    // A waiter of this process takes the slot at once; only without one are other processes
+    // told (best effort, never delaying or failing the release: their poll is the net). This keeps
+    // the file write off the in-process handoff, the common case.
+    const local = this.released.listenerCount(key) > 0;
     this.released.emit(key);
+    if (!local && this.wakeFile) void writeFile(this.wakeFile, String(Date.now())).catch(() => undefined);
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
@@ -70,8 +110,34 @@ export class SqliteLocks implements LockBackend {
   }
 
   onRelease(key: string, listener: () => void): () => void {
+    this.watchWakeFile();
     this.released.on(key, listener);
     return () => this.released.off(key, listener);
+  }
+
+  /** Stops watching the wake file (the backend's close). */
+  close(): void {
+    this.closed = true;
+    this.watcher?.close();
+    this.watcher = null;
+  }
+
+  /** Started with the first waiter of this process, kept until close (unref'd: never holds the process open). */
+  private watchWakeFile(): void {
+    if (this.watcher || !this.wakeFile || this.closed) return;
+    try {
+      writeFileSync(this.wakeFile, '', { flag: 'a' });
+      this.watcher = watch(this.wakeFile, { persistent: false }, () => {
+        // A release somewhere: every waiter of this process tries again (only the free key's win).
+        for (const key of this.released.eventNames()) this.released.emit(key);
+      });
+      this.watcher.on('error', () => {
+        this.watcher?.close();
+        this.watcher = null;
+      });
+    } catch {
+      this.watcher = null; // no change notification here: the safety-net poll remains
+    }
   }
 
   private now(): number {

@@ -33,7 +33,10 @@ DELETE FROM dibs_pools WHERE id = ?
 DELETE FROM dibs_outbox WHERE pool = ?
 
 -- name: insertCode
-INSERT INTO dibs_codes (pool_id, code) VALUES (?, ?) ON CONFLICT (pool_id, code) DO NOTHING
+-- A code the pool already has as a multi-use code is a duplicate too.
+INSERT INTO dibs_codes (pool_id, code)
+SELECT @pool, @code WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
+ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: addFree
 UPDATE dibs_pools
@@ -57,7 +60,12 @@ SELECT code FROM dibs_codes WHERE pool_id = ? AND claim_key = ? AND claimant = ?
 SELECT * FROM dibs_codes WHERE pool_id = ? AND claimant = ? ORDER BY claimed_at, id
 
 -- name: takeFree
-SELECT id, code FROM dibs_codes WHERE pool_id = ? AND status = 'free' ORDER BY id LIMIT ?
+-- Free codes that may be handed out now: no live checkout hold, inside the code's own window.
+SELECT id, code FROM dibs_codes
+WHERE pool_id = @pool AND status = 'free'
+  AND (hold_until IS NULL OR hold_until <= @now)
+  AND (starts_at IS NULL OR starts_at <= @now) AND (expires_at IS NULL OR expires_at > @now)
+ORDER BY id LIMIT @n
 
 -- name: markClaimed
 UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now
@@ -81,7 +89,9 @@ ON CONFLICT (idempotency_key) DO NOTHING
 SELECT * FROM dibs_codes WHERE pool_id = ? AND code = ?
 
 -- name: setCodeState
-UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt, redeemed_order = @order
+-- Every state change ends a checkout hold (a redeem by its claimant consumes it).
+UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt, redeemed_order = @order,
+  hold_claimant = NULL, hold_until = NULL
 WHERE id = @id
 
 -- name: exportAll
@@ -119,3 +129,58 @@ SELECT * FROM dibs_outbox WHERE pool = ? AND id > ? ORDER BY id LIMIT ?
 -- name: redeemedBy
 -- Codes of the pool a claimant has redeemed (for maxRedemptionsPerClaimant).
 SELECT count(*) AS n FROM dibs_codes WHERE pool_id = ? AND claimant = ? AND status = 'redeemed'
+
+-- name: setHold
+-- @until NULL ends the hold.
+UPDATE dibs_codes SET hold_claimant = @claimant, hold_until = @until WHERE id = @id
+
+-- name: setCodeWindow
+UPDATE dibs_codes SET starts_at = @startsAt, expires_at = @expiresAt WHERE id = @id
+
+-- name: multiByValue
+SELECT * FROM dibs_multi_codes WHERE pool_id = ? AND code = ?
+
+-- name: insertMulti
+INSERT INTO dibs_multi_codes (pool_id, code, max_uses, per_claimant, starts_at, expires_at, created_at)
+SELECT @pool, @code, @uses, @perClaimant, @startsAt, @expiresAt, @now
+WHERE NOT EXISTS (SELECT 1 FROM dibs_codes WHERE pool_id = @pool AND code = @code)
+ON CONFLICT (pool_id, code) DO NOTHING
+
+-- name: setMultiWindow
+UPDATE dibs_multi_codes SET starts_at = @startsAt, expires_at = @expiresAt WHERE pool_id = @pool AND code = @code
+
+-- name: moveUses
+UPDATE dibs_multi_codes SET uses = uses + @n WHERE pool_id = @pool AND code = @code
+
+-- name: useOfOrder
+SELECT * FROM dibs_code_uses WHERE pool_id = ? AND code = ? AND order_id = ?
+
+-- name: usesByClaimant
+SELECT count(*) AS n FROM dibs_code_uses WHERE pool_id = ? AND code = ? AND claimant = ?
+
+-- name: insertUse
+INSERT INTO dibs_code_uses (pool_id, code, order_id, claimant, used_at) VALUES (@pool, @code, @order, @claimant, @now)
+
+-- name: deleteUse
+DELETE FROM dibs_code_uses WHERE pool_id = ? AND code = ? AND order_id = ?
+
+-- name: holdMismatch
+-- A hold only on a code that can still be redeemed, and a claimed code's hold is its holder's.
+SELECT code, status, claimant, hold_claimant FROM dibs_codes
+WHERE pool_id = ? AND hold_claimant IS NOT NULL AND (status NOT IN ('free', 'claimed') OR (status = 'claimed' AND hold_claimant <> claimant))
+LIMIT 100
+
+-- name: multiUseMismatch
+-- Multi-use codes whose counter differs from their recorded uses, or whose uses exceed the limit.
+SELECT m.code, m.uses, m.max_uses, (SELECT count(*) FROM dibs_code_uses u WHERE u.pool_id = m.pool_id AND u.code = m.code) AS recorded
+FROM dibs_multi_codes m WHERE m.pool_id = ?
+  AND (m.uses <> (SELECT count(*) FROM dibs_code_uses u WHERE u.pool_id = m.pool_id AND u.code = m.code) OR m.uses > m.max_uses)
+LIMIT 100
+
+-- name: multiUseOverClaimant
+SELECT u.code, u.claimant, count(*) AS n, m.per_claimant FROM dibs_code_uses u
+JOIN dibs_multi_codes m ON m.pool_id = u.pool_id AND m.code = u.code
+WHERE u.pool_id = ? AND u.claimant IS NOT NULL AND m.per_claimant IS NOT NULL
+GROUP BY u.code, u.claimant HAVING count(*) > m.per_claimant
+LIMIT 100
+

@@ -6,7 +6,9 @@ import type {
   ClaimManyResult,
   CodeInfo,
   CodeStatus,
+  CodeWindow,
   InsertResult,
+  MultiUseCodeSpec,
   OutboxEvent,
   Page,
   Pool,
@@ -16,8 +18,9 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
-import { assertInWindow } from '../../core/window.js';
+import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
+import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
 import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
@@ -27,6 +30,8 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState', 'redeemedBy',
   'exportAll', 'exportByStatus', 'countByStatus', 'claimantsOverLimit', 'holderMismatch',
   'keysWithForeignCodes', 'lowStockEventCount', 'eventsAfter', 'poolEventsAfter',
+  'setHold', 'setCodeWindow', 'multiByValue', 'insertMulti', 'setMultiWindow', 'moveUses', 'useOfOrder', 'usesByClaimant',
+  'insertUse', 'deleteUse', 'holdMismatch', 'multiUseMismatch', 'multiUseOverClaimant',
 ]);
 
 interface PoolRow {
@@ -60,6 +65,25 @@ interface CodeRow {
   claimed_at: string | null;
   redeemed_at: string | null;
   redeemed_order: string | null;
+  hold_claimant: string | null;
+  hold_until: string | null;
+  starts_at: string | null;
+  expires_at: string | null;
+}
+
+interface MultiRow {
+  code: string;
+  max_uses: number;
+  per_claimant: number | null;
+  uses: number;
+  starts_at: string | null;
+  expires_at: string | null;
+}
+
+interface UseRow {
+  order_id: string;
+  claimant: string | null;
+  used_at: string;
 }
 
 interface EventRow {
@@ -139,7 +163,7 @@ export class SqlitePools implements PoolBackend {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
       let inserted = 0;
-      for (const code of codes) inserted += this.stmt.insertCode.run(row.id, code).changes;
+      for (const code of codes) inserted += this.stmt.insertCode.run({ pool: row.id, code }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });
@@ -166,10 +190,10 @@ export class SqlitePools implements PoolBackend {
       assertInWindow(pool, windowOf(row), this.now());
       const room = row.per_claimant_limit - this.heldCodes(row.id, claimant).length;
       if (room <= 0) return answer('already-held', [], false);
-      const free = this.stmt.takeFree.all(row.id, Math.min(count, room)) as { id: number; code: string }[];
+      const now = this.now();
+      const free = this.stmt.takeFree.all({ pool: row.id, now, n: Math.min(count, room) }) as { id: number; code: string }[];
       if (free.length === 0) throw soldOut(pool);
 
-      const now = this.now();
       for (const { id } of free) this.stmt.markClaimed.run({ id, claimant, key, now });
       if (key !== null) this.stmt.insertClaimKey.run(row.id, key, claimant, count, now);
       this.moveCounters(row, { free: -free.length, claimed: free.length }, now);
@@ -200,7 +224,10 @@ export class SqlitePools implements PoolBackend {
         assertHeld(c, claimant);
       }
       const holder = direct ? claimant! : c.claimant!;
+      // another checkout's live hold (a claimed code's hold is its holder's)
+      if (liveHold(c, now) && c.hold_claimant !== holder) throw heldByOther(code, c.hold_until!);
       assertInWindow(pool, windowOf(row), now);
+      assertCodeInWindow(code, codeWindowOf(c), now);
       if (row.max_redemptions !== null || row.max_redemptions_per_claimant !== null) {
         const { n } = this.stmt.redeemedBy.get(row.id, holder) as { n: number };
         assertRedemptionRoom(pool, limitsOf(row), { pool: row.redeemed, claimant: n }, holder);
@@ -208,7 +235,7 @@ export class SqlitePools implements PoolBackend {
       return direct
         ? { state: { status: 'redeemed', claimant: holder, claimKey: null, claimedAt: now, redeemedAt: now, order: orderId }, move: { free: -1, redeemed: 1 } }
         : { state: { status: 'redeemed', claimant: holder, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
-    });
+    }, (row, m, now) => this.redeemUse(row, m, claimant, orderId, now));
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
@@ -217,7 +244,7 @@ export class SqlitePools implements PoolBackend {
       const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
       this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
       return { state: { status: 'claimed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: null, order: null }, move: { redeemed: -1, claimed: 1 } };
-    });
+    }, (row, m, now) => this.unredeemUse(row, m, orderId, now));
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
@@ -227,12 +254,74 @@ export class SqlitePools implements PoolBackend {
     });
   }
 
+  async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+    return write(this.db, this.options, () => {
+      const row = this.pool(pool);
+      const c = this.codeOrMulti(row.id, code, () => { throw multiUseNotHoldable(code); });
+      const now = this.now();
+      if (c.status === 'redeemed') throw alreadyRedeemed(code, c.redeemed_at!);
+      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
+      if (c.status === 'free') {
+        // only a public code is redeemable unclaimed; its redeemer will need room under the limit
+        if (row.public_codes !== 1) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
+        if (this.heldCodes(row.id, claimant).length >= row.per_claimant_limit) throw holderAtLimit(pool, claimant, row.per_claimant_limit);
+      } else {
+        assertHeld(c, claimant);
+      }
+      if (liveHold(c, now) && c.hold_claimant !== claimant) throw heldByOther(code, c.hold_until!);
+      assertInWindow(pool, windowOf(row), now);
+      assertCodeInWindow(code, codeWindowOf(c), now);
+      this.stmt.setHold.run({ id: c.id, claimant, until: new Date(Date.parse(now) + ttlMs).toISOString() });
+      return toCode(pool, this.code(row.id, code), now);
+    });
+  }
+
+  async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    return write(this.db, this.options, () => {
+      const row = this.pool(pool);
+      const c = this.codeOrMulti(row.id, code, () => { throw multiUseNotHoldable(code); });
+      const now = this.now();
+      if (!liveHold(c, now)) return toCode(pool, c, now);
+      if (claimant !== null && c.hold_claimant !== claimant) throw heldByOther(code, c.hold_until!);
+      this.stmt.setHold.run({ id: c.id, claimant: null, until: null });
+      return toCode(pool, this.code(row.id, code), now);
+    });
+  }
+
+  async setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
+    return write(this.db, this.options, () => {
+      const row = this.pool(pool);
+      const m = this.stmt.multiByValue.get(row.id, code) as MultiRow | undefined;
+      if (m) {
+        this.stmt.setMultiWindow.run({ pool: row.id, code, ...window });
+        return toMultiCode(pool, this.stmt.multiByValue.get(row.id, code) as MultiRow);
+      }
+      const c = this.code(row.id, code);
+      this.stmt.setCodeWindow.run({ id: c.id, ...window });
+      return toCode(pool, this.code(row.id, code), this.now());
+    });
+  }
+
+  async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+    return write(this.db, this.options, () => {
+      const row = this.pool(pool);
+      const { changes } = this.stmt.insertMulti.run({ pool: row.id, code: spec.code, uses: spec.uses, perClaimant: spec.usesPerClaimant, startsAt: spec.startsAt, expiresAt: spec.expiresAt, now: this.now() });
+      if (changes === 0) throw codeExists(spec.code);
+      return toMultiCode(pool, this.stmt.multiByValue.get(row.id, spec.code) as MultiRow);
+    });
+  }
+
   async clock(): Promise<string> {
     return read(this.options, () => this.now());
   }
 
-  async getCode(pool: string, code: string): Promise<CodeInfo> {
-    return read(this.options, () => toCode(pool, this.code(this.pool(pool).id, code)));
+  async getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo> {
+    return read(this.options, () => {
+      const { id } = this.pool(pool);
+      const m = this.stmt.multiByValue.get(id, code) as MultiRow | undefined;
+      if (m) return toMultiCode(pool, m, claimant ? (this.stmt.usesByClaimant.get(id, code, claimant) as { n: number }).n : undefined);
+      return toCode(pool, this.code(id, code), this.now());
+    });
   }
 
   async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
@@ -262,6 +351,15 @@ export class SqlitePools implements PoolBackend {
       const violations: Violation[] = [];
       for (const c of this.stmt.holderMismatch.all(row.id) as CodeRow[]) {
         violations.push({ invariant: 'I1', pool, code: c.code, message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}` });
+      }
+      for (const c of this.stmt.holdMismatch.all(row.id) as CodeRow[]) {
+        violations.push({ invariant: 'I1', pool, code: c.code, claimant: c.hold_claimant!, message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'` });
+      }
+      for (const m of this.stmt.multiUseMismatch.all(row.id) as { code: string; uses: number; max_uses: number; recorded: number }[]) {
+        violations.push({ invariant: 'I4', pool, code: m.code, expected: m.recorded, actual: m.uses, message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded` });
+      }
+      for (const u of this.stmt.multiUseOverClaimant.all(row.id) as { code: string; claimant: string; n: number; per_claimant: number }[]) {
+        violations.push({ invariant: 'I2', pool, code: u.code, claimant: u.claimant, expected: u.per_claimant, actual: u.n, message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}` });
       }
       for (const k of this.stmt.keysWithForeignCodes.all(row.id) as { key: string; claimant: string; code: string; holder: string | null }[]) {
         violations.push({ invariant: 'I2', pool, code: k.code, claimant: k.claimant, message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}` });
@@ -306,6 +404,46 @@ export class SqlitePools implements PoolBackend {
     return row;
   }
 
+  /** The single-use code, or — when the pool has it as a multi-use code — `onMulti()`. */
+  private codeOrMulti(poolId: number, code: string, onMulti: () => never): CodeRow {
+    const row = this.stmt.codeByValue.get(poolId, code) as CodeRow | undefined;
+    if (row) return row;
+    if (this.stmt.multiByValue.get(poolId, code)) onMulti();
+    throw notFound('code', code);
+  }
+
+  private redeemUse(row: PoolRow, m: MultiRow, claimant: string | null, orderId: string | null, now: string): CodeInfo {
+    if (orderId === null) throw orderRequired(m.code);
+    const prior = this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined;
+    if (prior) {
+      // the same checkout again: its use, unchanged
+      if (claimant !== null && prior.claimant !== claimant) throw orderOfOtherClaimant(m.code, orderId);
+      return toUse(row.name, m, prior);
+    }
+    assertInWindow(row.name, windowOf(row), now);
+    assertCodeInWindow(m.code, { startsAt: m.starts_at, expiresAt: m.expires_at }, now);
+    if (m.uses >= m.max_uses) throw usesExhausted(m.code, m.max_uses);
+    if (m.per_claimant !== null) {
+      if (claimant === null) throw claimantRequired(m.code);
+      const { n } = this.stmt.usesByClaimant.get(row.id, m.code, claimant) as { n: number };
+      if (n >= m.per_claimant) throw usesPerClaimantReached(m.code, claimant, m.per_claimant);
+    }
+    this.stmt.insertUse.run({ pool: row.id, code: m.code, order: orderId, claimant, now });
+    this.stmt.moveUses.run({ pool: row.id, code: m.code, n: 1 });
+    return toUse(row.name, { ...m, uses: m.uses + 1 }, { order_id: orderId, claimant, used_at: now });
+  }
+
+  private unredeemUse(row: PoolRow, m: MultiRow, orderId: string | null, now: string): CodeInfo {
+    if (orderId === null) throw orderRequired(m.code);
+    const use = this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined;
+    if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    this.stmt.deleteUse.run(row.id, m.code, orderId);
+    this.stmt.moveUses.run({ pool: row.id, code: m.code, n: -1 });
+    const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
+    this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool: row.name, payload: JSON.stringify(event.payload), now });
+    return toMultiCode(row.name, { ...m, uses: m.uses - 1 });
+  }
+
   private heldCodes(poolId: number, claimant: string): CodeRow[] {
     return this.stmt.heldCodes.all(poolId, claimant) as CodeRow[];
   }
@@ -330,10 +468,17 @@ export class SqlitePools implements PoolBackend {
     code: string,
     /** The code's next state and counter move, or null: leave it as it is and answer with it. */
     decide: (row: PoolRow, c: CodeRow, now: string) => { state: { status: CodeStatus; claimant: string | null; claimKey: string | null; claimedAt: string | null; redeemedAt: string | null; order: string | null }; move: CounterMove } | null,
+    /** The same step for a multi-use code (redeem, unredeem); without it such a code is not_found. */
+    multi?: (row: PoolRow, m: MultiRow, now: string) => CodeInfo,
   ): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const c = this.code(row.id, code);
+      const found = this.stmt.codeByValue.get(row.id, code) as CodeRow | undefined;
+      if (!found && multi) {
+        const m = this.stmt.multiByValue.get(row.id, code) as MultiRow | undefined;
+        if (m) return multi(row, m, this.now());
+      }
+      const c = found ?? this.code(row.id, code);
       const now = this.now();
       const decided = decide(row, c, now);
       if (decided === null) return toCode(pool, c);
@@ -372,6 +517,27 @@ function toPool(row: PoolRow): Pool {
   };
 }
 
-function toCode(pool: string, row: CodeRow): CodeInfo {
-  return { pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: row.claimed_at, redeemedAt: row.redeemed_at, orderId: row.redeemed_order };
+/** A code as answered; `now` (the store's clock) reports a live hold, when given. */
+function toCode(pool: string, row: CodeRow, now?: string): CodeInfo {
+  return {
+    pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: row.claimed_at, redeemedAt: row.redeemed_at, orderId: row.redeemed_order,
+    ...(row.starts_at !== null || row.expires_at !== null ? codeWindowOf(row) : {}),
+    ...(now !== undefined && liveHold(row, now) ? { hold: { claimant: row.hold_claimant!, expiresAt: row.hold_until! } } : {}),
+  };
+}
+
+const liveHold = (c: CodeRow, now: string) => c.hold_until !== null && c.hold_until > now;
+const codeWindowOf = (c: { starts_at: string | null; expires_at: string | null }) => ({ startsAt: c.starts_at, expiresAt: c.expires_at });
+
+/** A multi-use code: free while uses remain, redeemed when none do. */
+function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
+  return {
+    pool, code: m.code, status: m.uses < m.max_uses ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
+    startsAt: m.starts_at, expiresAt: m.expires_at, uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
+  };
+}
+
+/** One use of a multi-use code (the answer of its redeem). */
+function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
+  return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.claimant, redeemedAt: use.used_at, orderId: use.order_id };
 }

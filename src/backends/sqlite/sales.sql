@@ -66,7 +66,7 @@ INSERT INTO dibs_holds (id, sale_id, customer, quantity, expires_at, created_at)
 UPDATE dibs_holds SET quantity = @quantity, expires_at = @expiresAt WHERE id = @id
 
 -- name: insertOrder
-INSERT INTO dibs_orders (id, sale_id, customer, quantity, hold_id, created_at) VALUES (@id, @sale, @customer, @quantity, @holdId, @now)
+INSERT INTO dibs_orders (id, sale_id, customer, quantity, hold_id, created_at, grant_id) VALUES (@id, @sale, @customer, @quantity, @holdId, @now, @grantId)
 
 -- name: orderById
 SELECT * FROM dibs_orders WHERE id = ?

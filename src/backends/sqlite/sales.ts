@@ -30,6 +30,8 @@ export interface SaleRow {
   created_at: string;
   sold: number;
   held: number;
+  /** Units granted to a tiered fast path and not sold yet (migration 011). */
+  escrow: number;
 }
 
 interface HoldRow {
@@ -43,7 +45,7 @@ interface HoldRow {
   order_id: string | null;
 }
 
-interface OrderRow {
+export interface OrderRow {
   id: string;
   sale_id: string;
   customer: string;
@@ -109,7 +111,7 @@ export class SqliteSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? row.per_customer_limit,
         metadata: patch.metadata ?? (JSON.parse(row.metadata) as Record<string, unknown>),
       };
-      assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held, existing: { startsAt: row.starts_at } });
+      assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held + current.escrow, existing: { startsAt: row.starts_at } });
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
       return this.toSale(this.sale(id), now);
     });
@@ -137,7 +139,7 @@ export class SqliteSales implements SaleBackend {
       if (this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
       this.assertWithinLimit(row, customer, quantity);
       if (row.cap !== null) {
-        const available = row.cap - row.sold - row.held;
+        const available = row.cap - row.sold - row.held - row.escrow;
         if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
       }
       const order = this.insertOrder(row, customer, quantity, null, now);
@@ -166,7 +168,7 @@ export class SqliteSales implements SaleBackend {
       this.assertWithinLimit(row, customer, quantity - ownUnits);
       if (row.cap !== null) {
         // Everyone else's holds count; the customer's own hold is being replaced.
-        const available = row.cap - row.sold - (row.held - ownUnits);
+        const available = row.cap - row.sold - row.escrow - (row.held - ownUnits);
         if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
       }
       const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
@@ -182,6 +184,16 @@ export class SqliteSales implements SaleBackend {
       if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
       return { hold: toHold(this.hold(id)), replayed: false };
     }
+  }
+
+  /** @internal Whether the sale sells only through its waiting room. */
+  hasWaitingRoom(saleId: string): boolean {
+    return this.stmt.hasWaitingRoom.get(saleId) !== undefined;
+  }
+
+  /** @internal Records an idempotency key's result, inside the caller's write. */
+  insertKey(saleId: string, key: string, kind: KeyRow['kind'], customer: string, quantity: number, resultId: string): void {
+    this.stmt.insertSaleKey.run({ sale: saleId, key, kind, customer, quantity, resultId });
   }
 
   /** Sale row after expiring stale holds, with its derived status — for the waiting room's admission step. */
@@ -337,7 +349,8 @@ export class SqliteSales implements SaleBackend {
 
   // --- helpers, all inside a transaction ---
 
-  private now(): string {
+  /** @internal */
+  now(): string {
     return (this.stmt.now.get() as { now: string }).now;
   }
 
@@ -362,7 +375,8 @@ export class SqliteSales implements SaleBackend {
   }
 
   /** The sale, after expiring its stale holds, if it is live now; otherwise `not_live`/`sold_out`. */
-  private liveSale(id: string, now: string): SaleRow {
+  /** @internal (also used by grants.ts inside its write step) */
+  liveSale(id: string, now: string): SaleRow {
     const before = this.sale(id);
     this.expireStale(before, now);
     const row = this.sale(id);
@@ -381,14 +395,15 @@ export class SqliteSales implements SaleBackend {
     this.event('hold.expired', `hold.expired:${hold.id}`, hold.sale_id, { sale: hold.sale_id, hold: hold.id, customer: hold.customer, quantity: hold.quantity, expiresAt: hold.expires_at }, now);
   }
 
-  private assertWithinLimit(row: SaleRow, customer: string, more: number): void {
+  /** @internal */
+  assertWithinLimit(row: SaleRow, customer: string, more: number): void {
     const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as { ordered: number; held: number };
     if (ordered + held + more > row.per_customer_limit) throw limitReached(row.id, customer, ordered + held, more, row.per_customer_limit);
   }
 
-  private insertOrder(row: SaleRow, customer: string, quantity: number, holdId: string | null, now: string): OrderRow {
-    const id = newId('ord');
-    this.stmt.insertOrder.run({ id, sale: row.id, customer, quantity, holdId, now });
+  /** @internal `grantId`: the tiered fast-path grant the order consumed. */
+  insertOrder(row: SaleRow, customer: string, quantity: number, holdId: string | null, now: string, id = newId('ord'), grantId: number | null = null): OrderRow {
+    this.stmt.insertOrder.run({ id, sale: row.id, customer, quantity, holdId, now, grantId });
     const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: 0 }) as { sold: number; cap: number | null };
     if (after.cap !== null && after.sold >= after.cap) this.event('sale.sold_out', `sale.sold_out:${row.id}`, row.id, { sale: row.id, sku: row.sku, sold: after.sold, cap: after.cap }, now);
     return this.order(id);
@@ -399,7 +414,8 @@ export class SqliteSales implements SaleBackend {
   }
 
   /** The stored result of an idempotency key, or null for a fresh key; a mismatched reuse is a conflict. */
-  private replay(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): KeyRow | null {
+  /** @internal */
+  replay(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): KeyRow | null {
     if (key === null) return null;
     const row = this.stmt.saleKey.get(saleId, key) as KeyRow | undefined;
     if (!row) return null;
@@ -442,6 +458,6 @@ function toHold(row: HoldRow): Hold {
   return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, status: row.status, expiresAt: row.expires_at, createdAt: row.created_at, orderId: row.order_id };
 }
 
-function toOrder(row: OrderRow): Order {
+export function toOrder(row: OrderRow): Order {
   return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: row.created_at };
 }

@@ -1,4 +1,4 @@
-/** Import, claim, release/redeem/unredeem/revoke, validate, holdings, stats, export, audit, events. */
+/** Import, claim, release/redeem/unredeem/revoke, validate, hold/unhold, window, multi-use, holdings, stats, export, audit, events. */
 import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
@@ -68,7 +68,7 @@ export function codeCommands(program: Command): void {
           : action === 'redeem' ? await dibs.pools.redeem(pool, code, options)
           : action === 'unredeem' ? await dibs.pools.unredeem(pool, code, options)
           : await dibs.pools.revoke(pool, code);
-        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}${info.orderId ? ` for order ${info.orderId}` : ''}`);
+        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}${info.orderId ? ` for order ${info.orderId}` : ''}${info.uses ? ` — ${info.uses.remaining} of ${info.uses.max} uses left` : ''}`);
       });
     });
   }
@@ -80,8 +80,59 @@ export function codeCommands(program: Command): void {
     .action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const answer = await dibs.pools.validate(pool, code, opts.claimant ? { claimant: opts.claimant } : {});
-        output(command, answer, () => (answer.valid ? `${code}: valid (held by ${answer.code.claimant})` : `${code}: not valid — ${answer.reason.replace('_', ' ')}`));
+        output(command, answer, () => (answer.valid ? `${code}: valid (${answer.code.uses ? `${answer.code.uses.remaining} of ${answer.code.uses.max} uses left` : `held by ${answer.code.claimant}`})` : `${code}: not valid — ${answer.reason.replace('_', ' ')}`));
         if (!answer.valid) process.exitCode = 1;
+      });
+    });
+
+  program
+    .command('hold <pool> <code> <claimant>')
+    .description('hold a code for a checkout: nobody else can redeem or hold it until the hold expires (holding again renews)')
+    .option('--ttl <ms>', 'how long the hold lasts, in milliseconds (1000 … 86400000)', intOption('--ttl'), 600_000)
+    .addHelpText('after', '\nExamples:\n  $ dibs hold spring SPRING-0002 alice --ttl 600000\n  $ dibs redeem spring SPRING-0002 --claimant alice --order order-42   # consumes the hold\n  $ dibs unhold spring SPRING-0002 --claimant alice                   # checkout abandoned')
+    .action(async (pool: string, code: string, claimant: string, opts: { ttl: number }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const info = await dibs.pools.hold(pool, code, claimant, opts.ttl);
+        output(command, info, () => `${info.code}: held by ${info.hold?.claimant} until ${info.hold?.expiresAt}`);
+      });
+    });
+
+  program
+    .command('unhold <pool> <code>')
+    .description('end a checkout hold before it expires')
+    .option('--claimant <id>', 'only if this claimant holds it')
+    .action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const info = await dibs.pools.releaseHold(pool, code, opts.claimant ? { claimant: opts.claimant } : {});
+        output(command, info, () => `${info.code}: ${info.status}, not held`);
+      });
+    });
+
+  program
+    .command('window <pool> <code>')
+    .description("set a code's own validity window (with the pool's): outside it the code is neither handed out nor redeemed")
+    .option('--starts <iso>', 'valid from (ISO 8601); absent = open')
+    .option('--expires <iso>', 'valid until, exclusive (ISO 8601); absent = open')
+    .addHelpText('after', '\nExamples:\n  $ dibs window spring SPRING-0002 --expires 2026-11-30T23:59:59Z')
+    .action(async (pool: string, code: string, opts: { starts?: string; expires?: string }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const info = await dibs.pools.setCodeWindow(pool, code, { startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
+        output(command, info, () => `${info.code}: valid from ${info.startsAt ?? 'always'} until ${info.expiresAt ?? 'forever'}`);
+      });
+    });
+
+  program
+    .command('multi-use <pool> <code>')
+    .description('add a multi-use code: one code, N uses, each order counted once (e.g. WELCOME10 for the first 1,000 buyers)')
+    .requiredOption('--uses <n>', 'uses in all', intOption('--uses'))
+    .option('--per-claimant <n>', 'uses per claimant (default 1; 0 = no limit)', intOption('--per-claimant'), 1)
+    .option('--starts <iso>', 'valid from (ISO 8601)')
+    .option('--expires <iso>', 'valid until, exclusive (ISO 8601)')
+    .addHelpText('after', '\nExamples:\n  $ dibs multi-use spring WELCOME10 --uses 1000\n  $ dibs redeem spring WELCOME10 --claimant alice --order order-42')
+    .action(async (pool: string, code: string, opts: { uses: number; perClaimant: number; starts?: string; expires?: string }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const info = await dibs.pools.addMultiUseCode(pool, { code, uses: opts.uses, usesPerClaimant: opts.perClaimant === 0 ? null : opts.perClaimant, startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
+        output(command, info, () => `${info.code}: ${info.uses?.remaining} of ${info.uses?.max} uses left`);
       });
     });
 

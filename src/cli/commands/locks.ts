@@ -13,7 +13,7 @@ export function locksCommand(program: Command): void {
         output(command, info, () => block([
           ['key', info.key],
           ['last fence', info.lastFence],
-          ['waiters (this process)', info.waiters],
+          ['waiters', info.waiters],
           ['holders', info.holders.length ? info.holders.map((h) => `${h.tokenPrefix}… fence ${h.fence} until ${h.expiresAt}`).join('; ') : 'none'],
         ]));
       });
@@ -25,10 +25,11 @@ export function locksCommand(program: Command): void {
     .option('--ttl <ms>', 'lease time to live', intOption('--ttl'), 30_000)
     .option('--wait <ms>', 'how long to wait for it', intOption('--wait'), 0)
     .option('--limit <n>', 'holders allowed at once (a semaphore when above 1)', intOption('--limit'), 1)
-    .addHelpText('after', '\nExample:\n  $ dibs locks acquire nightly-report --ttl 60000 --wait 5000')
-    .action(async (key: string, opts: { ttl: number; wait: number; limit: number }, command: Command) => {
+    .option('--fair', 'wait in the store\'s line: FIFO across every process and instance', false)
+    .addHelpText('after', '\nExample:\n  $ dibs locks acquire nightly-report --ttl 60000 --wait 5000 --fair')
+    .action(async (key: string, opts: { ttl: number; wait: number; limit: number; fair: boolean }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const lease = await dibs.semaphores.acquire(key, opts.limit, { ttlMs: opts.ttl, waitMs: opts.wait });
+        const lease = await dibs.semaphores.acquire(key, opts.limit, { ttlMs: opts.ttl, waitMs: opts.wait, fair: opts.fair });
         process.stdout.write(`${JSON.stringify(lease, null, 2)}\n`);
       });
     });
@@ -38,15 +39,15 @@ export function locksCommand(program: Command): void {
       .command(`${action} <key>`)
       .description(action === 'renew' ? 'extend a lease you hold' : 'give a lease back')
       .requiredOption('--token <token>', 'the token acquire printed')
-      .option('--ttl <ms>', 'new time to live (renew)', intOption('--ttl'), 30_000)
-      .action(async (key: string, opts: { token: string; ttl: number }, command: Command) => {
+      .option('--ttl <ms>', 'new time to live (renew; default: the TTL the lease was acquired with)', intOption('--ttl'))
+      .action(async (key: string, opts: { token: string; ttl?: number }, command: Command) => {
         await withDibs(command, async (dibs) => {
           const lease = { key, token: opts.token, limit: 1 } as Parameters<typeof dibs.semaphores.release>[0];
           if (action === 'release') {
             await dibs.semaphores.release(lease);
             output(command, { released: key }, () => `released ${key}`);
           } else {
-            const renewed = await dibs.semaphores.renew(lease, { ttlMs: opts.ttl });
+            const renewed = await dibs.semaphores.renew(lease, opts.ttl !== undefined ? { ttlMs: opts.ttl } : {});
             output(command, renewed, () => `renewed ${key} until ${renewed.expiresAt} (fence ${renewed.fence})`);
           }
         });

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { redact } from '../../backends/registry.js';
+import { isServiceWorker, reportListening, runPrimary, workerCount } from '../../service/cluster.js';
 import { loadServiceConfig } from '../../service/config.js';
 import { exitOnSignals, startServer } from '../../service/server.js';
 import { intOption } from '../context.js';
@@ -12,6 +13,7 @@ interface ServeFlags {
   config?: string;
   rateLimit?: number;
   metricsPublic?: boolean;
+  workers?: string;
 }
 
 export function serveCommand(program: Command): void {
@@ -25,6 +27,7 @@ export function serveCommand(program: Command): void {
     .option('--config <file>', 'JSON config file (env DIBS_CONFIG); env and flags override it')
     .option('--rate-limit <n>', 'requests per API key per minute, 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
     .option('--metrics-public', 'serve /metrics without an API key (env DIBS_METRICS_PUBLIC)')
+    .option('--workers <n>', "service processes sharing the port (node:cluster), or 'auto' = one per core (env DIBS_WORKERS; default 1)")
     .addHelpText('after', `
 Every /v1 request needs an API key: Authorization: Bearer dibs_…
   $ dibs keys create --name backend --scopes pools:read,pools:claim
@@ -34,7 +37,13 @@ Config file keys (JSON; env in brackets): store [DIBS_STORE], port [PORT], host 
   logLevel [LOG_LEVEL], jobs [DIBS_JOBS], jobsEveryMs [DIBS_JOBS_EVERY_MS],
   rateLimit [DIBS_RATE_LIMIT], rateLimitWindowMs [DIBS_RATE_LIMIT_WINDOW_MS],
   idempotencyTtlMs [DIBS_IDEMPOTENCY_TTL_MS], keyCacheMs [DIBS_KEY_CACHE_MS],
-  metricsPublic [DIBS_METRICS_PUBLIC], bodyLimit [DIBS_BODY_LIMIT], demo
+  metricsPublic [DIBS_METRICS_PUBLIC], bodyLimit [DIBS_BODY_LIMIT], workers [DIBS_WORKERS], demo
+
+--workers N runs N service processes on one port (the HTTP layer costs more CPU than a claim;
+  one process saturates one core). The store's migrations and --demo run once, before forking;
+  jobs run in every worker (each job step is atomic and idempotent); /metrics answers with the
+  series of the worker that serves the scrape (label worker). SIGTERM is forwarded to every
+  worker; exit 0 once all shut down gracefully. A worker that dies is restarted.
 
 Delivery of outbox events is configured by environment variables:
   DIBS_WEBHOOK_URLS=https://ops.example.com/hooks   endpoints for pool/sale events (comma-separated)
@@ -49,24 +58,48 @@ Examples:
       const globals = command.optsWithGlobals() as { store?: string };
       const config = loadServiceConfig({
         ...(opts.config ? { file: opts.config } : {}),
-        flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic },
+        flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic, workers: opts.workers },
       });
-      const { store, port, host, demo, jobs, ...rest } = config;
-      const server = await startServer({ ...rest, store, port, host, demo, jobs });
-      exitOnSignals(server);
-      process.stderr.write(`\ndibs is serving ${server.url} on ${redact(store)}\n`);
-      if (server.demoKey) {
-        const auth = `-H 'authorization: Bearer ${server.demoKey}'`;
+      const { store, port, host, demo, jobs, workers: wanted, ...rest } = config;
+      const workers = workerCount(wanted);
+      if (isServiceWorker()) {
+        // Forked by the primary below: serve; the primary has already run --demo. A SIGTERM that
+        // arrives while starting (the primary is shutting down) shuts down once started.
+        let early: string | undefined;
+        const remember = (signal: string) => () => (early = signal);
+        const onTerm = remember('SIGTERM');
+        const onInt = remember('SIGINT');
+        process.once('SIGTERM', onTerm).once('SIGINT', onInt);
+        const server = await startServer({ ...rest, store, port, host, demo: false, jobs });
+        process.off('SIGTERM', onTerm).off('SIGINT', onInt);
+        const shutdown = exitOnSignals(server);
+        reportListening(server.url);
+        if (early) shutdown(early);
+        return;
+      }
+      let served: { url: string; demoKey?: string };
+      if (workers > 1) {
+        const primary = await runPrimary({ store, workers, demo });
+        void primary.exited.then((code) => process.exit(code));
+        served = primary;
+      } else {
+        const server = await startServer({ ...rest, store, port, host, demo, jobs });
+        exitOnSignals(server);
+        served = server;
+      }
+      process.stderr.write(`\ndibs is serving ${served.url} on ${redact(store)}${workers > 1 ? ` (${workers} workers)` : ''}\n`);
+      if (served.demoKey) {
+        const auth = `-H 'authorization: Bearer ${served.demoKey}'`;
         process.stderr.write(`
   local admin API key (default tenant; shown once, a new one at every --demo start):
-    ${server.demoKey}
+    ${served.demoKey}
 
-  API reference ${server.url}/docs
-  dashboard     ${server.url}/   (log in with the key above)
-  claim a code  curl -s -X POST ${server.url}/v1/pools/demo/claims ${auth} -H 'content-type: application/json' -d '{"claimant":"you@example.com"}'
-  pool counts   curl -s ${server.url}/v1/pools/demo ${auth}
-  buy a unit    curl -s -X POST ${server.url}/v1/sales/demo/claims ${auth} -H 'content-type: application/json' -d '{"customer":"you@example.com"}'
-  audit         curl -s ${server.url}/v1/pools/demo/audit ${auth}
+  API reference ${served.url}/docs
+  dashboard     ${served.url}/   (log in with the key above)
+  claim a code  curl -s -X POST ${served.url}/v1/pools/demo/claims ${auth} -H 'content-type: application/json' -d '{"claimant":"you@example.com"}'
+  pool counts   curl -s ${served.url}/v1/pools/demo ${auth}
+  buy a unit    curl -s -X POST ${served.url}/v1/sales/demo/claims ${auth} -H 'content-type: application/json' -d '{"customer":"you@example.com"}'
+  audit         curl -s ${served.url}/v1/pools/demo/audit ${auth}
 
 `);
       }

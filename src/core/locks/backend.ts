@@ -13,6 +13,15 @@ export interface LockBackend {
    * fence (previous max + 1, kept forever). Returns null when all slots are taken.
    */
   tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null>;
+  /**
+   * Fair grant (opt-in FIFO across instances). The line of `key` is the live holders of
+   * `queueKey` (tickets taken with `tryAcquire(queueKey, …)`: a ticket's number is its fence, the
+   * store's own sequence). In ONE atomic step: drops lapsed holders and tickets, then grants a slot
+   * only if live holders + live tickets ahead of `ticket` (smaller number) < `limit`, and removes
+   * `ticket` from the line. `ticket` null (tryAcquire, first attempt): every live ticket is ahead.
+   * Returns null when not granted — also when `ticket` is no longer live (it lapsed).
+   */
+  tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null>;
   /** Extends a live lease to now + ttlMs. Throws `lease_lost` if it expired or is not held by `token`. */
   renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant>;
   /** Frees the slot. Throws `not_owner` if `token` holds no live slot of `key` (expired or foreign). */

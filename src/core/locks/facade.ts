@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CounterBackend, LockBackend } from './backend.js';
 import { aborted, leaseLost, lockTimeout, unsupported } from './errors.js';
-import { acquireOptionsSchema, counterStepSchema, leaseSchema, lockKeySchema, semaphoreLimitSchema, ttlMsSchema } from './schemas.js';
+import { acquireOptionsSchema, counterStepSchema, leaseSchema, lockKeySchema, semaphoreLimitSchema, tryAcquireOptionsSchema, ttlMsSchema } from './schemas.js';
 import type { AcquireOptions, CounterValue, Lease, LeaseGrant, LockInfo, RunExclusiveOptions } from './types.js';
 import { parseInput } from '../validate.js';
 
@@ -25,24 +25,34 @@ export class Semaphores {
     return this.backend;
   }
 
-  async tryAcquire(key: string, limit: number, options: Pick<AcquireOptions, 'ttlMs'> = {}): Promise<Lease | null> {
+  /** With `fair`, a free slot is taken only if nobody waits in the store's line for this key. */
+  async tryAcquire(key: string, limit: number, options: Pick<AcquireOptions, 'ttlMs' | 'fair'> = {}): Promise<Lease | null> {
     const k = parseInput(lockKeySchema, key, 'key');
     const n = parseInput(semaphoreLimitSchema, limit, 'limit');
-    const ttlMs = parseInput(ttlMsSchema, options.ttlMs ?? 30_000, 'ttlMs');
-    const grant = await this.store.tryAcquire(k, n, ttlMs);
-    return grant ? toLease(k, n, grant) : null;
+    const { ttlMs, fair } = parseInput(tryAcquireOptionsSchema, options);
+    const grant = fair ? await this.store.tryAcquireFair(k, n, ttlMs, fairQueueKey(k), null) : await this.store.tryAcquire(k, n, ttlMs);
+    return grant ? toLease(k, n, grant, ttlMs) : null;
   }
 
   async acquire(key: string, limit: number, options: AcquireOptions = {}): Promise<Lease> {
     const k = parseInput(lockKeySchema, key, 'key');
     const n = parseInput(semaphoreLimitSchema, limit, 'limit');
-    const { ttlMs, waitMs, fifo, signal } = parseInput(acquireOptionsSchema, options);
+    const { ttlMs, waitMs, fifo, fair, signal } = parseInput(acquireOptionsSchema, options);
     const store = this.store;
     const deadline = Date.now() + waitMs;
     const me = Symbol(k);
     const queue = this.queues.get(k) ?? [];
     this.queues.set(k, queue);
     queue.push(me);
+    if (fair) {
+      try {
+        return await acquireFair(store, k, n, ttlMs, deadline, waitMs, signal);
+      } finally {
+        queue.splice(queue.indexOf(me), 1);
+        if (queue.length === 0) this.queues.delete(k);
+      }
+    }
+    const registration = waitMs > 0 ? new WaiterRegistration(store, k) : undefined;
     try {
       let delay = 5;
       for (;;) {
@@ -54,7 +64,7 @@ export class Semaphores {
           const myTurn = !fifo || queue.indexOf(me) < n;
           if (myTurn) {
             const grant = await store.tryAcquire(k, n, ttlMs);
-            if (grant) return toLease(k, n, grant);
+            if (grant) return toLease(k, n, grant, ttlMs);
           }
           const left = deadline - Date.now();
           if (left <= 0) throw lockTimeout(k, waitMs);
@@ -64,27 +74,39 @@ export class Semaphores {
         }
         delay = Math.min(delay * 2, SAFETY_POLL_MAX_MS);
       }
+    } catch (error) {
+      // A waiter that gives up is gone from inspect when acquire rejects (a granted one does not
+      // wait for this: the handoff stays one round trip).
+      await registration?.end();
+      throw error;
     } finally {
+      void registration?.end();
       queue.splice(queue.indexOf(me), 1);
       if (queue.length === 0) this.queues.delete(k);
     }
   }
 
+  /** Extends the lease by `ttlMs`, by default by the TTL it was acquired with (carried in its token). */
   async renew(lease: Lease, options: { ttlMs?: number } = {}): Promise<Lease> {
     const { key, token } = parseInput(leaseSchema, lease, 'lease');
-    const ttlMs = parseInput(ttlMsSchema, options.ttlMs ?? 30_000, 'ttlMs');
-    return toLease(key, lease.limit ?? 1, await this.store.renew(key, token, ttlMs));
+    const held = splitToken(token);
+    const ttlMs = parseInput(ttlMsSchema, options.ttlMs ?? held.ttlMs ?? DEFAULT_TTL_MS, 'ttlMs');
+    return toLease(key, lease.limit ?? 1, await this.store.renew(key, held.storeToken, ttlMs), held.ttlMs ?? ttlMs);
   }
 
   async release(lease: Lease): Promise<void> {
     const { key, token } = parseInput(leaseSchema, lease, 'lease');
-    await this.store.release(key, token);
+    await this.store.release(key, splitToken(token).storeToken);
   }
 
+  /**
+   * Live holders, the last fence, and the waiters: those of every instance that have waited longer
+   * than WAITER_REGISTER_AFTER_MS (registered in the store), or this process's own if more.
+   */
   async inspect(key: string): Promise<LockInfo> {
     const k = parseInput(lockKeySchema, key, 'key');
-    const info = await this.store.inspect(k);
-    return { ...info, waiters: this.queues.get(k)?.length ?? 0 };
+    const [info, registered, line] = await Promise.all([this.store.inspect(k), this.store.inspect(waitersKey(k)), this.store.inspect(fairQueueKey(k))]);
+    return { ...info, waiters: Math.max(this.queues.get(k)?.length ?? 0, registered.holders.length + line.holders.length) };
   }
 
   /**
@@ -93,7 +115,7 @@ export class Semaphores {
    * A lost lease never throws from a timer (the process never crashes): `fn` sees the signal.
    */
   async runExclusive<T>(key: string, limit: number, fn: (signal: AbortSignal, lease: Lease) => Promise<T>, options: RunExclusiveOptions = {}): Promise<T> {
-    const ttlMs = options.ttlMs ?? 30_000;
+    const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     let lease = await this.acquire(key, limit, options);
     const lost = new AbortController();
     const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(leaseLost(key).message + ` (${reason})`); };
@@ -135,7 +157,7 @@ export class Semaphores {
 export class Locks {
   constructor(private readonly semaphores: Semaphores) {}
   acquire(key: string, options?: AcquireOptions) { return this.semaphores.acquire(key, 1, options); }
-  tryAcquire(key: string, options?: Pick<AcquireOptions, 'ttlMs'>) { return this.semaphores.tryAcquire(key, 1, options); }
+  tryAcquire(key: string, options?: Pick<AcquireOptions, 'ttlMs' | 'fair'>) { return this.semaphores.tryAcquire(key, 1, options); }
   renew(lease: Lease, options?: { ttlMs?: number }) { return this.semaphores.renew(lease, options); }
   release(lease: Lease) { return this.semaphores.release(lease); }
   inspect(key: string) { return this.semaphores.inspect(key); }
@@ -164,8 +186,153 @@ export class Counters {
   }
 }
 
-function toLease(key: string, limit: number, grant: LeaseGrant): Lease {
-  return { key, limit, ...grant };
+/**
+ * Waiters register in the store so that every instance, the CLI and the dashboard can count them:
+ * as a lease on a companion key (a control character cannot occur in a user's key, so it never
+ * collides), taken only once a waiter has waited WAITER_REGISTER_AFTER_MS — a quick handoff costs
+ * no extra store write — renewed while it waits, released when it stops waiting. A waiter that
+ * dies uncounted lapses with its registration after WAITER_TTL_MS. Registration is best effort and
+ * never delays or fails the acquire.
+ */
+const waitersKey = (key: string) => `${key}\u001fwaiters`;
+const WAITER_REGISTER_AFTER_MS = 100;
+const WAITER_TTL_MS = 15_000;
+const WAITER_SLOTS = 10_000;
+
+class WaiterRegistration {
+  private readonly key: string;
+  private token: Promise<string | null> = Promise.resolve(null);
+  private refresh: NodeJS.Timeout | undefined;
+  private readonly start: NodeJS.Timeout;
+  private ended = false;
+  private ending: Promise<void> = Promise.resolve();
+
+  constructor(private readonly store: LockBackend, key: string) {
+    this.key = waitersKey(key);
+    this.start = setTimeout(() => {
+      this.token = this.register();
+      this.refresh = setInterval(() => void this.renew(), WAITER_TTL_MS / 3).unref();
+    }, WAITER_REGISTER_AFTER_MS).unref();
+  }
+
+  private register(): Promise<string | null> {
+    return this.store.tryAcquire(this.key, WAITER_SLOTS, WAITER_TTL_MS).then((grant) => grant?.token ?? null, () => null);
+  }
+
+  private async renew(): Promise<void> {
+    const token = await this.token;
+    if (this.ended) return;
+    const renewed = token ? await this.store.renew(this.key, token, WAITER_TTL_MS).then(() => true, () => false) : false;
+    if (!renewed && !this.ended) this.token = this.register();
+  }
+
+  /** Idempotent; resolves once the registration is released (never rejects). */
+  end(): Promise<void> {
+    if (!this.ended) {
+      this.ended = true;
+      clearTimeout(this.start);
+      clearInterval(this.refresh);
+      this.ending = this.token.then((token) => (token ? this.store.release(this.key, token) : undefined)).catch(() => undefined);
+    }
+    return this.ending;
+  }
+}
+
+/**
+ * Fair waiting (FIFO across instances): a waiter whose first attempt fails takes a ticket — a
+ * lease on the key's line, a companion key whose fence is the store's per-key sequence — renews
+ * it while it waits and presents it on every attempt; the store grants only when no live ticket
+ * ahead of it remains, and removes the ticket in that same step. A waiter that gives up (timeout,
+ * abort) removes its ticket; one that dies stops blocking the line when its ticket lapses
+ * (FAIR_TICKET_TTL_MS). A waiter whose ticket lapsed (renewals starved) takes a new one at the end
+ * of the line. Fair waiters are counted from the line, so they skip WaiterRegistration.
+ */
+export const fairQueueKey = (key: string) => `${key}\u001fline`;
+export const FAIR_TICKET_TTL_MS = 10_000;
+const FAIR_LINE_SLOTS = 1_000_000;
+
+async function acquireFair(store: LockBackend, k: string, n: number, ttlMs: number, deadline: number, waitMs: number, signal: AbortSignal | undefined): Promise<Lease> {
+  const line = fairQueueKey(k);
+  let ticket: FairTicket | undefined;
+  try {
+    let delay = 5;
+    for (;;) {
+      if (signal?.aborted) throw aborted(k, signal.reason);
+      const wake = armWake(store, k);
+      try {
+        const grant = await store.tryAcquireFair(k, n, ttlMs, line, ticket && !ticket.lost ? ticket.token : null);
+        if (grant) {
+          ticket?.granted();
+          return { ...toLease(k, n, grant, ttlMs), ...(ticket ? { ticket: ticket.number } : {}) };
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) throw lockTimeout(k, waitMs);
+        if (!ticket || ticket.lost) {
+          await ticket?.end();
+          ticket = await FairTicket.take(store, line);
+          if (!ticket) throw lockTimeout(k, waitMs); // a million waiters in line
+          continue; // try at once with the ticket: the slot may be free and the line empty
+        }
+        await wake.wait(Math.min(left, delay), signal);
+      } finally {
+        wake.dispose();
+      }
+      delay = Math.min(delay * 2, SAFETY_POLL_MAX_MS);
+    }
+  } finally {
+    await ticket?.end();
+  }
+}
+
+class FairTicket {
+  lost = false;
+  private done = false;
+  private readonly refresh: NodeJS.Timeout;
+
+  private constructor(private readonly store: LockBackend, private readonly line: string, readonly token: string, readonly number: number) {
+    this.refresh = setInterval(() => {
+      void this.store.renew(this.line, this.token, FAIR_TICKET_TTL_MS).catch(() => {
+        if (!this.done) this.lost = true;
+      });
+    }, FAIR_TICKET_TTL_MS / 3).unref();
+  }
+
+  static async take(store: LockBackend, line: string): Promise<FairTicket | undefined> {
+    const grant = await store.tryAcquire(line, FAIR_LINE_SLOTS, FAIR_TICKET_TTL_MS);
+    return grant ? new FairTicket(store, line, grant.token, grant.fence) : undefined;
+  }
+
+  /** The grant removed the ticket from the line in its own atomic step. */
+  granted(): void {
+    this.done = true;
+    clearInterval(this.refresh);
+  }
+
+  /** Leaves the line (best effort: a ticket that cannot be removed lapses by itself). */
+  async end(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    clearInterval(this.refresh);
+    await this.store.release(this.line, this.token).catch(() => undefined);
+  }
+}
+
+/** TTL of a lease acquired without `ttlMs`. */
+const DEFAULT_TTL_MS = 30_000;
+
+/**
+ * A lease's token is the store's owner token + `.` + the TTL the lease was acquired with, so a
+ * renewal without `ttlMs` — from this process, another instance, the HTTP API or the CLI, which
+ * only have the token — extends the lease by its own TTL rather than by a fixed default. Store
+ * tokens are base64url (never a `.`); the suffix grants nothing: any holder may pass `ttlMs` anyway.
+ */
+function toLease(key: string, limit: number, grant: LeaseGrant, ttlMs: number): Lease {
+  return { key, limit, ...grant, token: `${grant.token}.${ttlMs}`, ttlMs };
+}
+
+function splitToken(token: string): { storeToken: string; ttlMs?: number } {
+  const match = /^([^.]+)\.(\d{1,9})$/.exec(token);
+  return match ? { storeToken: match[1]!, ttlMs: Number(match[2]) } : { storeToken: token };
 }
 
 /**

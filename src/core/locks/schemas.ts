@@ -13,7 +13,9 @@ export const acquireOptionsSchema = z.object({
   ttlMs: ttlMsSchema.default(30_000),
   waitMs: waitMsSchema.default(0),
   fifo: z.boolean().default(true),
+  fair: z.boolean().default(false),
   maxHoldMs: z.number().int().min(1).optional(),
   signal: z.instanceof(AbortSignal).optional(),
 }).strict();
+export const tryAcquireOptionsSchema = z.object({ ttlMs: ttlMsSchema.default(30_000), fair: z.boolean().default(false) }).strict();
 export const leaseSchema = z.object({ key: lockKeySchema, token: z.string().min(8).max(100) }).passthrough();

@@ -13,6 +13,13 @@ export interface Lease {
   validForMs: number;
   /** Concurrent holders allowed for this key (1 for a lock). */
   limit: number;
+  /** The TTL the lease was acquired with: what `renew` extends it by unless given another `ttlMs`. */
+  ttlMs: number;
+  /**
+   * Fair acquires that had to queue: the waiter's ticket, its place in the store's line (a per-key
+   * sequence of the store). Fair grants of a key go out in ticket order.
+   */
+  ticket?: number;
 }
 
 /** What the backend returns for a grant or a renewal; the facade adds key/limit. */
@@ -33,7 +40,10 @@ export interface LockHolder {
 export interface LockInfo {
   key: string;
   holders: LockHolder[];
-  /** Waiters known to THIS process (stores do not track remote waiters). */
+  /**
+   * Acquires waiting for a slot: those of every instance that have waited over 100 ms (they
+   * register in the store), or this process's own waiters if more.
+   */
   waiters: number;
   /** Highest fence ever granted for the key (0 if never). */
   lastFence: number;
@@ -47,6 +57,12 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Serve waiters of this process in arrival order (default true). */
   fifo?: boolean;
+  /**
+   * FIFO across every instance and process (default false): each waiter takes a ticket from the
+   * store's per-key sequence and is granted only when no live ticket ahead of it still waits.
+   * `tryAcquire` with `fair` never jumps a non-empty line.
+   */
+  fair?: boolean;
 }
 
 export interface RunExclusiveOptions extends AcquireOptions {

@@ -23,17 +23,19 @@ function niceCeil(value) {
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
 
 /**
- * Draws `points` ({ at: ISO time, perMinute }) into `container`, replacing what was there.
+ * Draws `points` ({ at: ISO time, perMinute }) into `container`, replacing what was there, and
+ * when given the store's `forecast` ({ perMinute, label }) its pace as a dashed line across the
+ * chart, labelled with the predicted time to empty.
  * The container keeps data-points and data-latest so tests (and curious people) can read the state.
  */
-export function renderRateChart(container, points, { title }) {
+export function renderRateChart(container, points, { title, forecast = null }) {
   const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, focusable: 'false', 'aria-hidden': 'true' });
   const innerW = W - PAD.left - PAD.right;
   const innerH = H - PAD.top - PAD.bottom;
   const times = points.map((p) => Date.parse(p.at));
   const t0 = times[0] ?? Date.now();
   const t1 = Math.max(times[times.length - 1] ?? t0, t0 + 1);
-  const yMax = niceCeil(Math.max(0, ...points.map((p) => p.perMinute)));
+  const yMax = niceCeil(Math.max(0, forecast ? forecast.perMinute : 0, ...points.map((p) => p.perMinute)));
   const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * innerW;
   const y = (v) => PAD.top + innerH - (v / yMax) * innerH;
 
@@ -54,6 +56,11 @@ export function renderRateChart(container, points, { title }) {
     svg.append(el('circle', { class: 'dot', cx: last[0], cy: last[1], r: 3.5 }));
   }
 
+  if (forecast) {
+    svg.append(el('line', { class: 'forecast', x1: PAD.left, x2: W - PAD.right, y1: y(forecast.perMinute), y2: y(forecast.perMinute) }));
+    svg.append(el('text', { class: 'forecast-label', x: W - PAD.right - 4, y: Math.max(PAD.top + 10, y(forecast.perMinute) - 6), 'text-anchor': 'end' }, forecast.label));
+  }
+
   const latest = points.length ? points[points.length - 1].perMinute : 0;
   const peak = Math.max(0, ...points.map((p) => p.perMinute));
   container.replaceChildren(svg);
@@ -61,10 +68,12 @@ export function renderRateChart(container, points, { title }) {
   container.dataset.latest = String(latest);
   container.dataset.peak = String(peak);
   container.dataset.handedOut = String(points.length ? points[points.length - 1].handedOut : 0);
+  if (forecast) container.dataset.forecast = String(forecast.perMinute);
+  else delete container.dataset.forecast;
   container.setAttribute(
     'aria-label',
-    points.length
+    (points.length
       ? `${title}: now ${latest} per minute, peak ${peak} per minute, ${points.length} samples from ${clock(t0)} to ${clock(t1)}`
-      : `${title}: no samples yet`,
+      : `${title}: no samples yet`) + (forecast ? `; forecast ${forecast.label}` : ''),
   );
 }

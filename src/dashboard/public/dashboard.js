@@ -218,7 +218,8 @@ async function refreshPools() {
         h('td', { 'data-col': 'total', class: 'num' }, number(s.total)),
         h('td', { 'data-col': 'free', class: 'num' }, number(s.free)),
         h('td', { 'data-col': 'claimed', class: 'num' }, number(s.claimed)),
-        h('td', { 'data-col': 'redeemed', class: 'num' }, number(s.redeemed)),
+        // redemption count, against the pool's redemption limit when it has one
+        h('td', { 'data-col': 'redeemed', class: 'num', title: p.maxRedemptions == null ? 'codes redeemed' : `${s.redeemed} of at most ${p.maxRedemptions} redemptions` }, p.maxRedemptions == null ? number(s.redeemed) : `${number(s.redeemed)} / ${number(p.maxRedemptions)}`),
         h('td', { 'data-col': 'revoked', class: 'num' }, number(s.revoked)),
         h('td', {}, h('meter', { min: 0, max: Math.max(1, s.total), value: out, title: `${out} of ${s.total}`, 'aria-label': `${p.name}: ${out} of ${s.total} handed out` })),
         h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => exportPool(p.name), 'aria-label': `Export ${p.name} as CSV` }, 'CSV')));
@@ -249,14 +250,16 @@ async function refreshChart() {
     return;
   }
   const pool = state.pool;
-  const series = await api('GET', `/v1/pools/${enc(pool)}/claim-rate`);
+  // the store's own forecast (every instance's claims, by the store's clock); absent on stores without it
+  const [series, forecast] = await Promise.all([
+    api('GET', `/v1/pools/${enc(pool)}/claim-rate`),
+    api('GET', `/v1/pools/${enc(pool)}/forecast`).catch(() => null),
+  ]);
   if (pool !== state.pool) return;
   container.dataset.pool = pool;
-  renderRateChart(container, series.points, { title: `Claim rate of ${pool}` });
+  const pace = forecast && forecast.basis ? forecast.perMinute[forecast.basis] : null;
+  renderRateChart(container, series.points, { title: `Claim rate of ${pool}`, forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` } });
   const last = series.points[series.points.length - 1];
-  // the store's own forecast (every instance's claims, by the store's clock); absent on stores without it
-  const forecast = await api('GET', `/v1/pools/${enc(pool)}/forecast`).catch(() => null);
-  if (pool !== state.pool) return;
   $('chart-caption').textContent = `${pool}: ${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.${forecast ? ` Forecast: ${forecastText(forecast)}.` : ''}`;
   $('chart-rows').replaceChildren(...series.points.slice(-20).reverse().map((p) =>
     h('tr', {}, h('td', {}, new Date(p.at).toLocaleTimeString()), h('td', { class: 'num' }, number(p.handedOut)), h('td', { class: 'num' }, String(p.perMinute)))));

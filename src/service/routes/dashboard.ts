@@ -7,7 +7,7 @@
  * without a key because it holds no data. Its Content-Security-Policy allows this origin only, so
  * the page cannot reach any other host.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { DibsError } from '../../core/errors.js';
 import { ClaimRateSampler, type ClaimRateOptions } from '../../dashboard/claim-rate.js';
@@ -51,12 +51,19 @@ export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, 
   route(app, { method: 'GET', url: '/v1/pools/:pool/claim-rate', scope: 'pools:read', tag, summary: "A pool's claim rate over time (sampled in memory by this service instance)", responses: { 200: { description: 'The series' } } }, async (request) =>
     sampler.series(request.tenant.pool(request.params.pool)));
 
-  // the outbox is shared by every tenant: its status and delivery logs are for admins
-  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag', responses: { 200: { description: 'The status' } } }, async () => {
+  // The outbox is shared by every tenant: its status and delivery logs (any tenant's events and
+  // receivers) are for the operator — admin keys of the default tenant. Another tenant's admin
+  // key gets 404, as for any object that is not its own.
+  const operatorOnly = (request: FastifyRequest) => {
+    if (request.tenant.prefix !== '') throw new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
+  };
+  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag (operator: admin keys of the default tenant)', responses: { 200: { description: 'The status' } } }, async (request) => {
+    operatorOnly(request);
     if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
     return dibs.backend.outbox.status();
   });
-  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts", responses: { 200: { description: 'The attempts' } } }, async (request) => {
+  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts (operator: admin keys of the default tenant)", responses: { 200: { description: 'The attempts' } } }, async (request) => {
+    operatorOnly(request);
     if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
     return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };
   });

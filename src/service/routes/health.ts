@@ -9,13 +9,16 @@ const MIGRATIONS: Record<string, URL> = {
   sqlite: new URL('../../backends/sqlite/migrations/', import.meta.url),
   postgres: new URL('../../backends/postgres/migrations/', import.meta.url),
 };
+const latest = new Map<string, number | null>();
 const latestMigration = (kind: string): number | null => {
-  const dir = MIGRATIONS[kind];
-  return dir ? Math.max(0, ...loadMigrations(dir).map((m) => m.id)) : null;
+  if (!latest.has(kind)) {
+    const dir = MIGRATIONS[kind];
+    latest.set(kind, dir ? Math.max(0, ...loadMigrations(dir).map((m) => m.id)) : null);
+  }
+  return latest.get(kind)!;
 };
 
 export function healthRoutes(app: FastifyInstance, { dibs }: ServiceContext): void {
-  const expected = latestMigration(dibs.kind);
   route(app, { method: 'GET', url: '/healthz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Liveness: the process answers', responses: { 200: { description: '`{ ok: true }`' } } }, async () => ({ ok: true }));
 
   route(app, {
@@ -24,6 +27,8 @@ export function healthRoutes(app: FastifyInstance, { dibs }: ServiceContext): vo
   }, async (_request, reply) => {
     try {
       const health = await dibs.health();
+      // A tiered store's schema is its ledger's (health names it).
+      const expected = latestMigration(typeof health.details.ledger === 'string' ? health.details.ledger : dibs.kind);
       const migration = health.details.migration;
       const migrated = expected === null || (typeof migration === 'number' && migration >= expected);
       const ok = health.ok && migrated;

@@ -30,17 +30,18 @@ const tag = 'Locks';
 export function lockRoutes(app: FastifyInstance, { dibs, metrics }: ServiceContext): void {
   route(app, {
     method: 'POST', url: '/v1/locks/:key/acquire', scope: 'locks:write', tag, summary: 'Acquire a lock (limit 1) or a semaphore slot',
-    description: 'With `waitMs` the request waits for a free slot (FIFO within this instance); giving up answers 409 `lock_timeout`.',
+    description: 'With `waitMs` the request waits for a free slot (FIFO within this instance; with `fair: true` FIFO across every instance, by the store\'s ticket order); giving up answers 409 `lock_timeout`.',
     body: S.acquireBodySchema, responses: { 201: { description: 'The lease (keep the token)', schema: S.leaseSchema } },
   }, async (request, reply) => {
     const key = request.tenant.key(request.params.key);
-    const body = pick(optionalBody(request.body), ['ttlMs', 'waitMs', 'limit']);
+    const body = pick(optionalBody(request.body), ['ttlMs', 'waitMs', 'limit', 'fair']);
     const waits = typeof body.waitMs === 'number' && body.waitMs > 0;
     if (waits) metrics.lockWaiters.inc();
     try {
       const lease = await dibs.semaphores.acquire(key, (body.limit ?? 1) as number, {
         ...(body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {}),
         ...(body.waitMs !== undefined ? { waitMs: body.waitMs as number } : {}),
+        ...(body.fair !== undefined ? { fair: body.fair as boolean } : {}),
         signal: clientGone(reply),
       });
       return reply.status(201).send(lease);

@@ -98,6 +98,30 @@ export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
     });
   }
 
+  route(app, {
+    method: 'POST', url: '/v1/pools/:pool/codes/:code/hold', scope: 'pools:claim', tag, summary: 'Hold a code for a checkout (no other claimant can redeem or hold it until the hold expires or is released; holding again renews)',
+    body: S.holdBodySchema, responses: { 200: { description: 'The code with its hold', schema: S.codeInfoSchema } },
+  }, async (request) => {
+    const body = pick(bodyObject(request), ['claimant', 'ttlMs']);
+    if (typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: required, a string', { field: 'claimant' });
+    if (typeof body.ttlMs !== 'number') throw new DibsError('invalid_input', 'ttlMs: required, a number of milliseconds', { field: 'ttlMs' });
+    return dibs.pools.hold(poolParam(request), request.params.code!, body.claimant, body.ttlMs);
+  });
+
+  route(app, { method: 'POST', url: '/v1/pools/:pool/codes/:code/hold/release', scope: 'pools:claim', tag, summary: 'End a checkout hold early (claimant, when given, must be its holder)', body: S.claimantBodySchema, responses: { 200: { description: 'The code', schema: S.codeInfoSchema } } }, async (request) => {
+    const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), ['claimant']);
+    if (body.claimant !== undefined && typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: must be a string', { field: 'claimant' });
+    return dibs.pools.releaseHold(poolParam(request), request.params.code!, body.claimant === undefined ? {} : { claimant: body.claimant as string });
+  });
+
+  route(app, { method: 'PATCH', url: '/v1/pools/:pool/codes/:code', scope: 'pools:admin', tag, summary: "Set a code's own validity window (startsAt/expiresAt; null or absent = open on that side)", body: S.codeWindowBodySchema, responses: { 200: { description: 'The code', schema: S.codeInfoSchema } } }, async (request) =>
+    dibs.pools.setCodeWindow(poolParam(request), request.params.code!, bodyObject(request) as never));
+
+  route(app, {
+    method: 'POST', url: '/v1/pools/:pool/multi-use-codes', scope: 'pools:admin', tag, summary: 'Add a multi-use code (one code, N uses; each order uses it once)',
+    body: S.multiUseCodeBodySchema, responses: { 201: { description: 'The code with its uses', schema: S.codeInfoSchema } },
+  }, async (request, reply) => reply.status(201).send(await dibs.pools.addMultiUseCode(poolParam(request), bodyObject(request) as never)));
+
   route(app, { method: 'POST', url: '/v1/pools/:pool/codes/:code/validate', scope: 'pools:read', tag, summary: 'Whether the code can be redeemed now (by the claimant, when given) and why not; changes nothing', body: S.claimantBodySchema, responses: { 200: { description: 'The answer', schema: S.validationSchema } } }, async (request) => {
     const body = request.body === undefined || request.body === null ? {} : pick(bodyObject(request), ['claimant']);
     if (body.claimant !== undefined && typeof body.claimant !== 'string') throw new DibsError('invalid_input', 'claimant: must be a string', { field: 'claimant' });

@@ -1,6 +1,8 @@
 -- claim: give up to `count` free codes to a claimant, every rule in this one script.
 -- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash (claimant -> JSON list),
--- KEYS[5] idempotency keys hash (key -> JSON {c=claimant, n=count}), KEYS[6] events stream
+-- KEYS[5] idempotency keys hash (key -> JSON {c=claimant, n=count}), KEYS[6] events stream,
+-- KEYS[7] parked zset (free codes on hold or outside their own window; they return when due),
+-- KEYS[8] claim times zset (held code -> claimed at; the forecasts' index)
 -- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none)
 -- Returns {status, taken codes, held codes} with status one of
 --   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
@@ -28,21 +30,35 @@ local closed = window_closed(KEYS[1], now_ms())
 if closed then return closed end
 local room = tonumber(limit) - #held
 if room <= 0 then return { 'already_held', {}, held } end
-local popped = redis.call('ZPOPMIN', KEYS[2], math.min(count, room))
-if #popped == 0 then return { 'sold_out' } end
-
 local now = now_ms()
-local taken = {}
-for i = 1, #popped, 2 do
-  local code = popped[i]
-  -- A free code's record is just {s='free', q=seq} and its score in the free set is q, so the
-  -- new record is written without reading the old one.
-  local rec = { s = 'claimed', h = claimant, ca = now, q = tonumber(popped[i + 1]) }
-  if key ~= '' then rec.k = key end
-  redis.call('HSET', KEYS[3], code, cjson.encode(rec))
-  taken[#taken + 1] = code
-  held[#held + 1] = code
+-- parked codes whose hold lapsed or whose window opened return to the free set (a bounded batch)
+for _, code in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 100)) do
+  put_free(KEYS[2], KEYS[7], code, cjson.decode(redis.call('HGET', KEYS[3], code)), now)
 end
+local want = math.min(count, room)
+local taken = {}
+-- a popped code on hold or outside its own window is parked instead: every round takes or parks
+-- what it popped, so the loop ends
+while #taken < want do
+  local popped = redis.call('ZPOPMIN', KEYS[2], want - #taken)
+  if #popped == 0 then break end
+  for i = 1, #popped, 2 do
+    local code = popped[i]
+    local rec = cjson.decode(redis.call('HGET', KEYS[3], code))
+    local parked = parked_until(rec, now)
+    if parked then
+      redis.call('ZADD', KEYS[7], parked, code)
+    else
+      rec.s, rec.h, rec.ca, rec.hc, rec.hu = 'claimed', claimant, now, nil, nil
+      if key ~= '' then rec.k = key end
+      redis.call('HSET', KEYS[3], code, cjson.encode(rec))
+      redis.call('ZADD', KEYS[8], now, code)
+      taken[#taken + 1] = code
+      held[#held + 1] = code
+    end
+  end
+end
+if #taken == 0 then return { 'sold_out' } end
 save_held(KEYS[4], claimant, held)
 if key ~= '' then redis.call('HSET', KEYS[5], key, cjson.encode({ c = claimant, n = count })) end
 redis.call('HINCRBY', KEYS[1], 'claimed', #taken)

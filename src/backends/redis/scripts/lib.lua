@@ -61,9 +61,47 @@ local function window_closed(pool_key, now)
   return nil
 end
 
--- A code's record as the flat reply the TypeScript side decodes.
-local function code_reply(code, rec)
-  return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or ''), rec.o or '' }
+-- A code's record as the flat reply the TypeScript side decodes: code, status, holder, claimed at,
+-- redeemed at, order, hold claimant and until (only while live at `now`), own window start and end.
+local function code_reply(code, rec, now)
+  local live = now and rec.hu and rec.hu > now
+  return { code, rec.s, rec.h or '', tostring(rec.ca or ''), tostring(rec.ra or ''), rec.o or '',
+    live and rec.hc or '', live and tostring(rec.hu) or '', tostring(rec.vs or ''), tostring(rec.ve or '') }
+end
+
+-- Is a checkout hold on `rec` live at `now`?
+local function hold_live(rec, now)
+  return rec.hu ~= nil and rec.hu > now
+end
+
+-- Where `now` falls in a code's own window: nil when open, else the reply {'not_yet_valid', starts,
+-- 'code'} / {'expired', expires, 'code'}.
+local function code_window_closed(rec, now)
+  if rec.vs and now < rec.vs then return { 'not_yet_valid', tostring(rec.vs), 'code' } end
+  if rec.ve and now >= rec.ve then return { 'expired', tostring(rec.ve), 'code' } end
+  return nil
+end
+
+-- When a free code that cannot be handed out now may return to the free set (epoch ms; '+inf':
+-- not by itself), or nil when it can be handed out now.
+local function parked_until(rec, now)
+  if rec.ve and now >= rec.ve then return '+inf' end
+  local until_ms = nil
+  if rec.hu and rec.hu > now then until_ms = rec.hu end
+  if rec.vs and now < rec.vs and (until_ms == nil or rec.vs > until_ms) then until_ms = rec.vs end
+  return until_ms
+end
+
+-- A free code goes back to the free set, or to the parked set while it cannot be handed out.
+local function put_free(free_key, parked_key, code, rec, now)
+  local until_ms = parked_until(rec, now)
+  if until_ms then
+    redis.call('ZREM', free_key, code)
+    redis.call('ZADD', parked_key, until_ms, code)
+  else
+    redis.call('ZREM', parked_key, code)
+    redis.call('ZADD', free_key, rec.q, code)
+  end
 end
 
 -- Epoch milliseconds as ISO 8601 UTC (…T…Z, ms), the format every backend puts in event payloads.

@@ -1,9 +1,11 @@
 -- redeem: mark a claimed code used (once), for an order when one is named.
--- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] events stream
+-- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] events stream,
+-- KEYS[6] parked zset, KEYS[7] claim times zset (held code -> claimed at; the forecasts' index)
 -- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
 -- ARGV[3] order ('' = none)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
---   | {'not_yet_valid', starts} | {'expired', expires} | {'limit_reached', which, max, holder} | {'claimant_required'}
+--   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'limit_reached', which, max, holder}
+--   | {'claimant_required'} | {'held', until} (another claimant's live checkout hold)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -25,7 +27,9 @@ else
 end
 local holder = direct and ARGV[2] or rec.h
 local now = now_ms()
-local closed = window_closed(KEYS[1], now)
+-- another checkout's live hold (a claimed code's hold is its holder's); the holder's is consumed
+if hold_live(rec, now) and rec.hc ~= holder then return { 'held', tostring(rec.hu) } end
+local closed = window_closed(KEYS[1], now) or code_window_closed(rec, now)
 if closed then return closed end
 local limits = redis.call('HMGET', KEYS[1], 'maxr', 'maxrc', 'redeemed')
 if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'limit_reached', 'pool', limits[1], holder } end
@@ -36,11 +40,13 @@ if limits[2] and limits[2] ~= '' then
   end
   if n >= tonumber(limits[2]) then return { 'limit_reached', 'claimant', limits[2], holder } end
 end
-rec.s, rec.ra = 'redeemed', now
+rec.s, rec.ra, rec.hc, rec.hu = 'redeemed', now, nil, nil
 if ARGV[3] ~= '' then rec.o = ARGV[3] end
 if direct then
   rec.h, rec.ca = holder, now
+  redis.call('ZADD', KEYS[7], now, ARGV[1])
   redis.call('ZREM', KEYS[4], ARGV[1])
+  redis.call('ZREM', KEYS[6], ARGV[1])
   local list = held_of(KEYS[3], holder)
   list[#list + 1] = ARGV[1]
   save_held(KEYS[3], holder, list)
@@ -49,4 +55,4 @@ redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(rec))
 redis.call('HINCRBY', KEYS[1], direct and 'free' or 'claimed', -1)
 redis.call('HINCRBY', KEYS[1], 'redeemed', 1)
 if direct then after_free_dropped(KEYS[1], KEYS[5], tonumber(redis.call('HGET', KEYS[1], 'free')), now) end
-return code_reply(ARGV[1], rec)
+return code_reply(ARGV[1], rec, now)

@@ -1,5 +1,6 @@
 -- release: a claimed (not redeemed) code goes back to the pool.
--- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash
+-- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash, KEYS[5] parked zset,
+-- KEYS[6] claim times zset
 -- ARGV[1] code, ARGV[2] required holder ('' = any)
 -- Returns code reply {code, status, holder, claimedAt, redeemedAt} | {'not_found', what} | {'conflict', reason}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
@@ -10,9 +11,11 @@ if rec.s == 'redeemed' then return { 'conflict', 'redeemed' } end
 if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
 if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
 save_held(KEYS[4], rec.h, without(held_of(KEYS[4], rec.h), ARGV[1]))
-rec = { s = 'free', q = rec.q }
+-- free again: its own window stays, a checkout hold ends
+rec = { s = 'free', q = rec.q, vs = rec.vs, ve = rec.ve }
+redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(rec))
-redis.call('ZADD', KEYS[2], rec.q, ARGV[1])
+put_free(KEYS[2], KEYS[5], ARGV[1], rec, now_ms())
 redis.call('HINCRBY', KEYS[1], 'claimed', -1)
 after_free_rose(KEYS[1], redis.call('HINCRBY', KEYS[1], 'free', 1))
 return code_reply(ARGV[1], rec)

@@ -1,5 +1,6 @@
 -- revoke: withdraw a code for good; its holder (if any) loses it.
--- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash, KEYS[5] events stream
+-- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash, KEYS[5] events stream,
+-- KEYS[6] parked zset, KEYS[7] claim times zset
 -- ARGV[1] code
 -- Returns code reply | {'not_found', what} | {'conflict', 'revoked'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
@@ -9,8 +10,12 @@ local rec = cjson.decode(raw)
 if rec.s == 'revoked' then return { 'conflict', 'revoked' } end
 local was = rec.s
 if rec.h then save_held(KEYS[4], rec.h, without(held_of(KEYS[4], rec.h), ARGV[1])) end
-if was == 'free' then redis.call('ZREM', KEYS[2], ARGV[1]) end
-rec = { s = 'revoked', q = rec.q }
+if was == 'free' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[6], ARGV[1])
+end
+rec = { s = 'revoked', q = rec.q, vs = rec.vs, ve = rec.ve }
+redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(rec))
 redis.call('HINCRBY', KEYS[1], 'revoked', 1)
 local left = redis.call('HINCRBY', KEYS[1], was, -1)

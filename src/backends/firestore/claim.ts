@@ -1,0 +1,253 @@
+/**
+ * The claim. Candidates are found OUTSIDE the transaction: free codes carry a random float `fr`,
+ * and a query from a random point (wrapping to 0) returns a few of them. A query inside a
+ * Firestore transaction would lock its whole range, so concurrent claims would collide; instead
+ * the transaction point-reads the pool, each claimant's holder document, each idempotency key and
+ * the candidates it needs (picked at random from those found), and writes the codes, the holders,
+ * the keys, one counter shard and (on a crossing) the low-stock event — every rule (one holder per
+ * code, the per-claimant limit, idempotency, the window, stock) is judged and enforced in ONE step.
+ *
+ * A candidate taken meanwhile makes the attempt start again with fresh candidates. Only when the
+ * query found fewer free codes than wanted (the pool is nearly empty) does the transaction query
+ * the free codes itself, under lock, so `sold_out` and "fewer than wanted" are always true answers.
+ *
+ * Grouped claims: claims of one pool that wait in this process at the same time are served by one
+ * transaction (ClaimGrouper), each decided exactly as if alone, in arrival order. A group never
+ * holds the same claimant or key twice; a repeat waits for the next group and sees the first one's
+ * holding. Batching is opportunistic, never timed: an idle process runs a claim at once.
+ */
+import type { DocumentReference, DocumentSnapshot, Transaction } from '@google-cloud/firestore';
+import { notFound, soldOut } from '../../core/errors.js';
+import type { ClaimManyResult } from '../../core/types.js';
+import { windowState, outsideWindow } from '../../core/window.js';
+import { keyReused } from '../shared/pool-rules.js';
+import type { Layout, PoolRefs } from './layout.js';
+import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
+import { bumpCounters, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
+import { RETRY, type TxRunner } from './transactions.js';
+import { takeGroup } from '../shared/take-group.js';
+
+export interface ClaimOptions {
+  /** Extra candidates fetched beyond the count wanted, to pick from at random (default 8). */
+  spare?: number;
+  /** Most claims served by one transaction (default 25; 1 turns grouping off). */
+  groupMax?: number;
+  /** Group transactions of one pool running at once in this process (default 2). */
+  groupConcurrency?: number;
+}
+
+export interface ClaimRequest {
+  pool: string;
+  claimant: string;
+  count: number;
+  key: string | null;
+}
+
+type Outcome = { ok: true; value: ClaimManyResult } | { ok: false; error: unknown };
+
+/** Candidate free codes from a random point of `fr`, wrapping around to 0. */
+async function findCandidates(refs: PoolRefs, want: number): Promise<{ refs: DocumentReference[]; exhaustive: boolean }> {
+  const start = Math.random();
+  const above = await refs.codes.where('fr', '>=', start).orderBy('fr').limit(want).get();
+  let docs = above.docs;
+  if (docs.length < want) {
+    const wrapped = await refs.codes.where('fr', '<', start).orderBy('fr').limit(want - docs.length).get();
+    docs = [...docs, ...wrapped.docs];
+  }
+  return { refs: docs.map((d) => d.ref), exhaustive: docs.length < want };
+}
+
+function shuffled<T>(items: readonly T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+  }
+  return copy;
+}
+
+/**
+ * One transaction for a group of claims of one pool (pairwise distinct claimants and keys).
+ * Answers one outcome per request, in order; business refusals are outcomes, not aborts, so the
+ * other claims of the group still commit.
+ */
+export async function claimGroup(layout: Layout, runner: TxRunner, pool: string, requests: readonly ClaimRequest[], options: ClaimOptions = {}): Promise<Outcome[]> {
+  const refs = layout.pool(pool);
+  const spare = options.spare ?? 8;
+  const wanted = requests.reduce((sum, r) => sum + r.count, 0);
+  let contended = 0;
+  let shards = 0;
+  const outcomes = await runner.run(
+    async (tx) => {
+      const found = await findCandidates(refs, wanted + spare);
+      const chosen = shuffled(found.refs).slice(0, wanted);
+      const reads: DocumentReference[] = [refs.pool];
+      for (const r of requests) reads.push(refs.holder(r.claimant), ...(r.key ? [refs.key(r.key)] : []));
+      reads.push(...chosen);
+      const snaps = await tx.getAll(...reads);
+      const poolSnap = snaps[0]!;
+      if (!poolSnap.exists) throw notFound('pool', pool);
+      const poolDoc = poolSnap.data() as PoolDoc;
+      shards = poolDoc.shards;
+      const now = poolSnap.readTime;
+      const window = windowState(poolDoc, now.toDate().toISOString());
+
+      // each request: its holder, its key, and how many codes it may take
+      let at = 1;
+      const plans = requests.map((r) => {
+        const holder = snaps[at++]!.data() as HolderDoc | undefined;
+        const keySnap = r.key ? snaps[at++]! : null;
+        return { r, holder, keyDoc: keySnap?.exists ? (keySnap.data() as KeyDoc) : null, outcome: null as Outcome | null, want: 0, spentKey: false };
+      });
+      const candidates = snaps.slice(at);
+      for (const plan of plans) {
+        const { r, holder, keyDoc } = plan;
+        const held = holder?.held ?? [];
+        if (r.key && keyDoc) {
+          if (keyDoc.c !== r.claimant || keyDoc.n !== r.count) {
+            plan.outcome = { ok: false, error: keyReused(r.key, { claimant: keyDoc.c, count: keyDoc.n }) };
+            continue;
+          }
+          const codes = held.filter((e) => e.k === r.key).map((e) => e.c);
+          if (codes.length > 0) {
+            plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'claimed', codes, held: held.map((e) => e.c), replayed: true } };
+            continue;
+          }
+          plan.spentKey = true; // its codes were all released: the key is forgotten
+        }
+        if (window !== 'open') {
+          plan.outcome = { ok: false, error: outsideWindow(pool, poolDoc, window) };
+          continue;
+        }
+        const room = poolDoc.limit - held.length;
+        if (room <= 0) {
+          if (plan.spentKey) tx.delete(refs.key(r.key!));
+          plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'already-held', codes: [], held: held.map((e) => e.c), replayed: false } };
+          continue;
+        }
+        plan.want = Math.min(r.count, room);
+      }
+      const need = plans.reduce((sum, p) => sum + p.want, 0);
+      let free: DocumentSnapshot[] = candidates.filter((s) => s.exists && (s.data() as CodeDoc).s === 'free');
+      if (free.length < need) {
+        if (!found.exhaustive) return RETRY; // taken meanwhile: look again
+        // nearly empty: the free codes as they are now, read under lock
+        free = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
+      }
+      const counters = need > 0 && free.length > 0 && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
+
+      // writes: codes, holders, keys, counters, the low-stock event
+      let left = counters?.free ?? 0;
+      let fired = false;
+      let takenInAll = 0;
+      for (const plan of plans) {
+        if (plan.outcome) continue;
+        const { r, holder } = plan;
+        const mine = free.splice(0, plan.want);
+        if (mine.length === 0) {
+          plan.outcome = { ok: false, error: soldOut(pool) };
+          continue;
+        }
+        const taken = mine.map((s) => (s.data() as CodeDoc).code);
+        for (const snap of mine) tx.set(snap.ref, { code: (snap.data() as CodeDoc).code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null } satisfies CodeDoc);
+        const nextHeld: HeldEntry[] = [...(holder?.held ?? []), ...taken.map((c) => ({ c, k: r.key }))];
+        writeHolder(tx, refs.holder(r.claimant), holder, r.claimant, () => nextHeld, 0);
+        if (r.key) tx.set(refs.key(r.key), { c: r.claimant, n: r.count } satisfies KeyDoc);
+        takenInAll += taken.length;
+        left -= taken.length;
+        if (counters && !fired && left <= poolDoc.threshold!) {
+          lowStockAfterDrop(tx, layout, refs, poolDoc, left, now);
+          fired = true;
+        }
+        plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'claimed', codes: taken, held: nextHeld.map((e) => e.c), replayed: false } };
+      }
+      bumpCounters(tx, refs, poolDoc.shards, { claimed: takenInAll, free: -takenInAll });
+      return plans.map((p) => p.outcome!);
+    },
+    () => contended++,
+  );
+  if (contended >= 3 && shards > 0 && shards < MAX_SHARDS) void addShards(layout, refs.pool, shards).catch(() => {});
+  return outcomes;
+}
+
+/**
+ * Claims that keep colliding spread their counter writes over more shards (doubling, up to
+ * MAX_SHARDS). Shards are only ever added and the stats sum every shard document, so sums stay exact.
+ */
+async function addShards(layout: Layout, poolRef: DocumentReference, seen: number): Promise<void> {
+  await layout.db.runTransaction(
+    async (tx: Transaction) => {
+      const snap = await tx.get(poolRef);
+      if (!snap.exists || Number(snap.get('shards')) !== seen) return;
+      tx.update(poolRef, { shards: Math.min(seen * 2, MAX_SHARDS) });
+    },
+    { maxAttempts: 1 },
+  );
+}
+
+interface Waiting {
+  request: ClaimRequest;
+  resolve(result: ClaimManyResult): void;
+  reject(error: unknown): void;
+}
+
+/** Serves the claims waiting in this process for one pool in groups (see the header). */
+export class ClaimGrouper {
+  private readonly queues = new Map<string, Waiting[]>();
+  private readonly running = new Map<string, number>();
+  private readonly scheduled = new Set<string>();
+  private readonly groupMax: number;
+  private readonly groupConcurrency: number;
+
+  constructor(
+    private readonly layout: Layout,
+    private readonly runner: TxRunner,
+    private readonly options: ClaimOptions = {},
+  ) {
+    this.groupMax = Math.max(1, options.groupMax ?? 25);
+    this.groupConcurrency = Math.max(1, options.groupConcurrency ?? 2);
+  }
+
+  claim(request: ClaimRequest): Promise<ClaimManyResult> {
+    return new Promise<ClaimManyResult>((resolve, reject) => {
+      const queue = this.queues.get(request.pool) ?? [];
+      queue.push({ request, resolve, reject });
+      this.queues.set(request.pool, queue);
+      this.schedule(request.pool);
+    });
+  }
+
+  private schedule(pool: string): void {
+    if (this.scheduled.has(pool)) return;
+    this.scheduled.add(pool);
+    // setImmediate: every claim issued in this turn of the event loop joins the group
+    setImmediate(() => {
+      this.scheduled.delete(pool);
+      this.dispatch(pool);
+    });
+  }
+
+  private dispatch(pool: string): void {
+    const queue = this.queues.get(pool);
+    while (queue && queue.length > 0 && (this.running.get(pool) ?? 0) < this.groupConcurrency) {
+      const group = takeGroup(queue, this.groupMax);
+      if (queue.length === 0) this.queues.delete(pool);
+      this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
+      void this.run(pool, group).finally(() => {
+        const left = (this.running.get(pool) ?? 1) - 1;
+        if (left === 0) this.running.delete(pool);
+        else this.running.set(pool, left);
+        if (this.queues.has(pool)) this.schedule(pool);
+      });
+    }
+  }
+
+  private async run(pool: string, group: Waiting[]): Promise<void> {
+    try {
+      const outcomes = await claimGroup(this.layout, this.runner, pool, group.map((w) => w.request), this.options);
+      outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.value) : group[i]!.reject(o.error)));
+    } catch (error) {
+      for (const w of group) w.reject(error);
+    }
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Leases and semaphores on Firestore: one document per lock key, `dibs/{prefix}/locks/{b64(key)}`
+ * = { key, fence (last fence given, only grows), holders: { token: { f: fence, exp: Timestamp } } }.
+ * Each operation is one transaction that judges expiry by the transaction's read time (the
+ * server's clock) — a lapsed holder is dropped there, never trusted. Waiters are woken by a
+ * snapshot listener on the lock document (one per key per process): any change of the document
+ * (a release, an expiry swept by another acquire) wakes them; the facade's polling is only the
+ * safety net.
+ */
+import { randomBytes } from 'node:crypto';
+import type { DocumentReference, Timestamp } from '@google-cloud/firestore';
+import type { LockBackend } from '../../core/locks/backend.js';
+import { leaseLost, notOwner } from '../../core/locks/errors.js';
+import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
+import { encodeId, type Layout } from './layout.js';
+import { Timestamp as Ts } from './records.js';
+import type { TxRunner } from './transactions.js';
+
+interface Holder {
+  f: number;
+  exp: Timestamp;
+}
+
+interface LockDoc {
+  key: string;
+  fence: number;
+  holders: Record<string, Holder>;
+}
+
+const after = (t: Timestamp, ms: number) => Ts.fromMillis(t.toMillis() + ms);
+
+/** Holders still live at `now`. */
+function live(doc: LockDoc | undefined, now: Timestamp): Record<string, Holder> {
+  return Object.fromEntries(Object.entries(doc?.holders ?? {}).filter(([, h]) => h.exp.toMillis() > now.toMillis()));
+}
+
+export class FirestoreLocks implements LockBackend {
+  private readonly listeners = new Map<string, { stop: () => void; callbacks: Set<() => void> }>();
+
+  constructor(
+    private readonly layout: Layout,
+    private readonly runner: TxRunner,
+  ) {}
+
+  private ref(key: string): DocumentReference {
+    return this.layout.root.collection('locks').doc(encodeId(key));
+  }
+
+  async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
+    const token = randomBytes(16).toString('base64url');
+    const ref = this.ref(key);
+    return this.runner.run(async (tx) => {
+      const snap = await tx.get(ref);
+      const readAt = performance.now();
+      const now = snap.readTime;
+      const doc = snap.data() as LockDoc | undefined;
+      const holders = live(doc, now);
+      if (Object.keys(holders).length >= limit) {
+        // sweep lapsed holders so listeners of the key hear that a slot may be free
+        if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) tx.set(ref, { key, fence: doc?.fence ?? 0, holders } satisfies LockDoc);
+        return null;
+      }
+      const fence = (doc?.fence ?? 0) + 1;
+      const exp = after(now, ttlMs);
+      tx.set(ref, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } } satisfies LockDoc);
+      return grant(token, fence, exp, now, readAt);
+    });
+  }
+
+  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+    const token = randomBytes(16).toString('base64url');
+    const ref = this.ref(key);
+    const lineRef = this.ref(queueKey);
+    // One transaction reads the lock and its line together: the tickets ahead and the free slot are
+    // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
+    return this.runner.run(async (tx) => {
+      const [snap, lineSnap] = await tx.getAll(ref, lineRef);
+      const readAt = performance.now();
+      const now = snap!.readTime;
+      const doc = snap!.data() as LockDoc | undefined;
+      const line = lineSnap!.data() as LockDoc | undefined;
+      const tickets = live(line, now);
+      let mine = Number.MAX_SAFE_INTEGER;
+      if (ticket !== null) {
+        const own = tickets[ticket];
+        if (!own) return null; // the ticket lapsed: its owner takes a new one
+        mine = own.f;
+      }
+      const holders = live(doc, now);
+      const ahead = Object.values(tickets).filter((t) => t.f < mine).length;
+      if (Object.keys(holders).length + ahead >= limit) return null;
+      const fence = (doc?.fence ?? 0) + 1;
+      const exp = after(now, ttlMs);
+      tx.set(ref, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } } satisfies LockDoc);
+      if (ticket !== null) {
+        delete tickets[ticket];
+        tx.set(lineRef, { key: queueKey, fence: line!.fence, holders: tickets } satisfies LockDoc);
+      }
+      return grant(token, fence, exp, now, readAt);
+    });
+  }
+
+  async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
+    const ref = this.ref(key);
+    return this.runner.run(async (tx) => {
+      const snap = await tx.get(ref);
+      const readAt = performance.now();
+      const now = snap.readTime;
+      const doc = snap.data() as LockDoc | undefined;
+      const mine = live(doc, now)[token];
+      if (!mine) throw leaseLost(key); // expired or never ours: never revived
+      const exp = after(now, ttlMs);
+      tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } });
+      return grant(token, mine.f, exp, now, readAt);
+    });
+  }
+
+  async release(key: string, token: string): Promise<void> {
+    const ref = this.ref(key);
+    await this.runner.run(async (tx) => {
+      const snap = await tx.get(ref);
+      const doc = snap.data() as LockDoc | undefined;
+      if (!live(doc, snap.readTime)[token]) throw notOwner(key);
+      const holders = live(doc, snap.readTime);
+      delete holders[token];
+      tx.set(ref, { key, fence: doc!.fence, holders } satisfies LockDoc);
+    });
+  }
+
+  async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
+    const snap = await this.ref(key).get();
+    const doc = snap.data() as LockDoc | undefined;
+    const holders = Object.entries(live(doc, snap.readTime))
+      .map(([token, h]) => ({ tokenPrefix: token.slice(0, 8), fence: h.f, expiresAt: h.exp.toDate().toISOString() }))
+      .sort((a, b) => a.fence - b.fence);
+    return { key, holders, lastFence: doc?.fence ?? 0 };
+  }
+
+  onRelease(key: string, listener: () => void): () => void {
+    let entry = this.listeners.get(key);
+    if (!entry) {
+      const callbacks = new Set<() => void>();
+      let first = true;
+      const stop = this.ref(key).onSnapshot(
+        () => {
+          if (first) {
+            first = false; // the current state, not a change
+            return;
+          }
+          for (const cb of [...callbacks]) cb();
+        },
+        () => {
+          // the listener broke (connection lost): the waiters' polling carries on
+        },
+      );
+      entry = { stop, callbacks };
+      this.listeners.set(key, entry);
+    }
+    entry.callbacks.add(listener);
+    return () => {
+      const current = this.listeners.get(key);
+      if (!current) return;
+      current.callbacks.delete(listener);
+      if (current.callbacks.size === 0) {
+        current.stop();
+        this.listeners.delete(key);
+      }
+    };
+  }
+
+  close(): void {
+    for (const { stop } of this.listeners.values()) stop();
+    this.listeners.clear();
+  }
+}
+
+/** Validity measured after the grant: the expiry minus the server's read time minus the time since that read. */
+function grant(token: string, fence: number, exp: Timestamp, now: Timestamp, readAt: number): LeaseGrant {
+  const validForMs = Math.max(1, Math.floor(exp.toMillis() - now.toMillis() - (performance.now() - readAt)));
+  return { token, fence, expiresAt: exp.toDate().toISOString(), validForMs };
+}

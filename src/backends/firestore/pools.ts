@@ -1,0 +1,337 @@
+/**
+ * Coupon pools on Firestore. Every operation that changes state is ONE Firestore transaction that
+ * reads what it judges (pool, code, holder, key — point reads) and writes everything it changes
+ * (code, holder, key, counter shard, outbox event). Times (claimedAt, redeemedAt, windows) are the
+ * server's: the transaction's read time, never the client's clock.
+ */
+import { randomUUID } from 'node:crypto';
+import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import type { PoolBackend } from '../../core/backend.js';
+import { DibsError, notFound } from '../../core/errors.js';
+import type { ClaimManyResult, CodeInfo, CodeStatus, InsertResult, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
+import { assertInWindow } from '../../core/window.js';
+import { alreadyRedeemed, assertRedeemedFor, claimantRequired, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
+import { auditPool } from './audit.js';
+import { ClaimGrouper, type ClaimOptions } from './claim.js';
+import type { Layout, PoolRefs } from './layout.js';
+import { bumpCounters, FieldValue, freeCode, iso, recordEvent, sumShards, Timestamp, toCode, toPool, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import type { TxRunner } from './transactions.js';
+
+/** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */
+export const INITIAL_SHARDS = 4;
+export const MAX_SHARDS = 64;
+/** Codes per insert transaction. */
+const INSERT_CHUNK = 500;
+
+export class FirestorePools implements PoolBackend {
+  readonly importConcurrency = 2;
+
+  private readonly grouper: ClaimGrouper;
+
+  constructor(
+    private readonly layout: Layout,
+    private readonly tx: TxRunner,
+    claimOptions: ClaimOptions = {},
+  ) {
+    this.grouper = new ClaimGrouper(layout, tx, claimOptions);
+  }
+
+  private refs(pool: string): PoolRefs {
+    return this.layout.pool(pool);
+  }
+
+  async createPool(spec: PoolSpec): Promise<Pool> {
+    const refs = this.refs(spec.name);
+    await this.tx.run(async (tx) => {
+      const snap = await tx.get(refs.pool);
+      if (snap.exists) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+      const doc: PoolDoc = {
+        name: spec.name,
+        limit: spec.perClaimantLimit,
+        threshold: spec.lowStockThreshold,
+        metadata: spec.metadata,
+        startsAt: spec.startsAt,
+        expiresAt: spec.expiresAt,
+        maxr: spec.maxRedemptions,
+        maxrc: spec.maxRedemptionsPerClaimant,
+        public: spec.publicCodes,
+        format: spec.codeFormat,
+        createdAt: snap.readTime,
+        shards: INITIAL_SHARDS,
+        armed: true,
+        lowEvents: 0,
+      };
+      tx.create(refs.pool, doc);
+    });
+    return this.getPool(spec.name);
+  }
+
+  async getPool(name: string): Promise<Pool> {
+    const refs = this.refs(name);
+    return this.tx.read(async (tx) => {
+      const [snap, shards] = await Promise.all([tx.get(refs.pool), tx.get(refs.shards)]);
+      if (!snap.exists) throw notFound('pool', name);
+      return toPool(snap.data() as PoolDoc, sumShards(shards.docs));
+    });
+  }
+
+  async listPools({ limit, after }: { limit: number; after?: string }): Promise<Page<Pool>> {
+    let query = this.layout.pools.orderBy(FieldPath.documentId()).limit(limit + 1);
+    if (after) query = query.startAfter(after);
+    const page = await query.get();
+    const docs = page.docs.slice(0, limit);
+    const items = await Promise.all(docs.map(async (d) => toPool(d.data() as PoolDoc, sumShards((await this.refs(d.id).shards.get()).docs))));
+    return { items, nextCursor: page.docs.length > limit ? docs[docs.length - 1]!.id : null };
+  }
+
+  async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
+    const refs = this.refs(name);
+    await this.tx.run(async (tx) => {
+      const snap = await tx.get(refs.pool);
+      if (!snap.exists) throw notFound('pool', name);
+      const pool = snap.data() as PoolDoc;
+      if (patch.perClaimantLimit !== undefined && patch.perClaimantLimit < pool.limit) {
+        const top = await tx.get(refs.holders.orderBy('n', 'desc').limit(1));
+        const max = top.empty ? 0 : Number(top.docs[0]!.get('n'));
+        if (max > patch.perClaimantLimit) throw limitBelowHoldings(patch.perClaimantLimit, max);
+      }
+      const update: Partial<PoolDoc> = {};
+      if (patch.perClaimantLimit !== undefined) update.limit = patch.perClaimantLimit;
+      if (patch.lowStockThreshold !== undefined) {
+        update.threshold = patch.lowStockThreshold;
+        // as after a refill: above the (new) threshold the alert is armed again
+        if (patch.lowStockThreshold === null || sumShards((await tx.get(refs.shards)).docs).free > patch.lowStockThreshold) update.armed = true;
+      }
+      if (patch.metadata !== undefined) update.metadata = patch.metadata;
+      if (patch.startsAt !== undefined) update.startsAt = patch.startsAt;
+      if (patch.expiresAt !== undefined) update.expiresAt = patch.expiresAt;
+      if (patch.maxRedemptions !== undefined) update.maxr = patch.maxRedemptions;
+      if (patch.maxRedemptionsPerClaimant !== undefined) update.maxrc = patch.maxRedemptionsPerClaimant;
+      if (patch.publicCodes !== undefined) update.public = patch.publicCodes;
+      if (patch.codeFormat !== undefined) update.format = patch.codeFormat;
+      if (Object.keys(update).length > 0) tx.update(refs.pool, update);
+    });
+    return this.getPool(name);
+  }
+
+  async deletePool(name: string): Promise<void> {
+    const refs = this.refs(name);
+    if (!(await refs.pool.get()).exists) throw notFound('pool', name);
+    // The pool document goes first, so every operation from here on answers not_found; then its
+    // codes, holders, keys and shards, then its outbox events.
+    await refs.pool.delete();
+    await this.layout.db.recursiveDelete(refs.pool);
+    for (;;) {
+      const events = await this.layout.events.where('pool', '==', name).limit(400).get();
+      if (events.empty) break;
+      const batch = this.layout.db.batch();
+      for (const e of events.docs) batch.delete(e.ref);
+      await batch.commit();
+    }
+  }
+
+  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+    const refs = this.refs(pool);
+    if (codes.length === 0) {
+      if (!(await refs.pool.get()).exists) throw notFound('pool', pool);
+      return { inserted: 0, duplicates: 0 };
+    }
+    const result: InsertResult = { inserted: 0, duplicates: 0 };
+    for (let i = 0; i < codes.length; i += INSERT_CHUNK) {
+      const chunk = codes.slice(i, i + INSERT_CHUNK);
+      const part = await this.tx.run(async (tx) => {
+        const unique = [...new Set(chunk)];
+        const [snap, ...existing] = await tx.getAll(refs.pool, ...unique.map((c) => refs.code(c)));
+        if (!snap!.exists) throw notFound('pool', pool);
+        const poolDoc = snap!.data() as PoolDoc;
+        const fresh = unique.filter((_, j) => !existing[j]!.exists);
+        // a refill re-arms the low-stock alert once free is above the threshold again
+        const rearm = fresh.length > 0 && !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + fresh.length > poolDoc.threshold);
+        for (const code of fresh) tx.create(refs.code(code), freeCode(code));
+        bumpCounters(tx, refs, poolDoc.shards, { total: fresh.length, free: fresh.length });
+        if (rearm) tx.update(refs.pool, { armed: true });
+        return { inserted: fresh.length, duplicates: chunk.length - fresh.length };
+      });
+      result.inserted += part.inserted;
+      result.duplicates += part.duplicates;
+    }
+    return result;
+  }
+
+  claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
+    return this.grouper.claim({ pool, claimant, count, key });
+  }
+
+  async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const { poolDoc, rec } = await readCode(tx, refs, pool, code);
+      if (rec.s === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
+      if (rec.s !== 'claimed') throw notHeld(code, rec.s);
+      if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
+      const holderRef = refs.holder(rec.h!);
+      const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
+      const rearm = !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + 1 > poolDoc.threshold);
+      writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), 0);
+      const next = freeCode(code);
+      tx.set(refs.code(code), next);
+      bumpCounters(tx, refs, poolDoc.shards, { claimed: -1, free: 1 });
+      if (rearm) tx.update(refs.pool, { armed: true });
+      return toCode(pool, next);
+    });
+  }
+
+  async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      if (rec.s === 'redeemed') {
+        // the same checkout again: its answer, unchanged
+        if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
+        throw alreadyRedeemed(code, iso(rec.ra)!);
+      }
+      const direct = rec.s === 'free' && poolDoc.public;
+      if (direct) {
+        if (claimant === null) throw claimantRequired(code);
+      } else {
+        if (rec.s !== 'claimed') throw notHeld(code, rec.s);
+        if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
+      }
+      const holderName = direct ? claimant! : rec.h!;
+      const holderRef = refs.holder(holderName);
+      const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
+      if (direct && (holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, holderName, poolDoc.limit);
+      assertInWindow(pool, poolDoc, now.toDate().toISOString());
+      const needCounters = poolDoc.maxr !== null || (direct && poolDoc.threshold !== null && poolDoc.armed);
+      const counters = needCounters ? sumShards((await tx.get(refs.shards)).docs) : null;
+      if (poolDoc.maxr !== null && counters!.redeemed >= poolDoc.maxr) throw redemptionLimitReached(pool, 'pool', poolDoc.maxr, holderName);
+      if (poolDoc.maxrc !== null && (holder?.redeemed ?? 0) >= poolDoc.maxrc) throw redemptionLimitReached(pool, 'claimant', poolDoc.maxrc, holderName);
+      const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null };
+      tx.set(refs.code(code), next);
+      writeHolder(tx, holderRef, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
+      bumpCounters(tx, refs, poolDoc.shards, direct ? { free: -1, redeemed: 1 } : { claimed: -1, redeemed: 1 });
+      if (direct && counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
+      return toCode(pool, next);
+    });
+  }
+
+  async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      assertRedeemedFor({ code, status: rec.s, redeemed_order: rec.o }, orderId);
+      const holderRef = refs.holder(rec.h!);
+      const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
+      recordEvent(tx, this.layout, pool, now, 'code.unredeemed', `code.unredeemed:${pool}:${code}:${randomUUID()}`, {
+        pool,
+        code,
+        claimant: rec.h,
+        orderId: rec.o ?? null,
+        redeemedAt: iso(rec.ra),
+        unredeemedAt: iso(now),
+      });
+      const next: CodeDoc = { ...rec, s: 'claimed', ra: null, o: null };
+      tx.set(refs.code(code), next);
+      writeHolder(tx, holderRef, holder, rec.h!, (held) => held, -1);
+      bumpCounters(tx, refs, poolDoc.shards, { redeemed: -1, claimed: 1 });
+      return toCode(pool, next);
+    });
+  }
+
+  async revoke(pool: string, code: string): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      if (rec.s === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      const holderRef = rec.h ? refs.holder(rec.h) : null;
+      const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
+      const counters = rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
+      if (holderRef) writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), rec.s === 'redeemed' ? -1 : 0);
+      const next: CodeDoc = { code, s: 'revoked', h: null, k: null, ca: null, ra: null, o: null };
+      tx.set(refs.code(code), next);
+      bumpCounters(tx, refs, poolDoc.shards, { revoked: 1, [rec.s]: -1 });
+      if (counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
+      return toCode(pool, next);
+    });
+  }
+
+  async clock(): Promise<string> {
+    return (await this.layout.root.get()).readTime.toDate().toISOString();
+  }
+
+  async getCode(pool: string, code: string): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    const [poolSnap, codeSnap] = await this.layout.db.getAll(refs.pool, refs.code(code));
+    if (!poolSnap!.exists) throw notFound('pool', pool);
+    if (!codeSnap!.exists) throw notFound('code', code);
+    return toCode(pool, codeSnap!.data() as CodeDoc);
+  }
+
+  async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
+    const refs = this.refs(pool);
+    return this.tx.read(async (tx) => {
+      const [poolSnap, holderSnap] = await tx.getAll(refs.pool, refs.holder(claimant));
+      if (!poolSnap!.exists) throw notFound('pool', pool);
+      const held = (holderSnap!.data() as HolderDoc | undefined)?.held ?? [];
+      if (held.length === 0) return [];
+      const docs = await tx.getAll(...held.map((e) => refs.code(e.c)));
+      return docs.filter((d) => d.exists).map((d) => toCode(pool, d.data() as CodeDoc));
+    });
+  }
+
+  async stats(pool: string): Promise<PoolStats> {
+    return (await this.getPool(pool)).stats;
+  }
+
+  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+    const refs = this.refs(pool);
+    if (!(await refs.pool.get()).exists) throw notFound('pool', pool);
+    let after: DocumentSnapshot | null = null;
+    for (;;) {
+      let query = (status ? refs.codes.where('s', '==', status) : refs.codes).orderBy(FieldPath.documentId()).limit(batchSize);
+      if (after) query = query.startAfter(after);
+      const page = await query.get();
+      if (page.empty) return;
+      after = page.docs[page.docs.length - 1]!;
+      yield page.docs.map((d) => toCode(pool, d.data() as CodeDoc));
+      if (page.docs.length < batchSize) return;
+    }
+  }
+
+  audit(pool: string): Promise<Violation[]> {
+    return auditPool(this.layout, this.tx, pool);
+  }
+
+  async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
+    let query = (pool ? this.layout.events.where('pool', '==', pool) : this.layout.events).orderBy(FieldPath.documentId()).limit(limit);
+    if (after) query = query.startAfter(after);
+    const page = await query.get();
+    return page.docs.map((d) => ({ id: d.id, type: d.get('type') as string, idempotencyKey: d.get('key') as string, payload: d.get('payload') as Record<string, unknown>, createdAt: iso(d.get('at') as Timestamp)! }));
+  }
+}
+
+/** Reads the pool and one code in a transaction (not_found for either); `now` is the server's read time. */
+async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp }> {
+  const [poolSnap, codeSnap] = await tx.getAll(refs.pool, refs.code(code));
+  if (!poolSnap!.exists) throw notFound('pool', pool);
+  if (!codeSnap!.exists) throw notFound('code', code);
+  return { poolDoc: poolSnap!.data() as PoolDoc, rec: codeSnap!.data() as CodeDoc, now: poolSnap!.readTime };
+}
+
+/** Writes a holder document after `change`; a holder without codes is deleted. */
+export function writeHolder(tx: Transaction, ref: DocumentReference, holder: HolderDoc | undefined, claimant: string, change: (held: HolderDoc['held']) => HolderDoc['held'], redeemedDelta: number): void {
+  const held = change(holder?.held ?? []);
+  if (held.length === 0) tx.delete(ref);
+  else tx.set(ref, { claimant, held, n: held.length, redeemed: (holder?.redeemed ?? 0) + redeemedDelta } satisfies HolderDoc);
+}
+
+/** After free went down to `free`: one pool.low_stock event per crossing of the threshold (caller read the shards). */
+export function lowStockAfterDrop(tx: Transaction, layout: Layout, refs: PoolRefs, pool: PoolDoc, free: number, now: Timestamp): void {
+  if (pool.threshold === null || !pool.armed || free > pool.threshold) return;
+  const crossing = pool.lowEvents + 1;
+  tx.update(refs.pool, { armed: false, lowEvents: FieldValue.increment(1) });
+  recordEvent(tx, layout, pool.name, now, 'pool.low_stock', `pool.low_stock:${pool.name}:${crossing}`, { pool: pool.name, free, threshold: pool.threshold, crossing });
+}
+
+const notHeld = (code: string, status: string) => new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
+const otherHolder = (code: string) => new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });

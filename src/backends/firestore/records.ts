@@ -1,0 +1,112 @@
+/** Document shapes of the Firestore backend and their conversion to dibs' domain types. */
+import { randomUUID } from 'node:crypto';
+import { FieldValue, Timestamp, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import type { CodeFormat, CodeInfo, CodeStatus, Pool, PoolStats } from '../../core/types.js';
+import type { Layout, PoolRefs } from './layout.js';
+
+export interface PoolDoc {
+  name: string;
+  limit: number;
+  threshold: number | null;
+  metadata: Record<string, unknown>;
+  startsAt: string | null;
+  expiresAt: string | null;
+  maxr: number | null;
+  maxrc: number | null;
+  public: boolean;
+  format: CodeFormat | null;
+  createdAt: Timestamp;
+  /** Counter shards in use (shards/0 … shards/n-1); grows when claims contend. */
+  shards: number;
+  /** The low-stock alert fires at the next crossing (re-armed when free rises above the threshold). */
+  armed: boolean;
+  /** Low-stock events recorded so far (the audit compares it with the outbox). */
+  lowEvents: number;
+}
+
+export interface CodeDoc {
+  code: string;
+  s: CodeStatus;
+  h: string | null;
+  k: string | null;
+  ca: Timestamp | null;
+  ra: Timestamp | null;
+  o: string | null;
+  /** Random float, present only while the code is free: claims look for candidates at a random point of it. */
+  fr?: number;
+}
+
+export interface HeldEntry {
+  c: string;
+  k: string | null;
+}
+
+export interface HolderDoc {
+  claimant: string;
+  held: HeldEntry[];
+  /** held.length, indexed: the largest holding is one ordered query. */
+  n: number;
+  /** How many of the held codes are redeemed (maxRedemptionsPerClaimant). */
+  redeemed: number;
+}
+
+export interface KeyDoc {
+  c: string;
+  n: number;
+}
+
+export const ZERO: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
+const FIELDS = Object.keys(ZERO) as (keyof PoolStats)[];
+
+export const iso = (t: Timestamp | null | undefined): string | null => (t ? t.toDate().toISOString() : null);
+
+export function toCode(pool: string, doc: CodeDoc): CodeInfo {
+  return { pool, code: doc.code, status: doc.s, claimant: doc.h ?? null, claimedAt: iso(doc.ca), redeemedAt: iso(doc.ra), orderId: doc.o ?? null };
+}
+
+export function toPool(doc: PoolDoc, stats: PoolStats): Pool {
+  return {
+    name: doc.name,
+    perClaimantLimit: doc.limit,
+    lowStockThreshold: doc.threshold,
+    metadata: doc.metadata ?? {},
+    startsAt: doc.startsAt,
+    expiresAt: doc.expiresAt,
+    maxRedemptions: doc.maxr,
+    maxRedemptionsPerClaimant: doc.maxrc,
+    publicCodes: doc.public,
+    codeFormat: doc.format,
+    createdAt: iso(doc.createdAt)!,
+    stats,
+  };
+}
+
+export function freeCode(code: string): CodeDoc {
+  return { code, s: 'free', h: null, k: null, ca: null, ra: null, o: null, fr: Math.random() };
+}
+
+/** Sum of the counter shards. */
+export function sumShards(docs: readonly DocumentSnapshot[]): PoolStats {
+  const total = { ...ZERO };
+  for (const doc of docs) for (const f of FIELDS) total[f] += Number(doc.get(f) ?? 0);
+  return total;
+}
+
+/** Adds `deltas` to one random shard: a blind increment, so concurrent claims never conflict on counters. */
+export function bumpCounters(tx: Transaction, refs: PoolRefs, shards: number, deltas: Partial<PoolStats>): void {
+  const update: Record<string, FieldValue> = {};
+  for (const [field, delta] of Object.entries(deltas)) if (delta) update[field] = FieldValue.increment(delta);
+  if (Object.keys(update).length > 0) tx.set(refs.shard(Math.floor(Math.random() * Math.max(1, shards))), update, { merge: true });
+}
+
+/** An outbox event id: the server's time (µs, sortable as text) and a random tail. */
+export function eventId(at: Timestamp): string {
+  const micros = BigInt(at.seconds) * 1_000_000n + BigInt(Math.floor(at.nanoseconds / 1000));
+  return `${micros.toString().padStart(17, '0')}-${randomUUID().slice(0, 8)}`;
+}
+
+export function recordEvent(tx: Transaction, layout: Layout, pool: string, at: Timestamp, type: string, key: string, payload: Record<string, unknown>): void {
+  tx.set(layout.events.doc(eventId(at)), { pool, type, key, payload, at });
+}
+
+export { FieldValue, Timestamp };

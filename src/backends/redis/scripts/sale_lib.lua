@@ -1,0 +1,275 @@
+-- Shared sale fragment, prepended (after lib.lua) to every sale_*.lua script.
+-- ARGV[1] of every sale script is the sale group's hash tag T = '{prefix:sg:gggg}' (keys.ts); every
+-- key a script touches is named from T and so lives in KEYS[1]'s Cluster slot (KEYS[1] routes the
+-- call). Keys of a group, per sale id or SKU:
+--   T:sale:<id>    hash: id sku starts ends (epoch ms) cap ('' = unlimited) limit meta (JSON)
+--                  cancelled ('' or ms) created sold held announced ended soldout
+--   T:sku:<sku>    hash sale id -> JSON {s, e}: the non-cancelled sales of a SKU (overlap index)
+--   T:skuv:<sku>   version of that index (the preflight's optimistic check)
+--   T:skuall:<sku> zset of every sale id of the SKU (listing)
+--   T:wish:<sku>   hash customer -> JSON {ch = channels, at}; T:wishx:<sku> zset (ordered listing)
+--   T:holds        hash hold id -> JSON {id, sale, c, q, s, e (expires), ca, o (order id)}
+--   T:due          zset hold id -> expiry of every active hold of the group (the sweep)
+--   T:starts       zset sale id -> start of sales not yet announced (the activation index)
+--   T:ends         zset sale id -> end of sales whose end is not yet recorded
+--   T:active:<id>  zset hold id -> expiry of the sale's active holds (lazy expiry)
+--   T:hs:<id>      set of every hold id of the sale (audit)
+--   T:cust:<id>    hash customer -> JSON {o = units ordered, h = active hold id}
+--   T:orders:<id>  hash order id -> JSON {id, c, q, h (hold id), at}
+--   T:keys:<id>    hash idempotency key -> JSON {k = 'buy'|'reserve', c, q, r = result id}
+--   T:events:<id>  stream of the sale's outbox events (type, key, payload, at)
+--   T:ot:<id>      zset '<quantity>|<order id>' -> order time (forecasts)
+--   T:watch:<id>   hash: the sale's "empty soon" watch (within, armed, fired)
+--   T:room:<id>    hash: the sale's waiting room (rate, window, secret, next, through, budget,
+--                  refilled, created, swept); the sale hash has room = '1' while it has one
+--   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold)}
+--   T:tnum:<id>    hash ticket number -> customer; T:adm:<id> zset admitted number -> until
+-- Replies are {status, ...} with status from one set decoded by sales.ts.
+
+local T = ARGV[1]
+local function k(kind, id) return T .. ':' .. kind .. ':' .. id end
+
+local function sale_event(sale_id, typ, key, payload, now)
+  redis.call('XADD', k('events', sale_id), '*', 'type', typ, 'key', key, 'payload', cjson.encode(payload), 'at', tostring(now))
+end
+
+local function sale_state(sale_id)
+  local raw = redis.call('HGETALL', k('sale', sale_id))
+  if #raw == 0 then return nil end
+  local s = {}
+  for i = 1, #raw, 2 do s[raw[i]] = raw[i + 1] end
+  return s
+end
+
+-- The rule of core/sales/rules.ts saleStatus, on the server's clock.
+local function status_of(s, now)
+  if s.cancelled ~= '' then return 'cancelled' end
+  if now < tonumber(s.starts) then return 'scheduled' end
+  if now >= tonumber(s.ends) then return 'ended' end
+  if s.cap ~= '' and tonumber(s.sold) >= tonumber(s.cap) then return 'sold_out' end
+  return 'live'
+end
+
+local function cust_of(sale_id, c)
+  local raw = redis.call('HGET', k('cust', sale_id), c)
+  if raw == false then return { o = 0 } end
+  return cjson.decode(raw)
+end
+
+local function save_cust(sale_id, c, rec)
+  redis.call('HSET', k('cust', sale_id), c, cjson.encode(rec))
+end
+
+local function hold_of(id)
+  local raw = redis.call('HGET', T .. ':holds', id)
+  if raw == false then return nil end
+  return cjson.decode(raw)
+end
+
+local function save_hold(rec)
+  redis.call('HSET', T .. ':holds', rec.id, cjson.encode(rec))
+end
+
+-- Units a customer has in a sale: ordered + their active hold; and the hold itself.
+local function units_of(sale_id, cust)
+  if cust.h then
+    local h = hold_of(cust.h)
+    if h and h.s == 'active' then return cust.o + h.q, h end
+  end
+  return cust.o, nil
+end
+
+-- A hold leaves the active state (confirmed, cancelled, expired): indexes and the customer's pointer.
+local function drop_active(rec)
+  redis.call('ZREM', k('active', rec.sale), rec.id)
+  redis.call('ZREM', T .. ':due', rec.id)
+  local cust = cust_of(rec.sale, rec.c)
+  if cust.h == rec.id then
+    cust.h = nil
+    save_cust(rec.sale, rec.c, cust)
+  end
+end
+
+local function expire_hold(rec, now)
+  rec.s = 'expired'
+  save_hold(rec)
+  drop_active(rec)
+  redis.call('HINCRBY', k('sale', rec.sale), 'held', -rec.q)
+  sale_event(rec.sale, 'hold.expired', 'hold.expired:' .. rec.id, { sale = rec.sale, hold = rec.id, customer = rec.c, quantity = rec.q, expiresAt = iso_ms(rec.e) }, now)
+end
+
+-- Lazy expiry: every step first expires the sale's stale holds (expires <= now), once each.
+local function expire_stale(sale_id, now)
+  local stale = redis.call('ZRANGEBYSCORE', k('active', sale_id), '-inf', now)
+  for _, id in ipairs(stale) do
+    local rec = hold_of(id)
+    if rec and rec.s == 'active' then expire_hold(rec, now) else redis.call('ZREM', k('active', sale_id), id) end
+  end
+end
+
+-- Units of active holds that have already expired but are not marked yet (read-only scripts).
+local function stale_units(sale_id, now)
+  local units = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', k('active', sale_id), '-inf', now)) do
+    local rec = hold_of(id)
+    if rec and rec.s == 'active' then units = units + rec.q end
+  end
+  return units
+end
+
+local function insert_order(s, sale_id, c, q, hold_id, order_id, now)
+  local order = { id = order_id, c = c, q = q, h = hold_id, at = now }
+  redis.call('HSET', k('orders', sale_id), order_id, cjson.encode(order))
+  redis.call('ZADD', k('ot', sale_id), now, q .. '|' .. order_id)
+  local cust = cust_of(sale_id, c)
+  cust.o = cust.o + q
+  save_cust(sale_id, c, cust)
+  local sold = redis.call('HINCRBY', k('sale', sale_id), 'sold', q)
+  -- sale.sold_out once per sale (the flag is the event's idempotency)
+  if s.cap ~= '' and sold >= tonumber(s.cap) and redis.call('HSETNX', k('sale', sale_id), 'soldout', '1') == 1 then
+    sale_event(sale_id, 'sale.sold_out', 'sale.sold_out:' .. sale_id, { sale = sale_id, sku = s.sku, sold = sold, cap = tonumber(s.cap) }, now)
+  end
+  return order
+end
+
+-- The stored result of an idempotency key: nil (fresh), {'conflict', record} or {'replay', result id}.
+local function replay_of(sale_id, key, kind, c, q)
+  if key == '' then return nil end
+  local raw = redis.call('HGET', k('keys', sale_id), key)
+  if raw == false then return nil end
+  local r = cjson.decode(raw)
+  if r.k ~= kind or r.c ~= c or r.q ~= q then return { 'conflict', raw } end
+  return { 'replay', r.r }
+end
+
+local function save_key(sale_id, key, kind, c, q, result)
+  if key ~= '' then redis.call('HSET', k('keys', sale_id), key, cjson.encode({ k = kind, c = c, q = q, r = result })) end
+end
+
+-- The body of a reservation (sale_reserve.lua, and sale_room_reserve.lua with an admitted ticket).
+-- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON} | {'not_live', status}
+--   | {'ticket_required'} | {'limit_reached', units, more, limit} | {'sold_out', available}
+local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
+  local r = replay_of(sale_id, key, 'reserve', c, q)
+  if r then
+    if r[1] == 'conflict' then return r end
+    return { 'replayed', redis.call('HGET', T .. ':holds', r[2]) }
+  end
+  local now = now_ms()
+  expire_stale(sale_id, now)
+  local s = sale_state(sale_id)
+  local status = status_of(s, now)
+  if status ~= 'live' then return { 'not_live', status } end
+  -- a sale behind a waiting room is reserved only with an admitted ticket (sale_room_reserve)
+  if not via_ticket and s.room == '1' then return { 'ticket_required' } end
+  local units, own = units_of(sale_id, cust_of(sale_id, c))
+  local own_units = own and own.q or 0
+  if units + q - own_units > tonumber(s.limit) then return { 'limit_reached', tostring(units), tostring(q - own_units), s.limit } end
+  if s.cap ~= '' then
+    -- everyone else's holds count; the customer's own hold is being replaced
+    local available = tonumber(s.cap) - tonumber(s.sold) - (tonumber(s.held) - own_units)
+    if q > available then return { 'sold_out', tostring(math.max(0, available)) } end
+  end
+  local rec = own
+  if rec then
+    rec.q = q
+    rec.e = now + ttl
+  else
+    rec = { id = new_id, sale = sale_id, c = c, q = q, s = 'active', e = now + ttl, ca = now }
+    redis.call('SADD', k('hs', sale_id), new_id)
+    local cust = cust_of(sale_id, c)
+    cust.h = new_id
+    save_cust(sale_id, c, cust)
+  end
+  save_hold(rec)
+  redis.call('ZADD', k('active', sale_id), rec.e, rec.id)
+  redis.call('ZADD', T .. ':due', rec.e, rec.id)
+  redis.call('HINCRBY', k('sale', sale_id), 'held', q - own_units)
+  save_key(sale_id, key, 'reserve', c, q, rec.id)
+  return { 'ok', cjson.encode(rec) }
+end
+
+-- Waiting rooms. Admission for one sale (core/sales/waiting-room.ts describes the rules; the token
+-- bucket is `admissions` there, mirrored here because it must run inside this step): expire unused
+-- windows, close the line when the sale is over or sold out, else admit the next tickets in
+-- number order at the configured rate while units remain for them. Returns the room (a table) or
+-- nil when the sale has no room.
+local function ticket_of(sale_id, c)
+  local raw = redis.call('HGET', k('tickets', sale_id), c)
+  if raw == false then return nil end
+  return cjson.decode(raw)
+end
+
+local function save_ticket(sale_id, t)
+  redis.call('HSET', k('tickets', sale_id), t.c, cjson.encode(t))
+end
+
+local function ticket_by_number(sale_id, n)
+  local c = redis.call('HGET', k('tnum', sale_id), n)
+  if c == false then return nil end
+  return ticket_of(sale_id, c)
+end
+
+local function room_state(sale_id)
+  local raw = redis.call('HGETALL', k('room', sale_id))
+  if #raw == 0 then return nil end
+  local r = {}
+  for i = 1, #raw, 2 do r[raw[i]] = raw[i + 1] end
+  for _, f in ipairs({ 'rate', 'window', 'next', 'through', 'budget', 'refilled', 'created', 'swept' }) do r[f] = tonumber(r[f] or '0') end
+  return r
+end
+
+local function admit(sale_id, now)
+  local room = room_state(sale_id)
+  if not room then return nil end
+  expire_stale(sale_id, now)
+  local s = sale_state(sale_id)
+  for _, n in ipairs(redis.call('ZRANGEBYSCORE', k('adm', sale_id), '-inf', now)) do
+    local t = ticket_by_number(sale_id, n)
+    if t and t.s == 'admitted' then
+      t.s = 'expired'
+      save_ticket(sale_id, t)
+    end
+    redis.call('ZREM', k('adm', sale_id), n)
+  end
+  local status = status_of(s, now)
+  if status == 'ended' or status == 'cancelled' or (s.cap ~= '' and tonumber(s.sold) >= tonumber(s.cap)) then
+    -- over for good: everyone still waiting is told at once
+    for n = math.max(room.through, room.swept) + 1, room.next - 1 do
+      local t = ticket_by_number(sale_id, n)
+      if t and t.s == 'waiting' then
+        t.s = 'sold_out'
+        save_ticket(sale_id, t)
+      end
+    end
+    room.swept = math.max(room.swept, room.next - 1)
+    redis.call('HSET', k('room', sale_id), 'swept', room.swept)
+    return room
+  end
+  if status ~= 'live' or s.cap == '' then return room end -- the line forms before the start; admission begins at it
+  local limit = tonumber(s.limit)
+  local unused = redis.call('ZCARD', k('adm', sale_id))
+  local budget = math.min(math.max(1, room.rate), room.budget + (math.max(0, now - room.refilled) / 1000) * room.rate)
+  local free = tonumber(s.cap) - tonumber(s.sold) - tonumber(s.held) - unused * limit
+  local slots = math.max(0, math.ceil(free / limit))
+  local n = math.max(0, math.min(math.floor(budget), slots, room.next - 1 - room.through))
+  for number = room.through + 1, room.through + n do
+    local t = ticket_by_number(sale_id, number)
+    if t and t.s == 'waiting' then
+      t.s = 'admitted'
+      t.u = now + room.window
+      save_ticket(sale_id, t)
+      redis.call('ZADD', k('adm', sale_id), t.u, number)
+    end
+  end
+  room.budget = budget - n
+  room.refilled = now
+  room.through = room.through + n
+  redis.call('HSET', k('room', sale_id), 'budget', tostring(room.budget), 'refilled', now, 'through', room.through)
+  return room
+end
+
+-- A ticket step's reply: the room (with its secret: tokens are signed by the caller) and the ticket.
+local function room_reply(room, ticket)
+  return cjson.encode({ room = room, ticket = ticket })
+end

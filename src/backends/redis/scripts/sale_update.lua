@@ -1,0 +1,19 @@
+-- sale_update: write a merged definition the shared preflight accepted, if nothing it judged has
+-- moved since (SKU index version; the cap still covers sold + held after expiring stale holds).
+-- KEYS[1] T:sku:<sku>. ARGV[1] tag, [2] version, [3] id, [4] starts ms, [5] ends ms, [6] cap,
+-- [7] limit, [8] metadata JSON. Returns 'ok' | 'retry' | 'not_found' | 'cancelled'
+local version, id, sku_starts, ends, cap = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local s = sale_state(id)
+if not s then return 'not_found' end
+if s.cancelled ~= '' then return 'cancelled' end
+if tonumber(redis.call('GET', k('skuv', s.sku)) or '0') ~= version then return 'retry' end
+local now = now_ms()
+expire_stale(id, now)
+s = sale_state(id)
+if cap ~= '' and tonumber(cap) < tonumber(s.sold) + tonumber(s.held) then return 'retry' end
+redis.call('HSET', k('sale', id), 'starts', sku_starts, 'ends', ends, 'cap', cap, 'limit', ARGV[7], 'meta', ARGV[8])
+redis.call('HSET', KEYS[1], id, cjson.encode({ s = tonumber(sku_starts), e = tonumber(ends) }))
+redis.call('INCR', k('skuv', s.sku))
+if s.announced == '' then redis.call('ZADD', T .. ':starts', sku_starts, id) end
+if s.ended == '' then redis.call('ZADD', T .. ':ends', ends, id) end
+return 'ok'

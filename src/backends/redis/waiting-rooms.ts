@@ -1,0 +1,122 @@
+/**
+ * Waiting rooms on Redis. A room lives in its sale's group slot (sale_lib.lua: T:room, T:tickets,
+ * T:tnum, T:adm), so every step — admission (expire unused windows, refill the rate budget, admit
+ * the next tickets in number order while units remain, close the line when the sale is over), then
+ * the step's own work (join, read a ticket, or reserve with an admitted ticket together with the
+ * hold and the per-customer limit) — is one script. Ticket numbers come from the room's counter in
+ * that script, i.e. the order the store saw the arrivals.
+ *
+ * Tokens are HMACs with the room's secret (core/sales/waiting-room.ts): it never leaves the store
+ * and this adapter; the signature is checked here and the number it carries is checked against
+ * the customer's ticket inside the reservation script.
+ */
+import { randomBytes } from 'node:crypto';
+import { DibsError, notFound } from '../../core/errors.js';
+import type { HoldResult } from '../../core/sales/types.js';
+import { notAdmitted, signTicket, verifyTicket, type Ticket, type TicketStatus, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from '../../core/sales/waiting-room.js';
+import { saleKey } from './keys.js';
+import type { RedisSales } from './sales.js';
+import { runScript, type RedisClient } from './scripts.js';
+
+interface RoomState {
+  rate: number;
+  window: number;
+  secret: string;
+  next: number;
+  through: number;
+  created: number;
+}
+
+interface TicketRecord {
+  n: number;
+  c: string;
+  s: TicketStatus;
+  j: number;
+  u?: number;
+  h?: string;
+}
+
+export class RedisWaitingRooms implements WaitingRoomBackend {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly sales: RedisSales,
+  ) {}
+
+  async enable(saleId: string, spec: WaitingRoomSpec): Promise<WaitingRoom> {
+    await this.sales.onSale(saleId, async (tag) => {
+      const reply = await runScript(this.client, 'sale_room_enable', [saleKey(tag, 'sale', saleId)], [tag, saleId, spec.admitPerSecond, spec.windowMs, randomBytes(32).toString('base64url')]);
+      if (reply === 'not_found') throw notFound('sale', saleId);
+      if (reply === 'unlimited') throw new DibsError('invalid_input', `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`, { field: 'saleId' });
+    });
+    return this.get(saleId);
+  }
+
+  async get(saleId: string): Promise<WaitingRoom> {
+    const { room, counts } = (await this.step(saleId, 'get', '')) as { room: RoomState; counts: Record<TicketStatus, number> };
+    return { saleId, admitPerSecond: room.rate, windowMs: room.window, createdAt: new Date(room.created).toISOString(), tickets: counts };
+  }
+
+  async join(saleId: string, customer: string): Promise<Ticket> {
+    const { room, ticket } = (await this.step(saleId, 'join', customer)) as { room: RoomState; ticket: TicketRecord };
+    return toTicket(saleId, room, ticket);
+  }
+
+  async ticket(saleId: string, customer: string, token: string): Promise<Ticket> {
+    const { room, ticket } = (await this.step(saleId, 'ticket', customer)) as { room: RoomState; ticket?: TicketRecord };
+    const number = verifyTicket(room.secret, saleId, customer, token);
+    if (!ticket || ticket.n !== number) throw invalidTicket(saleId, customer);
+    return toTicket(saleId, room, ticket);
+  }
+
+  async reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult> {
+    return this.sales.onSale(saleId, async (tag, group) => {
+      const secret = await this.client.hget(saleKey(tag, 'room', saleId), 'secret');
+      if (secret === null) throw roomNotFound(saleId);
+      const number = verifyTicket(secret, saleId, customer, token);
+      const holdId = `hold_${group}${randomBytes(12).toString('hex')}`;
+      const reply = (await runScript(this.client, 'sale_room_reserve', [saleKey(tag, 'room', saleId)], [tag, saleId, customer, number, quantity, ttlMs, holdId])) as string | string[];
+      if (reply === 'not_found') throw roomNotFound(saleId);
+      const [head, body] = reply as string[];
+      if (head === 'invalid_ticket') throw invalidTicket(saleId, customer);
+      if (head === 'not_admitted') {
+        const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
+        throw notAdmitted({ saleId, number: ticket.n, status: ticket.s, position: positionOf(room, ticket) });
+      }
+      return this.sales.holdReply(saleId, customer, quantity, `ticket:${number}`, reply as string[]);
+    });
+  }
+
+  private async step(saleId: string, op: 'get' | 'join' | 'ticket', customer: string): Promise<Record<string, unknown>> {
+    return this.sales.onSale(saleId, async (tag) => {
+      const reply = (await runScript(this.client, 'sale_room_step', [saleKey(tag, 'room', saleId)], [tag, saleId, op, customer])) as string;
+      if (reply === 'not_found') {
+        // no room: the sale itself may be unknown too
+        if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
+        throw roomNotFound(saleId);
+      }
+      return JSON.parse(reply) as Record<string, unknown>;
+    });
+  }
+}
+
+function positionOf(room: RoomState, t: TicketRecord): number {
+  return t.s === 'waiting' ? t.n - room.through - 1 : 0;
+}
+
+function toTicket(saleId: string, room: RoomState, t: TicketRecord): Ticket {
+  const position = positionOf(room, t);
+  return {
+    saleId,
+    customer: t.c,
+    number: t.n,
+    status: t.s,
+    position,
+    estimatedWaitMs: t.s === 'waiting' ? Math.ceil(((position + 1) / room.rate) * 1000) : t.s === 'admitted' ? 0 : null,
+    admittedUntil: t.u === undefined ? null : new Date(t.u).toISOString(),
+    holdId: t.h ?? null,
+    token: signTicket(room.secret, saleId, t.c, t.n),
+  };
+}
+
+const roomNotFound = (saleId: string) => notFound('waiting room of sale', saleId);
+const invalidTicket = (saleId: string, customer: string) => new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, { field: 'ticket' });

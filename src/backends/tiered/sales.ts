@@ -1,0 +1,368 @@
+/**
+ * Tiered mode's sales: the ledger's SaleBackend (SQLite or PostgreSQL) with `buy` served through a
+ * Redis fast path while Redis is healthy. See docs/sales.md "Tiered mode".
+ *
+ * - The ledger grants capacity of a capped sale to Redis in chunks (escrow rows, GrantLedger).
+ * - Redis decides a buy in one script (tiered_take.lua): idempotency, per-customer limit and the
+ *   units left in the current grant. Losers and over-limit customers are refused there, without
+ *   touching the ledger.
+ * - A winner is acknowledged only after its order is durable in the ledger: one ledger step that
+ *   judges key, window and limit again and consumes units of *that grant* (open, used < size). A
+ *   refused write gives the units back; a revoked grant sends the buyer to the ledger path.
+ * - Redis unreachable or slow: a circuit breaker sends buys straight to the ledger path, which
+ *   revokes the sale's grants when it finds everything granted (their unused units come back).
+ * - Redis lost its data (FLUSHALL, restart without persistence): the state key is missing; one
+ *   caller revokes every open grant of the sale in the ledger before anything is granted again.
+ * - Reservations, confirmations and everything else go to the ledger; when a reservation finds all
+ *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
+ */
+import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
+import type { GrantLedger } from '../../core/sales/grants.js';
+import { DibsError, isDibsError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import { limitReached, saleSoldOut } from '../../core/sales/rules.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type { OutboxEvent, Page } from '../../core/types.js';
+import { runScript, type RedisClient, type ScriptName } from '../redis/scripts.js';
+import { tieredSaleKeys } from '../redis/keys.js';
+import { translateRedisError } from '../redis/index.js';
+
+export interface TieredOptions {
+  /** Redis key prefix. */
+  prefix: string;
+  /** Units per grant. */
+  chunk: number;
+  /** A grant is revoked this long after it was made if still open (bounds units stranded by a process that died mid-buy). */
+  grantTtlMs: number;
+  /** How long Redis answers sold_out (or sends a sale to the ledger path) before asking the ledger again. */
+  recheckMs: number;
+  /** How long the circuit stays open after a Redis failure. */
+  breakerMs: number;
+  /** Lease of the one caller that reconciles or refills a sale. */
+  leaseMs: number;
+}
+
+/** Thrown inside this module when Redis failed; never leaves it. */
+class RedisDown extends Error {}
+
+const MAX_ROUNDS = 4;
+/** How long a buyer waits for another caller's refill or reconciliation before taking the ledger path. */
+const BUSY_WAIT_MS = 500;
+const DAY_MS = 86_400_000;
+
+type TakeReply =
+  | ['lost']
+  | ['busy']
+  | ['ledger']
+  | ['sold_out']
+  | ['replay', string]
+  | ['limit', number, number]
+  | ['refill', string, number]
+  | ['ok', string];
+
+export class CircuitBreaker {
+  private openUntil = 0;
+  constructor(private readonly openMs: number) {}
+  get open(): boolean {
+    return Date.now() < this.openUntil;
+  }
+  fail(): void {
+    this.openUntil = Date.now() + this.openMs;
+  }
+}
+
+export class TieredSales implements SaleBackend {
+  readonly breaker: CircuitBreaker;
+  /** In-process single flight of reconciliations/refills per sale. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly ledger: SaleBackend,
+    private readonly grants: GrantLedger,
+    private readonly redis: RedisClient,
+    private readonly options: TieredOptions,
+  ) {
+    this.breaker = new CircuitBreaker(options.breakerMs);
+  }
+
+  // --- the fast path ---
+
+  async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
+    if (this.breaker.open) return this.ledgerBuy(saleId, customer, quantity, key, true);
+    try {
+      return await this.fastBuy(saleId, customer, quantity, key);
+    } catch (error) {
+      if (!(error instanceof RedisDown)) throw error;
+      // A failed or timed-out script may still have run: a unit Redis gave away without a ledger
+      // write would stay in its grant. Revoke the sale's grants (their unused units come back; Redis
+      // state from before is refused by the ledger from now on), then sell from the ledger.
+      await this.grants.revokeGrants(saleId).catch(() => {});
+      return this.ledgerBuy(saleId, customer, quantity, key, true);
+    }
+  }
+
+  private async fastBuy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
+    const busyUntil = Date.now() + BUSY_WAIT_MS;
+    let refills = 0;
+    for (let round = 0; ; round++) {
+      const orderId = newId('ord');
+      const reply = (await this.script('tiered_take', saleId, [customer, quantity, key ?? '', orderId, this.options.leaseMs])) as TakeReply;
+      switch (reply[0]) {
+        case 'lost':
+          await this.track(saleId, () => this.reconcile(saleId));
+          break;
+        case 'busy': {
+          const running = this.inFlight.get(saleId);
+          if (running) await running;
+          else if (Date.now() < busyUntil) await sleep(2 + Math.random() * 8);
+          else return this.ledgerBuy(saleId, customer, quantity, key, false);
+          round--; // waiting is not a round
+          break;
+        }
+        case 'ledger':
+          return this.ledgerBuy(saleId, customer, quantity, key, false);
+        case 'sold_out':
+          throw saleSoldOut(saleId, 0);
+        case 'limit':
+          throw limitReached(saleId, customer, Number(reply[1]), quantity, Number(reply[2]));
+        case 'replay': {
+          const [who, qty, id] = reply[1].split('\t');
+          if (who !== customer || Number(qty) !== quantity) {
+            throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (buy of ${qty} by '${who}')`, { field: 'idempotencyKey' });
+          }
+          const order = await this.grants.getOrder(id!);
+          if (order) return { order, replayed: true };
+          // Decided here but not (yet) in the ledger: the ledger path decides (and keeps) the key.
+          return this.ledgerBuy(saleId, customer, quantity, key, false);
+        }
+        case 'refill':
+          if (++refills > 1 || round >= MAX_ROUNDS) {
+            // This buy asks for more than a fresh grant gives: refill for the others, then let the ledger answer.
+            await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2])));
+            return this.ledgerBuy(saleId, customer, quantity, key, false);
+          }
+          await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2])));
+          break;
+        case 'ok':
+          return this.writeWin(saleId, reply[1], customer, quantity, key, orderId);
+      }
+      if (round >= MAX_ROUNDS) return this.ledgerBuy(saleId, customer, quantity, key, false);
+    }
+  }
+
+  /** Redis said yes: the order becomes durable in the ledger against the grant, or the decision is undone. */
+  private async writeWin(saleId: string, grant: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<BuyResult> {
+    let taken;
+    try {
+      taken = await this.grants.takeGranted(saleId, grant, customer, quantity, key, orderId);
+    } catch (error) {
+      // limit_reached / not_live / conflict (or the ledger is down): nothing was written.
+      await this.giveBack(saleId, grant, customer, quantity, key, 'give');
+      throw error;
+    }
+    if (taken.outcome === 'ok') return { order: taken.order, replayed: false };
+    if (taken.outcome === 'replay') {
+      await this.giveBack(saleId, grant, customer, quantity, null, 'give');
+      return { order: taken.order, replayed: true };
+    }
+    // The grant was revoked (reconciled) or expired: stop selling from it; the ledger path serves this buyer.
+    await this.giveBack(saleId, grant, customer, quantity, key, 'drop');
+    return this.ledgerBuy(saleId, customer, quantity, key, false);
+  }
+
+  /** Undoes a Redis decision; units Redis cannot take back (its grant moved on) go back to the ledger. */
+  private async giveBack(saleId: string, grant: string, customer: string, quantity: number, key: string | null, what: 'give' | 'drop'): Promise<void> {
+    let back = 0;
+    try {
+      back = Number(await this.script('tiered_return', saleId, [grant, customer, quantity, key ?? '', what]));
+    } catch {
+      // Redis is gone: its state will be reconciled from the ledger anyway.
+    }
+    if (back !== 0 || what !== 'give') return;
+    // The grant moved on: the units go back to the ledger, and a sold-out answer Redis may be
+    // giving meanwhile is forgotten, so the next buyer gets them (not only after the recheck).
+    const returned = await this.grants.closeGrant(grant, quantity).catch(() => 0);
+    if (returned > 0) await this.script('tiered_return', saleId, [grant, customer, 0, '', 'recheck']).catch(() => {});
+  }
+
+  /** The ledger path. `redisDown`: when everything is granted, revoke the grants (Redis cannot sell them now) and try again. */
+  private async ledgerBuy(saleId: string, customer: string, quantity: number, key: string | null, redisDown: boolean): Promise<BuyResult> {
+    return this.withReclaim(saleId, redisDown, () => this.ledger.buy(saleId, customer, quantity, key));
+  }
+
+  private async withReclaim<T>(saleId: string, redisDown: boolean, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (!isDibsError(error, 'sold_out')) throw error;
+      if ((await this.reclaim(saleId, redisDown)) === 0) throw error;
+      return step();
+    }
+  }
+
+  /** Takes unsold granted units back into the ledger: seal Redis' current grant, or revoke every grant when Redis is down. */
+  private async reclaim(saleId: string, redisDown: boolean): Promise<number> {
+    if (!redisDown && !this.breaker.open) {
+      try {
+        const [grant, left] = (await this.script('tiered_seal', saleId, [])) as [string, number];
+        return grant === '' ? 0 : this.grants.closeGrant(grant, Number(left));
+      } catch (error) {
+        if (!(error instanceof RedisDown)) throw error;
+      }
+    }
+    return this.grants.revokeGrants(saleId);
+  }
+
+  /** After Redis lost the sale's state: revoke every open grant (their unused units come back), then grant afresh. */
+  private async reconcile(saleId: string): Promise<void> {
+    const g = await this.grants.grant(saleId, this.options.chunk, this.options.grantTtlMs, true);
+    await this.install(saleId, 'fresh', g, '');
+  }
+
+  /** The current grant cannot serve a buy: return its unsold units, then grant the next chunk. */
+  private async refill(saleId: string, sealed: string, left: number): Promise<void> {
+    if (sealed !== '' && left > 0) await this.grants.closeGrant(sealed, left);
+    const g = await this.grants.grant(saleId, this.options.chunk, this.options.grantTtlMs, false);
+    await this.install(saleId, 'refill', g, sealed);
+  }
+
+  private async install(saleId: string, how: 'fresh' | 'refill', g: Awaited<ReturnType<GrantLedger['grant']>>, prev: string): Promise<void> {
+    const { recheckMs } = this.options;
+    if (g.outcome === 'not_live' || g.outcome === 'ledger_only') {
+      await this.script('tiered_install', saleId, ['ledger', '', 0, 0, 0, prev, recheckMs, recheckMs]);
+      return;
+    }
+    const ends = Date.parse(g.endsAt);
+    const ttl = Math.max(ends - Date.now(), 0) + DAY_MS;
+    const grant = g.outcome === 'ok' ? g.grantId : '';
+    const size = g.outcome === 'ok' ? g.size : 0;
+    let installed = 0;
+    try {
+      installed = Number(await this.script('tiered_install', saleId, [how, grant, size, g.perCustomerLimit, ends, prev, ttl, recheckMs]));
+    } finally {
+      // Not installed (the state moved on, or Redis failed): the new grant goes straight back.
+      if (installed !== 1 && grant !== '') await this.grants.closeGrant(grant, size);
+    }
+  }
+
+  /**
+   * Runs a reconciliation/refill this caller was chosen for (Redis hands the lease to one caller),
+   * and lets buyers of this process that Redis told to wait await it instead of polling.
+   */
+  private async track(saleId: string, fn: () => Promise<void>): Promise<void> {
+    const p = fn();
+    const settled = p.catch(() => {}).finally(() => {
+      if (this.inFlight.get(saleId) === settled) this.inFlight.delete(saleId);
+    });
+    this.inFlight.set(saleId, settled);
+    return p;
+  }
+
+  private async script(name: ScriptName, saleId: string, args: (string | number)[]): Promise<unknown> {
+    const k = tieredSaleKeys(this.options.prefix, saleId);
+    try {
+      return await runScript(this.redis, name, [k.state, k.customers, k.keys], args);
+    } catch (error) {
+      const translated = translateRedisError(error);
+      if (isDibsError(translated, 'unavailable')) {
+        this.breaker.fail();
+        throw new RedisDown((error as Error).message);
+      }
+      throw translated;
+    }
+  }
+
+  /** Forgets the sale's fast-path state after its definition changed (best effort: the grants are revoked in the ledger anyway). */
+  private async forget(saleId: string): Promise<void> {
+    const k = tieredSaleKeys(this.options.prefix, saleId);
+    if (this.breaker.open) return;
+    await this.redis.del(k.state, k.customers, k.keys).catch(() => this.breaker.fail());
+  }
+
+  /** Revokes every grant of the sale and drops its Redis state: the next buy reconciles and grants afresh. */
+  async resetFastPath(saleId: string): Promise<number> {
+    const units = await this.grants.revokeGrants(saleId);
+    await this.forget(saleId);
+    return units;
+  }
+
+  // --- everything else is the ledger's ---
+
+  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+    return this.withReclaim(saleId, this.breaker.open, () => this.ledger.reserve(saleId, customer, quantity, ttlMs, key));
+  }
+
+  createSale(spec: SaleSpec): Promise<Sale> {
+    return this.ledger.createSale(spec);
+  }
+
+  getSale(id: string): Promise<Sale> {
+    return this.ledger.getSale(id);
+  }
+
+  listSales(options: { limit: number; after?: string; sku?: string }): Promise<Page<Sale>> {
+    return this.ledger.listSales(options);
+  }
+
+  async updateSale(id: string, patch: SalePatch): Promise<Sale> {
+    // Granted units come back first, so a lower cap is judged against what is really sold and held.
+    await this.grants.revokeGrants(id);
+    const sale = await this.ledger.updateSale(id, patch);
+    await this.forget(id);
+    return sale;
+  }
+
+  async cancelSale(id: string): Promise<Sale> {
+    const sale = await this.ledger.cancelSale(id);
+    await this.resetFastPath(id);
+    return this.ledger.getSale(sale.id);
+  }
+
+  confirmHold(holdId: string): Promise<BuyResult> {
+    return this.ledger.confirmHold(holdId);
+  }
+
+  cancelHold(holdId: string): Promise<Hold> {
+    return this.ledger.cancelHold(holdId);
+  }
+
+  getHold(holdId: string): Promise<Hold> {
+    return this.ledger.getHold(holdId);
+  }
+
+  async expireHolds(limit: number): Promise<number> {
+    // The units-sync part of the sweep: grants past their expiry give their unused units back.
+    await this.grants.expireGrants(limit);
+    return this.ledger.expireHolds(limit);
+  }
+
+  addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
+    return this.ledger.addToWishlist(sku, customer, channels);
+  }
+
+  removeFromWishlist(sku: string, customer: string): Promise<void> {
+    return this.ledger.removeFromWishlist(sku, customer);
+  }
+
+  listWishlist(sku: string, options: { limit: number; after?: string }): Promise<Page<WishlistEntry>> {
+    return this.ledger.listWishlist(sku, options);
+  }
+
+  activateDue(): Promise<ActivationResult> {
+    return this.ledger.activateDue();
+  }
+
+  endDue(): Promise<string[]> {
+    return this.ledger.endDue();
+  }
+
+  async auditSale(id: string): Promise<SaleViolation[]> {
+    return [...(await this.ledger.auditSale(id)), ...(await this.grants.auditGrants(id))];
+  }
+
+  listSaleEvents(options: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+    return this.ledger.listSaleEvents(options);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

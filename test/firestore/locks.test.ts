@@ -1,0 +1,29 @@
+/**
+ * Leases, semaphores and sharded counters on the Firestore emulator: the lock conformance suite
+ * unchanged, and a release in one instance waking the waiters of another through the snapshot
+ * listener on the lock document.
+ */
+import { after, before, describe, it } from 'node:test';
+import { openDibs } from '../../src/index.js';
+import { lockConformance } from '../conformance/locks.js';
+import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { assertReleaseWakesOtherInstance } from '../support/wake.js';
+
+describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, () => {
+  let emulator: OwnedEmulator;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+  });
+  after(async () => {
+    await emulator?.stop();
+  });
+
+  lockConformance('firestore', async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    return { dibs, cleanup: () => dibs.close() };
+  });
+
+  it('a release in one instance wakes the waiters of another (snapshot listener)', { timeout: 120_000 }, async () => {
+    await assertReleaseWakesOtherInstance(emulator.storeUrl());
+  });
+});

@@ -1,0 +1,37 @@
+/**
+ * Multi-process invariant test on the Firestore emulator, with the same harness as every other
+ * store: 4 OS processes, 2,000 claimants (double clicks, retried keys) vs 1,000 codes, then the
+ * product's verifier and the store's own audit. (Smaller than the 10,000 vs 5,000 of the SQL and
+ * Redis storms: the emulator is a single JVM and much slower than a real database.)
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { openDibs } from '../../src/index.js';
+import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
+
+describe('firestore emulator: 4 processes', { skip: !firestoreEmulatorInstalled() }, () => {
+  let emulator: OwnedEmulator;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+  });
+  after(async () => {
+    await emulator?.stop();
+  });
+
+  it('2,000 claimants vs 1,000 codes, limit 1, threshold 100', { timeout: 600_000 }, async () => {
+    const store = emulator.storeUrl();
+    const pool = 'storm';
+    const dibs = await openDibs(store);
+    try {
+      await dibs.pools.create({ name: pool, perClaimantLimit: 1, lowStockThreshold: 100 });
+      await dibs.pools.importCodes(pool, Array.from({ length: 1000 }, (_, i) => `CODE-${i}`));
+      const outcomes = await runClaimStorm({ store, pool, processes: 4, claimants: 2000, concurrency: 16, timeoutMs: 480_000 });
+      const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 1000, perClaimantLimit: 1 });
+      assert.equal(summary.codesGiven, 1000);
+      assert.equal((await dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock').length, 1);
+    } finally {
+      await dibs.close();
+    }
+  });
+});

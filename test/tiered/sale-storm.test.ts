@@ -1,0 +1,17 @@
+/**
+ * The multi-process flash-sale storms (support/sale-storm-suite.ts) on a tiered store: PostgreSQL
+ * ledger + Redis fast path, 4 processes — 1,000 buyers on the last 10 units, and holds racing
+ * confirmations, cancellations and expiries (reservations go to the ledger, which takes granted
+ * units back from Redis when it needs them).
+ */
+import { describe } from 'node:test';
+import { saleStormSuite } from '../support/sale-storm-suite.js';
+import { postgresUnreachable } from '../support/postgres.js';
+import { sharedRedisAvailable } from '../support/redis.js';
+import { tieredForSuite } from '../support/tiered.js';
+
+const ready = (await sharedRedisAvailable()) && (await postgresUnreachable()) === null;
+
+describe('tiered postgres+redis storms', { skip: !ready }, () => {
+  saleStormSuite('tiered postgres+redis', tieredForSuite('postgres', { ledgerParams: { poolSize: '8' }, fast: { chunk: '4' } }));
+});
