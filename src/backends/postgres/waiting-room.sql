@@ -5,6 +5,11 @@
 -- $1 sale, $2 customer (or null), $3 join the line first. → the room, and the customer's ticket.
 SELECT * FROM room_step($1, $2, $3)
 
+-- name: poll
+-- $1 sale, $2 customer. Like step, but waits for no one: steps only if the sale row is free,
+-- otherwise answers from the committed state (migration 012).
+SELECT * FROM room_poll($1, $2)
+
 -- name: lockSale
 SELECT id, cap FROM sales WHERE id = $1 FOR UPDATE
 

@@ -4,7 +4,9 @@
  * expires unused windows, refills the rate budget, admits the next tickets in number order while
  * units remain, closes the line when the sale is over — and answers with the room and the asked-for
  * ticket. So the order of admission never depends on which client polls first, and the sale row is
- * locked for one statement, not for client round trips. A reservation runs that step, the hold
+ * locked for one statement, not for client round trips. A ticket poll (migration 012's `room_poll`)
+ * steps only when the lock is free and otherwise reads the committed ticket, so thousands of pollers
+ * never queue on the sale row. A reservation runs that step, the hold
  * (PgSales, with `p_via_ticket`) and the ticket's use in one transaction. Times are now().
  */
 import { randomBytes } from 'node:crypto';
@@ -16,7 +18,7 @@ import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import type { PgSales } from './sales.js';
 
-const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), ['step', 'lockSale', 'upsertRoom', 'ticketCounts', 'useTicket']);
+const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), ['step', 'poll', 'lockSale', 'upsertRoom', 'ticketCounts', 'useTicket']);
 
 /** One row of `room_step`: the room after admission, and the asked-for customer's ticket (if any). */
 interface StepRow {
@@ -61,7 +63,10 @@ export class PgWaitingRooms implements WaitingRoomBackend {
   }
 
   async ticket(saleId: string, customer: string, token: string): Promise<Ticket> {
-    return toTicket(genuine(await this.step(this.pool, saleId, customer, false), saleId, customer, token));
+    // A poll never queues behind the sale row lock: if another step holds it, the committed ticket is the answer.
+    const row = (await query<StepRow>(this.pool, Q.poll, [saleId, customer])).rows[0];
+    if (!row) throw notFound('waiting room of sale', saleId);
+    return toTicket(genuine(row, saleId, customer, token));
   }
 
   reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult> {
