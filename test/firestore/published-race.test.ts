@@ -1,11 +1,11 @@
 /**
  * The published Firestore coupon design (bench/lib/published-coupons.ts, a baseline only) checks
  * "does this user already have a coupon?" outside its transaction. Two requests of one user sent
- * together both pass that check and both win a coupon. This test reproduces it — 50 users each
- * sending two requests at once, as two serverless instances would — and expects the violation
- * from the baseline and none from dibs, whose per-claimant holder document is read and written in
- * the claim's own transaction. With 100 requests issued together, every existence query runs long
- * before the first transaction commits, so the baseline's race is not a matter of luck.
+ * together both pass that check and both win a coupon. This test reproduces it — users each
+ * sending two requests at once, as two serverless instances would, until one wins twice — and
+ * expects the violation from the baseline and none from dibs, whose per-claimant holder document is
+ * read and written in the claim's own transaction (10 pairs one after another, then 10 pairs all at
+ * once, across two instances).
  */
 import assert from 'node:assert/strict';
 import { Firestore } from '@google-cloud/firestore';
@@ -14,7 +14,7 @@ import { openDibs } from '../../src/index.js';
 import { PublishedCoupons } from '../../bench/lib/published-coupons.js';
 import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
 
-const USERS = 20;
+const USERS = 10;
 const COUPONS = 200;
 const codes = Array.from({ length: COUPONS }, (_, i) => `COUPON-${i}`);
 const users = Array.from({ length: USERS }, (_, i) => `+1555000${String(i).padStart(4, '0')}`);
@@ -33,10 +33,18 @@ describe('the published design’s same-user race, on the emulator', { skip: !fi
     try {
       const published = new PublishedCoupons(db, `coupons-${Date.now()}`);
       await published.seed(codes);
-      for (const u of users) await Promise.allSettled([published.dbClaimRandomCoupon(u), published.dbClaimRandomCoupon(u)]);
-      const doubled = await published.usersWithSeveral();
-      assert.ok(doubled.size >= 1, 'the baseline should let at least one user win twice');
-      console.log(`  baseline: ${doubled.size} of ${USERS} users got two coupons (${published.attempts} transaction attempts)`);
+      // One demonstrated double win is the point; stop at the first (it is usually the first pair)
+      // instead of paying for all pairs of a design whose transactions retry dozens of times each.
+      let doubled = new Map<string, string[]>();
+      let pairs = 0;
+      for (const u of users) {
+        pairs++;
+        await Promise.allSettled([published.dbClaimRandomCoupon(u), published.dbClaimRandomCoupon(u)]);
+        doubled = await published.usersWithSeveral();
+        if (doubled.size > 0) break;
+      }
+      assert.ok(doubled.size >= 1, `the baseline should let a user win twice within ${USERS} pairs`);
+      console.log(`  baseline: ${doubled.size} of the first ${pairs} users got two coupons (${published.attempts} transaction attempts)`);
     } finally {
       await db.terminate();
     }

@@ -13,8 +13,10 @@
  *
  * Grouped claims: claims of one pool that wait in this process at the same time are served by one
  * transaction (ClaimGrouper), each decided exactly as if alone, in arrival order. A group never
- * holds the same claimant or key twice; a repeat waits for the next group and sees the first one's
- * holding. Batching is opportunistic, never timed: an idle process runs a claim at once.
+ * holds the same claimant or key twice, nor one that a running group holds: a repeat (a double
+ * click) waits until the first one's group has committed and then sees its holding. Run at the same
+ * time, the two transactions would both read the claimant's holder document and deadlock on writing
+ * it — the emulator resolves that by a lock timeout of about 2 s. Batching is opportunistic, never timed: an idle process runs a claim at once.
  */
 import type { DocumentReference, DocumentSnapshot, Transaction } from '@google-cloud/firestore';
 import { notFound, soldOut } from '../../core/errors.js';
@@ -25,7 +27,7 @@ import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
 import { bumpCounters, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, type TxRunner } from './transactions.js';
-import { takeGroup } from '../shared/take-group.js';
+import { releaseGroup, takeGroup, type InFlight } from '../shared/take-group.js';
 
 export interface ClaimOptions {
   /** Extra candidates fetched beyond the count wanted, to pick from at random (default 8). */
@@ -196,6 +198,8 @@ export class ClaimGrouper {
   private readonly queues = new Map<string, Waiting[]>();
   private readonly running = new Map<string, number>();
   private readonly scheduled = new Set<string>();
+  /** Per pool: claimants and keys of the groups running now. */
+  private readonly inFlight = new Map<string, InFlight>();
   private readonly groupMax: number;
   private readonly groupConcurrency: number;
 
@@ -229,14 +233,20 @@ export class ClaimGrouper {
 
   private dispatch(pool: string): void {
     const queue = this.queues.get(pool);
+    const busy = this.inFlight.get(pool) ?? { claimants: new Set<string>(), keys: new Set<string>() };
     while (queue && queue.length > 0 && (this.running.get(pool) ?? 0) < this.groupConcurrency) {
-      const group = takeGroup(queue, this.groupMax);
+      const group = takeGroup(queue, this.groupMax, busy);
+      if (group.length === 0) break; // everyone waiting repeats a running group: its end schedules them
       if (queue.length === 0) this.queues.delete(pool);
+      this.inFlight.set(pool, busy);
       this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
       void this.run(pool, group).finally(() => {
+        releaseGroup(group, busy);
         const left = (this.running.get(pool) ?? 1) - 1;
-        if (left === 0) this.running.delete(pool);
-        else this.running.set(pool, left);
+        if (left === 0) {
+          this.running.delete(pool);
+          this.inFlight.delete(pool);
+        } else this.running.set(pool, left);
         if (this.queues.has(pool)) this.schedule(pool);
       });
     }
