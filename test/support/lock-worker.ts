@@ -14,6 +14,13 @@ import { openDibs } from '../../src/index.js';
 
 interface Config { store: string; mode: 'exclusive' | 'fair' | 'count'; keys: string[]; rounds: number; holdMs: number; counter: string; ttlMs?: number; retryUnavailable?: boolean }
 const config = JSON.parse(process.argv[2]!) as Config;
+/**
+ * Section times in ms on CLOCK_MONOTONIC, one clock for every process of the machine. Not
+ * `performance.timeOrigin + performance.now()`: timeOrigin is a wall-clock reading taken once at
+ * process start, and a worker preempted during its start on a loaded machine carries that skew into
+ * every stamp — enough to make sections of different processes look overlapped (a CI run saw 12 ms).
+ */
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 /** Under faults a worker may start while the store is unreachable: it retries (bounded) like a real instance would. */
 async function open() {
   for (let attempt = 1; ; attempt++) {
@@ -31,9 +38,9 @@ try {
     const key = config.keys[0]!;
     for (let i = 0; i < config.rounds; i++) {
       await dibs.locks.runExclusive(key, async (_signal, lease) => {
-        const start = performance.timeOrigin + performance.now();
+        const start = now();
         await sleep(config.holdMs);
-        const end = performance.timeOrigin + performance.now();
+        const end = now();
         process.stdout.write(JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid, ticket: lease.ticket }) + '\n');
       }, { ttlMs: config.ttlMs ?? 60_000, waitMs: 200_000, fair: true });
     }
@@ -44,9 +51,9 @@ try {
       const key = config.keys[(i + process.pid) % config.keys.length]!;
       try {
         await dibs.locks.runExclusive(key, async (signal, lease) => {
-          const start = performance.timeOrigin + performance.now();
+          const start = now();
           await sleep(config.holdMs);
-          const end = performance.timeOrigin + performance.now();
+          const end = now();
           if (signal.aborted) lost++;
           else process.stdout.write(JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid }) + '\n');
         }, { ttlMs: config.ttlMs ?? 30_000, waitMs: 60_000 });
