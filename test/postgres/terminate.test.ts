@@ -33,11 +33,13 @@ describe('postgres: connections terminated mid-storm', { skip }, () => {
       it('keeps every acknowledged claim and a clean audit; later calls reconnect', async () => {
         const pool = 'faulty';
         await dibs.pools.create({ name: pool, lowStockThreshold: 50 });
-        await dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
-        const { result: outcomes, killed } = await terminateConnectionsDuring(app, runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 10_000, concurrency: 16 }));
+        // 4,000 claimants for 2,000 codes: the storm lasts long enough for dozens of terminations
+        // (every 50 ms); the reference 10,000 vs 5,000 runs fault-free in storm.test.ts.
+        await dibs.pools.importCodes(pool, Array.from({ length: 2000 }, (_, i) => `CODE-${i}`));
+        const { result: outcomes, killed } = await terminateConnectionsDuring(app, runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 4_000, concurrency: 16 }));
         assert.ok(killed > 0, 'connections were terminated during the storm');
         const errors = outcomes.filter((o) => o.status === 'error' && o.error === 'unavailable').length;
-        const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 5000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+        const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 2000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
         assert.ok(summary.codesGiven > 0);
         process.stderr.write(`terminated ${killed} connections; ${errors} claims answered unavailable; ${summary.codesGiven} codes given\n`);
         // The process that lost its connections reconnects on the next call.
