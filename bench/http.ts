@@ -1,7 +1,7 @@
 /**
  * HTTP service vs the library on the same store (SQLite file, synchronous=FULL): claims/s,
  * p50/p99, CPU per claim and the service's RSS under load. The service runs as its own process
- * (`dibs serve`, LOG_LEVEL=warn, rate limit off); autocannon drives it from this process with
+ * (`dibs serve`, LOG_LEVEL=warn or BENCH_LOG_LEVEL, rate limit off); autocannon drives it from this process with
  * BENCH_CONNECTIONS keep-alive connections, each request a new claimant with an API key (so auth,
  * the tenant layer, validation, metrics and JSON are all paid for). The library baseline calls
  * `dibs.pools.claim` in-process with the same concurrency. BENCH_WORKERS=N runs the service as
@@ -11,6 +11,10 @@
  * older than src/), `node dist/cli/main.js serve` and `import 'dibs'`. BENCH_SERVE=tsx runs the
  * TypeScript sources through tsx instead; BENCH_DIST=<dir> runs another build (A/B of two builds). BENCH_NODE_ARGS adds flags to the service's node
  * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+ *
+ * Both sides first make BENCH_WARMUP claims (default 2,000) that are not measured: a service
+ * runs for long, and a cold JIT (V8 compiling on background threads) inflated the service's CPU
+ * per request by ≈ 30 % in a 20,000-claim run.
  *
  * CPU per claim — far less sensitive to what else the machine runs than claims/s — is read from
  * /proc/<pid>/stat (utime + stime) of the service over the autocannon run, and from
@@ -30,6 +34,8 @@ import { seedDibs } from './lib/seed.js';
 
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 20_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/** Claims made before measuring, on both sides (JIT warm-up: a long-running service is warm). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2000);
 /** SQLite durability: full (fsync per commit, the default) or normal (the CPU cost shows more). */
 const SYNC = process.env.BENCH_SYNC ?? 'full';
 /** Service processes (`dibs serve --workers`). */
@@ -39,6 +45,8 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SERVE = process.env.BENCH_SERVE ?? 'dist';
 /** Another build to run instead of ./dist (A/B comparisons of two builds; not rebuilt). */
 const DIST = process.env.BENCH_DIST ?? join(ROOT, 'dist');
+/** The service's LOG_LEVEL (`dibs serve` defaults to info: one access-log line per request, to stdout → /dev/null here). */
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
 /** Newest modification time under a directory. */
@@ -112,8 +120,9 @@ export async function main(): Promise<void> {
   try {
     // Library, in-process.
     const libStore = storeUrl(dir, 'lib');
-    await seedDibs(libStore, CLAIMS);
+    await seedDibs(libStore, CLAIMS + WARMUP);
     const lib = await openDibs(libStore);
+    await timeOps(WARMUP, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
     const libCpu = process.cpuUsage();
     const libRun = await timeOps(CLAIMS, CONNECTIONS, (i) => lib.pools.claim('bench', `user-${i}`));
     const libCpuUsage = process.cpuUsage(libCpu);
@@ -123,11 +132,11 @@ export async function main(): Promise<void> {
 
     // Service, its own process.
     const store = storeUrl(dir, 'http');
-    await seedDibs(store, CLAIMS);
+    await seedDibs(store, CLAIMS + WARMUP);
     const keyStore = await openDibs(store);
     const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
     await keyStore.close();
-    const child = spawn(process.execPath, [...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL }, stdio: ['ignore', 'ignore', 'pipe'] });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let err = '';
@@ -141,34 +150,40 @@ export async function main(): Promise<void> {
       const idleRss = rssMb(child.pid!);
       let peakRss = idleRss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(child.pid!))), 100);
-      let n = 0;
+      const claims = (amount: number, prefix: string) => {
+        let n = 0;
+        return autocannon({
+          url,
+          connections: CONNECTIONS,
+          amount,
+          requests: [{
+            method: 'POST',
+            path: '/v1/pools/bench/claims',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
+          }],
+        });
+      };
+      if (WARMUP > 0) await claims(WARMUP, 'warm');
       const serviceCpuBefore = cpuSeconds(child.pid!);
       const benchCpu = process.cpuUsage();
-      const result = await autocannon({
-        url,
-        connections: CONNECTIONS,
-        amount: CLAIMS,
-        requests: [{
-          method: 'POST',
-          path: '/v1/pools/bench/claims',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `user-${n++}` }) }),
-        }],
-      });
+      const started = performance.now();
+      const result = await claims(CLAIMS, 'user');
+      const seconds = (performance.now() - started) / 1000; // autocannon's own duration is rounded
       const serviceCpu = cpuSeconds(child.pid!) - serviceCpuBefore;
       const benchCpuUsage = process.cpuUsage(benchCpu);
       clearInterval(sampler);
       const served = result['2xx'] + result.non2xx;
       const serviceUsPerClaim = (serviceCpu * 1e6) / served;
       const autocannonUsPerClaim = (benchCpuUsage.user + benchCpuUsage.system) / served;
-      const httpPerSecond = result['2xx'] / result.duration;
+      const httpPerSecond = result['2xx'] / seconds;
       const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
-      console.log(`\nHTTP claim vs library, ${BACKEND === 'postgres' ? 'PostgreSQL' : `SQLite (synchronous=${SYNC})`}, ${CLAIMS} claims, ${CONNECTIONS} in flight, ${WORKERS} service worker(s), ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.log(`\nHTTP claim vs library, ${BACKEND === 'postgres' ? 'PostgreSQL' : `SQLite (synchronous=${SYNC})`}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
       console.log('| run | claims | claims/s | p50 ms | p99 ms | vs library | CPU µs per claim |');
       console.log('|---|---:|---:|---:|---:|---:|---:|');
       console.log(`| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× | ${fmt(libUsPerClaim)} (in-process) |`);
       console.log(`| HTTP (dibs serve + autocannon) | ${result['2xx']} | ${fmt(httpPerSecond)} | ${result.latency.p50.toFixed(2)} | ${result.latency.p99.toFixed(2)} | ${(httpPerSecond / library.perSecond).toFixed(2)}× | ${fmt(serviceUsPerClaim)} (service) |`);
-      console.log(`\nservice CPU: ${serviceCpu.toFixed(2)} s over ${result.duration.toFixed(1)} s (${fmt((100 * serviceCpu) / result.duration)} % of one core), ${fmt(serviceUsPerClaim)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(serviceUsPerClaim - libUsPerClaim)} µs); autocannon (this process, same cores): ${fmt(autocannonUsPerClaim)} µs per request`);
+      console.log(`\nservice CPU: ${serviceCpu.toFixed(2)} s over ${seconds.toFixed(1)} s (${fmt((100 * serviceCpu) / seconds)} % of one core), ${fmt(serviceUsPerClaim)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(serviceUsPerClaim - libUsPerClaim)} µs); autocannon (this process, same cores): ${fmt(autocannonUsPerClaim)} µs per request`);
       console.log(`service RSS: ${idleRss.toFixed(0)} MB idle, ${peakRss.toFixed(0)} MB peak under load; non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
     } finally {
       child.kill('SIGTERM');
