@@ -14,7 +14,7 @@
  *
  * Both sides first make BENCH_WARMUP claims (default 2,000) that are not measured: a service
  * runs for long, and a cold JIT (V8 compiling on background threads) inflated the service's CPU
- * per request by ≈ 30 % in a 20,000-claim run.
+ * per request by 5–40 % in 20,000-claim runs.
  *
  * CPU per claim — far less sensitive to what else the machine runs than claims/s — is read from
  * /proc/<pid>/stat (utime + stime) of the service over the autocannon run, and from
