@@ -3,11 +3,18 @@
  * the delivery log or throws a DeliveryError saying whether a retry can help.
  */
 import type { Agent as HttpsAgent } from 'node:https';
-import nodemailer, { type Transporter } from 'nodemailer';
-import webpush from 'web-push';
+import { createRequire } from 'node:module';
+import type { Transporter } from 'nodemailer';
 import type { DueEvent } from '../core/outbox.js';
 import type { PushSubscription } from '../core/sales/types.js';
 import { sign, SIGNATURE_HEADER } from './signature.js';
+
+// nodemailer and web-push are loaded when a channel that needs them is made (both are CommonJS, so
+// synchronously): every `dibs serve` imports this module, and most configure neither SMTP nor VAPID —
+// loading them for nothing cost ≈ 5–10 MB of RSS in every service process (and every worker).
+const require = createRequire(import.meta.url);
+const nodemailer = () => require('nodemailer') as typeof import('nodemailer');
+const webpush = () => require('web-push') as typeof import('web-push');
 
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
@@ -55,7 +62,7 @@ export class EmailChannel implements Channel {
 
   /** `smtpUrl` like `smtp://user:pass@mail.example.com:587` (nodemailer's connection URL). */
   constructor(private readonly options: { smtpUrl: string; from: string }) {
-    this.transport = nodemailer.createTransport(options.smtpUrl);
+    this.transport = nodemailer().createTransport(options.smtpUrl);
   }
 
   async deliver(event: DueEvent, to: unknown): Promise<string> {
@@ -91,7 +98,7 @@ export class WebPushChannel implements Channel {
     const { subject, text } = describe(event);
     const payload = JSON.stringify({ title: subject, body: text, type: event.type, idempotencyKey: event.idempotencyKey, data: event.payload });
     try {
-      const result = await webpush.sendNotification(to as PushSubscription, payload, {
+      const result = await webpush().sendNotification(to as PushSubscription, payload, {
         vapidDetails: this.options.vapid,
         TTL: this.options.ttlSec ?? 3600,
         timeout: this.options.timeoutMs ?? 10_000,
