@@ -1,0 +1,449 @@
+/**
+ * Flash sales on Firestore. Every step — define, buy, reserve, confirm, cancel, expire, announce,
+ * end — is ONE transaction (sale-step.ts) on the server's clock, judging every rule (window, cap,
+ * per-customer limit, idempotency, hold expiry) with state read in that transaction:
+ *
+ * - the sale document holds `sold` and `held`; a buy or reservation writes both in the same
+ *   transaction as the order or hold, so `sold + held ≤ cap` cannot be broken by concurrency
+ *   (Firestore serialises conflicting transactions; a loser retries from its reads);
+ * - the per-customer limit is the customer document (`o` ordered units + the active hold), read
+ *   and written in the same transaction as the order;
+ * - idempotency keys are documents of the sale, read and written in the same transaction.
+ *
+ * Hot spot: only steps that would change the sale take its lock. A buy or reservation first
+ * judges itself on a consistent read-only snapshot (no locks): a refusal there (not live, sold
+ * out, over the limit) is a true answer as of that snapshot and is returned at once, so the
+ * thousands of refusals of a sold-out sale never queue on the sale document. Only a request
+ * the snapshot would accept (or a replayed key) runs the transaction, which judges it again.
+ *
+ * Definitions: the SKU document lists the SKU's non-cancelled sales (the overlap preflight);
+ * creating, updating or cancelling a sale reads and writes it in the same transaction.
+ */
+import { FieldPath, type Query, type Transaction } from '@google-cloud/firestore';
+import { DibsError, notFound } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
+import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut } from '../../core/sales/rules.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type { OutboxEvent, Page } from '../../core/types.js';
+import type { Layout } from './layout.js';
+import { iso, type Timestamp } from './records.js';
+import { auditSale } from './sale-audit.js';
+import { emptyCustomer, isoMs, statusOf, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
+import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
+import type { TxRunner } from './transactions.js';
+
+/** Due sales one job run looks at per page. */
+const JOB_PAGE = 100;
+
+export class FirestoreSales implements SaleBackend {
+  constructor(
+    private readonly layout: Layout,
+    private readonly runner: TxRunner,
+  ) {}
+
+  // --- definitions ---
+
+  async createSale(spec: SaleSpec): Promise<Sale> {
+    return this.runner.run(async (tx) => {
+      const refs = this.layout.sale(spec.id);
+      const [saleSnap, skuSnap] = await tx.getAll(refs.sale, this.layout.sku(spec.sku));
+      if (saleSnap!.exists) throw alreadyExists(spec.id);
+      const now = isoMs(saleSnap!.readTime.toMillis());
+      const sku = skuSnap!.data() as SkuDoc | undefined;
+      assertPreflight(spec, { now, sameSku: sameSku(sku, spec.id), committed: 0 });
+      const doc: SaleDoc = {
+        id: spec.id, sku: spec.sku, starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata,
+        cancelled: null, created: now, sold: 0, held: 0, announced: null, ended: null, soldout: false, ad: Date.parse(spec.startsAt), ed: Date.parse(spec.endsAt),
+      };
+      tx.set(refs.sale, { ...doc });
+      tx.set(this.layout.sku(spec.sku), { sku: spec.sku, sales: { ...(sku?.sales ?? {}), [spec.id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
+      return toSale(doc, now, 0);
+    });
+  }
+
+  async getSale(id: string): Promise<Sale> {
+    return this.runner.read(async (tx) => {
+      const snap = await tx.get(this.layout.sale(id).sale);
+      if (!snap.exists) throw notFound('sale', id);
+      const doc = snap.data() as SaleDoc;
+      const now = snap.readTime.toMillis();
+      return toSale(doc, isoMs(now), doc.held - (await this.staleUnits(tx, doc, now)));
+    });
+  }
+
+  /** Units of active holds already expired but not marked yet (read-only steps). */
+  private async staleUnits(tx: Transaction, doc: SaleDoc, now: number): Promise<number> {
+    if (doc.ne === undefined || doc.ne > now) return 0;
+    const stale = await tx.get(this.layout.holds.where('sale', '==', doc.id).where('ae', '<=', now));
+    return stale.docs.reduce((sum, d) => sum + (d.get('q') as number), 0);
+  }
+
+  async listSales({ limit, after, sku }: { limit: number; after?: string; sku?: string }): Promise<Page<Sale>> {
+    return this.runner.read(async (tx) => {
+      let docs: SaleDoc[];
+      let readTime: Timestamp;
+      if (sku) {
+        // a SKU has few sales: all of them, ordered here (no composite index)
+        const snap = await tx.get(this.layout.sales.where('sku', '==', sku));
+        readTime = snap.readTime;
+        docs = snap.docs.map((d) => d.data() as SaleDoc).filter((d) => after === undefined || d.id > after).sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, limit + 1);
+      } else {
+        let query: Query = this.layout.sales.orderBy(FieldPath.documentId()).limit(limit + 1);
+        if (after !== undefined) query = query.startAfter(after);
+        const snap = await tx.get(query);
+        readTime = snap.readTime;
+        docs = snap.docs.map((d) => d.data() as SaleDoc);
+      }
+      const now = readTime.toMillis();
+      const items: Sale[] = [];
+      for (const doc of docs.slice(0, limit)) items.push(toSale(doc, isoMs(now), doc.held - (await this.staleUnits(tx, doc, now))));
+      return { items, nextCursor: docs.length > limit ? items[items.length - 1]!.id : null };
+    });
+  }
+
+  async updateSale(id: string, patch: SalePatch): Promise<Sale> {
+    return stepRun(this.runner, async (tx, box) => {
+      const step = (box.step = await SaleStep.open(tx, this.layout, id));
+      const sale = step.sale;
+      if (sale.cancelled !== null) throw cancelledSale(id);
+      const [skuSnap] = await step.prepare([], [this.layout.sku(sale.sku)]);
+      const sku = skuSnap!.data() as SkuDoc | undefined;
+      const spec: SaleSpec = {
+        id,
+        sku: sale.sku,
+        startsAt: patch.startsAt ?? sale.starts,
+        endsAt: patch.endsAt ?? sale.ends,
+        cap: patch.cap === undefined ? sale.cap : patch.cap,
+        perCustomerLimit: patch.perCustomerLimit ?? sale.limit,
+        metadata: patch.metadata ?? sale.meta,
+      };
+      assertPreflight(spec, { now: step.nowIso, sameSku: sameSku(sku, id), committed: sale.sold + sale.held, existing: { startsAt: sale.starts } });
+      const doc = step.touchSale();
+      Object.assign(doc, { starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata });
+      if (doc.announced === null) doc.ad = Date.parse(spec.startsAt);
+      if (doc.ended === null) doc.ed = Date.parse(spec.endsAt);
+      step.set(this.layout.sku(sale.sku), { sku: sale.sku, sales: { ...(sku?.sales ?? {}), [id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
+      return toSale(doc, step.nowIso, doc.held);
+    });
+  }
+
+  async cancelSale(id: string): Promise<Sale> {
+    return stepRun(this.runner, async (tx, box) => {
+      const step = (box.step = await SaleStep.open(tx, this.layout, id));
+      if (step.sale.cancelled !== null) {
+        await step.prepare([]);
+        return toSale(step.sale, step.nowIso, step.sale.held);
+      }
+      // every active hold (stale or not) is cancelled, with its customer's pointer
+      const active = (await tx.get(this.layout.holds.where('sale', '==', id).where('ae', '>=', 0))).docs.map((d) => step.adoptHold(d.data() as HoldDoc));
+      const [skuSnap] = await step.prepare([...new Set(active.map((h) => h.c))], [this.layout.sku(step.sale.sku)]);
+      for (const hold of active) if (hold.s === 'active') step.dropActive(hold, 'cancelled');
+      const sale = step.touchSale();
+      sale.cancelled = step.nowIso;
+      sale.held = 0;
+      delete sale.ne;
+      delete sale.ad;
+      const sku = skuSnap!.data() as SkuDoc | undefined;
+      if (sku) {
+        const { [id]: _gone, ...rest } = sku.sales;
+        step.set(this.layout.sku(sale.sku), { sku: sale.sku, sales: rest } satisfies SkuDoc);
+      }
+      return toSale(sale, step.nowIso, 0);
+    });
+  }
+
+  // --- buying and holds ---
+
+  async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
+    await this.refusedOnSnapshot(saleId, customer, quantity, key, 'buy');
+    return stepRun(this.runner, async (tx, box) => {
+      const step = (box.step = await SaleStep.open(tx, this.layout, saleId));
+      const [keySnap] = await step.prepare([customer], key !== null ? [step.refs.key(key)] : []);
+      const stored = keySnap?.data() as SaleKeyDoc | undefined;
+      if (stored) {
+        assertSameRequest(key!, stored, 'buy', customer, quantity);
+        const order = (await tx.get(step.refs.order(stored.r))).data() as OrderDoc;
+        return { order: toOrder(saleId, order), replayed: true };
+      }
+      judgeBuy(step.sale, step.nowIso, customer, step.unitsOf(customer).units, quantity);
+      const order = step.insertOrder(customer, quantity, null);
+      if (key !== null) step.set(step.refs.key(key), { k: 'buy', c: customer, q: quantity, r: order.id } satisfies SaleKeyDoc);
+      return { order: toOrder(saleId, order), replayed: false };
+    });
+  }
+
+  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+    await this.refusedOnSnapshot(saleId, customer, quantity, key, 'reserve');
+    return stepRun(this.runner, async (tx, box) => {
+      const step = (box.step = await SaleStep.open(tx, this.layout, saleId));
+      const [keySnap] = await step.prepare([customer], key !== null ? [step.refs.key(key)] : []);
+      const stored = keySnap?.data() as SaleKeyDoc | undefined;
+      if (stored) {
+        assertSameRequest(key!, stored, 'reserve', customer, quantity);
+        const hold = (await tx.get(this.layout.hold(stored.r))).data() as HoldDoc;
+        return { hold: toHold(hold), replayed: true };
+      }
+      // the customer's own active hold is replaced (read before any write); one that has expired
+      // but was not among the holds the stale pass took is expired here
+      const cust = step.customer(customer);
+      const priorDoc = cust.h !== null ? ((await tx.get(this.layout.hold(cust.h))).data() as HoldDoc | undefined) : undefined;
+      let prior = priorDoc ? step.adoptHold(priorDoc) : null;
+      if (prior && prior.s === 'active' && prior.e <= step.now) step.expire(prior);
+      if (prior?.s !== 'active') prior = null;
+      const { units, own } = step.unitsOf(customer);
+      judgeReserve(step.sale, step.nowIso, customer, units, own, quantity);
+      const expires = step.now + ttlMs;
+      const hold: HoldDoc = prior ? { ...prior, q: quantity, e: expires, ae: expires } : { id: newId('hold'), sale: saleId, c: customer, q: quantity, s: 'active', e: expires, ca: step.now, o: null, ae: expires };
+      step.putHold(hold);
+      Object.assign(step.touchCustomer(customer), { h: hold.id, hq: quantity, he: expires } satisfies Partial<CustomerDoc>);
+      const sale = step.touchSale();
+      sale.held += quantity - own;
+      sale.ne = Math.min(sale.ne ?? expires, expires);
+      if (key !== null) step.set(step.refs.key(key), { k: 'reserve', c: customer, q: quantity, r: hold.id } satisfies SaleKeyDoc);
+      return { hold: toHold(hold), replayed: false };
+    });
+  }
+
+  /**
+   * Judges a buy or reservation on a consistent read-only snapshot (no locks). Throws the refusal
+   * the transaction would give at that instant; returns false when the transaction must decide
+   * (it would be accepted, a key was used before, or holds may have expired since the sale was written).
+   */
+  private async refusedOnSnapshot(saleId: string, customer: string, quantity: number, key: string | null, kind: SaleKeyDoc['k']): Promise<void> {
+    const refusal = await this.runner.read(async (tx) => {
+      const refs = this.layout.sale(saleId);
+      const snaps = await tx.getAll(refs.sale, refs.customer(customer), ...(key !== null ? [refs.key(key)] : []));
+      const [saleSnap, custSnap, keySnap] = snaps;
+      if (!saleSnap!.exists) return notFound('sale', saleId);
+      if (keySnap?.exists) return null;
+      const sale = saleSnap!.data() as SaleDoc;
+      const now = saleSnap!.readTime.toMillis();
+      if (sale.ne !== undefined && sale.ne <= now) return null;
+      const cust = (custSnap!.data() as CustomerDoc | undefined) ?? emptyCustomer(customer);
+      const own = cust.h !== null && cust.he > now ? cust.hq : 0;
+      try {
+        if (kind === 'buy') judgeBuy(sale, isoMs(now), customer, cust.o + own, quantity);
+        else judgeReserve(sale, isoMs(now), customer, cust.o + own, own, quantity);
+        return null;
+      } catch (error) {
+        return error;
+      }
+    });
+    if (refusal) throw refusal;
+  }
+
+  async confirmHold(holdId: string): Promise<BuyResult> {
+    return stepRun(this.runner, async (tx, box) => {
+      const snap = await tx.get(this.layout.hold(holdId));
+      if (!snap.exists) throw notFound('hold', holdId);
+      let hold = snap.data() as HoldDoc;
+      if (hold.s === 'confirmed') return { order: toOrder(hold.sale, (await tx.get(this.layout.sale(hold.sale).order(hold.o!))).data() as OrderDoc), replayed: true };
+      if (hold.s === 'cancelled') throw cancelledHold(holdId);
+      const step = (box.step = await SaleStep.open(tx, this.layout, hold.sale));
+      hold = step.adoptHold(hold);
+      await step.prepare([hold.c]);
+      if (hold.s === 'active' && hold.e <= step.now) step.expire(hold); // stale, beyond what the stale pass took
+      if (hold.s === 'expired') throw holdExpired(hold);
+      if (step.sale.cancelled !== null) throw notLive(hold.sale, 'cancelled');
+      // an active hold already counts against the cap: it becomes an order without another stock
+      // check (also after the sale's end: its holds stay confirmable until they expire)
+      step.dropActive(hold, 'confirmed');
+      const order = step.insertOrder(hold.c, hold.q, hold.id);
+      hold.o = order.id;
+      return { order: toOrder(hold.sale, order), replayed: false };
+    });
+  }
+
+  async cancelHold(holdId: string): Promise<Hold> {
+    return stepRun(this.runner, async (tx, box) => {
+      const snap = await tx.get(this.layout.hold(holdId));
+      if (!snap.exists) throw notFound('hold', holdId);
+      let hold = snap.data() as HoldDoc;
+      if (hold.s === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${hold.o}'`, { details: { hold: holdId } });
+      if (hold.s !== 'active') return toHold(hold);
+      const step = (box.step = await SaleStep.open(tx, this.layout, hold.sale));
+      hold = step.adoptHold(hold);
+      await step.prepare([hold.c]);
+      if (hold.s === 'active' && hold.e <= step.now) step.expire(hold);
+      if (hold.s === 'active') step.dropActive(hold, 'cancelled');
+      return toHold(hold);
+    });
+  }
+
+  async getHold(holdId: string): Promise<Hold> {
+    const snap = await this.layout.hold(holdId).get();
+    if (!snap.exists) throw notFound('hold', holdId);
+    const hold = snap.data() as HoldDoc;
+    // expired holds stop counting at once, even before a step marks them
+    return toHold(hold.s === 'active' && hold.e <= snap.readTime.toMillis() ? { ...hold, s: 'expired' } : hold);
+  }
+
+  // --- jobs ---
+
+  /**
+   * Sales whose job field (`ad`, `ed`, `ne`) is due by the server's clock, soonest first: a query
+   * ordered by the field, filtered by the query's own read time.
+   */
+  private async *dueSales(field: 'ad' | 'ed' | 'ne'): AsyncIterable<string> {
+    let after: number | null = null;
+    for (;;) {
+      let query = this.layout.sales.orderBy(field).limit(JOB_PAGE);
+      if (after !== null) query = query.startAfter(after);
+      const page = await query.get();
+      const now = page.readTime.toMillis();
+      const due = page.docs.filter((d) => (d.get(field) as number) <= now);
+      for (const d of due) yield d.id;
+      if (due.length < JOB_PAGE) return;
+      after = due[due.length - 1]!.get(field) as number;
+    }
+  }
+
+  async expireHolds(limit: number): Promise<number> {
+    let expired = 0;
+    for await (const id of this.dueSales('ne')) {
+      if (expired >= limit) break;
+      expired += await stepRun(this.runner, async (tx, box) => {
+        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        await step.prepare([], [], Math.min(STALE_LIMIT, limit - expired));
+        return step.expired.length;
+      });
+    }
+    return expired;
+  }
+
+  async activateDue(): Promise<ActivationResult> {
+    const result: ActivationResult = { sales: [], notifications: 0 };
+    for await (const id of this.dueSales('ad')) {
+      const sent = await stepRun(this.runner, async (tx, box) => {
+        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        const sale = step.sale;
+        if (sale.ad === undefined || sale.ad > step.now) return null; // announced meanwhile (another process)
+        await step.prepare([]);
+        step.touchSale();
+        delete sale.ad;
+        // a cancelled sale is never announced; one that ended before anyone ran the job neither
+        if (sale.cancelled !== null || step.now >= Date.parse(sale.ends)) return null;
+        const wishes = await tx.get(this.layout.sku(sale.sku).collection('wishes').orderBy('customer'));
+        sale.announced = step.nowIso;
+        const about = { sale: id, sku: sale.sku, startsAt: sale.starts, endsAt: sale.ends, metadata: sale.meta };
+        step.event('sale.live', `sale.live:${id}`, about);
+        let n = 0;
+        for (const w of wishes.docs) {
+          const wish = w.data() as WishDoc;
+          for (const channel of CHANNELS) {
+            const to = wish.ch[channel];
+            if (to === undefined) continue;
+            step.event('sale.live.notify', `sale.live:${id}:${wish.customer}:${channel}`, { ...about, customer: wish.customer, channel, to });
+            n++;
+          }
+        }
+        return n;
+      });
+      if (sent === null) continue;
+      result.sales.push(id);
+      result.notifications += sent;
+    }
+    return result;
+  }
+
+  async endDue(): Promise<string[]> {
+    const ended: string[] = [];
+    for await (const id of this.dueSales('ed')) {
+      const done = await stepRun(this.runner, async (tx, box) => {
+        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        const sale = step.sale;
+        if (sale.ed === undefined || sale.ed > step.now) return false;
+        await step.prepare([]);
+        step.touchSale();
+        delete sale.ed;
+        sale.ended = step.nowIso;
+        // its unexpired holds stay confirmable until they expire
+        if (sale.cancelled === null) step.event('sale.ended', `sale.ended:${id}`, { sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap });
+        return true;
+      });
+      if (done) ended.push(id);
+    }
+    return ended;
+  }
+
+  // --- wishlists ---
+
+  async addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
+    const ref = this.layout.wish(sku, customer);
+    return this.runner.run(async (tx) => {
+      const snap = await tx.get(ref);
+      const doc: WishDoc = { customer, ch: channels, at: (snap.data() as WishDoc | undefined)?.at ?? isoMs(snap.readTime.toMillis()) };
+      tx.set(ref, { ...doc });
+      return toWish(sku, doc);
+    });
+  }
+
+  async removeFromWishlist(sku: string, customer: string): Promise<void> {
+    const ref = this.layout.wish(sku, customer);
+    await this.runner.run(async (tx) => {
+      if (!(await tx.get(ref)).exists) throw notFound('wish', `${sku}/${customer}`);
+      tx.delete(ref);
+    });
+  }
+
+  async listWishlist(sku: string, { limit, after }: { limit: number; after?: string }): Promise<Page<WishlistEntry>> {
+    let query = this.layout.sku(sku).collection('wishes').orderBy('customer').limit(limit + 1);
+    if (after !== undefined) query = query.startAfter(after);
+    const page = await query.get();
+    const items = page.docs.slice(0, limit).map((d) => toWish(sku, d.data() as WishDoc));
+    return { items, nextCursor: page.size > limit ? items[items.length - 1]!.customer : null };
+  }
+
+  // --- audit and events ---
+
+  auditSale(id: string): Promise<SaleViolation[]> {
+    return auditSale(this.layout, this.runner, id);
+  }
+
+  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+    let query = (sale ? this.layout.events.where('sale', '==', sale) : this.layout.events.where('src', '==', 'sale')).orderBy(FieldPath.documentId()).limit(limit);
+    if (after !== undefined) query = query.startAfter(after);
+    const page = await query.get();
+    return page.docs.map((d) => ({ id: d.id, type: d.get('type') as string, idempotencyKey: d.get('key') as string, payload: d.get('payload') as Record<string, unknown>, createdAt: iso(d.get('at') as Timestamp)! }));
+  }
+}
+
+/** The refusals of a buy, in the order every store judges them (after the key): window, limit, stock. */
+function judgeBuy(sale: SaleDoc, now: string, customer: string, units: number, quantity: number): void {
+  const status = statusOf(sale, now);
+  if (status !== 'live') throw notLive(sale.id, status);
+  if (units + quantity > sale.limit) throw limitReached(sale.id, customer, units, quantity, sale.limit);
+  if (sale.cap !== null) {
+    const available = sale.cap - sale.sold - sale.held;
+    if (quantity > available) throw saleSoldOut(sale.id, Math.max(0, available));
+  }
+}
+
+/** A reservation replaces the customer's own active hold (`own` units): it counts neither against the limit nor the stock. */
+function judgeReserve(sale: SaleDoc, now: string, customer: string, units: number, own: number, quantity: number): void {
+  const status = statusOf(sale, now);
+  if (status !== 'live') throw notLive(sale.id, status);
+  if (units + quantity - own > sale.limit) throw limitReached(sale.id, customer, units, quantity - own, sale.limit);
+  if (sale.cap !== null) {
+    const available = sale.cap - sale.sold - (sale.held - own);
+    if (quantity > available) throw saleSoldOut(sale.id, Math.max(0, available));
+  }
+}
+
+function assertSameRequest(key: string, stored: SaleKeyDoc, kind: SaleKeyDoc['k'], customer: string, quantity: number): void {
+  if (stored.k !== kind || stored.c !== customer || stored.q !== quantity) {
+    throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${stored.k} of ${stored.q} by '${stored.c}')`, { field: 'idempotencyKey' });
+  }
+}
+
+function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: string; endsAt: string }[] {
+  return Object.entries(sku?.sales ?? {})
+    .filter(([other]) => other !== id)
+    .map(([other, w]) => ({ id: other, startsAt: w.s, endsAt: w.e }));
+}
+
+const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+const cancelledHold = (id: string) => new DibsError('conflict', `hold '${id}' was cancelled`, { details: { hold: id } });
+const holdExpired = (hold: HoldDoc) => new DibsError('hold_expired', `hold '${hold.id}' expired at ${isoMs(hold.e)}`, { details: { hold: hold.id, expiresAt: isoMs(hold.e) } });
