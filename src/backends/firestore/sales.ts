@@ -23,13 +23,15 @@ import { FieldPath, type Query, type Transaction } from '@google-cloud/firestore
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, notLive } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
 import { iso, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
 import { emptyCustomer, isoMs, statusOf, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
+import { BuyGrouper } from './sale-buys.js';
+import { judgeBuy, judgeReserve, sameRequest } from './sale-rules.js';
 import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
 
@@ -37,10 +39,14 @@ import type { TxRunner } from './transactions.js';
 const JOB_PAGE = 100;
 
 export class FirestoreSales implements SaleBackend {
+  private readonly buys: BuyGrouper;
+
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
-  ) {}
+  ) {
+    this.buys = new BuyGrouper(layout, runner);
+  }
 
   // --- definitions ---
 
@@ -157,20 +163,7 @@ export class FirestoreSales implements SaleBackend {
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     await this.refusedOnSnapshot(saleId, customer, quantity, key, 'buy');
-    return stepRun(this.runner, async (tx, box) => {
-      const step = (box.step = await SaleStep.open(tx, this.layout, saleId));
-      const [keySnap] = await step.prepare([customer], key !== null ? [step.refs.key(key)] : []);
-      const stored = keySnap?.data() as SaleKeyDoc | undefined;
-      if (stored) {
-        assertSameRequest(key!, stored, 'buy', customer, quantity);
-        const order = (await tx.get(step.refs.order(stored.r))).data() as OrderDoc;
-        return { order: toOrder(saleId, order), replayed: true };
-      }
-      judgeBuy(step.sale, step.nowIso, customer, step.unitsOf(customer).units, quantity);
-      const order = step.insertOrder(customer, quantity, null);
-      if (key !== null) step.set(step.refs.key(key), { k: 'buy', c: customer, q: quantity, r: order.id } satisfies SaleKeyDoc);
-      return { order: toOrder(saleId, order), replayed: false };
-    });
+    return this.buys.buy(saleId, customer, quantity, key);
   }
 
   async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
@@ -180,7 +173,7 @@ export class FirestoreSales implements SaleBackend {
       const [keySnap] = await step.prepare([customer], key !== null ? [step.refs.key(key)] : []);
       const stored = keySnap?.data() as SaleKeyDoc | undefined;
       if (stored) {
-        assertSameRequest(key!, stored, 'reserve', customer, quantity);
+        sameRequest(key!, stored, 'reserve', customer, quantity);
         const hold = (await tx.get(this.layout.hold(stored.r))).data() as HoldDoc;
         return { hold: toHold(hold), replayed: true };
       }
@@ -406,34 +399,6 @@ export class FirestoreSales implements SaleBackend {
     if (after !== undefined) query = query.startAfter(after);
     const page = await query.get();
     return page.docs.map((d) => ({ id: d.id, type: d.get('type') as string, idempotencyKey: d.get('key') as string, payload: d.get('payload') as Record<string, unknown>, createdAt: iso(d.get('at') as Timestamp)! }));
-  }
-}
-
-/** The refusals of a buy, in the order every store judges them (after the key): window, limit, stock. */
-function judgeBuy(sale: SaleDoc, now: string, customer: string, units: number, quantity: number): void {
-  const status = statusOf(sale, now);
-  if (status !== 'live') throw notLive(sale.id, status);
-  if (units + quantity > sale.limit) throw limitReached(sale.id, customer, units, quantity, sale.limit);
-  if (sale.cap !== null) {
-    const available = sale.cap - sale.sold - sale.held;
-    if (quantity > available) throw saleSoldOut(sale.id, Math.max(0, available));
-  }
-}
-
-/** A reservation replaces the customer's own active hold (`own` units): it counts neither against the limit nor the stock. */
-function judgeReserve(sale: SaleDoc, now: string, customer: string, units: number, own: number, quantity: number): void {
-  const status = statusOf(sale, now);
-  if (status !== 'live') throw notLive(sale.id, status);
-  if (units + quantity - own > sale.limit) throw limitReached(sale.id, customer, units, quantity - own, sale.limit);
-  if (sale.cap !== null) {
-    const available = sale.cap - sale.sold - (sale.held - own);
-    if (quantity > available) throw saleSoldOut(sale.id, Math.max(0, available));
-  }
-}
-
-function assertSameRequest(key: string, stored: SaleKeyDoc, kind: SaleKeyDoc['k'], customer: string, quantity: number): void {
-  if (stored.k !== kind || stored.c !== customer || stored.q !== quantity) {
-    throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${stored.k} of ${stored.q} by '${stored.c}')`, { field: 'idempotencyKey' });
   }
 }
 
