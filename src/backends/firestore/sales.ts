@@ -19,7 +19,7 @@
  * Definitions: the SKU document lists the SKU's non-cancelled sales (the overlap preflight);
  * creating, updating or cancelling a sale reads and writes it in the same transaction.
  */
-import { FieldPath, type Query, type Transaction } from '@google-cloud/firestore';
+import { FieldPath, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
@@ -210,9 +210,11 @@ export class FirestoreSales implements SaleBackend {
       const [saleSnap, custSnap, keySnap] = snaps;
       if (!saleSnap!.exists) return notFound('sale', saleId);
       if (keySnap?.exists) return null;
-      const sale = saleSnap!.data() as SaleDoc;
       const now = saleSnap!.readTime.toMillis();
-      if (sale.ne !== undefined && sale.ne <= now) return null;
+      // holds may have expired since the sale was written: `held` is an upper bound, so only a
+      // refusal that holds with no holds at all (held = 0) is certain here
+      const stored = saleSnap!.data() as SaleDoc;
+      const sale = stored.ne !== undefined && stored.ne <= now ? { ...stored, held: 0 } : stored;
       const cust = (custSnap!.data() as CustomerDoc | undefined) ?? emptyCustomer(customer);
       const own = cust.h !== null && cust.he > now ? cust.hq : 0;
       try {
@@ -279,7 +281,7 @@ export class FirestoreSales implements SaleBackend {
    * ordered by the field, filtered by the query's own read time.
    */
   private async *dueSales(field: 'ad' | 'ed' | 'ne'): AsyncIterable<string> {
-    let after: number | null = null;
+    let after: QueryDocumentSnapshot | null = null;
     for (;;) {
       let query = this.layout.sales.orderBy(field).limit(JOB_PAGE);
       if (after !== null) query = query.startAfter(after);
@@ -288,7 +290,7 @@ export class FirestoreSales implements SaleBackend {
       const due = page.docs.filter((d) => (d.get(field) as number) <= now);
       for (const d of due) yield d.id;
       if (due.length < JOB_PAGE) return;
-      after = due[due.length - 1]!.get(field) as number;
+      after = due[due.length - 1]!;
     }
   }
 
