@@ -21,7 +21,6 @@
  */
 import { FieldPath, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError, notFound } from '../../core/errors.js';
-import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, notLive } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
@@ -30,8 +29,9 @@ import type { Layout } from './layout.js';
 import { iso, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
 import { emptyCustomer, isoMs, statusOf, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
-import { BuyGrouper } from './sale-buys.js';
-import { judgeBuy, judgeReserve, sameRequest } from './sale-rules.js';
+import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
+import { SaleQueue } from './sale-queue.js';
+import { judgeBuy, judgeReserve } from './sale-rules.js';
 import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
 
@@ -39,13 +39,13 @@ import type { TxRunner } from './transactions.js';
 const JOB_PAGE = 100;
 
 export class FirestoreSales implements SaleBackend {
-  private readonly buys: BuyGrouper;
+  private readonly queue: SaleQueue;
 
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
   ) {
-    this.buys = new BuyGrouper(layout, runner);
+    this.queue = new SaleQueue(layout, runner);
   }
 
   // --- definitions ---
@@ -163,39 +163,12 @@ export class FirestoreSales implements SaleBackend {
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     await this.refusedOnSnapshot(saleId, customer, quantity, key, 'buy');
-    return this.buys.buy(saleId, customer, quantity, key);
+    return this.queue.submit(saleId, { customers: [customer], keys: key !== null ? [key] : [], run: (step) => buyIn(step, customer, quantity, key) });
   }
 
   async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
     await this.refusedOnSnapshot(saleId, customer, quantity, key, 'reserve');
-    return stepRun(this.runner, async (tx, box) => {
-      const step = (box.step = await SaleStep.open(tx, this.layout, saleId));
-      const [keySnap] = await step.prepare([customer], key !== null ? [step.refs.key(key)] : []);
-      const stored = keySnap?.data() as SaleKeyDoc | undefined;
-      if (stored) {
-        sameRequest(key!, stored, 'reserve', customer, quantity);
-        const hold = (await tx.get(this.layout.hold(stored.r))).data() as HoldDoc;
-        return { hold: toHold(hold), replayed: true };
-      }
-      // the customer's own active hold is replaced (read before any write); one that has expired
-      // but was not among the holds the stale pass took is expired here
-      const cust = step.customer(customer);
-      const priorDoc = cust.h !== null ? ((await tx.get(this.layout.hold(cust.h))).data() as HoldDoc | undefined) : undefined;
-      let prior = priorDoc ? step.adoptHold(priorDoc) : null;
-      if (prior && prior.s === 'active' && prior.e <= step.now) step.expire(prior);
-      if (prior?.s !== 'active') prior = null;
-      const { units, own } = step.unitsOf(customer);
-      judgeReserve(step.sale, step.nowIso, customer, units, own, quantity);
-      const expires = step.now + ttlMs;
-      const hold: HoldDoc = prior ? { ...prior, q: quantity, e: expires, ae: expires } : { id: newId('hold'), sale: saleId, c: customer, q: quantity, s: 'active', e: expires, ca: step.now, o: null, ae: expires };
-      step.putHold(hold);
-      Object.assign(step.touchCustomer(customer), { h: hold.id, hq: quantity, he: expires } satisfies Partial<CustomerDoc>);
-      const sale = step.touchSale();
-      sale.held += quantity - own;
-      sale.ne = Math.min(sale.ne ?? expires, expires);
-      if (key !== null) step.set(step.refs.key(key), { k: 'reserve', c: customer, q: quantity, r: hold.id } satisfies SaleKeyDoc);
-      return { hold: toHold(hold), replayed: false };
-    });
+    return this.queue.submit(saleId, { customers: [customer], keys: key !== null ? [key] : [], run: (step) => reserveIn(step, customer, quantity, ttlMs, key) });
   }
 
   /**
@@ -228,42 +201,33 @@ export class FirestoreSales implements SaleBackend {
     if (refusal) throw refusal;
   }
 
+  /**
+   * A hold's sale never changes, and confirmed, cancelled and expired are final states: the hold
+   * is read first (no transaction); a final one is answered from that read, an active one is
+   * confirmed or cancelled in a step of its sale.
+   */
+  private async holdOf(holdId: string): Promise<HoldDoc> {
+    const snap = await this.layout.hold(holdId).get();
+    if (!snap.exists) throw notFound('hold', holdId);
+    return snap.data() as HoldDoc;
+  }
+
   async confirmHold(holdId: string): Promise<BuyResult> {
-    return stepRun(this.runner, async (tx, box) => {
-      const snap = await tx.get(this.layout.hold(holdId));
-      if (!snap.exists) throw notFound('hold', holdId);
-      let hold = snap.data() as HoldDoc;
-      if (hold.s === 'confirmed') return { order: toOrder(hold.sale, (await tx.get(this.layout.sale(hold.sale).order(hold.o!))).data() as OrderDoc), replayed: true };
-      if (hold.s === 'cancelled') throw cancelledHold(holdId);
-      const step = (box.step = await SaleStep.open(tx, this.layout, hold.sale));
-      hold = step.adoptHold(hold);
-      await step.prepare([hold.c]);
-      if (hold.s === 'active' && hold.e <= step.now) step.expire(hold); // stale, beyond what the stale pass took
-      if (hold.s === 'expired') throw holdExpired(hold);
-      if (step.sale.cancelled !== null) throw notLive(hold.sale, 'cancelled');
-      // an active hold already counts against the cap: it becomes an order without another stock
-      // check (also after the sale's end: its holds stay confirmable until they expire)
-      step.dropActive(hold, 'confirmed');
-      const order = step.insertOrder(hold.c, hold.q, hold.id);
-      hold.o = order.id;
-      return { order: toOrder(hold.sale, order), replayed: false };
-    });
+    const hold = await this.holdOf(holdId);
+    if (hold.s === 'confirmed') {
+      const order = (await this.layout.sale(hold.sale).order(hold.o!).get()).data() as OrderDoc;
+      return { order: toOrder(hold.sale, order), replayed: true };
+    }
+    if (hold.s === 'cancelled') throw cancelledHold(holdId);
+    if (hold.s === 'expired') throw holdExpired(hold);
+    return this.queue.submit(hold.sale, { customers: [hold.c], holds: [holdId], run: (step) => confirmIn(step, holdId) });
   }
 
   async cancelHold(holdId: string): Promise<Hold> {
-    return stepRun(this.runner, async (tx, box) => {
-      const snap = await tx.get(this.layout.hold(holdId));
-      if (!snap.exists) throw notFound('hold', holdId);
-      let hold = snap.data() as HoldDoc;
-      if (hold.s === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${hold.o}'`, { details: { hold: holdId } });
-      if (hold.s !== 'active') return toHold(hold);
-      const step = (box.step = await SaleStep.open(tx, this.layout, hold.sale));
-      hold = step.adoptHold(hold);
-      await step.prepare([hold.c]);
-      if (hold.s === 'active' && hold.e <= step.now) step.expire(hold);
-      if (hold.s === 'active') step.dropActive(hold, 'cancelled');
-      return toHold(hold);
-    });
+    const hold = await this.holdOf(holdId);
+    if (hold.s === 'confirmed') throw confirmedHold(hold);
+    if (hold.s !== 'active') return toHold(hold);
+    return this.queue.submit(hold.sale, { customers: [hold.c], holds: [holdId], run: (step) => cancelIn(step, holdId) });
   }
 
   async getHold(holdId: string): Promise<Hold> {
@@ -299,10 +263,10 @@ export class FirestoreSales implements SaleBackend {
     for await (const id of this.dueSales('ne')) {
       if (expired >= limit) break;
       expired += await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
         await step.prepare([], [], Math.min(STALE_LIMIT, limit - expired));
         return step.expired.length;
-      });
+      }, 'optimistic');
     }
     return expired;
   }
@@ -311,7 +275,7 @@ export class FirestoreSales implements SaleBackend {
     const result: ActivationResult = { sales: [], notifications: 0 };
     for await (const id of this.dueSales('ad')) {
       const sent = await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
         const sale = step.sale;
         if (sale.ad === undefined || sale.ad > step.now) return null; // announced meanwhile (another process)
         await step.prepare([]);
@@ -319,7 +283,7 @@ export class FirestoreSales implements SaleBackend {
         delete sale.ad;
         // a cancelled sale is never announced; one that ended before anyone ran the job neither
         if (sale.cancelled !== null || step.now >= Date.parse(sale.ends)) return null;
-        const wishes = await tx.get(this.layout.sku(sale.sku).collection('wishes').orderBy('customer'));
+        const wishes = await step.query(this.layout.sku(sale.sku).collection('wishes').orderBy('customer'));
         sale.announced = step.nowIso;
         const about = { sale: id, sku: sale.sku, startsAt: sale.starts, endsAt: sale.ends, metadata: sale.meta };
         step.event('sale.live', `sale.live:${id}`, about);
@@ -334,7 +298,7 @@ export class FirestoreSales implements SaleBackend {
           }
         }
         return n;
-      });
+      }, 'optimistic');
       if (sent === null) continue;
       result.sales.push(id);
       result.notifications += sent;
@@ -346,7 +310,7 @@ export class FirestoreSales implements SaleBackend {
     const ended: string[] = [];
     for await (const id of this.dueSales('ed')) {
       const done = await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id));
+        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
         const sale = step.sale;
         if (sale.ed === undefined || sale.ed > step.now) return false;
         await step.prepare([]);
@@ -356,7 +320,7 @@ export class FirestoreSales implements SaleBackend {
         // its unexpired holds stay confirmable until they expire
         if (sale.cancelled === null) step.event('sale.ended', `sale.ended:${id}`, { sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap });
         return true;
-      });
+      }, 'optimistic');
       if (done) ended.push(id);
     }
     return ended;
@@ -412,5 +376,3 @@ function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: s
 
 const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
 const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
-const cancelledHold = (id: string) => new DibsError('conflict', `hold '${id}' was cancelled`, { details: { hold: id } });
-const holdExpired = (hold: HoldDoc) => new DibsError('hold_expired', `hold '${hold.id}' expired at ${isoMs(hold.e)}`, { details: { hold: hold.id, expiresAt: isoMs(hold.e) } });
