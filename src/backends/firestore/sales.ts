@@ -173,8 +173,9 @@ export class FirestoreSales implements SaleBackend {
 
   /**
    * Judges a buy or reservation on a consistent read-only snapshot (no locks). Throws the refusal
-   * the transaction would give at that instant; returns false when the transaction must decide
-   * (it would be accepted, a key was used before, or holds may have expired since the sale was written).
+   * the step would give at that instant; returns when the step must decide (it would be accepted,
+   * or the key was used before). While holds may have expired unseen, stock is judged as if no
+   * unit were held, so a stock refusal here is still certain.
    */
   private async refusedOnSnapshot(saleId: string, customer: string, quantity: number, key: string | null, kind: SaleKeyDoc['k']): Promise<void> {
     const refusal = await this.runner.read(async (tx) => {
