@@ -15,7 +15,9 @@ import type { ClaimOptions } from './claim.js';
 import { Layout } from './layout.js';
 import { FirestoreCounters } from './counters.js';
 import { FirestoreLocks } from './locks.js';
+import { FirestoreOutbox } from './outbox.js';
 import { FirestorePools } from './pools.js';
+import { FirestoreSales } from './sales.js';
 import { GRPC, TxRunner, type TxCounters } from './transactions.js';
 
 const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|No connection established|Deadline exceeded|UNAVAILABLE/i;
@@ -33,6 +35,8 @@ export class FirestoreBackend implements Backend {
   readonly pools: FirestorePools;
   readonly locks: FirestoreLocks;
   readonly counters: FirestoreCounters;
+  readonly sales: FirestoreSales;
+  readonly outbox: FirestoreOutbox;
   readonly layout: Layout;
   private readonly runner: TxRunner;
   private readonly rawLocks: FirestoreLocks;
@@ -49,6 +53,8 @@ export class FirestoreBackend implements Backend {
     this.rawLocks = new FirestoreLocks(this.layout, this.runner);
     this.locks = translateErrors(this.rawLocks, translateFirestoreError);
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
+    this.sales = translateErrors(new FirestoreSales(this.layout, this.runner), translateFirestoreError);
+    this.outbox = translateErrors(new FirestoreOutbox(this.layout, this.runner), translateFirestoreError);
   }
 
   /** Transactions and attempts so far (attempts > transactions means contention). */

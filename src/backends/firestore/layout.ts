@@ -9,7 +9,18 @@
  *   dibs/{prefix}/pools/{pool}/holders/{b64(c)}     one per claimant: held [{c, k}], n, redeemed
  *   dibs/{prefix}/pools/{pool}/keys/{b64(key)}      one per idempotency key: c (claimant), n (count)
  *   dibs/{prefix}/pools/{pool}/shards/{i}           counter shards: total, free, claimed, redeemed, revoked
- *   dibs/{prefix}/events/{id}                       outbox: pool, type, key, payload, at
+ *   dibs/{prefix}/events/{id}                       outbox: pool | sale (+ src 'sale'), type, key, payload, at,
+ *                                                   delivery: p (created ms) and d (due ms) while pending,
+ *                                                   a (attempts), x ('d' delivered / 'x' dead), log
+ *   dibs/{prefix}/sales/{id}                        one per sale: definition, sold, held, job fields
+ *                                                   ad (start ms, until announced), ed (end ms, until
+ *                                                   recorded), ne (no active hold expires before it)
+ *   dibs/{prefix}/sales/{id}/customers/{b64(c)}     one per customer: o (units ordered), h/hq/he (active hold)
+ *   dibs/{prefix}/sales/{id}/keys/{b64(key)}        one per idempotency key: k (buy|reserve), c, q, r (result id)
+ *   dibs/{prefix}/sales/{id}/orders/{order id}      one per order: c, q, h (hold id), at
+ *   dibs/{prefix}/holds/{hold id}                   one per hold: sale, c, q, s, e, ca, o; ae (expiry) while active
+ *   dibs/{prefix}/skus/{b64(sku)}                   the SKU's non-cancelled sales {id: {s, e}} (overlap preflight)
+ *   dibs/{prefix}/skus/{b64(sku)}/wishes/{b64(c)}   one per wishlister: customer, ch (channels), at
  *
  * Codes, claimants and keys are opaque strings (quotes, slashes, unicode): their document ids
  * are base64url, so any string maps to a valid id and a point read finds it.
@@ -30,10 +41,23 @@ export interface PoolRefs {
   shard(i: number): DocumentReference;
 }
 
+export interface SaleRefs {
+  sale: DocumentReference;
+  customers: CollectionReference;
+  keys: CollectionReference;
+  orders: CollectionReference;
+  customer(customer: string): DocumentReference;
+  key(key: string): DocumentReference;
+  order(id: string): DocumentReference;
+}
+
 export class Layout {
   readonly root: DocumentReference;
   readonly pools: CollectionReference;
   readonly events: CollectionReference;
+  readonly sales: CollectionReference;
+  readonly holds: CollectionReference;
+  readonly skus: CollectionReference;
 
   constructor(
     readonly db: Firestore,
@@ -42,6 +66,38 @@ export class Layout {
     this.root = db.collection('dibs').doc(prefix);
     this.pools = this.root.collection('pools');
     this.events = this.root.collection('events');
+    this.sales = this.root.collection('sales');
+    this.holds = this.root.collection('holds');
+    this.skus = this.root.collection('skus');
+  }
+
+  /** A sale's documents. Sale ids are letters, digits, '.', '_', '-' and '~': valid document ids as they are. */
+  sale(id: string): SaleRefs {
+    const sale = this.sales.doc(id);
+    const customers = sale.collection('customers');
+    const keys = sale.collection('keys');
+    const orders = sale.collection('orders');
+    return {
+      sale,
+      customers,
+      keys,
+      orders,
+      customer: (customer) => customers.doc(encodeId(customer)),
+      key: (key) => keys.doc(encodeId(key)),
+      order: (id) => orders.doc(id),
+    };
+  }
+
+  hold(id: string): DocumentReference {
+    return this.holds.doc(id);
+  }
+
+  sku(sku: string): DocumentReference {
+    return this.skus.doc(encodeId(sku));
+  }
+
+  wish(sku: string, customer: string): DocumentReference {
+    return this.sku(sku).collection('wishes').doc(encodeId(customer));
   }
 
   pool(name: string): PoolRefs {

@@ -99,14 +99,30 @@ export function bumpCounters(tx: Transaction, refs: PoolRefs, shards: number, de
   if (Object.keys(update).length > 0) tx.set(refs.shard(Math.floor(Math.random() * Math.max(1, shards))), update, { merge: true });
 }
 
-/** An outbox event id: the server's time (µs, sortable as text) and a random tail. */
-export function eventId(at: Timestamp): string {
+/**
+ * An outbox event id: 26 digits — the server's time in µs (17), a sequence number inside the
+ * step (3: events of one step keep their order) and a random tail (6: steps with the same read
+ * time never collide). Ids sort as text and as numbers in time order.
+ */
+export function eventId(at: Timestamp, seq = 0): string {
   const micros = BigInt(at.seconds) * 1_000_000n + BigInt(Math.floor(at.nanoseconds / 1000));
-  return `${micros.toString().padStart(17, '0')}-${randomUUID().slice(0, 8)}`;
+  const tail = String(Math.floor(Math.random() * 1_000_000)).padStart(6, '0');
+  return `${micros.toString().padStart(17, '0')}${String(seq % 1000).padStart(3, '0')}${tail}`;
+}
+
+export const EVENT_ID = /^\d{26}$/;
+
+/**
+ * Writes an outbox event in the caller's transaction. `p` (creation, ms) and `d` (due, ms) make it
+ * pending for the outbox (outbox.ts); `source` is `{pool}` or `{sale, src: 'sale'}`.
+ */
+export function writeEvent(tx: Transaction, layout: Layout, source: Record<string, string>, at: Timestamp, type: string, key: string, payload: Record<string, unknown>, seq = 0): void {
+  const ms = at.toMillis();
+  tx.set(layout.events.doc(eventId(at, seq)), { ...source, type, key, payload, at, p: ms, d: ms, a: 0 });
 }
 
 export function recordEvent(tx: Transaction, layout: Layout, pool: string, at: Timestamp, type: string, key: string, payload: Record<string, unknown>): void {
-  tx.set(layout.events.doc(eventId(at)), { pool, type, key, payload, at });
+  writeEvent(tx, layout, { pool }, at, type, key, payload);
 }
 
 export { FieldValue, Timestamp };

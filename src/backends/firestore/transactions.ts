@@ -30,16 +30,29 @@ export class TxRunner {
 
   constructor(private readonly db: Firestore) {}
 
-  /** Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again. */
-  async run<T>(body: (tx: Transaction, attempt: number) => Promise<T | typeof RETRY>, onRetry?: (attempt: number) => void): Promise<T> {
+  /**
+   * Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again.
+   * `optimistic`: the body reads outside the transaction and guards its writes with preconditions
+   * (an update time); a commit refused for a failed precondition is contention too, and runs it again.
+   */
+  async run<T>(body: (tx: Transaction, attempt: number) => Promise<T | typeof RETRY>, onRetry?: (attempt: number) => void, options: { optimistic?: boolean } = {}): Promise<T> {
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       this.counters.attempts++;
       let result: T | typeof RETRY;
+      let committing = false;
       try {
-        result = await this.db.runTransaction((tx) => body(tx, attempt), { maxAttempts: 1 });
+        result = await this.db.runTransaction(
+          async (tx) => {
+            const value = await body(tx, attempt);
+            committing = true;
+            return value;
+          },
+          { maxAttempts: 1 },
+        );
       } catch (error) {
-        if (!isContention(error)) throw error;
+        const preconditionFailed = options.optimistic === true && committing && (error as { code?: unknown })?.code === GRPC.FAILED_PRECONDITION;
+        if (!preconditionFailed && !isContention(error)) throw error;
         result = RETRY;
       }
       if (result !== RETRY) {

@@ -1,0 +1,108 @@
+/**
+ * Grouped sale steps. Buys, reservations, confirmations and hold cancellations of one sale that
+ * wait in this process at the same time are served by ONE transaction on the sale (a SaleStep),
+ * each judged exactly as if alone, in arrival order, against what the ones before it left (sold,
+ * held, the customer's units, keys, holds — the step's cache). Firestore serialises transactions
+ * on a document, so N concurrent requests of a flash sale would otherwise be N transactions
+ * colliding on the sale document (aborted and retried — on the emulator for minutes); grouped,
+ * a process has one transaction in flight per sale, and requests that arrive meanwhile wait for
+ * the next one. Batching is opportunistic, never timed: an idle process runs a request at once.
+ *
+ * The step is optimistic (sale-step.ts): its reads take no locks and its commit is guarded by the
+ * sale document's update time, so groups of different processes never wait on each other's
+ * locks — the loser of a race reads again and judges its whole group again. (Pessimistic
+ * read-modify-write transactions on one document from several clients deadlock on lock upgrades
+ * in the emulator and wait seconds for its lock timeout; measured: 40 increments by 4 clients
+ * took 155 s as transactions, 3.6 s as guarded commits.)
+ *
+ * Only a transaction that fails as a whole (contention: retried by TxRunner with every request
+ * of the group judged again; or an error that is not a refusal) affects the whole group.
+ */
+import { isDibsError } from '../../core/errors.js';
+import type { Layout } from './layout.js';
+import { SaleStep } from './sale-step.js';
+import type { TxRunner } from './transactions.js';
+
+/** Most requests one transaction serves. */
+const GROUP_MAX = 50;
+
+/** A request of a group: what it reads (prefetched in one round) and its body. */
+export interface SaleRequest<T = unknown> {
+  customers?: string[];
+  keys?: string[];
+  holds?: string[];
+  run(step: SaleStep): Promise<T>;
+}
+
+interface Waiting {
+  request: SaleRequest;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export class SaleQueue {
+  private readonly queues = new Map<string, Waiting[]>();
+  private readonly running = new Set<string>();
+
+  constructor(
+    private readonly layout: Layout,
+    private readonly runner: TxRunner,
+  ) {}
+
+  submit<T>(saleId: string, request: SaleRequest<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const queue = this.queues.get(saleId) ?? [];
+      queue.push({ request, resolve: resolve as (value: unknown) => void, reject });
+      this.queues.set(saleId, queue);
+      this.dispatch(saleId);
+    });
+  }
+
+  private dispatch(saleId: string): void {
+    if (this.running.has(saleId)) return;
+    const queue = this.queues.get(saleId);
+    if (!queue || queue.length === 0) {
+      this.queues.delete(saleId);
+      return;
+    }
+    const group = queue.splice(0, GROUP_MAX);
+    this.running.add(saleId);
+    void this.runGroup(saleId, group).finally(() => {
+      this.running.delete(saleId);
+      this.dispatch(saleId);
+    });
+  }
+
+  private async runGroup(saleId: string, group: Waiting[]): Promise<void> {
+    try {
+      const outcomes = await this.runner.run(async (tx) => {
+        const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
+        await step.prefetch({
+          customers: group.flatMap((w) => w.request.customers ?? []),
+          keys: group.flatMap((w) => w.request.keys ?? []),
+          holds: group.flatMap((w) => w.request.holds ?? []),
+        });
+        const answers: Outcome[] = [];
+        for (const w of group) {
+          try {
+            answers.push({ ok: true, value: await w.request.run(step) });
+          } catch (error) {
+            if (!isDibsError(error)) throw error;
+            answers.push({ ok: false, error });
+          }
+        }
+        step.commit();
+        return answers;
+      }, undefined, { optimistic: true });
+      group.forEach((w, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) w.resolve(outcome.value);
+        else w.reject(outcome.error);
+      });
+    } catch (error) {
+      for (const w of group) w.reject(error);
+    }
+  }
+}
