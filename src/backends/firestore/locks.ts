@@ -1,14 +1,18 @@
 /**
  * Leases and semaphores on Firestore: one document per lock key, `dibs/{prefix}/locks/{b64(key)}`
  * = { key, fence (last fence given, only grows), holders: { token: { f: fence, exp: Timestamp } } }.
- * Each operation is one transaction that judges expiry by the transaction's read time (the
- * server's clock) — a lapsed holder is dropped there, never trusted. Waiters are woken by a
+ * Each operation reads the document without a lock, judges expiry by that read's time (the
+ * server's clock) — a lapsed holder is dropped there, never trusted — and commits its write only if
+ * the document is still the one it read (its update time; `create` when there was none), else reads
+ * again: a compare-and-set. Locking read-modify-write transactions from several clients on one
+ * document deadlock on the emulator until its lock timeout (the sales steps measured 155 s vs 3.6 s
+ * for 4 clients × 40 increments), which starved fair waiters under load. Waiters are woken by a
  * snapshot listener on the lock document (one per key per process): any change of the document
  * (a release, an expiry swept by another acquire) wakes them; the facade's polling is only the
  * safety net.
  */
 import { randomBytes } from 'node:crypto';
-import type { DocumentReference, Timestamp } from '@google-cloud/firestore';
+import type { DocumentReference, DocumentSnapshot, Timestamp, Transaction } from '@google-cloud/firestore';
 import type { LockBackend } from '../../core/locks/backend.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
@@ -50,21 +54,21 @@ export class FirestoreLocks implements LockBackend {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
     return this.runner.run(async (tx) => {
-      const snap = await tx.get(ref);
+      const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
       const doc = snap.data() as LockDoc | undefined;
       const holders = live(doc, now);
       if (Object.keys(holders).length >= limit) {
         // sweep lapsed holders so listeners of the key hear that a slot may be free
-        if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) tx.set(ref, { key, fence: doc?.fence ?? 0, holders } satisfies LockDoc);
+        if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) guardedWrite(tx, snap, { key, fence: doc?.fence ?? 0, holders });
         return null;
       }
       const fence = (doc?.fence ?? 0) + 1;
       const exp = after(now, ttlMs);
-      tx.set(ref, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } } satisfies LockDoc);
+      guardedWrite(tx, snap, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
       return grant(token, fence, exp, now, readAt);
-    });
+    }, undefined, OPTIMISTIC);
   }
 
   async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
@@ -74,7 +78,9 @@ export class FirestoreLocks implements LockBackend {
     // One transaction reads the lock and its line together: the tickets ahead and the free slot are
     // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
     return this.runner.run(async (tx) => {
-      const [snap, lineSnap] = await tx.getAll(ref, lineRef);
+      // two plain reads; both writes are guarded, so the commit happens only if neither document
+      // moved since it was read — the judgement then holds at the commit
+      const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
       const readAt = performance.now();
       const now = snap!.readTime;
       const doc = snap!.data() as LockDoc | undefined;
@@ -91,40 +97,43 @@ export class FirestoreLocks implements LockBackend {
       if (Object.keys(holders).length + ahead >= limit) return null;
       const fence = (doc?.fence ?? 0) + 1;
       const exp = after(now, ttlMs);
-      tx.set(ref, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } } satisfies LockDoc);
+      guardedWrite(tx, snap!, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
       if (ticket !== null) {
         delete tickets[ticket];
-        tx.set(lineRef, { key: queueKey, fence: line!.fence, holders: tickets } satisfies LockDoc);
+        guardedWrite(tx, lineSnap!, { key: queueKey, fence: line!.fence, holders: tickets });
+      } else if (lineSnap!.exists) {
+        // nobody ahead was judged from this line: it must still be so at the commit
+        tx.update(lineRef, { key: queueKey }, { lastUpdateTime: lineSnap!.updateTime! });
       }
       return grant(token, fence, exp, now, readAt);
-    });
+    }, undefined, OPTIMISTIC);
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const ref = this.ref(key);
     return this.runner.run(async (tx) => {
-      const snap = await tx.get(ref);
+      const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
       const doc = snap.data() as LockDoc | undefined;
       const mine = live(doc, now)[token];
       if (!mine) throw leaseLost(key); // expired or never ours: never revived
       const exp = after(now, ttlMs);
-      tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } });
+      tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
       return grant(token, mine.f, exp, now, readAt);
-    });
+    }, undefined, OPTIMISTIC);
   }
 
   async release(key: string, token: string): Promise<void> {
     const ref = this.ref(key);
     await this.runner.run(async (tx) => {
-      const snap = await tx.get(ref);
+      const snap = await ref.get();
       const doc = snap.data() as LockDoc | undefined;
       if (!live(doc, snap.readTime)[token]) throw notOwner(key);
       const holders = live(doc, snap.readTime);
       delete holders[token];
-      tx.set(ref, { key, fence: doc!.fence, holders } satisfies LockDoc);
-    });
+      guardedWrite(tx, snap, { key, fence: doc!.fence, holders });
+    }, undefined, OPTIMISTIC);
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
@@ -172,6 +181,14 @@ export class FirestoreLocks implements LockBackend {
     for (const { stop } of this.listeners.values()) stop();
     this.listeners.clear();
   }
+}
+
+const OPTIMISTIC = { optimistic: true } as const;
+
+/** Replaces the lock document read as `snap`, only if it is unchanged since (or still absent). */
+function guardedWrite(tx: Transaction, snap: DocumentSnapshot, doc: LockDoc): void {
+  if (snap.exists) tx.update(snap.ref, { key: doc.key, fence: doc.fence, holders: doc.holders }, { lastUpdateTime: snap.updateTime! });
+  else tx.create(snap.ref, doc);
 }
 
 /** Validity measured after the grant: the expiry minus the server's read time minus the time since that read. */
