@@ -17,6 +17,7 @@ import { FirestoreCounters } from './counters.js';
 import { FirestoreLocks } from './locks.js';
 import { FirestoreOutbox } from './outbox.js';
 import { FirestorePools } from './pools.js';
+import { FirestoreServiceStore } from './service.js';
 import { FirestoreSales } from './sales.js';
 import { GRPC, TxRunner, type TxCounters } from './transactions.js';
 
@@ -37,6 +38,7 @@ export class FirestoreBackend implements Backend {
   readonly counters: FirestoreCounters;
   readonly sales: FirestoreSales;
   readonly outbox: FirestoreOutbox;
+  readonly service: FirestoreServiceStore;
   readonly layout: Layout;
   private readonly runner: TxRunner;
   private readonly rawLocks: FirestoreLocks;
@@ -55,6 +57,7 @@ export class FirestoreBackend implements Backend {
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
     this.sales = translateErrors(new FirestoreSales(this.layout, this.runner), translateFirestoreError);
     this.outbox = translateErrors(new FirestoreOutbox(this.layout, this.runner), translateFirestoreError);
+    this.service = translateErrors(new FirestoreServiceStore(this.layout), translateFirestoreError);
   }
 
   /** Transactions and attempts so far (attempts > transactions means contention). */

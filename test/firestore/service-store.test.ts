@@ -1,0 +1,47 @@
+/**
+ * The HTTP service's store (API keys, idempotency records) on the Firestore emulator: the
+ * service-store conformance suite, unchanged; then `buildServer` on a Firestore store alone
+ * serves an authenticated request and replays an idempotent claim.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { openDibs } from '../../src/index.js';
+import { buildServer } from '../../src/service/app.js';
+import { createApiKey } from '../../src/service/auth/keys.js';
+import { serviceStoreConformance } from '../conformance/service-store.js';
+import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+
+describe('firestore service store (the official emulator, started by the test)', { skip: !firestoreEmulatorInstalled() }, () => {
+  let emulator: OwnedEmulator;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+  });
+  after(async () => {
+    await emulator?.stop();
+  });
+  serviceStoreConformance('firestore', async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    return { dibs, cleanup: () => dibs.close() };
+  });
+
+  it('the HTTP service runs on a Firestore store alone: keys, claims, an idempotent replay', async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    const app = buildServer({ dibs });
+    try {
+      await dibs.pools.create({ name: 'web' });
+      await dibs.pools.importCodes('web', ['W-1', 'W-2']);
+      const { key } = await createApiKey(dibs.backend.service!, { name: 'ci', scopes: ['admin'] });
+      const claim = () => app.inject({ method: 'POST', url: '/v1/pools/web/claims', headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'order-1' }, payload: { claimant: 'ann' } });
+      const first = await claim();
+      assert.equal(first.statusCode, 201, first.body);
+      const again = await claim();
+      assert.equal(again.statusCode, 201);
+      assert.equal(again.json().code, first.json().code, 'the replay answers the same code');
+      assert.equal((await app.inject({ method: 'GET', url: '/v1/pools/web', headers: { authorization: 'Bearer dibs_0000000000000000_nope' } })).statusCode, 401);
+      assert.deepEqual(await dibs.pools.audit('web'), []);
+    } finally {
+      await app.close();
+      await dibs.close();
+    }
+  });
+});
