@@ -18,20 +18,32 @@ export interface StormEnv {
   readonly store: string;
 }
 
-export function saleStormSuite(label: string, env: StormEnv, options: { processes?: number } = {}): void {
-  const processes = options.processes ?? 4;
+export interface SaleStormOptions {
+  processes?: number;
+  /** Buyers of the last 10 units (default 1,000), each 10th sending twice. */
+  buyers?: number;
+  /** Flows of the holds storm (default 400) and the customers they belong to (default 250). */
+  flows?: number;
+  customers?: number;
+  /** Bound of one storm's worker processes (a hang guard, not a speed check). */
+  timeoutMs?: number;
+}
+
+export function saleStormSuite(label: string, env: StormEnv, options: SaleStormOptions = {}): void {
+  const { processes = 4, buyers = 1000, flows = 400, customers = 250, timeoutMs } = options;
+  const bound = timeoutMs === undefined ? {} : { timeoutMs };
 
   describe(`${label}: sale storms across ${processes} processes`, () => {
-    it('1,000 buyers on the last 10 units: exactly 10 sold, the rest sold_out, nobody over the limit', async () => {
+    it(`${buyers.toLocaleString('en')} buyers on the last 10 units: exactly 10 sold, the rest sold_out, nobody over the limit`, async () => {
       const sale = await env.dibs.sales.create({ sku: 'LAST-10', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
       const ops: SaleOp[] = [];
-      for (let i = 0; i < 1000; i++) {
+      for (let i = 0; i < buyers; i++) {
         const keyed = i % 2 === 0;
         const op: SaleOp = { customer: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(keyed ? { key: `buyer-${i}/checkout` } : {}) };
         ops.push(op);
         if (i % 10 === 0) ops.push({ ...op }); // a retry (keyed) or a double click (unkeyed)
       }
-      const outcomes = await runSaleStorm({ store: env.store, sale: sale.id, lanes: spread(ops, processes) });
+      const outcomes = await runSaleStorm({ store: env.store, sale: sale.id, lanes: spread(ops, processes), ...bound });
       assert.equal(outcomes.length, ops.length);
       const orders = new Map<string, string>(); // order id -> customer
       const errors: Record<string, number> = {};
@@ -53,8 +65,8 @@ export function saleStormSuite(label: string, env: StormEnv, options: { processe
       const sale = await env.dibs.sales.create({ sku: 'HOLDS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 2 });
       const ops: SaleOp[] = [];
       const plans = ['confirm', 'cancel', 'abandon', 'confirm'] as const;
-      for (let i = 0; i < 400; i++) {
-        ops.push({ customer: `c-${i % 250}`, kind: i % 7 === 0 ? 'buy' : 'reserve', quantity: 1 + (i % 2), then: plans[i % plans.length]!, thinkMs: i % 5 === 0 ? 1300 : 5 });
+      for (let i = 0; i < flows; i++) {
+        ops.push({ customer: `c-${i % customers}`, kind: i % 7 === 0 ? 'buy' : 'reserve', quantity: 1 + (i % 2), then: plans[i % plans.length]!, thinkMs: i % 5 === 0 ? 1300 : 5 });
       }
       const samples: { sold: number; held: number }[] = [];
       const audits: unknown[][] = [];
@@ -69,6 +81,7 @@ export function saleStormSuite(label: string, env: StormEnv, options: { processe
         lanes: spread(ops, processes),
         ttlMs: 1000,
         concurrency: 6,
+        ...bound,
         during: async (done) => {
           const confirmLate = (async () => {
             await sleep(Math.max(0, reservedAt + 1300 - Date.now()));
