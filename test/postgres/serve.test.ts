@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
-import { CLI, ROOT } from '../support/cli.js';
+import { CLI_ARGS, ROOT } from '../support/cli.js';
 import { requirePostgres, tempPgStore } from '../support/postgres.js';
 import { httpReceiver } from '../support/receivers.js';
 
@@ -29,7 +29,7 @@ describe('dibs serve on PostgreSQL', { skip }, () => {
 
   it('sells over HTTP and runs the sale jobs and outbox delivery', async () => {
     const receiver = await httpReceiver(() => 200);
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--demo', '--store', temp.store], {
+    const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--store', temp.store], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'warn', DIBS_JOBS_EVERY_MS: '100', DIBS_WEBHOOK_SECRET: 'whsec_pg', DIBS_WEBHOOK_URLS: receiver.url('/ops') },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
-import { CLI, ROOT } from '../support/cli.js';
+import { CLI_ARGS, ROOT } from '../support/cli.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 interface Served {
@@ -23,7 +23,7 @@ interface Served {
 
 /** Starts `dibs serve --demo` and reads its URL and the printed admin key from stderr. */
 async function serve(store: string, extra: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
   const { url, key } = await new Promise<{ url: string; key: string }>((resolve, reject) => {

