@@ -23,12 +23,13 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createApiKey } from '../src/service/auth/keys.js';
+import { distIsFresh } from './lib/dist.js';
 import { summarise, timeOps } from './lib/measure.js';
 import { seedDibs } from './lib/seed.js';
 
@@ -49,20 +50,9 @@ const DIST = process.env.BENCH_DIST ?? join(ROOT, 'dist');
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
-/** Newest modification time under a directory. */
-function newest(dir: string): number {
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return latest;
-}
-
 /** Builds dist/ when it is missing or older than src/. */
 function ensureBuilt(): void {
-  const main = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(main) && statSync(main).mtimeMs >= newest(join(ROOT, 'src'))) return;
+  if (distIsFresh(ROOT)) return;
   console.log('building dist/ (node scripts/build.mjs) …');
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }

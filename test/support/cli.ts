@@ -1,21 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { distIsFresh } from '../../bench/lib/dist.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SOURCE = join(ROOT, 'src', 'cli', 'main.ts');
 const BUILT = join(ROOT, 'dist', 'cli', 'main.js');
-
-/** Newest modification time of any file under `dir`. */
-function newest(dir: string): number {
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return latest;
-}
 
 /**
  * Node arguments that start the dibs CLI: the compiled dist/ — what users run, and about 1 s less
@@ -23,7 +13,7 @@ function newest(dir: string): number {
  * under src/ (`npm test` builds first); otherwise the sources through tsx, so a run of a test file
  * right after an edit never tests a stale build.
  */
-export const CLI_ARGS: readonly string[] = existsSync(BUILT) && statSync(BUILT).mtimeMs >= newest(join(ROOT, 'src')) ? [BUILT] : ['--import', 'tsx', SOURCE];
+export const CLI_ARGS: readonly string[] = distIsFresh(ROOT) ? [BUILT] : ['--import', 'tsx', SOURCE];
 
 export interface CliResult {
   code: number | null;
