@@ -23,7 +23,8 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -78,18 +79,59 @@ const childrenOf = (pid: number): number[] => {
 /** CPU seconds of the service: the process plus its cluster workers. */
 const cpuSeconds = (pid: number) => ownCpuSeconds(pid) + childrenOf(pid).reduce((sum, child) => sum + ownCpuSeconds(child), 0);
 
-/** `sqlite` (default) or `postgres` (BENCH_PG, default the test server). */
+/** `sqlite` (default), `postgres` (BENCH_PG, default the test server) or `redis` (BENCH_REDIS). */
 const BACKEND = process.env.BENCH_BACKEND ?? 'sqlite';
 const PG = process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432/test';
+const REDIS = process.env.BENCH_REDIS ?? 'redis://127.0.0.1:6379/0';
+/** Extra store URL parameters (e.g. `groupConcurrency=2` on PostgreSQL), on both sides. */
+const STORE_PARAMS = process.env.BENCH_STORE_PARAMS ?? '';
 const schemas: string[] = [];
+const prefixes: string[] = [];
+const withParams = (url: string) => (STORE_PARAMS ? `${url}${url.includes('?') ? '&' : '?'}${STORE_PARAMS}` : url);
 function storeUrl(dir: string, name: string): string {
   if (BACKEND === 'postgres') {
     const schema = `bench_http_${name}_${process.pid}`;
     schemas.push(schema);
-    return `${PG}?schema=${schema}`;
+    return withParams(`${PG}?schema=${schema}`);
   }
-  return `sqlite:${join(dir, `${name}.db`)}?synchronous=${SYNC}`;
+  if (BACKEND === 'redis') {
+    const prefix = `bench-http-${name}-${process.pid}`;
+    prefixes.push(prefix);
+    return withParams(`${REDIS}?prefix=${prefix}`);
+  }
+  return withParams(`sqlite:${join(dir, `${name}.db`)}?synchronous=${SYNC}`);
 }
+
+/** Pids of every process whose command name is `name` (the store's server processes). */
+const pidsNamed = (name: string): number[] =>
+  readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name;
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+/**
+ * CPU seconds the store's server has used so far (PostgreSQL: every postgres process plus what
+ * exited backends left in their parents' cutime/cstime; Redis: redis-server). SQLite runs inside
+ * the measured process itself, so it has no separate server: 0. Read only where this machine's
+ * /proc shows them (a server elsewhere reads as 0, and the column says so).
+ */
+function storeServerCpuSeconds(): number {
+  const name = BACKEND === 'postgres' ? 'postgres' : BACKEND === 'redis' ? 'redis-server' : undefined;
+  if (!name) return 0;
+  return pidsNamed(name).reduce((sum, pid) => sum + ownCpuSeconds(pid) + reapedCpuSeconds(pid), 0);
+}
+/** cutime + cstime: CPU of children this process has waited for (PostgreSQL's exited backends). */
+const reapedCpuSeconds = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND; // cutime (16th), cstime (17th)
+  } catch {
+    return 0;
+  }
+};
 
 const ownRssMb = (pid: number) => {
   try {
@@ -102,8 +144,98 @@ const ownRssMb = (pid: number) => {
 /** RSS of the service: the process plus its cluster workers. */
 const rssMb = (pid: number) => ownRssMb(pid) + childrenOf(pid).reduce((sum, child) => sum + ownRssMb(child), 0);
 
+interface HttpRun {
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** CPU per request of the serving process(es), of the store server, of autocannon (this process). */
+  processUs: number;
+  serverUs: number;
+  generatorUs: number;
+  busyPercent: number;
+  idleRss: number;
+  peakRss: number;
+}
+
+/**
+ * Starts a server process (`args` to node; it prints its URL to stderr, matched by `ready`),
+ * warms it up, then drives CLAIMS claim requests through autocannon with CONNECTIONS keep-alive
+ * connections, each a new claimant, and measures it. `key`: the API key to send, if any; `env`:
+ * more environment for the server.
+ */
+async function driveHttp(args: string[], ready: RegExp, key: string | undefined, env: Record<string, string> = {}): Promise<HttpRun> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let err = '';
+      child.stderr!.on('data', (d) => {
+        err += d;
+        const m = ready.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      child.on('exit', () => reject(new Error(`server exited:\n${err}`)));
+    });
+    const idleRss = rssMb(child.pid!);
+    let peakRss = idleRss;
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(child.pid!))), 100);
+    /** The moment the latest response arrived: autocannon ends a fixed-amount run only on its
+     * one-second tick, so its own duration (and the wall time around it) overstates a 2 s run by
+     * up to half; the run ends when its last response arrives. */
+    let lastResponse = 0;
+    const claims = (amount: number, prefix: string) => {
+      let n = 0;
+      const run = autocannon({
+        url,
+        connections: CONNECTIONS,
+        amount,
+        requests: [{
+          method: 'POST',
+          path: '/v1/pools/bench/claims',
+          headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
+        }],
+      });
+      run.on('response', () => (lastResponse = performance.now()));
+      return run;
+    };
+    if (WARMUP > 0) await claims(WARMUP, 'warm');
+    const processCpuBefore = cpuSeconds(child.pid!);
+    const serverCpuBefore = storeServerCpuSeconds();
+    const benchCpu = process.cpuUsage();
+    const started = performance.now();
+    const result = await claims(CLAIMS, 'user');
+    const seconds = (lastResponse - started) / 1000;
+    const processCpu = cpuSeconds(child.pid!) - processCpuBefore;
+    const serverCpu = storeServerCpuSeconds() - serverCpuBefore;
+    const benchCpuUsage = process.cpuUsage(benchCpu);
+    clearInterval(sampler);
+    const served = result['2xx'] + result.non2xx;
+    return {
+      ok: result['2xx'],
+      non2xx: result.non2xx,
+      errors: result.errors,
+      timeouts: result.timeouts,
+      perSecond: result['2xx'] / seconds,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      processUs: (processCpu * 1e6) / served,
+      serverUs: (serverCpu * 1e6) / served,
+      generatorUs: (benchCpuUsage.user + benchCpuUsage.system) / served,
+      busyPercent: (100 * processCpu) / seconds,
+      idleRss,
+      peakRss,
+    };
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 export async function main(): Promise<void> {
-  if (SERVE !== 'tsx' && !process.env.BENCH_DIST) ensureBuilt();
+  if (!process.env.BENCH_DIST) ensureBuilt(); // the bare-route baseline imports the built library even when the service runs through tsx
   const { openDibs } = (await import(SERVE === 'tsx' ? '../src/index.js' : pathToFileURL(join(DIST, 'index.js')).href)) as typeof import('../src/index.js');
   const cli = SERVE === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] : [join(DIST, 'cli', 'main.js')];
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-http-'));
@@ -114,11 +246,28 @@ export async function main(): Promise<void> {
     const lib = await openDibs(libStore);
     await timeOps(WARMUP, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
     const libCpu = process.cpuUsage();
+    const libServerCpuBefore = storeServerCpuSeconds();
     const libRun = await timeOps(CLAIMS, CONNECTIONS, (i) => lib.pools.claim('bench', `user-${i}`));
     const libCpuUsage = process.cpuUsage(libCpu);
+    const libServerUsPerClaim = ((storeServerCpuSeconds() - libServerCpuBefore) * 1e6) / CLAIMS;
     await lib.close();
     const library = summarise('library (dibs.pools.claim)', libRun.latencies, libRun.seconds);
     const libUsPerClaim = (libCpuUsage.user + libCpuUsage.system) / CLAIMS;
+
+    const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
+    const storeName = BACKEND === 'postgres' ? 'PostgreSQL' : BACKEND === 'redis' ? 'Redis' : `SQLite (synchronous=${SYNC})`;
+    const serverCell = (us: number) => (BACKEND === 'sqlite' ? 'in-process' : fmt(us));
+
+    // The HTTP floor: a bare Fastify route, its own process, no store. What any Node HTTP service
+    // costs per request here, measured in this run, so the ratio below has its ceiling beside it.
+    const bare = join(ROOT, 'bench', 'lib', 'bare-fastify.mjs');
+    const bareReady = /bare fastify is serving (http:\/\/\S+)/;
+    const floor = await driveHttp([bare], bareReady, undefined);
+    // The least an HTTP wrapper of the library can do: the same bare route calling
+    // dibs.pools.claim on a fresh store of the same kind (no auth, tenants, hooks, logs, metrics).
+    const wrapperStore = storeUrl(dir, 'bare');
+    await seedDibs(wrapperStore, CLAIMS + WARMUP);
+    const wrapper = await driveHttp([bare], bareReady, undefined, { DIBS_STORE: wrapperStore, DIBS_INDEX: join(DIST, 'index.js') });
 
     // Service, its own process.
     const store = storeUrl(dir, 'http');
@@ -126,60 +275,28 @@ export async function main(): Promise<void> {
     const keyStore = await openDibs(store);
     const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
     await keyStore.close();
-    const child = spawn(process.execPath, [...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL }, stdio: ['ignore', 'ignore', 'pipe'] });
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let err = '';
-        child.stderr!.on('data', (d) => {
-          err += d;
-          const m = /dibs is serving (http:\/\/\S+)/.exec(err);
-          if (m) resolve(m[1]!);
-        });
-        child.on('exit', () => reject(new Error(`serve exited:\n${err}`)));
-      });
-      const idleRss = rssMb(child.pid!);
-      let peakRss = idleRss;
-      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(child.pid!))), 100);
-      const claims = (amount: number, prefix: string) => {
-        let n = 0;
-        return autocannon({
-          url,
-          connections: CONNECTIONS,
-          amount,
-          requests: [{
-            method: 'POST',
-            path: '/v1/pools/bench/claims',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
-          }],
-        });
-      };
-      if (WARMUP > 0) await claims(WARMUP, 'warm');
-      const serviceCpuBefore = cpuSeconds(child.pid!);
-      const benchCpu = process.cpuUsage();
-      const started = performance.now();
-      const result = await claims(CLAIMS, 'user');
-      const seconds = (performance.now() - started) / 1000; // autocannon's own duration is rounded
-      const serviceCpu = cpuSeconds(child.pid!) - serviceCpuBefore;
-      const benchCpuUsage = process.cpuUsage(benchCpu);
-      clearInterval(sampler);
-      const served = result['2xx'] + result.non2xx;
-      const serviceUsPerClaim = (serviceCpu * 1e6) / served;
-      const autocannonUsPerClaim = (benchCpuUsage.user + benchCpuUsage.system) / served;
-      const httpPerSecond = result['2xx'] / seconds;
-      const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
-      console.log(`\nHTTP claim vs library, ${BACKEND === 'postgres' ? 'PostgreSQL' : `SQLite (synchronous=${SYNC})`}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-      console.log('| run | claims | claims/s | p50 ms | p99 ms | vs library | CPU µs per claim |');
-      console.log('|---|---:|---:|---:|---:|---:|---:|');
-      console.log(`| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× | ${fmt(libUsPerClaim)} (in-process) |`);
-      console.log(`| HTTP (dibs serve + autocannon) | ${result['2xx']} | ${fmt(httpPerSecond)} | ${result.latency.p50.toFixed(2)} | ${result.latency.p99.toFixed(2)} | ${(httpPerSecond / library.perSecond).toFixed(2)}× | ${fmt(serviceUsPerClaim)} (service) |`);
-      console.log(`\nservice CPU: ${serviceCpu.toFixed(2)} s over ${seconds.toFixed(1)} s (${fmt((100 * serviceCpu) / seconds)} % of one core), ${fmt(serviceUsPerClaim)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(serviceUsPerClaim - libUsPerClaim)} µs); autocannon (this process, same cores): ${fmt(autocannonUsPerClaim)} µs per request`);
-      console.log(`service RSS: ${idleRss.toFixed(0)} MB idle, ${peakRss.toFixed(0)} MB peak under load; non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts}`);
-    } finally {
-      child.kill('SIGTERM');
+    const service = await driveHttp([...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], /dibs is serving (http:\/\/\S+)/, key);
+
+    console.log(`\nHTTP claim vs library, ${storeName}${STORE_PARAMS ? ` (${STORE_PARAMS})` : ''}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    console.log('| run | requests | per second | p50 ms | p99 ms | vs library | CPU µs per request: Node process | store server | load generator |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log(`| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× | ${fmt(libUsPerClaim)} | ${serverCell(libServerUsPerClaim)} | (in the library's figure) |`);
+    const rows = [['HTTP floor: bare Fastify route, no store', floor], ['bare Fastify route + dibs.pools.claim', wrapper], ['HTTP: dibs serve', service]] as const;
+    for (const [label, run] of rows) {
+      console.log(`| ${label} | ${run.ok} | ${fmt(run.perSecond)} | ${run.p50.toFixed(2)} | ${run.p99.toFixed(2)} | ${(run.perSecond / library.perSecond).toFixed(2)}× | ${fmt(run.processUs)} | ${run === floor ? '–' : serverCell(run.serverUs)} | ${fmt(run.generatorUs)} |`);
     }
+    console.log(`\ndibs serve vs the bare route calling the library: ${(service.perSecond / wrapper.perSecond).toFixed(2)}× the throughput, ${fmt(service.processUs - wrapper.processUs)} µs more CPU per request (auth, tenants, validation, idempotency, logging, metrics)`);
+    console.log(`service CPU: ${fmt(service.busyPercent)} % of one core over the run, ${fmt(service.processUs)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(service.processUs - libUsPerClaim)} µs; the bare route alone costs ${fmt(floor.processUs)} µs)`);
+    console.log(`service RSS: ${service.idleRss.toFixed(0)} MB idle, ${service.peakRss.toFixed(0)} MB peak under load; non-2xx ${service.non2xx}, errors ${service.errors}, timeouts ${service.timeouts}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    if (prefixes.length > 0) {
+      const redis = new Redis(REDIS);
+      for (const prefix of prefixes) {
+        for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+      }
+      redis.disconnect();
+    }
     for (const schema of schemas) {
       const client = new pg.Client({ connectionString: PG });
       await client.connect();

@@ -1,0 +1,20 @@
+// HTTP baselines for bench/http.ts: a bare Fastify route shaped like the claim route (same path,
+// same JSON body parsed, 201 with JSON), with no auth, tenants, validation hooks, idempotency,
+// logging or metrics. Without DIBS_STORE it answers a constant-sized claim-like object (the floor
+// of any Node HTTP service on this machine); with DIBS_STORE (and DIBS_INDEX, the built library's
+// index.js) the route calls dibs.pools.claim on that store, the least an HTTP wrapper of the
+// library can do. Plain JavaScript, run by node directly. Prints its URL to stderr.
+import Fastify from 'fastify';
+import { pathToFileURL } from 'node:url';
+
+const dibs = process.env.DIBS_STORE ? await (await import(pathToFileURL(process.env.DIBS_INDEX).href)).openDibs(process.env.DIBS_STORE) : undefined;
+const app = Fastify({ logger: false });
+let n = 0;
+app.post('/v1/pools/:pool/claims', async (request, reply) => {
+  reply.code(201);
+  if (dibs) return dibs.pools.claim(request.params.pool, request.body.claimant);
+  return { pool: request.params.pool, claimant: request.body.claimant, status: 'claimed', code: `DIBS-${n++}`, held: [], replayed: false };
+});
+const url = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stderr.write(`bare fastify is serving ${url}\n`);
+process.on('SIGTERM', () => void app.close().then(() => dibs?.close()).then(() => process.exit(0)));
