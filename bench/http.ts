@@ -1,25 +1,33 @@
 /**
- * HTTP service vs the library on the same store (SQLite file, synchronous=FULL): claims/s,
- * p50/p99, CPU per claim and the service's RSS under load. The service runs as its own process
- * (`dibs serve`, LOG_LEVEL=warn or BENCH_LOG_LEVEL, rate limit off); autocannon drives it from this process with
- * BENCH_CONNECTIONS keep-alive connections, each request a new claimant with an API key (so auth,
- * the tenant layer, validation, metrics and JSON are all paid for). The library baseline calls
- * `dibs.pools.claim` in-process with the same concurrency. BENCH_WORKERS=N runs the service as
- * `dibs serve --workers N` (node:cluster); its RSS and CPU are then summed over the primary and the workers.
+ * HTTP service vs the library on the same store (BENCH_BACKEND: SQLite file, PostgreSQL or Redis):
+ * claims/s, p50/p99, CPU per claim and the service's RSS under load. The service runs as its own
+ * process (`dibs serve`, LOG_LEVEL=warn or BENCH_LOG_LEVEL, rate limit off); autocannon drives it
+ * from this process with BENCH_CONNECTIONS keep-alive connections, each request a new claimant
+ * with an API key (so auth, the tenant layer, validation, metrics and JSON are all paid for). The
+ * library baseline calls `dibs.pools.claim` in-process with the same concurrency. BENCH_WORKERS=N
+ * runs the service as `dibs serve --workers N` (node:cluster); its RSS and CPU are then summed
+ * over the primary and the workers.
+ *
+ * Two HTTP baselines run in the same run, each its own process driven the same way
+ * (bench/lib/bare-fastify.mjs): a bare Fastify route with no store (the floor of any Node HTTP
+ * service here), and the same route calling `dibs.pools.claim` (the least any HTTP wrapper of the
+ * library can do). So the ratio dibs serve / library stands beside the ratio no wrapper can beat.
  *
  * Both sides run what users run: the compiled JavaScript in dist/ (built first when missing or
  * older than src/), `node dist/cli/main.js serve` and `import 'dibs'`. BENCH_SERVE=tsx runs the
- * TypeScript sources through tsx instead; BENCH_DIST=<dir> runs another build (A/B of two builds). BENCH_NODE_ARGS adds flags to the service's node
- * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it).
+ * TypeScript sources through tsx instead; BENCH_DIST=<dir> runs another build (A/B of two
+ * builds). BENCH_NODE_ARGS adds flags to the service's node (e.g. `--cpu-prof
+ * --cpu-prof-dir=/tmp/prof` to profile it).
  *
- * Both sides first make BENCH_WARMUP claims (default 2,000) that are not measured: a service
+ * Every side first makes BENCH_WARMUP claims (default 2,000) that are not measured: a service
  * runs for long, and a cold JIT (V8 compiling on background threads) inflated the service's CPU
  * per request by 5–40 % in 20,000-claim runs.
  *
  * CPU per claim — far less sensitive to what else the machine runs than claims/s — is read from
- * /proc/<pid>/stat (utime + stime) of the service over the autocannon run, and from
- * process.cpuUsage() for the library run (which includes SQLite's work, in-process; PostgreSQL's
- * server CPU is on neither side). autocannon shares this machine's cores with the service.
+ * /proc/<pid>/stat (utime + stime) of the server process over the autocannon run, and from
+ * process.cpuUsage() for the library run (which includes SQLite's work, in-process); the store
+ * server's (postgres, redis-server) is read the same way when it runs on this machine.
+ * autocannon shares this machine's cores with the service.
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
