@@ -21,7 +21,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the dibs CLI (CLI_ARGS) with `args`, optional stdin, bounded in time. */
+/**
+ * Runs the dibs CLI (CLI_ARGS) with `args`, optional stdin, bounded in time: 120 s by default, a
+ * bound for a hung process, not a speed check (a spawn took over 30 s once at load 20).
+ */
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -29,7 +32,7 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; input
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
