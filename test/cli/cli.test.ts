@@ -87,7 +87,7 @@ describe('dibs CLI', () => {
     const out = join(temp.dir, 'export.csv');
     assert.equal((await runCli(['export', 'cli-pool', '--out', out], { env })).code, 0);
     const csv = readFileSync(out, 'utf8').trim().split('\n');
-    assert.equal(csv[0], 'code,status,claimant,claimed_at,redeemed_at');
+    assert.equal(csv[0], 'code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at');
     assert.equal(csv.length, 5);
     const stdoutExport = await runCli(['export', 'cli-pool', '--status', 'claimed'], { env });
     assert.match(stdoutExport.stdout, new RegExp(`${claimed.code},claimed,alice`));

@@ -140,7 +140,7 @@ describe('HTTP API', () => {
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       assert.match(String(csv.headers['content-disposition']), /attachment; filename="report.csv"/);
       const lines = csv.body.trim().split('\n');
-      assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at');
+      assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at');
       assert.ok(csv.body.includes("'=SUM(A1)"));
       assert.ok(csv.body.includes("'+attacker"));
       const claimed = await json('GET', '/v1/pools/report/export?status=claimed');
