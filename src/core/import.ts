@@ -3,7 +3,7 @@
  * and hands each batch to the backend, so a million codes never sit in memory at once.
  */
 import { Readable } from 'node:stream';
-import { parse } from 'csv-parse';
+import { Parser } from 'csv-parse';
 import type { PoolBackend } from './backend.js';
 import { DibsError } from './errors.js';
 import { csvColumns, parseCsvRow, parseListEntry, type CsvColumns, type ParsedEntry } from './import-entries.js';
@@ -55,20 +55,19 @@ export async function importCsv(
     bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
   });
   const parser = input.pipe(
-    parse({
+    new LineNumberedParser({
       bom: true,
       relax_column_count: true,
       relax_quotes: true,
       skip_empty_lines: true,
       max_record_size: MAX_RECORD_BYTES,
-      info: true, // the line of each record, to point at the first bad row
     }),
   );
   input.on('error', (error) => parser.destroy(error));
   const importer = new BatchImporter(backend, pool, options, () => bytes);
   let columns: CsvColumns | null | undefined;
   try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+    for await (const { record, line } of parser as AsyncIterable<NumberedRecord>) {
       if (columns === undefined) {
         columns = csvColumns(record);
         if (columns !== null) {
@@ -77,7 +76,7 @@ export async function importCsv(
           continue;
         }
       }
-      await importer.add(parseCsvRow(record, columns), { line: info.lines });
+      await importer.add(parseCsvRow(record, columns), { line });
     }
   } catch (error) {
     if (error instanceof DibsError) throw error;
@@ -89,6 +88,24 @@ export async function importCsv(
     });
   }
   return importer.finish();
+}
+
+interface NumberedRecord {
+  record: string[];
+  /** The file line the record ends on (1-based). */
+  line: number;
+}
+
+/**
+ * Tags each record with its line, to point at the first bad row. csv-parse's own `info` option
+ * builds a dozen-field object per record (3× the parse time of a 200k-row file); a record is
+ * pushed synchronously while the parser's live `info.lines` is the line it ends on, so reading it
+ * there costs one small object.
+ */
+class LineNumberedParser extends Parser {
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    return super.push(record === null ? null : ({ record: record as string[], line: this.info.lines } satisfies NumberedRecord), encoding);
+  }
 }
 
 class BatchImporter {
