@@ -4,7 +4,7 @@
  * on the wire and exist for the OpenAPI document (openapi.ts).
  */
 import { z } from 'zod';
-import { claimantSchema, codeFormatSchema, codeSchema, importEntrySchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
+import { claimantSchema, codeFormatSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, importEntrySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
 import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
 

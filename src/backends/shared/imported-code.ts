@@ -4,4 +4,3 @@ import type { ImportedCode, WindowedCode } from '../../core/types.js';
 export function withWindow(entry: ImportedCode): WindowedCode {
   return typeof entry === 'string' ? { code: entry, startsAt: null, expiresAt: null } : entry;
 }
-
