@@ -6,6 +6,7 @@ import type {
   CodeStatus,
   CodeWindow,
   Health,
+  ImportedCode,
   MultiUseCodeSpec,
   InsertResult,
   ListOptions,
@@ -48,11 +49,13 @@ export interface PoolBackend {
   deletePool(name: string): Promise<void>;
 
   /**
-   * Adds one batch of already-validated codes (≤ a few thousand) atomically. Codes already in
-   * the pool — or repeated inside the batch — are counted as duplicates, never inserted twice.
-   * Counters (total, free) move in the same atomic step. Throws `not_found`.
+   * Adds one batch of already-validated codes (≤ a few thousand) atomically, each with its own
+   * validity window when it has one (stores without `setCodeWindow` never receive one). Codes
+   * already in the pool — or repeated inside the batch — are counted as duplicates, never inserted
+   * twice, and keep their window (the first occurrence wins). Counters (total, free) move in the
+   * same atomic step. Throws `not_found`.
    */
-  insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult>;
+  insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult>;
   /**
    * How many `insertCodes` batches of one import may run at once (default 1). Batches may then
    * commit out of order, so a code's position in the export follows its batch's commit.

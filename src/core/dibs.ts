@@ -245,7 +245,7 @@ export class Pools {
     yield* this.backend.exportCodes(pool(name), { ...(status ? { status } : {}), batchSize });
   }
 
-  /** The export as CSV (`code,status,claimant,claimed_at,redeemed_at`), streamed. Checks the pool exists first. */
+  /** The export as CSV (`code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at`; imports back with the windows), streamed. Checks the pool exists first. */
   async exportCsv(name: string, options: { status?: CodeStatus; escapeFormulas?: boolean } = {}): Promise<Readable> {
     // Validate and check existence before the first byte, so errors are answers, not broken streams.
     const status = options.status === undefined ? undefined : parseInput(codeStatusSchema, options.status, 'status');

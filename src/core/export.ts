@@ -2,7 +2,11 @@ import { stringify } from 'csv-stringify';
 import { Readable } from 'node:stream';
 import type { CodeInfo } from './types.js';
 
-export const EXPORT_COLUMNS = ['code', 'status', 'claimant', 'claimed_at', 'redeemed_at'] as const;
+/**
+ * The window columns are always there (empty for a code without its own window), so the header
+ * never depends on the data, and the file imports back with each code's window (see import.ts).
+ */
+export const EXPORT_COLUMNS = ['code', 'status', 'claimant', 'claimed_at', 'redeemed_at', 'starts_at', 'expires_at'] as const;
 
 /**
  * A spreadsheet treats a cell starting with = + - @ (or tab / CR) as a formula. Exported
@@ -18,7 +22,7 @@ export function codesToCsv(batches: AsyncIterable<CodeInfo[]>, options: { escape
   async function* rows() {
     for await (const batch of batches) {
       for (const c of batch) {
-        yield [escape(c.code), c.status, c.claimant === null ? '' : escape(c.claimant), c.claimedAt ?? '', c.redeemedAt ?? ''];
+        yield [escape(c.code), c.status, c.claimant === null ? '' : escape(c.claimant), c.claimedAt ?? '', c.redeemedAt ?? '', c.startsAt ?? '', c.expiresAt ?? ''];
       }
     }
   }

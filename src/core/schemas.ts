@@ -157,14 +157,22 @@ export const holdTtlSchema = z
   .min(1000, 'must be at least 1000 (1 s)')
   .max(86_400_000, 'at most 86400000 (24 h)');
 
+const windowFields = {
+  startsAt: instantSchema.nullable().default(null),
+  expiresAt: instantSchema.nullable().default(null),
+};
+
 /** A code's own validity window. */
-export const codeWindowSchema = z
-  .object({
-    startsAt: instantSchema.nullable().default(null),
-    expiresAt: instantSchema.nullable().default(null),
-  })
+export const codeWindowSchema = z.object(windowFields).strict().refine(windowIsOrdered, windowOrderError);
+
+/** An import entry with its own validity window (a bare string is a code without one). */
+export const windowedCodeSchema = z
+  .object({ code: codeSchema, ...windowFields })
   .strict()
   .refine(windowIsOrdered, windowOrderError);
+
+/** One entry of an import list: a code, or `{code, startsAt?, expiresAt?}`. */
+export const importEntrySchema = z.union([codeSchema, windowedCodeSchema]);
 
 /** A multi-use code (one code, N uses). */
 export const multiUseCodeSchema = z
@@ -172,8 +180,7 @@ export const multiUseCodeSchema = z
     code: z.lazy(() => codeSchema),
     uses: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000_000, 'at most 1000000000'),
     usesPerClaimant: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000, 'at most 1000000').nullable().default(1),
-    startsAt: instantSchema.nullable().default(null),
-    expiresAt: instantSchema.nullable().default(null),
+    ...windowFields,
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);

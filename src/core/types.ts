@@ -162,11 +162,32 @@ export interface ClaimOptions {
 export interface ImportResult {
   /** Codes added to the pool. */
   imported: number;
-  /** Codes already in the pool or repeated within the input. */
+  /** Codes already in the pool or repeated within the input (their windows are not changed). */
   duplicates: number;
-  /** Blank, oversized or malformed entries that were skipped. */
+  /** Blank, oversized or malformed entries (bad code or bad window) that were skipped. */
   invalid: number;
+  /** The first skipped entry and why, when `invalid` > 0: where to look in a file of millions of rows. */
+  firstInvalid?: InvalidEntry;
 }
+
+/** Where an import entry was and why it was skipped. */
+export interface InvalidEntry {
+  /** CSV: the line of the file (1-based; the header is line 1). */
+  line?: number;
+  /** A list: the element's index (0-based). */
+  index?: number;
+  /** The column (CSV, as its header names it) or field (list) that was wrong. */
+  field: string;
+  message: string;
+}
+
+/** A code to import with its own validity window (see `CodeWindow`). */
+export interface WindowedCode extends CodeWindow {
+  code: string;
+}
+
+/** One entry of an import batch: a bare code, or a code with its own window. */
+export type ImportedCode = string | WindowedCode;
 
 export interface InsertResult {
   inserted: number;

@@ -4,7 +4,7 @@
  * on the wire and exist for the OpenAPI document (openapi.ts).
  */
 import { z } from 'zod';
-import { claimantSchema, codeFormatSchema, codeSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
+import { claimantSchema, codeFormatSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, importEntrySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
 import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
 
@@ -45,7 +45,17 @@ export const codeInfoSchema = z
 export const holdBodySchema = z.object({ claimant: claimantSchema, ttlMs: holdTtlSchema.meta({ description: 'How long the hold lasts (ms, by the store clock)' }) }).strict();
 export const codeWindowBodySchema = codeWindowSchema;
 export const multiUseCodeBodySchema = multiUseCodeSchema;
-export const importResultSchema = z.object({ imported: z.number().int(), duplicates: z.number().int(), invalid: z.number().int() }).meta({ id: 'ImportResult' });
+export const importResultSchema = z
+  .object({
+    imported: z.number().int(),
+    duplicates: z.number().int(),
+    invalid: z.number().int(),
+    firstInvalid: z
+      .object({ line: z.number().int().optional(), index: z.number().int().optional(), field: z.string(), message: z.string() })
+      .optional()
+      .meta({ description: 'The first skipped entry: `line` of the CSV (1-based) or `index` of the JSON list (0-based), the column/field, and why' }),
+  })
+  .meta({ id: 'ImportResult' });
 export const claimBodySchema = z
   .object({
     claimant: claimantSchema,
@@ -56,7 +66,9 @@ export const claimBodySchema = z
 export const claimResultSchema = z
   .object({ pool: z.string(), claimant: z.string(), status: z.enum(['claimed', 'already-held']), code: z.string().optional(), codes: z.array(z.string()).optional(), held: z.array(z.string()), replayed: z.boolean() })
   .meta({ id: 'ClaimResult' });
-export const importBodySchema = z.object({ codes: z.array(codeSchema).max(1_000_000) }).strict();
+export const importBodySchema = z
+  .object({ codes: z.array(importEntrySchema).max(1_000_000).meta({ description: 'Codes, or `{code, startsAt?, expiresAt?}` for a code with its own validity window; a bad entry is skipped and counted as `invalid`' }) })
+  .strict();
 export const claimantBodySchema = z.object({ claimant: claimantSchema.optional() }).strict();
 export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), orderId: z.string().optional() }).strict();
 export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();

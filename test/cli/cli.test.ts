@@ -74,6 +74,15 @@ describe('dibs CLI', () => {
     const fromStdin = await runCli(['import', 'cli-pool', '-'], { env, input: 'S1\nS2\nF1\n' });
     assert.equal(fromStdin.code, 0, fromStdin.stderr);
     assert.match(fromStdin.stdout, /imported 2, duplicates 1, invalid 0/);
+    // the windowed example of `import --help` runs as printed (its printf input, into another pool)
+    const example = /\$ printf '([^']+)' \| dibs import spring -/.exec((await runCli(['import', '--help'])).stdout);
+    assert.ok(example, 'import --help shows a CSV with window columns');
+    assert.equal((await runCli(['pools', 'create', 'cli-windows'], { env })).code, 0);
+    const windowed = await runCli(['import', 'cli-windows', '-'], { env, input: example[1]!.replaceAll('\\n', '\n') + 'BAD,tomorrow,\n' });
+    assert.equal(windowed.code, 0, windowed.stderr);
+    assert.match(windowed.stdout, /imported 2, duplicates 0, invalid 1 \(first: line 4, starts_at: must be an ISO 8601 timestamp/);
+    const windows = await runCli(['export', 'cli-windows'], { env });
+    assert.match(windows.stdout, /^WKND-1,free,,,,2026-11-28T00:00:00\.000Z,2026-11-30T00:00:00\.000Z$/m, windows.stderr);
 
     const claim = await runCli(['claim', 'cli-pool', 'alice', '--key', 'k1', '--json'], { env });
     assert.equal(claim.code, 0, claim.stderr);
@@ -87,7 +96,7 @@ describe('dibs CLI', () => {
     const out = join(temp.dir, 'export.csv');
     assert.equal((await runCli(['export', 'cli-pool', '--out', out], { env })).code, 0);
     const csv = readFileSync(out, 'utf8').trim().split('\n');
-    assert.equal(csv[0], 'code,status,claimant,claimed_at,redeemed_at');
+    assert.equal(csv[0], 'code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at');
     assert.equal(csv.length, 5);
     const stdoutExport = await runCli(['export', 'cli-pool', '--status', 'claimed'], { env });
     assert.match(stdoutExport.stdout, new RegExp(`${claimed.code},claimed,alice`));

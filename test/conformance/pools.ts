@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Dibs } from '../../src/index.js';
 import { collect, rejectsWith } from '../support/assert.js';
+import { importWindowCases } from './import-windows.js';
 
 export interface ConformanceTarget {
   dibs: Dibs;
@@ -143,7 +144,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       it('counts imported, duplicate and invalid entries of a list', async () => {
         const name = await freshPool();
         const result = await dibs.pools.importCodes(name, ['A', 'B', ' C ', 'A', '', '   ', 'x'.repeat(129), 'x'.repeat(128), 42, null, 'B', 'bad\u0000code']);
-        assert.deepEqual(result, { imported: 4, duplicates: 2, invalid: 6 });
+        assert.deepEqual(result, { imported: 4, duplicates: 2, invalid: 6, firstInvalid: { index: 4, field: 'code', message: 'must not be blank' } });
         assert.deepEqual(await dibs.pools.stats(name), { total: 4, free: 4, claimed: 0, redeemed: 0, revoked: 0 });
         assert.equal((await dibs.pools.code(name, 'C')).status, 'free', 'codes are trimmed');
       });
@@ -162,7 +163,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.pools.importCsv(header, '\uFEFFcode\r\nH1\r\nH2\r\nH1\r\n'), { imported: 2, duplicates: 1, invalid: 0 });
         const columns = await freshPool();
         const csv = 'id,Code,note\n1,K1,first\n2,"K,2","quoted, with comma"\n3,,empty\n';
-        assert.deepEqual(await dibs.pools.importCsv(columns, csv), { imported: 2, duplicates: 0, invalid: 1 });
+        assert.deepEqual(await dibs.pools.importCsv(columns, csv), { imported: 2, duplicates: 0, invalid: 1, firstInvalid: { line: 4, field: 'code', message: 'must not be blank' } });
         assert.equal((await dibs.pools.code(columns, 'K,2')).code, 'K,2');
       });
 
@@ -186,6 +187,8 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const name = await freshPool();
         await rejectsWith(dibs.pools.importCsv(name, 'A\n' + 'x'.repeat(100_000) + '\n'), 'invalid_input');
       });
+
+      importWindowCases(() => dibs, freshPool);
     });
 
     describe('claim', () => {
@@ -646,7 +649,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         };
         const csv = await text(await dibs.pools.exportCsv(name));
         const lines = csv.trim().split('\n');
-        assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at');
+        assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at');
         assert.equal(lines.length, 3);
         assert.ok(csv.includes(`"'=HYPERLINK(""x"")"`), csv);
         assert.ok(csv.includes(`'@attacker`), csv);

@@ -73,14 +73,34 @@ describe('HTTP API', () => {
     it('imports JSON lists and streamed CSV with header, blanks and duplicates', async () => {
       await makePool('imports', []);
       const list = await json('POST', '/v1/pools/imports/codes', { codes: ['A', 'B', 'A', ''] });
-      assert.deepEqual(list.json(), { imported: 2, duplicates: 1, invalid: 1 });
+      assert.deepEqual(list.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { index: 3, field: 'code', message: 'must not be blank' } });
       const csv = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'code\nC\n\nD\nA\n' + 'x'.repeat(200) + '\n', headers: { 'content-type': 'text/csv' } });
-      assert.deepEqual(csv.json(), { imported: 2, duplicates: 1, invalid: 1 });
+      assert.deepEqual(csv.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { line: 6, field: 'code', message: 'at most 128 characters' } });
       const plain = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'E\nF', headers: { 'content-type': 'text/plain; charset=utf-8' } });
       assert.deepEqual(plain.json(), { imported: 2, duplicates: 0, invalid: 0 });
       expectError(await json('POST', '/v1/pools/imports/codes', { codes: 'A,B' }), 400, 'invalid_input', 'codes');
       expectError(await json('POST', '/v1/pools/unknown/codes', { codes: ['A'] }), 404, 'not_found');
       expectError(await inject({ method: 'POST', url: '/v1/pools/unknown/codes', payload: 'A\n', headers: { 'content-type': 'text/csv' } }), 404, 'not_found');
+    });
+
+    it('imports codes with their own windows: JSON objects beside strings, CSV columns; bad entries counted, bad shapes 400', async () => {
+      await makePool('windows', [], { perClaimantLimit: 10 });
+      const url = '/v1/pools/windows/codes';
+      const list = await json('POST', url, { codes: ['W1', { code: 'W2', expiresAt: '2000-01-01T00:00:00Z' }, { code: 'W3', startsAt: '2000-01-01T01:00:00+01:00', expiresAt: null }, { code: 'W4', startsAt: 'tomorrow' }, { code: 'W5', until: 'x' }] });
+      assert.equal(list.statusCode, 200, list.body);
+      assert.deepEqual(list.json(), { imported: 3, duplicates: 0, invalid: 2, firstInvalid: { index: 3, field: 'startsAt', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' } });
+      assert.equal((await json('GET', `${url}/W3`)).json().startsAt, '2000-01-01T00:00:00.000Z', 'normalised to UTC');
+      const csv = await inject({ method: 'POST', url, payload: 'code,valid_from,valid_until\nW6,,2999-01-01T00:00:00Z\nW7,2999-01-01T00:00:00Z,\nW8,,31/12/2999\n', headers: { 'content-type': 'text/csv' } });
+      assert.deepEqual(csv.json(), { imported: 2, duplicates: 0, invalid: 1, firstInvalid: { line: 4, field: 'valid_until', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' } });
+      const claimed = await json('POST', '/v1/pools/windows/claims', { claimant: 'alice', count: 10 });
+      assert.deepEqual([...(claimed.json().codes as string[])].sort(), ['W1', 'W3', 'W6'], 'W2 expired, W7 not yet valid');
+      const exported = await json('GET', '/v1/pools/windows/export');
+      assert.ok(exported.body.includes('W6,claimed,alice,') && exported.body.includes(',2999-01-01T00:00:00.000Z\n'), exported.body);
+      // shapes that are not a code list at all are 400s, never 5xx
+      expectError(await json('POST', url, { codes: { code: 'W9' } }), 400, 'invalid_input', 'codes');
+      expectError(await inject({ method: 'POST', url, payload: 'code,starts_at,valid_from\nW9,,\n', headers: { 'content-type': 'text/csv' } }), 400, 'invalid_input', 'codes');
+      expectError(await inject({ method: 'POST', url, payload: 'expires_at\n2999-01-01T00:00:00Z\n', headers: { 'content-type': 'text/csv' } }), 400, 'invalid_input', 'codes');
+      assert.equal((await json('GET', '/v1/pools/windows')).json().stats.total, 5, 'refused imports wrote nothing');
     });
 
     it('claims: 201 claimed, 200 already-held, 409 sold_out, replay by header or body key', async () => {
@@ -140,7 +160,7 @@ describe('HTTP API', () => {
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       assert.match(String(csv.headers['content-disposition']), /attachment; filename="report.csv"/);
       const lines = csv.body.trim().split('\n');
-      assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at');
+      assert.equal(lines[0], 'code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at');
       assert.ok(csv.body.includes("'=SUM(A1)"));
       assert.ok(csv.body.includes("'+attacker"));
       const claimed = await json('GET', '/v1/pools/report/export?status=claimed');

@@ -168,6 +168,9 @@ describe('metrics, OpenAPI, config', () => {
     }
     for (const name of ['Error', 'Pool', 'ClaimResult', 'Sale', 'Lease', 'PoolPage']) assert.ok(doc.components.schemas[name], name);
     assert.ok(!JSON.stringify(doc).includes('#/$defs/'), 'every $ref resolves inside the document');
+    const importBody = JSON.stringify((doc.paths['/v1/pools/{pool}/codes']!.post as unknown as { requestBody: unknown }).requestBody);
+    for (const field of ['"code"', '"startsAt"', '"expiresAt"']) assert.ok(importBody.includes(field), `the import body documents ${field} entries`);
+    assert.ok(JSON.stringify(doc.components.schemas.ImportResult).includes('firstInvalid'), 'ImportResult documents firstInvalid');
     const page = await svc.call(null, 'GET', '/docs');
     assert.equal(page.statusCode, 200);
     assert.match(page.body, /openapi\.json/);

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import type { ClaimManyResult, CodeInfo, CodeStatus, InsertResult, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
+import type { ClaimManyResult, CodeInfo, CodeStatus, ImportedCode, InsertResult, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
 import { assertInWindow } from '../../core/window.js';
 import { alreadyRedeemed, assertRedeemedFor, claimantRequired, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
 import { auditPool } from './audit.js';
@@ -130,7 +130,10 @@ export class FirestorePools implements PoolBackend {
     }
   }
 
-  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+  /** Bare codes only: this store has no per-code windows yet (no `setCodeWindow`); the importer refuses them first. */
+  async insertCodes(pool: string, entries: readonly ImportedCode[]): Promise<InsertResult> {
+    if (entries.some((e) => typeof e !== 'string')) throw new DibsError('unsupported', 'codes with their own validity window cannot be stored in Firestore yet', { field: 'codes' });
+    const codes = entries as readonly string[];
     const refs = this.refs(pool);
     if (codes.length === 0) {
       if (!(await refs.pool.get()).exists) throw notFound('pool', pool);

@@ -9,20 +9,27 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import { notFound } from '../../core/errors.js';
-import type { InsertResult } from '../../core/types.js';
+import type { ImportedCode, InsertResult } from '../../core/types.js';
+import { withWindow } from '../shared/imported-code.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { sqlState, withTransaction } from './connection.js';
 import { settleLowStock } from './low-stock.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), ['poolByName', 'createStaging', 'copyIntoStaging', 'insertFromStaging', 'moveCounters']);
 
-/** COPY text format: backslash is the escape character; codes carry no control characters. */
-const copyLine = (code: string) => `${code.replace(/\\/g, '\\\\')}\n`;
+/**
+ * COPY text format: backslash is the escape character (codes carry no control characters, so no
+ * tab or newline); `\N` is NULL, an open side of the window.
+ */
+function copyLine(entry: ImportedCode): string {
+  const { code, startsAt, expiresAt } = withWindow(entry);
+  return `${code.replace(/\\/g, '\\\\')}\t${startsAt ?? '\\N'}\t${expiresAt ?? '\\N'}\n`;
+}
 
 /** Batches of one import run in parallel; how many (the server does ~1.8× more with 3 than 1). */
 export const IMPORT_CONCURRENCY = 3;
 
-export async function insertCodes(pool: pg.Pool, name: string, codes: readonly string[]): Promise<InsertResult> {
+export async function insertCodes(pool: pg.Pool, name: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
   // Parallel batches that share codes in opposite orders can deadlock; PostgreSQL aborts one of
   // them, which then retries from scratch (its transaction left nothing behind).
   for (let attempt = 1; ; attempt++) {
@@ -34,7 +41,7 @@ export async function insertCodes(pool: pg.Pool, name: string, codes: readonly s
   }
 }
 
-function insertBatch(pool: pg.Pool, name: string, codes: readonly string[]): Promise<InsertResult> {
+function insertBatch(pool: pg.Pool, name: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
   return withTransaction(pool, async (client) => {
     const row = (await client.query<{ id: string; low_stock_threshold: number | null }>(Q.poolByName, [name])).rows[0];
     if (!row) throw notFound('pool', name);
@@ -51,7 +58,7 @@ function insertBatch(pool: pg.Pool, name: string, codes: readonly string[]): Pro
 }
 
 /** The batch as COPY text in ~64 KiB chunks (few stream writes, no giant string). */
-function* chunks(codes: readonly string[]): Generator<string> {
+function* chunks(codes: readonly ImportedCode[]): Generator<string> {
   let buffer = '';
   for (const code of codes) {
     buffer += copyLine(code);

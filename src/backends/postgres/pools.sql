@@ -77,18 +77,20 @@ DELETE FROM pools WHERE id = $1
 DELETE FROM outbox WHERE pool = $1
 
 -- name: createStaging
--- Per-connection staging table for COPY; emptied at the end of every transaction.
-CREATE TEMP TABLE IF NOT EXISTS dibs_import_staging (ord bigserial, code text NOT NULL) ON COMMIT DELETE ROWS
+-- Per-connection staging table for COPY (each code with its own window, NULL = open on that
+-- side); emptied at the end of every transaction.
+CREATE TEMP TABLE IF NOT EXISTS dibs_import_staging (ord bigserial, code text NOT NULL, starts_at timestamptz, expires_at timestamptz) ON COMMIT DELETE ROWS
 
 -- name: copyIntoStaging
-COPY pg_temp.dibs_import_staging (code) FROM STDIN
+COPY pg_temp.dibs_import_staging (code, starts_at, expires_at) FROM STDIN
 
 -- name: insertFromStaging
 -- $1 pool id → inserted rows; duplicates (in the pool or earlier in the batch) are skipped, and
--- new codes get ids in input order (export order = import order).
+-- new codes get ids in input order (export order = import order); a code repeated in the batch
+-- keeps the window of its first occurrence.
 -- A code the pool already has as a multi-use code is a duplicate too.
-INSERT INTO codes (pool_id, code)
-SELECT $1, s.code FROM pg_temp.dibs_import_staging s
+INSERT INTO codes (pool_id, code, starts_at, expires_at)
+SELECT $1, s.code, s.starts_at, s.expires_at FROM pg_temp.dibs_import_staging s
 WHERE NOT EXISTS (SELECT 1 FROM multi_codes m WHERE m.pool_id = $1 AND m.code = s.code)
 ORDER BY s.ord
 ON CONFLICT (pool_id, code) DO NOTHING
@@ -196,10 +198,10 @@ SELECT id, code, status, claimant, claim_key, claimed_at, redeemed_at, redeemed_
 WHERE pool_id = $1 AND claimant = $2 ORDER BY claimed_at, id
 
 -- name: exportAll
-SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND id > $2 ORDER BY id LIMIT $3
+SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order, starts_at, expires_at FROM codes WHERE pool_id = $1 AND id > $2 ORDER BY id LIMIT $3
 
 -- name: exportByStatus
-SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order FROM codes WHERE pool_id = $1 AND status = $4 AND id > $2 ORDER BY id LIMIT $3
+SELECT id, code, status, claimant, claimed_at, redeemed_at, redeemed_order, starts_at, expires_at FROM codes WHERE pool_id = $1 AND status = $4 AND id > $2 ORDER BY id LIMIT $3
 
 -- name: countByStatus
 SELECT status, count(*)::bigint AS n FROM codes WHERE pool_id = $1 GROUP BY status

@@ -13,6 +13,7 @@ import type {
   CodeInfo,
   CodeStatus,
   CodeWindow,
+  ImportedCode,
   InsertResult,
   MultiUseCodeSpec,
   OutboxEvent,
@@ -196,7 +197,7 @@ export class PgPools implements PoolBackend {
     });
   }
 
-  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+  async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     return insertCodes(this.pool, pool, codes);
   }
 

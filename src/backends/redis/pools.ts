@@ -3,6 +3,7 @@ import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound, soldOut } from '../../core/errors.js';
 import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import type {
   CodeFormat,
@@ -10,6 +11,7 @@ import type {
   CodeInfo,
   CodeStatus,
   CodeWindow,
+  ImportedCode,
   InsertResult,
   MultiUseCodeSpec,
   OutboxEvent,
@@ -112,9 +114,12 @@ export class RedisPools implements PoolBackend {
     if (removed === 0) throw notFound('pool', name);
   }
 
-  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+  async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     const k = this.keys(pool);
-    const reply = await runScript(this.client, 'insert', [k.pool, k.free, k.all, k.codes, k.multi], [...codes]);
+    // a batch without windows stays a plain list of codes (a third of the arguments)
+    const windowed = codes.some((c) => typeof c !== 'string');
+    const args = windowed ? codes.flatMap((c) => { const w = withWindow(c); return [w.code, msOrEmpty(w.startsAt), msOrEmpty(w.expiresAt)]; }) : (codes as readonly string[]);
+    const reply = await runScript(this.client, 'insert', [k.pool, k.free, k.all, k.codes, k.multi, k.parked], [windowed ? 'w' : '', ...args]);
     if (reply === 'not_found') throw notFound('pool', pool);
     const [inserted, duplicates] = reply as [number, number];
     return { inserted, duplicates };

@@ -33,9 +33,10 @@ DELETE FROM dibs_pools WHERE id = ?
 DELETE FROM dibs_outbox WHERE pool = ?
 
 -- name: insertCode
+-- @startsAt/@expiresAt: the code's own window (ISO UTC, null = open on that side).
 -- A code the pool already has as a multi-use code is a duplicate too.
-INSERT INTO dibs_codes (pool_id, code)
-SELECT @pool, @code WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
+INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at)
+SELECT @pool, @code, @startsAt, @expiresAt WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
 ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: addFree

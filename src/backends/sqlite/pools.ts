@@ -7,6 +7,7 @@ import type {
   CodeInfo,
   CodeStatus,
   CodeWindow,
+  ImportedCode,
   InsertResult,
   MultiUseCodeSpec,
   OutboxEvent,
@@ -20,6 +21,7 @@ import type {
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
 import { loadQueries } from '../shared/sql-files.js';
+import { withWindow } from '../shared/imported-code.js';
 import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
 import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
@@ -159,11 +161,11 @@ export class SqlitePools implements PoolBackend {
     });
   }
 
-  async insertCodes(pool: string, codes: readonly string[]): Promise<InsertResult> {
+  async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
       let inserted = 0;
-      for (const code of codes) inserted += this.stmt.insertCode.run({ pool: row.id, code }).changes;
+      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, ...withWindow(entry) }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });

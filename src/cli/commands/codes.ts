@@ -10,9 +10,21 @@ import { block, EXIT, intOption, output, withDibs } from '../context.js';
 export function codeCommands(program: Command): void {
   program
     .command('import <pool> <file>')
-    .description('import codes from a CSV file (or - for stdin): one code per line, or a "code" column')
+    .description('import codes from a CSV file (or - for stdin): one code per line, or a "code" column (optional "starts_at"/"expires_at": each code\'s own window)')
     .option('--no-progress', 'no progress bar')
-    .addHelpText('after', '\nExamples:\n  $ dibs import spring codes.csv\n  $ seq -f "SPRING-%06g" 1 100000 | dibs import spring -')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  $ dibs import spring codes.csv',
+        '  $ seq -f "SPRING-%06g" 1 100000 | dibs import spring -',
+        "  $ printf 'code,starts_at,expires_at\\nWKND-1,2026-11-28T00:00:00Z,2026-11-30T00:00:00Z\\nANY-1,,\\n' | dibs import spring -",
+        '',
+        'Window columns (also "valid_from"/"valid_until") take ISO 8601 with an offset (Z or +01:00); empty = open.',
+        'A row with a bad code or date is skipped and counted as invalid; the first one is named by its line.',
+      ].join('\n'),
+    )
     .action(async (pool: string, file: string, opts: { progress: boolean }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const size = file === '-' ? undefined : statSync(file).size;
@@ -24,7 +36,8 @@ export function codeCommands(program: Command): void {
           bar?.stop();
           bar = null;
           const seconds = (Date.now() - started) / 1000;
-          output(command, result, () => `imported ${result.imported}, duplicates ${result.duplicates}, invalid ${result.invalid} in ${seconds.toFixed(1)} s`);
+          const first = result.firstInvalid ? ` (first: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message})` : '';
+          output(command, result, () => `imported ${result.imported}, duplicates ${result.duplicates}, invalid ${result.invalid}${first} in ${seconds.toFixed(1)} s`);
         } finally {
           bar?.stop();
         }

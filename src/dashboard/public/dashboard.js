@@ -498,7 +498,8 @@ function wire() {
       bar.value = 100;
       form.reset();
       refresh();
-      return `Imported ${number(result.imported)} codes into ${pool} (${number(result.duplicates)} duplicates, ${number(result.invalid)} invalid).`;
+      const first = result.firstInvalid ? ` First skipped: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message}.` : '';
+      return `Imported ${number(result.imported)} codes into ${pool} (${number(result.duplicates)} duplicates, ${number(result.invalid)} invalid).${first}`;
     } finally {
       setTimeout(() => { bar.hidden = true; }, 1500);
     }

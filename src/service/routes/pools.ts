@@ -42,7 +42,7 @@ export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
     const pool = poolParam(request);
     if (isStream(request.body)) return dibs.pools.importCsv(pool, request.body);
     const { codes } = pick(bodyObject(request), ['codes']);
-    if (!Array.isArray(codes)) throw new DibsError('invalid_input', 'codes: must be an array of strings (or send text/csv)', { field: 'codes' });
+    if (!Array.isArray(codes)) throw new DibsError('invalid_input', 'codes: must be an array of codes or {code, startsAt?, expiresAt?} objects (or send text/csv)', { field: 'codes' });
     return dibs.pools.importCodes(pool, codes);
   });
 
@@ -131,7 +131,7 @@ export function poolRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
   route(app, { method: 'GET', url: '/v1/pools/:pool/audit', scope: 'pools:read', tag, summary: 'Invariant violations of the pool (empty = clean)', responses: { 200: { description: 'Violations', schema: S.violationsSchema } } }, async (request) =>
     ({ violations: await dibs.pools.audit(poolParam(request)) }));
 
-  route(app, { method: 'GET', url: '/v1/pools/:pool/export', scope: 'pools:read', tag, summary: 'Every code as CSV (code,status,claimant,claimed_at,redeemed_at)', query: z.object({ status: z.enum(['free', 'claimed', 'redeemed', 'revoked']).optional() }), responses: { 200: { description: 'CSV, streamed', contentType: 'text/csv' } } }, async (request, reply) => {
+  route(app, { method: 'GET', url: '/v1/pools/:pool/export', scope: 'pools:read', tag, summary: 'Every code as CSV (code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at)', query: z.object({ status: z.enum(['free', 'claimed', 'redeemed', 'revoked']).optional() }), responses: { 200: { description: 'CSV, streamed', contentType: 'text/csv' } } }, async (request, reply) => {
     const pool = poolParam(request);
     const status = queryString(request, 'status') as CodeStatus | undefined;
     const csv = await dibs.pools.exportCsv(pool, status ? { status } : {});
