@@ -93,17 +93,7 @@ export async function onRedisStores(bind: (label: string, open: RedisSuiteStore)
     });
   });
   describe('redis cluster (3 masters, started by the test)', { skip: !redisServerInstalled() }, () => {
-    let cluster: OwnedCluster | undefined;
-    const url = () => {
-      if (!cluster) throw new Error('the cluster is started in before()');
-      return cluster.url;
-    };
-    before(async () => {
-      cluster = await startCluster();
-    });
-    after(async () => {
-      await cluster?.stop();
-    });
+    const { url } = clusterForSuite();
     bind('redis cluster', async () => {
       const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
       return { dibs, cleanup: () => dibs.close() };
@@ -187,6 +177,25 @@ export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tm
   };
   await waitForPing(port);
   return owned;
+}
+
+/**
+ * For a describe block: a 3-master Cluster started before its tests and stopped after them (see
+ * startCluster). `url()` and `cluster()` are valid once the `before` hook ran.
+ */
+export function clusterForSuite(args?: string[]): { url(): string; cluster(): OwnedCluster } {
+  let owned: OwnedCluster | undefined;
+  before(async () => {
+    owned = await startCluster(args);
+  });
+  after(async () => {
+    await owned?.stop();
+  });
+  const cluster = () => {
+    if (!owned) throw new Error('the cluster is started in before()');
+    return owned;
+  };
+  return { cluster, url: () => cluster().url };
 }
 
 export interface OwnedCluster {
