@@ -180,6 +180,8 @@ describe('tiered ledger + redis: Redis faults during a buy storm', { skip: !read
   });
 });
 
+const pick = (value: unknown, keys: string[]) => Object.fromEntries(keys.map((k) => [k, (value as Record<string, unknown>)[k]]));
+
 const saleSlotOwner = (cluster: OwnedCluster, target: { sale: string; prefix: string }) => cluster.ownerOf(tieredSaleKeys(target.prefix, target.sale).state);
 
 describe('tiered ledger + redis cluster: one of 3 masters faulted during a buy storm', { skip: !ready, timeout: 240_000 }, () => {
@@ -219,6 +221,7 @@ describe('tiered ledger + redis cluster: one of 3 masters faulted during a buy s
       for (const sale of [down, up]) await dibs.sales.buy(sale.id, 'warm-up');
       assert.equal(await fastOrders(down.id), 1, 'both sales start on the fast path');
       assert.equal(await fastOrders(up.id), 1);
+      assert.deepEqual(pick((await dibs.health()).details.fastPath, ['ok', 'mode', 'masters', 'breaker']), { ok: true, mode: 'cluster', masters: 3, breaker: 'closed' });
 
       await downOwner.kill();
       // Interleaved: a failure on the dead master must not send the other sale to the ledger.
