@@ -207,7 +207,8 @@ describe('tiered ledger + redis cluster: one of 3 masters faulted during a buy s
 
   it('(f) one master down: its sales sell through the ledger, the others keep the fast path; back empty, it reconciles', async () => {
     await fastPath.revive();
-    const temp = tempTieredStore('postgres', { redis: cluster().url, fast: { chunk: '4', breakerMs: '200', recheckMs: '100', commandTimeoutMs: '500' } });
+    const temp = tempTieredStore('postgres', { redis: cluster().url, fast: { chunk: '4', breakerMs: '200', recheckMs: '100', commandTimeoutMs: '10000' } });
+    // (A generous command timeout: a dead master refuses at once, and a slow machine must not open the other sale's breaker.)
     const dibs: Dibs = await openDibs(temp.store);
     try {
       const live = (sku: string) => dibs.sales.create({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 40, perCustomerLimit: 1 });

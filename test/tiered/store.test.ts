@@ -32,6 +32,19 @@ describe('tiered store URL', () => {
     }
   });
 
+  it('reads an unencoded redis+cluster:// fast path (its "+" arrives as a space) as a Cluster', async () => {
+    const temp = tempSqliteStore();
+    const dibs = await openDibs(`${temp.store}?fastpath=redis+cluster://127.0.0.1:${await freePort()}`);
+    try {
+      const fastPath = (await dibs.health()).details.fastPath as { ok: boolean; error: string };
+      assert.equal(fastPath.ok, false);
+      assert.match(fastPath.error, /Cluster/);
+    } finally {
+      await dibs.close();
+      temp.cleanup();
+    }
+  });
+
   for (const mode of ['single', 'cluster'] as const) {
     it(`sells through the ledger when Redis (${mode}) is down from the start, and says so in health`, () => fastPathDownFromStart(mode));
   }

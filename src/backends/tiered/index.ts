@@ -4,6 +4,12 @@
  *
  *   postgres://…/db?fastpath=redis%3A%2F%2F127.0.0.1%3A6379%2F0
  *   sqlite:./dibs.db?fastpath=redis://127.0.0.1:6379/0        (the rest of the URL is the ledger's)
+ *   sqlite:./dibs.db?fastpath=redis%2Bcluster%3A%2F%2F10.0.0.1%3A7000%2C10.0.0.2%3A7000   (a Cluster)
+ *
+ * The client is the Redis backend's (redis/connect.ts), set to fail at once rather than queue or
+ * retry. On a Cluster each sale's keys share one slot, a lost state is noticed and reconciled per
+ * sale, and each sale has its own circuit breaker, so a master that is down or flushed affects only
+ * the sales in its slots (docs/sales.md "On a Redis Cluster").
  *
  * The fast-path URL's own query parameters: `prefix` (key prefix, default `dibs`), `chunk` (units per
  * grant, default 32), `grantTtlMs` (an open grant is revoked after this, default 30000),
@@ -30,7 +36,9 @@ export async function openTiered(ledger: Backend, fastpath: string): Promise<Bac
   }
   let url: URL;
   try {
-    url = parseStoreUrl(fastpath);
+    // An unencoded `+` in the ledger's query string arrives as a space (`redis cluster://…`); a
+    // scheme cannot hold a space, so this can only mean the Cluster scheme.
+    url = parseStoreUrl(fastpath.replace(/^redis cluster:\/\//, 'redis+cluster://'));
   } catch {
     throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`, { field: 'store' });
   }
