@@ -19,10 +19,10 @@
  * Everything but sales is the ledger's; sales are the ledger's too, with buys served through Redis
  * while it is healthy (tiered/sales.ts). Guarantees: docs/sales.md "Tiered mode".
  */
+import type { Cluster } from 'ioredis';
 import type { Backend } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
-import type { Cluster } from 'ioredis';
 import { createRedisClient, isClusterUrl } from '../redis/connect.js';
 import type { RedisClient } from '../redis/scripts.js';
 import { parseStoreUrl } from '../registry.js';
@@ -127,7 +127,8 @@ export class TieredBackend implements Backend {
     const ledger = await this.ledger.health();
     let fastPath: Record<string, unknown>;
     try {
-      const mode = this.cluster ? { mode: 'cluster', masters: await this.pingMasters() } : (await this.redis.ping(), { mode: 'single' });
+      if (!this.cluster) await this.redis.ping();
+      const mode = this.cluster ? { mode: 'cluster', masters: await this.pingMasters() } : { mode: 'single' };
       const open = this.sales.breaker.openCount();
       fastPath = { ok: true, ...mode, prefix: this.options.prefix, breaker: open === 0 ? 'closed' : this.cluster ? `open for ${open} sale(s)` : 'open' };
     } catch (error) {
