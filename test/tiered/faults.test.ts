@@ -75,9 +75,10 @@ const killAndRestart = async (server: OwnedRedis): Promise<void> => {
  * During a paced 4-process storm with more demand than units, `fault` lands once a fifth of the
  * units are sold. Then: buyers only heard sold_out, every acknowledged order is in the ledger once,
  * sold ≤ cap, the audit (grants included) is clean, and late buyers drain the sale to sold = cap.
- * Returns the grants the ledger revoked (reconciliation after a loss, or Redis being down).
+ * Returns what it saw: units the storm sold, late buyers, grants the ledger revoked (reconciliation
+ * after a loss, or Redis being down).
  */
-async function stormThrough(fastPath: FastPath, label: string, fault: Fault, ledger: Ledger = 'postgres'): Promise<{ revoked: number }> {
+async function stormThrough(fastPath: FastPath, label: string, fault: Fault, ledger: Ledger = 'postgres'): Promise<{ stormSold: number; late: number; revoked: number }> {
   await fastPath.revive();
   const temp = tempTieredStore(ledger, {
     redis: fastPath.url,
@@ -141,7 +142,7 @@ async function stormThrough(fastPath: FastPath, label: string, fault: Fault, led
     );
     assert.equal(sold, CAP, `sold = cap after the drain (storm sold ${acknowledged.length}, late buyers ${late}, grants ${JSON.stringify(grants[0])})`);
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
-    return { revoked: Number(grants[0]!.revoked) };
+    return { stormSold: acknowledged.length, late, revoked: Number(grants[0]!.revoked) };
   } finally {
     await dibs.close();
     await temp.drop();
@@ -196,13 +197,15 @@ describe('tiered ledger + redis cluster: one of 3 masters faulted during a buy s
   };
 
   it('(d) FLUSHALL of the master that owns the sale\'s slot: its grants are revoked and reconciled', async () => {
-    const { revoked } = await stormThrough(fastPath, 'cluster-flush', async (target) => flushAll(saleSlotOwner(cluster(), target).url));
-    assert.ok(revoked > 0, 'the grants the flushed slot forgot were revoked in the ledger');
+    const seen = await stormThrough(fastPath, 'cluster-flush', async (target) => flushAll(saleSlotOwner(cluster(), target).url));
+    assert.ok(seen.revoked > 0, 'the grants the flushed slot forgot were revoked in the ledger');
+    console.log(`tiered on cluster, owner FLUSHALLed: ${JSON.stringify(seen)}`);
   });
 
   it('(e) the master that owns the sale\'s slot SIGKILLed and restarted empty', async () => {
-    const { revoked } = await stormThrough(fastPath, 'cluster-restart', async (target) => killAndRestart(saleSlotOwner(cluster(), target)));
-    assert.ok(revoked > 0, 'the grants of the restarted master were revoked in the ledger');
+    const seen = await stormThrough(fastPath, 'cluster-restart', async (target) => killAndRestart(saleSlotOwner(cluster(), target)));
+    assert.ok(seen.revoked > 0, 'the grants of the restarted master were revoked in the ledger');
+    console.log(`tiered on cluster, owner SIGKILLed and restarted empty: ${JSON.stringify(seen)}`);
   });
 
   it('(f) one master down: its sales sell through the ledger, the others keep the fast path; back empty, it reconciles', async () => {
