@@ -93,17 +93,7 @@ export async function onRedisStores(bind: (label: string, open: RedisSuiteStore)
     });
   });
   describe('redis cluster (3 masters, started by the test)', { skip: !redisServerInstalled() }, () => {
-    let cluster: OwnedCluster | undefined;
-    const url = () => {
-      if (!cluster) throw new Error('the cluster is started in before()');
-      return cluster.url;
-    };
-    before(async () => {
-      cluster = await startCluster();
-    });
-    after(async () => {
-      await cluster?.stop();
-    });
+    const { url } = clusterForSuite();
     bind('redis cluster', async () => {
       const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
       return { dibs, cleanup: () => dibs.close() };
@@ -189,9 +179,43 @@ export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tm
   return owned;
 }
 
+/**
+ * For a describe block: a 3-master Cluster started before its tests and stopped after them (see
+ * startCluster). `url()` and `cluster()` are valid once the `before` hook ran.
+ */
+export function clusterForSuite(args?: string[]): { url(): string; cluster(): OwnedCluster } {
+  let owned: OwnedCluster | undefined;
+  before(async () => {
+    owned = await startCluster(args);
+  });
+  after(async () => {
+    await owned?.stop();
+  });
+  const cluster = () => {
+    if (!owned) throw new Error('the cluster is started in before()');
+    return owned;
+  };
+  return { cluster, url: () => cluster().url };
+}
+
+/** Waits until every node reports cluster_state:ok. */
+async function clusterOk(nodes: OwnedRedis[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const states = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout);
+    if (states.every((s) => s.includes('cluster_state:ok'))) return;
+    if (Date.now() > deadline) throw new Error(`cluster did not reach cluster_state:ok:\n${states.join('\n')}`);
+    await sleep(100);
+  }
+}
+
 export interface OwnedCluster {
   url: string;
   nodes: OwnedRedis[];
+  /** Restarts the nodes a test killed (same port and directory: they rejoin with their slots) and waits for cluster_state:ok. */
+  restartDead(): Promise<void>;
+  /** The master whose slots hold `key` (asked with redis-cli, so it answers whatever state the node is in). */
+  ownerOf(key: string): OwnedRedis;
   stop(): Promise<void>;
 }
 
@@ -206,19 +230,33 @@ export async function startCluster(persistence: string[] = ['--appendonly', 'no'
     }
     const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const states = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout);
-      if (states.every((s) => s.includes('cluster_state:ok'))) break;
-      if (Date.now() > deadline) throw new Error(`cluster did not reach cluster_state:ok:\n${states.join('\n')}`);
-      await sleep(100);
-    }
+    await clusterOk(nodes);
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
     throw error;
   }
   return {
     url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
+    restartDead: async () => {
+      for (const node of nodes) if (node.process.exitCode !== null || node.process.signalCode !== null) await node.restart();
+      await clusterOk(nodes);
+    },
+    ownerOf: (key) => {
+      const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout.trim();
+      const slot = Number(cli(nodes[0]!.port, 'cluster', 'keyslot', key));
+      // Each master's own line of CLUSTER NODES ends with its slot ranges ("0-5460").
+      const owns = (node: OwnedRedis) =>
+        (cli(node.port, 'cluster', 'nodes').split('\n').find((line) => line.includes('myself')) ?? '')
+          .split(' ')
+          .slice(8)
+          .some((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return slot >= from! && slot <= to!;
+          });
+      const owner = nodes.find(owns);
+      if (!owner) throw new Error(`no master owns slot ${slot} of ${key}`);
+      return owner;
+    },
     nodes,
     stop: async () => {
       await Promise.all(nodes.map((n) => n.stop()));

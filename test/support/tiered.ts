@@ -1,6 +1,7 @@
 /**
  * Tiered stores for tests: a SQLite file or a PostgreSQL schema as the ledger, with a Redis fast
- * path (`?fastpath=redis://…`) under a fresh key prefix, all removed by `cleanup`.
+ * path (`?fastpath=redis://…` or `redis+cluster://…`) under a fresh key prefix, all removed by
+ * `cleanup` (a test-owned Cluster's keys go with the Cluster).
  */
 import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
@@ -15,9 +16,9 @@ export type Ledger = 'sqlite' | 'postgres';
 export function tempTieredStore(ledger: Ledger, options: { redis?: string; fast?: Record<string, string>; ledgerParams?: Record<string, string> } = {}): { store: string; redis: string; prefix: string; schema?: string; drop(): Promise<void> } {
   const redis = options.redis ?? SHARED_REDIS;
   const prefix = testPrefix();
-  const fast = new URL(redis);
-  fast.searchParams.set('prefix', prefix);
-  for (const [k, v] of Object.entries(options.fast ?? {})) fast.searchParams.set(k, v);
+  // Appended as text: a Cluster URL's host list (a,b,c) is no WHATWG URL.
+  const fastParams = new URLSearchParams({ ...options.fast, prefix });
+  const fast = `${redis}${redis.includes('?') ? '&' : '?'}${fastParams}`;
   let base: { store: string; schema?: string; drop(): Promise<void> };
   if (ledger === 'postgres') {
     const pg = tempPgStore(options.ledgerParams);
@@ -27,7 +28,7 @@ export function tempTieredStore(ledger: Ledger, options: { redis?: string; fast?
     base = { store: lite.store, drop: async () => lite.cleanup() };
   }
   const url = new URL(base.store);
-  url.searchParams.set('fastpath', fast.href);
+  url.searchParams.set('fastpath', fast);
   return {
     store: url.href,
     redis,
@@ -35,7 +36,8 @@ export function tempTieredStore(ledger: Ledger, options: { redis?: string; fast?
     ...(base.schema ? { schema: base.schema } : {}),
     drop: async () => {
       await base.drop();
-      if (await answers(redis)) await deletePrefix(redis, prefix); // a test-owned Redis may be gone already
+      // A test-owned Redis may be gone already; a test-owned Cluster is thrown away whole.
+      if (!redis.startsWith('redis+cluster:') && (await answers(redis))) await deletePrefix(redis, prefix);
     },
   };
 }
@@ -55,10 +57,15 @@ export async function openTempTiered(ledger: Ledger, options: Parameters<typeof 
   };
 }
 
-/** For a describe block: a tiered store opened before its tests and removed after them. */
-export function tieredForSuite(ledger: Ledger, options: Parameters<typeof tempTieredStore>[1] = {}): { readonly dibs: Dibs; readonly store: string; readonly prefix: string } {
-  const temp = tempTieredStore(ledger, options);
-  return Object.assign(openForSuite(() => temp.store, () => temp.drop()), { prefix: temp.prefix });
+/**
+ * For a describe block: a tiered store opened before its tests and removed after them. `redis` may
+ * be a function: a test-owned Cluster's URL is known only once its `before` hook ran.
+ */
+export function tieredForSuite(ledger: Ledger, options: Omit<Parameters<typeof tempTieredStore>[1] & {}, 'redis'> & { redis?: string | (() => string) } = {}): { readonly dibs: Dibs; readonly store: string; readonly prefix: string } {
+  let temp: ReturnType<typeof tempTieredStore> | undefined;
+  const made = () => (temp ??= tempTieredStore(ledger, { ...options, redis: typeof options.redis === 'function' ? options.redis() : options.redis }));
+  const suite = openForSuite(() => made().store, () => temp?.drop());
+  return Object.defineProperty(suite, 'prefix', { get: () => made().prefix }) as typeof suite & { readonly prefix: string };
 }
 
 /** Whether a Redis answers at `url` (one attempt, no retries). */

@@ -26,14 +26,32 @@ describe('tiered store URL', () => {
       await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?chunk=0')}`), 'invalid_input', 'store');
       await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?prefix=a b')}`), 'invalid_input', 'store');
       await rejectsWith(openDibs(`${temp.store}?fastpath=not-a-url`), 'invalid_input', 'store');
+      await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis+cluster://?chunk=4')}`), 'invalid_input', 'store');
     } finally {
       temp.cleanup();
     }
   });
 
-  it('sells through the ledger when Redis is down from the start, and says so in health', async () => {
-    const port = await freePort(); // nothing listens there
-    const t = await openTempTiered('sqlite', { redis: `redis://127.0.0.1:${port}/0`, fast: { breakerMs: '200' } });
+  it('reads an unencoded redis+cluster:// fast path (its "+" arrives as a space) as a Cluster', async () => {
+    const temp = tempSqliteStore();
+    const dibs = await openDibs(`${temp.store}?fastpath=redis+cluster://127.0.0.1:${await freePort()}`);
+    try {
+      const fastPath = (await dibs.health()).details.fastPath as { ok: boolean; error: string };
+      assert.equal(fastPath.ok, false);
+      assert.match(fastPath.error, /Cluster/);
+    } finally {
+      await dibs.close();
+      temp.cleanup();
+    }
+  });
+
+  for (const mode of ['single', 'cluster'] as const) {
+    it(`sells through the ledger when Redis (${mode}) is down from the start, and says so in health`, () => fastPathDownFromStart(mode));
+  }
+
+  async function fastPathDownFromStart(mode: 'single' | 'cluster'): Promise<void> {
+    const [a, b] = [await freePort(), await freePort()]; // nothing listens there
+    const t = await openTempTiered('sqlite', { redis: mode === 'single' ? `redis://127.0.0.1:${a}/0` : `redis+cluster://127.0.0.1:${a},127.0.0.1:${b}`, fast: { breakerMs: '200' } });
     try {
       assert.equal(t.dibs.kind, 'tiered');
       const sale = await t.dibs.sales.create(live('DOWN', 3));
@@ -57,7 +75,7 @@ describe('tiered store URL', () => {
     } finally {
       await t.cleanup();
     }
-  });
+  }
 });
 
 describe('tiered sales with grants outstanding', { skip: !redis }, () => {

@@ -7,7 +7,7 @@
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
  * reports the persistence settings and warns when a crash could lose acknowledged claims.
  */
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
@@ -20,6 +20,7 @@ import { RedisForecasts } from './forecasts.js';
 import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
+import { createRedisClient, isClusterUrl } from './connect.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
@@ -142,18 +143,12 @@ const CLIENT_OPTIONS = {
 
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
-  const isCluster = url.protocol === 'redis+cluster:';
-  let client: RedisClient;
-  if (isCluster) {
-    const nodes = (url.searchParams.get('nodes') ?? '').split(',').filter(Boolean).map((hostPort) => {
-      const [host, port] = hostPort.split(':');
-      return { host: host!, port: Number(port ?? 6379) };
-    });
-    if (nodes.length === 0) throw new DibsError('invalid_input', 'store: redis+cluster://host:port,host:port needs at least one node', { field: 'store' });
-    const password = url.password ? decodeURIComponent(url.password) : undefined;
-    client = new Cluster(nodes, { redisOptions: { ...CLIENT_OPTIONS, commandTimeout, ...(password ? { password } : {}) }, clusterRetryStrategy: CLIENT_OPTIONS.retryStrategy });
-  } else {
-    client = new Redis(url.toString(), { ...CLIENT_OPTIONS, commandTimeout, lazyConnect: true });
+  const isCluster = isClusterUrl(url);
+  const node = { ...CLIENT_OPTIONS, commandTimeout };
+  const client = isCluster
+    ? createRedisClient(url, { node, cluster: { clusterRetryStrategy: CLIENT_OPTIONS.retryStrategy } })
+    : createRedisClient(url, { node: { ...node, lazyConnect: true } });
+  if (!isCluster) {
     await (client as Redis).connect().catch((error: unknown) => {
       client.disconnect();
       throw translateRedisError(error);

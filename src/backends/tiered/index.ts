@@ -4,6 +4,12 @@
  *
  *   postgres://…/db?fastpath=redis%3A%2F%2F127.0.0.1%3A6379%2F0
  *   sqlite:./dibs.db?fastpath=redis://127.0.0.1:6379/0        (the rest of the URL is the ledger's)
+ *   sqlite:./dibs.db?fastpath=redis%2Bcluster%3A%2F%2F10.0.0.1%3A7000%2C10.0.0.2%3A7000   (a Cluster)
+ *
+ * The client is the Redis backend's (redis/connect.ts), set to fail at once rather than queue or
+ * retry. On a Cluster each sale's keys share one slot, a lost state is noticed and reconciled per
+ * sale, and each sale has its own circuit breaker, so a master that is down or flushed affects only
+ * the sales in its slots (docs/sales.md "On a Redis Cluster").
  *
  * The fast-path URL's own query parameters: `prefix` (key prefix, default `dibs`), `chunk` (units per
  * grant, default 32), `grantTtlMs` (an open grant is revoked after this, default 30000),
@@ -13,10 +19,13 @@
  * Everything but sales is the ledger's; sales are the ledger's too, with buys served through Redis
  * while it is healthy (tiered/sales.ts). Guarantees: docs/sales.md "Tiered mode".
  */
-import { Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import type { Backend } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
+import { createRedisClient, isClusterUrl } from '../redis/connect.js';
+import type { RedisClient } from '../redis/scripts.js';
+import { parseStoreUrl } from '../registry.js';
 import { TieredSales, type TieredOptions } from './sales.js';
 
 export const TIERED_PARAM = 'fastpath';
@@ -27,27 +36,30 @@ export async function openTiered(ledger: Backend, fastpath: string): Promise<Bac
   }
   let url: URL;
   try {
-    url = new URL(fastpath);
+    // An unencoded `+` in the ledger's query string arrives as a space (`redis cluster://…`); a
+    // scheme cannot hold a space, so this can only mean the Cluster scheme.
+    url = parseStoreUrl(fastpath.replace(/^redis cluster:\/\//, 'redis+cluster://'));
   } catch {
-    throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis:// URL`, { field: 'store' });
+    throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`, { field: 'store' });
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis:// or rediss:// URL (Cluster is not supported for the fast path yet)`, { field: 'store' });
+  if (!['redis:', 'rediss:', 'redis+cluster:'].includes(url.protocol)) throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`, { field: 'store' });
   const options = tieredOptions(url);
   const commandTimeout = intParam(url, 'commandTimeoutMs', 1000, 50, 60_000);
   url.searchParams.delete('commandTimeoutMs');
-  const client = new Redis(url.toString(), {
-    lazyConnect: true,
+  const cluster = isClusterUrl(url);
+  const reconnect = (attempt: number) => Math.min(20 * 2 ** attempt, 500);
+  const client = createRedisClient(url, {
     // A dead Redis must not queue buys: fail at once and let the circuit breaker send them to the ledger.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    commandTimeout,
-    retryStrategy: (attempt: number) => Math.min(20 * 2 ** attempt, 500),
+    node: { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout, retryStrategy: reconnect },
+    // The same on a Cluster, where a master that is down, or a cluster that says CLUSTERDOWN, would
+    // otherwise be retried for up to 16 redirections: the breaker of the sales on that master opens
+    // and the sales on the others stay fast.
+    cluster: { lazyConnect: true, enableOfflineQueue: false, retryDelayOnFailover: 0, retryDelayOnClusterDown: 0, clusterRetryStrategy: reconnect },
   });
   client.on('error', () => {});
   // Redis being down at start is not fatal: the ledger sells until it answers.
   await client.connect().catch(() => {});
-  return new TieredBackend(ledger, client, options);
+  return new TieredBackend(ledger, client, options, cluster);
 }
 
 function intParam(url: URL, name: string, fallback: number, min: number, max: number): number {
@@ -79,10 +91,11 @@ export class TieredBackend implements Backend {
 
   constructor(
     readonly ledger: Backend,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly options: TieredOptions,
+    private readonly cluster: boolean,
   ) {
-    this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options);
+    this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options, cluster);
   }
 
   get pools() {
@@ -114,13 +127,27 @@ export class TieredBackend implements Backend {
     const ledger = await this.ledger.health();
     let fastPath: Record<string, unknown>;
     try {
-      await this.redis.ping();
-      fastPath = { ok: true, prefix: this.options.prefix, breaker: this.sales.breaker.open ? 'open' : 'closed' };
+      if (!this.cluster) await this.redis.ping();
+      const mode = this.cluster ? { mode: 'cluster', masters: await this.pingMasters() } : { mode: 'single' };
+      const open = this.sales.breaker.openCount();
+      fastPath = { ok: true, ...mode, prefix: this.options.prefix, breaker: open === 0 ? 'closed' : this.cluster ? `open for ${open} sale(s)` : 'open' };
     } catch (error) {
       fastPath = { ok: false, error: (error as Error).message, note: 'buys are served by the ledger until Redis answers' };
     }
     // A dead fast path degrades speed, never correctness: health follows the ledger.
     return { ok: ledger.ok, backend: this.kind, details: { ...ledger.details, ledger: ledger.backend, fastPath } };
+  }
+
+  /** Pings every master that owns slots; throws naming those that do not answer (their sales go to the ledger). */
+  private async pingMasters(): Promise<number> {
+    const cluster = this.redis as Cluster;
+    const connected = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
+    const owners = new Set(cluster.slots.map((nodes) => nodes?.[0]).filter((key): key is string => !!key));
+    if (owners.size === 0) throw new Error('no Cluster master answers');
+    const answers = await Promise.all([...owners].map(async (key) => ((await connected.get(key)?.ping().catch(() => null)) === 'PONG' ? null : key)));
+    const down = answers.filter((key): key is string => key !== null);
+    if (down.length > 0) throw new Error(`Cluster master(s) ${down.join(', ')} not answering; their sales are sold by the ledger meanwhile`);
+    return owners.size;
   }
 
   async close(): Promise<void> {

@@ -60,19 +60,41 @@ type TakeReply =
   | ['refill', string, number]
   | ['ok', string];
 
-export class CircuitBreaker {
-  private openUntil = 0;
-  constructor(private readonly openMs: number) {}
-  get open(): boolean {
-    return Date.now() < this.openUntil;
+/**
+ * Circuit breakers by failure domain: one for a single Redis node; one per sale on a Cluster, where
+ * a master that is down or flushed affects only the sales in its slots (each sale's keys share
+ * one slot), so the others keep their fast path.
+ */
+export class CircuitBreakers {
+  private readonly openUntil = new Map<string, number>();
+  constructor(
+    private readonly openMs: number,
+    private readonly perSale: boolean,
+  ) {}
+  open(saleId: string): boolean {
+    const key = this.keyOf(saleId);
+    const until = this.openUntil.get(key);
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    this.openUntil.delete(key);
+    return false;
   }
-  fail(): void {
-    this.openUntil = Date.now() + this.openMs;
+  fail(saleId: string): void {
+    this.openUntil.set(this.keyOf(saleId), Date.now() + this.openMs);
+  }
+  /** How many breakers are open now (health). */
+  openCount(): number {
+    const now = Date.now();
+    for (const [key, until] of this.openUntil) if (until <= now) this.openUntil.delete(key);
+    return this.openUntil.size;
+  }
+  private keyOf(saleId: string): string {
+    return this.perSale ? saleId : '';
   }
 }
 
 export class TieredSales implements SaleBackend {
-  readonly breaker: CircuitBreaker;
+  readonly breaker: CircuitBreakers;
   /** In-process single flight of reconciliations/refills per sale. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
@@ -81,14 +103,15 @@ export class TieredSales implements SaleBackend {
     private readonly grants: GrantLedger,
     private readonly redis: RedisClient,
     private readonly options: TieredOptions,
+    cluster: boolean,
   ) {
-    this.breaker = new CircuitBreaker(options.breakerMs);
+    this.breaker = new CircuitBreakers(options.breakerMs, cluster);
   }
 
   // --- the fast path ---
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
-    if (this.breaker.open) return this.ledgerBuy(saleId, customer, quantity, key, true);
+    if (this.breaker.open(saleId)) return this.ledgerBuy(saleId, customer, quantity, key, true);
     try {
       return await this.fastBuy(saleId, customer, quantity, key);
     } catch (error) {
@@ -202,7 +225,7 @@ export class TieredSales implements SaleBackend {
 
   /** Takes unsold granted units back into the ledger: seal Redis' current grant, or revoke every grant when Redis is down. */
   private async reclaim(saleId: string, redisDown: boolean): Promise<number> {
-    if (!redisDown && !this.breaker.open) {
+    if (!redisDown && !this.breaker.open(saleId)) {
       try {
         const [grant, left] = (await this.script('tiered_seal', saleId, [])) as [string, number];
         return grant === '' ? 0 : this.grants.closeGrant(grant, Number(left));
@@ -265,7 +288,7 @@ export class TieredSales implements SaleBackend {
     } catch (error) {
       const translated = translateRedisError(error);
       if (isDibsError(translated, 'unavailable')) {
-        this.breaker.fail();
+        this.breaker.fail(saleId);
         throw new RedisDown((error as Error).message);
       }
       throw translated;
@@ -275,8 +298,8 @@ export class TieredSales implements SaleBackend {
   /** Forgets the sale's fast-path state after its definition changed (best effort: the grants are revoked in the ledger anyway). */
   private async forget(saleId: string): Promise<void> {
     const k = tieredSaleKeys(this.options.prefix, saleId);
-    if (this.breaker.open) return;
-    await this.redis.del(k.state, k.customers, k.keys).catch(() => this.breaker.fail());
+    if (this.breaker.open(saleId)) return;
+    await this.redis.del(k.state, k.customers, k.keys).catch(() => this.breaker.fail(saleId));
   }
 
   /** Revokes every grant of the sale and drops its Redis state: the next buy reconciles and grants afresh. */
@@ -289,7 +312,7 @@ export class TieredSales implements SaleBackend {
   // --- everything else is the ledger's ---
 
   async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
-    return this.withReclaim(saleId, this.breaker.open, () => this.ledger.reserve(saleId, customer, quantity, ttlMs, key));
+    return this.withReclaim(saleId, this.breaker.open(saleId), () => this.ledger.reserve(saleId, customer, quantity, ttlMs, key));
   }
 
   createSale(spec: SaleSpec): Promise<Sale> {
