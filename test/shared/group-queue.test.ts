@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { GroupQueue, type GroupPolicy, type Waiting } from '../../src/backends/shared/group-queue.js';
-import { isDibsError } from '../../src/core/errors.js';
 
 interface Req {
   id: number;
@@ -147,7 +146,7 @@ describe('group queue', () => {
   it('random schedules: every request settles once with its own outcome, within every bound', async () => {
     await fc.assert(
       fc.asyncProperty(policyArb, fc.array(requestArb, { minLength: 1, maxLength: 40 }), (policy, requests) => runSchedule(policy, requests)),
-      { numRuns: 300 },
+      { numRuns: 1000 },
     );
   });
 
@@ -195,12 +194,5 @@ describe('group queue', () => {
     }
     assert.deepEqual(await Promise.all(answers), claimants);
     assert.equal(queue.activeKeys, 0);
-  });
-
-  it('a run that leaves a request unanswered rejects it with a typed error instead of leaving it waiting', async () => {
-    const queue = new GroupQueue<number, number>({ max: 10, concurrency: 1 }, async (_key, group) => group[0]!.resolve(0));
-    const [first, second] = [queue.add('k', 0), queue.add('k', 1)];
-    assert.equal(await first, 0);
-    await assert.rejects(second, (error: unknown) => isDibsError(error) && error.code === 'internal');
   });
 });

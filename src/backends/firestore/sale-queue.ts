@@ -4,9 +4,8 @@
  * each judged exactly as if alone, in arrival order, against what the ones before it left (sold,
  * held, the customer's units, keys, holds — the step's cache). Firestore serialises transactions
  * on a document, so N concurrent requests of a flash sale would otherwise be N transactions
- * colliding on the sale document (aborted and retried — on the emulator for minutes); grouped,
- * a process has one transaction in flight per sale, and requests that arrive meanwhile wait for
- * the next one (the grouping itself: shared/group-queue.ts).
+ * colliding on the sale document; grouped (shared/group-queue.ts says why and how), a process has
+ * one transaction in flight per sale, and requests that arrive meanwhile wait for the next one.
  *
  * The step is optimistic (sale-step.ts): its reads take no locks and its commit is guarded by the
  * sale document's update time, so groups of different processes never wait on each other's

@@ -25,7 +25,6 @@
  * (the step throws) rejects the whole group. State is kept per key only while it has requests
  * waiting or groups running: an idle pool or sale leaves nothing behind.
  */
-import { DibsError } from '../../core/errors.js';
 
 /** A request waiting for its group, and how the run step answers it. */
 export interface Waiting<R, V> {
@@ -57,7 +56,11 @@ export interface GroupPolicy<R> {
   holdBack?: boolean;
 }
 
-/** Serves one group: answers every request of it, or throws to fail them all. */
+/**
+ * Serves one group: answers every request of it (resolve or reject), or throws to fail the ones it
+ * has not answered yet. Nothing answers for it afterwards: settling a settled promise again costs
+ * (Node queues a 'multipleResolves' report for each: ~10x a plain settle), and this is the claim path.
+ */
 export type RunGroup<R, V> = (key: string, group: readonly Waiting<R, V>[]) => Promise<void>;
 
 /** The requests and groups of one key; dropped as soon as it has neither. */
@@ -68,9 +71,6 @@ interface Lane<R, V> {
   /** With hold-back: claimants and keys of the groups of this key running now. */
   busy: { claimants: Set<string>; keys: Set<string> } | null;
 }
-
-/** The answer of a request its run step left unanswered (a bug): it must not wait forever. */
-const unanswered = new DibsError('internal', 'a grouped request was left unanswered by its group');
 
 export class GroupQueue<R, V> {
   private readonly lanes = new Map<string, Lane<R, V>>();
@@ -133,20 +133,22 @@ export class GroupQueue<R, V> {
       try {
         done = this.runGroup(key, group);
       } catch (error) {
-        done = Promise.reject(error);
+        done = Promise.reject(error); // a step that throws before its first await must not keep the slot
       }
       done.then(
-        () => this.finished(key, lane, group, unanswered),
-        (error: unknown) => this.finished(key, lane, group, error),
+        () => this.finished(key, lane, group),
+        (error: unknown) => {
+          // A settled promise ignores a second answer, so this reaches only the unanswered ones.
+          for (const w of group) w.reject(error);
+          this.finished(key, lane, group);
+        },
       );
     }
     this.dropIfIdle(key, lane);
   }
 
-  /** Settles whatever the group left unsettled (all of it when the run failed) and frees its place. */
-  private finished(key: string, lane: Lane<R, V>, group: readonly Waiting<R, V>[], error: unknown): void {
-    // A settled promise ignores a second answer, so this only reaches the requests left waiting.
-    for (const w of group) w.reject(error);
+  /** Frees the place of a group that has ended: its claimants and keys, its slot, its lane. */
+  private finished(key: string, lane: Lane<R, V>, group: readonly Waiting<R, V>[]): void {
     if (lane.busy) {
       for (const { request } of group) {
         const { claimant, key: idempotencyKey } = this.identify!(request);
@@ -186,10 +188,7 @@ export class GroupQueue<R, V> {
       if (key !== null) seen.keys.add(key);
       group.push(w);
     }
-    if (kept !== i) {
-      for (; i < queue.length; i++) queue[kept++] = queue[i]!;
-      queue.length = kept;
-    }
+    if (kept !== i) queue.splice(kept, i - kept); // what is left between the passed-over and the rest
     if (!lane.busy) {
       this.taking.claimants.clear();
       this.taking.keys.clear();
