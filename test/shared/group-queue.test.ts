@@ -61,7 +61,16 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
   const answeredBy = new Map<number, number>(); // request id -> how many groups held it
   const startOrder = new Map<string, number[]>(); // per pool: request ids in the order groups started
 
+  const violations: string[] = []; // broken rules, seen inside a run (where a throw fails only the group)
   const run = async (pool: string, group: readonly Waiting<Req, unknown>[]): Promise<void> => {
+    try {
+      await checkedRun(pool, group);
+    } catch (error) {
+      if (error instanceof assert.AssertionError) violations.push(error.message);
+      throw error;
+    }
+  };
+  const checkedRun = async (pool: string, group: readonly Waiting<Req, unknown>[]): Promise<void> => {
     const members = group.map((w) => w.request);
     assert.ok(members.length >= 1 && members.length <= policy.max, `group of ${members.length}, max ${policy.max}`);
     for (const r of members) {
@@ -122,6 +131,7 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
   await Promise.all(promises);
   await nextTurn(); // the last groups' bookkeeping runs right after their answers
 
+  assert.deepEqual(violations, []);
   for (const r of requests) {
     assert.equal(answeredBy.get(r.id), 1, `request ${r.id} served by ${answeredBy.get(r.id) ?? 0} groups`);
     const outcomes = settled.get(r.id) ?? [];
