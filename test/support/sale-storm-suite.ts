@@ -108,8 +108,10 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
       assert.deepEqual(unexpected, []);
       assert.equal(lateConfirm, 'hold_expired', 'a confirmation after the expiry is refused, storm or not');
       assert.ok(outcomes.some((o) => o.step === 'confirm' && o.status === 'ok'), 'some confirmations made it');
-      // Every acknowledged order is counted, and nothing else is.
-      const soldUnits = outcomes.filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm')).reduce((sum, o) => sum + o.quantity, 0);
+      // Every acknowledged order is counted, and nothing else is. Counted once per order: two flows
+      // sharing a hold may both confirm it, and the later one is answered with the same order (replayed).
+      const orders = new Map(outcomes.filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm')).map((o) => [o.orderId!, o.quantity]));
+      const soldUnits = [...orders.values()].reduce((sum, quantity) => sum + quantity, 0);
       await sleep(1100);
       await env.dibs.sales.expireHolds();
       const final = await env.dibs.sales.get(sale.id);

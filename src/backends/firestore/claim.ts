@@ -15,11 +15,9 @@
  * `sold_out` without locking anything.
  *
  * Grouped claims: claims of one pool that wait in this process at the same time are served by one
- * transaction (ClaimGrouper), each decided exactly as if alone, in arrival order. A group never
- * holds the same claimant or key twice, nor one that a running group holds: a repeat (a double
- * click) waits until the first one's group has committed and then sees its holding. Run at the same
- * time, the two transactions would both read the claimant's holder document and deadlock on writing
- * it — the emulator resolves that by a lock timeout of about 2 s. Batching is opportunistic, never timed: an idle process runs a claim at once.
+ * transaction (ClaimGrouper, on shared/group-queue.ts, which says why and how), each decided
+ * exactly as if alone, in arrival order. A repeat of a claimant or key (a double click) waits until
+ * the group holding it has committed (hold-back), and then sees its holding.
  */
 import type { DocumentReference, DocumentSnapshot, Transaction } from '@google-cloud/firestore';
 import { notFound, soldOut } from '../../core/errors.js';
@@ -30,7 +28,7 @@ import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
 import { bumpCounters, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, type TxRunner } from './transactions.js';
-import { releaseGroup, takeGroup, type InFlight } from '../shared/take-group.js';
+import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
 export interface ClaimOptions {
   /** Extra candidates fetched beyond the count wanted, to pick from at random (default 8). */
@@ -215,77 +213,27 @@ async function addShards(layout: Layout, poolRef: DocumentReference, seen: numbe
   );
 }
 
-interface Waiting {
-  request: ClaimRequest;
-  resolve(result: ClaimManyResult): void;
-  reject(error: unknown): void;
-}
-
 /** Serves the claims waiting in this process for one pool in groups (see the header). */
 export class ClaimGrouper {
-  private readonly queues = new Map<string, Waiting[]>();
-  private readonly running = new Map<string, number>();
-  private readonly scheduled = new Set<string>();
-  /** Per pool: claimants and keys of the groups running now. */
-  private readonly inFlight = new Map<string, InFlight>();
-  private readonly groupMax: number;
-  private readonly groupConcurrency: number;
+  private readonly queue: GroupQueue<ClaimRequest, ClaimManyResult>;
 
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
     private readonly options: ClaimOptions = {},
   ) {
-    this.groupMax = Math.max(1, options.groupMax ?? 25);
-    this.groupConcurrency = Math.max(1, options.groupConcurrency ?? 2);
+    this.queue = new GroupQueue(
+      { max: options.groupMax ?? 25, concurrency: options.groupConcurrency ?? 2, identify: (request) => request, holdBack: true },
+      (pool, group) => this.run(pool, group),
+    );
   }
 
   claim(request: ClaimRequest): Promise<ClaimManyResult> {
-    return new Promise<ClaimManyResult>((resolve, reject) => {
-      const queue = this.queues.get(request.pool) ?? [];
-      queue.push({ request, resolve, reject });
-      this.queues.set(request.pool, queue);
-      this.schedule(request.pool);
-    });
+    return this.queue.add(request.pool, request);
   }
 
-  private schedule(pool: string): void {
-    if (this.scheduled.has(pool)) return;
-    this.scheduled.add(pool);
-    // setImmediate: every claim issued in this turn of the event loop joins the group
-    setImmediate(() => {
-      this.scheduled.delete(pool);
-      this.dispatch(pool);
-    });
-  }
-
-  private dispatch(pool: string): void {
-    const queue = this.queues.get(pool);
-    const busy = this.inFlight.get(pool) ?? { claimants: new Set<string>(), keys: new Set<string>() };
-    while (queue && queue.length > 0 && (this.running.get(pool) ?? 0) < this.groupConcurrency) {
-      const group = takeGroup(queue, this.groupMax, busy);
-      if (group.length === 0) break; // everyone waiting repeats a running group: its end schedules them
-      if (queue.length === 0) this.queues.delete(pool);
-      this.inFlight.set(pool, busy);
-      this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
-      void this.run(pool, group).finally(() => {
-        releaseGroup(group, busy);
-        const left = (this.running.get(pool) ?? 1) - 1;
-        if (left === 0) {
-          this.running.delete(pool);
-          this.inFlight.delete(pool);
-        } else this.running.set(pool, left);
-        if (this.queues.has(pool)) this.schedule(pool);
-      });
-    }
-  }
-
-  private async run(pool: string, group: Waiting[]): Promise<void> {
-    try {
-      const outcomes = await claimGroup(this.layout, this.runner, pool, group.map((w) => w.request), this.options);
-      outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.value) : group[i]!.reject(o.error)));
-    } catch (error) {
-      for (const w of group) w.reject(error);
-    }
+  private async run(pool: string, group: readonly Waiting<ClaimRequest, ClaimManyResult>[]): Promise<void> {
+    const outcomes = await claimGroup(this.layout, this.runner, pool, group.map((w) => w.request), this.options);
+    outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.value) : group[i]!.reject(o.error)));
   }
 }

@@ -4,9 +4,8 @@
  * each judged exactly as if alone, in arrival order, against what the ones before it left (sold,
  * held, the customer's units, keys, holds — the step's cache). Firestore serialises transactions
  * on a document, so N concurrent requests of a flash sale would otherwise be N transactions
- * colliding on the sale document (aborted and retried — on the emulator for minutes); grouped,
- * a process has one transaction in flight per sale, and requests that arrive meanwhile wait for
- * the next one. Batching is opportunistic, never timed: an idle process runs a request at once.
+ * colliding on the sale document; grouped (shared/group-queue.ts says why and how), a process has
+ * one transaction in flight per sale, and requests that arrive meanwhile wait for the next one.
  *
  * The step is optimistic (sale-step.ts): its reads take no locks and its commit is guarded by the
  * sale document's update time, so groups of different processes never wait on each other's
@@ -22,6 +21,7 @@ import { isDibsError } from '../../core/errors.js';
 import type { Layout } from './layout.js';
 import { SaleStep } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
+import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
 /** Most requests one transaction serves. */
 const GROUP_MAX = 50;
@@ -34,75 +34,47 @@ export interface SaleRequest<T = unknown> {
   run(step: SaleStep): Promise<T>;
 }
 
-interface Waiting {
-  request: SaleRequest;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export class SaleQueue {
-  private readonly queues = new Map<string, Waiting[]>();
-  private readonly running = new Set<string>();
+  /** One group in flight per sale, started at once: an idle sale's first request runs alone. */
+  private readonly queue: GroupQueue<SaleRequest, unknown>;
 
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
-  ) {}
+  ) {
+    this.queue = new GroupQueue({ max: GROUP_MAX, concurrency: 1, joinTurn: false }, (saleId, group) => this.runGroup(saleId, group));
+  }
 
   submit<T>(saleId: string, request: SaleRequest<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const queue = this.queues.get(saleId) ?? [];
-      queue.push({ request, resolve: resolve as (value: unknown) => void, reject });
-      this.queues.set(saleId, queue);
-      this.dispatch(saleId);
-    });
+    return this.queue.add(saleId, request) as Promise<T>;
   }
 
-  private dispatch(saleId: string): void {
-    if (this.running.has(saleId)) return;
-    const queue = this.queues.get(saleId);
-    if (!queue || queue.length === 0) {
-      this.queues.delete(saleId);
-      return;
-    }
-    const group = queue.splice(0, GROUP_MAX);
-    this.running.add(saleId);
-    void this.runGroup(saleId, group).finally(() => {
-      this.running.delete(saleId);
-      this.dispatch(saleId);
-    });
-  }
-
-  private async runGroup(saleId: string, group: Waiting[]): Promise<void> {
-    try {
-      const outcomes = await this.runner.run(async (tx) => {
-        const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
-        await step.prefetch({
-          customers: group.flatMap((w) => w.request.customers ?? []),
-          keys: group.flatMap((w) => w.request.keys ?? []),
-          holds: group.flatMap((w) => w.request.holds ?? []),
-        });
-        const answers: Outcome[] = [];
-        for (const w of group) {
-          try {
-            answers.push({ ok: true, value: await w.request.run(step) });
-          } catch (error) {
-            if (!isDibsError(error)) throw error;
-            answers.push({ ok: false, error });
-          }
-        }
-        step.commit();
-        return answers;
-      }, undefined, { optimistic: true });
-      group.forEach((w, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) w.resolve(outcome.value);
-        else w.reject(outcome.error);
+  private async runGroup(saleId: string, group: readonly Waiting<SaleRequest, unknown>[]): Promise<void> {
+    const outcomes = await this.runner.run(async (tx) => {
+      const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
+      await step.prefetch({
+        customers: group.flatMap((w) => w.request.customers ?? []),
+        keys: group.flatMap((w) => w.request.keys ?? []),
+        holds: group.flatMap((w) => w.request.holds ?? []),
       });
-    } catch (error) {
-      for (const w of group) w.reject(error);
-    }
+      const answers: Outcome[] = [];
+      for (const w of group) {
+        try {
+          answers.push({ ok: true, value: await w.request.run(step) });
+        } catch (error) {
+          if (!isDibsError(error)) throw error;
+          answers.push({ ok: false, error });
+        }
+      }
+      step.commit();
+      return answers;
+    }, undefined, { optimistic: true });
+    group.forEach((w, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) w.resolve(outcome.value);
+      else w.reject(outcome.error);
+    });
   }
 }
