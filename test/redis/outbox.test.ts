@@ -1,6 +1,7 @@
 /** The outbox delivery conformance suite, unchanged, on the shared Redis and on a test-owned Cluster. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openDibs } from '../../src/index.js';
 import { outboxConformance } from '../conformance/outbox.js';
 import { deletePrefix, onRedisStores, sharedRedisAvailable, SHARED_REDIS, testPrefix } from '../support/redis.js';
@@ -20,7 +21,11 @@ describe('redis outbox: events of many streams', { skip: !single }, () => {
       for (let i = 0; i < 12; i++) await dibs.sales.wish('OB-A', `fan-${i}`, { webhook: `http://127.0.0.1:9/${i}` });
       await dibs.sales.create({ id: 'ob-a', sku: 'OB-A', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 1 });
       await dibs.sales.activateDue(); // 13 events in one millisecond of one stream
+      // Streams are merged by their ids' milliseconds: events of two streams in the same one have
+      // no order between them, so each stream's events here start in a later millisecond.
+      await sleep(2);
       await dibs.pools.claim('ob-pool', 'someone'); // pool.low_stock
+      await sleep(2);
       await dibs.sales.create({ id: 'ob-b', sku: 'OB-B', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 1 });
       await dibs.sales.buy('ob-b', 'zed'); // sale.sold_out
       const leased = [...(await outbox.claimDue(5, 60_000)), ...(await outbox.claimDue(100, 60_000))];
