@@ -103,6 +103,15 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     void reply.header('x-request-id', request.id);
     done();
   });
+  // Graceful close: Fastify closes the connections idle when closing begins, but a keep-alive
+  // connection whose request was still in flight goes idle afterwards and would hold the close
+  // (and a SIGTERMed worker) open for the whole keep-alive timeout, 72 s, while its client waits to
+  // reuse it. From now on a connection that goes idle is closed at once (Node reads the server's
+  // keepAliveTimeout as each response finishes; 0 would mean "never").
+  app.addHook('preClose', (done) => {
+    app.server.keepAliveTimeout = 1;
+    done();
+  });
   // CSV imports: hand the raw request stream to the importer, which streams it into the store.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(['text/csv', 'text/plain'], (_request, payload, done) => done(null, payload));

@@ -66,7 +66,7 @@ async function waitFor(what: string, ok: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-/** 150 claims (half with an Idempotency-Key); SIGTERM lands once one is answered. Returns the answered ones. */
+/** 150 claims (half with an Idempotency-Key); SIGTERM lands once one is answered. Waits for the exit; returns the answered claims. */
 async function claimBurstThenTerm(served: Served, prefix: string): Promise<{ claimant: string; code: string }[]> {
   const answered: { claimant: string; code: string }[] = [];
   let firstAnswer!: () => void;
@@ -88,7 +88,13 @@ async function claimBurstThenTerm(served: Served, prefix: string): Promise<{ cla
   });
   await answeredOnce;
   served.child.kill('SIGTERM');
+  const termAt = Date.now();
   await Promise.all(claims);
+  // The claims' keep-alive connections stay open on this side: a server that waited for them to
+  // go away would exit only after its 72 s keep-alive timeout (it once did, after a worker restart).
+  // A bound far above a graceful exit (about 2 s), far below that timeout: not a speed test.
+  await served.exited;
+  assert.ok(Date.now() - termAt < 45_000, `exited ${Date.now() - termAt} ms after SIGTERM: idle keep-alive connections held the shutdown`);
   return answered;
 }
 
