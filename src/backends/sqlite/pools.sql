@@ -60,10 +60,24 @@ SELECT code FROM dibs_codes WHERE pool_id = ? AND claim_key = ? AND claimant = ?
 -- name: heldCodes
 SELECT * FROM dibs_codes WHERE pool_id = ? AND claimant = ? ORDER BY claimed_at, id
 
+-- name: unparkDue
+-- Parked codes whose hold has lapsed or whose window has opened go back among the free codes
+-- claims look at: a bounded batch, oldest first (migration 012).
+UPDATE dibs_codes SET parked_until = NULL
+WHERE id IN (SELECT id FROM dibs_codes WHERE pool_id = @pool AND parked_until IS NOT NULL AND parked_until <= @now
+             ORDER BY parked_until LIMIT @batch)
+
+-- name: parkExpired
+-- Free codes that expired while unparked leave them for good (a bounded batch).
+UPDATE dibs_codes SET parked_until = 'infinity'
+WHERE id IN (SELECT id FROM dibs_codes WHERE pool_id = @pool AND status = 'free' AND parked_until IS NULL
+               AND expires_at IS NOT NULL AND expires_at <= @now LIMIT @batch)
+
 -- name: takeFree
--- Free codes that may be handed out now: no live checkout hold, inside the code's own window.
+-- Free codes that may be handed out now: not parked (012), and — for the few a claim has not yet
+-- parked — no live checkout hold, inside the code's own window.
 SELECT id, code FROM dibs_codes
-WHERE pool_id = @pool AND status = 'free'
+WHERE pool_id = @pool AND status = 'free' AND parked_until IS NULL
   AND (hold_until IS NULL OR hold_until <= @now)
   AND (starts_at IS NULL OR starts_at <= @now) AND (expires_at IS NULL OR expires_at > @now)
 ORDER BY id LIMIT @n
@@ -90,9 +104,11 @@ ON CONFLICT (idempotency_key) DO NOTHING
 SELECT * FROM dibs_codes WHERE pool_id = ? AND code = ?
 
 -- name: setCodeState
--- Every state change ends a checkout hold (a redeem by its claimant consumes it).
+-- Every state change ends a checkout hold (a redeem by its claimant consumes it). It unparks the
+-- code too (only a free code may be parked): a code released back to free is parked again, if it
+-- must be, by the trigger of migration 012.
 UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt, redeemed_order = @order,
-  hold_claimant = NULL, hold_until = NULL
+  hold_claimant = NULL, hold_until = NULL, parked_until = NULL
 WHERE id = @id
 
 -- name: exportAll
