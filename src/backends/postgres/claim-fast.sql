@@ -35,7 +35,9 @@ picked AS (
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = $2, slot = 1, claim_key = $5::text, claimed_at = now()
+  SET status = 'claimed', claimant = $2, slot = 1, claim_key = $5::text, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM picked
   WHERE c.id = picked.id
   RETURNING c.code

@@ -66,7 +66,9 @@ key_rows AS (
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = a.claimant, slot = a.slot, claim_key = a.key, claimed_at = now()
+  SET status = 'claimed', claimant = a.claimant, slot = a.slot, claim_key = a.key, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM assigned a
   WHERE c.id = a.code_id
   RETURNING a.i, c.id, c.code

@@ -75,7 +75,9 @@ key_row AS (
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = $2, slot = s.slot, claim_key = $4::text, claimed_at = now()
+  SET status = 'claimed', claimant = $2, slot = s.slot, claim_key = $4::text, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM picked pk JOIN slots s ON s.rn = pk.rn
   WHERE c.id = pk.id
   RETURNING c.id, c.code

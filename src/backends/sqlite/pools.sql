@@ -83,7 +83,8 @@ WHERE pool_id = @pool AND status = 'free' AND parked_until IS NULL
 ORDER BY id LIMIT @n
 
 -- name: markClaimed
-UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now
+-- A lapsed checkout hold ends here (claims skip live ones), as every other state change ends one.
+UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now, hold_claimant = NULL, hold_until = NULL
 WHERE id = @id AND status = 'free'
 
 -- name: moveCounters
