@@ -58,19 +58,24 @@ CREATE INDEX codes_free_expiring ON codes (pool_id, expires_at) WHERE status = '
 -- retries — see free_seen in claim.sql).
 CREATE FUNCTION unpark_due(p_pool bigint) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  v_due integer;
-  v_expired integer;
+  due CURSOR FOR SELECT 1 FROM codes WHERE pool_id = p_pool AND parked_until IS NOT NULL AND parked_until <= now()
+                 ORDER BY parked_until LIMIT 200 FOR UPDATE SKIP LOCKED;
+  expired CURSOR FOR SELECT 1 FROM codes WHERE pool_id = p_pool AND status = 'free' AND parked_until IS NULL
+                     AND expires_at IS NOT NULL AND expires_at <= now() LIMIT 200 FOR UPDATE SKIP LOCKED;
+  v_moved integer := 0;
 BEGIN
-  -- plpgsql, not sql: its plans are cached per session, and this runs in every claim
-  UPDATE codes SET parked_until = NULL
-  WHERE id IN (SELECT id FROM codes WHERE pool_id = p_pool AND parked_until IS NOT NULL AND parked_until <= now()
-               ORDER BY parked_until LIMIT 200 FOR UPDATE SKIP LOCKED);
-  GET DIAGNOSTICS v_due = ROW_COUNT;
-  UPDATE codes SET parked_until = 'infinity'
-  WHERE id IN (SELECT id FROM codes WHERE pool_id = p_pool AND status = 'free' AND parked_until IS NULL AND expires_at IS NOT NULL AND expires_at <= now()
-               LIMIT 200 FOR UPDATE SKIP LOCKED);
-  GET DIAGNOSTICS v_expired = ROW_COUNT;
-  RETURN v_due + v_expired;
+  -- plpgsql, not sql: its plans are cached per session, and this runs in every claim. Each row is
+  -- updated through its cursor (WHERE CURRENT OF), never by a join back to codes: a join's plan
+  -- cached while the table was small (a seq scan) would stay slow once the table has grown.
+  FOR r IN due LOOP
+    UPDATE codes SET parked_until = NULL WHERE CURRENT OF due;
+    v_moved := v_moved + 1;
+  END LOOP;
+  FOR r IN expired LOOP
+    UPDATE codes SET parked_until = 'infinity' WHERE CURRENT OF expired;
+    v_moved := v_moved + 1;
+  END LOOP;
+  RETURN v_moved;
 END
 $$;
 
