@@ -8,7 +8,7 @@ import { after, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openDibs } from '../../src/index.js';
 import { loadMigrations } from '../../src/backends/shared/sql-files.js';
-import { rejectsWith } from '../support/assert.js';
+import { assertOldPoolClaimsOnlyOpenCode } from '../support/parked-migration.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 const temp = tempSqliteStore();
@@ -37,10 +37,7 @@ it('parks the closed free codes of existing pools; claims then skip them and cou
     const parked = Object.fromEntries((check.prepare('SELECT code, parked_until FROM dibs_codes').all() as { code: string; parked_until: string | null }[]).map((r) => [r.code, r.parked_until]));
     check.close();
     assert.deepEqual(parked, { OPEN: null, LATER: later, GONE: 'infinity', HELD: holdEnds });
-    assert.equal((await dibs.pools.claim('old', 'alice')).code, 'OPEN');
-    await rejectsWith(dibs.pools.claim('old', 'bob'), 'sold_out');
-    assert.deepEqual(await dibs.pools.stats('old'), { total: 4, free: 3, claimed: 1, redeemed: 0, revoked: 0 });
-    assert.deepEqual(await dibs.pools.audit('old'), []);
+    await assertOldPoolClaimsOnlyOpenCode(dibs);
   } finally {
     await dibs.close();
   }
