@@ -4,6 +4,11 @@
  * one process, no contention). The N = 0 pool — the same 500 open codes alone — is the baseline of
  * the same run: a claim should cost the same whatever N is.
  *
+ * Claims run on a fresh connection opened after the import and warmed up on the same pool: on
+ * PostgreSQL a statement's generic plan cached while the table was still small can stay slow until
+ * autovacuum analyzes the grown table (the same on main; see docs/benchmarks.md), which would
+ * measure that, not the claim.
+ *
  *   npm run bench -- closed-codes      (BENCH_CLOSED, default "0,50000"; e.g. "0,50000,500000";
  *                                       BENCH_CLOSED_CLAIMS, default 300 claims per pool)
  */
@@ -12,29 +17,34 @@ import { onEachStore } from './lib/stores.js';
 
 const SIZES = (process.env.BENCH_CLOSED ?? '0,50000').split(',').map(Number);
 const CLAIMS = Number(process.env.BENCH_CLOSED_CLAIMS ?? 300);
+const WARM_UP = 50;
 const OPEN = 500;
 const IMPORT_BATCH = 10_000;
 
 export async function main(): Promise<void> {
+  if (WARM_UP + CLAIMS > OPEN) throw new Error(`BENCH_CLOSED_CLAIMS must be at most ${OPEN - WARM_UP}`);
   const rows: string[] = [];
   await onEachStore('closed_codes', ['sqlite', 'postgres', 'redis'], async (label, store) => {
-    const dibs = await openDibs(store);
-    try {
-      // warm up (JIT, prepared statements, connections) on a throw-away pool, so N = 0 is not the cold one
-      await dibs.pools.create({ name: 'warm-up' });
-      await dibs.pools.importCodes('warm-up', Array.from({ length: CLAIMS }, (_, i) => `W-${i}`));
-      for (let i = 0; i < CLAIMS; i++) await dibs.pools.claim('warm-up', `w-${i}`);
-      for (const closed of SIZES) {
-        const pool = `closed-${closed}`;
-        await dibs.pools.create({ name: pool });
-        const opens = new Date(Date.parse(await dibs.backend.pools.clock()) + 86_400_000).toISOString();
+    for (const closed of SIZES) {
+      const pool = `closed-${closed}`;
+      const importer = await openDibs(store);
+      let importSeconds: number;
+      try {
+        await importer.pools.create({ name: pool });
+        const opens = new Date(Date.parse(await importer.backend.pools.clock()) + 86_400_000).toISOString();
         const t0 = performance.now();
         for (let from = 0; from < closed; from += IMPORT_BATCH) {
           const batch = Array.from({ length: Math.min(IMPORT_BATCH, closed - from) }, (_, i) => ({ code: `LATER-${from + i}`, startsAt: opens }));
-          await dibs.pools.importCodes(pool, batch);
+          await importer.pools.importCodes(pool, batch);
         }
-        await dibs.pools.importCodes(pool, Array.from({ length: OPEN }, (_, i) => `NOW-${i}`));
-        const importSeconds = (performance.now() - t0) / 1000;
+        await importer.pools.importCodes(pool, Array.from({ length: OPEN }, (_, i) => `NOW-${i}`));
+        importSeconds = (performance.now() - t0) / 1000;
+      } finally {
+        await importer.close();
+      }
+      const dibs = await openDibs(store);
+      try {
+        for (let i = 0; i < WARM_UP; i++) await dibs.pools.claim(pool, `warm-up-${i}`);
         const times: number[] = [];
         for (let i = 0; i < CLAIMS; i++) {
           const c0 = performance.now();
@@ -47,12 +57,12 @@ export async function main(): Promise<void> {
         const p = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
         rows.push(`| ${label} | ${closed.toLocaleString('en-US')} | ${mean.toFixed(2)} | ${p(0.5).toFixed(2)} | ${p(0.99).toFixed(2)} | ${importSeconds.toFixed(1)} |`);
         await dibs.pools.delete(pool);
+      } finally {
+        await dibs.close();
       }
-    } finally {
-      await dibs.close();
     }
   });
-  console.log(`Claims on a pool with N not-yet-valid codes ahead of ${OPEN} open ones, ${CLAIMS} sequential claims each:`);
+  console.log(`Claims on a pool with N not-yet-valid codes ahead of ${OPEN} open ones, ${CLAIMS} sequential claims each (after ${WARM_UP} warm-up claims):`);
   console.log('| store | N closed | mean ms | p50 ms | p99 ms | import s |\n|---|---:|---:|---:|---:|---:|');
   for (const row of rows) console.log(row);
 }
