@@ -34,9 +34,12 @@ DELETE FROM dibs_outbox WHERE pool = ?
 
 -- name: insertCode
 -- @startsAt/@expiresAt: the code's own window (ISO UTC, null = open on that side).
--- A code the pool already has as a multi-use code is a duplicate too.
-INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at)
-SELECT @pool, @code, @startsAt, @expiresAt WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
+-- A code the pool already has as a multi-use code is a duplicate too. A code outside its window
+-- is parked at once (migration 012: expired for good, or until its window opens).
+INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at, parked_until)
+SELECT @pool, @code, @startsAt, @expiresAt,
+  CASE WHEN @expiresAt <= @now THEN 'infinity' WHEN @startsAt > @now THEN @startsAt END
+WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
 ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: addFree

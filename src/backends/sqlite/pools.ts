@@ -167,8 +167,9 @@ export class SqlitePools implements PoolBackend {
   async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
+      const now = this.now();
       let inserted = 0;
-      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, ...withWindow(entry) }).changes;
+      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, now, ...withWindow(entry) }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });

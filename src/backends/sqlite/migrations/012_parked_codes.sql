@@ -10,8 +10,9 @@
 --   bounded batch of due codes and parks a bounded batch of codes that expired while unparked
 --   (pools.sql unparkDue / parkExpired), through indexes on those times: no timer is needed and
 --   the work is paid once per code, not once per claim;
--- - triggers park or unpark a free code whenever what decides it changes (import with a window,
---   hold, hold release, setCodeWindow, release back to free), so no statement has to remember to.
+-- - a trigger parks or unparks a free code whenever what decides it changes (hold, hold release,
+--   setCodeWindow, release back to free), so no statement has to remember to; an import parks its
+--   codes as it inserts them (pools.sql insertCode: one write per code, as before).
 -- A parked code is still free: counts, low stock, export and the audit are unchanged.
 ALTER TABLE dibs_codes ADD COLUMN parked_until TEXT CHECK (parked_until IS NULL OR status = 'free');
 
@@ -26,13 +27,6 @@ BEGIN
       THEN max(coalesce(NEW.hold_until, ''), coalesce(NEW.starts_at, ''))
   END
   WHERE id = NEW.id;
-END;
-
--- A code imported with a window: the update above decides (plain imports skip both).
-CREATE TRIGGER dibs_codes_park_new AFTER INSERT ON dibs_codes
-WHEN NEW.starts_at IS NOT NULL OR NEW.expires_at IS NOT NULL OR NEW.hold_until IS NOT NULL
-BEGIN
-  UPDATE dibs_codes SET starts_at = NEW.starts_at WHERE id = NEW.id;
 END;
 
 DROP INDEX dibs_codes_free;
