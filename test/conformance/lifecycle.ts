@@ -156,6 +156,44 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
 
+      // Stores keep codes that cannot be handed out now out of the claims' way ("parked") and bring
+      // them back in bounded batches when due: more due codes than one batch must all be handed
+      // out (no false sold_out), and while they wait they are still counted as free.
+      it('codes whose window opens together are all handed out once it does, counted as free meanwhile; an expired one never is', async () => {
+        const waiting = 210; // more than one batch of every store (Redis 100, SQL 200)
+        const name = await fresh({ codes: waiting + 1, perClaimantLimit: 1 });
+        const opens = await storeTime(3000);
+        await Promise.all(Array.from({ length: waiting }, (_, i) => dibs.pools.setCodeWindow(name, `L${i + 1}`, { startsAt: opens })));
+        await dibs.pools.setCodeWindow(name, `L${waiting + 1}`, { expiresAt: await storeTime(-1) });
+        assert.deepEqual(await dibs.pools.stats(name), { total: waiting + 1, free: waiting + 1, claimed: 0, redeemed: 0, revoked: 0 });
+        if ((await storeTime()) < opens) await rejectsWith(dibs.pools.claim(name, 'early'), 'sold_out');
+        await untilStorePasses(opens);
+        const taken = new Set<string>();
+        for (let i = 0; i < waiting; i++) taken.add((await dibs.pools.claim(name, `c${i}`)).code);
+        assert.equal(taken.size, waiting);
+        assert.ok(!taken.has(`L${waiting + 1}`), 'the expired code is never handed out');
+        await rejectsWith(dibs.pools.claim(name, 'late'), 'sold_out');
+        assert.deepEqual(await dibs.pools.stats(name), { total: waiting + 1, free: 1, claimed: waiting, redeemed: 0, revoked: 0 });
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+
+      it('a code released outside its window waits for it; a released hold and a reopened window hand codes out at once', async () => {
+        const name = await fresh({ codes: 2, publicCodes: true });
+        const { code } = await dibs.pools.claim(name, 'alice');
+        const other = code === 'L1' ? 'L2' : 'L1';
+        await dibs.pools.setCodeWindow(name, code, { startsAt: await storeTime(3_600_000) });
+        await dibs.pools.release(name, code);
+        await dibs.pools.hold(name, other, 'bob', 60_000);
+        assert.equal((await dibs.pools.stats(name)).free, 2);
+        await rejectsWith(dibs.pools.claim(name, 'carol'), 'sold_out');
+        await dibs.pools.releaseHold(name, other);
+        assert.equal((await dibs.pools.claim(name, 'carol')).code, other);
+        await rejectsWith(dibs.pools.claim(name, 'dave'), 'sold_out');
+        await dibs.pools.setCodeWindow(name, code, {});
+        assert.equal((await dibs.pools.claim(name, 'dave')).code, code);
+        assert.deepEqual(await dibs.pools.audit(name), []);
+      });
+
       it('combines with the pool window; bad windows and unknown codes are refused', async () => {
         const name = await fresh({ codes: 1 });
         await dibs.pools.update(name, { expiresAt: await storeTime(-1) });

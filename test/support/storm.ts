@@ -49,6 +49,8 @@ export interface StormOptions {
   retryRatio?: number;
   /** Distinct keyed claims each claimant makes (for perClaimantLimit > 1; default 1). */
   claimsPerClaimant?: number;
+  /** Claimant names are `${prefix}-${i}` (default 'claimant'): storms in waves on one pool need distinct ones. */
+  claimantPrefix?: string;
   /** Claims in flight per process (default 8). */
   concurrency?: number;
   /** The whole storm is killed after this long (default 120 s). */
@@ -81,7 +83,7 @@ export function planStorm(options: StormOptions): StormOp[][] {
   const perClaimant = options.claimsPerClaimant ?? 1;
   const lanes: StormOp[][] = Array.from({ length: processes }, () => []);
   for (let i = 0; i < claimants; i++) {
-    const claimant = `claimant-${i}`;
+    const claimant = `${options.claimantPrefix ?? 'claimant'}-${i}`;
     const home = i % processes;
     for (let k = 0; k < perClaimant; k++) {
       // Half the claimants use idempotency keys; retried ones always do.

@@ -16,23 +16,28 @@
 --      claims in flight on different connections of one process never share a counter row
 --   $5 idempotency key or null
 WITH p AS (
-  SELECT id, counter_shards FROM pools
+  SELECT id, counter_shards,
+    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
+    unpark_due(id) AS unparked
+  FROM pools
   WHERE name = $1 AND per_claimant_limit = 1 AND low_stock_threshold IS NULL
     AND starts_at IS NULL AND expires_at IS NULL
 ),
 picked AS (
   SELECT coalesce(
     (SELECT c.id FROM codes c
-     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $3::float8
+     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $3::float8
      ORDER BY c.rnd LIMIT 1 FOR UPDATE SKIP LOCKED),
     (SELECT c.id FROM codes c
-     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $3::float8
+     WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $3::float8
      ORDER BY c.rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
   ) AS id
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = $2, slot = 1, claim_key = $5::text, claimed_at = now()
+  SET status = 'claimed', claimant = $2, slot = 1, claim_key = $5::text, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM picked
   WHERE c.id = picked.id
   RETURNING c.code

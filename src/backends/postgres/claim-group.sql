@@ -11,7 +11,10 @@
 -- Result: one row per request, ordered by i (1-based position in $2), with the same columns as
 -- claim.sql (taken holds at most one code).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at FROM pools WHERE name = $1
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at,
+    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
+    unpark_due(id) AS unparked
+  FROM pools WHERE name = $1
 ),
 req AS (
   SELECT r.claimant, r.key, r.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS r(claimant, key, i)
@@ -38,14 +41,14 @@ eligible AS (
 ),
 above AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $4::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $4::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM eligible)
   FOR UPDATE SKIP LOCKED
 ),
 below AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $4::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $4::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM eligible) - (SELECT count(*) FROM above)
   FOR UPDATE SKIP LOCKED
@@ -63,7 +66,9 @@ key_rows AS (
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = a.claimant, slot = a.slot, claim_key = a.key, claimed_at = now()
+  SET status = 'claimed', claimant = a.claimant, slot = a.slot, claim_key = a.key, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM assigned a
   WHERE c.id = a.code_id
   RETURNING a.i, c.id, c.code
@@ -78,7 +83,10 @@ free_seen AS (
   -- read only by requests that got nothing: is there a free code that may be handed out now (no
   -- live hold, inside its own window) that in-flight claims had locked? Then retry, not sold out.
   SELECT CASE WHEN (SELECT count(*) FROM taken) >= (SELECT count(*) FROM eligible) AND (SELECT count(*) FROM eligible) > 0 THEN 0 ELSE (SELECT count(*) FROM (
-    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) LIMIT 1
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at)
+    UNION ALL -- parked codes that are due count too: unpark_due (in p) has just brought them back
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.parked_until IS NOT NULL AND c.parked_until <= now() AND code_open(c.hold_until, c.starts_at, c.expires_at)
+    LIMIT 1
   ) AS open_free) END::bigint AS n
 )
 SELECT

@@ -26,7 +26,10 @@
 --   free_seen (> 0 when nothing was taken but this statement's snapshot has a free code that may
 --   be handed out now: all such rows were locked by in-flight claims — retry, not sold out).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at FROM pools WHERE name = $1
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at,
+    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
+    unpark_due(id) AS unparked
+  FROM pools WHERE name = $1
 ),
 prior AS (
   SELECT k.claimant, k.count FROM claim_keys k
@@ -49,14 +52,14 @@ slots AS (
 ),
 above AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $5::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd >= $5::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM slots)
   FOR UPDATE SKIP LOCKED
 ),
 below AS (
   SELECT c.id FROM codes c
-  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $5::float8
+  WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at) AND c.rnd < $5::float8
   ORDER BY c.rnd
   LIMIT (SELECT count(*) FROM slots) - (SELECT count(*) FROM above)
   FOR UPDATE SKIP LOCKED
@@ -72,7 +75,9 @@ key_row AS (
 ),
 taken AS (
   UPDATE codes c
-  SET status = 'claimed', claimant = $2, slot = s.slot, claim_key = $4::text, claimed_at = now()
+  SET status = 'claimed', claimant = $2, slot = s.slot, claim_key = $4::text, claimed_at = now(),
+      -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
+      hold_claimant = NULL, hold_until = NULL
   FROM picked pk JOIN slots s ON s.rn = pk.rn
   WHERE c.id = pk.id
   RETURNING c.id, c.code
@@ -98,7 +103,10 @@ SELECT
   -- successful claim cost measurable throughput
   -- (codes on hold or outside their own window count as free but cannot be handed out: not seen)
   CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN (SELECT count(*) FROM (
-    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND code_open(c.hold_until, c.starts_at, c.expires_at) LIMIT 1
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.status = 'free' AND c.parked_until IS NULL AND code_open(c.hold_until, c.starts_at, c.expires_at)
+    UNION ALL -- parked codes that are due count too: unpark_due (in p) has just brought them back
+    SELECT 1 FROM codes c WHERE c.pool_id = (SELECT id FROM p) AND c.parked_until IS NOT NULL AND c.parked_until <= now() AND code_open(c.hold_until, c.starts_at, c.expires_at)
+    LIMIT 1
   ) AS open_free) ELSE 0 END::bigint AS free_seen,
   (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,

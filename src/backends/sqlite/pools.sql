@@ -34,9 +34,12 @@ DELETE FROM dibs_outbox WHERE pool = ?
 
 -- name: insertCode
 -- @startsAt/@expiresAt: the code's own window (ISO UTC, null = open on that side).
--- A code the pool already has as a multi-use code is a duplicate too.
-INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at)
-SELECT @pool, @code, @startsAt, @expiresAt WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
+-- A code the pool already has as a multi-use code is a duplicate too. A code outside its window
+-- is parked at once (migration 012: expired for good, or until its window opens).
+INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at, parked_until)
+SELECT @pool, @code, @startsAt, @expiresAt,
+  CASE WHEN @expiresAt <= @now THEN 'infinity' WHEN @startsAt > @now THEN @startsAt END
+WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
 ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: addFree
@@ -60,16 +63,31 @@ SELECT code FROM dibs_codes WHERE pool_id = ? AND claim_key = ? AND claimant = ?
 -- name: heldCodes
 SELECT * FROM dibs_codes WHERE pool_id = ? AND claimant = ? ORDER BY claimed_at, id
 
+-- name: unparkDue
+-- Parked codes whose hold has lapsed or whose window has opened go back among the free codes
+-- claims look at: a bounded batch, oldest first (migration 012).
+UPDATE dibs_codes SET parked_until = NULL
+WHERE id IN (SELECT id FROM dibs_codes WHERE pool_id = @pool AND parked_until IS NOT NULL AND parked_until <= @now
+             ORDER BY parked_until LIMIT @batch)
+
+-- name: parkExpired
+-- Free codes that expired while unparked leave them for good (a bounded batch).
+UPDATE dibs_codes SET parked_until = 'infinity'
+WHERE id IN (SELECT id FROM dibs_codes WHERE pool_id = @pool AND status = 'free' AND parked_until IS NULL
+               AND expires_at IS NOT NULL AND expires_at <= @now LIMIT @batch)
+
 -- name: takeFree
--- Free codes that may be handed out now: no live checkout hold, inside the code's own window.
+-- Free codes that may be handed out now: not parked (012), and — for the few a claim has not yet
+-- parked — no live checkout hold, inside the code's own window.
 SELECT id, code FROM dibs_codes
-WHERE pool_id = @pool AND status = 'free'
+WHERE pool_id = @pool AND status = 'free' AND parked_until IS NULL
   AND (hold_until IS NULL OR hold_until <= @now)
   AND (starts_at IS NULL OR starts_at <= @now) AND (expires_at IS NULL OR expires_at > @now)
 ORDER BY id LIMIT @n
 
 -- name: markClaimed
-UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now
+-- A lapsed checkout hold ends here (claims skip live ones), as every other state change ends one.
+UPDATE dibs_codes SET status = 'claimed', claimant = @claimant, claim_key = @key, claimed_at = @now, hold_claimant = NULL, hold_until = NULL
 WHERE id = @id AND status = 'free'
 
 -- name: moveCounters
@@ -90,9 +108,11 @@ ON CONFLICT (idempotency_key) DO NOTHING
 SELECT * FROM dibs_codes WHERE pool_id = ? AND code = ?
 
 -- name: setCodeState
--- Every state change ends a checkout hold (a redeem by its claimant consumes it).
+-- Every state change ends a checkout hold (a redeem by its claimant consumes it). It unparks the
+-- code too (only a free code may be parked): a code released back to free is parked again, if it
+-- must be, by the trigger of migration 012.
 UPDATE dibs_codes SET status = @status, claimant = @claimant, claim_key = @claimKey, claimed_at = @claimedAt, redeemed_at = @redeemedAt, redeemed_order = @order,
-  hold_claimant = NULL, hold_until = NULL
+  hold_claimant = NULL, hold_until = NULL, parked_until = NULL
 WHERE id = @id
 
 -- name: exportAll

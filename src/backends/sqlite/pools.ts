@@ -29,7 +29,7 @@ import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Sta
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool', 'deletePoolEvents',
   'insertCode', 'addFree', 'claimKey', 'insertClaimKey', 'deleteClaimKey', 'codesOfKey', 'heldCodes',
-  'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState', 'redeemedBy',
+  'unparkDue', 'parkExpired', 'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState', 'redeemedBy',
   'exportAll', 'exportByStatus', 'countByStatus', 'claimantsOverLimit', 'holderMismatch',
   'keysWithForeignCodes', 'lowStockEventCount', 'eventsAfter', 'poolEventsAfter',
   'setHold', 'setCodeWindow', 'multiByValue', 'insertMulti', 'setMultiWindow', 'moveUses', 'useOfOrder', 'usesByClaimant',
@@ -96,6 +96,9 @@ interface EventRow {
   payload: string;
   created_at: string;
 }
+
+/** How many codes one claim parks or brings back per step (a bounded batch, as on Redis). */
+const PARK_BATCH = 200;
 
 type CounterMove = { free?: number; claimed?: number; redeemed?: number; revoked?: number };
 
@@ -164,8 +167,9 @@ export class SqlitePools implements PoolBackend {
   async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
+      const now = this.now();
       let inserted = 0;
-      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, ...withWindow(entry) }).changes;
+      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, now, ...withWindow(entry) }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });
@@ -193,7 +197,7 @@ export class SqlitePools implements PoolBackend {
       const room = row.per_claimant_limit - this.heldCodes(row.id, claimant).length;
       if (room <= 0) return answer('already-held', [], false);
       const now = this.now();
-      const free = this.stmt.takeFree.all({ pool: row.id, now, n: Math.min(count, room) }) as { id: number; code: string }[];
+      const free = this.takeFree(row.id, now, Math.min(count, room));
       if (free.length === 0) throw soldOut(pool);
 
       for (const { id } of free) this.stmt.markClaimed.run({ id, claimant, key, now });
@@ -444,6 +448,21 @@ export class SqlitePools implements PoolBackend {
     const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
     this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool: row.name, payload: JSON.stringify(event.payload), now });
     return toMultiCode(row.name, { ...m, uses: m.uses - 1 });
+  }
+
+  /**
+   * Up to `n` free codes that may be handed out now. Parked codes that are due come back first, a
+   * bounded batch at a time: another batch only while the claim is still short and the last one
+   * was full, so one claim never moves more than it needs, and a claim is never sold out while due
+   * codes wait.
+   */
+  private takeFree(poolId: number, now: string, n: number): { id: number; code: string }[] {
+    this.stmt.parkExpired.run({ pool: poolId, now, batch: PARK_BATCH });
+    for (;;) {
+      const unparked = this.stmt.unparkDue.run({ pool: poolId, now, batch: PARK_BATCH }).changes;
+      const free = this.stmt.takeFree.all({ pool: poolId, now, n }) as { id: number; code: string }[];
+      if (free.length >= n || unparked < PARK_BATCH) return free;
+    }
   }
 
   private heldCodes(poolId: number, claimant: string): CodeRow[] {

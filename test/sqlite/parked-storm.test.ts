@@ -1,0 +1,4 @@
+import { parkedStormSuite } from '../support/parked-storm.js';
+import { sqliteForSuite } from '../support/sqlite.js';
+
+parkedStormSuite('sqlite', sqliteForSuite());
