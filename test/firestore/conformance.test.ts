@@ -1,5 +1,6 @@
 import { after, before, describe } from 'node:test';
 import { openDibs } from '../../src/index.js';
+import { lifecycleConformance } from '../conformance/lifecycle.js';
 import { poolConformance } from '../conformance/pools.js';
 import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
 
@@ -15,4 +16,13 @@ describe('firestore (the official emulator, started by the test)', { skip: !fire
     const dibs = await openDibs(emulator.storeUrl());
     return { dibs, cleanup: () => dibs.close() };
   });
+  // checkout holds and per-code windows; multi-use codes are not built on Firestore yet
+  lifecycleConformance(
+    'firestore',
+    async () => {
+      const dibs = await openDibs(emulator.storeUrl());
+      return { dibs, cleanup: () => dibs.close() };
+    },
+    { multiUse: false },
+  );
 });
