@@ -148,19 +148,29 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
       }
       const need = plans.reduce((sum, p) => sum + p.want, 0);
       const nowMs = now.toMillis();
-      let free = claimable(tx, refs, candidates, nowMs);
+      // codes whose window closed while they still had `fr`: parked by this commit, after every read
+      const stale: DocumentSnapshot[] = [];
+      const park = () => stale.forEach((snap) => tx.set(snap.ref, freeCode((snap.data() as CodeDoc).code, lifeOf(snap.data() as CodeDoc, nowMs), nowMs)));
+      let free = claimable(candidates, nowMs, stale);
       if (free.length < need) {
-        if (!found.exhaustive) return RETRY; // taken meanwhile: look again
+        if (!found.exhaustive) {
+          park();
+          return RETRY; // taken meanwhile: look again
+        }
         // Nearly empty: the free codes as they are now, read under lock. Not when the query found
         // none at all: that strongly consistent read already saw an empty pool, which is then the
         // true answer as of that instant — and a sold-out crowd must not range-lock the codes.
         if (found.refs.length > 0) {
           const locked = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
-          free = claimable(tx, refs, locked, nowMs);
-          // some were past their window (now parked by this commit): look again for the rest
-          if (free.length < need && locked.length === need) return RETRY;
+          free = claimable(locked, nowMs, stale);
+          // some were past their window (parked by this commit): look again for the rest
+          if (free.length < need && locked.length === need) {
+            park();
+            return RETRY;
+          }
         }
       }
+      park();
       threshold = poolDoc.armed ? poolDoc.threshold : null;
 
       // writes: codes, holders, keys, counters
@@ -198,16 +208,16 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
 /**
  * The snapshots that may be handed out now: free, with a claim position, not held, inside the
  * code's own window (by the transaction's read time). A free code that still has `fr` but is no
- * longer claimable (its window closed since it was placed) is parked in this same transaction.
+ * longer claimable (its window closed since it was placed) goes to `stale`, for the caller to park.
  */
-function claimable(tx: Transaction, refs: PoolRefs, snaps: readonly DocumentSnapshot[], nowMs: number): DocumentSnapshot[] {
+function claimable(snaps: readonly DocumentSnapshot[], nowMs: number, stale: DocumentSnapshot[]): DocumentSnapshot[] {
   const out: DocumentSnapshot[] = [];
   for (const snap of snaps) {
     if (!snap.exists) continue;
     const rec = snap.data() as CodeDoc;
     if (rec.s !== 'free' || typeof rec.fr !== 'number') continue;
     if (claimableFrom(rec, nowMs) === 'now') out.push(snap);
-    else tx.set(snap.ref, freeCode(rec.code, lifeOf(rec, nowMs), nowMs));
+    else if (!stale.some((s) => s.ref.isEqual(snap.ref))) stale.push(snap);
   }
   return out;
 }
