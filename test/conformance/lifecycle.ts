@@ -10,8 +10,7 @@ import type { Dibs } from '../../src/index.js';
 import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
-export function lifecycleConformance(label: string, open: () => Promise<ConformanceTarget>, options: { multiUse?: boolean } = { multiUse: true }): void {
-  const multiUse = () => options.multiUse !== false;
+export function lifecycleConformance(label: string, open: () => Promise<ConformanceTarget>): void {
   describe(`${label}: coupon lifecycle`, () => {
     let target: ConformanceTarget;
     let dibs: Dibs;
@@ -108,10 +107,8 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         await rejectsWith(dibs.pools.hold(name, other, 'alice', 60_000), 'conflict');
         await rejectsWith(dibs.pools.hold(name, 'NOPE', 'alice', 60_000), 'not_found');
         await rejectsWith(dibs.pools.hold(name, last, 'alice', 10), 'invalid_input', 'ttlMs');
-        if (multiUse()) {
-          await dibs.pools.addMultiUseCode(name, { code: 'MANY', uses: 5 });
-          await rejectsWith(dibs.pools.hold(name, 'MANY', 'alice', 60_000), 'conflict', 'code');
-        }
+        await dibs.pools.addMultiUseCode(name, { code: 'MANY', uses: 5 });
+        await rejectsWith(dibs.pools.hold(name, 'MANY', 'alice', 60_000), 'conflict', 'code');
         // releasing a hold that is not there answers with the code unchanged
         assert.equal((await dibs.pools.releaseHold(name, last)).status, 'free');
       });
@@ -170,8 +167,7 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
       });
     });
 
-    // a store without them (Firestore) refuses with `unsupported` (checked in its own test file)
-    describe('multi-use codes', { skip: !multiUse() && 'no multi-use codes on this store' }, () => {
+    describe('multi-use codes', () => {
       it('one code, N uses: each order counted once, retries answer the same, the N+1st is limit_reached', async () => {
         const name = await fresh();
         const created = await dibs.pools.addMultiUseCode(name, { code: 'WELCOME10', uses: 3 });

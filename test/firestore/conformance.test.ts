@@ -16,13 +16,8 @@ describe('firestore (the official emulator, started by the test)', { skip: !fire
     const dibs = await openDibs(emulator.storeUrl());
     return { dibs, cleanup: () => dibs.close() };
   });
-  // checkout holds and per-code windows; multi-use codes are not built on Firestore yet
-  lifecycleConformance(
-    'firestore',
-    async () => {
-      const dibs = await openDibs(emulator.storeUrl());
-      return { dibs, cleanup: () => dibs.close() };
-    },
-    { multiUse: false },
-  );
+  lifecycleConformance('firestore', async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    return { dibs, cleanup: () => dibs.close() };
+  });
 });

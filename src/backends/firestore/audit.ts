@@ -8,13 +8,17 @@ import { notFound } from '../../core/errors.js';
 import type { PoolStats, Violation } from '../../core/types.js';
 import { counterViolations } from '../shared/pool-rules.js';
 import type { Layout } from './layout.js';
+import { auditMultiUse } from './multi-use.js';
 import { claimableFrom, liveHold, sumShards, ZERO, type CodeDoc, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
 
 export async function auditPool(layout: Layout, runner: TxRunner, pool: string): Promise<Violation[]> {
   const refs = layout.pool(pool);
-  const [poolSnap, codes, holders, keys, shards, events] = await runner.read((tx) =>
-    Promise.all([tx.get(refs.pool), tx.get(refs.codes), tx.get(refs.holders), tx.get(refs.keys), tx.get(refs.shards), tx.get(layout.events.where('pool', '==', pool).where('type', '==', 'pool.low_stock'))]),
+  const [poolSnap, codes, holders, keys, shards, events, multiUse] = await runner.read((tx) =>
+    Promise.all([
+      tx.get(refs.pool), tx.get(refs.codes), tx.get(refs.holders), tx.get(refs.keys), tx.get(refs.shards),
+      tx.get(layout.events.where('pool', '==', pool).where('type', '==', 'pool.low_stock')), auditMultiUse(tx, refs, pool),
+    ]),
   );
   if (!poolSnap.exists) throw notFound('pool', pool);
   const poolDoc = poolSnap.data() as PoolDoc;
@@ -56,6 +60,7 @@ export async function auditPool(layout: Layout, runner: TxRunner, pool: string):
       if (rec.k === key && rec.h && rec.h !== owner) violations.push({ invariant: 'I2', pool, code, claimant: owner, message: `idempotency key '${key}' of '${owner}' points at code '${code}' held by '${rec.h}'` });
     }
   }
+  violations.push(...multiUse);
   violations.push(...counterViolations(pool, sumShards(shards.docs), ledger));
   if (events.size !== poolDoc.lowEvents) {
     violations.push({ invariant: 'I7', pool, expected: poolDoc.lowEvents, actual: events.size, message: `${poolDoc.lowEvents} low-stock crossings were recorded but the outbox holds ${events.size} low-stock events` });

@@ -15,9 +15,10 @@ import { FieldValue, type Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
 import type { CodeInfo, CodeWindow } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
-import { alreadyRedeemed, heldByOther, holderAtLimit } from '../shared/pool-rules.js';
+import { alreadyRedeemed, heldByOther, holderAtLimit, multiUseNotHoldable } from '../shared/pool-rules.js';
 import type { PoolRefs } from './layout.js';
-import { otherHolder, readCode } from './pools.js';
+import { setMultiWindow } from './multi-use.js';
+import { otherHolder, readAnyCode } from './pools.js';
 import { claimPosition, lifeOf, liveHold, toCode, windowOf, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
 
 /** Most parked codes one sweep brings back (claims sweep again while more are due). */
@@ -37,9 +38,16 @@ function rewrite(tx: Transaction, refs: PoolRefs, rec: CodeDoc, life: CodeLife, 
   return next;
 }
 
-/** `hold`: see PoolBackend.hold. Multi-use codes do not exist on this store, so every code is single-use. */
+/** A single-use code for a hold (a multi-use code has no one holder: `conflict`). */
+async function readHoldable(tx: Transaction, refs: PoolRefs, pool: string, code: string) {
+  const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
+  if (!rec) throw multiUseNotHoldable(code);
+  return { poolDoc, rec, now };
+}
+
+/** `hold`: see PoolBackend.hold. */
 export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
-  const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+  const { poolDoc, rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   const nowIso = now.toDate().toISOString();
   if (rec.s === 'redeemed') throw alreadyRedeemed(code, rec.ra!.toDate().toISOString());
@@ -61,7 +69,7 @@ export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, co
 
 /** `releaseHold`: drops a live hold; a free code is claimable again at once (inside its window). */
 export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
-  const { rec, now } = await readCode(tx, refs, pool, code);
+  const { rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   if (!liveHold(rec, nowMs)) return toCode(pool, rec, nowMs);
   if (claimant !== null && rec.hc !== claimant) throw heldByOther(code, new Date(rec.hu!).toISOString());
@@ -70,7 +78,8 @@ export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: str
 
 /** `setCodeWindow`: a free code leaves or rejoins the claims as its new window says. */
 export async function setWindow(tx: Transaction, refs: PoolRefs, pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
-  const { rec, now } = await readCode(tx, refs, pool, code);
+  const { rec, multi, now } = await readAnyCode(tx, refs, pool, code);
+  if (!rec) return setMultiWindow(tx, refs, pool, multi!, window);
   const nowMs = now.toMillis();
   const { vs: _vs, ve: _ve, ...kept } = lifeOf(rec, nowMs);
   return toCode(pool, rewrite(tx, refs, rec, { ...kept, vs: window.startsAt, ve: window.expiresAt }, nowMs), nowMs);

@@ -8,13 +8,14 @@ import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
+import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, MultiUseCodeSpec, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
 import { withWindow } from '../shared/imported-code.js';
 import { alreadyRedeemed, assertRedeemedFor, claimantRequired, heldByOther, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
 import { auditPool } from './audit.js';
 import { ClaimGrouper, type ClaimOptions } from './claim.js';
 import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
+import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
@@ -151,7 +152,12 @@ export class FirestorePools implements PoolBackend {
         if (!snap!.exists) throw notFound('pool', pool);
         const poolDoc = snap!.data() as PoolDoc;
         const nowMs = snap!.readTime.toMillis();
-        const fresh = [...firsts.values()].filter((_, j) => !existing[j]!.exists);
+        let fresh = [...firsts.values()].filter((_, j) => !existing[j]!.exists);
+        // a code the pool has as a multi-use code is a duplicate too (read only where there are some)
+        if (poolDoc.multi && fresh.length > 0) {
+          const multis = await tx.getAll(...fresh.map((c) => refs.multi(c.code)));
+          fresh = fresh.filter((_, j) => !multis[j]!.exists);
+        }
         // a refill re-arms the low-stock alert once free is above the threshold again
         const rearm = fresh.length > 0 && !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + fresh.length > poolDoc.threshold);
         for (const c of fresh) tx.create(refs.code(c.code), freeCode(c.code, { vs: c.startsAt, ve: c.expiresAt }, nowMs));
@@ -192,7 +198,8 @@ export class FirestorePools implements PoolBackend {
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
     return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      const { poolDoc, rec, multi, now } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) return redeemUse(tx, refs, poolDoc, now, multi!, claimant, orderId);
       if (rec.s === 'redeemed') {
         // the same checkout again: its answer, unchanged
         if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
@@ -230,7 +237,8 @@ export class FirestorePools implements PoolBackend {
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
     return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      const { poolDoc, rec, multi, now } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) return unredeemUse(tx, this.layout, refs, pool, now, multi!, orderId);
       assertRedeemedFor({ code, status: rec.s, redeemed_order: rec.o }, orderId);
       const holderRef = refs.holder(rec.h!);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
@@ -279,14 +287,24 @@ export class FirestorePools implements PoolBackend {
     return this.tx.run((tx) => setWindow(tx, this.refs(pool), pool, code, window));
   }
 
+  async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const poolSnap = await tx.get(refs.pool);
+      if (!poolSnap.exists) throw notFound('pool', pool);
+      return addMultiUse(tx, refs, poolSnap, pool, spec);
+    });
+  }
+
   async clock(): Promise<string> {
     return (await this.layout.root.get()).readTime.toDate().toISOString();
   }
 
-  async getCode(pool: string, code: string): Promise<CodeInfo> {
+  async getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    const [poolSnap, codeSnap] = await this.layout.db.getAll(refs.pool, refs.code(code));
+    const [poolSnap, codeSnap, multiSnap] = await this.layout.db.getAll(refs.pool, refs.code(code), refs.multi(code));
     if (!poolSnap!.exists) throw notFound('pool', pool);
+    if (multiSnap!.exists) return toMultiCode(pool, multiSnap!.data() as MultiDoc, claimant ? await usesOfClaimant(refs, code, claimant) : undefined);
     if (!codeSnap!.exists) throw notFound('code', code);
     return toCode(pool, codeSnap!.data() as CodeDoc, codeSnap!.readTime.toMillis());
   }
@@ -334,12 +352,25 @@ export class FirestorePools implements PoolBackend {
   }
 }
 
-/** Reads the pool and one code in a transaction (not_found for either); `now` is the server's read time. */
+/** Reads the pool and one single-use code in a transaction (not_found for either); `now` is the server's read time. */
 export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp }> {
+  const found = await readAnyCode(tx, refs, pool, code);
+  if (!found.rec) throw notFound('code', code);
+  return { ...found, rec: found.rec };
+}
+
+/**
+ * Reads the pool and one code, single-use (`rec`) or multi-use (`multi`): the multi-use document
+ * is read only when there is no single-use one. not_found for the pool, or for neither code.
+ */
+export async function readAnyCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; now: Timestamp; rec: CodeDoc | null; multi: MultiDoc | null }> {
   const [poolSnap, codeSnap] = await tx.getAll(refs.pool, refs.code(code));
   if (!poolSnap!.exists) throw notFound('pool', pool);
-  if (!codeSnap!.exists) throw notFound('code', code);
-  return { poolDoc: poolSnap!.data() as PoolDoc, rec: codeSnap!.data() as CodeDoc, now: poolSnap!.readTime };
+  const base = { poolDoc: poolSnap!.data() as PoolDoc, now: poolSnap!.readTime };
+  if (codeSnap!.exists) return { ...base, rec: codeSnap!.data() as CodeDoc, multi: null };
+  const multi = await tx.get(refs.multi(code));
+  if (!multi.exists) throw notFound('code', code);
+  return { ...base, rec: null, multi: multi.data() as MultiDoc };
 }
 
 /** Writes a holder document after `change`; a holder without codes is deleted. */

@@ -22,6 +22,8 @@ export interface PoolDoc {
   armed: boolean;
   /** Low-stock events recorded so far (the audit compares it with the outbox). */
   lowEvents: number;
+  /** Multi-use codes added (absent: none; imports then need not look for them). */
+  multi?: number;
 }
 
 export interface CodeDoc {
