@@ -118,4 +118,37 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
       await dibs.close();
     }
   });
+
+  const USES = 50;
+  const REDEEMERS = 200;
+  const RETRIED = 40;
+  it(`a multi-use code with ${USES} uses, ${REDEEMERS} redeemers (${RETRIED} retried) from ${PROCESSES} processes: exactly ${USES} uses, once per order`, { timeout: 300_000 }, async () => {
+    const store = emulator.storeUrl();
+    const pool = 'welcome';
+    const dibs = await openDibs(store);
+    try {
+      await dibs.pools.create({ name: pool });
+      await dibs.pools.addMultiUseCode(pool, { code: 'WELCOME', uses: USES });
+      // each redeemer is its own claimant and order; the first RETRIED checkouts are sent twice
+      const op = (i: number): SaleOp => ({ customer: 'WELCOME', key: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0 });
+      const ops = [...Array.from({ length: REDEEMERS }, (_, i) => op(i)), ...Array.from({ length: RETRIED }, (_, i) => op(i))];
+      const started = Date.now();
+      const outcomes = await runSaleStorm<LifecycleOutcome>({ store, sale: pool, lanes: spread(ops, PROCESSES), concurrency: 4, worker: WORKER, timeoutMs: 280_000 });
+      const stormMs = Date.now() - started;
+      assert.equal(outcomes.length, REDEEMERS + RETRIED, 'every attempt was answered');
+      assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))], ['limit_reached'], 'only limit_reached refusals');
+      const won = new Set(outcomes.filter((o) => o.status === 'ok').map((o) => o.claimant));
+      assert.equal(won.size, USES, `exactly ${USES} orders used the code`);
+      for (let i = 0; i < RETRIED; i++) {
+        const both = outcomes.filter((o) => o.claimant === `buyer-${i}`);
+        assert.equal(both.length, 2);
+        assert.equal(both[0]!.status, both[1]!.status, `buyer-${i}: a retried checkout gets the same answer`);
+      }
+      assert.deepEqual((await dibs.pools.code(pool, 'WELCOME')).uses, { max: USES, used: USES, remaining: 0, perClaimant: 1 });
+      assert.deepEqual(await dibs.pools.audit(pool), []);
+      console.log(`multi-use storm: ${outcomes.length} redeems in ${stormMs} ms`);
+    } finally {
+      await dibs.close();
+    }
+  });
 });

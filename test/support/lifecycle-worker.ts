@@ -2,7 +2,8 @@
  * One OS process of a lifecycle storm (lifecycle-storm.test.ts files), on the sale-storm protocol
  * (config file, start barrier, JSON lines): op kind 'buy' claims one code for claimant `op.key`;
  * kind 'reserve' holds code `op.customer` for claimant `op.key` (60 s checkout) and then redeems
- * it for that claimant. `op.delayMs` paces an op (so some run after a window opened or closed).
+ * it for that claimant; kind 'buy' with `op.customer` set redeems that (multi-use) code directly for
+ * claimant and order `op.key`. `op.delayMs` paces an op (so some run after a window opened or closed).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,6 +34,15 @@ await Promise.all(
       const op = config.ops[next++]!;
       if (op.delayMs) await sleep(op.delayMs);
       const claimant = op.key!;
+      if (op.kind === 'buy' && op.customer) {
+        try {
+          await dibs.pools.redeem(config.sale, op.customer, { claimant, orderId: claimant });
+          record({ step: 'redeem', claimant, code: op.customer, status: 'ok' });
+        } catch (error) {
+          record({ step: 'redeem', claimant, code: op.customer, status: 'error', error: errorCode(error) });
+        }
+        continue;
+      }
       if (op.kind === 'buy') {
         try {
           record({ step: 'claim', claimant, code: (await dibs.pools.claim(config.sale, claimant)).code, status: 'ok' });

@@ -23,6 +23,8 @@ import type { TxRunner } from './transactions.js';
 /** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */
 export const INITIAL_SHARDS = 4;
 export const MAX_SHARDS = 64;
+/** A redeem's first step found a multi-use code. */
+const MULTI_USE = Symbol('multi-use');
 /** Codes per insert transaction. */
 const INSERT_CHUNK = 500;
 
@@ -197,9 +199,9 @@ export class FirestorePools implements PoolBackend {
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    return this.tx.run(async (tx) => {
-      const { poolDoc, rec, multi, now } = await readAnyCode(tx, refs, pool, code);
-      if (!rec) return redeemUse(tx, refs, poolDoc, now, multi!, claimant, orderId);
+    const single = await this.tx.run(async (tx) => {
+      const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) return MULTI_USE; // redeemed by its own compare-and-set step, without this transaction's locks
       if (rec.s === 'redeemed') {
         // the same checkout again: its answer, unchanged
         if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
@@ -232,6 +234,7 @@ export class FirestorePools implements PoolBackend {
       if (direct && counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
       return toCode(pool, next);
     });
+    return single === MULTI_USE ? redeemUse(this.layout.db, this.tx, refs, pool, code, claimant, orderId) : single;
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
