@@ -19,21 +19,15 @@ import { alreadyRedeemed, heldByOther, holderAtLimit, multiUseNotHoldable } from
 import type { PoolRefs } from './layout.js';
 import { setMultiWindow } from './multi-use.js';
 import { otherHolder, readAnyCode } from './pools.js';
-import { claimPosition, lifeOf, liveHold, toCode, windowOf, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
+import { claimPosition, freeCode, lifeOf, liveHold, toCode, windowOf, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
 
 /** Most parked codes one sweep brings back (claims sweep again while more are due). */
 const SWEEP_BATCH = 100;
 
-/** A free code rewritten with `life`: its claim position (`fr` / `pu`) follows, as of `nowMs`. */
-function placeFree(rec: CodeDoc, life: CodeLife, nowMs: number): CodeDoc {
-  const { fr: _fr, pu: _pu, vs: _vs, ve: _ve, hc: _hc, hu: _hu, ...rest } = rec;
-  return { ...rest, ...life, ...claimPosition(life, nowMs) };
-}
-
-/** Writes a code whose hold or window changed; a free one is placed for claims anew. */
+/** Writes a code whose hold or window changed; a free one is placed for claims anew (`fr` / `pu`). */
 function rewrite(tx: Transaction, refs: PoolRefs, rec: CodeDoc, life: CodeLife, nowMs: number): CodeDoc {
   const { vs: _vs, ve: _ve, hc: _hc, hu: _hu, ...rest } = rec;
-  const next = rec.s === 'free' ? placeFree(rec, life, nowMs) : { ...rest, ...life };
+  const next = rec.s === 'free' ? freeCode(rec.code, life, nowMs) : { ...rest, ...life };
   tx.set(refs.code(rec.code), next);
   return next;
 }
