@@ -44,7 +44,7 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
     await emulator?.stop();
   });
 
-  it('no code twice, none outside its window, every acknowledged step kept; audit clean', { timeout: 300_000 }, async () => {
+  it('no code twice, none outside its window, every acknowledged step kept; audit clean', { timeout: 600_000 }, async () => {
     const store = emulator.storeUrl();
     const pool = 'life';
     const dibs = await openDibs(store);
@@ -66,7 +66,7 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
         // interleaved, so claims and checkouts race for the same codes
         return claims.flatMap((c, i) => [c, ...holds.slice(i * 2, i * 2 + 2)]).concat(holds.slice(CLAIMS_PER_PHASE * 2));
       };
-      const storm = (ops: SaleOp[]) => runSaleStorm<LifecycleOutcome>({ store, sale: pool, lanes: spread(ops, PROCESSES), concurrency: 4, worker: WORKER, timeoutMs: 140_000 });
+      const storm = (ops: SaleOp[]) => runSaleStorm<LifecycleOutcome>({ store, sale: pool, lanes: spread(ops, PROCESSES), concurrency: 4, worker: WORKER, timeoutMs: 270_000 });
 
       const started = Date.now();
       const first = await storm(phase(1));

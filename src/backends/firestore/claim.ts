@@ -28,8 +28,8 @@ import { windowState, outsideWindow } from '../../core/window.js';
 import { keyReused } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
-import { earliestParked, sweepDueCodes } from './code-lifecycle.js';
-import { bumpCounters, claimableFrom, freeCode, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
+import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
+import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, type TxRunner } from './transactions.js';
 import { releaseGroup, takeGroup, type InFlight } from '../shared/take-group.js';
 
@@ -96,8 +96,16 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
   let shards = 0;
   let threshold: number | null = null;
   let took = false;
+  // free codes found with `fr` whose window has closed: parked between attempts, outside any transaction
+  let stale: DocumentSnapshot[] = [];
+  let staleAt = 0;
   const outcomes = await runner.run(
     async (tx) => {
+      if (stale.length > 0) {
+        const found = stale;
+        stale = [];
+        await parkStale(found, staleAt);
+      }
       const found = await findCandidates(refs, wanted + spare);
       const chosen = shuffled(found.refs).slice(0, wanted);
       const reads: DocumentReference[] = [refs.pool];
@@ -148,29 +156,20 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
       }
       const need = plans.reduce((sum, p) => sum + p.want, 0);
       const nowMs = now.toMillis();
-      // codes whose window closed while they still had `fr`: parked by this commit, after every read
-      const stale: DocumentSnapshot[] = [];
-      const park = () => stale.forEach((snap) => tx.set(snap.ref, freeCode((snap.data() as CodeDoc).code, lifeOf(snap.data() as CodeDoc, nowMs), nowMs)));
+      staleAt = nowMs;
       let free = claimable(candidates, nowMs, stale);
       if (free.length < need) {
-        if (!found.exhaustive) {
-          park();
-          return RETRY; // taken meanwhile: look again
-        }
+        if (!found.exhaustive) return RETRY; // taken meanwhile (or closed): look again
         // Nearly empty: the free codes as they are now, read under lock. Not when the query found
         // none at all: that strongly consistent read already saw an empty pool, which is then the
         // true answer as of that instant — and a sold-out crowd must not range-lock the codes.
         if (found.refs.length > 0) {
           const locked = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
           free = claimable(locked, nowMs, stale);
-          // some were past their window (parked by this commit): look again for the rest
-          if (free.length < need && locked.length === need) {
-            park();
-            return RETRY;
-          }
+          // some were past their window (parked before the next attempt): look again for the rest
+          if (free.length < need && locked.length === need) return RETRY;
         }
       }
-      park();
       threshold = poolDoc.armed ? poolDoc.threshold : null;
 
       // writes: codes, holders, keys, counters
@@ -200,6 +199,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
     },
     () => contended++,
   );
+  if (stale.length > 0) await parkStale(stale, staleAt);
   if (contended >= 3 && shards > 0 && shards < MAX_SHARDS) void addShards(layout, refs.pool, shards).catch(() => {});
   if (took && threshold !== null) await settleLowStock(layout, runner, pool, threshold);
   return outcomes;
@@ -208,7 +208,10 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
 /**
  * The snapshots that may be handed out now: free, with a claim position, not held, inside the
  * code's own window (by the transaction's read time). A free code that still has `fr` but is no
- * longer claimable (its window closed since it was placed) goes to `stale`, for the caller to park.
+ * longer claimable (its window closed since it was placed) goes to `stale`, for the caller to park
+ * once its transaction has ended. Parking it inside the claim's transaction made every concurrent
+ * claim that found it write it: they deadlocked on the emulator until its lock timeout, over and
+ * over (claims gave up after 120 s in the lifecycle storm).
  */
 function claimable(snaps: readonly DocumentSnapshot[], nowMs: number, stale: DocumentSnapshot[]): DocumentSnapshot[] {
   const out: DocumentSnapshot[] = [];

@@ -11,7 +11,7 @@
  * reopen it. A code whose window closes while it still has `fr` is parked by the claim that finds
  * it (claim.ts), so the window is always judged inside the claim's transaction as well.
  */
-import { FieldValue, type Transaction } from '@google-cloud/firestore';
+import { FieldValue, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
 import type { CodeInfo, CodeWindow } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
@@ -87,16 +87,25 @@ export async function setWindow(tx: Transaction, refs: PoolRefs, pool: string, c
  * deadlock until its lock timeout). A code changed meanwhile was placed by whoever changed it.
  */
 export async function sweepDueCodes(refs: PoolRefs, nowMs: number): Promise<void> {
-  const due = await refs.codes.where('pu', '<=', nowMs).orderBy('pu').limit(SWEEP_BATCH).get();
+  await placeAgain((await refs.codes.where('pu', '<=', nowMs).orderBy('pu').limit(SWEEP_BATCH).get()).docs, nowMs);
+}
+
+/** Free codes a claim found with `fr` after their window closed: out of the claims (same rule as the sweep). */
+export async function parkStale(snaps: readonly DocumentSnapshot[], nowMs: number): Promise<void> {
+  await placeAgain(snaps, nowMs);
+}
+
+/** Each free code read as `snaps` placed for claims as of `nowMs`, if unchanged since that read. */
+async function placeAgain(snaps: readonly DocumentSnapshot[], nowMs: number): Promise<void> {
   await Promise.allSettled(
-    due.docs.map((snap) => {
+    snaps.map((snap) => {
       const rec = snap.data() as CodeDoc;
       if (rec.s !== 'free') return null;
       const life = lifeOf(rec, nowMs);
       const place = claimPosition(life, nowMs);
       return snap.ref.update(
         { fr: place.fr ?? FieldValue.delete(), pu: place.pu ?? FieldValue.delete(), hc: life.hc ?? FieldValue.delete(), hu: life.hu ?? FieldValue.delete() },
-        { lastUpdateTime: snap.updateTime },
+        { lastUpdateTime: snap.updateTime! },
       );
     }),
   );
