@@ -8,8 +8,9 @@
  * which it may become claimable again. Claims look at the earliest `pu` beside their candidate
  * query and, once it is due, bring a bounded batch of due codes back (sweepDueCodes) — the same
  * idea as Redis' parked set. A free code past its window has neither: only `setCodeWindow` can
- * reopen it. A code whose window closes while it still has `fr` is parked by the claim that finds
- * it (claim.ts), so the window is always judged inside the claim's transaction as well.
+ * reopen it. A code whose window closes while it still has `fr` is skipped by the claim that finds
+ * it (the window is always judged inside the claim's transaction as well) and parked right after
+ * (parkStale).
  */
 import { FieldValue, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
