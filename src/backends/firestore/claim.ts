@@ -102,9 +102,9 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
   const outcomes = await runner.run(
     async (tx) => {
       if (stale.length > 0) {
-        const found = stale;
+        const leftOver = stale;
         stale = [];
-        await parkStale(found, staleAt);
+        await parkStale(leftOver, staleAt);
       }
       const found = await findCandidates(refs, wanted + spare);
       const chosen = shuffled(found.refs).slice(0, wanted);
