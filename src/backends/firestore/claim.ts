@@ -26,7 +26,8 @@ import { windowState, outsideWindow } from '../../core/window.js';
 import { keyReused } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
-import { bumpCounters, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
+import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
+import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, type TxRunner } from './transactions.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
@@ -48,8 +49,19 @@ export interface ClaimRequest {
 
 type Outcome = { ok: true; value: ClaimManyResult } | { ok: false; error: unknown };
 
-/** Candidate free codes from a random point of `fr`, wrapping around to 0. */
+/**
+ * Candidate free codes from a random point of `fr`, wrapping around to 0. Beside that query, the
+ * earliest parked code (code-lifecycle.ts): once it is due by the server's clock, due codes are
+ * brought back first and the candidates are looked for again.
+ */
 async function findCandidates(refs: PoolRefs, want: number): Promise<{ refs: DocumentReference[]; exhaustive: boolean }> {
+  const [found, parked] = await Promise.all([queryCandidates(refs, want), earliestParked(refs)]);
+  if (parked.due === null || parked.due > parked.nowMs) return found;
+  await sweepDueCodes(refs, parked.nowMs);
+  return queryCandidates(refs, want);
+}
+
+async function queryCandidates(refs: PoolRefs, want: number): Promise<{ refs: DocumentReference[]; exhaustive: boolean }> {
   const start = Math.random();
   const above = await refs.codes.where('fr', '>=', start).orderBy('fr').limit(want).get();
   let docs = above.docs;
@@ -82,8 +94,16 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
   let shards = 0;
   let threshold: number | null = null;
   let took = false;
+  // free codes found with `fr` whose window has closed: parked between attempts, outside any transaction
+  let stale: DocumentSnapshot[] = [];
+  let staleAt = 0;
   const outcomes = await runner.run(
     async (tx) => {
+      if (stale.length > 0) {
+        const leftOver = stale;
+        stale = [];
+        await parkStale(leftOver, staleAt);
+      }
       const found = await findCandidates(refs, wanted + spare);
       const chosen = shuffled(found.refs).slice(0, wanted);
       const reads: DocumentReference[] = [refs.pool];
@@ -133,13 +153,20 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         plan.want = Math.min(r.count, room);
       }
       const need = plans.reduce((sum, p) => sum + p.want, 0);
-      let free: DocumentSnapshot[] = candidates.filter((s) => s.exists && (s.data() as CodeDoc).s === 'free');
+      const nowMs = now.toMillis();
+      staleAt = nowMs;
+      let free = claimable(candidates, nowMs, stale);
       if (free.length < need) {
-        if (!found.exhaustive) return RETRY; // taken meanwhile: look again
+        if (!found.exhaustive) return RETRY; // taken meanwhile (or closed): look again
         // Nearly empty: the free codes as they are now, read under lock. Not when the query found
         // none at all: that strongly consistent read already saw an empty pool, which is then the
         // true answer as of that instant — and a sold-out crowd must not range-lock the codes.
-        if (found.refs.length > 0) free = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
+        if (found.refs.length > 0) {
+          const locked = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
+          free = claimable(locked, nowMs, stale);
+          // some were past their window (parked before the next attempt): look again for the rest
+          if (free.length < need && locked.length === need) return RETRY;
+        }
       }
       threshold = poolDoc.armed ? poolDoc.threshold : null;
 
@@ -154,7 +181,10 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
           continue;
         }
         const taken = mine.map((s) => (s.data() as CodeDoc).code);
-        for (const snap of mine) tx.set(snap.ref, { code: (snap.data() as CodeDoc).code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null } satisfies CodeDoc);
+        for (const snap of mine) {
+          const rec = snap.data() as CodeDoc;
+          tx.set(snap.ref, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
+        }
         const nextHeld: HeldEntry[] = [...(holder?.held ?? []), ...taken.map((c) => ({ c, k: r.key }))];
         writeHolder(tx, refs.holder(r.claimant), holder, r.claimant, () => nextHeld, 0);
         if (r.key) tx.set(refs.key(r.key), { c: r.claimant, n: r.count } satisfies KeyDoc);
@@ -167,9 +197,30 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
     },
     () => contended++,
   );
+  if (stale.length > 0) await parkStale(stale, staleAt);
   if (contended >= 3 && shards > 0 && shards < MAX_SHARDS) void addShards(layout, refs.pool, shards).catch(() => {});
   if (took && threshold !== null) await settleLowStock(layout, runner, pool, threshold);
   return outcomes;
+}
+
+/**
+ * The snapshots that may be handed out now: free, with a claim position, not held, inside the
+ * code's own window (by the transaction's read time). A free code that still has `fr` but is no
+ * longer claimable (its window closed since it was placed) goes to `stale`, for the caller to park
+ * once its transaction has ended. Parking it inside the claim's transaction made every concurrent
+ * claim that found it write it: they deadlocked on the emulator until its lock timeout, over and
+ * over (claims gave up after 120 s in the lifecycle storm).
+ */
+function claimable(snaps: readonly DocumentSnapshot[], nowMs: number, stale: DocumentSnapshot[]): DocumentSnapshot[] {
+  const out: DocumentSnapshot[] = [];
+  for (const snap of snaps) {
+    if (!snap.exists) continue;
+    const rec = snap.data() as CodeDoc;
+    if (rec.s !== 'free' || typeof rec.fr !== 'number') continue;
+    if (claimableFrom(rec, nowMs) === 'now') out.push(snap);
+    else if (!stale.some((s) => s.ref.isEqual(snap.ref))) stale.push(snap);
+  }
+  return out;
 }
 
 /**

@@ -9,6 +9,9 @@
  *   dibs/{prefix}/pools/{pool}/holders/{b64(c)}     one per claimant: held [{c, k}], n, redeemed
  *   dibs/{prefix}/pools/{pool}/keys/{b64(key)}      one per idempotency key: c (claimant), n (count)
  *   dibs/{prefix}/pools/{pool}/shards/{i}           counter shards: total, free, claimed, redeemed, revoked
+ *   dibs/{prefix}/pools/{pool}/multi/{b64(code)}    one per multi-use code: code, max, used, per, vs, ve
+ *     …/multi/{b64(code)}/uses/{b64(order)}         one per use: o (order), c (claimant), at
+ *     …/multi/{b64(code)}/by/{b64(claimant)}        uses per claimant: claimant, n
  *   dibs/{prefix}/events/{id}                       outbox: pool | sale (+ src 'sale'), type, key, payload, at,
  *                                                   delivery: p (created ms) and d (due ms) while pending,
  *                                                   a (attempts), x ('d' delivered / 'x' dead), log
@@ -35,7 +38,12 @@ export interface PoolRefs {
   holders: CollectionReference;
   keys: CollectionReference;
   shards: CollectionReference;
+  multis: CollectionReference;
   code(code: string): DocumentReference;
+  /** A multi-use code; its uses (one per order) and per-claimant counts are its subcollections. */
+  multi(code: string): DocumentReference;
+  use(code: string, order: string): DocumentReference;
+  usesBy(code: string, claimant: string): DocumentReference;
   holder(claimant: string): DocumentReference;
   key(key: string): DocumentReference;
   shard(i: number): DocumentReference;
@@ -106,12 +114,17 @@ export class Layout {
     const holders = pool.collection('holders');
     const keys = pool.collection('keys');
     const shards = pool.collection('shards');
+    const multis = pool.collection('multi');
     return {
       pool,
       codes,
       holders,
       keys,
       shards,
+      multis,
+      multi: (code) => multis.doc(encodeId(code)),
+      use: (code, order) => multis.doc(encodeId(code)).collection('uses').doc(encodeId(order)),
+      usesBy: (code, claimant) => multis.doc(encodeId(code)).collection('by').doc(encodeId(claimant)),
       code: (code) => codes.doc(encodeId(code)),
       holder: (claimant) => holders.doc(encodeId(claimant)),
       key: (key) => keys.doc(encodeId(key)),

@@ -8,18 +8,23 @@ import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import type { ClaimManyResult, CodeInfo, CodeStatus, ImportedCode, InsertResult, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
-import { assertInWindow } from '../../core/window.js';
-import { alreadyRedeemed, assertRedeemedFor, claimantRequired, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
+import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, MultiUseCodeSpec, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
+import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
+import { withWindow } from '../shared/imported-code.js';
+import { alreadyRedeemed, assertRedeemedFor, claimantRequired, heldByOther, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
 import { auditPool } from './audit.js';
 import { ClaimGrouper, type ClaimOptions } from './claim.js';
+import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
+import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
-import { bumpCounters, FieldValue, freeCode, iso, recordEvent, sumShards, Timestamp, toCode, toPool, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
 
 /** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */
 export const INITIAL_SHARDS = 4;
 export const MAX_SHARDS = 64;
+/** A redeem's first step found a multi-use code. */
+const MULTI_USE = Symbol('multi-use');
 /** Codes per insert transaction. */
 const INSERT_CHUNK = 500;
 
@@ -130,10 +135,9 @@ export class FirestorePools implements PoolBackend {
     }
   }
 
-  /** Bare codes only: this store has no per-code windows yet (no `setCodeWindow`); the importer refuses them first. */
+  /** Each code with its own window when it has one: a code outside it is stored parked (see claimPosition). */
   async insertCodes(pool: string, entries: readonly ImportedCode[]): Promise<InsertResult> {
-    if (entries.some((e) => typeof e !== 'string')) throw new DibsError('unsupported', 'codes with their own validity window cannot be stored in Firestore yet', { field: 'codes' });
-    const codes = entries as readonly string[];
+    const codes = entries.map(withWindow);
     const refs = this.refs(pool);
     if (codes.length === 0) {
       if (!(await refs.pool.get()).exists) throw notFound('pool', pool);
@@ -143,14 +147,22 @@ export class FirestorePools implements PoolBackend {
     for (let i = 0; i < codes.length; i += INSERT_CHUNK) {
       const chunk = codes.slice(i, i + INSERT_CHUNK);
       const part = await this.tx.run(async (tx) => {
-        const unique = [...new Set(chunk)];
-        const [snap, ...existing] = await tx.getAll(refs.pool, ...unique.map((c) => refs.code(c)));
+        // a code repeated inside the batch keeps its first occurrence's window
+        const firsts = new Map<string, WindowedCode>();
+        for (const c of chunk) if (!firsts.has(c.code)) firsts.set(c.code, c);
+        const [snap, ...existing] = await tx.getAll(refs.pool, ...[...firsts.keys()].map((c) => refs.code(c)));
         if (!snap!.exists) throw notFound('pool', pool);
         const poolDoc = snap!.data() as PoolDoc;
-        const fresh = unique.filter((_, j) => !existing[j]!.exists);
+        const nowMs = snap!.readTime.toMillis();
+        let fresh = [...firsts.values()].filter((_, j) => !existing[j]!.exists);
+        // a code the pool has as a multi-use code is a duplicate too (read only where there are some)
+        if (poolDoc.multi && fresh.length > 0) {
+          const multis = await tx.getAll(...fresh.map((c) => refs.multi(c.code)));
+          fresh = fresh.filter((_, j) => !multis[j]!.exists);
+        }
         // a refill re-arms the low-stock alert once free is above the threshold again
         const rearm = fresh.length > 0 && !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + fresh.length > poolDoc.threshold);
-        for (const code of fresh) tx.create(refs.code(code), freeCode(code));
+        for (const c of fresh) tx.create(refs.code(c.code), freeCode(c.code, { vs: c.startsAt, ve: c.expiresAt }, nowMs));
         bumpCounters(tx, refs, poolDoc.shards, { total: fresh.length, free: fresh.length });
         if (rearm) tx.update(refs.pool, { armed: true });
         return { inserted: fresh.length, duplicates: chunk.length - fresh.length };
@@ -168,7 +180,7 @@ export class FirestorePools implements PoolBackend {
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
     return this.tx.run(async (tx) => {
-      const { poolDoc, rec } = await readCode(tx, refs, pool, code);
+      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
       if (rec.s === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       if (rec.s !== 'claimed') throw notHeld(code, rec.s);
       if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
@@ -176,7 +188,8 @@ export class FirestorePools implements PoolBackend {
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
       const rearm = !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + 1 > poolDoc.threshold);
       writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), 0);
-      const next = freeCode(code);
+      // release ends a hold; the code's window stays, and decides whether claims see it again
+      const next = freeCode(code, lifeOf(rec, now.toMillis(), false), now.toMillis());
       tx.set(refs.code(code), next);
       bumpCounters(tx, refs, poolDoc.shards, { claimed: -1, free: 1 });
       if (rearm) tx.update(refs.pool, { armed: true });
@@ -186,8 +199,9 @@ export class FirestorePools implements PoolBackend {
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+    const single = await this.tx.run(async (tx) => {
+      const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) return MULTI_USE; // redeemed by its own compare-and-set step, without this transaction's locks
       if (rec.s === 'redeemed') {
         // the same checkout again: its answer, unchanged
         if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
@@ -204,24 +218,30 @@ export class FirestorePools implements PoolBackend {
       const holderRef = refs.holder(holderName);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
       if (direct && (holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, holderName, poolDoc.limit);
+      // another checkout's live hold (a claimed code's hold is its holder's)
+      if (liveHold(rec, now.toMillis()) && rec.hc !== holderName) throw heldByOther(code, new Date(rec.hu!).toISOString());
       assertInWindow(pool, poolDoc, now.toDate().toISOString());
+      assertCodeInWindow(code, windowOf(rec), now.toDate().toISOString());
       const needCounters = poolDoc.maxr !== null || (direct && poolDoc.threshold !== null && poolDoc.armed);
       const counters = needCounters ? sumShards((await tx.get(refs.shards)).docs) : null;
       if (poolDoc.maxr !== null && counters!.redeemed >= poolDoc.maxr) throw redemptionLimitReached(pool, 'pool', poolDoc.maxr, holderName);
       if (poolDoc.maxrc !== null && (holder?.redeemed ?? 0) >= poolDoc.maxrc) throw redemptionLimitReached(pool, 'claimant', poolDoc.maxrc, holderName);
-      const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null };
+      // the redeem consumes the hold
+      const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null, ...lifeOf(rec, now.toMillis(), false) };
       tx.set(refs.code(code), next);
       writeHolder(tx, holderRef, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
       bumpCounters(tx, refs, poolDoc.shards, direct ? { free: -1, redeemed: 1 } : { claimed: -1, redeemed: 1 });
       if (direct && counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
       return toCode(pool, next);
     });
+    return single === MULTI_USE ? redeemUse(this.layout.db, this.tx, refs, pool, code, claimant, orderId) : single;
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
     return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+      const { poolDoc, rec, multi, now } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) return unredeemUse(tx, this.layout, refs, pool, now, multi!, orderId);
       assertRedeemedFor({ code, status: rec.s, redeemed_order: rec.o }, orderId);
       const holderRef = refs.holder(rec.h!);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
@@ -250,7 +270,7 @@ export class FirestorePools implements PoolBackend {
       const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
       const counters = rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
       if (holderRef) writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), rec.s === 'redeemed' ? -1 : 0);
-      const next: CodeDoc = { code, s: 'revoked', h: null, k: null, ca: null, ra: null, o: null };
+      const next: CodeDoc = { code, s: 'revoked', h: null, k: null, ca: null, ra: null, o: null, ...lifeOf(rec, now.toMillis(), false) };
       tx.set(refs.code(code), next);
       bumpCounters(tx, refs, poolDoc.shards, { revoked: 1, [rec.s]: -1 });
       if (counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
@@ -258,16 +278,38 @@ export class FirestorePools implements PoolBackend {
     });
   }
 
+  async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+    return this.tx.run((tx) => holdCode(tx, this.refs(pool), pool, code, claimant, ttlMs));
+  }
+
+  async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+    return this.tx.run((tx) => releaseCodeHold(tx, this.refs(pool), pool, code, claimant));
+  }
+
+  async setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
+    return this.tx.run((tx) => setWindow(tx, this.refs(pool), pool, code, window));
+  }
+
+  async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+    const refs = this.refs(pool);
+    return this.tx.run(async (tx) => {
+      const poolSnap = await tx.get(refs.pool);
+      if (!poolSnap.exists) throw notFound('pool', pool);
+      return addMultiUse(tx, refs, poolSnap, pool, spec);
+    });
+  }
+
   async clock(): Promise<string> {
     return (await this.layout.root.get()).readTime.toDate().toISOString();
   }
 
-  async getCode(pool: string, code: string): Promise<CodeInfo> {
+  async getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    const [poolSnap, codeSnap] = await this.layout.db.getAll(refs.pool, refs.code(code));
+    const [poolSnap, codeSnap, multiSnap] = await this.layout.db.getAll(refs.pool, refs.code(code), refs.multi(code));
     if (!poolSnap!.exists) throw notFound('pool', pool);
+    if (multiSnap!.exists) return toMultiCode(pool, multiSnap!.data() as MultiDoc, claimant ? await usesOfClaimant(refs, code, claimant) : undefined);
     if (!codeSnap!.exists) throw notFound('code', code);
-    return toCode(pool, codeSnap!.data() as CodeDoc);
+    return toCode(pool, codeSnap!.data() as CodeDoc, codeSnap!.readTime.toMillis());
   }
 
   async holdings(pool: string, claimant: string): Promise<CodeInfo[]> {
@@ -278,7 +320,7 @@ export class FirestorePools implements PoolBackend {
       const held = (holderSnap!.data() as HolderDoc | undefined)?.held ?? [];
       if (held.length === 0) return [];
       const docs = await tx.getAll(...held.map((e) => refs.code(e.c)));
-      return docs.filter((d) => d.exists).map((d) => toCode(pool, d.data() as CodeDoc));
+      return docs.filter((d) => d.exists).map((d) => toCode(pool, d.data() as CodeDoc, d.readTime.toMillis()));
     });
   }
 
@@ -313,12 +355,25 @@ export class FirestorePools implements PoolBackend {
   }
 }
 
-/** Reads the pool and one code in a transaction (not_found for either); `now` is the server's read time. */
-async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp }> {
+/** Reads the pool and one single-use code in a transaction (not_found for either); `now` is the server's read time. */
+export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp }> {
+  const found = await readAnyCode(tx, refs, pool, code);
+  if (!found.rec) throw notFound('code', code);
+  return { ...found, rec: found.rec };
+}
+
+/**
+ * Reads the pool and one code, single-use (`rec`) or multi-use (`multi`): the multi-use document
+ * is read only when there is no single-use one. not_found for the pool, or for neither code.
+ */
+export async function readAnyCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; now: Timestamp; rec: CodeDoc | null; multi: MultiDoc | null }> {
   const [poolSnap, codeSnap] = await tx.getAll(refs.pool, refs.code(code));
   if (!poolSnap!.exists) throw notFound('pool', pool);
-  if (!codeSnap!.exists) throw notFound('code', code);
-  return { poolDoc: poolSnap!.data() as PoolDoc, rec: codeSnap!.data() as CodeDoc, now: poolSnap!.readTime };
+  const base = { poolDoc: poolSnap!.data() as PoolDoc, now: poolSnap!.readTime };
+  if (codeSnap!.exists) return { ...base, rec: codeSnap!.data() as CodeDoc, multi: null };
+  const multi = await tx.get(refs.multi(code));
+  if (!multi.exists) throw notFound('code', code);
+  return { ...base, rec: null, multi: multi.data() as MultiDoc };
 }
 
 /** Writes a holder document after `change`; a holder without codes is deleted. */
@@ -337,4 +392,4 @@ export function lowStockAfterDrop(tx: Transaction, layout: Layout, refs: PoolRef
 }
 
 const notHeld = (code: string, status: string) => new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
-const otherHolder = (code: string) => new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
+export const otherHolder = (code: string) => new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });

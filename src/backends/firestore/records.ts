@@ -22,6 +22,8 @@ export interface PoolDoc {
   armed: boolean;
   /** Low-stock events recorded so far (the audit compares it with the outbox). */
   lowEvents: number;
+  /** Multi-use codes added (absent: none; imports then need not look for them). */
+  multi?: number;
 }
 
 export interface CodeDoc {
@@ -32,8 +34,27 @@ export interface CodeDoc {
   ca: Timestamp | null;
   ra: Timestamp | null;
   o: string | null;
-  /** Random float, present only while the code is free: claims look for candidates at a random point of it. */
+  /** Random float, present only while the code is free AND claimable now: claims look for candidates at a random point of it. */
   fr?: number;
+  /** The code's own validity window (ISO UTC), when it has one. */
+  vs?: string | null;
+  ve?: string | null;
+  /** A checkout hold: its claimant and its end (server time, ms); ignored once past. */
+  hc?: string | null;
+  hu?: number | null;
+  /**
+   * Parked: a free code kept out of claims (held, or before its window) until this server time
+   * (ms); present only instead of `fr`. A free code with neither is past its window for good.
+   */
+  pu?: number;
+}
+
+/** What of a code outlives a change of its status: its window, and its hold while live. */
+export interface CodeLife {
+  vs?: string | null;
+  ve?: string | null;
+  hc?: string | null;
+  hu?: number | null;
 }
 
 export interface HeldEntry {
@@ -60,8 +81,46 @@ const FIELDS = Object.keys(ZERO) as (keyof PoolStats)[];
 
 export const iso = (t: Timestamp | null | undefined): string | null => (t ? t.toDate().toISOString() : null);
 
-export function toCode(pool: string, doc: CodeDoc): CodeInfo {
-  return { pool, code: doc.code, status: doc.s, claimant: doc.h ?? null, claimedAt: iso(doc.ca), redeemedAt: iso(doc.ra), orderId: doc.o ?? null };
+/** A code as answered; `nowMs` (the server's time) reports a live hold, when given. */
+export function toCode(pool: string, doc: CodeDoc, nowMs?: number): CodeInfo {
+  return {
+    pool, code: doc.code, status: doc.s, claimant: doc.h ?? null, claimedAt: iso(doc.ca), redeemedAt: iso(doc.ra), orderId: doc.o ?? null,
+    ...(doc.vs != null || doc.ve != null ? { startsAt: doc.vs ?? null, expiresAt: doc.ve ?? null } : {}),
+    ...(nowMs !== undefined && liveHold(doc, nowMs) ? { hold: { claimant: doc.hc!, expiresAt: new Date(doc.hu!).toISOString() } } : {}),
+  };
+}
+
+/** A code's own window as the core judges it (`windowState`). */
+export const windowOf = (doc: CodeLife) => ({ startsAt: doc.vs ?? null, expiresAt: doc.ve ?? null });
+
+export const liveHold = (doc: CodeLife, nowMs: number): boolean => doc.hc != null && doc.hu != null && doc.hu > nowMs;
+
+/** The window of a code (kept through every change of status); the hold only while live and `keepHold`. */
+export function lifeOf(doc: CodeLife, nowMs: number, keepHold = true): CodeLife {
+  const life: CodeLife = {};
+  if (doc.vs != null) life.vs = doc.vs;
+  if (doc.ve != null) life.ve = doc.ve;
+  if (keepHold && liveHold(doc, nowMs)) Object.assign(life, { hc: doc.hc, hu: doc.hu });
+  return life;
+}
+
+/**
+ * When a free code may be handed out: `'now'`, a later server time (ms: its hold ends or its
+ * window opens), or `'never'` (its window has closed). The same rule as Redis' parked set.
+ */
+export function claimableFrom(life: CodeLife, nowMs: number): 'now' | 'never' | number {
+  if (life.ve != null && nowMs >= Date.parse(life.ve)) return 'never';
+  let from: number | null = null;
+  if (liveHold(life, nowMs)) from = life.hu!;
+  if (life.vs != null && nowMs < Date.parse(life.vs)) from = Math.max(from ?? 0, Date.parse(life.vs));
+  return from ?? 'now';
+}
+
+/** The claim position of a free code: `fr` while claimable, else `pu` (due time) or neither (closed for good). */
+export function claimPosition(life: CodeLife, nowMs: number): { fr?: number; pu?: number } {
+  const from = claimableFrom(life, nowMs);
+  if (from === 'now') return { fr: Math.random() };
+  return from === 'never' ? {} : { pu: from };
 }
 
 export function toPool(doc: PoolDoc, stats: PoolStats): Pool {
@@ -81,8 +140,9 @@ export function toPool(doc: PoolDoc, stats: PoolStats): Pool {
   };
 }
 
-export function freeCode(code: string): CodeDoc {
-  return { code, s: 'free', h: null, k: null, ca: null, ra: null, o: null, fr: Math.random() };
+/** A free code with its window (and live hold), placed for claims as of `nowMs` (server time). */
+export function freeCode(code: string, life: CodeLife = {}, nowMs = 0): CodeDoc {
+  return { code, s: 'free', h: null, k: null, ca: null, ra: null, o: null, ...life, ...claimPosition(life, nowMs) };
 }
 
 /** Sum of the counter shards. */
