@@ -4,10 +4,9 @@
  * one process, no contention). The N = 0 pool — the same 500 open codes alone — is the baseline of
  * the same run: a claim should cost the same whatever N is.
  *
- * Claims run on a fresh connection opened after the import and warmed up on the same pool: on
- * PostgreSQL a statement's generic plan cached while the table was still small can stay slow until
- * autovacuum analyzes the grown table (the same on main; see docs/benchmarks.md), which would
- * measure that, not the claim.
+ * Claims run on a fresh connection opened after the import and warmed up on the same pool, so the
+ * claim is measured and not a plan cached before the import (on PostgreSQL an import that grows
+ * the table now analyzes it, see docs/benchmarks.md).
  *
  *   npm run bench -- closed-codes      (BENCH_CLOSED, default "0,50000"; e.g. "0,50000,500000";
  *                                       BENCH_CLOSED_CLAIMS, default 300 claims per pool)

@@ -61,6 +61,12 @@ export interface PoolBackend {
    * commit out of order, so a code's position in the export follows its batch's commit.
    */
   readonly importConcurrency?: number;
+  /**
+   * Called once an import has stored all its batches, with how many codes it inserted (> 0).
+   * PostgreSQL refreshes the planner's statistics of a table that grew a lot, at once instead of
+   * at autovacuum's next round (see postgres/import-codes.ts).
+   */
+  importFinished?(pool: string, inserted: number): Promise<void>;
 
   /**
    * Gives `count` (≥1) new codes to `claimant`, bounded by what the claimant's limit still allows.

@@ -152,6 +152,7 @@ class BatchImporter {
     if (this.batch.length > 0 || (this.totals.imported + this.totals.duplicates === 0 && this.inFlight.size === 0)) await this.flush();
     await Promise.all(this.inFlight);
     this.throwIfFailed();
+    if (this.totals.imported > 0) await this.backend.importFinished?.(this.pool, this.totals.imported);
     return { ...this.totals };
   }
 

@@ -95,6 +95,13 @@ WHERE NOT EXISTS (SELECT 1 FROM multi_codes m WHERE m.pool_id = $1 AND m.code = 
 ORDER BY s.ord
 ON CONFLICT (pool_id, code) DO NOTHING
 
+-- name: codesRowEstimate
+-- The planner's row count of codes (-1: never analyzed), read to decide whether an import grew it enough to analyze.
+SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'codes'::regclass
+
+-- name: analyzeCodes
+ANALYZE codes
+
 -- name: moveCounters
 -- $1 pool id, $2 shard in [0,1), $3 total, $4 free, $5 claimed, $6 redeemed, $7 revoked (deltas)
 UPDATE pool_counters pc

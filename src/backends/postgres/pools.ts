@@ -31,7 +31,7 @@ import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, ord
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
-import { IMPORT_CONCURRENCY, insertCodes } from './import-codes.js';
+import { IMPORT_CONCURRENCY, insertCodes, refreshStatistics } from './import-codes.js';
 import { settleLowStock } from './low-stock.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -199,6 +199,10 @@ export class PgPools implements PoolBackend {
 
   async insertCodes(pool: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
     return insertCodes(this.pool, pool, codes);
+  }
+
+  async importFinished(_pool: string, inserted: number): Promise<void> {
+    await refreshStatistics(this.pool, inserted);
   }
 
   async claim(pool: string, claimant: string, count: number, idempotencyKey: string | null): Promise<ClaimManyResult> {
