@@ -9,9 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import type { LifecycleOutcome } from '../support/lifecycle-worker.js';
 import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 
@@ -36,13 +36,7 @@ const EXPECTED: Record<LifecycleOutcome['step'], string[]> = {
 };
 
 describe('firestore emulator: holds and windows from 4 processes', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-  });
-  after(async () => {
-    await emulator?.stop();
-  });
+  const emulator = firestoreForSuite();
 
   it('no code twice, none outside its window, every acknowledged step kept; audit clean', { timeout: 600_000 }, async () => {
     const store = emulator.storeUrl();

@@ -3,20 +3,14 @@
  * unchanged, and a release in one instance waking the waiters of another through the snapshot
  * listener on the lock document.
  */
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { lockConformance } from '../conformance/locks.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 
 describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-  });
-  after(async () => {
-    await emulator?.stop();
-  });
+  const emulator = firestoreForSuite();
 
   lockConformance('firestore', async () => {
     const dibs = await openDibs(emulator.storeUrl());

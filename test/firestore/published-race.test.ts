@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { Firestore } from '@google-cloud/firestore';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { PublishedCoupons } from '../../bench/lib/published-coupons.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 
 const USERS = 10;
 const COUPONS = 200;
@@ -20,13 +20,7 @@ const codes = Array.from({ length: COUPONS }, (_, i) => `COUPON-${i}`);
 const users = Array.from({ length: USERS }, (_, i) => `+1555000${String(i).padStart(4, '0')}`);
 
 describe('the published design’s same-user race, on the emulator', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-  });
-  after(async () => {
-    await emulator?.stop();
-  });
+  const emulator = firestoreForSuite();
 
   it('baseline: two concurrent requests of one user both win (expected violation)', { timeout: 600_000 }, async () => {
     const db = new Firestore({ projectId: emulator.projectId });

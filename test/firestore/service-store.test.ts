@@ -4,21 +4,15 @@
  * serves an authenticated request and replays an idempotent claim.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { buildServer } from '../../src/service/app.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
 import { serviceStoreConformance } from '../conformance/service-store.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 
 describe('firestore service store (the official emulator, started by the test)', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-  });
-  after(async () => {
-    await emulator?.stop();
-  });
+  const emulator = firestoreForSuite();
   serviceStoreConformance('firestore', async () => {
     const dibs = await openDibs(emulator.storeUrl());
     return { dibs, cleanup: () => dibs.close() };

@@ -5,19 +5,13 @@
  * Redis storms: the emulator is a single JVM and much slower than a real database.)
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
 describe('firestore emulator: 4 processes', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-  });
-  after(async () => {
-    await emulator?.stop();
-  });
+  const emulator = firestoreForSuite();
 
   it('2,000 claimants vs 1,000 codes, limit 1, threshold 100', { timeout: 600_000 }, async () => {
     const store = emulator.storeUrl();

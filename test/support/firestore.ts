@@ -9,6 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueId } from './assert.js';
 import { freePort } from './redis.js';
@@ -83,5 +84,36 @@ export async function startFirestoreEmulator(timeoutMs = 120_000): Promise<Owned
     storeUrl: (prefix = uniqueId('t')) => `firestore://${projectId}?prefix=${prefix}`,
     env: { ...process.env, FIRESTORE_EMULATOR_HOST: host },
     stop,
+  };
+}
+
+/**
+ * Inside a `describe`: starts the emulator before its tests and stops it after them. The returned
+ * object stands for it (its fields are read when the tests run, once it has started).
+ */
+export function firestoreForSuite(): OwnedEmulator {
+  let emulator: OwnedEmulator | undefined;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+  });
+  after(async () => {
+    await emulator?.stop();
+  });
+  const started = () => {
+    if (!emulator) throw new Error('the Firestore emulator is read before its suite started it');
+    return emulator;
+  };
+  return {
+    get host() {
+      return started().host;
+    },
+    get projectId() {
+      return started().projectId;
+    },
+    storeUrl: (prefix?: string) => started().storeUrl(prefix),
+    get env() {
+      return started().env;
+    },
+    stop: () => started().stop(),
   };
 }
