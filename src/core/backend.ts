@@ -47,6 +47,14 @@ export interface PoolBackend {
   updatePool(name: string, patch: PoolPatch): Promise<Pool>;
   /** Removes the pool, its codes, claims, idempotency records and outbox events. Throws `not_found`. */
   deletePool(name: string): Promise<void>;
+  /**
+   * Finishes deletions whose deleter died half-way (stores that delete a pool in more than one
+   * transaction: Firestore). At most `budget.deletions` of them and `budget.batches` batch
+   * transactions per call; a deletion still in progress (its deleter alive) is left alone. The
+   * service runs it as the `pools.finish-deletions` job. Stores that delete a pool in one
+   * transaction have nothing to finish and do not implement it.
+   */
+  finishDeletions?(budget: { deletions: number; batches: number }): Promise<{ finished: number; paused: number }>;
 
   /**
    * Adds one batch of already-validated codes (≤ a few thousand) atomically, each with its own

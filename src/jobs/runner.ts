@@ -1,6 +1,7 @@
 /**
  * The service's background jobs: sale activation (with wishlist notifications), sale
- * expiration, the hold-expiry sweep and outbox delivery. Every job is one atomic, idempotent
+ * expiration, the hold-expiry sweep, outbox delivery and (Firestore) finishing pool deletions
+ * whose deleter died. Every job is one atomic, idempotent
  * step in the store (activation marks a sale announced in the same transaction that writes its
  * events; the dispatcher leases events), so any number of service processes can run them side
  * by side — no leader election needed.
@@ -19,6 +20,10 @@ export interface JobEvents {
   onError?: (name: string, error: unknown) => void;
 }
 
+/** `pools.finish-deletions`: how often, and how much one run may do (batches of up to 400 documents). */
+export const FINISH_DELETIONS_EVERY_MS = 60_000;
+export const FINISH_DELETIONS_BUDGET = { deletions: 10, batches: 25 } as const;
+
 /** The standard jobs for a Dibs instance (sales jobs only where the store supports sales). */
 export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatcher; everyMs?: number } = {}): JobSpec[] {
   const every = options.everyMs ?? 1000;
@@ -32,6 +37,11 @@ export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatche
   }
   if (dibs.backend.forecasts) {
     jobs.push({ name: 'forecast.alerts', everyMs: Math.max(every, 5000), run: () => dibs.forecasts.checkWatches() });
+  }
+  const pools = dibs.backend.pools;
+  if (pools.finishDeletions) {
+    // a deletion's leftovers cost storage but answer no request: once a minute, a bounded amount of work
+    jobs.push({ name: 'pools.finish-deletions', everyMs: Math.max(every, FINISH_DELETIONS_EVERY_MS), run: () => pools.finishDeletions!(FINISH_DELETIONS_BUDGET) });
   }
   if (options.dispatcher) {
     const dispatcher = options.dispatcher;

@@ -7,6 +7,7 @@
  *
  * In CI (CI=true) a missing emulator fails loudly; elsewhere the tests are skipped with a warning.
  */
+import type { DocumentReference } from '@google-cloud/firestore';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before } from 'node:test';
@@ -116,4 +117,19 @@ export function firestoreForSuite(): OwnedEmulator {
     },
     stop: () => started().stop(),
   };
+}
+
+/**
+ * Documents that exist anywhere under `ref`, at any depth, also under parents that no longer
+ * exist (Firestore keeps subcollections of a deleted document): what a deletion left behind.
+ */
+export async function documentsUnder(ref: DocumentReference): Promise<number> {
+  let n = 0;
+  for (const collection of await ref.listCollections()) {
+    for (const doc of await collection.listDocuments()) {
+      if ((await doc.get()).exists) n++;
+      n += await documentsUnder(doc);
+    }
+  }
+  return n;
 }

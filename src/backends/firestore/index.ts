@@ -4,7 +4,8 @@
  * Firestore with application default credentials. Query parameters: `prefix` (the root document
  * `dibs/{prefix}` every collection lives under, default `default`), `database` (default
  * `(default)`), `groupMax` / `groupConcurrency` (grouped claims, see claim.ts; `groupMax=1` turns
- * grouping off). Collection layout: layout.ts and docs/firestore.md.
+ * grouping off), `deleteLeaseMs` (the lease of a pool's deleter, default 30000, see
+ * pool-deletion.ts; tests shorten it). Collection layout: layout.ts and docs/firestore.md.
  */
 import { Firestore } from '@google-cloud/firestore';
 import type { Backend, BackendFactory } from '../../core/backend.js';
@@ -16,6 +17,7 @@ import { Layout } from './layout.js';
 import { FirestoreCounters } from './counters.js';
 import { FirestoreLocks } from './locks.js';
 import { FirestoreOutbox } from './outbox.js';
+import type { PoolDeletionOptions } from './pool-deletion.js';
 import { FirestorePools } from './pools.js';
 import { FirestoreServiceStore } from './service.js';
 import { FirestoreSales } from './sales.js';
@@ -48,10 +50,11 @@ export class FirestoreBackend implements Backend {
     private readonly db: Firestore,
     readonly prefix: string,
     claimOptions: ClaimOptions = {},
+    deletionOptions: PoolDeletionOptions = {},
   ) {
     this.layout = new Layout(db, prefix);
     this.runner = new TxRunner(db);
-    this.pools = translateErrors(new FirestorePools(this.layout, this.runner, claimOptions), translateFirestoreError);
+    this.pools = translateErrors(new FirestorePools(this.layout, this.runner, claimOptions, deletionOptions), translateFirestoreError);
     this.rawLocks = new FirestoreLocks(this.layout, this.runner);
     this.locks = translateErrors(this.rawLocks, translateFirestoreError);
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
@@ -104,6 +107,13 @@ export const openFirestore: BackendFactory = async (url) => {
     if (!Number.isInteger(value) || value < 1 || value > 500) throw new DibsError('invalid_input', `store: ${name} must be a whole number from 1 to 500`, { field: 'store' });
     claimOptions[name] = value;
   }
+  const deletionOptions: PoolDeletionOptions = {};
+  const lease = url.searchParams.get('deleteLeaseMs');
+  if (lease !== null) {
+    const value = Number(lease);
+    if (!Number.isInteger(value) || value < 100 || value > 3_600_000) throw new DibsError('invalid_input', 'store: deleteLeaseMs must be a whole number from 100 to 3600000', { field: 'store' });
+    deletionOptions.leaseMs = value;
+  }
   const db = new Firestore({ projectId, ...(databaseId ? { databaseId } : {}), ignoreUndefinedProperties: true });
-  return new FirestoreBackend(db, prefix, claimOptions);
+  return new FirestoreBackend(db, prefix, claimOptions, deletionOptions);
 };

@@ -12,6 +12,8 @@
  *   dibs/{prefix}/pools/{pool}/multi/{b64(code)}    one per multi-use code: code, max, used, per, vs, ve
  *     …/multi/{b64(code)}/uses/{b64(order)}         one per use: o (order), c (claimant), at
  *     …/multi/{b64(code)}/by/{b64(claimant)}        uses per claimant: claimant, n
+ *   dibs/{prefix}/deletions/{b64(pool)}             a pool being deleted (tombstone): pool, owner, exp (lease
+ *                                                   expiry, server ms), at, n (takeovers) — see pool-deletion.ts
  *   dibs/{prefix}/events/{id}                       outbox: pool | sale (+ src 'sale'), type, key, payload, at,
  *                                                   delivery: p (created ms) and d (due ms) while pending,
  *                                                   a (attempts), x ('d' delivered / 'x' dead), log
@@ -66,6 +68,7 @@ export class Layout {
   readonly sales: CollectionReference;
   readonly holds: CollectionReference;
   readonly skus: CollectionReference;
+  readonly deletions: CollectionReference;
 
   constructor(
     readonly db: Firestore,
@@ -77,6 +80,7 @@ export class Layout {
     this.sales = this.root.collection('sales');
     this.holds = this.root.collection('holds');
     this.skus = this.root.collection('skus');
+    this.deletions = this.root.collection('deletions');
   }
 
   /** A sale's documents. Sale ids are letters, digits, '.', '_', '-' and '~': valid document ids as they are. */
@@ -106,6 +110,11 @@ export class Layout {
 
   wish(sku: string, customer: string): DocumentReference {
     return this.sku(sku).collection('wishes').doc(encodeId(customer));
+  }
+
+  /** The tombstone of a pool being deleted (pool-deletion.ts): present from the moment its pool document goes until its last document is gone. */
+  deletion(pool: string): DocumentReference {
+    return this.deletions.doc(encodeId(pool));
   }
 
   pool(name: string): PoolRefs {

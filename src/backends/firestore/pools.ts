@@ -17,6 +17,7 @@ import { ClaimGrouper, type ClaimOptions } from './claim.js';
 import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
 import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
+import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
 import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
 
@@ -32,42 +33,60 @@ export class FirestorePools implements PoolBackend {
   readonly importConcurrency = 2;
 
   private readonly grouper: ClaimGrouper;
+  private readonly deletions: PoolDeletions;
 
   constructor(
     private readonly layout: Layout,
     private readonly tx: TxRunner,
     claimOptions: ClaimOptions = {},
+    deletionOptions: PoolDeletionOptions = {},
   ) {
     this.grouper = new ClaimGrouper(layout, tx, claimOptions);
+    this.deletions = new PoolDeletions(layout, tx, deletionOptions);
   }
 
   private refs(pool: string): PoolRefs {
     return this.layout.pool(pool);
   }
 
+  /**
+   * One transaction reads the pool document and the pool's deletion tombstone: a pool still being
+   * deleted answers a retriable conflict, one whose deleter died (lease expired) is taken over and
+   * its deletion finished first — the pool document is then created in the transaction that drops
+   * the tombstone, so the new pool starts empty (pool-deletion.ts).
+   */
   async createPool(spec: PoolSpec): Promise<Pool> {
     const refs = this.refs(spec.name);
-    await this.tx.run(async (tx) => {
-      const snap = await tx.get(refs.pool);
-      if (snap.exists) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
-      const doc: PoolDoc = {
-        name: spec.name,
-        limit: spec.perClaimantLimit,
-        threshold: spec.lowStockThreshold,
-        metadata: spec.metadata,
-        startsAt: spec.startsAt,
-        expiresAt: spec.expiresAt,
-        maxr: spec.maxRedemptions,
-        maxrc: spec.maxRedemptionsPerClaimant,
-        public: spec.publicCodes,
-        format: spec.codeFormat,
-        createdAt: snap.readTime,
-        shards: INITIAL_SHARDS,
-        armed: true,
-        lowEvents: 0,
-      };
-      tx.create(refs.pool, doc);
+    const tombstone = this.layout.deletion(spec.name);
+    const doc = (createdAt: Timestamp): PoolDoc => ({
+      name: spec.name,
+      limit: spec.perClaimantLimit,
+      threshold: spec.lowStockThreshold,
+      metadata: spec.metadata,
+      startsAt: spec.startsAt,
+      expiresAt: spec.expiresAt,
+      maxr: spec.maxRedemptions,
+      maxrc: spec.maxRedemptionsPerClaimant,
+      public: spec.publicCodes,
+      format: spec.codeFormat,
+      createdAt,
+      shards: INITIAL_SHARDS,
+      armed: true,
+      lowEvents: 0,
     });
+    for (;;) {
+      const takenOver = await this.tx.run(async (tx) => {
+        const [snap, dead] = await tx.getAll(refs.pool, tombstone);
+        if (snap!.exists) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+        if (dead!.exists) return this.deletions.takeOver(tx, spec.name, dead!.data() as TombstoneDoc, dead!.readTime.toMillis());
+        tx.create(refs.pool, doc(snap!.readTime));
+        return null;
+      });
+      if (takenOver === null) break;
+      // the previous deleter died: finish its work, then create with the tombstone's removal
+      if ((await this.deletions.sweep(spec.name, takenOver)) && (await this.deletions.end(spec.name, takenOver, (tx, r, now) => tx.create(r.pool, doc(now))))) break;
+      // taken over again meanwhile (this process stalled past its lease): ask afresh
+    }
     return this.getPool(spec.name);
   }
 
@@ -119,20 +138,14 @@ export class FirestorePools implements PoolBackend {
     return this.getPool(name);
   }
 
+  /** The pool document and its deletion tombstone in one transaction, then the rest in fenced batches (pool-deletion.ts). */
   async deletePool(name: string): Promise<void> {
-    const refs = this.refs(name);
-    if (!(await refs.pool.get()).exists) throw notFound('pool', name);
-    // The pool document goes first, so every operation from here on answers not_found; then its
-    // codes, holders, keys and shards, then its outbox events.
-    await refs.pool.delete();
-    await this.layout.db.recursiveDelete(refs.pool);
-    for (;;) {
-      const events = await this.layout.events.where('pool', '==', name).limit(400).get();
-      if (events.empty) break;
-      const batch = this.layout.db.batch();
-      for (const e of events.docs) batch.delete(e.ref);
-      await batch.commit();
-    }
+    await this.deletions.delete(name);
+  }
+
+  /** Deletions whose deleter died (lease expired): taken over as createPool does, swept, tombstone deleted (pool-deletion.ts). */
+  finishDeletions(budget: { deletions: number; batches: number }): Promise<{ finished: number; paused: number }> {
+    return this.deletions.finishExpired(budget);
   }
 
   /** Each code with its own window when it has one: a code outside it is stored parked (see claimPosition). */
