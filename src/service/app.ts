@@ -81,6 +81,8 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   const { dibs, logger = false, bodyLimit = 1024 * 1024 } = options;
   const store = options.serviceStore ?? dibs.backend.service;
   if (!store) throw new DibsError('unsupported', `the ${dibs.kind} store has no service store (API keys); pass serviceStore`);
+  // Aborted when closing begins (preClose below): requests that only wait stop, new ones are refused.
+  const closing = new AbortController();
   const app = Fastify({
     logger,
     logController: new AccessLog(),
@@ -91,6 +93,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: false, // answered by the onRequest hook below, in dibs' error shape
     // Errors raised before routing (a malformed URL such as `/v1/pools/%`) skip the error
     // handler: give them the error shape too. (Found by the fuzz test.)
     frameworkErrors: (error, _request, reply) => {
@@ -101,6 +104,10 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // Hot-path hooks are callback-style: no promise per request when there is nothing to await.
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    // A request arriving during the shutdown on a connection still open (pipelined, or racing the
+    // close) is not run: 503 `unavailable` in the error shape, with Retry-After (Fastify's own
+    // load-shedding answer, turned off above, has another body).
+    if (closing.signal.aborted) return done(closing.signal.reason as Error);
     done();
   });
   // Graceful close: Fastify closes the connections idle when closing begins, but a keep-alive
@@ -108,8 +115,11 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // (and a SIGTERMed worker) open for the whole keep-alive timeout, 72 s, while its client waits to
   // reuse it. From now on a connection that goes idle is closed at once (Node reads the server's
   // keepAliveTimeout as each response finishes; 0 would mean "never").
+  // Requests that only wait (a lock acquire with `waitMs`, up to 24 h) would hold the close for
+  // as long: they are told to stop waiting (503, retriable) when closing begins.
   app.addHook('preClose', (done) => {
     app.server.keepAliveTimeout = 1;
+    closing.abort(new DibsError('unavailable', 'the service is shutting down; retry (another instance will answer)', { retriable: true }));
     done();
   });
   // CSV imports: hand the raw request stream to the importer, which streams it into the store.
@@ -119,7 +129,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
 
   const verifier = new KeyVerifier(store, options.keyCacheMs ?? 5000);
   const metrics = new ServiceMetrics(dibs);
-  const context: ServiceContext = { dibs, store, verifier, metrics };
+  const context: ServiceContext = { dibs, store, verifier, metrics, closing: closing.signal };
   registerAuth(app, verifier);
   metrics.register(app);
   // Answers carry the caller's names, never the namespaced ones.

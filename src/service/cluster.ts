@@ -19,7 +19,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { openDibs } from '../index.js';
-import { prepareDemo } from './server.js';
+import { onShutdownSignals, prepareDemo } from './server.js';
 
 /** `auto` → the machine's available parallelism; a number as is. */
 export function workerCount(workers: number | 'auto'): number {
@@ -115,8 +115,11 @@ export async function runPrimary(options: PrimaryOptions): Promise<Primary> {
     if (live.size === 0) allExited();
     for (const worker of live) worker.process.kill('SIGTERM');
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  onShutdownSignals(stop, () => {
+    log('dibs: second interrupt: stopping the workers without waiting');
+    for (const worker of live) worker.process.kill('SIGKILL');
+    process.exit(130);
+  });
 
   let url: string;
   try {

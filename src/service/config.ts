@@ -18,7 +18,7 @@ export const serviceConfigSchema = z
     port: int(0, 65535).default(3000),
     host: z.string().min(1).default('127.0.0.1'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    /** Background jobs (sale activation/expiry, hold sweep, outbox delivery). */
+    /** Background jobs (sale activation/expiry, hold sweep, forecast alerts, outbox delivery, idempotency purge, Firestore pool-deletion finishing). */
     jobs: bool.default(true),
     jobsEveryMs: int(50, 3_600_000).default(1000),
     /** Seed a demo pool and sale, and print a fresh local admin key. */
@@ -30,6 +30,13 @@ export const serviceConfigSchema = z
     keyCacheMs: int(0, 600_000).default(5000),
     metricsPublic: bool.default(false),
     bodyLimit: int(1024, 1024 * 1024 * 1024).default(1024 * 1024),
+    /**
+     * How long a graceful shutdown waits for requests in flight (a slow upload, say) before it
+     * closes their connections; below Kubernetes' default 30 s grace period, so the process still
+     * closes its store and exits by itself. Such requests were never answered: nothing acknowledged
+     * is lost. 0 waits for every request however long.
+     */
+    shutdownTimeoutMs: int(0, 3_600_000).default(25_000),
     /** Service processes sharing the port (node:cluster); `auto` = the machine's available parallelism. */
     workers: z
       .union([z.string(), z.number()])
@@ -47,8 +54,8 @@ export const serviceConfigSchema = z
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 export type ServiceConfigInput = z.input<typeof serviceConfigSchema>;
 
-/** Environment variable → setting. */
-const ENV: Record<string, keyof ServiceConfig> = {
+/** Environment variable → setting (docs/operations.md lists every one; test/service/operations-doc.test.ts checks). */
+export const ENV: Record<string, keyof ServiceConfig> = {
   DIBS_STORE: 'store',
   PORT: 'port',
   HOST: 'host',
@@ -61,6 +68,7 @@ const ENV: Record<string, keyof ServiceConfig> = {
   DIBS_KEY_CACHE_MS: 'keyCacheMs',
   DIBS_METRICS_PUBLIC: 'metricsPublic',
   DIBS_BODY_LIMIT: 'bodyLimit',
+  DIBS_SHUTDOWN_TIMEOUT_MS: 'shutdownTimeoutMs',
   DIBS_WORKERS: 'workers',
 };
 

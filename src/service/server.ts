@@ -1,12 +1,12 @@
 /**
  * Runs the service: opens the store, serves HTTP, runs the background jobs (sale activation and
- * expiration, hold sweep, outbox delivery) and shuts down gracefully on SIGTERM/SIGINT: stop
+ * expiration, hold sweep, outbox delivery, …; see jobs/runner.ts) and shuts down gracefully on SIGTERM/SIGINT: stop
  * accepting, finish requests in flight, finish the job or delivery batch in flight, close the
  * store, exit 0. Every answer given before that was committed by the store first.
  */
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { isDibsError } from '../core/errors.js';
+import { DibsError, isDibsError } from '../core/errors.js';
 import type { Dibs } from '../core/dibs.js';
 import { redact } from '../backends/registry.js';
 import { openDibs } from '../index.js';
@@ -72,10 +72,24 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
   app.log.info({ store: redact(options.store), url }, 'dibs is serving');
 
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 25_000;
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
-      await app.close(); // stops accepting, waits for requests in flight
+      // A request that never ends (a stalled upload) must not hold the shutdown until the
+      // orchestrator's SIGKILL: past the deadline its connection is closed. It was never
+      // answered, so nothing acknowledged is lost; the store still closes cleanly.
+      const deadline = shutdownTimeoutMs > 0
+        ? setTimeout(() => {
+            app.log.warn({ shutdownTimeoutMs }, 'shutdown deadline reached: closing the connections of requests still in flight (none of them was answered)');
+            app.server.closeAllConnections();
+          }, shutdownTimeoutMs)
+        : undefined;
+      try {
+        await app.close(); // stops accepting, waits for requests in flight
+      } finally {
+        clearTimeout(deadline);
+      }
       await jobs.stop(); // finishes the job (and outbox delivery batch) in flight
       await dibs.close();
     })());
@@ -107,9 +121,17 @@ async function demoAdminKey(dibs: Dibs): Promise<string | undefined> {
 /**
  * Installs SIGTERM/SIGINT handlers that close the server and exit 0 (1 if closing fails). A
  * cluster worker (`--workers`) also shuts down gracefully when its primary is gone.
+ *
+ * A repeated signal does not cut the shutdown short — systemd (KillMode=control-group) and
+ * `kill -TERM -<pgid>` signal every process while the cluster primary forwards one more, and a
+ * terminal's Ctrl-C reaches every worker beside the primary's SIGTERM — except a second SIGINT:
+ * an operator pressing Ctrl-C twice means "now" (exit 130).
  */
 export function exitOnSignals(server: RunningServer): (signal: string) => void {
+  let started = false;
   const shutdown = (signal: string) => {
+    if (started) return;
+    started = true;
     server.app.log.info({ signal }, 'shutting down');
     server.close().then(
       () => process.exit(0),
@@ -119,10 +141,23 @@ export function exitOnSignals(server: RunningServer): (signal: string) => void {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  onShutdownSignals(shutdown, () => {
+    server.app.log.warn('second interrupt: exiting without waiting for requests in flight');
+    process.exit(130);
+  });
   if (cluster.isWorker) process.once('disconnect', () => shutdown('primary gone'));
   return shutdown;
+}
+
+/**
+ * Calls `shutdown` for every SIGTERM/SIGINT (it must ignore repeats) and `now` for a second
+ * SIGINT. Handlers stay installed, so a repeated signal never falls back to Node's default
+ * (terminate at once).
+ */
+export function onShutdownSignals(shutdown: (signal: string) => void, now: () => void): void {
+  let interrupts = 0;
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => (++interrupts >= 2 ? now() : shutdown('SIGINT')));
 }
 
 function listEnv(value: string | undefined): string[] {
@@ -130,7 +165,20 @@ function listEnv(value: string | undefined): string[] {
 }
 
 /** Delivery channels configured through the environment (each optional). */
+/**
+ * Refuses delivery settings that cannot work, before anything starts. Webhooks are always signed:
+ * endpoints without a secret used to have every pool and sale event marked delivered ("no webhook
+ * endpoint configured") and silently never sent.
+ */
+export function checkDeliveryEnv(env: NodeJS.ProcessEnv): void {
+  if (listEnv(env.DIBS_WEBHOOK_URLS).length > 0 && !env.DIBS_WEBHOOK_SECRET) {
+    throw new DibsError('invalid_input', 'DIBS_WEBHOOK_URLS is set but DIBS_WEBHOOK_SECRET is not: webhooks are signed (header Dibs-Signature); set a secret, e.g. `openssl rand -hex 32`', { field: 'DIBS_WEBHOOK_SECRET' });
+  }
+}
+
+/** The delivery channels the environment configures (checked by checkDeliveryEnv first). */
 function channelsFromEnv(env: NodeJS.ProcessEnv): { email?: Channel; webPush?: Channel; webhook?: Channel } {
+  checkDeliveryEnv(env);
   const channels: { email?: Channel; webPush?: Channel; webhook?: Channel } = {};
   if (env.DIBS_WEBHOOK_SECRET) channels.webhook = new WebhookChannel({ secret: env.DIBS_WEBHOOK_SECRET });
   if (env.DIBS_SMTP_URL) channels.email = new EmailChannel({ smtpUrl: env.DIBS_SMTP_URL, from: env.DIBS_EMAIL_FROM ?? 'dibs@localhost' });

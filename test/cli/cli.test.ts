@@ -22,6 +22,12 @@ describe('dibs CLI', () => {
     assert.match(serveHelp.stdout, /DIBS_WEBHOOK_SECRET/);
   });
 
+  it('serve refuses webhook endpoints without a signing secret (they used to be marked delivered and never sent)', async () => {
+    const refused = await runCli(['serve', '--port', '0', '--workers', '2'], { env: { ...env, DIBS_WEBHOOK_URLS: 'http://127.0.0.1:9/hooks' } });
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /DIBS_WEBHOOK_SECRET/);
+  });
+
   it('holds a code, sets a code window, adds and redeems a multi-use code', async () => {
     assert.equal((await runCli(['pools', 'create', 'walkin', '--public', '--json'], { env })).code, 0);
     const file = join(temp.dir, 'walkin.csv');

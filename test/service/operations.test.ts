@@ -2,8 +2,10 @@
  * Idempotency keys (Stripe semantics, across instances), per-key rate limits, Prometheus metrics
  * (parsed by a Prometheus text parser), the OpenAPI document and config validation.
  */
+import { Validator } from '@seriousme/openapi-schema-validator';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -161,6 +163,15 @@ describe('metrics, OpenAPI, config', () => {
     const res = await svc.call(null, 'GET', '/openapi.json');
     const doc = res.json() as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters?: { name: string }[] }>>; components: { schemas: Record<string, unknown> } };
     assert.equal(doc.openapi, '3.1.0');
+    // valid against the OpenAPI 3.1 schema itself, as code generators and API gateways check it
+    const validator = new Validator();
+    const validity = await validator.validate(structuredClone(doc) as never);
+    assert.ok(validity.valid, `invalid OpenAPI document: ${String(JSON.stringify(validity.errors)).slice(0, 2000)}`);
+    // The contract check every svc.call runs (test/support/openapi-contract.ts) can fail:
+    assert.deepEqual(svc.contract.check('GET', '/v1/pools/p', 200, 'application/json', JSON.stringify({ name: 'p' })).length, 1, 'a body off its schema');
+    assert.match(svc.contract.check('GET', '/v1/pools/p', 418, 'application/json', '{}')[0] ?? '', /status not documented/);
+    assert.match(svc.contract.check('GET', '/v1/pools/p', 404, 'application/json', '{"error":{}}')[0] ?? '', /does not match/, 'an error without code and message');
+    assert.deepEqual(svc.contract.check('GET', '/v1/pools/p', 404, 'application/json', '{"error":{"code":"not_found","message":"no"}}'), []);
     for (const r of svc.app.routeDocs) {
       const op = doc.paths[r.url.replace(/:(\w+)/g, '{$1}')]?.[r.method.toLowerCase()];
       assert.ok(op, `${r.method} ${r.url} is documented`);
@@ -221,6 +232,50 @@ describe('metrics, OpenAPI, config', () => {
       assert.throws(() => loadServiceConfig({ file, env: {} }), { code: 'invalid_input' }, 'unknown settings are refused');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('shutdown', () => {
+  it('a request arriving while the service closes is answered 503 unavailable in the error shape, and is not run', { timeout: 60_000 }, async () => {
+    const svc = await openTestService();
+    const sockets: Socket[] = [];
+    try {
+      const key = await svc.key('default', ['admin']);
+      assert.equal((await svc.call(key, 'POST', '/v1/pools', { name: 'closing' })).statusCode, 201);
+      await svc.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = svc.app.server.address() as AddressInfo;
+      // An upload still streaming keeps the close waiting, like a request in flight.
+      const upload = connect(port, '127.0.0.1');
+      sockets.push(upload);
+      upload.write(`POST /v1/pools/closing/codes HTTP/1.1\r\nhost: x\r\nauthorization: ${key}\r\ncontent-type: text/csv\r\ntransfer-encoding: chunked\r\n\r\n`);
+      upload.write('b\r\ncode\nFIRST\n\r\n');
+      // A request racing the close: its first bytes before, the rest after closing began.
+      const late = connect(port, '127.0.0.1');
+      sockets.push(late);
+      let answer = '';
+      late.on('data', (d) => (answer += d));
+      const lateEnded = new Promise((resolve) => late.on('close', resolve));
+      const body = JSON.stringify({ name: 'late' });
+      late.write(`POST /v1/pools HTTP/1.1\r\nhost: x\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const closed = svc.app.close();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      late.write(`authorization: ${key}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      // bounded: a server that ran the request would keep the connection open
+      await Promise.race([lateEnded, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
+      assert.match(answer, /^HTTP\/1\.1 503 /, answer);
+      assert.match(answer, /\r\nretry-after: 1\r\n/i);
+      assert.match(answer, /\r\nconnection: close\r\n/i);
+      assert.match(answer, /"code":"unavailable"/);
+      assert.match(answer, /shutting down/);
+      upload.end('7\r\nSECOND\n\r\n0\r\n\r\n');
+      await closed;
+      assert.equal((await svc.dibs.pools.list()).items.some((p) => p.name === 'late'), false, 'the late request was not run');
+      assert.equal((await svc.dibs.pools.get('closing')).stats.total, 2, 'the upload in flight was finished');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await svc.close().catch(() => undefined);
     }
   });
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { get } from 'node:http';
+import { get, request } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { CLI_ARGS, ROOT } from '../support/cli.js';
@@ -19,13 +19,17 @@ interface Served {
   key: string;
   exited: Promise<number | null>;
   stderr: () => string;
+  /** The service's log (pino writes to stdout). */
+  stdout: () => string;
 }
 
 /** Starts `dibs serve --demo` and reads its URL and the printed admin key from stderr. */
-async function serve(store: string, extra: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function serve(store: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Served> {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
+  let stdout = '';
+  child.stdout!.on('data', (d) => (stdout += d));
   const { url, key } = await new Promise<{ url: string; key: string }>((resolve, reject) => {
     child.stderr!.on('data', (d) => {
       stderr += d;
@@ -35,7 +39,7 @@ async function serve(store: string, extra: string[] = []): Promise<Served> {
     });
     void exited.then(() => reject(new Error(`server exited early:\n${stderr}`)));
   });
-  return { child, url, key, exited, stderr: () => stderr };
+  return { child, url, key, exited, stderr: () => stderr, stdout: () => stdout };
 }
 
 /** GET over a new connection (no keep-alive agent): the status, or 0 when refused. */
@@ -66,8 +70,13 @@ async function waitFor(what: string, ok: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-/** 150 claims (half with an Idempotency-Key); SIGTERM lands once one is answered. Waits for the exit; returns the answered claims. */
-async function claimBurstThenTerm(served: Served, prefix: string): Promise<{ claimant: string; code: string }[]> {
+/**
+ * 150 claims (half with an Idempotency-Key); SIGTERM lands once one is answered — twice, and on
+ * every process of the service (primary and workers), as systemd's KillMode=control-group and
+ * `kill -TERM -<pgid>` do: a repeated SIGTERM must not cut the graceful shutdown short. Waits
+ * for the exit; returns the answered claims.
+ */
+async function claimBurstThenTerm(served: Served, prefix: string, workers: number[] = []): Promise<{ claimant: string; code: string }[]> {
   const answered: { claimant: string; code: string }[] = [];
   let firstAnswer!: () => void;
   const answeredOnce = new Promise<void>((resolve) => (firstAnswer = resolve));
@@ -89,6 +98,13 @@ async function claimBurstThenTerm(served: Served, prefix: string): Promise<{ cla
   await answeredOnce;
   served.child.kill('SIGTERM');
   const termAt = Date.now();
+  for (const pid of [served.child.pid!, ...workers]) {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
   await Promise.all(claims);
   // The claims' keep-alive connections stay open on this side: a server that waited for them to
   // go away would exit only after its 72 s keep-alive timeout (it once did, after a worker restart).
@@ -142,7 +158,7 @@ describe('dibs serve', () => {
       workers = childrenOf(first.child.pid!);
       assert.equal(workers.length, 2);
 
-      answered = await claimBurstThenTerm(first, 'w');
+      answered = await claimBurstThenTerm(first, 'w', workers);
       assert.equal(await first.exited, 0, 'the primary exits 0 once every worker shut down gracefully');
       assert.ok(answered.length > 0, 'some claims were answered before shutdown');
       for (const pid of workers) await waitFor(`worker ${pid} to exit`, () => !alive(pid), 30_000);
@@ -154,6 +170,70 @@ describe('dibs serve', () => {
     try {
       await assertKept(store.store, answered, first.key);
     } finally {
+      store.cleanup();
+    }
+  });
+
+  it('a lock acquire still waiting when SIGTERM lands is answered 503 (retriable) and does not hold the shutdown', async () => {
+    const store = tempSqliteStore();
+    const served = await serve(store.store);
+    const killer = setTimeout(() => served.child.kill('SIGKILL'), 120_000); // a bound, not a speed test
+    try {
+      const call = (path: string, body?: unknown) =>
+        fetch(`${served.url}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${served.key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      assert.equal((await call('/v1/locks/door/acquire', { ttlMs: 600_000 })).status, 201);
+      // Ten minutes of waiting allowed: without the shutdown signal the process would stay up for them.
+      const waiting = call('/v1/locks/door/acquire', { waitMs: 600_000 });
+      await waitFor('the waiter to register', async () => ((await (await call('/v1/locks/door')).json()) as { waiters: number }).waiters === 1, 30_000);
+      served.child.kill('SIGTERM');
+      const answer = await waiting;
+      assert.equal(answer.status, 503);
+      assert.equal(answer.headers.get('retry-after'), '1');
+      const body = (await answer.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'unavailable');
+      assert.match(body.error.message, /shutting down/);
+      assert.equal(await served.exited, 0);
+    } finally {
+      clearTimeout(killer);
+      if (served.child.exitCode === null) served.child.kill('SIGKILL');
+      store.cleanup();
+    }
+  });
+
+  it('a request that never ends (a stalled CSV upload) holds the shutdown only until shutdownTimeoutMs, a repeated SIGTERM does not cut it short, the store closes and the process exits 0', async () => {
+    const store = tempSqliteStore();
+    const served = await serve(store.store, [], { DIBS_SHUTDOWN_TIMEOUT_MS: '1500' });
+    const killer = setTimeout(() => served.child.kill('SIGKILL'), 120_000); // a bound, not a speed test
+    try {
+      const { hostname, port } = new URL(served.url);
+      const upload = request({ hostname, port, method: 'POST', path: '/v1/pools/demo/codes', headers: { authorization: `Bearer ${served.key}`, 'content-type': 'text/csv', 'transfer-encoding': 'chunked' } });
+      const cut = new Promise<string>((resolve) => {
+        upload.on('response', (res) => resolve(`answered ${res.statusCode}`));
+        upload.on('error', (error) => resolve(`cut: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
+      });
+      upload.write('code\nSTALL-1\n'); // and never ends
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      served.child.kill('SIGTERM');
+      const termAt = Date.now();
+      // A second SIGTERM in the middle of the shutdown (systemd signals every process of the
+      // unit; a supervisor may repeat itself) changes nothing: no default "terminate at once".
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      served.child.kill('SIGTERM');
+      // Node itself would drop the upload only at its 300 s requestTimeout.
+      assert.equal(await served.exited, 0);
+      assert.ok(Date.now() - termAt < 60_000, `exited ${Date.now() - termAt} ms after SIGTERM`);
+      assert.match(await cut, /^cut: /, 'the stalled upload was never answered');
+      assert.match(served.stdout(), /shutdown deadline reached/);
+      // the store was closed cleanly and the pool is intact
+      const dibs = await openDibs(store.store);
+      try {
+        assert.deepEqual(await dibs.pools.audit('demo'), []);
+      } finally {
+        await dibs.close();
+      }
+    } finally {
+      clearTimeout(killer);
+      if (served.child.exitCode === null) served.child.kill('SIGKILL');
       store.cleanup();
     }
   });

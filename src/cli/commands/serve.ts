@@ -19,7 +19,7 @@ export function serveCommand(program: Command): void {
     .option('--port <port>', 'port to listen on (env PORT; default 3000)', intOption('--port'))
     .option('--host <host>', 'interface to bind (env HOST; default 127.0.0.1)')
     .option('--demo', 'create a demo pool (100 codes) and a live demo sale if missing, and print a local admin API key')
-    .option('--no-jobs', 'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery)')
+    .option('--no-jobs', 'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery, Firestore pool deletions left by a dead deleter)')
     .option('--config <file>', 'JSON config file (env DIBS_CONFIG); env and flags override it')
     .option('--rate-limit <n>', 'requests per API key per minute, 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
     .option('--metrics-public', 'serve /metrics without an API key (env DIBS_METRICS_PUBLIC)')
@@ -33,13 +33,20 @@ Config file keys (JSON; env in brackets): store [DIBS_STORE], port [PORT], host 
   logLevel [LOG_LEVEL], jobs [DIBS_JOBS], jobsEveryMs [DIBS_JOBS_EVERY_MS],
   rateLimit [DIBS_RATE_LIMIT], rateLimitWindowMs [DIBS_RATE_LIMIT_WINDOW_MS],
   idempotencyTtlMs [DIBS_IDEMPOTENCY_TTL_MS], keyCacheMs [DIBS_KEY_CACHE_MS],
-  metricsPublic [DIBS_METRICS_PUBLIC], bodyLimit [DIBS_BODY_LIMIT], workers [DIBS_WORKERS], demo
+  metricsPublic [DIBS_METRICS_PUBLIC], bodyLimit [DIBS_BODY_LIMIT], workers [DIBS_WORKERS], demo,
+  shutdownTimeoutMs [DIBS_SHUTDOWN_TIMEOUT_MS] (default 25000, 0 = wait for every request)
 
 --workers N runs N service processes on one port (the HTTP layer costs more CPU than a claim;
   one process saturates one core). The store's migrations and --demo run once, before forking;
   jobs run in every worker (each job step is atomic and idempotent); /metrics answers with the
   series of the worker that serves the scrape (label worker). SIGTERM is forwarded to every
   worker; exit 0 once all shut down gracefully. A worker that dies is restarted.
+
+Shutdown (SIGTERM, or Ctrl-C): stop accepting, answer requests in flight (a lock acquire
+  still waiting gets 503 unavailable, retriable), finish the background job in flight, close
+  the store, exit 0. Requests still running after shutdownTimeoutMs have their connections
+  closed (never answered, so nothing acknowledged is lost). A repeated SIGTERM changes nothing;
+  a second Ctrl-C exits at once (130).
 
 Delivery of outbox events is configured by environment variables:
   DIBS_WEBHOOK_URLS=https://ops.example.com/hooks   endpoints for pool/sale events (comma-separated)
@@ -53,7 +60,7 @@ Examples:
     .action(async (opts: ServeFlags, command: Command) => {
       // The service (Fastify, metrics, delivery channels) loads only for `serve`: every other
       // command of the CLI starts about 0.3 s sooner without it.
-      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { exitOnSignals, startServer }] = await Promise.all([
+      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { checkDeliveryEnv, exitOnSignals, startServer }] = await Promise.all([
         import('../../backends/registry.js'),
         import('../../service/cluster.js'),
         import('../../service/config.js'),
@@ -65,6 +72,7 @@ Examples:
         flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic, workers: opts.workers },
       });
       const { store, port, host, demo, jobs, workers: wanted, ...rest } = config;
+      checkDeliveryEnv(process.env); // delivery settings fail here, once, before any worker starts
       const workers = workerCount(wanted);
       if (isServiceWorker()) {
         // Forked by the primary below: serve; the primary has already run --demo. A SIGTERM that
@@ -73,7 +81,7 @@ Examples:
         const remember = (signal: string) => () => (early = signal);
         const onTerm = remember('SIGTERM');
         const onInt = remember('SIGINT');
-        process.once('SIGTERM', onTerm).once('SIGINT', onInt);
+        process.on('SIGTERM', onTerm).on('SIGINT', onInt);
         const server = await startServer({ ...rest, store, port, host, demo: false, jobs });
         process.off('SIGTERM', onTerm).off('SIGINT', onInt);
         const shutdown = exitOnSignals(server);

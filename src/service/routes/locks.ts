@@ -1,15 +1,22 @@
 /** `/v1/locks/:key…` and `/v1/counters/:name`: leases, semaphores and sharded counters over HTTP. */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { DibsError } from '../../core/errors.js';
+import { DibsError, isDibsError } from '../../core/errors.js';
 import * as S from '../api-schemas.js';
 import type { ServiceContext } from '../context.js';
 import { bodyObject, pick } from '../http-input.js';
 import { route } from '../routing.js';
 
-/** Aborts when the client goes away before the answer is sent, so a waiting acquire stops waiting. */
-function clientGone(reply: FastifyReply): AbortSignal {
+/**
+ * Aborts when the client goes away before the answer is sent, or when the service begins to shut
+ * down (`closing`), so a waiting acquire stops waiting.
+ */
+function stopWaiting(reply: FastifyReply, closing: AbortSignal): AbortSignal {
   const controller = new AbortController();
+  const onClosing = () => controller.abort(closing.reason);
+  if (closing.aborted) onClosing();
+  else closing.addEventListener('abort', onClosing, { once: true });
   reply.raw.once('close', () => {
+    closing.removeEventListener('abort', onClosing);
     if (!reply.raw.writableFinished) controller.abort();
   });
   return controller.signal;
@@ -27,10 +34,10 @@ const token = (body: Record<string, unknown>) => {
 
 const tag = 'Locks';
 
-export function lockRoutes(app: FastifyInstance, { dibs, metrics }: ServiceContext): void {
+export function lockRoutes(app: FastifyInstance, { dibs, metrics, closing }: ServiceContext): void {
   route(app, {
     method: 'POST', url: '/v1/locks/:key/acquire', scope: 'locks:write', tag, summary: 'Acquire a lock (limit 1) or a semaphore slot',
-    description: 'With `waitMs` the request waits for a free slot (FIFO within this instance; with `fair: true` FIFO across every instance, by the store\'s ticket order); giving up answers 409 `lock_timeout`.',
+    description: 'With `waitMs` the request waits for a free slot (FIFO within this instance; with `fair: true` FIFO across every instance, by the store\'s ticket order); giving up answers 409 `lock_timeout`; an instance that begins to shut down meanwhile answers 503 `unavailable` (retry: another instance will answer).',
     body: S.acquireBodySchema, responses: { 201: { description: 'The lease (keep the token)', schema: S.leaseSchema } },
   }, async (request, reply) => {
     const key = request.tenant.key(request.params.key);
@@ -42,9 +49,13 @@ export function lockRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
         ...(body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {}),
         ...(body.waitMs !== undefined ? { waitMs: body.waitMs as number } : {}),
         ...(body.fair !== undefined ? { fair: body.fair as boolean } : {}),
-        signal: clientGone(reply),
+        signal: stopWaiting(reply, closing),
       });
       return reply.status(201).send(lease);
+    } catch (error) {
+      // given up because the service is shutting down: 503 (retriable), not the caller's timeout
+      if (closing.aborted && isDibsError(error) && error.code === 'lock_timeout') throw closing.reason;
+      throw error;
     } finally {
       if (waits) metrics.lockWaiters.dec();
     }
