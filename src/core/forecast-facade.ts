@@ -6,7 +6,8 @@ import { saleIdSchema } from './sales/schemas.js';
 import { poolNameSchema } from './schemas.js';
 import { parseInput } from './validate.js';
 
-const withinSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1000, 'at least 1000 ms').max(30 * 86_400_000, 'at most 30 days').nullable();
+/** `withinMs` of an empty-soon alert; null stops watching. */
+export const withinSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1000, 'at least 1000 ms').max(30 * 86_400_000, 'at most 30 days').nullable();
 
 export class Forecasts {
   constructor(private readonly backend: ForecastBackend | undefined, private readonly kind: string) {}

@@ -7,6 +7,9 @@ import { z } from 'zod';
 import { claimantSchema, codeFormatSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, importEntrySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
 import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
+import { waitingRoomSpecSchema } from '../core/sales/waiting-room.js';
+import { generateSpecSchema } from '../core/generate.js';
+import { withinSchema } from '../core/forecast-facade.js';
 
 export const errorSchema = z
   .object({
@@ -93,6 +96,8 @@ export const orderSchema = z.object({ id: z.string(), saleId: z.string(), custom
 export const holdSchema = z
   .object({ id: z.string(), saleId: z.string(), customer: z.string(), quantity: z.number().int(), status: z.enum(['active', 'confirmed', 'cancelled', 'expired']), expiresAt: timestamp, createdAt: timestamp, orderId: z.string().nullable() })
   .meta({ id: 'Hold' });
+export const orderResultSchema = z.object({ order: orderSchema, replayed: z.boolean() }).meta({ id: 'OrderResult' });
+export const holdResultSchema = z.object({ hold: holdSchema, replayed: z.boolean() }).meta({ id: 'HoldResult' });
 export const buyBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), idempotencyKey: idempotencyKeySchema.optional() }).strict();
 export const reserveBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema, idempotencyKey: idempotencyKeySchema.optional() }).strict();
 export const wishBodySchema = z.object({ sku: z.string(), customer: claimantSchema }).and(wishlistChannelsSchema);
@@ -117,3 +122,55 @@ export const keySchema = z
 export const createKeyBodySchema = z.object({ name: z.string().min(1).max(100), scopes: z.array(z.string()).min(1) }).strict();
 export const createdKeySchema = z.object({ key: z.string().meta({ description: 'The API key. Shown once: it is stored hashed.' }), apiKey: keySchema });
 export const meSchema = z.object({ keyId: z.string(), tenant: z.string(), scopes: z.array(z.string()) });
+
+export const healthSchema = z.object({ ok: z.literal(true) });
+export const readinessSchema = z
+  .object({
+    ok: z.boolean(), backend: z.string(), details: z.record(z.string(), z.unknown()),
+    migrations: z.object({ applied: z.number().int().nullable(), expected: z.number().int() }).optional().meta({ description: 'Schema version of the store and the one this build needs' }),
+  })
+  .meta({ id: 'Readiness' });
+
+export const waitingRoomBodySchema = waitingRoomSpecSchema;
+const ticketStatusSchema = z.enum(['waiting', 'admitted', 'used', 'expired', 'sold_out']);
+export const waitingRoomSchema = z
+  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: z.record(ticketStatusSchema, z.number().int()).meta({ description: 'Tickets by status right now' }) })
+  .meta({ id: 'WaitingRoom' });
+export const ticketSchema = z
+  .object({
+    saleId: z.string(), customer: z.string(), number: z.number().int().meta({ description: 'Arrival number, 1-based, in the order the store saw the arrivals' }), status: ticketStatusSchema,
+    position: z.number().int().meta({ description: 'Waiting tickets ahead (0 once admitted)' }),
+    estimatedWaitMs: z.number().nullable().meta({ description: 'Rough wait until admission at the room\'s rate; null when it will never be' }),
+    admittedUntil: timestamp.nullable(), holdId: z.string().nullable(),
+    token: z.string().optional().meta({ description: 'The bearer token (send it as Dibs-Ticket); in the answer to joining the line' }),
+  })
+  .meta({ id: 'Ticket' });
+export const joinBodySchema = z.object({ customer: claimantSchema }).strict();
+export const roomReserveBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema }).strict();
+
+const perMinuteSchema = z.object({ '1m': z.number(), '5m': z.number(), '15m': z.number() });
+export const forecastSchema = z
+  .object({
+    kind: z.enum(['pool', 'sale']), subject: z.string(), remaining: z.number().int().nullable().meta({ description: 'Units available now; null for an unlimited sale' }),
+    perMinute: perMinuteSchema.meta({ description: 'Units taken per minute over the last 1, 5 and 15 minutes' }),
+    basis: z.enum(['1m', '5m', '15m']).nullable(), timeToEmptyMs: z.number().nullable(), emptyAt: timestamp.nullable(), at: timestamp,
+  })
+  .meta({ id: 'Forecast' });
+export const forecastAlertBodySchema = z
+  .object({ withinMs: withinSchema.optional().meta({ description: 'Record `<kind>.empty_soon` (once per crossing) when predicted empty within this many ms; null or absent stops watching' }) })
+  .strict();
+
+export const generateBodySchema = generateSpecSchema;
+export const generateResultSchema = z
+  .object({ generated: z.number().int(), collisions: z.number().int().meta({ description: 'Draws that collided with an existing code and were redrawn' }) })
+  .meta({ id: 'GenerateResult' });
+
+export const claimRateSchema = z
+  .object({ pool: z.string(), everyMs: z.number().int(), points: z.array(z.object({ at: timestamp, handedOut: z.number().int(), perMinute: z.number() })) })
+  .meta({ id: 'ClaimRate' });
+export const outboxStatusSchema = z
+  .object({ pending: z.number().int(), delivered: z.number().int(), dead: z.number().int(), oldestPendingMs: z.number().meta({ description: 'Age of the oldest undelivered event (the dispatcher\'s lag)' }) })
+  .meta({ id: 'OutboxStatus' });
+export const deliveriesSchema = z
+  .object({ event: z.string(), data: z.array(z.object({ attempt: z.number().int(), ok: z.boolean(), detail: z.string(), at: timestamp })) })
+  .meta({ id: 'Deliveries' });

@@ -92,15 +92,25 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Json
         E403: errorResponse('The key lacks the scope (`forbidden`)'),
         E404: errorResponse('No such object in this tenant (`not_found`)'),
         E409: errorResponse('Conflict: a rule said no (`sold_out`, `limit_reached`, `already_exists`, `idempotency_key_reused`, …)'),
+        E413: errorResponse('The body is larger than the service takes (`payload_too_large`; `bodyLimit`)'),
+        E415: errorResponse('The body\'s content type is not taken (`unsupported_media_type`): send `application/json` (or `text/csv` where documented)'),
         E429: errorResponse('Rate limited (`rate_limited`); see Retry-After'),
+        E503: errorResponse('The store is unreachable, or this instance is shutting down (`unavailable`, retriable); see Retry-After'),
       },
     },
   };
 }
 
+/**
+ * The error answers a route can give, checked by the contract test (every answer of the service
+ * suite and of the fuzz test must be documented): any URL can be malformed (400); a key can lack
+ * the scope, name something of no tenant of its own — in the path, the query or the body — or be
+ * over its rate; a write can conflict, carry a body too large or of a type not taken; and the
+ * store can be unreachable, or the service shutting down (503).
+ */
 function errorStatuses(r: RouteDoc): number[] {
-  if (r.scope === 'public') return [];
-  return [400, 401, 403, ...(r.url.includes(':') ? [404] : []), ...(r.method !== 'GET' ? [409] : []), 429];
+  if (r.scope === 'public') return [400, ...(r.url.includes(':') ? [404] : [])];
+  return [400, 401, 403, 404, ...(r.method !== 'GET' ? [409, 413, 415] : []), 429, 503];
 }
 
 /** `#/$defs/X` → `#/components/schemas/X`, recursively. */

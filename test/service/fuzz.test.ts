@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { openTestService, type TestService } from '../support/service.js';
+import { assertKeepsContract, openTestService, type TestService } from '../support/service.js';
 
 const RUNS = Number(process.env.DIBS_FUZZ_RUNS ?? 10_000);
 
@@ -81,6 +81,7 @@ describe('fuzz: generated and malformed requests', () => {
         }
         const res: LightMyRequestResponse = await svc.app.inject({ method: r.template.method as 'GET', url: qs ? `${path}?${qs}` : path, headers, ...(payload === undefined ? {} : { payload }) });
         sent++;
+        assertKeepsContract(svc.contract, r.template.method, qs ? `${path}?${qs}` : path, res);
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
         const what = `${r.template.method} ${path}?${qs} ${payload ?? ''} → ${res.statusCode} ${res.body.slice(0, 300)}`;
         assert.ok(res.statusCode < 500, what);

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { DibsError } from '../../core/errors.js';
 import { ClaimRateSampler, type ClaimRateOptions } from '../../dashboard/claim-rate.js';
 import type { ServiceContext } from '../context.js';
+import * as S from '../api-schemas.js';
 import { route } from '../routing.js';
 
 const PUBLIC = new URL('../../dashboard/public/', import.meta.url);
@@ -48,7 +49,7 @@ export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, 
     return secure(reply, asset.type).send(asset.body);
   });
 
-  route(app, { method: 'GET', url: '/v1/pools/:pool/claim-rate', scope: 'pools:read', tag, summary: "A pool's claim rate over time (sampled in memory by this service instance)", responses: { 200: { description: 'The series' } } }, async (request) =>
+  route(app, { method: 'GET', url: '/v1/pools/:pool/claim-rate', scope: 'pools:read', tag, summary: "A pool's claim rate over time (sampled in memory by this service instance)", responses: { 200: { description: 'The series', schema: S.claimRateSchema } } }, async (request) =>
     sampler.series(request.tenant.pool(request.params.pool)));
 
   // The outbox is shared by every tenant: its status and delivery logs (any tenant's events and
@@ -57,12 +58,12 @@ export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, 
   const operatorOnly = (request: FastifyRequest) => {
     if (request.tenant.prefix !== '') throw new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
   };
-  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag (operator: admin keys of the default tenant)', responses: { 200: { description: 'The status' } } }, async (request) => {
+  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag (operator: admin keys of the default tenant)', responses: { 200: { description: 'The status', schema: S.outboxStatusSchema } } }, async (request) => {
     operatorOnly(request);
     if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
     return dibs.backend.outbox.status();
   });
-  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts (operator: admin keys of the default tenant)", responses: { 200: { description: 'The attempts' } } }, async (request) => {
+  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts (operator: admin keys of the default tenant)", responses: { 200: { description: 'The attempts', schema: S.deliveriesSchema } } }, async (request) => {
     operatorOnly(request);
     if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
     return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { loadMigrations } from '../../backends/shared/sql-files.js';
 import type { ServiceContext } from '../context.js';
+import * as S from '../api-schemas.js';
 import { route } from '../routing.js';
 
 /** The newest migration this build ships, per SQL store: readiness requires the store to have it. */
@@ -19,11 +20,11 @@ const latestMigration = (kind: string): number | null => {
 };
 
 export function healthRoutes(app: FastifyInstance, { dibs }: ServiceContext): void {
-  route(app, { method: 'GET', url: '/healthz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Liveness: the process answers', responses: { 200: { description: '`{ ok: true }`' } } }, async () => ({ ok: true }));
+  route(app, { method: 'GET', url: '/healthz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Liveness: the process answers', responses: { 200: { description: 'The process answers', schema: S.healthSchema } } }, async () => ({ ok: true }));
 
   route(app, {
     method: 'GET', url: '/readyz', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'Readiness: the store is reachable and its migrations are applied',
-    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready (store down or schema behind)' } },
+    responses: { 200: { description: 'Ready', schema: S.readinessSchema }, 503: { description: 'Not ready (store down or schema behind)', schema: S.readinessSchema } },
   }, async (_request, reply) => {
     try {
       const health = await dibs.health();

@@ -43,7 +43,7 @@ export function saleRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
   route(app, { method: 'GET', url: '/v1/sales/:sale/audit', scope: 'sales:read', tag, summary: 'Invariant violations of the sale (empty = clean)', responses: { 200: { description: 'Violations', schema: S.violationsSchema } } }, async (request) =>
     ({ violations: await dibs.sales.audit(saleParam(request)) }));
 
-  route(app, { method: 'POST', url: '/v1/sales/:sale/claims', scope: 'sales:buy', tag, summary: 'Buy units (an order)', body: S.buyBodySchema, responses: { 201: { description: 'The order', schema: z.object({ order: S.orderSchema, replayed: z.boolean() }) } } }, async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/sales/:sale/claims', scope: 'sales:buy', tag, summary: 'Buy units (an order)', body: S.buyBodySchema, responses: { 201: { description: 'The order', schema: S.orderResultSchema } } }, async (request, reply) => {
     const sale = saleParam(request);
     const body = pick(bodyObject(request), ['customer', 'quantity', 'idempotencyKey']);
     const key = idempotencyKey(request, body.idempotencyKey);
@@ -52,7 +52,7 @@ export function saleRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
     return reply.status(201).send(result);
   });
 
-  route(app, { method: 'POST', url: '/v1/sales/:sale/reservations', scope: 'sales:buy', tag, summary: 'Hold units for a while (cart)', body: S.reserveBodySchema, responses: { 201: { description: 'The hold', schema: z.object({ hold: S.holdSchema, replayed: z.boolean() }) } } }, async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/sales/:sale/reservations', scope: 'sales:buy', tag, summary: 'Hold units for a while (cart)', body: S.reserveBodySchema, responses: { 201: { description: 'The hold', schema: S.holdResultSchema } } }, async (request, reply) => {
     const sale = saleParam(request);
     const body = pick(bodyObject(request), ['customer', 'quantity', 'ttlMs', 'idempotencyKey']);
     const key = idempotencyKey(request, body.idempotencyKey);
@@ -63,7 +63,7 @@ export function saleRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
   });
 
   route(app, { method: 'GET', url: '/v1/reservations/:hold', scope: 'sales:read', tag, summary: 'A hold', responses: { 200: { description: 'The hold', schema: S.holdSchema } } }, async (request) => ownHold(request));
-  route(app, { method: 'POST', url: '/v1/reservations/:hold/confirm', scope: 'sales:buy', tag, summary: 'Turn a hold into an order', responses: { 201: { description: 'The order', schema: z.object({ order: S.orderSchema, replayed: z.boolean() }) }, 200: { description: 'Already confirmed (replay)' } } }, async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/reservations/:hold/confirm', scope: 'sales:buy', tag, summary: 'Turn a hold into an order', responses: { 201: { description: 'The order', schema: S.orderResultSchema }, 200: { description: 'Already confirmed (replay): the same order', schema: S.orderResultSchema } } }, async (request, reply) => {
     await ownHold(request);
     const result = await dibs.sales.confirm(request.params.hold!);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');

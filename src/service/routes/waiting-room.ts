@@ -10,6 +10,7 @@ import { DibsError } from '../../core/errors.js';
 import type { Ticket } from '../../core/sales/waiting-room.js';
 import type { ServiceContext } from '../context.js';
 import { bodyObject, notFoundBeforeBadInput, pick, queryString } from '../http-input.js';
+import * as S from '../api-schemas.js';
 import { route } from '../routing.js';
 
 type Req = FastifyRequest<{ Params: Record<string, string> }>;
@@ -34,24 +35,24 @@ export function waitingRoomRoutes(app: FastifyInstance, { dibs }: ServiceContext
     const sale = saleParam(request);
     return notFoundBeforeBadInput(() => dibs.sales.get(sale), () => fn(sale));
   };
-  route(app, { method: 'PUT', url: '/v1/sales/:sale/waiting-room', scope: 'sales:admin', tag, summary: 'Put a capped sale behind a waiting room (or change its rate and window)', responses: { 200: { description: 'The room with ticket counts' } } }, async (request) => {
+  route(app, { method: 'PUT', url: '/v1/sales/:sale/waiting-room', scope: 'sales:admin', tag, summary: 'Put a capped sale behind a waiting room (or change its rate and window)', body: S.waitingRoomBodySchema, responses: { 200: { description: 'The room with ticket counts', schema: S.waitingRoomSchema } } }, async (request) => {
     return guarded(request, (sale) => dibs.waitingRooms.enable(sale, pick(bodyObject(request), ['admitPerSecond', 'windowMs']) as never));
   });
-  route(app, { method: 'GET', url: '/v1/sales/:sale/waiting-room', scope: 'sales:read', tag, summary: 'The room: rate, window, tickets by status (admission runs first)', responses: { 200: { description: 'The room' } } }, async (request) =>
+  route(app, { method: 'GET', url: '/v1/sales/:sale/waiting-room', scope: 'sales:read', tag, summary: 'The room: rate, window, tickets by status (admission runs first)', responses: { 200: { description: 'The room', schema: S.waitingRoomSchema } } }, async (request) =>
     dibs.waitingRooms.get(saleParam(request)));
 
-  route(app, { method: 'POST', url: '/v1/sales/:sale/waiting-room/tickets', scope: 'sales:buy', tag, summary: "Join the line: a ticket in arrival order (joining again returns the customer's ticket)", responses: { 201: { description: 'The ticket with its bearer token' } } }, async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/sales/:sale/waiting-room/tickets', scope: 'sales:buy', tag, summary: "Join the line: a ticket in arrival order (joining again returns the customer's ticket)", body: S.joinBodySchema, responses: { 201: { description: 'The ticket with its bearer token', schema: S.ticketSchema } } }, async (request, reply) => {
     const ticket = await guarded(request, (sale) => dibs.waitingRooms.join(sale, pick(bodyObject(request), ['customer']).customer as string));
     return reply.status(201).send(ticket);
   });
 
-  route(app, { method: 'GET', url: '/v1/sales/:sale/waiting-room/tickets/:customer', scope: 'sales:buy', tag, summary: "A ticket's status and position (token in the Dibs-Ticket header)", responses: { 200: { description: 'The ticket' } } }, async (request) =>
+  route(app, { method: 'GET', url: '/v1/sales/:sale/waiting-room/tickets/:customer', scope: 'sales:buy', tag, summary: "A ticket's status and position (token in the Dibs-Ticket header)", responses: { 200: { description: 'The ticket', schema: S.ticketSchema } } }, async (request) =>
     guarded(request, (sale) => dibs.waitingRooms.ticket(sale, request.params.customer!, ticketToken(request))));
 
   route(app, { method: 'GET', url: '/v1/sales/:sale/waiting-room/tickets/:customer/events', scope: 'sales:buy', tag, summary: 'Server-sent events: the ticket whenever its status or position changes', responses: { 200: { description: 'text/event-stream', contentType: 'text/event-stream' } } }, async (request, reply) =>
     guarded(request, (sale) => streamTicket(dibs, sale, request, reply)));
 
-  route(app, { method: 'POST', url: '/v1/sales/:sale/waiting-room/reservations', scope: 'sales:buy', tag, summary: 'Hold units with an admitted ticket (Dibs-Ticket header); confirm through /v1/reservations', responses: { 201: { description: 'The hold' }, 200: { description: 'The same hold again (retry)' } } }, async (request, reply) => {
+  route(app, { method: 'POST', url: '/v1/sales/:sale/waiting-room/reservations', scope: 'sales:buy', tag, summary: 'Hold units with an admitted ticket (Dibs-Ticket header); confirm through /v1/reservations', body: S.roomReserveBodySchema, responses: { 201: { description: 'The hold', schema: S.holdResultSchema }, 200: { description: 'The same hold again (retry)', schema: S.holdResultSchema } } }, async (request, reply) => {
     const result = await guarded(request, (sale) => {
       const body = pick(bodyObject(request), ['customer', 'quantity', 'ttlMs']);
       if (body.ttlMs === undefined) throw new DibsError('invalid_input', 'ttlMs: required, how long to hold the units (1000 – 86400000)', { field: 'ttlMs' });
