@@ -14,7 +14,7 @@ import type { TxRunner } from './transactions.js';
 
 export async function auditPool(layout: Layout, runner: TxRunner, pool: string): Promise<Violation[]> {
   const refs = layout.pool(pool);
-  const [poolSnap, codes, holders, keys, shards, events, multiUse] = await runner.read((tx) =>
+  const [poolSnap, codes, holders, keys, shards, events, multiUse] = await runner.snapshot(refs.pool, (tx) =>
     Promise.all([
       tx.get(refs.pool), tx.get(refs.codes), tx.get(refs.holders), tx.get(refs.keys), tx.get(refs.shards),
       tx.get(layout.events.where('pool', '==', pool).where('type', '==', 'pool.low_stock')), auditMultiUse(tx, refs, pool),

@@ -12,7 +12,7 @@ import type { TxRunner } from './transactions.js';
 
 export async function auditSale(layout: Layout, runner: TxRunner, id: string): Promise<SaleViolation[]> {
   const refs = layout.sale(id);
-  const [saleSnap, holdSnaps, orderSnaps, custSnaps, eventSnaps] = await runner.read((tx) =>
+  const [saleSnap, holdSnaps, orderSnaps, custSnaps, eventSnaps] = await runner.snapshot(refs.sale, (tx) =>
     Promise.all([tx.get(refs.sale), tx.get(layout.holds.where('sale', '==', id)), tx.get(refs.orders), tx.get(refs.customers), tx.get(layout.events.where('sale', '==', id))]),
   );
   if (!saleSnap.exists) throw notFound('sale', id);

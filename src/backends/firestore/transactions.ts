@@ -6,7 +6,7 @@
  * transaction attempts per claim.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Firestore, Transaction } from '@google-cloud/firestore';
+import type { DocumentReference, Firestore, Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
 
 /** gRPC status codes the Firestore client reports as `error.code`. */
@@ -72,9 +72,23 @@ export class TxRunner {
     }
   }
 
-  /** A consistent read-only snapshot (no locks, no contention). */
+  /** A read-only transaction (no locks, no contention). */
   async read<T>(body: (tx: Transaction) => Promise<T>): Promise<T> {
     return this.db.runTransaction((tx) => body(tx), { readOnly: true });
+  }
+
+  /**
+   * A read-only snapshot pinned to an explicit server read time, the one a read of `anchor`
+   * returned. Real Firestore isolates every read-only transaction; the emulator does not unless it
+   * is given a read time: its queries see commits still being applied, and an audit saw one
+   * commit's order without the same commit's counter update. Measured with 4 writers each
+   * committing a counter increment and two documents: 19 of 292 unpinned snapshots showed half a
+   * commit, 0 of 265 pinned ones. Pinning costs one document read, so the audits, which promise one
+   * consistent snapshot, pin; live reads, which show the newest state, do not.
+   */
+  async snapshot<T>(anchor: DocumentReference, body: (tx: Transaction) => Promise<T>): Promise<T> {
+    const { readTime } = await anchor.get();
+    return this.db.runTransaction((tx) => body(tx), { readOnly: true, readTime });
   }
 }
 
