@@ -2,11 +2,21 @@
  * The claim. Candidates are found OUTSIDE the transaction: free codes carry a random float `fr`,
  * and a query from a random point (wrapping to 0) returns a few of them. A query inside a
  * Firestore transaction would lock its whole range, so concurrent claims would collide; instead
- * the transaction point-reads the pool, each claimant's holder document, each idempotency key and
- * the candidates it needs (picked at random from those found), and writes the codes, the holders,
- * the keys and one counter shard — every rule (one holder per code, the per-claimant limit,
- * idempotency, the window, stock) is judged and enforced in ONE step. The low-stock alert is
- * settled right after the commit (settleLowStock).
+ * the transaction point-reads the pool, each claimant's holder document and each idempotency key,
+ * and writes the codes it takes (picked at random from those found), the holders, the keys and
+ * one counter shard — every rule (one holder per code, the per-claimant limit, idempotency, the
+ * window, stock) is judged and enforced in ONE step. The low-stock alert is settled right after
+ * the commit (settleLowStock).
+ *
+ * The codes are judged as the query found them and written only if they are still exactly that
+ * (a precondition on their update time), not read again under lock, and they are written in the
+ * order of their paths. The emulator takes a commit's locks one write after the other and breaks
+ * a deadlock only by its lock timeout (2 s): two claims that both read a code under lock and then
+ * both write it deadlocked, and so did two commits writing shared codes in different orders. Random
+ * candidates of concurrent claims overlap often enough that this serialised whole storms (the
+ * 2,000-claim storm of 4 processes: 20–131 lock timeouts and 21–88 s; on a loaded CI machine one
+ * group of claims gave up after 120 s of them). Now: 4–6 lock timeouts and 13–15 s; the loser of
+ * an overlap fails its precondition at once and its group looks again.
  *
  * A candidate taken meanwhile makes the attempt start again with fresh candidates. Only when the
  * query found fewer free codes than wanted, but some (the pool is nearly empty), does the
@@ -19,7 +29,7 @@
  * exactly as if alone, in arrival order. A repeat of a claimant or key (a double click) waits until
  * the group holding it has committed (hold-back), and then sees its holding.
  */
-import type { DocumentReference, DocumentSnapshot, Transaction } from '@google-cloud/firestore';
+import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { notFound, soldOut } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
@@ -54,14 +64,14 @@ type Outcome = { ok: true; value: ClaimManyResult } | { ok: false; error: unknow
  * earliest parked code (code-lifecycle.ts): once it is due by the server's clock, due codes are
  * brought back first and the candidates are looked for again.
  */
-async function findCandidates(refs: PoolRefs, want: number): Promise<{ refs: DocumentReference[]; exhaustive: boolean }> {
+async function findCandidates(refs: PoolRefs, want: number): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
   const [found, parked] = await Promise.all([queryCandidates(refs, want), earliestParked(refs)]);
   if (parked.due === null || parked.due > parked.nowMs) return found;
   await sweepDueCodes(refs, parked.nowMs);
   return queryCandidates(refs, want);
 }
 
-async function queryCandidates(refs: PoolRefs, want: number): Promise<{ refs: DocumentReference[]; exhaustive: boolean }> {
+async function queryCandidates(refs: PoolRefs, want: number): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
   const start = Math.random();
   const above = await refs.codes.where('fr', '>=', start).orderBy('fr').limit(want).get();
   let docs = above.docs;
@@ -69,7 +79,7 @@ async function queryCandidates(refs: PoolRefs, want: number): Promise<{ refs: Do
     const wrapped = await refs.codes.where('fr', '<', start).orderBy('fr').limit(want - docs.length).get();
     docs = [...docs, ...wrapped.docs];
   }
-  return { refs: docs.map((d) => d.ref), exhaustive: docs.length < want };
+  return { snaps: docs, exhaustive: docs.length < want };
 }
 
 function shuffled<T>(items: readonly T[]): T[] {
@@ -105,10 +115,9 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         await parkStale(leftOver, staleAt);
       }
       const found = await findCandidates(refs, wanted + spare);
-      const chosen = shuffled(found.refs).slice(0, wanted);
+      const candidates = shuffled(found.snaps).slice(0, wanted);
       const reads: DocumentReference[] = [refs.pool];
       for (const r of requests) reads.push(refs.holder(r.claimant), ...(r.key ? [refs.key(r.key)] : []));
-      reads.push(...chosen);
       const snaps = await tx.getAll(...reads);
       const poolSnap = snaps[0]!;
       if (!poolSnap.exists) throw notFound('pool', pool);
@@ -124,7 +133,6 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const keySnap = r.key ? snaps[at++]! : null;
         return { r, holder, keyDoc: keySnap?.exists ? (keySnap.data() as KeyDoc) : null, outcome: null as Outcome | null, want: 0, spentKey: false };
       });
-      const candidates = snaps.slice(at);
       for (const plan of plans) {
         const { r, holder, keyDoc } = plan;
         const held = holder?.held ?? [];
@@ -161,7 +169,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         // Nearly empty: the free codes as they are now, read under lock. Not when the query found
         // none at all: that strongly consistent read already saw an empty pool, which is then the
         // true answer as of that instant — and a sold-out crowd must not range-lock the codes.
-        if (found.refs.length > 0) {
+        if (found.snaps.length > 0) {
           const locked = (await tx.get(refs.codes.where('fr', '>=', 0).orderBy('fr').limit(need))).docs;
           free = claimable(locked, nowMs, stale);
           // some were past their window (parked before the next attempt): look again for the rest
@@ -169,6 +177,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         }
       }
       threshold = poolDoc.armed ? poolDoc.threshold : null;
+      free.sort((a, b) => (a.ref.path < b.ref.path ? -1 : 1)); // one lock order for every commit (see the header)
 
       // writes: codes, holders, keys, counters
       let takenInAll = 0;
@@ -183,7 +192,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const taken = mine.map((s) => (s.data() as CodeDoc).code);
         for (const snap of mine) {
           const rec = snap.data() as CodeDoc;
-          tx.set(snap.ref, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
+          replaceIfUnchanged(tx, snap, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
         }
         const nextHeld: HeldEntry[] = [...(holder?.held ?? []), ...taken.map((c) => ({ c, k: r.key }))];
         writeHolder(tx, refs.holder(r.claimant), holder, r.claimant, () => nextHeld, 0);
@@ -196,11 +205,23 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
       return plans.map((p) => p.outcome!);
     },
     () => contended++,
+    { optimistic: true },
   );
   if (stale.length > 0) await parkStale(stale, staleAt);
   if (contended >= 3 && shards > 0 && shards < MAX_SHARDS) void addShards(layout, refs.pool, shards).catch(() => {});
   if (took && threshold !== null) await settleLowStock(layout, runner, pool, threshold);
   return outcomes;
+}
+
+/**
+ * Writes `next` in place of the code as `snap` saw it, only if it has not changed since (else the
+ * commit fails its precondition and the group runs again): fields `next` lacks (`fr`, an ended
+ * hold) are deleted, as a `set` would.
+ */
+function replaceIfUnchanged(tx: Transaction, snap: DocumentSnapshot, next: CodeDoc): void {
+  const update: Record<string, unknown> = { ...next };
+  for (const field of Object.keys(snap.data() ?? {})) if (!(field in next)) update[field] = FieldValue.delete();
+  tx.update(snap.ref, update, { lastUpdateTime: snap.updateTime! });
 }
 
 /**

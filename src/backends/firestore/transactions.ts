@@ -10,7 +10,7 @@ import type { DocumentReference, Firestore, Transaction } from '@google-cloud/fi
 import { DibsError } from '../../core/errors.js';
 
 /** gRPC status codes the Firestore client reports as `error.code`. */
-export const GRPC = { INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, ALREADY_EXISTS: 6, FAILED_PRECONDITION: 9, ABORTED: 10, UNAVAILABLE: 14 } as const;
+export const GRPC = { INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, FAILED_PRECONDITION: 9, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
 /** Returned by a transaction body to ask for another attempt (e.g. every candidate was taken meanwhile). */
 export const RETRY = Symbol('retry');
@@ -32,9 +32,9 @@ export class TxRunner {
 
   /**
    * Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again.
-   * `optimistic`: the body reads outside the transaction and guards its writes with preconditions
-   * (an update time, or `create` for a document that did not exist); a commit refused for a failed
-   * precondition is contention too, and runs it again.
+   * `optimistic`: the body reads (some documents) outside the transaction and guards its writes of
+   * them with preconditions (an update time, or `create` for a document that did not exist); a
+   * commit refused for a failed precondition is contention too, and runs it again.
    */
   async run<T>(body: (tx: Transaction, attempt: number) => Promise<T | typeof RETRY>, onRetry?: (attempt: number) => void, options: { optimistic?: boolean } = {}): Promise<T> {
     const started = Date.now();
@@ -53,8 +53,8 @@ export class TxRunner {
         );
       } catch (error) {
         const code = (error as { code?: unknown })?.code;
-        // a guarded update whose document moved, or a create whose document appeared meanwhile
-        const preconditionFailed = options.optimistic === true && committing && (code === GRPC.FAILED_PRECONDITION || code === GRPC.ALREADY_EXISTS);
+        // a guarded update whose document moved (or was deleted), or a create whose document appeared meanwhile
+        const preconditionFailed = options.optimistic === true && committing && (code === GRPC.FAILED_PRECONDITION || code === GRPC.NOT_FOUND || code === GRPC.ALREADY_EXISTS);
         if (!preconditionFailed && !isContention(error)) throw error;
         result = RETRY;
       }
