@@ -2,19 +2,22 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Dibs } from '../core/dibs.js';
 import { isDibsError } from '../core/errors.js';
-import { DEFAULT_STORE } from '../backends/registry.js';
+import { resolveStore } from '../service/config.js';
 import { openDibs } from '../index.js';
 
 export interface GlobalOptions {
   store?: string;
+  config?: string;
   json?: boolean;
 }
 
 /** Exit codes: 0 ok, 1 failure (store down, violations found), 2 a user mistake (bad input, not found, …). */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
+/** --store, DIBS_STORE, the config file's `store` (--config or DIBS_CONFIG), or the default. */
 export function storeOf(command: Command): string {
-  return (command.optsWithGlobals() as GlobalOptions).store ?? process.env.DIBS_STORE ?? DEFAULT_STORE;
+  const { store, config } = command.optsWithGlobals() as GlobalOptions;
+  return resolveStore({ ...(store !== undefined ? { flag: store } : {}), ...(config !== undefined ? { file: config } : {}) });
 }
 
 /** Opens the store for one command and always closes it. */

@@ -10,9 +10,10 @@ import { registerLoadtestCommand } from '../loadtest/command.js';
 
 export function buildProgram(): Command {
   const program = new Command('dibs')
-    .description('Hand out scarce things exactly once: coupon pools, flash sales — on SQLite, PostgreSQL or Redis.')
+    .description('Hand out scarce things exactly once: coupon pools, flash sales, locks, counters — on SQLite, PostgreSQL, Redis or Firestore.')
     .version('0.1.0')
     .option('--store <url>', 'store URL (env DIBS_STORE; default sqlite:./dibs.db)')
+    .option('--config <file>', 'JSON config file (env DIBS_CONFIG): serve reads every setting, other commands its store')
     .option('--json', 'machine-readable output')
     .showHelpAfterError('(run with --help for usage)')
     // Throw instead of exiting, so main.ts chooses the exit code (subcommands inherit this).

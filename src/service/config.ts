@@ -74,18 +74,34 @@ export const ENV: Record<string, keyof ServiceConfig> = {
 
 export function loadServiceConfig(options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {}): ServiceConfig {
   const env = options.env ?? process.env;
-  const file = options.file ?? env.DIBS_CONFIG;
-  let fromFile: Record<string, unknown> = {};
-  if (file) {
-    try {
-      fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-    } catch (error) {
-      throw new DibsError('invalid_input', `config: cannot read ${file}: ${(error as Error).message}`, { field: 'config' });
-    }
-    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new DibsError('invalid_input', `config: ${file} must hold a JSON object`, { field: 'config' });
-  }
+  const fromFile = readConfigFile(options.file ?? env.DIBS_CONFIG);
   const fromEnv: Record<string, unknown> = {};
   for (const [name, key] of Object.entries(ENV)) if (env[name] !== undefined && env[name] !== '') fromEnv[key] = env[name];
   const fromFlags = Object.fromEntries(Object.entries(options.flags ?? {}).filter(([, v]) => v !== undefined));
   return parseInput(serviceConfigSchema, { ...fromFile, ...fromEnv, ...fromFlags }, 'config');
+}
+
+/** The settings of a JSON config file (none without a file); an unreadable file or one that is not an object is a user error. */
+function readConfigFile(file: string | undefined): Record<string, unknown> {
+  if (!file) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new DibsError('invalid_input', `config: cannot read ${file}: ${(error as Error).message}`, { field: 'config' });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DibsError('invalid_input', `config: ${file} must hold a JSON object`, { field: 'config' });
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * The store the CLI's other commands (`dibs keys`, `dibs pools`, …) open, with the same precedence
+ * as `serve`: --store, then DIBS_STORE, then the config file's `store`, then the default. Only
+ * `store` is read from the file, so a setting that only `serve` uses cannot stop `dibs keys create`.
+ */
+export function resolveStore(options: { flag?: string; file?: string; env?: NodeJS.ProcessEnv } = {}): string {
+  const env = options.env ?? process.env;
+  const fromFile = readConfigFile(options.file ?? env.DIBS_CONFIG).store;
+  const store = options.flag ?? (env.DIBS_STORE !== undefined && env.DIBS_STORE !== '' ? env.DIBS_STORE : fromFile);
+  return parseInput(serviceConfigSchema.pick({ store: true }), { store }, 'config').store;
 }

@@ -28,6 +28,30 @@ describe('dibs CLI', () => {
     assert.match(refused.stderr, /DIBS_WEBHOOK_SECRET/);
   });
 
+  it('every command opens the config file\'s store unless --store or DIBS_STORE names one', async () => {
+    const other = tempSqliteStore();
+    try {
+      const config = join(temp.dir, 'dibs.json');
+      writeFileSync(config, JSON.stringify({ store: other.store, port: 4000, shutdownTimeoutMs: 1000 }));
+      const noStore = { DIBS_STORE: '' };
+      const created = await runCli(['pools', 'create', 'from-config', '--config', config, '--json'], { env: noStore });
+      assert.equal(created.code, 0, created.stderr);
+      const viaEnv = await runCli(['pools', 'list', '--json'], { env: { ...noStore, DIBS_CONFIG: config } });
+      assert.match(viaEnv.stdout, /from-config/);
+      assert.match((await runCli(['pools', 'list', '--json'], { env: { DIBS_STORE: other.store } })).stdout, /from-config/);
+      // --store and DIBS_STORE outrank the file
+      assert.doesNotMatch((await runCli(['pools', 'list', '--json', '--config', config], { env })).stdout, /from-config/);
+      assert.doesNotMatch((await runCli(['pools', 'list', '--json', '--config', config, '--store', temp.store], { env: noStore })).stdout, /from-config/);
+      const broken = join(temp.dir, 'broken.json');
+      writeFileSync(broken, '{"store": ');
+      const refused = await runCli(['pools', 'list', '--config', broken], { env: noStore });
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /config: cannot read .*broken\.json/);
+    } finally {
+      other.cleanup();
+    }
+  });
+
   it('holds a code, sets a code window, adds and redeems a multi-use code', async () => {
     assert.equal((await runCli(['pools', 'create', 'walkin', '--public', '--json'], { env })).code, 0);
     const file = join(temp.dir, 'walkin.csv');

@@ -6,7 +6,6 @@ interface ServeFlags {
   host?: string;
   demo?: boolean;
   jobs?: boolean;
-  config?: string;
   rateLimit?: number;
   metricsPublic?: boolean;
   workers?: string;
@@ -20,8 +19,7 @@ export function serveCommand(program: Command): void {
     .option('--host <host>', 'interface to bind (env HOST; default 127.0.0.1)')
     .option('--demo', 'create a demo pool (100 codes) and a live demo sale if missing, and print a local admin API key')
     .option('--no-jobs', 'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery, Firestore pool deletions left by a dead deleter)')
-    .option('--config <file>', 'JSON config file (env DIBS_CONFIG); env and flags override it')
-    .option('--rate-limit <n>', 'requests per API key per minute, 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
+    .option('--rate-limit <n>', 'requests per API key per window (rateLimitWindowMs, default 60 s), 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
     .option('--metrics-public', 'serve /metrics without an API key (env DIBS_METRICS_PUBLIC)')
     .option('--workers <n>', "service processes sharing the port (node:cluster), or 'auto' = one per core (env DIBS_WORKERS; default 1)")
     .addHelpText('after', `
@@ -29,6 +27,7 @@ Every /v1 request needs an API key: Authorization: Bearer dibs_…
   $ dibs keys create --name backend --scopes pools:read,pools:claim
   (--demo prints a fresh admin key of the default tenant at every start)
 
+--config <file> (env DIBS_CONFIG) is a JSON file of settings; env and flags override it.
 Config file keys (JSON; env in brackets): store [DIBS_STORE], port [PORT], host [HOST],
   logLevel [LOG_LEVEL], jobs [DIBS_JOBS], jobsEveryMs [DIBS_JOBS_EVERY_MS],
   rateLimit [DIBS_RATE_LIMIT], rateLimitWindowMs [DIBS_RATE_LIMIT_WINDOW_MS],
@@ -66,9 +65,9 @@ Examples:
         import('../../service/config.js'),
         import('../../service/server.js'),
       ]);
-      const globals = command.optsWithGlobals() as { store?: string };
+      const globals = command.optsWithGlobals() as { store?: string; config?: string };
       const config = loadServiceConfig({
-        ...(opts.config ? { file: opts.config } : {}),
+        ...(globals.config ? { file: globals.config } : {}),
         flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic, workers: opts.workers },
       });
       const { store, port, host, demo, jobs, workers: wanted, ...rest } = config;
