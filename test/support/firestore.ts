@@ -36,9 +36,25 @@ export interface OwnedEmulator {
   stop(): Promise<void>;
 }
 
-/** Starts the emulator, waits until it answers, and points this process at it (FIRESTORE_EMULATOR_HOST). */
+/**
+ * Starts the emulator, waits until it answers, and points this process at it (FIRESTORE_EMULATOR_HOST).
+ * A port that freePort() found free can be taken before the emulator binds it (emulators of other
+ * test files open WebSocket servers on ports of their own choosing): then it starts again on
+ * another port, up to 3 times.
+ */
 export async function startFirestoreEmulator(timeoutMs = 120_000): Promise<OwnedEmulator> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(await freePort(), timeoutMs);
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt >= 3) throw error;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function startOnce(port: number, timeoutMs: number): Promise<OwnedEmulator> {
   const host = `127.0.0.1:${port}`;
   let log = '';
   const child: ChildProcess = spawn(EMULATOR, ['start', `--host=127.0.0.1`, `--port=${port}`], {
@@ -64,7 +80,10 @@ export async function startFirestoreEmulator(timeoutMs = 120_000): Promise<Owned
   };
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`the Firestore emulator exited (${child.exitCode}) before answering:\n${log}`);
+    if (child.exitCode !== null) {
+      const message = `the Firestore emulator exited (${child.exitCode}) before answering:\n${log}`;
+      throw /BindException|Address already in use/.test(log) ? new PortTaken(message) : new Error(message);
+    }
     try {
       const reply = await fetch(`http://${host}/`, { signal: AbortSignal.timeout(2000) });
       if (reply.ok) break;
