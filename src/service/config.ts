@@ -75,10 +75,15 @@ export const ENV: Record<string, keyof ServiceConfig> = {
 export function loadServiceConfig(options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {}): ServiceConfig {
   const env = options.env ?? process.env;
   const fromFile = readConfigFile(options.file ?? env.DIBS_CONFIG);
-  const fromEnv: Record<string, unknown> = {};
-  for (const [name, key] of Object.entries(ENV)) if (env[name] !== undefined && env[name] !== '') fromEnv[key] = env[name];
   const fromFlags = Object.fromEntries(Object.entries(options.flags ?? {}).filter(([, v]) => v !== undefined));
-  return parseInput(serviceConfigSchema, { ...fromFile, ...fromEnv, ...fromFlags }, 'config');
+  return parseInput(serviceConfigSchema, { ...fromFile, ...settingsFromEnv(env), ...fromFlags }, 'config');
+}
+
+/** The settings the environment gives (ENV); a variable set to the empty string counts as unset. */
+function settingsFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof ServiceConfig, string>> {
+  const settings: Partial<Record<keyof ServiceConfig, string>> = {};
+  for (const [name, key] of Object.entries(ENV)) if (env[name] !== undefined && env[name] !== '') settings[key] = env[name];
+  return settings;
 }
 
 /** The settings of a JSON config file (none without a file); an unreadable file or one that is not an object is a user error. */
@@ -102,6 +107,6 @@ function readConfigFile(file: string | undefined): Record<string, unknown> {
 export function resolveStore(options: { flag?: string; file?: string; env?: NodeJS.ProcessEnv } = {}): string {
   const env = options.env ?? process.env;
   const fromFile = readConfigFile(options.file ?? env.DIBS_CONFIG).store;
-  const store = options.flag ?? (env.DIBS_STORE !== undefined && env.DIBS_STORE !== '' ? env.DIBS_STORE : fromFile);
+  const store = options.flag ?? settingsFromEnv(env).store ?? fromFile;
   return parseInput(serviceConfigSchema.pick({ store: true }), { store }, 'config').store;
 }

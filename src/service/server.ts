@@ -164,7 +164,6 @@ function listEnv(value: string | undefined): string[] {
   return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-/** Delivery channels configured through the environment (each optional). */
 /**
  * Refuses delivery settings that cannot work, before anything starts. Webhooks are always signed:
  * endpoints without a secret used to have every pool and sale event marked delivered ("no webhook
