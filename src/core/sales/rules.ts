@@ -4,6 +4,7 @@
  * overlapping sales, units sold), so the checks and the write cannot drift apart.
  */
 import { DibsError } from '../errors.js';
+import type { SaleViolation } from './backend.js';
 import type { SaleSpec, SaleStatus } from './types.js';
 
 /** Notification channels, in the order a wishlister's events are written. */
@@ -88,4 +89,16 @@ export function limitReached(saleId: string, customer: string, units: number, qu
 
 export function saleSoldOut(saleId: string, available: number): DibsError {
   return new DibsError('sold_out', `sale '${saleId}' has ${available} unit(s) left`, { details: { sale: saleId, available } });
+}
+
+/**
+ * I7 for `sale.sold_out`: it is recorded once per sale, in the step where sold first reaches the cap
+ * (a last order, or a cap lowered to exactly what is sold). A cap raised afterwards does not unsay it:
+ * at or above the cap the event must be there once; below it, once or not at all. Null when right.
+ */
+export function soldOutEventViolation(saleId: string, cap: number | null, sold: number, events: number): SaleViolation | null {
+  const atCap = cap !== null && cap > 0 && sold >= cap;
+  if (atCap ? events === 1 : events <= 1) return null;
+  const expected = atCap ? 1 : '0 or 1';
+  return { invariant: 'I7', sale: saleId, expected, actual: events, message: `expected ${expected} sale.sold_out event(s), found ${events}` };
 }
