@@ -67,17 +67,24 @@ const span = (r: Timed, origin: number) => `[${ms(r.t0 - origin)} … ${ms(r.t1 
  * a new code only while the pool exists, its window is open and the claimant's holdings (after the
  * claim) are within that version's limit; `already-held` only at that version's limit; `expired`
  * only with the window closed; `not_found` only once deleted. Replays answer whatever the rules.
+ *
+ * These storms never release a code, so holdings only grow, and a lowering is accepted only down to
+ * what a claimant holds: a claim that left n codes and was judged by version k is seen by every later
+ * lowering, so no version from k on may have a limit below n. That is what catches a claim judged by
+ * the old limit but committed after a lowering that did not see it (a torn change).
  */
 export function checkClaims(initial: PoolRules, changes: AdminChange<PoolRules>[], records: ClaimRecord[]): string[] {
   const all = versions(initial, changes);
+  const laterMin = all.map((_, k) => Math.min(...all.slice(k).map((v) => v.rules.limit)));
+  const indexed = all.map((v, k) => ({ ...v, rules: { ...v.rules, k } }));
   const origin = Math.min(...records.map((r) => r.t0), ...changes.map((c) => c.t0));
   const problems: string[] = [];
   for (const r of records) {
-    const can = candidates(all, r);
+    const can = candidates(indexed, r);
     const held = r.held?.length ?? 0;
     let ok: boolean;
     if (r.status === 'claimed' && r.replayed) ok = can.some((v) => v.exists);
-    else if (r.status === 'claimed') ok = can.some((v) => v.exists && v.open && held <= v.limit);
+    else if (r.status === 'claimed') ok = can.some((v) => v.exists && v.open && held <= laterMin[v.k]!);
     else if (r.status === 'already-held') ok = can.some((v) => v.exists && v.open && held >= v.limit);
     else if (r.error === 'expired') ok = can.some((v) => v.exists && !v.open);
     else if (r.error === 'not_found') ok = can.some((v) => !v.exists);
@@ -296,6 +303,23 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       assert.deepEqual([again.code, again.replayed], ['FRESH-1', false], 'an old key does not replay into the new pool');
       assert.deepEqual(await dibs.pools.audit(pool), []);
       await dibs.pools.delete(pool);
+    });
+
+    it('sale: a cap lowered to exactly what is sold records sale.sold_out once; raised again, the audit stays clean', async () => {
+      const { dibs } = env;
+      const sale = await dibs.sales.create({ sku: 'ADMIN-SOLDOUT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 3 });
+      await dibs.sales.buy(sale.id, 'first', 3);
+      const soldOutEvents = async () => (await dibs.sales.events({ sale: sale.id })).filter((e) => e.type === 'sale.sold_out').length;
+      await assert.rejects(dibs.sales.update(sale.id, { cap: 2 }), { code: 'invalid_input' }, 'not below what is sold');
+      assert.equal((await dibs.sales.update(sale.id, { cap: 3 })).status, 'sold_out');
+      assert.equal(await soldOutEvents(), 1, 'sold out by the change itself');
+      assert.deepEqual(await dibs.sales.audit(sale.id), []);
+      await assert.rejects(dibs.sales.buy(sale.id, 'second', 1), { code: 'sold_out' });
+      assert.equal((await dibs.sales.update(sale.id, { cap: 5 })).status, 'live');
+      assert.deepEqual(await dibs.sales.audit(sale.id), [], 'the event of the first sell-out stays, below the raised cap');
+      await dibs.sales.buy(sale.id, 'second', 2);
+      assert.equal(await soldOutEvents(), 1, 'sold out again: still one event per sale');
+      assert.deepEqual(await dibs.sales.audit(sale.id), []);
     });
 
     it('sale: cap lowered to sold + held and raised, the end moved to now and back, mid-storm', { timeout: testTimeout }, async () => {
