@@ -129,6 +129,11 @@ export class FirestoreSales implements SaleBackend {
       Object.assign(doc, { starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata });
       if (doc.announced === null) doc.ad = Date.parse(spec.startsAt);
       if (doc.ended === null) doc.ed = Date.parse(spec.endsAt);
+      // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
+      if (spec.cap !== null && spec.cap > 0 && doc.sold >= spec.cap && !doc.soldout) {
+        doc.soldout = true;
+        step.event('sale.sold_out', `sale.sold_out:${id}`, { sale: id, sku: doc.sku, sold: doc.sold, cap: spec.cap });
+      }
       step.set(this.layout.sku(sale.sku), { sku: sale.sku, sales: { ...(sku?.sales ?? {}), [id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
       return toSale(doc, step.nowIso, doc.held);
     });

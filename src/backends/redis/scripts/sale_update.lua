@@ -12,6 +12,10 @@ expire_stale(id, now)
 s = sale_state(id)
 if cap ~= '' and tonumber(cap) < tonumber(s.sold) + tonumber(s.held) then return 'retry' end
 redis.call('HSET', k('sale', id), 'starts', sku_starts, 'ends', ends, 'cap', cap, 'limit', ARGV[7], 'meta', ARGV[8])
+-- a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
+if cap ~= '' and tonumber(cap) > 0 and tonumber(s.sold) >= tonumber(cap) and redis.call('HSETNX', k('sale', id), 'soldout', '1') == 1 then
+  sale_event(id, 'sale.sold_out', 'sale.sold_out:' .. id, { sale = id, sku = s.sku, sold = tonumber(s.sold), cap = tonumber(cap) }, now)
+end
 redis.call('HSET', KEYS[1], id, cjson.encode({ s = tonumber(sku_starts), e = tonumber(ends) }))
 redis.call('INCR', k('skuv', s.sku))
 if s.announced == '' then redis.call('ZADD', T .. ':starts', sku_starts, id) end
