@@ -216,12 +216,16 @@ export interface AdminStormOptions {
   timeoutMs?: number;
   /** The store has waiting rooms. */
   waitingRooms?: boolean;
+  /** How far ahead a sale's end is moved "to now" (an end in the past is refused; default 300 ms). */
+  endLeadMs?: number;
+  /** How long a pool's window stays closed before it is re-opened (default 80 ms). */
+  closedMs?: number;
 }
 
 const HOUR = 3_600_000;
 
 export function adminStormSuite(label: string, env: { readonly dibs: Dibs; readonly store: string }, options: AdminStormOptions = {}): void {
-  const { processes = 4, claimants = 160, claimsPerClaimant = 5, buys = 500, durationMs = 5000, timeoutMs = 180_000, waitingRooms = true } = options;
+  const { processes = 4, claimants = 160, claimsPerClaimant = 5, buys = 500, durationMs = 5000, timeoutMs = 180_000, waitingRooms = true, endLeadMs = 300, closedMs = 80 } = options;
   const testTimeout = timeoutMs + 60_000;
 
   describe(`${label}: admin changes racing a storm across ${processes} processes (I8)`, () => {
@@ -238,14 +242,13 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
         during: async (done) => {
           // A ratchet: raise to L+1, then at once try to lower back to L — racing claims that give
           // someone an (L+1)-th code. Lowering is refused (conflict) once anyone holds more.
-          const until = Date.now() + durationMs;
           let limit = initial.limit;
           let round = 0;
-          while (!done() && Date.now() < until) {
+          while (!done()) {
             round++;
-            if (round % 7 === 0) {
+            if (round % 7 === 2) {
               await adminChange(changes, 'close', { open: false }, () => dibs.pools.update(pool, { expiresAt: new Date(Date.now() - 1000).toISOString() }));
-              await sleep(80);
+              await sleep(closedMs);
               await adminChange(changes, 'reopen', { open: true }, () => dibs.pools.update(pool, { expiresAt: null }));
             } else if (limit < claimsPerClaimant) {
               if (await adminChange(changes, 'raise', { limit: limit + 1 }, () => dibs.pools.update(pool, { perClaimantLimit: limit + 1 }))) limit++;
@@ -277,7 +280,7 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       await dibs.pools.create({ name: pool, perClaimantLimit: initial.limit });
       await dibs.pools.importCodes(pool, Array.from({ length: claimants * 3 }, (_, i) => `AD-${i}`));
       const changes: AdminChange<PoolRules>[] = [];
-      const lanes = planClaims({ claimants, perClaimant: 2, processes, durationMs: durationMs / 2, prefix: 'd' });
+      const lanes = planClaims({ claimants, perClaimant: 2, processes, durationMs, prefix: 'd' });
       const records = await runWorkers<ClaimRecord>({
         lanes, worker: './admin-claim-worker.ts', config: { store: env.store, pool }, concurrency: 8, timeoutMs,
         during: async () => {
@@ -322,7 +325,23 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
     });
 
-    it('sale: cap lowered to sold + held and raised, the end moved to now and back, mid-storm', { timeout: testTimeout }, async () => {
+    it('sale: perCustomerLimit lowered only down to what a customer has (orders and live holds)', async () => {
+      const { dibs } = env;
+      const sale = await dibs.sales.create({ sku: 'ADMIN-LIMIT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 20, perCustomerLimit: 3 });
+      await dibs.sales.buy(sale.id, 'buyer', 2);
+      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict', field: 'perCustomerLimit' });
+      assert.equal((await dibs.sales.update(sale.id, { perCustomerLimit: 2 })).perCustomerLimit, 2);
+      await assert.rejects(dibs.sales.buy(sale.id, 'buyer', 1), { code: 'limit_reached' });
+      const { hold } = await dibs.sales.reserve(sale.id, 'holder', 2, 60_000);
+      await dibs.sales.update(sale.id, { perCustomerLimit: 3 });
+      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict' }, 'a live hold counts');
+      await dibs.sales.cancelHold(hold.id);
+      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict' }, 'the orders still count');
+      assert.equal((await dibs.sales.update(sale.id, { perCustomerLimit: 2 })).perCustomerLimit, 2);
+      assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    });
+
+    it('sale: cap lowered to sold + held and raised, perCustomerLimit lowered and raised, the end moved to now and back, mid-storm', { timeout: testTimeout }, async () => {
       const { dibs } = env;
       const ttlMs = 1000;
       const sale = await dibs.sales.create({ sku: 'ADMIN-CAP', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 60, perCustomerLimit: 2 });
@@ -346,9 +365,18 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
             if (!closed && Date.now() > started + durationMs * 0.4) {
               // The end moved to a few hundred ms from now (an end in the past is refused): closed from that instant.
               closed = true;
-              const t0 = monoUs();
-              const endsAt = Date.now() + 300;
-              await dibs.sales.update(sale.id, { endsAt: new Date(endsAt).toISOString() });
+              let t0 = 0;
+              let endsAt = 0;
+              // a slow store may take longer than the lead to commit: refused (`invalid_input`), try a longer one
+              for (let lead = endLeadMs; ; lead *= 2) {
+                t0 = monoUs();
+                endsAt = Date.now() + lead;
+                const moved = await dibs.sales.update(sale.id, { endsAt: new Date(endsAt).toISOString() }).then(() => true, (error: { code?: string }) => {
+                  if (error.code !== 'invalid_input' || lead > 8 * endLeadMs) throw error;
+                  return false;
+                });
+                if (moved) break;
+              }
               const acked = monoUs();
               const endsAtMono = acked + (endsAt - Date.now()) * 1000;
               // the store's clock is this machine's: 5 ms either way for rounding to stored milliseconds
@@ -357,8 +385,18 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
               await adminChange(changes, 'reopen', { open: true }, () => dibs.sales.update(sale.id, { endsAt: new Date(Date.now() + HOUR).toISOString() }));
               continue;
             }
-            // lower to exactly what is sold + held (the sharpest race with a buy in flight), raise every 4th round
-            const target = round % 4 === 0 ? cap! + 6 : Math.max(2, stats.sold + stats.held);
+            if (round % 5 === 0) {
+              // the per-customer limit: down to 1 (refused while someone has 2 units) and back up to 2
+              const { perCustomerLimit } = await dibs.sales.get(sale.id);
+              const next = perCustomerLimit === 2 ? 1 : 2;
+              const accepted = await dibs.sales.update(sale.id, { perCustomerLimit: next }).then(() => true, (error: { code?: string }) => {
+                if (error.code !== 'conflict' && error.code !== 'invalid_input') throw error;
+                return false;
+              });
+              capChanges.push({ label: next === 1 ? 'lower limit' : 'raise limit', accepted });
+            }
+            // lower to exactly what is sold + held (the sharpest race with a buy in flight), raise every other round
+            const target = round % 2 === 0 ? cap! + 6 : Math.max(2, stats.sold + stats.held);
             if (target !== cap) {
               const accepted = await dibs.sales.update(sale.id, { cap: target }).then(() => true, (error: { code?: string }) => {
                 if (error.code !== 'invalid_input') throw error;

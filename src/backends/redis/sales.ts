@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
+import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -174,6 +174,7 @@ export class RedisSales implements SaleBackend {
       ]);
       if (reply === 'not_found') throw notFound('sale', id);
       if (reply === 'cancelled') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (Array.isArray(reply)) throw limitBelowUnits(id, spec.perCustomerLimit, Number(reply[1]));
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);

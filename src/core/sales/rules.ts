@@ -102,3 +102,13 @@ export function soldOutEventViolation(saleId: string, cap: number | null, sold: 
   const expected = atCap ? 1 : '0 or 1';
   return { invariant: 'I7', sale: saleId, expected, actual: events, message: `expected ${expected} sale.sold_out event(s), found ${events}` };
 }
+
+/**
+ * A per-customer limit may be lowered only down to what a customer already has (orders and live
+ * holds), as a pool's perClaimantLimit only down to what a claimant holds: what was sold under the
+ * old limit is never taken back, so a lower limit that someone is already above would be broken the
+ * moment it is set.
+ */
+export function limitBelowUnits(saleId: string, limit: number, units: number): DibsError {
+  return new DibsError('conflict', `perCustomerLimit cannot go below ${units}: a customer already has ${units} units of sale '${saleId}' (orders and live holds)`, { field: 'perCustomerLimit', details: { sale: saleId, maxUnits: units, requested: limit } });
+}
