@@ -283,8 +283,10 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       const lanes = planClaims({ claimants, perClaimant: 2, processes, durationMs, prefix: 'd' });
       const records = await runWorkers<ClaimRecord>({
         lanes, worker: './admin-claim-worker.ts', config: { store: env.store, pool }, concurrency: 8, timeoutMs,
-        during: async () => {
+        during: async (done) => {
+          // once the storm is under way: a quarter of its time passed and some codes handed out
           await sleep(durationMs / 4);
+          while (!done() && (await dibs.pools.stats(pool)).claimed < Math.min(20, claimants / 4)) await sleep(50);
           await adminChange(changes, 'delete', { exists: false }, () => dibs.pools.delete(pool));
         },
       });
@@ -356,6 +358,7 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
         during: async (done) => {
           const started = Date.now();
           let closed = false;
+          let lowerNext = true;
           let round = 0;
           while (!done() && Date.now() < started + durationMs) {
             round++;
@@ -386,14 +389,16 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
               continue;
             }
             if (round % 5 === 0) {
-              // the per-customer limit: down to 1 (refused while someone has 2 units) and back up to 2
+              // the per-customer limit, a ratchet as for pools: one down (refused while a customer has
+              // more), and one up after a refusal (up to 4)
               const { perCustomerLimit } = await dibs.sales.get(sale.id);
-              const next = perCustomerLimit === 2 ? 1 : 2;
+              const next: number = lowerNext || perCustomerLimit >= 4 ? perCustomerLimit - 1 : perCustomerLimit + 1;
               const accepted = await dibs.sales.update(sale.id, { perCustomerLimit: next }).then(() => true, (error: { code?: string }) => {
                 if (error.code !== 'conflict' && error.code !== 'invalid_input') throw error;
                 return false;
               });
-              capChanges.push({ label: next === 1 ? 'lower limit' : 'raise limit', accepted });
+              capChanges.push({ label: next < perCustomerLimit ? 'lower limit' : 'raise limit', accepted });
+              lowerNext = next > perCustomerLimit || !accepted ? !lowerNext : lowerNext;
             }
             // lower to exactly what is sold + held (the sharpest race with a buy in flight), raise every other round
             const target = round % 2 === 0 ? cap! + 6 : Math.max(2, stats.sold + stats.held);
