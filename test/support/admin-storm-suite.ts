@@ -419,6 +419,8 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       console.log(`# ${label} sale cap: ${records.length} steps ${outcomes(records)}; cap changes accepted/sent ${tally(capChanges)}; final cap ${final.cap}, sold ${final.stats.sold}`);
       assert.ok(capChanges.some((c) => c.label === 'lower' && c.accepted), 'some lowering was accepted mid-storm');
       assert.ok(records.some((r) => r.error === 'not_live'), 'some buy met the moved end');
+      const reopened = changes.find((c) => c.label === 'reopen')!;
+      assert.ok(records.some((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'reserve') && r.t0 > reopened.t1), 'the sale sold again once its end moved later');
       const problems = checkBuys(initial, changes, records);
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
       assert.deepEqual(samples, [], 'sold + held never above the cap read with them');
