@@ -19,10 +19,10 @@
  * Definitions: the SKU document lists the SKU's non-cancelled sales (the overlap preflight);
  * creating, updating or cancelling a sale reads and writes it in the same transaction.
  */
-import { FieldPath, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import { FieldPath, type CollectionReference, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, notLive } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, limitBelowUnits, notLive } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
@@ -125,10 +125,19 @@ export class FirestoreSales implements SaleBackend {
         metadata: patch.metadata ?? sale.meta,
       };
       assertPreflight(spec, { now: step.nowIso, sameSku: sameSku(sku, id), committed: sale.sold + sale.held, existing: { startsAt: sale.starts } });
+      if (spec.perCustomerLimit < sale.limit) {
+        const units = await mostUnits(step, this.layout.sale(id).customers, spec.perCustomerLimit);
+        if (units > spec.perCustomerLimit) throw limitBelowUnits(id, spec.perCustomerLimit, units);
+      }
       const doc = step.touchSale();
       Object.assign(doc, { starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata });
       if (doc.announced === null) doc.ad = Date.parse(spec.startsAt);
       if (doc.ended === null) doc.ed = Date.parse(spec.endsAt);
+      // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
+      if (spec.cap !== null && spec.cap > 0 && doc.sold >= spec.cap && !doc.soldout) {
+        doc.soldout = true;
+        step.event('sale.sold_out', `sale.sold_out:${id}`, { sale: id, sku: doc.sku, sold: doc.sold, cap: spec.cap });
+      }
       step.set(this.layout.sku(sale.sku), { sku: sale.sku, sales: { ...(sku?.sales ?? {}), [id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
       return toSale(doc, step.nowIso, doc.held);
     });
@@ -377,3 +386,15 @@ function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: s
 
 const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
 const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+
+/**
+ * The most units one customer has (orders and live hold) when someone has more than `limit`, else
+ * at most `limit`: read in the update's transaction from the customers ordering more than `limit`
+ * (one is enough) and those with a live hold (as many as there are live holds). Every buy and
+ * reservation writes the sale document this transaction reads, so none slips in between.
+ */
+async function mostUnits(step: SaleStep, customers: CollectionReference, limit: number): Promise<number> {
+  const [ordered, holding] = await Promise.all([step.query(customers.where('o', '>', limit).limit(1)), step.query(customers.where('he', '>', step.now))]);
+  const units = (c: CustomerDoc) => c.o + (c.h !== null && c.he > step.now ? c.hq : 0);
+  return Math.max(0, ...[...ordered.docs, ...holding.docs].map((d) => units(d.data() as CustomerDoc)));
+}

@@ -17,7 +17,7 @@ import type pg from 'pg';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, SaleStatus, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -161,7 +161,16 @@ export class PgSales implements SaleBackend {
         metadata: patch.metadata ?? row.metadata,
       };
       assertPreflight(spec, { now, sameSku: await this.sameSku(client, row.sku, id), committed: row.sold + row.held + row.escrow - units, existing: { startsAt: iso(row.starts_at) } });
+      if (spec.perCustomerLimit < row.per_customer_limit) {
+        // under the sale's row lock: every buy and reservation that counted against the old limit has committed
+        const over = (await client.query<{ units: number }>(Q.customersOverLimit, [id, spec.perCustomerLimit])).rows;
+        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+      }
       await client.query(Q.updateSale, [id, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
+      // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
+      if (spec.cap !== null && spec.cap > 0 && row.sold >= spec.cap) {
+        await client.query(Q.insertEvent, ['sale.sold_out', `sale.sold_out:${id}`, id, JSON.stringify({ sale: id, sku: row.sku, sold: row.sold, cap: spec.cap })]);
+      }
       return this.view(client, id);
     });
   }
@@ -307,8 +316,8 @@ export class PgSales implements SaleBackend {
       for (const h of (await client.query<{ id: string }>(Q.confirmedWithoutOrder, [id])).rows) {
         violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
       }
-      const soldOut = row.cap !== null && row.cap > 0 && row.sold >= row.cap ? 1 : 0;
-      if (ledger.sold_out_events !== soldOut) violations.push({ invariant: 'I7', sale: id, expected: soldOut, actual: ledger.sold_out_events, message: `expected ${soldOut} sale.sold_out event(s), found ${ledger.sold_out_events}` });
+      const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.sold_out_events);
+      if (soldOutWrong) violations.push(soldOutWrong);
       const announced = row.announced_at !== null ? 1 : 0;
       if (ledger.live_events !== announced) violations.push({ invariant: 'I7', sale: id, expected: announced, actual: ledger.live_events, message: `expected ${announced} sale.live event(s), found ${ledger.live_events}` });
       if (ledger.expired_events !== ledger.expired_holds) {

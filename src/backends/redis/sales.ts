@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -174,6 +174,7 @@ export class RedisSales implements SaleBackend {
       ]);
       if (reply === 'not_found') throw notFound('sale', id);
       if (reply === 'cancelled') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (Array.isArray(reply)) throw limitBelowUnits(id, spec.perCustomerLimit, Number(reply[1]));
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
@@ -501,8 +502,9 @@ function saleViolations(
   for (const h of activeHolds) {
     if (cust[h.c]?.h !== h.id) violations.push({ invariant: 'I4', sale: id, customer: h.c, message: `active hold '${h.id}' is not the one its customer '${h.c}' points at` });
   }
+  const soldOutWrong = soldOutEventViolation(id, cap, sold, events['sale.sold_out'] ?? 0);
+  if (soldOutWrong) violations.push(soldOutWrong);
   const expectEvents: [string, number][] = [
-    ['sale.sold_out', cap !== null && cap > 0 && sold >= cap ? 1 : 0],
     ['hold.expired', holds.filter((h) => h.s === 'expired').length],
     ['sale.live', sale.announced !== '' ? 1 : 0],
     ['sale.ended', sale.ended !== '' && sale.cancelled === '' ? 1 : 0],

@@ -1,7 +1,7 @@
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus } from '../../core/sales/rules.js';
+import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
@@ -112,7 +112,13 @@ export class SqliteSales implements SaleBackend {
         metadata: patch.metadata ?? (JSON.parse(row.metadata) as Record<string, unknown>),
       };
       assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held + current.escrow, existing: { startsAt: row.starts_at } });
+      if (spec.perCustomerLimit < row.per_customer_limit) {
+        const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as { units: number }[];
+        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+      }
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
+      // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
+      if (spec.cap !== null && spec.cap > 0 && current.sold >= spec.cap) this.event('sale.sold_out', `sale.sold_out:${id}`, id, { sale: id, sku: row.sku, sold: current.sold, cap: spec.cap }, now);
       return this.toSale(this.sale(id), now);
     });
   }
@@ -332,8 +338,8 @@ export class SqliteSales implements SaleBackend {
       for (const h of this.stmt.confirmedWithoutOrder.all(id) as { id: string }[]) {
         violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
       }
-      const soldOut = row.cap !== null && row.cap > 0 && row.sold >= row.cap ? 1 : 0;
-      if (ledger.soldOutEvents !== soldOut) violations.push({ invariant: 'I7', sale: id, expected: soldOut, actual: ledger.soldOutEvents, message: `expected ${soldOut} sale.sold_out event(s), found ${ledger.soldOutEvents}` });
+      const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.soldOutEvents);
+      if (soldOutWrong) violations.push(soldOutWrong);
       return violations;
     }).deferred());
   }

@@ -4,6 +4,7 @@
  * overlapping sales, units sold), so the checks and the write cannot drift apart.
  */
 import { DibsError } from '../errors.js';
+import type { SaleViolation } from './backend.js';
 import type { SaleSpec, SaleStatus } from './types.js';
 
 /** Notification channels, in the order a wishlister's events are written. */
@@ -88,4 +89,26 @@ export function limitReached(saleId: string, customer: string, units: number, qu
 
 export function saleSoldOut(saleId: string, available: number): DibsError {
   return new DibsError('sold_out', `sale '${saleId}' has ${available} unit(s) left`, { details: { sale: saleId, available } });
+}
+
+/**
+ * I7 for `sale.sold_out`: it is recorded once per sale, in the step where sold first reaches the cap
+ * (a last order, or a cap lowered to exactly what is sold). A cap raised afterwards does not unsay it:
+ * at or above the cap the event must be there once; below it, once or not at all. Null when right.
+ */
+export function soldOutEventViolation(saleId: string, cap: number | null, sold: number, events: number): SaleViolation | null {
+  const atCap = cap !== null && cap > 0 && sold >= cap;
+  if (atCap ? events === 1 : events <= 1) return null;
+  const expected = atCap ? 1 : '0 or 1';
+  return { invariant: 'I7', sale: saleId, expected, actual: events, message: `expected ${expected} sale.sold_out event(s), found ${events}` };
+}
+
+/**
+ * A per-customer limit may be lowered only down to what a customer already has (orders and live
+ * holds), as a pool's perClaimantLimit only down to what a claimant holds: what was sold under the
+ * old limit is never taken back, so a lower limit that someone is already above would be broken the
+ * moment it is set.
+ */
+export function limitBelowUnits(saleId: string, limit: number, units: number): DibsError {
+  return new DibsError('conflict', `perCustomerLimit cannot go below ${units}: a customer already has ${units} units of sale '${saleId}' (orders and live holds)`, { field: 'perCustomerLimit', details: { sale: saleId, maxUnits: units, requested: limit } });
 }
