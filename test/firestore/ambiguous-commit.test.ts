@@ -103,4 +103,79 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       if (answered !== null) assert.equal(answered, 1);
     });
   });
+
+  it('a step that cannot read its outcome back answers unavailable (ambiguous), applied at most once', { timeout: 120_000 }, async () => {
+    await withDibs(async (dibs, db) => {
+      await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
+      await dibs.pools.importCodes('p', ['R1', 'R2']);
+      const { code } = await dibs.pools.claim('p', 'dave');
+      const faults = injectCommitFaults(db, { when: writes('/codes/') });
+      await assert.rejects(dibs.pools.release('p', code, { claimant: 'dave' }), (error: unknown) => {
+        assert.ok(isDibsError(error, 'unavailable'), String(error));
+        assert.equal(error.retriable, true);
+        assert.equal(error.details?.ambiguous, true);
+        assert.equal(typeof error.details?.retryAfterMs, 'number');
+        return true;
+      });
+      faults.stop();
+      assert.equal(faults.injected, 1);
+      assert.equal((await dibs.pools.code('p', code)).status, 'free', 'the release was applied, once');
+      const stats = await dibs.pools.stats('p');
+      assert.equal(stats.claimed, 0);
+      assert.equal(stats.free, 2);
+      assert.deepEqual(await dibs.pools.audit('p'), []);
+    });
+  });
+
+  it('concurrent claims and buys from two clients, with lost and unsent commits: every call takes effect at most once', { timeout: 300_000 }, async () => {
+    const store = emulator.storeUrl();
+    const a = await openDibs(store);
+    const b = await openDibs(store);
+    try {
+      await a.pools.create({ name: 'p', perClaimantLimit: 3 });
+      await a.pools.importCodes('p', Array.from({ length: 80 }, (_, i) => `M${i}`));
+      await a.sales.create({ id: 's', sku: 'SKU-M', startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 200, perCustomerLimit: 5 });
+      const faults = [a, b].flatMap((d) => {
+        const db = (d.backend as FirestoreBackend).layout.db;
+        const hit = (request: Parameters<NonNullable<CommitFaultOptions['when']>>[0]) => (writes('/codes/')(request) || writes('/sales/')(request)) && Math.random() < 0.35;
+        return [injectCommitFaults(db, { when: hit, times: 12 }), injectCommitFaults(db, { when: hit, times: 4, mode: 'not-sent' })];
+      });
+      const claimants = Array.from({ length: 40 }, (_, i) => `c${i}`);
+      const claims = await Promise.allSettled(claimants.map((c, i) => (i % 2 ? a : b).pools.claim('p', c)));
+      const buys = await Promise.allSettled(claimants.map((c, i) => (i % 2 ? b : a).sales.buy('s', c, 1)));
+      for (const f of faults) f.stop();
+      const injected = faults.reduce((n, f) => n + f.injected, 0);
+      assert.ok(injected >= 4, `only ${injected} faults injected`);
+      let unclear = 0;
+      for (const [i, outcome] of claims.entries()) {
+        const held = (await a.pools.holdings('p', claimants[i]!)).map((c) => c.code);
+        if (outcome.status === 'fulfilled') {
+          assert.deepEqual(held, [outcome.value.code], `${claimants[i]} claimed once and holds ${held.join(', ')}`);
+        } else {
+          assert.ok(isDibsError(outcome.reason, 'unavailable'), String(outcome.reason));
+          assert.ok(held.length <= 1, `${claimants[i]} claimed once, was answered unavailable and holds ${held.length}`);
+          unclear++;
+        }
+      }
+      assert.deepEqual(await a.pools.audit('p'), []);
+      const boughtOk = buys.filter((o) => o.status === 'fulfilled').length;
+      const saleRefs = (a.backend as FirestoreBackend).layout.sale('s');
+      let units = 0;
+      for (const [i, outcome] of buys.entries()) {
+        const ordered = Number((await saleRefs.customer(claimants[i]!).get()).get('o') ?? 0);
+        units += ordered;
+        if (outcome.status === 'fulfilled') assert.equal(ordered, 1, `${claimants[i]} bought 1 once and has ${ordered} units`);
+        else {
+          assert.ok(isDibsError(outcome.reason, 'unavailable'), String(outcome.reason));
+          assert.ok(ordered <= 1, `${claimants[i]} bought 1 once, was answered unavailable and has ${ordered} units`);
+        }
+      }
+      const sold = (await a.sales.get('s')).stats.sold;
+      assert.equal(sold, units);
+      assert.deepEqual(await a.sales.audit('s'), []);
+      console.log(`  faults injected: ${injected}; claims answered unavailable: ${unclear}; buys answered: ${boughtOk}/40, sold ${sold}`);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
 });
