@@ -178,4 +178,15 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       await Promise.all([a.close(), b.close()]);
     }
   });
+
+  it('an idempotency record whose create answer is lost starts its request (not in flight to itself)', { timeout: 120_000 }, async () => {
+    await withDibs(async (dibs, db) => {
+      const faults = injectCommitFaults(db, { when: writes('/idempotency/') });
+      const begun = await dibs.backend.service!.beginIdempotent('scope', 'order-9', 'fp', 60_000);
+      faults.stop();
+      assert.equal(faults.injected, 1);
+      assert.equal(begun.state, 'started', `the request that created the record was told ${begun.state}`);
+      assert.equal((await dibs.backend.service!.beginIdempotent('scope', 'order-9', 'fp', 60_000)).state, 'in_flight');
+    });
+  });
 });
