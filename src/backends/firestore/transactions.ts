@@ -63,7 +63,7 @@ export interface Attempt<T> {
   resolveWith(resolver: Resolver<T>): void;
 }
 
-/** Seconds a caller should wait before retrying a step whose outcome was unknown. */
+/** How long a caller should wait before retrying a step whose outcome was unknown (ms). */
 const AMBIGUOUS_RETRY_AFTER_MS = 1000;
 
 export function ambiguousCommit(cause: unknown, what = 'the commit'): DibsError {
@@ -138,7 +138,9 @@ export class TxRunner {
    * Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again.
    * `optimistic`: the body reads (some documents) outside the transaction and guards its writes of
    * them with preconditions (an update time, or `create` for a document that did not exist); a
-   * commit refused for a failed precondition is contention too, and runs it again.
+   * commit refused for a failed precondition is contention too, and runs it again. A commit whose
+   * outcome is unknown runs it again only if the attempt's resolver says it did not commit (see
+   * the header); committed, the attempt's answer is returned; else `unavailable` (ambiguous).
    */
   async run<T>(body: (tx: Transaction, attempt: number, step: Attempt<NoInfer<T>>) => Promise<T | typeof RETRY>, onRetry?: (attempt: number) => void, options: { optimistic?: boolean } = {}): Promise<T> {
     const started = Date.now();
