@@ -21,8 +21,8 @@
  * as the step read it: a fence (a step of its own, conditional on that update time) voids the
  * attempt, which then runs again. It moved without the id while the ring still covers the step
  * after the one read (`sq` at most STEP_RING further): another step took that place, so this one
- * can never commit and runs again. Otherwise (a definition change that does not count, or more
- * than STEP_RING steps since) the outcome is unknown: `unavailable`.
+ * can never commit and runs again. Otherwise (more than STEP_RING steps since, or a sale document
+ * written afresh, without the count) the outcome is unknown: `unavailable`.
  */
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type Query, type QuerySnapshot, type Transaction } from '@google-cloud/firestore';
 import { isDibsError, notFound } from '../../core/errors.js';
