@@ -87,6 +87,26 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
+  it('renew and release whose commit answers are lost are answered from the lock document', { timeout: 120_000 }, async () => {
+    await withDibs(async (dibs, db) => {
+      const lease = await dibs.locks.acquire('job', { ttlMs: 5_000 });
+      let faults = injectCommitFaults(db, { when: writes('/locks/') });
+      const renewed = await dibs.locks.renew(lease, { ttlMs: 60_000 });
+      faults.stop();
+      assert.equal(faults.injected, 1);
+      assert.equal(renewed.fence, lease.fence);
+      assert.ok(renewed.validForMs > 10_000, `renewed for ${renewed.validForMs} ms`);
+      assert.equal((await dibs.locks.inspect('job')).holders[0]?.expiresAt, renewed.expiresAt);
+      faults = injectCommitFaults(db, { when: writes('/locks/') });
+      await dibs.locks.release(renewed);
+      faults.stop();
+      assert.equal(faults.injected, 1);
+      assert.equal((await dibs.locks.inspect('job')).holders.length, 0);
+      const next = await dibs.locks.tryAcquire('job', { ttlMs: 5_000 });
+      assert.ok(next && next.fence > lease.fence);
+    });
+  });
+
   it('a counter increment whose commit answer is lost counts once (or answers unavailable)', { timeout: 120_000 }, async () => {
     await withDibs(async (dibs, db) => {
       const faults = injectCommitFaults(db, { when: writes('/counters/') });
