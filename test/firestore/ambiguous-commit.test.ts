@@ -124,13 +124,36 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('a step that cannot read its outcome back answers unavailable (ambiguous), applied at most once', { timeout: 120_000 }, async () => {
+  it('release, redeem and revoke whose commit answers are lost are answered from the code', { timeout: 120_000 }, async () => {
     await withDibs(async (dibs, db) => {
       await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
-      await dibs.pools.importCodes('p', ['R1', 'R2']);
-      const { code } = await dibs.pools.claim('p', 'dave');
+      await dibs.pools.importCodes('p', ['R1', 'R2', 'R3']);
+      const codes = (await dibs.pools.claimMany('p', 'dave', 3)).codes;
+      const lost = async <T>(step: () => Promise<T>): Promise<T> => {
+        const faults = injectCommitFaults(db, { when: writes('/codes/') });
+        try {
+          return await step();
+        } finally {
+          faults.stop();
+          assert.equal(faults.injected, 1);
+        }
+      };
+      assert.equal((await lost(() => dibs.pools.release('p', codes[0]!, { claimant: 'dave' }))).status, 'free');
+      assert.equal((await lost(() => dibs.pools.redeem('p', codes[1]!, { claimant: 'dave' }))).status, 'redeemed');
+      assert.equal((await lost(() => dibs.pools.revoke('p', codes[2]!))).status, 'revoked');
+      const stats = await dibs.pools.stats('p');
+      assert.deepEqual([stats.free, stats.claimed, stats.redeemed, stats.revoked], [1, 0, 1, 1]);
+      assert.deepEqual(await dibs.pools.audit('p'), []);
+    });
+  });
+
+  it('a step that cannot read its outcome back answers unavailable (ambiguous), applied once', { timeout: 120_000 }, async () => {
+    await withDibs(async (dibs, db) => {
+      await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
+      await dibs.pools.importCodes('p', ['H1']);
+      const { code } = await dibs.pools.claim('p', 'erin');
       const faults = injectCommitFaults(db, { when: writes('/codes/') });
-      await assert.rejects(dibs.pools.release('p', code, { claimant: 'dave' }), (error: unknown) => {
+      await assert.rejects(dibs.pools.hold('p', code, 'erin', 60_000), (error: unknown) => {
         assert.ok(isDibsError(error, 'unavailable'), String(error));
         assert.equal(error.retriable, true);
         assert.equal(error.details?.ambiguous, true);
@@ -139,10 +162,7 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       });
       faults.stop();
       assert.equal(faults.injected, 1);
-      assert.equal((await dibs.pools.code('p', code)).status, 'free', 'the release was applied, once');
-      const stats = await dibs.pools.stats('p');
-      assert.equal(stats.claimed, 0);
-      assert.equal(stats.free, 2);
+      assert.equal((await dibs.pools.code('p', code)).hold?.claimant, 'erin', 'the hold was applied, once');
       assert.deepEqual(await dibs.pools.audit('p'), []);
     });
   });
