@@ -29,6 +29,13 @@
  * transaction (ClaimGrouper, on shared/group-queue.ts, which says why and how), each decided
  * exactly as if alone, in arrival order. A repeat of a claimant or key (a double click) waits until
  * the group holding it has committed (hold-back), and then sees its holding.
+ *
+ * A commit whose answer was lost (transactions.ts) is settled on the first code the attempt
+ * writes: every code a claim takes carries the attempt's id (`st`), and its write is conditional on
+ * the code's update time. The code shows that id: the group committed, and its answers stand. It
+ * moved without it: this attempt can never commit — unless the code is held by the claimant it was
+ * meant for (a later write may have dropped the id): unknown, `unavailable`. Unchanged: a fence
+ * write voids the attempt, and the group runs again.
  */
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { notFound, soldOut } from '../../core/errors.js';
@@ -39,7 +46,7 @@ import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
 import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
-import { RETRY, type TxRunner } from './transactions.js';
+import { RETRY, witnessResolver, type TxRunner } from './transactions.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
 export interface ClaimOptions {
@@ -108,8 +115,10 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
   // free codes found with `fr` whose window has closed: parked between attempts, outside any transaction
   let stale: DocumentSnapshot[] = [];
   let staleAt = 0;
-  const outcomes = await runner.run(
-    async (tx) => {
+  const outcomes = await runner.run<Outcome[]>(
+    async (tx, _n, attempt) => {
+      // an attempt that takes no code writes at most a forgotten key's deletion: harmless to repeat
+      attempt.resolveWith(async () => 'rerun');
       if (stale.length > 0) {
         const leftOver = stale;
         stale = [];
@@ -193,7 +202,18 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const taken = mine.map((s) => (s.data() as CodeDoc).code);
         for (const snap of mine) {
           const rec = snap.data() as CodeDoc;
-          replaceIfUnchanged(tx, snap, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
+          replaceIfUnchanged(tx, snap, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, st: attempt.id, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
+        }
+        if (takenInAll === 0) {
+          const witness = mine[0]!;
+          attempt.resolveWith(
+            witnessResolver({
+              ref: witness.ref,
+              guard: witness.updateTime!,
+              mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null),
+              moved: (back) => (back.get('h') === r.claimant ? 'unknown' : 'rerun'),
+            }),
+          );
         }
         const nextHeld: HeldEntry[] = [...(holder?.held ?? []), ...taken.map((c) => ({ c, k: r.key }))];
         writeHolder(tx, refs.holder(r.claimant), holder, r.claimant, () => nextHeld, 0);

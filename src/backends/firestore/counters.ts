@@ -6,12 +6,17 @@
  * shard write is refused for contention (ABORTED / RESOURCE_EXHAUSTED), the counter doubles its
  * shards (up to MAX_SHARDS) and the write goes to another shard. The exact value is the sum of
  * every shard document, read in one consistent read-only snapshot.
+ *
+ * A blind increment cannot be recognised afterwards, so its commit must never be sent twice: it is
+ * committed as a transaction without reads (one Commit RPC, which the client does not re-send —
+ * `doc.set` would, on UNAVAILABLE, and an applied increment whose answer was lost counted twice).
+ * A commit whose outcome is unknown answers `unavailable` (`details.ambiguous`: it may have counted).
  */
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
 import { encodeId, type Layout } from './layout.js';
 import { FieldValue } from './records.js';
-import { GRPC, isContention, type TxRunner } from './transactions.js';
+import { ambiguousCommit, GRPC, isAmbiguousCommitError, isContention, type TxRunner } from './transactions.js';
 
 export const MAX_COUNTER_SHARDS = 64;
 const INITIAL = 4;
@@ -32,11 +37,13 @@ export class FirestoreCounters implements CounterBackend {
     let n = Number((await ref.get()).get('n') ?? INITIAL);
     for (let attempt = 0; ; attempt++) {
       try {
-        await ref.collection('shards').doc(String(Math.floor(Math.random() * n))).set({ v: FieldValue.increment(by) }, { merge: true });
+        const shard = ref.collection('shards').doc(String(Math.floor(Math.random() * n)));
+        await this.layout.db.runTransaction(async (tx) => void tx.set(shard, { v: FieldValue.increment(by) }, { merge: true }), { maxAttempts: 1 });
         break;
       } catch (error) {
+        if (isAmbiguousCommitError(error)) throw ambiguousCommit(error, 'the increment');
         const code = (error as { code?: unknown }).code;
-        if (attempt >= 20 || !(isContention(error) || code === 8 /* RESOURCE_EXHAUSTED */ || code === GRPC.ABORTED)) throw error;
+        if (attempt >= 20 || !(isContention(error) || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.ABORTED)) throw error;
         n = Math.min(n * 2, MAX_COUNTER_SHARDS);
         await ref.set({ name, n }, { merge: true }).catch(() => {});
       }

@@ -21,7 +21,7 @@ import type { PoolDeletionOptions } from './pool-deletion.js';
 import { FirestorePools } from './pools.js';
 import { FirestoreServiceStore } from './service.js';
 import { FirestoreSales } from './sales.js';
-import { GRPC, TxRunner, type TxCounters } from './transactions.js';
+import { disableCommitRetry, GRPC, TxRunner, type TxCounters } from './transactions.js';
 
 const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|No connection established|Deadline exceeded|UNAVAILABLE/i;
 
@@ -29,7 +29,9 @@ export function translateFirestoreError(error: unknown): unknown {
   if (isDibsError(error)) return error;
   const code = (error as { code?: unknown })?.code;
   const message = (error as Error)?.message ?? String(error);
-  if (code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED || RETRIABLE.test(message)) return unavailable(`firestore: ${message}`, error);
+  // a store that is unreachable, overloaded or failing inside: retriable, never a 500
+  const failing = code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.INTERNAL || code === GRPC.UNKNOWN;
+  if (failing || RETRIABLE.test(message)) return unavailable(`firestore: ${message}`, error);
   return error;
 }
 
@@ -52,6 +54,8 @@ export class FirestoreBackend implements Backend {
     claimOptions: ClaimOptions = {},
     deletionOptions: PoolDeletionOptions = {},
   ) {
+    // a failed commit is left to TxRunner, which never re-runs one that may have applied
+    disableCommitRetry(db);
     this.layout = new Layout(db, prefix);
     this.runner = new TxRunner(db);
     this.pools = translateErrors(new FirestorePools(this.layout, this.runner, claimOptions, deletionOptions), translateFirestoreError);

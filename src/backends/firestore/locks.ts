@@ -10,6 +10,10 @@
  * snapshot listener on the lock document (one per key per process): any change of the document
  * (a release, an expiry swept by another acquire) wakes them; the facade's polling is only the
  * safety net.
+ *
+ * A commit whose answer was lost (see transactions.ts) is settled by reading the lock document
+ * back: a grant is ours iff it lists our token (`tryAcquire` then returns that lease, never null),
+ * a renewal iff it carries the expiry we wrote, a release iff the token is gone.
  */
 import { randomBytes } from 'node:crypto';
 import type { DocumentReference, DocumentSnapshot, Timestamp, Transaction } from '@google-cloud/firestore';
@@ -18,7 +22,7 @@ import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
 import { encodeId, type Layout } from './layout.js';
 import { Timestamp as Ts } from './records.js';
-import type { TxRunner } from './transactions.js';
+import { witnessResolver, type Resolver, type TxRunner } from './transactions.js';
 
 interface Holder {
   f: number;
@@ -53,8 +57,9 @@ export class FirestoreLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
-    return this.runner.run(async (tx) => {
+    return this.runner.run(async (tx, _n, attempt) => {
       const snap = await ref.get();
+      attempt.resolveWith(grantResolver(snap, token));
       const readAt = performance.now();
       const now = snap.readTime;
       const doc = snap.data() as LockDoc | undefined;
@@ -77,10 +82,11 @@ export class FirestoreLocks implements LockBackend {
     const lineRef = this.ref(queueKey);
     // One transaction reads the lock and its line together: the tickets ahead and the free slot are
     // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
-    return this.runner.run(async (tx) => {
+    return this.runner.run(async (tx, _n, attempt) => {
       // two plain reads; both writes are guarded, so the commit happens only if neither document
       // moved since it was read — the judgement then holds at the commit
       const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
+      attempt.resolveWith(grantResolver(snap!, token));
       const readAt = performance.now();
       const now = snap!.readTime;
       const doc = snap!.data() as LockDoc | undefined;
@@ -111,7 +117,7 @@ export class FirestoreLocks implements LockBackend {
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const ref = this.ref(key);
-    return this.runner.run(async (tx) => {
+    return this.runner.run(async (tx, _n, attempt) => {
       const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
@@ -120,19 +126,23 @@ export class FirestoreLocks implements LockBackend {
       if (!mine) throw leaseLost(key); // expired or never ours: never revived
       const exp = after(now, ttlMs);
       tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
+      attempt.resolveWith(
+        witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (holderOf(back, token)?.exp.isEqual(exp) ? { committed: true, value: grant(token, mine.f, exp, back.readTime, performance.now()) } : null) }),
+      );
       return grant(token, mine.f, exp, now, readAt);
     }, undefined, OPTIMISTIC);
   }
 
   async release(key: string, token: string): Promise<void> {
     const ref = this.ref(key);
-    await this.runner.run(async (tx) => {
+    await this.runner.run(async (tx, _n, attempt) => {
       const snap = await ref.get();
       const doc = snap.data() as LockDoc | undefined;
       if (!live(doc, snap.readTime)[token]) throw notOwner(key);
       const holders = live(doc, snap.readTime);
       delete holders[token];
       guardedWrite(tx, snap, { key, fence: doc!.fence, holders });
+      attempt.resolveWith(witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (back.exists && !holderOf(back, token) ? { committed: true } : null) }));
     }, undefined, OPTIMISTIC);
   }
 
@@ -184,6 +194,29 @@ export class FirestoreLocks implements LockBackend {
 }
 
 const OPTIMISTIC = { optimistic: true } as const;
+
+function holderOf(snap: DocumentSnapshot, token: string): Holder | undefined {
+  return (snap.data() as LockDoc | undefined)?.holders?.[token];
+}
+
+/**
+ * Settles a grant whose commit's outcome is unknown: the lock document lists the token — the lease
+ * is ours (answered, or null if it has lapsed meanwhile). A lock document that did not exist is not
+ * fenced by creating one (a made-up document would carry a made-up fence): still absent, the
+ * outcome stays unknown and the caller gets `unavailable`.
+ */
+function grantResolver(snap: DocumentSnapshot, token: string): Resolver<LeaseGrant | null> {
+  return witnessResolver({
+    ref: snap.ref,
+    guard: snap.exists ? snap.updateTime! : null,
+    mine: (back) => {
+      const h = holderOf(back, token);
+      if (!h) return null;
+      const live = h.exp.toMillis() > back.readTime.toMillis();
+      return { committed: true, value: live ? grant(token, h.f, h.exp, back.readTime, performance.now()) : null };
+    },
+  });
+}
 
 /** Replaces the lock document read as `snap`, only if it is unchanged since (or still absent). */
 function guardedWrite(tx: Transaction, snap: DocumentSnapshot, doc: LockDoc): void {

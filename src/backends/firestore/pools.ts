@@ -19,7 +19,7 @@ import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type 
 import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
 import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
-import type { TxRunner } from './transactions.js';
+import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 
 /** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */
 export const INITIAL_SHARDS = 4;
@@ -192,8 +192,8 @@ export class FirestorePools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+    return this.tx.run(async (tx, _n, attempt) => {
+      const { poolDoc, rec, now, codeTime } = await readCode(tx, refs, pool, code);
       if (rec.s === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       if (rec.s !== 'claimed') throw notHeld(code, rec.s);
       if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
@@ -203,7 +203,7 @@ export class FirestorePools implements PoolBackend {
       writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), 0);
       // release ends a hold; the code's window stays, and decides whether claims see it again
       const next = freeCode(code, lifeOf(rec, now.toMillis(), false), now.toMillis());
-      tx.set(refs.code(code), next);
+      writeCode(tx, attempt, refs.code(code), next, codeTime);
       bumpCounters(tx, refs, poolDoc.shards, { claimed: -1, free: 1 });
       if (rearm) tx.update(refs.pool, { armed: true });
       return toCode(pool, next);
@@ -212,9 +212,12 @@ export class FirestorePools implements PoolBackend {
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    const single = await this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
-      if (!rec) return MULTI_USE; // redeemed by its own compare-and-set step, without this transaction's locks
+    const single = await this.tx.run<CodeInfo | typeof MULTI_USE>(async (tx, _n, attempt) => {
+      const { poolDoc, rec, now, codeTime } = await readAnyCode(tx, refs, pool, code);
+      if (!rec) {
+        attempt.resolveWith(async () => 'rerun'); // nothing written here
+        return MULTI_USE; // redeemed by its own compare-and-set step, without this transaction's locks
+      }
       if (rec.s === 'redeemed') {
         // the same checkout again: its answer, unchanged
         if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
@@ -241,7 +244,7 @@ export class FirestorePools implements PoolBackend {
       if (poolDoc.maxrc !== null && (holder?.redeemed ?? 0) >= poolDoc.maxrc) throw redemptionLimitReached(pool, 'claimant', poolDoc.maxrc, holderName);
       // the redeem consumes the hold
       const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null, ...lifeOf(rec, now.toMillis(), false) };
-      tx.set(refs.code(code), next);
+      writeCode(tx, attempt, refs.code(code), next, codeTime);
       writeHolder(tx, holderRef, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
       bumpCounters(tx, refs, poolDoc.shards, direct ? { free: -1, redeemed: 1 } : { claimed: -1, redeemed: 1 });
       if (direct && counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
@@ -252,8 +255,8 @@ export class FirestorePools implements PoolBackend {
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    return this.tx.run(async (tx) => {
-      const { poolDoc, rec, multi, now } = await readAnyCode(tx, refs, pool, code);
+    return this.tx.run(async (tx, _n, attempt) => {
+      const { poolDoc, rec, multi, now, codeTime } = await readAnyCode(tx, refs, pool, code);
       if (!rec) return unredeemUse(tx, this.layout, refs, pool, now, multi!, orderId);
       assertRedeemedFor({ code, status: rec.s, redeemed_order: rec.o }, orderId);
       const holderRef = refs.holder(rec.h!);
@@ -267,7 +270,7 @@ export class FirestorePools implements PoolBackend {
         unredeemedAt: iso(now),
       });
       const next: CodeDoc = { ...rec, s: 'claimed', ra: null, o: null };
-      tx.set(refs.code(code), next);
+      writeCode(tx, attempt, refs.code(code), next, codeTime);
       writeHolder(tx, holderRef, holder, rec.h!, (held) => held, -1);
       bumpCounters(tx, refs, poolDoc.shards, { redeemed: -1, claimed: 1 });
       return toCode(pool, next);
@@ -276,15 +279,15 @@ export class FirestorePools implements PoolBackend {
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     const refs = this.refs(pool);
-    return this.tx.run(async (tx) => {
-      const { poolDoc, rec, now } = await readCode(tx, refs, pool, code);
+    return this.tx.run(async (tx, _n, attempt) => {
+      const { poolDoc, rec, now, codeTime } = await readCode(tx, refs, pool, code);
       if (rec.s === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
       const holderRef = rec.h ? refs.holder(rec.h) : null;
       const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
       const counters = rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
       if (holderRef) writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), rec.s === 'redeemed' ? -1 : 0);
       const next: CodeDoc = { code, s: 'revoked', h: null, k: null, ca: null, ra: null, o: null, ...lifeOf(rec, now.toMillis(), false) };
-      tx.set(refs.code(code), next);
+      writeCode(tx, attempt, refs.code(code), next, codeTime);
       bumpCounters(tx, refs, poolDoc.shards, { revoked: 1, [rec.s]: -1 });
       if (counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
       return toCode(pool, next);
@@ -369,7 +372,7 @@ export class FirestorePools implements PoolBackend {
 }
 
 /** Reads the pool and one single-use code in a transaction (not_found for either); `now` is the server's read time. */
-export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp }> {
+export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp; codeTime: Timestamp | null }> {
   const found = await readAnyCode(tx, refs, pool, code);
   if (!found.rec) throw notFound('code', code);
   return { ...found, rec: found.rec };
@@ -379,14 +382,26 @@ export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, co
  * Reads the pool and one code, single-use (`rec`) or multi-use (`multi`): the multi-use document
  * is read only when there is no single-use one. not_found for the pool, or for neither code.
  */
-export async function readAnyCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; now: Timestamp; rec: CodeDoc | null; multi: MultiDoc | null }> {
+export async function readAnyCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; now: Timestamp; rec: CodeDoc | null; multi: MultiDoc | null; codeTime: Timestamp | null }> {
   const [poolSnap, codeSnap] = await tx.getAll(refs.pool, refs.code(code));
   if (!poolSnap!.exists) throw notFound('pool', pool);
   const base = { poolDoc: poolSnap!.data() as PoolDoc, now: poolSnap!.readTime };
-  if (codeSnap!.exists) return { ...base, rec: codeSnap!.data() as CodeDoc, multi: null };
+  if (codeSnap!.exists) return { ...base, rec: codeSnap!.data() as CodeDoc, multi: null, codeTime: codeSnap!.updateTime! };
   const multi = await tx.get(refs.multi(code));
   if (!multi.exists) throw notFound('code', code);
-  return { ...base, rec: null, multi: multi.data() as MultiDoc };
+  return { ...base, rec: null, multi: multi.data() as MultiDoc, codeTime: null };
+}
+
+/**
+ * Writes a single-use code's next state under the attempt's id (`st`) and settles a commit whose
+ * answer is lost on it (transactions.ts): the code shows the id — applied, the answer stands; the
+ * code as the step read it — fenced, run again; moved without the id — a later step may have
+ * replaced it: unknown, `unavailable`.
+ */
+function writeCode(tx: Transaction, attempt: Attempt<unknown>, ref: DocumentReference, next: CodeDoc, readAt: Timestamp | null): void {
+  tx.set(ref, { ...next, st: attempt.id });
+  if (readAt === null) return; // no code document was read: nothing to settle on (unknown)
+  attempt.resolveWith(witnessResolver({ ref, guard: readAt, mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null), moved: () => 'unknown' }));
 }
 
 /** Writes a holder document after `change`; a holder without codes is deleted. */

@@ -47,6 +47,8 @@ export interface CodeDoc {
    * (ms); present only instead of `fr`. A free code with neither is past its window for good.
    */
   pu?: number;
+  /** The id of the claim attempt that took it (claim.ts: how a commit whose answer was lost is settled). */
+  st?: string;
 }
 
 /** What of a code outlives a change of its status: its window, and its hold while live. */

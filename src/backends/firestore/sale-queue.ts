@@ -52,7 +52,7 @@ export class SaleQueue {
   }
 
   private async runGroup(saleId: string, group: readonly Waiting<SaleRequest, unknown>[]): Promise<void> {
-    const outcomes = await this.runner.run(async (tx) => {
+    const outcomes = await this.runner.run<Outcome[]>(async (tx, _n, attempt) => {
       const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
       await step.prefetch({
         customers: group.flatMap((w) => w.request.customers ?? []),
@@ -68,7 +68,7 @@ export class SaleQueue {
           answers.push({ ok: false, error });
         }
       }
-      step.commit();
+      step.commit(attempt);
       return answers;
     }, undefined, { optimistic: true });
     group.forEach((w, i) => {

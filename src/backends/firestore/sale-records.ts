@@ -31,6 +31,10 @@ export interface SaleDoc {
   ed?: number;
   /** No active hold expires before this (ms, a lower bound); absent when the sale has no active hold. */
   ne?: number;
+  /** Steps written so far (each write of the sale document counts one; absent = 0). */
+  sq?: number;
+  /** The ids of the last STEP_RING steps, newest last: how a step whose commit answer was lost is settled (sale-step.ts). */
+  sts?: string[];
 }
 
 export interface CustomerDoc {

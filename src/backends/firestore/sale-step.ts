@@ -14,6 +14,15 @@
  *
  * Business refusals found after the reads are returned as outcomes (stepRun): the step still
  * commits the expiries it made, as Redis' scripts and the SQL steps do, and the caller throws.
+ *
+ * A commit whose answer was lost (transactions.ts) is settled on the sale document, which every
+ * step writes: each write counts the steps (`sq`) and keeps the ids of the last STEP_RING of them
+ * (`sts`). Read back, the step's id is there: it committed, and its answers stand. The document is
+ * as the step read it: a fence (a step of its own, conditional on that update time) voids the
+ * attempt, which then runs again. It moved without the id while the ring still covers the step
+ * after the one read (`sq` at most STEP_RING further): another step took that place, so this one
+ * can never commit and runs again. Otherwise (more than STEP_RING steps since, or a sale document
+ * written afresh, without the count) the outcome is unknown: `unavailable`.
  */
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type Query, type QuerySnapshot, type Transaction } from '@google-cloud/firestore';
 import { isDibsError, notFound } from '../../core/errors.js';
@@ -21,7 +30,10 @@ import { newId } from '../../core/ids.js';
 import type { Layout, SaleRefs } from './layout.js';
 import { writeEvent, type Timestamp } from './records.js';
 import { emptyCustomer, isoMs, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc } from './sale-records.js';
-import type { TxRunner } from './transactions.js';
+import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
+
+/** Step ids a sale document keeps (see the header). */
+export const STEP_RING = 32;
 
 /** Most stale holds one step expires (the rest: the next step, or the sweep). */
 export const STALE_LIMIT = 200;
@@ -57,12 +69,17 @@ export class SaleStep {
     readonly mode: StepMode,
   ) {
     this.refs = layout.sale(sale.id);
+    this.steps = sale.sq ?? 0;
+    this.ring = [...(sale.sts ?? [])];
     this.readTime = saleSnap.readTime;
     this.now = this.readTime.toMillis();
     this.nowIso = isoMs(this.now);
   }
 
   readonly readTime: Timestamp;
+  /** The step count and ring as read (see the header). */
+  private readonly steps: number;
+  private readonly ring: string[];
 
   /**
    * Reads the sale (`not_found` if there is none). `tx`: every read is a transactional read
@@ -256,10 +273,34 @@ export class SaleStep {
     return order;
   }
 
-  /** Writes everything the step changed. */
-  commit(): void {
+  /** This step's count and ring, with `id` as its newest entry. */
+  private counted(id: string): { sq: number; sts: string[] } {
+    return { sq: this.steps + 1, sts: [...this.ring, id].slice(-STEP_RING) };
+  }
+
+  /**
+   * Writes everything the step changed, counted on the sale document under `attempt`'s id, and
+   * tells `attempt` how to settle a commit whose answer is lost (see the header).
+   */
+  commit(attempt: Attempt<unknown>): void {
     const writes = this.saleDirty || this.writes.length > 0 || this.events.length > 0 || [...this.customers.values(), ...this.holds.values()].some((e) => e.dirty);
-    if (!writes) return;
+    if (!writes) {
+      attempt.resolveWith(async () => 'rerun'); // nothing written
+      return;
+    }
+    Object.assign(this.sale, this.counted(attempt.id));
+    attempt.resolveWith(
+      witnessResolver({
+        ref: this.refs.sale,
+        guard: this.saleSnap.updateTime!,
+        mine: (back) => ((back.get('sts') as string[] | undefined)?.includes(attempt.id) ? { committed: true } : null),
+        moved: (back) => {
+          const sq = Number(back.get('sq') ?? 0);
+          return sq > this.steps && sq - this.steps <= STEP_RING ? 'rerun' : 'unknown';
+        },
+        fence: (fenceId) => this.counted(fenceId),
+      }),
+    );
     if (this.mode === 'tx') this.tx.set(this.refs.sale, { ...this.sale });
     else {
       // the guard: every write of the step commits only if the sale is still the one read
@@ -280,15 +321,15 @@ export class SaleStep {
  * the error is thrown. `body` must decide every refusal before it changes anything else.
  */
 export async function stepRun<T>(runner: TxRunner, body: (tx: Transaction, box: { step?: SaleStep }) => Promise<T>, mode: StepMode = 'tx'): Promise<T> {
-  const outcome = await runner.run(async (tx) => {
+  const outcome = await runner.run<{ ok: true; value: T } | { ok: false; error: unknown }>(async (tx, _n, attempt) => {
     const box: { step?: SaleStep } = {};
     try {
       const value = await body(tx, box);
-      box.step?.commit();
+      box.step?.commit(attempt);
       return { ok: true as const, value };
     } catch (error) {
       if (!isDibsError(error) || !box.step?.prepared) throw error;
-      box.step.commit();
+      box.step.commit(attempt);
       return { ok: false as const, error };
     }
   }, undefined, { optimistic: mode === 'optimistic' });

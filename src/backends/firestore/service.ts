@@ -11,7 +11,13 @@
  * requests that begin one key at the same time start it exactly once, without locking
  * transactions (which deadlock on the emulator). Expiry is judged by the read's time, the
  * server's clock. Rate-limit windows are not offered (the service then counts per instance).
+ *
+ * A begin writes a random id of its own (`q`): the client re-sends a write whose answer was lost
+ * (UNAVAILABLE), and the re-sent `create` of a record that was created fails as "already exists" —
+ * read back, the record carries this begin's id, so the request starts instead of being told it
+ * is in flight (by itself).
  */
+import { randomBytes } from 'node:crypto';
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type Firestore, type Timestamp } from '@google-cloud/firestore';
 import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } from '../../core/service-store.js';
 import { encodeId, type Layout } from './layout.js';
@@ -20,6 +26,8 @@ import { GRPC } from './transactions.js';
 
 interface IdemDoc {
   f: string;
+  /** The id of the begin that wrote the record. */
+  q?: string;
   r?: StoredResponse;
   until: Timestamp;
 }
@@ -80,16 +88,18 @@ export class FirestoreServiceStore implements ServiceStore {
 
   async beginIdempotent(scope: string, key: string, fingerprint: string, inFlightTtlMs: number): Promise<IdempotencyBegin> {
     const ref = this.idemRef(scope, key);
+    const begin = randomBytes(12).toString('base64url');
     for (;;) {
       const snap = await ref.get();
       const doc = snap.data() as IdemDoc | undefined;
+      if (doc && doc.q === begin && !doc.r) return { state: 'started' }; // our own write, its answer lost
       if (doc && !expired(doc, snap.readTime)) {
         return doc.r ? { state: 'done', fingerprint: doc.f, response: doc.r } : { state: 'in_flight', fingerprint: doc.f };
       }
-      const record: IdemDoc = { f: fingerprint, until: after(snap.readTime, inFlightTtlMs) };
+      const record: IdemDoc = { f: fingerprint, q: begin, until: after(snap.readTime, inFlightTtlMs) };
       try {
         // absent: create (fails if another request created it meanwhile); expired: take it over
-        if (snap.exists) await ref.update({ f: record.f, r: FieldValue.delete(), until: record.until }, { lastUpdateTime: snap.updateTime! });
+        if (snap.exists) await ref.update({ f: record.f, q: begin, r: FieldValue.delete(), until: record.until }, { lastUpdateTime: snap.updateTime! });
         else await ref.create(record);
         return { state: 'started' };
       } catch (error) {
