@@ -175,8 +175,8 @@ export class PgPools implements PoolBackend {
       try {
         return await this.updatePoolOnce(name, patch);
       } catch (error) {
-        // a settling claim or a redeem that locked the pool row before its shard (a deadlock the
-        // server broke by failing this transaction): nothing was changed, run it again
+        // a redeem that locks the pool row before its counter shard (direct or limited redeems) can
+        // deadlock with this order; the server broke it by failing this transaction: run it again
         if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
       }
     }
