@@ -15,6 +15,7 @@ import pg from 'pg';
 import { isDibsError, openDibs, type Dibs } from '../../src/index.js';
 import { buildServer } from '../../src/service/app.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
+import { parseOptions } from '../../src/backends/postgres/index.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { TEST_PG, requirePostgres, tempPgStore } from '../support/postgres.js';
 
@@ -138,6 +139,21 @@ describe('postgres: server-side limits free a partitioned session', { skip, time
     assert.deepEqual(await admin.pools.audit('fast'), []);
   });
 });
+
+describe('postgres: server-side limits follow queryTimeoutMs and stay below it', () => {
+  it('defaults, overrides, and a limit at or above the client timeout refused', () => {
+    const at = (query: string) => parseOptions(new URL(`postgres://h/db?${query}`));
+    assert.deepEqual(pick(at('')), { queryTimeoutMs: 60_000, statementTimeoutMs: 48_000, lockTimeoutMs: 48_000, idleInTransactionTimeoutMs: 10_000 });
+    assert.deepEqual(pick(at('queryTimeoutMs=4000')), { queryTimeoutMs: 4000, statementTimeoutMs: 3200, lockTimeoutMs: 3200, idleInTransactionTimeoutMs: 3200 });
+    assert.deepEqual(pick(at('statementTimeoutMs=30000&lockTimeoutMs=5000&idleInTransactionTimeoutMs=2000')), { queryTimeoutMs: 60_000, statementTimeoutMs: 30_000, lockTimeoutMs: 5000, idleInTransactionTimeoutMs: 2000 });
+    for (const bad of ['statementTimeoutMs=60000', 'lockTimeoutMs=70000', 'queryTimeoutMs=1000&idleInTransactionTimeoutMs=1000']) {
+      assert.throws(() => at(bad), (error: unknown) => isDibsError(error, 'invalid_input'), bad);
+    }
+  });
+});
+
+const pick = (o: { queryTimeoutMs: number; statementTimeoutMs: number; lockTimeoutMs: number; idleInTransactionTimeoutMs: number }) =>
+  ({ queryTimeoutMs: o.queryTimeoutMs, statementTimeoutMs: o.statementTimeoutMs, lockTimeoutMs: o.lockTimeoutMs, idleInTransactionTimeoutMs: o.idleInTransactionTimeoutMs });
 
 describe('postgres: the HTTP in-flight idempotency record outlives every store timeout', { skip, timeout: 60_000 }, () => {
   const temp = tempPgStore({ grouped: 'false' });
