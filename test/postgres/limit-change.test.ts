@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { isDibsError, openDibs, type Dibs } from '../../src/index.js';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { TEST_PG, requirePostgres, tempPgStore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
@@ -48,7 +49,7 @@ for (const grouped of [false, true]) {
       assert.equal((await dibs.pools.stats('seq')).claimed, 1);
     });
 
-    it('limit 3 lowered to 2 with the top slot held: a claim of two gets one, then the limit answers', async () => {
+    it('limit 3 lowered to 1 (top slot held) then raised to 2: a claim of two gets one, then the limit answers', async () => {
       await dibs.pools.create({ name: 'many', perClaimantLimit: 3 });
       await dibs.pools.importCodes('many', Array.from({ length: 9 }, (_, i) => `M-${i}`));
       const got = await dibs.pools.claimMany('many', 'y', 3);
@@ -182,5 +183,42 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
     if ('ok' in claimed && claimed.ok.status === 'claimed') assert.ok('error' in updated && isDibsError(updated.error, 'conflict'), outcome);
     else assert.ok('ok' in updated && updated.ok.perClaimantLimit === 1 && 'ok' in claimed && claimed.ok.status === 'already-held', outcome);
     process.stderr.write(`# late claim: ${outcome}\n`);
+  });
+});
+
+describe('postgres: migration 014 on a pool whose limit was lowered before it', { skip }, () => {
+  it('moves holdings above the limit into free slots; the next claim answers at the limit', async () => {
+    const temp = tempPgStore({ grouped: 'false' });
+    const raw = new pg.Client({ connectionString: TEST_PG });
+    await raw.connect();
+    try {
+      await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
+      await raw.query(`CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter((m) => m.id < 14)) {
+        await raw.query(m.sql);
+        await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
+      }
+      // what the old code left behind: limit lowered from 3 to 2 with x in slots 2 and 3, y in slot 3
+      await raw.query(`INSERT INTO pools (id, name, per_claimant_limit, counter_shards) VALUES (1, 'old', 2, 1)`);
+      await raw.query(`INSERT INTO pool_counters (pool_id, shard, total, free, claimed) VALUES (1, 0, 6, 3, 3)`);
+      await raw.query(`INSERT INTO codes (pool_id, code, status, claimant, slot, claimed_at) VALUES
+        (1, 'X-2', 'claimed', 'x', 2, now()), (1, 'X-3', 'claimed', 'x', 3, now()), (1, 'Y-3', 'claimed', 'y', 3, now()),
+        (1, 'F-1', 'free', NULL, NULL, NULL), (1, 'F-2', 'free', NULL, NULL, NULL), (1, 'F-3', 'free', NULL, NULL, NULL)`);
+
+      const dibs = await openDibs(temp.store); // applies 014
+      try {
+        const { rows } = await raw.query<{ code: string; slot: number }>(`SELECT code, slot FROM codes WHERE claimant IS NOT NULL ORDER BY code`);
+        assert.deepEqual(Object.fromEntries(rows.map((r) => [r.code, r.slot])), { 'X-2': 2, 'X-3': 1, 'Y-3': 1 });
+        assert.equal((await dibs.pools.claim('old', 'x')).status, 'already-held');
+        assert.equal((await dibs.pools.claim('old', 'y')).status, 'claimed');
+        assert.equal((await dibs.pools.claim('old', 'y')).status, 'already-held');
+        assert.deepEqual(await dibs.pools.audit('old'), []);
+      } finally {
+        await dibs.close();
+      }
+    } finally {
+      await raw.end();
+      await temp.drop();
+    }
   });
 });
