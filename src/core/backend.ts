@@ -172,6 +172,12 @@ export interface Backend {
   readonly grants?: GrantLedger;
   /** API keys and idempotency records of the HTTP service (issue 8). */
   readonly service?: ServiceStore;
+  /**
+   * The longest one operation may keep running against the store before it answers (its
+   * client-side timeouts in sequence). The HTTP service keeps a request's in-flight idempotency
+   * record longer than this, so a retry cannot run beside its original. Absent: within a minute.
+   */
+  readonly operationTimeoutMs?: number;
   health(): Promise<Health>;
   /** Closes connections; pending operations finish first. Idempotent. */
   close(): Promise<void>;

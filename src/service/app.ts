@@ -17,7 +17,7 @@ import { KeyVerifier } from './auth/keys.js';
 import { registerAuth } from './auth/hooks.js';
 import type { ServiceContext } from './context.js';
 import { registerErrorHandling } from './errors.js';
-import { registerIdempotency, type IdempotencyOptions } from './idempotency.js';
+import { inFlightTtl, registerIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { ServiceMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { route } from './routing.js';
@@ -149,7 +149,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
         new DibsError('rate_limited', `rate limit of ${context.max} requests per ${context.after} exceeded; retry after the Retry-After seconds`, { retriable: true, details: { limit: context.max } }),
     });
   }
-  registerIdempotency(app, store, { ttlMs: options.idempotency?.ttlMs ?? 24 * 3600_000, inFlightTtlMs: options.idempotency?.inFlightTtlMs ?? 60_000 });
+  registerIdempotency(app, store, { ttlMs: options.idempotency?.ttlMs ?? 24 * 3600_000, inFlightTtlMs: inFlightTtl(options.idempotency?.inFlightTtlMs, dibs.backend.operationTimeoutMs) });
 
   // Routes in a plugin registered after the rate limiter, so its onRoute hook sees every route.
   void app.register(async (api) => {

@@ -20,8 +20,22 @@ import { parseInput } from '../core/validate.js';
 export interface IdempotencyOptions {
   /** How long a stored answer is replayed (default 24 h, like Stripe). */
   ttlMs: number;
-  /** How long a request that never finished (crashed instance) blocks its key (default 60 s). */
+  /** How long a request that never finished (crashed instance) blocks its key (see inFlightTtl). */
   inFlightTtlMs: number;
+}
+
+/** The in-flight TTL when none is configured. */
+export const DEFAULT_IN_FLIGHT_TTL_MS = 60_000;
+/** Kept above the store's longest operation: the handler's own time, and clocks that differ. */
+const IN_FLIGHT_MARGIN_MS = 30_000;
+
+/**
+ * How long a request's in-flight record blocks its key: the configured (or default) TTL, but never
+ * less than the store's longest operation plus a margin. A shorter record could expire while its
+ * request still waits on the store; a retry would then run beside the original, and both could act.
+ */
+export function inFlightTtl(configuredMs: number | undefined, storeOperationMs: number | undefined): number {
+  return Math.max(configuredMs ?? DEFAULT_IN_FLIGHT_TTL_MS, storeOperationMs === undefined ? 0 : storeOperationMs + IN_FLIGHT_MARGIN_MS);
 }
 
 declare module 'fastify' {

@@ -4,7 +4,10 @@
  * - `reset()`   every open connection is torn down with a TCP RST (a crashed peer, an LB reset);
  * - `stall(ms)` no byte moves either way for `ms` (a GC pause, a congested link), then traffic resumes;
  * - `blackhole(on)` bytes are swallowed and new connections hang (a dead route: no RST, no FIN) —
- *   the fault that turns a missing timeout into a request that never ends;
+ *   the fault that turns a missing timeout into a request that never ends; with `{ closes: true }`
+ *   a side that closes is not told to the other either (a one-sided partition: the client gives up
+ *   and drops its socket, the server never hears of it) until the black hole ends, when the
+ *   dangling sides are reset as the peer's kernel would answer them;
  * - `refuse(on)` new connections are reset at once (the store is "down").
  * Test code only; listens on 127.0.0.1 only.
  */
@@ -17,7 +20,7 @@ export interface FaultProxy {
   readonly stats: { connections: number; resets: number; stalls: number };
   reset(): void;
   stall(ms: number): Promise<void>;
-  blackhole(on: boolean): void;
+  blackhole(on: boolean, options?: { closes?: boolean }): void;
   refuse(on: boolean): void;
   close(): Promise<void>;
 }
@@ -26,6 +29,9 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let paused = false;
   let holed = false;
+  let holedCloses = false;
+  /** Sides whose peer closed during a black hole that swallows closes. */
+  const dangling = new Set<net.Socket>();
   let refusing = false;
   const stats = { connections: 0, resets: 0, stalls: 0 };
 
@@ -51,13 +57,18 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       client.pause();
       upstream.pause();
     }
-    const end = () => {
+    const end = (closed: net.Socket, other: net.Socket) => () => {
       pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
+      closed.destroy();
+      if (holed && holedCloses && !other.destroyed) {
+        dangling.add(other);
+        other.once('close', () => dangling.delete(other));
+        return;
+      }
+      other.destroy();
     };
-    client.on('close', end).on('error', end);
-    upstream.on('close', end).on('error', end);
+    client.on('close', end(client, upstream)).on('error', end(client, upstream));
+    upstream.on('close', end(upstream, client)).on('error', end(upstream, client));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
@@ -88,13 +99,20 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         upstream.resume();
       }
     },
-    blackhole(on: boolean) {
+    blackhole(on: boolean, options: { closes?: boolean } = {}) {
       holed = on;
+      holedCloses = on && options.closes === true;
+      if (!on) {
+        for (const socket of [...dangling]) socket.resetAndDestroy();
+        dangling.clear();
+      }
     },
     refuse(on: boolean) {
       refusing = on;
     },
     async close() {
+      for (const socket of dangling) socket.destroy();
+      dangling.clear();
       for (const { client, upstream } of pairs) {
         client.destroy();
         upstream.destroy();

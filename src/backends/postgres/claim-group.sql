@@ -9,9 +9,9 @@
 --   $1 pool name   $2 claimants text[]   $3 idempotency keys text[] (null entries: no key)
 --   $4 random start in [0,1)   $5 random in [0,1): counter shard   $6 settle (see claim.sql)
 -- Result: one row per request, ordered by i (1-based position in $2), with the same columns as
--- claim.sql (taken holds at most one code).
+-- claim.sql (taken holds at most one code; stale is the same for every row).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at,
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at, rules_version,
     -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
     unpark_due(id) AS unparked
   FROM pools WHERE name = $1
@@ -59,9 +59,17 @@ picked AS (
 assigned AS (
   SELECT e.i, e.claimant, e.key, e.slot, pk.id AS code_id FROM eligible e JOIN picked pk ON pk.rn = e.rn
 ),
+counted AS (
+  -- first, and only under the rules p read (see claim.sql): the writes below wait for it
+  UPDATE pool_counters pc SET free = pc.free - t.n, claimed = pc.claimed + t.n
+  FROM (SELECT count(*) AS n FROM assigned) AS t, p
+  WHERE t.n > 0 AND pc.pool_id = p.id AND pc.shard = floor($5::float8 * p.counter_shards)::int
+    AND pc.rules_version = p.rules_version
+  RETURNING 1
+),
 key_rows AS (
   INSERT INTO claim_keys (pool_id, key, claimant, count)
-  SELECT (SELECT id FROM p), a.key, a.claimant, 1 FROM assigned a WHERE a.key IS NOT NULL
+  SELECT (SELECT id FROM p), a.key, a.claimant, 1 FROM assigned a WHERE a.key IS NOT NULL AND EXISTS (SELECT 1 FROM counted)
   RETURNING 1
 ),
 taken AS (
@@ -70,14 +78,8 @@ taken AS (
       -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
       hold_claimant = NULL, hold_until = NULL
   FROM assigned a
-  WHERE c.id = a.code_id
+  WHERE c.id = a.code_id AND EXISTS (SELECT 1 FROM counted)
   RETURNING a.i, c.id, c.code
-),
-counted AS (
-  UPDATE pool_counters pc SET free = pc.free - t.n, claimed = pc.claimed + t.n
-  FROM (SELECT count(*) AS n FROM taken) AS t, p
-  WHERE t.n > 0 AND pc.pool_id = p.id AND pc.shard = floor($5::float8 * p.counter_shards)::int
-  RETURNING 1
 ),
 free_seen AS (
   -- read only by requests that got nothing: is there a free code that may be handed out now (no
@@ -104,6 +106,7 @@ SELECT
   (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,
   (SELECT expires_at FROM p) AS expires_at,
-  $6::boolean AS settled
+  $6::boolean AS settled,
+  (EXISTS (SELECT 1 FROM assigned) AND NOT EXISTS (SELECT 1 FROM counted)) AS stale
 FROM req r LEFT JOIN prior pr ON pr.i = r.i
 ORDER BY r.i

@@ -17,16 +17,21 @@
 --     (23505) and the retry replays;
 --   - stock: free rows from a random start point upwards, wrapping around to below it, with
 --     FOR UPDATE SKIP LOCKED so concurrent claims never wait on each other;
---   - counters: one of the pool's counter shards moves in the same statement.
+--   - counters: one of the pool's counter shards moves in the same statement — FIRST, and only if
+--     the shard's rules_version is the one read with the pool's rules: a rule change (updatePool)
+--     raises it, so a claim that judged the old rules and reaches its shard after the change takes
+--     nothing (stale: the caller runs it again under the new rules) — I8 without locking the pool
+--     row; the codes and the key are written only once the shard has moved (014).
 -- Result (exactly one row):
 --   pool_id (null: no such pool), threshold, per_claimant_limit, window_state ('open' | 'not_yet_valid' | 'expired') with
 --   starts_at/expires_at, prior_claimant, prior_count (the key's earlier use),
 --   key_codes (codes the claimant still holds under that key), held_before (claimant's codes before
 --   this statement, oldest first), taken (codes taken now), room (free slots wanted and allowed),
 --   free_seen (> 0 when nothing was taken but this statement's snapshot has a free code that may
---   be handed out now: all such rows were locked by in-flight claims — retry, not sold out).
+--   be handed out now: all such rows were locked by in-flight claims — retry, not sold out),
+--   stale (true: the pool's rules changed while this statement ran; it took nothing — run it again).
 WITH p AS (
-  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at,
+  SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at, rules_version,
     -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
     unpark_due(id) AS unparked
   FROM pools WHERE name = $1
@@ -67,10 +72,19 @@ below AS (
 picked AS (
   SELECT id, row_number() OVER (ORDER BY id) AS rn FROM (SELECT id FROM above UNION ALL SELECT id FROM below) AS x
 ),
+counted AS (
+  -- runs before the writes below (they read it): a shard whose rules_version moved since p was
+  -- read — or that a rule change holds locked and then moves — matches no row, and nothing is taken
+  UPDATE pool_counters pc SET free = pc.free - t.n, claimed = pc.claimed + t.n
+  FROM (SELECT count(*) AS n FROM picked) AS t, p
+  WHERE t.n > 0 AND pc.pool_id = p.id AND pc.shard = floor($6::float8 * p.counter_shards)::int
+    AND pc.rules_version = p.rules_version
+  RETURNING 1
+),
 key_row AS (
   INSERT INTO claim_keys (pool_id, key, claimant, count)
   SELECT p.id, $4::text, $2, $3::int FROM p
-  WHERE $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM picked)
+  WHERE $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM counted)
   RETURNING 1
 ),
 taken AS (
@@ -79,14 +93,8 @@ taken AS (
       -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
       hold_claimant = NULL, hold_until = NULL
   FROM picked pk JOIN slots s ON s.rn = pk.rn
-  WHERE c.id = pk.id
+  WHERE c.id = pk.id AND EXISTS (SELECT 1 FROM counted)
   RETURNING c.id, c.code
-),
-counted AS (
-  UPDATE pool_counters pc SET free = pc.free - t.n, claimed = pc.claimed + t.n
-  FROM (SELECT count(*) AS n FROM taken) AS t, p
-  WHERE t.n > 0 AND pc.pool_id = p.id AND pc.shard = floor($6::float8 * p.counter_shards)::int
-  RETURNING 1
 )
 SELECT
   (SELECT id FROM p) AS pool_id,
@@ -111,4 +119,6 @@ SELECT
   (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
   (SELECT starts_at FROM p) AS starts_at,
   (SELECT expires_at FROM p) AS expires_at,
-  $7::boolean AS settled
+  $7::boolean AS settled,
+  -- codes were locked but the rules changed under this statement: nothing taken, run it again
+  (EXISTS (SELECT 1 FROM picked) AND NOT EXISTS (SELECT 1 FROM counted)) AS stale

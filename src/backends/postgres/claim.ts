@@ -6,6 +6,7 @@
  * - `busy`: nothing was free that was not locked by an in-flight claim, yet the snapshot still saw
  *   free codes — those claims may roll back, so sold_out would be a lie; wait a moment, retry;
  * - `needs_tx`: the pool has a low-stock threshold; run again inside a transaction that settles it;
+ * - `stale`: the pool's rules changed (updatePool) after the statement read them; it took nothing;
  * - a spent idempotency key (all its codes released/revoked): forget it, then claim afresh.
  */
 import type pg from 'pg';
@@ -41,6 +42,8 @@ export interface ClaimRow {
   window_state: 'open' | 'not_yet_valid' | 'expired';
   starts_at: Date | null;
   expires_at: Date | null;
+  /** The pool's rules changed while the statement ran: it took nothing; run it again. */
+  stale: boolean;
 }
 
 export interface ClaimRequest {
@@ -192,6 +195,8 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
     return { retry: 'spent_key', poolId: row.pool_id };
   }
   if (row.taken.length > 0) return answer('claimed', row.taken, [...row.held_before, ...row.taken], false);
+  // judged by rules that changed before it could commit (I8): judge it again by the new ones
+  if (row.stale) return { retry: 'race' };
   if (row.window_state !== 'open') {
     throw outsideWindow(r.pool, { startsAt: row.starts_at && row.starts_at.toISOString(), expiresAt: row.expires_at && row.expires_at.toISOString() }, row.window_state);
   }

@@ -26,6 +26,39 @@ export interface PgOptions {
    * black-holed link) leaves the call waiting forever — found by test/faults.
    */
   queryTimeoutMs: number;
+  /**
+   * Server-side limits of every dibs session, all shorter than queryTimeoutMs: the client's timeout
+   * alone leaves a one-sided partition to the server, which keeps running — and may commit — a
+   * statement the client gave up on, and keeps a transaction's row locks until the kernel gives up
+   * on the socket (hours). statement_timeout cancels a statement before the client's timeout
+   * answers `unavailable`; idle_in_transaction_session_timeout ends a session whose transaction
+   * waits for a client that is gone; lock_timeout bounds a wait for a row lock.
+   */
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+}
+
+/** Server-side TCP keepalive and unacknowledged-data limits (seconds / ms): a dead client is noticed in about a minute. */
+const SERVER_TCP = { keepalivesIdleS: 30, keepalivesIntervalS: 10, keepalivesCount: 3, userTimeoutMs: 30_000 };
+
+/** The startup options of every dibs connection: schema, plan cache, and the server-side limits above. */
+export function sessionOptions(options: PgOptions): string {
+  return [
+    `search_path=${quoteIdent(options.schema)}`,
+    // Generic plans for dibs' prepared statements: the claim statement is a dozen CTEs whose
+    // custom re-planning on every execution cost more CPU than executing it (0.42 ms planning vs
+    // 0.28 ms execution), and its best plan does not depend on the parameter values.
+    'plan_cache_mode=force_generic_plan',
+    `statement_timeout=${options.statementTimeoutMs}`,
+    `lock_timeout=${options.lockTimeoutMs}`,
+    `idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs}`,
+    // ignored (read as 0) on a Unix-domain socket
+    `tcp_keepalives_idle=${SERVER_TCP.keepalivesIdleS}`,
+    `tcp_keepalives_interval=${SERVER_TCP.keepalivesIntervalS}`,
+    `tcp_keepalives_count=${SERVER_TCP.keepalivesCount}`,
+    `tcp_user_timeout=${SERVER_TCP.userTimeoutMs}`,
+  ].map((setting) => `-c ${setting}`).join(' ');
 }
 
 export type Pool = pg.Pool;
@@ -44,10 +77,7 @@ export function createPool(connectionString: string, options: PgOptions): pg.Poo
     // TCP keepalive lets the kernel notice a dead peer on an idle connection
     keepAlive: true,
     idleTimeoutMillis: 30_000,
-    // Generic plans for dibs' prepared statements: the claim statement is a dozen CTEs whose
-    // custom re-planning on every execution cost more CPU than executing it (0.42 ms planning vs
-    // 0.28 ms execution), and its best plan does not depend on the parameter values.
-    options: `-c search_path=${quoteIdent(options.schema)} -c plan_cache_mode=force_generic_plan`,
+    options: sessionOptions(options),
   });
   // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener Node would crash the process. The pool drops it and reconnects.
@@ -88,8 +118,10 @@ export function connectionSlot(client: pg.ClientBase): number {
   return slots.get(client) ?? Math.floor(Math.random() * (1 << 20));
 }
 
-// SQLSTATE classes that mean "the connection or server is gone / busy", i.e. worth retrying.
-const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58)/;
+// SQLSTATE classes that mean "the connection or server is gone / busy", i.e. worth retrying — and
+// the server-side limits: 57014 statement_timeout (or a cancel), 55P03 lock_timeout, 25P03
+// idle_in_transaction_session_timeout. Each rolled the statement or transaction back.
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58|57014$|55P03$|25P03$)/;
 const UNAVAILABLE_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
 export function isUnavailable(error: unknown): boolean {

@@ -9,6 +9,10 @@
  *   groupConcurrency  grouped statements of one pool in flight (default poolSize)
  *   connectTimeoutMs  wait for a connection before `unavailable` (default 10000)
  *   queryTimeoutMs    a statement unanswered this long is `unavailable`, its connection dropped (default 60000)
+ *   statementTimeoutMs          server-side statement_timeout (default 80% of queryTimeoutMs)
+ *   lockTimeoutMs               server-side lock_timeout (default = statementTimeoutMs)
+ *   idleInTransactionTimeoutMs  server-side idle_in_transaction_session_timeout (default
+ *                               min(10000, statementTimeoutMs)); all three must stay below queryTimeoutMs
  * Options passed to openDibs() with the same names override the URL.
  */
 import pg from 'pg';
@@ -28,7 +32,10 @@ import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
 
-export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs'] as const;
+export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs'] as const;
+
+/** How long a claim keeps retrying races (claim.ts) — part of an operation's longest run. */
+const CLAIM_RETRY_MS = 10_000;
 
 export class PostgresBackend implements Backend {
   readonly kind = 'postgres';
@@ -42,6 +49,12 @@ export class PostgresBackend implements Backend {
   readonly outbox: PgOutbox;
   readonly locks: PgLocks;
   readonly counters: PgCounters;
+  /**
+   * The longest one operation may keep running against the store before it answers: a wait for a
+   * connection and a statement, twice (a claim's fast statement, then the full one), plus the claim
+   * retry deadline. The HTTP service keeps a request's in-flight idempotency record longer.
+   */
+  readonly operationTimeoutMs: number;
   /** The one LISTEN connection of this instance (lock wake-ups); connected on first use. */
   readonly releaseListener: ReleaseListener;
   private closed: Promise<void> | null = null;
@@ -61,12 +74,13 @@ export class PostgresBackend implements Backend {
     this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs);
     this.locks = new PgLocks(pool, this.releaseListener);
     this.counters = new PgCounters(pool);
+    this.operationTimeoutMs = 2 * (options.connectTimeoutMs + options.queryTimeoutMs) + CLAIM_RETRY_MS;
   }
 
   async health(): Promise<Health> {
     try {
       const { rows } = await query<{ version: string; migration: number | null }>(this.pool, `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`);
-      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount } };
+      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs } };
     } catch (error) {
       return { ok: false, backend: this.kind, details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) } };
     }
@@ -110,6 +124,11 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
   const poolSize = int(param('poolSize'), 10, 1, 1000, 'poolSize');
   const grouped = param('grouped');
   if (grouped !== undefined && !['true', 'false', '1', '0'].includes(grouped)) throw bad('grouped must be true or false');
+  const queryTimeoutMs = int(param('queryTimeoutMs'), 60_000, 100, 3_600_000, 'queryTimeoutMs');
+  // below the client's timeout by a margin for a statement's trip to the server
+  const statementTimeoutMs = int(param('statementTimeoutMs'), Math.floor(queryTimeoutMs * 0.8), 50, queryTimeoutMs - 1, 'statementTimeoutMs');
+  const lockTimeoutMs = int(param('lockTimeoutMs'), statementTimeoutMs, 50, queryTimeoutMs - 1, 'lockTimeoutMs');
+  const idleInTransactionTimeoutMs = int(param('idleInTransactionTimeoutMs'), Math.min(10_000, statementTimeoutMs), 50, queryTimeoutMs - 1, 'idleInTransactionTimeoutMs');
   return {
     schema,
     poolSize,
@@ -117,7 +136,10 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
     groupMax: int(param('groupMax'), 64, 1, 1000, 'groupMax'),
     groupConcurrency: int(param('groupConcurrency'), poolSize, 1, 1000, 'groupConcurrency'),
     connectTimeoutMs: int(param('connectTimeoutMs'), 10_000, 1, 600_000, 'connectTimeoutMs'),
-    queryTimeoutMs: int(param('queryTimeoutMs'), 60_000, 100, 3_600_000, 'queryTimeoutMs'),
+    queryTimeoutMs,
+    statementTimeoutMs,
+    lockTimeoutMs,
+    idleInTransactionTimeoutMs,
   };
 }
 

@@ -20,6 +20,10 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<nu
     throw new DibsError('unavailable', `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`, { retriable: false });
   }
   const lockKey = `dibs:migrate:${schema}`;
+  // Another process may be migrating (we wait for its lock), and a migration may rewrite a big
+  // table: neither is a stuck statement, so the session's server-side limits are lifted here
+  // (the client's queryTimeoutMs still bounds each statement) and restored at the end.
+  await client.query('SET statement_timeout = 0; SET lock_timeout = 0');
   await client.query('SELECT pg_advisory_lock(hashtext($1))', [lockKey]);
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
@@ -43,5 +47,6 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<nu
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => {});
+    await client.query('RESET statement_timeout; RESET lock_timeout').catch(() => {});
   }
 }

@@ -44,6 +44,13 @@ INSERT INTO pool_counters (pool_id, shard)
 SELECT p.id, s FROM p, generate_series(0, p.counter_shards - 1) AS s
 RETURNING pool_id
 
+-- name: bumpRulesVersion
+-- $1 pool id. First step of a rule change (updatePool): locks every counter shard of the pool,
+-- waiting for each claim that has already moved one (it judged the old rules) to commit, and
+-- raises their rules_version, so a claim that read the old rules and has not reached its shard
+-- yet takes nothing (claim.sql). updatePool raises pools.rules_version in the same transaction.
+UPDATE pool_counters SET rules_version = rules_version + 1 WHERE pool_id = $1
+
 -- name: lockPoolRow
 -- $1 pool id. Serialises limit changes and low-stock settling of one pool.
 SELECT id FROM pools WHERE id = $1 FOR NO KEY UPDATE
@@ -53,12 +60,37 @@ SELECT coalesce(max(n), 0)::int AS n FROM (
   SELECT count(*) AS n FROM codes WHERE pool_id = $1 AND claimant IS NOT NULL GROUP BY claimant
 ) AS held
 
+-- name: lockHighSlots
+-- $1 pool id, $2 the new (lower) perClaimantLimit: locks the holdings compactSlots will move, first
+-- (code rows come first in the lock order), so a release of one of them cannot deadlock with it.
+SELECT id FROM codes WHERE pool_id = $1 AND claimant IS NOT NULL AND slot > $2::int FOR UPDATE
+
+-- name: compactSlots
+-- $1 pool id, $2 the new (lower) perClaimantLimit. Moves every holding in a slot above the limit
+-- into a free slot of its claimant within it (each claimant holds at most the limit: checked
+-- before), so "every slot within the limit" keeps UNIQUE (pool_id, claimant, slot) enough for I2.
+-- Moved rows go only to slots nobody holds, so the unique index never sees two at once; the
+-- conditions repeated on c are re-checked if a release changed the row meanwhile.
+WITH high AS (
+  SELECT id, claimant, row_number() OVER (PARTITION BY claimant ORDER BY slot) AS k
+  FROM codes WHERE pool_id = $1 AND claimant IS NOT NULL AND slot > $2::int
+),
+free_slots AS (
+  SELECT h.claimant, s.slot, row_number() OVER (PARTITION BY h.claimant ORDER BY s.slot) AS k
+  FROM (SELECT DISTINCT claimant FROM high) h, generate_series(1, $2::int) AS s(slot)
+  WHERE NOT EXISTS (SELECT 1 FROM codes c WHERE c.pool_id = $1 AND c.claimant = h.claimant AND c.slot = s.slot)
+)
+UPDATE codes c SET slot = f.slot
+FROM high h JOIN free_slots f ON f.claimant = h.claimant AND f.k = h.k
+WHERE c.id = h.id AND c.claimant = h.claimant AND c.slot > $2::int
+
 -- name: updatePool
 -- $1 id, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata, $5 startsAt, $6 expiresAt,
 -- $7 maxRedemptions, $8 maxRedemptionsPerClaimant, $9 publicCodes, $10 codeFormat. Re-arms the low-stock alert
--- when the (new) threshold is absent or below the free count.
+-- when the (new) threshold is absent or below the free count. Raises rules_version as
+-- bumpRulesVersion did for the shards (they are equal again at commit).
 UPDATE pools
-SET per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4, starts_at = $5, expires_at = $6,
+SET rules_version = rules_version + 1, per_claimant_limit = $2, low_stock_threshold = $3, metadata = $4, starts_at = $5, expires_at = $6,
     max_redemptions = $7, max_redemptions_per_claimant = $8, public_codes = $9, code_format = $10,
     low_stock_armed = CASE
       WHEN $3::int IS NULL OR (SELECT coalesce(sum(free), 0) FROM pool_counters WHERE pool_id = $1) > $3::int THEN true
@@ -162,10 +194,14 @@ SELECT id, per_claimant_limit, low_stock_threshold, starts_at, expires_at, max_r
 FROM pools WHERE name = $1
 
 -- name: freeSlot
--- $1 pool id, $2 claimant, $3 perClaimantLimit → the claimant's lowest free slot (no row: at the limit).
-SELECT s AS slot FROM generate_series(1, $3::int) AS s
-WHERE NOT EXISTS (SELECT 1 FROM codes WHERE pool_id = $1 AND claimant = $2 AND slot = s)
-ORDER BY s LIMIT 1
+-- $1 pool id, $2 claimant → the pool's perClaimantLimit and the claimant's lowest free slot (null:
+-- at the limit). Run under the pool row lock, so the limit is the committed one, not the one the
+-- transaction read before it waited.
+SELECT p.per_claimant_limit,
+  (SELECT s FROM generate_series(1, p.per_claimant_limit) AS s
+   WHERE NOT EXISTS (SELECT 1 FROM codes WHERE pool_id = $1 AND claimant = $2 AND slot = s)
+   ORDER BY s LIMIT 1) AS slot
+FROM pools p WHERE p.id = $1
 
 -- name: redeemDirect
 -- $1 id, $2 claimant, $3 slot, $4 order: a never-claimed code of a public pool redeemed at once,

@@ -35,7 +35,7 @@ import { IMPORT_CONCURRENCY, insertCodes, refreshStatistics } from './import-cod
 import { settleLowStock } from './low-stock.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
-  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
+  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'bumpRulesVersion', 'lockHighSlots', 'compactSlots', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
   'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts', 'freeSlot', 'redeemDirect',
@@ -162,16 +162,43 @@ export class PgPools implements PoolBackend {
     return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.name : null };
   }
 
+  /**
+   * A rule change, atomic with respect to every claim (I8): lock order code rows → counter shards →
+   * pool row, as everywhere. The shards are locked first (bumpRulesVersion): that waits for every
+   * claim that has already moved one under the old rules, so the limit check below sees its codes;
+   * a claim that read the old rules and has not reached its shard yet takes nothing and runs again
+   * under the new ones (claim.sql). Lowering the limit moves holdings above it into free slots
+   * within it (compactSlots), so slots alone keep every claimant within the limit (I2).
+   */
   async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.updatePoolOnce(name, patch);
+      } catch (error) {
+        // a redeem that locks the pool row before its counter shard (direct or limited redeems) can
+        // deadlock with this order; the server broke it by failing this transaction: run it again
+        if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
+      }
+    }
+  }
+
+  private async updatePoolOnce(name: string, patch: PoolPatch): Promise<Pool> {
     const threshold = await withTransaction(this.pool, async (client) => {
+      const before = await this.poolRow(client, name);
+      const lowering = patch.perClaimantLimit !== undefined && patch.perClaimantLimit < before.per_claimant_limit;
+      if (lowering) await client.query(Q.lockHighSlots, [before.id, patch.perClaimantLimit]);
+      await client.query(Q.bumpRulesVersion, [before.id]);
+      await client.query(Q.lockPoolRow, [before.id]);
+      // read again under the locks: another update may have committed while this one waited
       const row = await this.poolRow(client, name);
-      await client.query(Q.lockPoolRow, [row.id]);
+      if (row.id !== before.id) throw notFound('pool', name);
       const limit = patch.perClaimantLimit ?? row.per_claimant_limit;
-      if (limit < row.per_claimant_limit) {
+      if (limit < row.per_claimant_limit || lowering) {
         const { n } = (await client.query<{ n: number }>(Q.maxHeldByOneClaimant, [row.id])).rows[0]!;
         if (n > limit) {
           throw new DibsError('conflict', `perClaimantLimit cannot go below ${n}: a claimant already holds ${n} codes`, { field: 'perClaimantLimit', details: { maxHeld: n } });
         }
+        await client.query(Q.compactSlots, [row.id, limit]);
       }
       const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
       const metadata = patch.metadata === undefined ? row.metadata : patch.metadata;
@@ -300,8 +327,9 @@ export class PgPools implements PoolBackend {
         assertRedemptionRoom(pool, limits, counts, holder);
       }
       if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
-      const slot = (await client.query<{ slot: number }>(Q.freeSlot, [p.id, holder, p.per_claimant_limit])).rows[0]?.slot;
-      if (slot === undefined) throw holderAtLimit(pool, holder, p.per_claimant_limit);
+      const free = (await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])).rows[0]!;
+      const slot = free.slot;
+      if (slot === null) throw holderAtLimit(pool, holder, free.per_claimant_limit);
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
     }, async () => {
       throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
