@@ -4,7 +4,10 @@
  * listener on the lock document.
  */
 import { describe, it } from 'node:test';
+import { Firestore } from '@google-cloud/firestore';
 import { openDibs } from '../../src/index.js';
+import { encodeId } from '../../src/backends/firestore/layout.js';
+import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
 import { lockConformance } from '../conformance/locks.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
@@ -19,5 +22,19 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
 
   it('a release in one instance wakes the waiters of another (snapshot listener)', { timeout: 120_000 }, async () => {
     await assertReleaseWakesOtherInstance(emulator.storeUrl());
+  });
+
+  it('lock history lost (the lock documents deleted behind its back): fences still grow, the old holder\'s write is refused', { timeout: 120_000 }, async () => {
+    const prefix = 'lost-history';
+    const db = new Firestore({ projectId: emulator.projectId });
+    try {
+      await assertFencesGrowAcrossLostHistory(emulator.storeUrl(prefix), {
+        async forget(keys) {
+          for (const key of keys) await db.doc(`dibs/${prefix}/locks/${encodeId(key)}`).delete();
+        },
+      });
+    } finally {
+      await db.terminate();
+    }
   });
 });

@@ -11,6 +11,7 @@ import { openDibs } from '../../src/index.js';
 import { LISTENER_APPLICATION_NAME } from '../../src/backends/postgres/listener.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
+import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
@@ -69,6 +70,20 @@ if (skip) {
       const temp = tempPgStore({ poolSize: '2' });
       try {
         await assertLostLeaseIsFenced(temp.store);
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('lock history lost (failover to a replica that missed the last commits): fences still grow, the old holder\'s write is refused', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertFencesGrowAcrossLostHistory(temp.store, {
+          async forget(keys) {
+            await adminQuery(`DELETE FROM "${temp.schema}".lock_holders WHERE key = ANY($1)`, [keys]);
+            await adminQuery(`DELETE FROM "${temp.schema}".lock_fences WHERE key = ANY($1)`, [keys]);
+          },
+        });
       } finally {
         await temp.drop();
       }

@@ -9,7 +9,9 @@ import { openDibs } from '../../src/index.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
-import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, testPrefix, type OwnedCluster } from '../support/redis.js';
+import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { lockKeys } from '../../src/backends/redis/keys.js';
+import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, startRedis, testPrefix, type OwnedCluster } from '../support/redis.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
@@ -96,6 +98,22 @@ describe('redis single node: locks', { skip: !single }, () => {
 });
 
 const installed = redisServerInstalled();
+describe('redis without persistence, restarted empty between two holders', { skip: !installed }, () => {
+  it('fences still grow: the next holder gets a higher fence and the old holder\'s write is refused', async () => {
+    const server = await startRedis(['--appendonly', 'no']);
+    try {
+      await assertFencesGrowAcrossLostHistory(`${server.url}?prefix=${testPrefix()}`, {
+        async forget() {
+          await server.kill();
+          await server.restart();
+        },
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('redis cluster (3 masters, started by the test): locks', { skip: !installed }, () => {
   let cluster: OwnedCluster;
   before(async () => {
@@ -118,5 +136,16 @@ describe('redis cluster (3 masters, started by the test): locks', { skip: !insta
     const sections = await runLockStorm({ store: `${cluster.url}?prefix=${testPrefix()}`, processes: 4, keys, rounds: 8, holdMs: 10 });
     assert.equal(sections.length, 32);
     assertMutualExclusion(sections, keys);
+  });
+
+  it('the master of a lock\'s slot restarted empty (no persistence): fences still grow, the old holder\'s write is refused', async () => {
+    const prefix = testPrefix();
+    await assertFencesGrowAcrossLostHistory(`${cluster.url}?prefix=${prefix}`, {
+      async forget(keys) {
+        const owners = new Set(keys.map((k) => cluster.ownerOf(lockKeys(prefix, k).fence)));
+        for (const owner of owners) await owner.kill();
+        await cluster.restartDead();
+      },
+    });
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Leases and semaphores on Firestore: one document per lock key, `dibs/{prefix}/locks/{b64(key)}`
- * = { key, fence (last fence given, only grows), holders: { token: { f: fence, exp: Timestamp } } }.
+ * = { key, fence (last fence given, only grows: max(last + 1, read time in µs)), holders: { token: { f: fence, exp: Timestamp } } }.
  * Each operation reads the document without a lock, judges expiry by that read's time (the
  * server's clock) — a lapsed holder is dropped there, never trusted — and commits its write only if
  * the document is still the one it read (its update time; `create` when there was none), else reads
@@ -33,6 +33,16 @@ interface LockDoc {
 
 const after = (t: Timestamp, ms: number) => Ts.fromMillis(t.toMillis() + ms);
 
+/**
+ * The next fence = max(last + 1, the read time in microseconds since 1970): a lock document that
+ * lost its history (deleted, restored from an export) starts again above every fence handed out
+ * before, and a clock that steps back never makes fences go back or repeat. ~1.8e15 < 2^53.
+ */
+const nextFence = (doc: LockDoc | undefined, now: Timestamp) => Math.max((doc?.fence ?? 0) + 1, now.seconds * 1_000_000 + Math.floor(now.nanoseconds / 1000));
+
+/** A grant decided inside a transaction; its validity is measured once the commit has returned. */
+interface Granted { token: string; fence: number; exp: Timestamp; now: Timestamp; readAt: number }
+
 /** Holders still live at `now`. */
 function live(doc: LockDoc | undefined, now: Timestamp): Record<string, Holder> {
   return Object.fromEntries(Object.entries(doc?.holders ?? {}).filter(([, h]) => h.exp.toMillis() > now.toMillis()));
@@ -53,7 +63,7 @@ export class FirestoreLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
-    return this.runner.run(async (tx) => {
+    return grant(await this.runner.run<Granted | null>(async (tx) => {
       const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
@@ -64,11 +74,11 @@ export class FirestoreLocks implements LockBackend {
         if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) guardedWrite(tx, snap, { key, fence: doc?.fence ?? 0, holders });
         return null;
       }
-      const fence = (doc?.fence ?? 0) + 1;
+      const fence = nextFence(doc, now);
       const exp = after(now, ttlMs);
       guardedWrite(tx, snap, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
-      return grant(token, fence, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
@@ -77,7 +87,7 @@ export class FirestoreLocks implements LockBackend {
     const lineRef = this.ref(queueKey);
     // One transaction reads the lock and its line together: the tickets ahead and the free slot are
     // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
-    return this.runner.run(async (tx) => {
+    return grant(await this.runner.run<Granted | null>(async (tx) => {
       // two plain reads; both writes are guarded, so the commit happens only if neither document
       // moved since it was read — the judgement then holds at the commit
       const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
@@ -95,7 +105,7 @@ export class FirestoreLocks implements LockBackend {
       const holders = live(doc, now);
       const ahead = Object.values(tickets).filter((t) => t.f < mine).length;
       if (Object.keys(holders).length + ahead >= limit) return null;
-      const fence = (doc?.fence ?? 0) + 1;
+      const fence = nextFence(doc, now);
       const exp = after(now, ttlMs);
       guardedWrite(tx, snap!, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
       if (ticket !== null) {
@@ -105,13 +115,13 @@ export class FirestoreLocks implements LockBackend {
         // nobody ahead was judged from this line: it must still be so at the commit
         tx.update(lineRef, { key: queueKey }, { lastUpdateTime: lineSnap!.updateTime! });
       }
-      return grant(token, fence, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const ref = this.ref(key);
-    return this.runner.run(async (tx) => {
+    return grant(await this.runner.run<Granted>(async (tx) => {
       const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
@@ -120,8 +130,8 @@ export class FirestoreLocks implements LockBackend {
       if (!mine) throw leaseLost(key); // expired or never ours: never revived
       const exp = after(now, ttlMs);
       tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
-      return grant(token, mine.f, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence: mine.f, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async release(key: string, token: string): Promise<void> {
@@ -191,8 +201,15 @@ function guardedWrite(tx: Transaction, snap: DocumentSnapshot, doc: LockDoc): vo
   else tx.create(snap.ref, doc);
 }
 
-/** Validity measured after the grant: the expiry minus the server's read time minus the time since that read. */
-function grant(token: string, fence: number, exp: Timestamp, now: Timestamp, readAt: number): LeaseGrant {
+/**
+ * Validity measured after the grant has COMMITTED: the expiry minus the server's read time minus
+ * the time since that read (the commit's round trip included).
+ */
+function grant(granted: Granted): LeaseGrant;
+function grant(granted: Granted | null): LeaseGrant | null;
+function grant(granted: Granted | null): LeaseGrant | null {
+  if (!granted) return null;
+  const { token, fence, exp, now, readAt } = granted;
   const validForMs = Math.max(1, Math.floor(exp.toMillis() - now.toMillis() - (performance.now() - readAt)));
   return { token, fence, expiresAt: exp.toDate().toISOString(), validForMs };
 }

@@ -1,0 +1,60 @@
+/**
+ * Fences across a store that lost its lock history — a Redis restarted without persistence, a
+ * failover to a replica that missed the last writes, a SQLite file rolled back after a power loss:
+ * holder A takes the key, the store forgets A's lease AND the key's fence (`forget`), holder B
+ * (another instance) takes the key. B's fence must be above A's, so a fenced resource that saw A
+ * accepts B and then refuses A's late write. A semaphore's fences after the loss must be distinct
+ * and above every fence it handed out before. A renewal keeps the fence.
+ */
+import assert from 'node:assert/strict';
+import { FenceGuard, openDibs, type Dibs } from '../../src/index.js';
+
+export interface LostHistory {
+  /** Makes the store forget everything about `keys` (leases and fences). */
+  forget(keys: string[]): Promise<void>;
+}
+
+/** Retries `fn` while the store is still coming back (a restarted server answers `unavailable`). */
+async function whenBack<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'unavailable' || attempt >= 100) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export async function assertFencesGrowAcrossLostHistory(store: string, loss: LostHistory, key = 'fenced'): Promise<void> {
+  const sem = `${key}-sem`;
+  const a = await openDibs(store);
+  let b: Dibs | undefined;
+  try {
+    const leaseA = await a.locks.acquire(key, { ttlMs: 60_000 });
+    const semBefore = await Promise.all([1, 2].map(() => a.semaphores.acquire(sem, 3, { ttlMs: 60_000 })));
+    const guard = new FenceGuard();
+    guard.check('row', leaseA); // A writes while it holds the key
+
+    await loss.forget([key, sem]);
+
+    b = await openDibs(store);
+    const leaseB = await whenBack(() => b!.locks.acquire(key, { ttlMs: 60_000, waitMs: 30_000 }));
+    assert.ok(leaseB.fence > leaseA.fence, `after the store lost its history, B got fence ${leaseB.fence}, not above A's ${leaseA.fence}`);
+    assert.ok(Number.isSafeInteger(leaseB.fence), `fence ${leaseB.fence} is not a safe integer`);
+    guard.check('row', leaseB); // B writes
+    assert.equal(guard.accept('row', leaseA), false, "A's late write must be refused");
+    const renewed = await b.locks.renew(leaseB);
+    assert.equal(renewed.fence, leaseB.fence, 'a renewal keeps the fence');
+
+    const semAfter = await Promise.all([1, 2, 3].map(() => whenBack(() => b!.semaphores.acquire(sem, 3, { ttlMs: 60_000 }))));
+    const before = Math.max(...semBefore.map((l) => l.fence));
+    const fences = semAfter.map((l) => l.fence);
+    assert.equal(new Set(fences).size, 3, `semaphore fences not distinct: ${fences}`);
+    for (const f of fences) assert.ok(f > before, `semaphore fence ${f} after the loss is not above ${before}`);
+    await Promise.all([b.locks.release(leaseB), ...semAfter.map((l) => b!.semaphores.release(l))]);
+  } finally {
+    await a.close().catch(() => undefined);
+    await b?.close();
+  }
+}
