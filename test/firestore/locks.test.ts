@@ -8,6 +8,7 @@ import { Firestore } from '@google-cloud/firestore';
 import { openDibs } from '../../src/index.js';
 import { encodeId } from '../../src/backends/firestore/layout.js';
 import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertBlockedLoopFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { lockConformance } from '../conformance/locks.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
@@ -22,6 +23,10 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
 
   it('a release in one instance wakes the waiters of another (snapshot listener)', { timeout: 120_000 }, async () => {
     await assertReleaseWakesOtherInstance(emulator.storeUrl());
+  });
+
+  it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', { timeout: 120_000 }, async () => {
+    await assertBlockedLoopFiresSignalFirst(emulator.storeUrl());
   });
 
   it('lock history lost (the lock documents deleted behind its back): fences still grow, the old holder\'s write is refused', { timeout: 120_000 }, async () => {

@@ -12,6 +12,8 @@ import { LISTENER_APPLICATION_NAME } from '../../src/backends/postgres/listener.
 import { lockConformance } from '../conformance/locks.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
 import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
@@ -84,6 +86,30 @@ if (skip) {
             await adminQuery(`DELETE FROM "${temp.schema}".lock_fences WHERE key = ANY($1)`, [keys]);
           },
         });
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL — the signal fires before the next holder gets the key', async () => {
+      // One connection for the holder: its acquire goes out on the connection already open through the proxy.
+      const temp = tempPgStore({ poolSize: '1', queryTimeoutMs: '10000' });
+      const proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
+      try {
+        await (await openDibs(temp.store)).close(); // migrate before the proxy is involved
+        const via = new URL(temp.store);
+        via.port = String(proxy.port);
+        await assertStalledReplyFiresSignalFirst(via.toString(), temp.store, proxy);
+      } finally {
+        await proxy.close();
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an event loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertBlockedLoopFiresSignalFirst(temp.store);
       } finally {
         await temp.drop();
       }

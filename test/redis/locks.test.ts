@@ -10,6 +10,8 @@ import { lockConformance } from '../conformance/locks.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
 import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { lockKeys } from '../../src/backends/redis/keys.js';
 import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, startRedis, testPrefix, type OwnedCluster } from '../support/redis.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
@@ -74,6 +76,28 @@ describe('redis single node: locks', { skip: !single }, () => {
     const temp = tempRedisStore();
     try {
       await assertLostLeaseIsFenced(temp.store);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
+  it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL — the signal fires before the next holder gets the key', async () => {
+    const temp = tempRedisStore();
+    const proxy = await startFaultProxy({ host: '127.0.0.1', port: 6379 });
+    try {
+      const via = new URL(temp.store);
+      via.port = String(proxy.port);
+      await assertStalledReplyFiresSignalFirst(`${via}&commandTimeoutMs=10000`, temp.store, proxy);
+    } finally {
+      await proxy.close();
+      await temp.cleanup();
+    }
+  });
+
+  it('runExclusive: an event loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+    const temp = tempRedisStore();
+    try {
+      await assertBlockedLoopFiresSignalFirst(temp.store);
     } finally {
       await temp.cleanup();
     }

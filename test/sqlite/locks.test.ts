@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { lockConformance } from '../conformance/locks.js';
 import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertBlockedLoopFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { openTempSqlite, tempSqliteStore } from '../support/sqlite.js';
 
 lockConformance('sqlite (file)', openTempSqlite);
@@ -24,6 +25,17 @@ describe('sqlite: lock history lost (a file rolled back after a power loss with 
           }
         },
       });
+    } finally {
+      temp.cleanup();
+    }
+  });
+});
+
+describe('sqlite: runExclusive with a blocked event loop', () => {
+  it('the loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+    const temp = tempSqliteStore();
+    try {
+      await assertBlockedLoopFiresSignalFirst(temp.store);
     } finally {
       temp.cleanup();
     }

@@ -3,6 +3,8 @@
  * command — the faults a real network and a real load balancer produce:
  * - `reset()`   every open connection is torn down with a TCP RST (a crashed peer, an LB reset);
  * - `stall(ms)` no byte moves either way for `ms` (a GC pause, a congested link), then traffic resumes;
+ * - `holdReplies(ms)` requests still reach the store, its replies are held back for `ms` and then
+ *   delivered in order (a reply stalled on its way back: the store acted, the client does not know yet);
  * - `blackhole(on)` bytes are swallowed and new connections hang (a dead route: no RST, no FIN) —
  *   the fault that turns a missing timeout into a request that never ends;
  * - `refuse(on)` new connections are reset at once (the store is "down").
@@ -17,14 +19,16 @@ export interface FaultProxy {
   readonly stats: { connections: number; resets: number; stalls: number };
   reset(): void;
   stall(ms: number): Promise<void>;
+  holdReplies(ms: number): Promise<void>;
   blackhole(on: boolean): void;
   refuse(on: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; held: Buffer[] }>();
   let paused = false;
+  let holding = false;
   let holed = false;
   let refusing = false;
   const stats = { connections: 0, resets: 0, stalls: 0 };
@@ -36,15 +40,19 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     }
     stats.connections++;
     const upstream = net.connect(target.port, target.host);
-    const pair = { client, upstream };
+    const pair = { client, upstream, held: [] as Buffer[] };
     pairs.add(pair);
-    const forward = (from: net.Socket, to: net.Socket) =>
-      from.on('data', (chunk) => {
+    const forward = (from: net.Socket, to: net.Socket, replies: boolean) =>
+      from.on('data', (chunk: Buffer) => {
         if (holed) return; // swallowed: the peer never hears of it
+        if (replies && holding) {
+          pair.held.push(chunk);
+          return;
+        }
         if (!to.write(chunk)) from.pause();
       });
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, false);
+    forward(upstream, client, true);
     client.on('drain', () => upstream.resume());
     upstream.on('drain', () => client.resume());
     if (paused) {
@@ -87,6 +95,13 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         client.resume();
         upstream.resume();
       }
+    },
+    async holdReplies(ms: number) {
+      stats.stalls++;
+      holding = true;
+      await new Promise((r) => setTimeout(r, ms));
+      holding = false;
+      for (const pair of pairs) for (const chunk of pair.held.splice(0)) pair.client.write(chunk);
     },
     blackhole(on: boolean) {
       holed = on;
