@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { Firestore } from '@google-cloud/firestore';
 import { openDibs } from '../../src/index.js';
 import { encodeId } from '../../src/backends/firestore/layout.js';
-import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
 import { assertBlockedLoopFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { lockConformance } from '../conformance/locks.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
@@ -23,6 +23,18 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
 
   it('a release in one instance wakes the waiters of another (snapshot listener)', { timeout: 120_000 }, async () => {
     await assertReleaseWakesOtherInstance(emulator.storeUrl());
+  });
+
+  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', { timeout: 120_000 }, async () => {
+    const prefix = 'clock-ahead';
+    const db = new Firestore({ projectId: emulator.projectId });
+    try {
+      await assertFencesGrowPastTheClock(emulator.storeUrl(prefix), async (key, fence) => {
+        await db.doc(`dibs/${prefix}/locks/${encodeId(key)}`).update({ fence });
+      });
+    } finally {
+      await db.terminate();
+    }
   });
 
   it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', { timeout: 120_000 }, async () => {

@@ -11,7 +11,7 @@ import { openDibs } from '../../src/index.js';
 import { LISTENER_APPLICATION_NAME } from '../../src/backends/postgres/listener.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
-import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
 import { startFaultProxy } from '../support/fault-proxy.js';
 import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
@@ -85,6 +85,17 @@ if (skip) {
             await adminQuery(`DELETE FROM "${temp.schema}".lock_holders WHERE key = ANY($1)`, [keys]);
             await adminQuery(`DELETE FROM "${temp.schema}".lock_fences WHERE key = ANY($1)`, [keys]);
           },
+        });
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertFencesGrowPastTheClock(temp.store, async (key, fence) => {
+          await adminQuery(`UPDATE "${temp.schema}".lock_fences SET fence = $2 WHERE key = $1`, [key, fence]);
         });
       } finally {
         await temp.drop();

@@ -9,7 +9,8 @@ import { openDibs } from '../../src/index.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
-import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
+import { Redis } from 'ioredis';
 import { startFaultProxy } from '../support/fault-proxy.js';
 import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { lockKeys } from '../../src/backends/redis/keys.js';
@@ -78,6 +79,19 @@ describe('redis single node: locks', { skip: !single }, () => {
       await assertLostLeaseIsFenced(temp.store);
     } finally {
       await temp.cleanup();
+    }
+  });
+
+  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', async () => {
+    const prefix = testPrefix();
+    const raw = new Redis(SHARED_REDIS);
+    try {
+      await assertFencesGrowPastTheClock(`${SHARED_REDIS}?prefix=${prefix}`, async (key, fence) => {
+        await raw.set(lockKeys(prefix, key).fence, String(fence));
+      });
+    } finally {
+      raw.disconnect();
+      await deletePrefix(SHARED_REDIS, prefix);
     }
   });
 

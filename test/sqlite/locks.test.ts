@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { lockConformance } from '../conformance/locks.js';
-import { assertFencesGrowAcrossLostHistory } from '../support/fence-history.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
 import { assertBlockedLoopFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { openTempSqlite, tempSqliteStore } from '../support/sqlite.js';
 
@@ -24,6 +24,22 @@ describe('sqlite: lock history lost (a file rolled back after a power loss with 
             db.close();
           }
         },
+      });
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', async () => {
+    const temp = tempSqliteStore();
+    try {
+      await assertFencesGrowPastTheClock(temp.store, async (key, fence) => {
+        const db = new Database(temp.store.slice('sqlite:'.length));
+        try {
+          db.prepare('UPDATE dibs_lock_fences SET fence = ? WHERE key = ?').run(fence, key);
+        } finally {
+          db.close();
+        }
       });
     } finally {
       temp.cleanup();

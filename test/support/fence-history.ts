@@ -58,3 +58,26 @@ export async function assertFencesGrowAcrossLostHistory(store: string, loss: Los
     await b?.close();
   }
 }
+
+/**
+ * A store clock that stepped back (or fences that ran ahead of it): the key's last fence is set a
+ * day ahead of the clock (`setLastFence` writes it behind the store's back); the next fences
+ * continue from it (+1 each, a semaphore's distinct), never restart from the clock.
+ */
+export async function assertFencesGrowPastTheClock(store: string, setLastFence: (key: string, fence: number) => Promise<void>, key = 'ahead'): Promise<void> {
+  const dibs = await openDibs(store);
+  try {
+    await dibs.locks.release(await dibs.locks.acquire(key, { ttlMs: 60_000 })); // the key's fence exists
+    const ahead = (Date.now() + 86_400_000) * 1000;
+    await setLastFence(key, ahead);
+    const lease = await dibs.locks.acquire(key, { ttlMs: 60_000 });
+    assert.equal(lease.fence, ahead + 1);
+    await dibs.locks.release(lease);
+    const sem = await Promise.all([1, 2, 3].map(() => dibs.semaphores.acquire(key, 3, { ttlMs: 60_000 })));
+    assert.deepEqual(sem.map((l) => l.fence).sort((x, y) => x - y), [ahead + 2, ahead + 3, ahead + 4]);
+    await Promise.all(sem.map((l) => dibs.semaphores.release(l)));
+    assert.equal((await dibs.locks.inspect(key)).lastFence, ahead + 4);
+  } finally {
+    await dibs.close();
+  }
+}
