@@ -37,7 +37,7 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
     }
   });
 
-  it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', { timeout: 120_000 }, async () => {
+  it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder renews in time, never overlapping the next one', { timeout: 120_000 }, async () => {
     await assertBlockedLoopFiresSignalFirst(emulator.storeUrl());
   });
 

@@ -102,7 +102,7 @@ if (skip) {
       }
     });
 
-    it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL — the signal fires before the next holder gets the key', async () => {
+    it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL, then renewals cut — the signal fires before the next holder gets the key', async () => {
       // One connection for the holder: its acquire goes out on the connection already open through the proxy.
       const temp = tempPgStore({ poolSize: '1', queryTimeoutMs: '10000' });
       const proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
@@ -117,7 +117,22 @@ if (skip) {
       }
     });
 
-    it('runExclusive: an event loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+    it('runExclusive: an event loop blocked for 60% of the TTL after the grant, then renewals cut — the signal fires before the next holder gets the key', async () => {
+      // One connection for the holder: its acquire goes out on the connection already open through the proxy.
+      const temp = tempPgStore({ poolSize: '1', queryTimeoutMs: '10000' });
+      const proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
+      try {
+        await (await openDibs(temp.store)).close(); // migrate before the proxy is involved
+        const via = new URL(temp.store);
+        via.port = String(proxy.port);
+        await assertStalledReplyFiresSignalFirst(via.toString(), temp.store, proxy, 'event loop');
+      } finally {
+        await proxy.close();
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an event loop blocked for 60% of the TTL after the grant, renewals working — the holder renews in time, never overlapping the next one', async () => {
       const temp = tempPgStore({ poolSize: '2' });
       try {
         await assertBlockedLoopFiresSignalFirst(temp.store);

@@ -95,7 +95,7 @@ describe('redis single node: locks', { skip: !single }, () => {
     }
   });
 
-  it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL — the signal fires before the next holder gets the key', async () => {
+  it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL, then renewals cut — the signal fires before the next holder gets the key', async () => {
     const temp = tempRedisStore();
     const proxy = await startFaultProxy({ host: '127.0.0.1', port: 6379 });
     try {
@@ -108,7 +108,20 @@ describe('redis single node: locks', { skip: !single }, () => {
     }
   });
 
-  it('runExclusive: an event loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+  it('runExclusive: an event loop blocked for 60% of the TTL after the grant, then renewals cut — the signal fires before the next holder gets the key', async () => {
+    const temp = tempRedisStore();
+    const proxy = await startFaultProxy({ host: '127.0.0.1', port: 6379 });
+    try {
+      const via = new URL(temp.store);
+      via.port = String(proxy.port);
+      await assertStalledReplyFiresSignalFirst(`${via}&commandTimeoutMs=10000`, temp.store, proxy, 'event loop');
+    } finally {
+      await proxy.close();
+      await temp.cleanup();
+    }
+  });
+
+  it('runExclusive: an event loop blocked for 60% of the TTL after the grant, renewals working — the holder renews in time, never overlapping the next one', async () => {
     const temp = tempRedisStore();
     try {
       await assertBlockedLoopFiresSignalFirst(temp.store);

@@ -48,7 +48,7 @@ describe('sqlite: lock history lost (a file rolled back after a power loss with 
 });
 
 describe('sqlite: runExclusive with a blocked event loop', () => {
-  it('the loop blocked for 60% of the TTL after the grant — the holder never overlaps the next one', async () => {
+  it('the loop blocked for 60% of the TTL after the grant — the holder renews in time, never overlapping the next one', async () => {
     const temp = tempSqliteStore();
     try {
       await assertBlockedLoopFiresSignalFirst(temp.store);

@@ -16,7 +16,7 @@ export interface FaultProxy {
   /** host:port of the proxy, to put into a store URL in place of the real server's. */
   readonly host: string;
   readonly port: number;
-  readonly stats: { connections: number; resets: number; stalls: number };
+  readonly stats: { connections: number; resets: number; stalls: number; heldReplies: number };
   reset(): void;
   stall(ms: number): Promise<void>;
   holdReplies(ms: number): Promise<void>;
@@ -31,7 +31,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
   let holding = false;
   let holed = false;
   let refusing = false;
-  const stats = { connections: 0, resets: 0, stalls: 0 };
+  const stats = { connections: 0, resets: 0, stalls: 0, heldReplies: 0 };
 
   const server = net.createServer((client) => {
     if (refusing) {
@@ -97,7 +97,7 @@ export async function startFaultProxy(target: { host: string; port: number }): P
       }
     },
     async holdReplies(ms: number) {
-      stats.stalls++;
+      stats.heldReplies++;
       holding = true;
       await new Promise((r) => setTimeout(r, ms));
       holding = false;

@@ -8,10 +8,12 @@
  *   the next holder is granted the key only after the first holder's fn has ended or its signal
  *   has fired — never while the first holder still believes it holds the key.
  *
- * - a reply stalled on the wire (the fault proxy holds the store's replies for 60% of the TTL),
- *   then renewals black-holed, so only the deadline can end the lease;
+ * - a reply stalled on the wire (the fault proxy holds the store's replies for 60% of the TTL);
  * - an event loop blocked for 60% of the TTL between the store's reply and the facade's handling of
- *   it (CPU work elsewhere in the process), renewals left working.
+ *   it (CPU work elsewhere in the process).
+ * Through the fault proxy (PostgreSQL, Redis) renewals are then black-holed, so only the deadline
+ * can end the lease and the signal must fire before the next grant; without it (every store) the
+ * holder's renewal must land in time.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -53,65 +55,74 @@ function assertNoOverlap(t: Partial<Timeline>, what: string): void {
 }
 
 /**
- * The store's reply to the acquire is held on the wire for 60% of the TTL; then the holder's link
- * goes dark (black hole) so no renewal arrives. `proxied` reaches the store through `proxy`,
- * `direct` does not (the next holder).
+ * Locks over `dibs`' store whose FIRST grant is followed by a blocked event loop: the reply has
+ * come back, the facade has not handled it yet (a synchronous loop stands for CPU work of the same
+ * process). Everything else goes to the real store unchanged.
  */
-export async function assertStalledReplyFiresSignalFirst(proxied: string, direct: string, proxy: FaultProxy, key = 'stalled'): Promise<void> {
-  const holder = await openDibs(proxied);
+function lockedUpAfterFirstGrant(dibs: Dibs): Locks {
+  const real = dibs.backend.locks!;
+  let blockNext = true;
+  const blocking = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'tryAcquire') {
+        return async (...args: Parameters<LockBackend['tryAcquire']>) => {
+          const grant = await target.tryAcquire(...args);
+          if (grant && blockNext) {
+            blockNext = false;
+            for (const until = performance.now() + DELAY_MS; performance.now() < until;) { /* the loop is blocked */ }
+          }
+          return grant;
+        };
+      }
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return new Locks(new Semaphores(blocking, dibs.kind));
+}
+
+/**
+ * The acquire's reply is delayed for 60% of the TTL — held on the wire by the proxy, or by the
+ * holder's blocked event loop — then the holder's link goes dark (black hole) so no renewal
+ * arrives. `proxied` reaches the store through `proxy`, `direct` does not (the next holder).
+ */
+export async function assertStalledReplyFiresSignalFirst(proxied: string, direct: string, proxy: FaultProxy, delay: 'wire' | 'event loop' = 'wire', key = 'stalled'): Promise<void> {
+  const holderDibs = await openDibs(proxied);
   const next = await openDibs(direct);
   const t: Partial<Timeline> = {};
   try {
-    await holder.locks.inspect(key); // the holder's connection through the proxy is open
+    await holderDibs.locks.inspect(key); // the holder's connection through the proxy is open
+    const holder = delay === 'wire' ? holderDibs.locks : lockedUpAfterFirstGrant(holderDibs);
     const start = performance.now();
-    const held = proxy.holdReplies(DELAY_MS);
-    const run = holder.locks.runExclusive(key, holdUntilLost(60_000, t, () => proxy.blackhole(true)), { ttlMs: TTL_MS });
+    const held = delay === 'wire' ? proxy.holdReplies(DELAY_MS) : Promise.resolve();
+    const run = holder.runExclusive(key, holdUntilLost(60_000, t, () => proxy.blackhole(true)), { ttlMs: TTL_MS });
     await untilHeld(next, key); // the grant reached the store; its reply is held
     const lease = await next.locks.acquire(key, { ttlMs: 30_000, waitMs: 30_000 });
     t.granted = performance.now();
     await Promise.race([run, sleep(30_000).then(() => assert.fail('the holder\'s signal never fired'))]);
     await held;
-    assert.ok(t.fnStart! - start >= DELAY_MS * 0.9, `the acquire reply was not held (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`);
+    assert.ok(t.fnStart! - start >= DELAY_MS * 0.9, `the acquire reply was not delayed (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`);
     assert.equal(t.aborted, true, 'the lease was lost: the signal must have fired');
-    assertNoOverlap(t, 'stalled reply');
+    assertNoOverlap(t, `reply delayed (${delay}), renewals black-holed`);
     await next.locks.release(lease);
   } finally {
     proxy.blackhole(false);
     proxy.reset(); // the black-holed renewal fails now instead of at its timeout
-    await holder.close().catch(() => undefined);
+    await holderDibs.close().catch(() => undefined);
     await next.close();
   }
 }
 
 /**
  * The holder's event loop is blocked for 60% of the TTL right after the store's grant came back,
- * before the facade handled it (a synchronous loop standing for CPU work of the same process).
+ * before the facade handled it; renewals work: the holder must renew in time.
  */
 export async function assertBlockedLoopFiresSignalFirst(store: string, key = 'blocked'): Promise<void> {
   const holderDibs = await openDibs(store);
   const next = await openDibs(store);
   const t: Partial<Timeline> = {};
   try {
-    const real = holderDibs.backend.locks!;
-    let blockNext = true;
-    // Forwards to the real store; only the first grant's reply is followed by the blocked loop.
-    const blocking = new Proxy(real, {
-      get(target, prop, receiver) {
-        if (prop === 'tryAcquire') {
-          return async (...args: Parameters<LockBackend['tryAcquire']>) => {
-            const grant = await target.tryAcquire(...args);
-            if (grant && blockNext) {
-              blockNext = false;
-              for (const until = performance.now() + DELAY_MS; performance.now() < until;) { /* the loop is blocked */ }
-            }
-            return grant;
-          };
-        }
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-    const holder = new Locks(new Semaphores(blocking, holderDibs.kind));
+    const holder = lockedUpAfterFirstGrant(holderDibs);
     const start = performance.now();
     const run = holder.runExclusive(key, holdUntilLost(TTL_MS * 1.6, t), { ttlMs: TTL_MS });
     // This process could not run at all while the loop was blocked: the next holder starts after.
