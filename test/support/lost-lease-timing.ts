@@ -51,7 +51,7 @@ async function untilHeld(dibs: Dibs, key: string): Promise<void> {
 
 function assertNoOverlap(t: Partial<Timeline>, what: string): void {
   assert.ok(t.fnStart !== undefined && t.holderEnd !== undefined && t.granted !== undefined, `${what}: incomplete timeline ${JSON.stringify(t)}`);
-  assert.ok(t.granted >= t.holderEnd, `${what}: the next holder was granted the key ${(t.holderEnd - t.granted).toFixed(0)} ms before the first holder's signal fired (signal fired: ${t.aborted})`);
+  assert.ok(t.granted >= t.holderEnd, `${what}: the next holder was granted the key ${(t.holderEnd - t.granted).toFixed(0)} ms before the first holder stopped (its signal ${t.aborted ? 'fired' : 'never fired'})`);
 }
 
 /**
