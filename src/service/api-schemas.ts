@@ -104,11 +104,23 @@ export const wishBodySchema = z.object({ sku: z.string(), customer: claimantSche
 export const wishlistEntrySchema = z.object({ sku: z.string(), customer: z.string(), channels: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'WishlistEntry' });
 export { createSaleSchema, updateSaleSchema };
 
+// Fences are max(last + 1, the store's clock in µs): integers around 1.8e15, below 2^53 (exact in
+// a JSON/JavaScript number; 64-bit integer columns hold them).
+const fenceSchema = z.number().int().min(1).meta({ description: 'Fencing token: strictly increasing per key, also across a store that lost data (max(last + 1, the store clock in microseconds)); a large integer below 2^53' });
 export const leaseSchema = z
-  .object({ key: z.string(), token: z.string(), fence: z.number().int(), expiresAt: timestamp, validForMs: z.number().int(), limit: z.number().int(), ttlMs: z.number().int(), ticket: z.number().int().optional() })
+  .object({
+    key: z.string(),
+    token: z.string(),
+    fence: fenceSchema,
+    expiresAt: timestamp,
+    validForMs: z.number().int().meta({ description: 'Validity left, counted conservatively from when the service sent the request to the store; count your own deadline from when YOU sent yours' }),
+    limit: z.number().int(),
+    ttlMs: z.number().int(),
+    ticket: z.number().int().optional().meta({ description: 'Place in the fair line (the store sequence of the line, on the scale of fences)' }),
+  })
   .meta({ id: 'Lease' });
 export const lockInfoSchema = z
-  .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: z.number().int(), expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int() })
+  .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: fenceSchema, expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int().min(0).meta({ description: 'Highest fence ever granted for the key (0 if never)' }) })
   .meta({ id: 'LockInfo' });
 export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional(), fair: z.boolean().optional() }).strict();
 export const renewBodySchema = z.object({ token: z.string(), ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();

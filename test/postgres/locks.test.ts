@@ -11,6 +11,9 @@ import { openDibs } from '../../src/index.js';
 import { LISTENER_APPLICATION_NAME } from '../../src/backends/postgres/listener.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
@@ -69,6 +72,70 @@ if (skip) {
       const temp = tempPgStore({ poolSize: '2' });
       try {
         await assertLostLeaseIsFenced(temp.store);
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('lock history lost (failover to a replica that missed the last commits): fences still grow, the old holder\'s write is refused', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertFencesGrowAcrossLostHistory(temp.store, {
+          async forget(keys) {
+            await adminQuery(`DELETE FROM "${temp.schema}".lock_holders WHERE key = ANY($1)`, [keys]);
+            await adminQuery(`DELETE FROM "${temp.schema}".lock_fences WHERE key = ANY($1)`, [keys]);
+          },
+        });
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertFencesGrowPastTheClock(temp.store, async (key, fence) => {
+          await adminQuery(`UPDATE "${temp.schema}".lock_fences SET fence = $2 WHERE key = $1`, [key, fence]);
+        });
+      } finally {
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL, then renewals cut — the signal fires before the next holder gets the key', async () => {
+      // One connection for the holder: its acquire goes out on the connection already open through the proxy.
+      const temp = tempPgStore({ poolSize: '1', queryTimeoutMs: '10000' });
+      const proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
+      try {
+        await (await openDibs(temp.store)).close(); // migrate before the proxy is involved
+        const via = new URL(temp.store);
+        via.port = String(proxy.port);
+        await assertStalledReplyFiresSignalFirst(via.toString(), temp.store, proxy);
+      } finally {
+        await proxy.close();
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an event loop blocked for 60% of the TTL after the grant, then renewals cut — the signal fires before the next holder gets the key', async () => {
+      // One connection for the holder: its acquire goes out on the connection already open through the proxy.
+      const temp = tempPgStore({ poolSize: '1', queryTimeoutMs: '10000' });
+      const proxy = await startFaultProxy({ host: '127.0.0.1', port: 5432 });
+      try {
+        await (await openDibs(temp.store)).close(); // migrate before the proxy is involved
+        const via = new URL(temp.store);
+        via.port = String(proxy.port);
+        await assertStalledReplyFiresSignalFirst(via.toString(), temp.store, proxy, 'event loop');
+      } finally {
+        await proxy.close();
+        await temp.drop();
+      }
+    });
+
+    it('runExclusive: an event loop blocked for 60% of the TTL after the grant, renewals working — the holder renews in time, never overlapping the next one', async () => {
+      const temp = tempPgStore({ poolSize: '2' });
+      try {
+        await assertBlockedLoopFiresSignalFirst(temp.store);
       } finally {
         await temp.drop();
       }

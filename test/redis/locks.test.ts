@@ -9,7 +9,12 @@ import { openDibs } from '../../src/index.js';
 import { lockConformance } from '../conformance/locks.js';
 import { assertMutualExclusion, runCounterStorm, runLockStorm } from '../support/lock-storm.js';
 import { assertLostLeaseIsFenced } from '../support/lost-lease.js';
-import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, testPrefix, type OwnedCluster } from '../support/redis.js';
+import { assertFencesGrowAcrossLostHistory, assertFencesGrowPastTheClock } from '../support/fence-history.js';
+import { Redis } from 'ioredis';
+import { startFaultProxy } from '../support/fault-proxy.js';
+import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
+import { lockKeys } from '../../src/backends/redis/keys.js';
+import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, startRedis, testPrefix, type OwnedCluster } from '../support/redis.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
@@ -77,6 +82,54 @@ describe('redis single node: locks', { skip: !single }, () => {
     }
   });
 
+  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', async () => {
+    const prefix = testPrefix();
+    const raw = new Redis(SHARED_REDIS);
+    try {
+      await assertFencesGrowPastTheClock(`${SHARED_REDIS}?prefix=${prefix}`, async (key, fence) => {
+        await raw.set(lockKeys(prefix, key).fence, String(fence));
+      });
+    } finally {
+      raw.disconnect();
+      await deletePrefix(SHARED_REDIS, prefix);
+    }
+  });
+
+  it('runExclusive: an acquire reply stalled on the wire for 60% of the TTL, then renewals cut — the signal fires before the next holder gets the key', async () => {
+    const temp = tempRedisStore();
+    const proxy = await startFaultProxy({ host: '127.0.0.1', port: 6379 });
+    try {
+      const via = new URL(temp.store);
+      via.port = String(proxy.port);
+      await assertStalledReplyFiresSignalFirst(`${via}&commandTimeoutMs=10000`, temp.store, proxy);
+    } finally {
+      await proxy.close();
+      await temp.cleanup();
+    }
+  });
+
+  it('runExclusive: an event loop blocked for 60% of the TTL after the grant, then renewals cut — the signal fires before the next holder gets the key', async () => {
+    const temp = tempRedisStore();
+    const proxy = await startFaultProxy({ host: '127.0.0.1', port: 6379 });
+    try {
+      const via = new URL(temp.store);
+      via.port = String(proxy.port);
+      await assertStalledReplyFiresSignalFirst(`${via}&commandTimeoutMs=10000`, temp.store, proxy, 'event loop');
+    } finally {
+      await proxy.close();
+      await temp.cleanup();
+    }
+  });
+
+  it('runExclusive: an event loop blocked for 60% of the TTL after the grant, renewals working — the holder renews in time, never overlapping the next one', async () => {
+    const temp = tempRedisStore();
+    try {
+      await assertBlockedLoopFiresSignalFirst(temp.store);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+
   it('4 processes × 100 increments plus a burst: exact total, shard count grew', async () => {
     const temp = tempRedisStore();
     const dibs = await openDibs(temp.store);
@@ -96,6 +149,22 @@ describe('redis single node: locks', { skip: !single }, () => {
 });
 
 const installed = redisServerInstalled();
+describe('redis without persistence, restarted empty between two holders', { skip: !installed }, () => {
+  it('fences still grow: the next holder gets a higher fence and the old holder\'s write is refused', async () => {
+    const server = await startRedis(['--appendonly', 'no']);
+    try {
+      await assertFencesGrowAcrossLostHistory(`${server.url}?prefix=${testPrefix()}`, {
+        async forget() {
+          await server.kill();
+          await server.restart();
+        },
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('redis cluster (3 masters, started by the test): locks', { skip: !installed }, () => {
   let cluster: OwnedCluster;
   before(async () => {
@@ -118,5 +187,16 @@ describe('redis cluster (3 masters, started by the test): locks', { skip: !insta
     const sections = await runLockStorm({ store: `${cluster.url}?prefix=${testPrefix()}`, processes: 4, keys, rounds: 8, holdMs: 10 });
     assert.equal(sections.length, 32);
     assertMutualExclusion(sections, keys);
+  });
+
+  it('the master of a lock\'s slot restarted empty (no persistence): fences still grow, the old holder\'s write is refused', async () => {
+    const prefix = testPrefix();
+    await assertFencesGrowAcrossLostHistory(`${cluster.url}?prefix=${prefix}`, {
+      async forget(keys) {
+        const owners = new Set(keys.map((k) => cluster.ownerOf(lockKeys(prefix, k).fence)));
+        for (const owner of owners) await owner.kill();
+        await cluster.restartDead();
+      },
+    });
   });
 });

@@ -3,6 +3,8 @@
  * command — the faults a real network and a real load balancer produce:
  * - `reset()`   every open connection is torn down with a TCP RST (a crashed peer, an LB reset);
  * - `stall(ms)` no byte moves either way for `ms` (a GC pause, a congested link), then traffic resumes;
+ * - `holdReplies(ms)` requests still reach the store, its replies are held back for `ms` and then
+ *   delivered in order (a reply stalled on its way back: the store acted, the client does not know yet);
  * - `blackhole(on)` bytes are swallowed and new connections hang (a dead route: no RST, no FIN) —
  *   the fault that turns a missing timeout into a request that never ends; with `{ closes: true }`
  *   a side that closes is not told to the other either (a one-sided partition: the client gives up
@@ -17,23 +19,25 @@ export interface FaultProxy {
   /** host:port of the proxy, to put into a store URL in place of the real server's. */
   readonly host: string;
   readonly port: number;
-  readonly stats: { connections: number; resets: number; stalls: number };
+  readonly stats: { connections: number; resets: number; stalls: number; heldReplies: number };
   reset(): void;
   stall(ms: number): Promise<void>;
+  holdReplies(ms: number): Promise<void>;
   blackhole(on: boolean, options?: { closes?: boolean }): void;
   refuse(on: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; held: Buffer[] }>();
   let paused = false;
+  let holding = false;
   let holed = false;
   let holedCloses = false;
   /** Sides whose peer closed during a black hole that swallows closes. */
   const dangling = new Set<net.Socket>();
   let refusing = false;
-  const stats = { connections: 0, resets: 0, stalls: 0 };
+  const stats = { connections: 0, resets: 0, stalls: 0, heldReplies: 0 };
 
   const server = net.createServer((client) => {
     if (refusing) {
@@ -42,15 +46,19 @@ export async function startFaultProxy(target: { host: string; port: number }): P
     }
     stats.connections++;
     const upstream = net.connect(target.port, target.host);
-    const pair = { client, upstream };
+    const pair = { client, upstream, held: [] as Buffer[] };
     pairs.add(pair);
-    const forward = (from: net.Socket, to: net.Socket) =>
-      from.on('data', (chunk) => {
+    const forward = (from: net.Socket, to: net.Socket, replies: boolean) =>
+      from.on('data', (chunk: Buffer) => {
         if (holed) return; // swallowed: the peer never hears of it
+        if (replies && holding) {
+          pair.held.push(chunk);
+          return;
+        }
         if (!to.write(chunk)) from.pause();
       });
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, false);
+    forward(upstream, client, true);
     client.on('drain', () => upstream.resume());
     upstream.on('drain', () => client.resume());
     if (paused) {
@@ -98,6 +106,13 @@ export async function startFaultProxy(target: { host: string; port: number }): P
         client.resume();
         upstream.resume();
       }
+    },
+    async holdReplies(ms: number) {
+      stats.heldReplies++;
+      holding = true;
+      await new Promise((r) => setTimeout(r, ms));
+      holding = false;
+      for (const pair of pairs) for (const chunk of pair.held.splice(0)) pair.client.write(chunk);
     },
     blackhole(on: boolean, options: { closes?: boolean } = {}) {
       holed = on;

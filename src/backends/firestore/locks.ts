@@ -1,6 +1,6 @@
 /**
  * Leases and semaphores on Firestore: one document per lock key, `dibs/{prefix}/locks/{b64(key)}`
- * = { key, fence (last fence given, only grows), holders: { token: { f: fence, exp: Timestamp } } }.
+ * = { key, fence (last fence given, only grows: max(last + 1, read time in µs)), holders: { token: { f: fence, exp: Timestamp } } }.
  * Each operation reads the document without a lock, judges expiry by that read's time (the
  * server's clock) — a lapsed holder is dropped there, never trusted — and commits its write only if
  * the document is still the one it read (its update time; `create` when there was none), else reads
@@ -37,6 +37,16 @@ interface LockDoc {
 
 const after = (t: Timestamp, ms: number) => Ts.fromMillis(t.toMillis() + ms);
 
+/**
+ * The next fence = max(last + 1, the read time in microseconds since 1970): a lock document that
+ * lost its history (deleted, restored from an export) starts again above every fence handed out
+ * before, and a clock that steps back never makes fences go back or repeat. ~1.8e15 < 2^53.
+ */
+const nextFence = (doc: LockDoc | undefined, now: Timestamp) => Math.max((doc?.fence ?? 0) + 1, now.seconds * 1_000_000 + Math.floor(now.nanoseconds / 1000));
+
+/** A grant decided inside a transaction; its validity is measured once the commit has returned. */
+interface Granted { token: string; fence: number; exp: Timestamp; now: Timestamp; readAt: number }
+
 /** Holders still live at `now`. */
 function live(doc: LockDoc | undefined, now: Timestamp): Record<string, Holder> {
   return Object.fromEntries(Object.entries(doc?.holders ?? {}).filter(([, h]) => h.exp.toMillis() > now.toMillis()));
@@ -57,7 +67,7 @@ export class FirestoreLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
-    return this.runner.run(async (tx, _n, attempt) => {
+    return grant(await this.runner.run<Granted | null>(async (tx, _n, attempt) => {
       const snap = await ref.get();
       attempt.resolveWith(grantResolver(snap, token));
       const readAt = performance.now();
@@ -69,11 +79,11 @@ export class FirestoreLocks implements LockBackend {
         if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) guardedWrite(tx, snap, { key, fence: doc?.fence ?? 0, holders });
         return null;
       }
-      const fence = (doc?.fence ?? 0) + 1;
+      const fence = nextFence(doc, now);
       const exp = after(now, ttlMs);
       guardedWrite(tx, snap, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
-      return grant(token, fence, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
@@ -82,7 +92,7 @@ export class FirestoreLocks implements LockBackend {
     const lineRef = this.ref(queueKey);
     // One transaction reads the lock and its line together: the tickets ahead and the free slot are
     // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
-    return this.runner.run(async (tx, _n, attempt) => {
+    return grant(await this.runner.run<Granted | null>(async (tx, _n, attempt) => {
       // two plain reads; both writes are guarded, so the commit happens only if neither document
       // moved since it was read — the judgement then holds at the commit
       const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
@@ -101,7 +111,7 @@ export class FirestoreLocks implements LockBackend {
       const holders = live(doc, now);
       const ahead = Object.values(tickets).filter((t) => t.f < mine).length;
       if (Object.keys(holders).length + ahead >= limit) return null;
-      const fence = (doc?.fence ?? 0) + 1;
+      const fence = nextFence(doc, now);
       const exp = after(now, ttlMs);
       guardedWrite(tx, snap!, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
       if (ticket !== null) {
@@ -111,13 +121,13 @@ export class FirestoreLocks implements LockBackend {
         // nobody ahead was judged from this line: it must still be so at the commit
         tx.update(lineRef, { key: queueKey }, { lastUpdateTime: lineSnap!.updateTime! });
       }
-      return grant(token, fence, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const ref = this.ref(key);
-    return this.runner.run(async (tx, _n, attempt) => {
+    return grant(await this.runner.run<Granted>(async (tx, _n, attempt) => {
       const snap = await ref.get();
       const readAt = performance.now();
       const now = snap.readTime;
@@ -127,10 +137,10 @@ export class FirestoreLocks implements LockBackend {
       const exp = after(now, ttlMs);
       tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
       attempt.resolveWith(
-        witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (holderOf(back, token)?.exp.isEqual(exp) ? { committed: true, value: grant(token, mine.f, exp, back.readTime, performance.now()) } : null) }),
+        witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (holderOf(back, token)?.exp.isEqual(exp) ? { committed: true, value: { token, fence: mine.f, exp, now: back.readTime, readAt: performance.now() } } : null) }),
       );
-      return grant(token, mine.f, exp, now, readAt);
-    }, undefined, OPTIMISTIC);
+      return { token, fence: mine.f, exp, now, readAt };
+    }, undefined, OPTIMISTIC));
   }
 
   async release(key: string, token: string): Promise<void> {
@@ -205,7 +215,7 @@ function holderOf(snap: DocumentSnapshot, token: string): Holder | undefined {
  * fenced by creating one (a made-up document would carry a made-up fence): still absent, the
  * outcome stays unknown and the caller gets `unavailable`.
  */
-function grantResolver(snap: DocumentSnapshot, token: string): Resolver<LeaseGrant | null> {
+function grantResolver(snap: DocumentSnapshot, token: string): Resolver<Granted | null> {
   return witnessResolver({
     ref: snap.ref,
     guard: snap.exists ? snap.updateTime! : null,
@@ -213,7 +223,7 @@ function grantResolver(snap: DocumentSnapshot, token: string): Resolver<LeaseGra
       const h = holderOf(back, token);
       if (!h) return null;
       const live = h.exp.toMillis() > back.readTime.toMillis();
-      return { committed: true, value: live ? grant(token, h.f, h.exp, back.readTime, performance.now()) : null };
+      return { committed: true, value: live ? { token, fence: h.f, exp: h.exp, now: back.readTime, readAt: performance.now() } : null };
     },
   });
 }
@@ -224,8 +234,15 @@ function guardedWrite(tx: Transaction, snap: DocumentSnapshot, doc: LockDoc): vo
   else tx.create(snap.ref, doc);
 }
 
-/** Validity measured after the grant: the expiry minus the server's read time minus the time since that read. */
-function grant(token: string, fence: number, exp: Timestamp, now: Timestamp, readAt: number): LeaseGrant {
+/**
+ * Validity measured after the grant has COMMITTED: the expiry minus the server's read time minus
+ * the time since that read (the commit's round trip included).
+ */
+function grant(granted: Granted): LeaseGrant;
+function grant(granted: Granted | null): LeaseGrant | null;
+function grant(granted: Granted | null): LeaseGrant | null {
+  if (!granted) return null;
+  const { token, fence, exp, now, readAt } = granted;
   const validForMs = Math.max(1, Math.floor(exp.toMillis() - now.toMillis() - (performance.now() - readAt)));
   return { token, fence, expiresAt: exp.toDate().toISOString(), validForMs };
 }

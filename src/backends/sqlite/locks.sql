@@ -15,9 +15,13 @@ DELETE FROM dibs_lock_holders WHERE key = ? AND expires_ms <= ?
 SELECT COUNT(*) AS n FROM dibs_lock_holders WHERE key = ?
 
 -- name: nextFence
--- Params: key. Result: { fence } the new, strictly larger fence.
-INSERT INTO dibs_lock_fences (key, fence) VALUES (?, 1)
-ON CONFLICT (key) DO UPDATE SET fence = fence + 1
+-- Params: key. Result: { fence } the new, strictly larger fence = max(last + 1, the clock in
+-- microseconds since 1970). If the file lost its last commits (a power loss with
+-- synchronous=normal, a restored backup) the fence row lost them too; the clock has moved on
+-- since, so the next fence is still above every fence handed out before. A clock that steps back
+-- never makes fences go back or repeat (last + 1). ~1.8e15 < 2^53: exact as a JavaScript number.
+INSERT INTO dibs_lock_fences (key, fence) VALUES (?, CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER))
+ON CONFLICT (key) DO UPDATE SET fence = max(fence + 1, excluded.fence)
 RETURNING fence
 
 -- name: insertHolder

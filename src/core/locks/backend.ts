@@ -10,7 +10,9 @@ import type { CounterValue, LeaseGrant, LockInfo } from './types.js';
 export interface LockBackend {
   /**
    * Drops expired holders of `key`, then grants a slot if fewer than `limit` remain, with a new
-   * fence (previous max + 1, kept forever). Returns null when all slots are taken.
+   * fence = max(last fence + 1, the store's clock in µs), the last fence kept forever — so fences
+   * grow even after the store lost the key's history. `validForMs` is measured after the grant
+   * (after the commit where there is one). Returns null when all slots are taken.
    */
   tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null>;
   /**

@@ -30,8 +30,9 @@ export class Semaphores {
     const k = parseInput(lockKeySchema, key, 'key');
     const n = parseInput(semaphoreLimitSchema, limit, 'limit');
     const { ttlMs, fair } = parseInput(tryAcquireOptionsSchema, options);
+    const sentAt = performance.now();
     const grant = fair ? await this.store.tryAcquireFair(k, n, ttlMs, fairQueueKey(k), null) : await this.store.tryAcquire(k, n, ttlMs);
-    return grant ? toLease(k, n, grant, ttlMs) : null;
+    return grant ? anchored(this.store, k, n, grant, ttlMs, sentAt) : null;
   }
 
   async acquire(key: string, limit: number, options: AcquireOptions = {}): Promise<Lease> {
@@ -63,8 +64,10 @@ export class Semaphores {
         try {
           const myTurn = !fifo || queue.indexOf(me) < n;
           if (myTurn) {
+            const sentAt = performance.now();
             const grant = await store.tryAcquire(k, n, ttlMs);
-            if (grant) return toLease(k, n, grant, ttlMs);
+            const lease = grant && anchored(store, k, n, grant, ttlMs, sentAt);
+            if (lease) return lease;
           }
           const left = deadline - Date.now();
           if (left <= 0) throw lockTimeout(k, waitMs);
@@ -91,7 +94,10 @@ export class Semaphores {
     const { key, token } = parseInput(leaseSchema, lease, 'lease');
     const held = splitToken(token);
     const ttlMs = parseInput(ttlMsSchema, options.ttlMs ?? held.ttlMs ?? DEFAULT_TTL_MS, 'ttlMs');
-    return toLease(key, lease.limit ?? 1, await this.store.renew(key, held.storeToken, ttlMs), held.ttlMs ?? ttlMs);
+    const sentAt = performance.now();
+    const renewed = anchored(this.store, key, lease.limit ?? 1, await this.store.renew(key, held.storeToken, ttlMs), held.ttlMs ?? ttlMs, sentAt);
+    if (!renewed) throw leaseLost(key); // the reply came back too late to count on the renewal
+    return renewed;
   }
 
   async release(lease: Lease): Promise<void> {
@@ -113,31 +119,38 @@ export class Semaphores {
    * Holds a slot while `fn` runs: renews at ~0.8×TTL on an unref'd timer, aborts `fn`'s signal
    * when the lease is lost (renew failed, expired, or maxHoldMs reached), releases in finally.
    * A lost lease never throws from a timer (the process never crashes): `fn` sees the signal.
+   * Every time is counted from when the acquire/renew request was SENT (see `anchored`), so reply
+   * latency, a stalled network or a blocked event loop make the signal fire earlier, never later
+   * than the store's expiry.
    */
   async runExclusive<T>(key: string, limit: number, fn: (signal: AbortSignal, lease: Lease) => Promise<T>, options: RunExclusiveOptions = {}): Promise<T> {
     const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     let lease = await this.acquire(key, limit, options);
+    let anchor = anchorOf(lease);
     const lost = new AbortController();
     const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(leaseLost(key).message + ` (${reason})`); };
-    const started = Date.now();
+    const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     // Ref'd on purpose (bounded by the lease, cleared in finally): a fn awaiting only the signal
     // must still see it. The renew timer below stays unref'd.
-    const expiryTimer = () => setTimeout(() => loseLease('expired'), lease.validForMs);
+    const expiryTimer = () => setTimeout(() => loseLease('expired'), Math.max(0, anchor.deadline - performance.now()));
     let expiry = expiryTimer();
     const schedule = () => {
+      const renewAt = anchor.sentAt + Math.min(ttlMs, anchor.validForMs) * 0.8;
       timer = setTimeout(async () => {
         if (lost.signal.aborted) return;
-        if (options.maxHoldMs !== undefined && Date.now() - started >= options.maxHoldMs) return loseLease('maxHoldMs reached');
+        if (options.maxHoldMs !== undefined && performance.now() - started >= options.maxHoldMs) return loseLease('maxHoldMs reached');
         try {
           lease = await this.renew(lease, { ttlMs });
+          const renewed = anchorOf(lease);
+          anchor = { ...renewed, deadline: Math.max(anchor.deadline, renewed.deadline) };
           clearTimeout(expiry);
           expiry = expiryTimer();
           schedule();
         } catch {
           loseLease('renew failed');
         }
-      }, Math.max(10, Math.floor(Math.min(ttlMs, lease.validForMs) * 0.8))).unref();
+      }, Math.max(10, Math.floor(renewAt - performance.now()))).unref();
     };
     schedule();
     const cap = options.maxHoldMs !== undefined ? setTimeout(() => loseLease('maxHoldMs reached'), options.maxHoldMs) : undefined; // ref'd: a fn awaiting only the signal must still see it
@@ -260,11 +273,12 @@ async function acquireFair(store: LockBackend, k: string, n: number, ttlMs: numb
       if (signal?.aborted) throw aborted(k, signal.reason);
       const wake = armWake(store, k);
       try {
+        const sentAt = performance.now();
         const grant = await store.tryAcquireFair(k, n, ttlMs, line, ticket && !ticket.lost ? ticket.token : null);
-        if (grant) {
-          ticket?.granted();
-          return { ...toLease(k, n, grant, ttlMs), ...(ticket ? { ticket: ticket.number } : {}) };
-        }
+        if (grant) ticket?.granted(); // the grant took the ticket out of the line, in the store
+        const lease = grant && anchored(store, k, n, grant, ttlMs, sentAt, ticket?.number);
+        if (lease) return lease;
+        if (grant) ticket = undefined; // granted too late to count on: line up again
         const left = deadline - Date.now();
         if (left <= 0) throw lockTimeout(k, waitMs);
         if (!ticket || ticket.lost) {
@@ -319,6 +333,41 @@ class FairTicket {
 
 /** TTL of a lease acquired without `ttlMs`. */
 const DEFAULT_TTL_MS = 30_000;
+
+/**
+ * When this process may count on a lease until, on its own monotonic clock (performance.now()).
+ * The store's expiry is at least `validForMs` after the store granted, and the store granted after
+ * the request was sent — so `sentAt + validForMs` is never later than the store's expiry, whatever
+ * the reply's latency, a network stall or a blocked event loop cost on the way back. A margin of
+ * 2% (5 ms to 1 s) more covers a timer that fires a little late and clock-rate differences
+ * between this host and the store's; a loop blocked past the deadline still fires late — that is
+ * what fences are for.
+ */
+interface Anchor { sentAt: number; validForMs: number; deadline: number }
+const ANCHORS = new WeakMap<Lease, Anchor>();
+const safetyMargin = (validForMs: number) => Math.min(1000, Math.max(5, Math.floor(validForMs * 0.02)));
+
+/**
+ * The lease for a store grant answered to a request sent at `sentAt`, with `validForMs` counted
+ * from now up to the anchored deadline; null (and the grant released, best effort) when the reply
+ * came back too late to leave any validity: the store may already have given the slot away.
+ */
+function anchored(store: LockBackend, key: string, limit: number, grant: LeaseGrant, ttlMs: number, sentAt: number, ticket?: number): Lease | null {
+  const deadline = sentAt + grant.validForMs - safetyMargin(grant.validForMs);
+  const left = Math.floor(deadline - performance.now());
+  if (left <= 0) {
+    void store.release(key, grant.token).catch(() => undefined);
+    return null;
+  }
+  const lease: Lease = { ...toLease(key, limit, grant, ttlMs), validForMs: left, ...(ticket !== undefined ? { ticket } : {}) };
+  ANCHORS.set(lease, { sentAt, validForMs: grant.validForMs, deadline });
+  return lease;
+}
+
+/** A lease from elsewhere (built by hand): counted from now, as the best this process knows. */
+function anchorOf(lease: Lease): Anchor {
+  return ANCHORS.get(lease) ?? { sentAt: performance.now(), validForMs: lease.validForMs, deadline: performance.now() + lease.validForMs };
+}
 
 /**
  * A lease's token is the store's owner token + `.` + the TTL the lease was acquired with, so a

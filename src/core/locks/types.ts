@@ -5,11 +5,19 @@ export interface Lease {
   key: string;
   /** Secret of the holder; renew/release must present it. */
   token: string;
-  /** Strictly increasing per key forever (survives release and expiry): pass it to a FenceGuard. */
+  /**
+   * Strictly increasing per key forever — across release, expiry, and a store that lost data or
+   * failed over (max(last + 1, the store's clock in µs): ~1.8e15, below 2^53). Pass the lease to a
+   * FenceGuard. A renewal keeps it.
+   */
   fence: number;
   /** Server time (ISO) at which the lease lapses unless renewed. */
   expiresAt: string;
-  /** Milliseconds of validity left, measured by the store AFTER the grant (never ≤ 0 on success). */
+  /**
+   * Milliseconds this process may count on the lease from when `acquire`/`renew` resolved: the
+   * store's validity after the grant, counted from when the request was SENT (reply latency and
+   * event-loop delay already taken off) minus a small margin. Never ≤ 0 on success.
+   */
   validForMs: number;
   /** Concurrent holders allowed for this key (1 for a lock). */
   limit: number;

@@ -129,6 +129,20 @@ local function sweep_holders(holders_key, tokens_key, now)
   for _, token in ipairs(expired) do redis.call('HDEL', tokens_key, token) end
 end
 
+-- Locks: the next fence of a key = max(last + 1, the server's clock in microseconds), stored
+-- back. A fence counter that lost its history (a restart without persistence, a failover to a
+-- replica that missed the last writes) thus starts again above every fence it handed out before
+-- the loss — the clock has moved on since — and a clock that steps back never makes fences go
+-- back or repeat (last + 1). Microseconds since 1970 (~1.8e15) stay below 2^53: exact in Lua's
+-- doubles and in a JavaScript number. string.format keeps all digits when storing.
+local function next_fence(fence_key)
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local fence = math.max(tonumber(redis.call('GET', fence_key) or '0') + 1, clock)
+  redis.call('SET', fence_key, string.format('%.0f', fence))
+  return fence
+end
+
 -- Locks: the holder keys vanish by themselves when their last lease lapses (abandoned keys
 -- cost no memory); the fence counter is kept.
 local function expire_with_holders(holders_key, tokens_key)

@@ -1,6 +1,6 @@
 -- lock_acquire: grants a slot of a lock/semaphore when fewer than `limit` live holders remain.
--- KEYS[1] holders zset (token → expiry ms), KEYS[2] fence counter (kept forever: fences only
--- grow), KEYS[3] tokens hash (token → fence). All three share the key's hash tag.
+-- KEYS[1] holders zset (token → expiry ms), KEYS[2] last fence (kept forever; next_fence: fences
+-- only grow, also across lost data), KEYS[3] tokens hash (token → fence). All three share the key's hash tag.
 -- ARGV[1] token, ARGV[2] limit, ARGV[3] ttl ms
 -- Returns {fence, expiresAt, now} on a grant | {0, msUntilEarliestExpiry} when every slot is taken.
 -- Clock: the server's TIME, never the caller's.
@@ -10,9 +10,9 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return { 0, tonumber(first[2]) - now }
 end
-local fence = redis.call('INCR', KEYS[2])
+local fence = next_fence(KEYS[2])
 local expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], expires, ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], fence)
+redis.call('HSET', KEYS[3], ARGV[1], string.format('%.0f', fence))
 expire_with_holders(KEYS[1], KEYS[3])
 return { fence, expires, now_ms() }

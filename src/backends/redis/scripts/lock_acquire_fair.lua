@@ -26,10 +26,10 @@ else
   end
 end
 if held + ahead >= limit then return { 0 } end
-local fence = redis.call('INCR', KEYS[2])
+local fence = next_fence(KEYS[2])
 local expires = now + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[1], expires, ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], fence)
+redis.call('HSET', KEYS[3], ARGV[1], string.format('%.0f', fence))
 expire_with_holders(KEYS[1], KEYS[3])
 if ARGV[4] ~= '' then
   redis.call('ZREM', KEYS[4], ARGV[4])
