@@ -133,8 +133,13 @@ export const readinessSchema = z
 
 export const waitingRoomBodySchema = waitingRoomSpecSchema;
 const ticketStatusSchema = z.enum(['waiting', 'admitted', 'used', 'expired', 'sold_out']);
+// One property per status (not a record keyed by the enum): z.toJSONSchema renders a record as
+// `required` names with no `properties`, which OpenAPI linters rightly flag as undefined.
+const ticketCountsSchema = z
+  .object(Object.fromEntries(ticketStatusSchema.options.map((status) => [status, z.number().int()])) as Record<z.infer<typeof ticketStatusSchema>, z.ZodNumber>)
+  .meta({ description: 'Tickets by status right now' });
 export const waitingRoomSchema = z
-  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: z.record(ticketStatusSchema, z.number().int()).meta({ description: 'Tickets by status right now' }) })
+  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: ticketCountsSchema })
   .meta({ id: 'WaitingRoom' });
 export const ticketSchema = z
   .object({
