@@ -111,8 +111,9 @@ export const lockInfoSchema = z
   .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: z.number().int(), expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int() })
   .meta({ id: 'LockInfo' });
 export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional(), fair: z.boolean().optional() }).strict();
-export const renewBodySchema = z.object({ token: z.string(), ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
-export const releaseBodySchema = z.object({ token: z.string() }).strict();
+const leaseTokenSchema = z.string().meta({ description: 'The token acquire answered (a semaphore slot\'s carries its limit: `….s<limit>`)' });
+export const renewBodySchema = z.object({ token: leaseTokenSchema, ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const releaseBodySchema = z.object({ token: leaseTokenSchema }).strict();
 export const counterSchema = z.object({ name: z.string(), value: z.number().int(), shards: z.number().int() }).meta({ id: 'Counter' });
 export const counterBodySchema = z.object({ by: counterStepSchema.optional() }).strict();
 
