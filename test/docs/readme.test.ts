@@ -299,10 +299,18 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     const root = await helpOf([]);
     assert.equal(root.code, 0, root.stderr);
     const problems: string[] = [];
-    for (const command of commands) {
+    const parsed = [...commands].map((command) => {
       const tokens = command.split(/\s+/).filter(Boolean);
       const positional = tokens.slice(0, tokens.findIndex((t) => t.startsWith('-')) >>> 0).filter((t) => !t.startsWith('-'));
-      for (const expanded of expandAlternatives(positional)) {
+      return { command, tokens, variants: expandAlternatives(positional) };
+    });
+    // Three --help runs at a time: each is a Node start-up, and the machine has few cores.
+    const queue = parsed.flatMap((p) => p.variants);
+    await Promise.all([0, 1, 2].map(async () => {
+      for (let words = queue.shift(); words; words = queue.shift()) await helpOf(words);
+    }));
+    for (const { command, tokens, variants } of parsed) {
+      for (const expanded of variants) {
         const out = await helpOf(expanded);
         if (out.code !== 0) {
           problems.push(`dibs ${expanded.join(' ')} --help exited ${out.code}: ${out.stderr.trim().split('\n')[0]}`);
