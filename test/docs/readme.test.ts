@@ -185,7 +185,11 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
         } catch {
           assert.fail(`${where}: expected JSON like ${expected}, got: ${out.stdout.slice(0, 500)}`);
         }
-        matchJsonShape(actual, parseShape(expected));
+        try {
+          matchJsonShape(actual, parseShape(expected));
+        } catch (error) {
+          assert.fail(`${where}: expected ${expected}, got ${out.stdout.trim().slice(0, 500)} (${(error as Error).message.split('\n')[0]})`);
+        }
       } else if (expected.startsWith('CSV: ')) {
         assert.equal(out.stdout.split('\n')[0]!.trim(), expected.slice(5), `${where}: the CSV header`);
       } else {
