@@ -19,12 +19,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { BLOCK_NOT_RUN, NOT_RUN, codeBlocks, leadingShape, matchJsonShape, parseShape, shellCommands, textPattern, type Block, type Command } from './markdown.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -305,7 +305,8 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     const problems: string[] = [];
     const parsed = [...commands].map((command) => {
       const tokens = command.split(/\s+/).filter(Boolean);
-      const positional = tokens.slice(0, tokens.findIndex((t) => t.startsWith('-')) >>> 0).filter((t) => !t.startsWith('-'));
+      const firstFlag = tokens.findIndex((t) => t.startsWith('-'));
+      const positional = firstFlag < 0 ? tokens : tokens.slice(0, firstFlag); // command words (and its arguments: harmless before --help)
       return { command, tokens, variants: expandAlternatives(positional) };
     });
     // Three --help runs at a time: each is a Node start-up, and the machine has few cores.
