@@ -277,6 +277,7 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
       if (block.lang === 'sh') await runShell(block, cwd);
       else await runTs(block, cwd);
     }
+    assert.equal(server?.exitCode ?? null, null, `npm start's server died while the examples ran: ${serverLog.slice(-3000)}`);
     assert.ok(ran.length >= 40, `only ${ran.length} examples ran: ${ran.join(', ')}`);
     assert.ok(notRun.length <= 6, `more examples are marked not run than expected: ${notRun.join(', ')}`);
   });
