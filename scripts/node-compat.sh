@@ -24,7 +24,7 @@ for major in "$@"; do
   cd "$work/dibs"
   npm ci --ignore-scripts --no-audit --no-fund 2>&1 | tee npm-ci.log
   if grep -q EBADENGINE npm-ci.log; then echo "[node-compat] FAIL: npm ci warned about engines on $(node --version)" >&2; exit 1; fi
-  (cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --nodedir="$nodedir" -j 2 >/dev/null)
+  (cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --nodedir="$nodedir" -j 2 >"$work/gyp.log" 2>&1) || { tail -40 "$work/gyp.log" >&2; exit 1; }
   node scripts/build.mjs
   DIBS_TEST_CONCURRENCY=1 node scripts/test.mjs "${tests[@]}"
   cd "$root"
