@@ -1,7 +1,7 @@
 // Compiles src/ to dist/ and copies the non-TypeScript assets (.sql, .lua, .html, .css, and the
 // dashboard's browser scripts, src/dashboard/public/*.js) that modules load at run time from beside themselves.
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync, readdirSync, statSync, mkdirSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, rmSync, readdirSync, statSync, mkdirSync } from 'node:fs';
 import { join, dirname, extname } from 'node:path';
 import { createRequire } from 'node:module';
 
@@ -25,3 +25,8 @@ function copyAssets(dir) {
   }
 }
 copyAssets(join(root, 'src'));
+
+// tsc writes files without the execute bit. `npx dibs` execs the bin's target itself (npm set the bit
+// when it linked the bin, once), so a rebuild that left it off made the CLI "Permission denied".
+const { bin } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+for (const target of Object.values(bin ?? {})) chmodSync(join(root, target), 0o755);

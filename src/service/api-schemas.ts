@@ -123,8 +123,9 @@ export const lockInfoSchema = z
   .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: fenceSchema, expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int().min(0).meta({ description: 'Highest fence ever granted for the key (0 if never)' }) })
   .meta({ id: 'LockInfo' });
 export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional(), fair: z.boolean().optional() }).strict();
-export const renewBodySchema = z.object({ token: z.string(), ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
-export const releaseBodySchema = z.object({ token: z.string() }).strict();
+const leaseTokenSchema = z.string().meta({ description: 'The token acquire answered (a semaphore slot\'s carries its limit: `….s<limit>`)' });
+export const renewBodySchema = z.object({ token: leaseTokenSchema, ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const releaseBodySchema = z.object({ token: leaseTokenSchema }).strict();
 export const counterSchema = z.object({ name: z.string(), value: z.number().int(), shards: z.number().int() }).meta({ id: 'Counter' });
 export const counterBodySchema = z.object({ by: counterStepSchema.optional() }).strict();
 
@@ -145,8 +146,13 @@ export const readinessSchema = z
 
 export const waitingRoomBodySchema = waitingRoomSpecSchema;
 const ticketStatusSchema = z.enum(['waiting', 'admitted', 'used', 'expired', 'sold_out']);
+// One property per status (not a record keyed by the enum): z.toJSONSchema renders a record as
+// `required` names with no `properties`, which OpenAPI linters rightly flag as undefined.
+const ticketCountsSchema = z
+  .object(Object.fromEntries(ticketStatusSchema.options.map((status) => [status, z.number().int()])) as Record<z.infer<typeof ticketStatusSchema>, z.ZodNumber>)
+  .meta({ description: 'Tickets by status right now' });
 export const waitingRoomSchema = z
-  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: z.record(ticketStatusSchema, z.number().int()).meta({ description: 'Tickets by status right now' }) })
+  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: ticketCountsSchema })
   .meta({ id: 'WaitingRoom' });
 export const ticketSchema = z
   .object({

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { SCOPES } from './auth/keys.js';
 import { errorSchema } from './api-schemas.js';
 import type { RouteDoc } from './routing.js';
+import { TAGS } from './tags.js';
 
 type Json = Record<string, unknown>;
 
@@ -69,6 +70,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Json
     info: {
       title: 'dibs API',
       version,
+      license: { name: 'MIT', identifier: 'MIT' },
       description: [
         'Hand out scarce things exactly once: coupon pools, flash sales, locks and counters.',
         '**Auth**: `Authorization: Bearer dibs_…` (create keys with `dibs keys create`). Every key belongs to a tenant and sees only that tenant\'s pools, sales, locks and counters. No key → 401, missing scope → 403, another tenant\'s object → 404.',
@@ -81,7 +83,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Json
     },
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
-    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAGS[name] })),
     paths,
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'dibs_<id>_<secret>' } },

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Principal, Scope } from './auth/keys.js';
 import type { Tenant } from './auth/tenant.js';
+import type { Tag } from './tags.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -16,7 +17,7 @@ export interface RouteDoc {
   url: string;
   /** Scope needed; `public` routes need no key. */
   scope: Scope | 'public' | 'any';
-  tag: string;
+  tag: Tag;
   summary: string;
   description?: string;
   body?: z.ZodType;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { parseShellToken, shellLease } from '../../service/lease-token.js';
 import { block, intOption, output, withDibs } from '../context.js';
 
 export function locksCommand(program: Command): void {
@@ -30,7 +31,7 @@ export function locksCommand(program: Command): void {
     .action(async (key: string, opts: { ttl: number; wait: number; limit: number; fair: boolean }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const lease = await dibs.semaphores.acquire(key, opts.limit, { ttlMs: opts.ttl, waitMs: opts.wait, fair: opts.fair });
-        process.stdout.write(`${JSON.stringify(lease, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify(shellLease(lease), null, 2)}\n`);
       });
     });
 
@@ -42,12 +43,13 @@ export function locksCommand(program: Command): void {
       .option('--ttl <ms>', 'new time to live (renew; default: the TTL the lease was acquired with)', intOption('--ttl'))
       .action(async (key: string, opts: { token: string; ttl?: number }, command: Command) => {
         await withDibs(command, async (dibs) => {
-          const lease = { key, token: opts.token, limit: 1 } as Parameters<typeof dibs.semaphores.release>[0];
+          const { token, limit } = parseShellToken(opts.token, '--token');
+          const lease = { key, token, limit: limit ?? 1 } as Parameters<typeof dibs.semaphores.release>[0];
           if (action === 'release') {
             await dibs.semaphores.release(lease);
             output(command, { released: key }, () => `released ${key}`);
           } else {
-            const renewed = await dibs.semaphores.renew(lease, opts.ttl !== undefined ? { ttlMs: opts.ttl } : {});
+            const renewed = shellLease(await dibs.semaphores.renew(lease, opts.ttl !== undefined ? { ttlMs: opts.ttl } : {}));
             output(command, renewed, () => `renewed ${key} until ${renewed.expiresAt} (fence ${renewed.fence})`);
           }
         });

@@ -4,6 +4,7 @@ import { DibsError, isDibsError } from '../../core/errors.js';
 import * as S from '../api-schemas.js';
 import type { ServiceContext } from '../context.js';
 import { bodyObject, pick } from '../http-input.js';
+import { parseShellToken, shellLease } from '../lease-token.js';
 import { route } from '../routing.js';
 
 /**
@@ -27,10 +28,6 @@ const optionalBody = (body: unknown) => {
   if (typeof body !== 'object' || Array.isArray(body)) throw new DibsError('invalid_input', 'body: must be a JSON object', { field: 'body' });
   return body as Record<string, unknown>;
 };
-const token = (body: Record<string, unknown>) => {
-  if (typeof body.token !== 'string') throw new DibsError('invalid_input', 'token: required, the token of the lease', { field: 'token' });
-  return body.token;
-};
 
 const tag = 'Locks';
 
@@ -51,7 +48,7 @@ export function lockRoutes(app: FastifyInstance, { dibs, metrics, closing }: Ser
         ...(body.fair !== undefined ? { fair: body.fair as boolean } : {}),
         signal: stopWaiting(reply, closing),
       });
-      return reply.status(201).send(lease);
+      return reply.status(201).send(shellLease(lease));
     } catch (error) {
       // given up because the service is shutting down: 503 (retriable), not the caller's timeout
       if (closing.aborted && isDibsError(error) && error.code === 'lock_timeout') throw closing.reason;
@@ -64,13 +61,15 @@ export function lockRoutes(app: FastifyInstance, { dibs, metrics, closing }: Ser
   route(app, { method: 'POST', url: '/v1/locks/:key/renew', scope: 'locks:write', tag, summary: 'Extend a lease (owner token only)', body: S.renewBodySchema, responses: { 200: { description: 'The renewed lease', schema: S.leaseSchema } } }, async (request) => {
     const key = request.tenant.key(request.params.key);
     const body = pick(bodyObject(request), ['token', 'ttlMs', 'limit']);
-    return dibs.semaphores.renew({ key, token: token(body), limit: (body.limit ?? 1) as number } as never, body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {});
+    const { token, limit } = parseShellToken(body.token, 'token');
+    const lease = { key, token, limit: (body.limit ?? limit ?? 1) as number } as never;
+    return shellLease(await dibs.semaphores.renew(lease, body.ttlMs !== undefined ? { ttlMs: body.ttlMs as number } : {}));
   });
 
   route(app, { method: 'POST', url: '/v1/locks/:key/release', scope: 'locks:write', tag, summary: 'Release a lease (owner token only)', body: S.releaseBodySchema, responses: { 204: { description: 'Released' } } }, async (request, reply) => {
     const key = request.tenant.key(request.params.key);
     const body = pick(bodyObject(request), ['token']);
-    await dibs.semaphores.release({ key, token: token(body) } as never);
+    await dibs.semaphores.release({ key, token: parseShellToken(body.token, 'token').token } as never);
     return reply.status(204).send();
   });
 
