@@ -9,7 +9,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Backend, BackendFactory } from '../../core/backend.js';
-import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
+import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import type { ServiceStore } from '../../core/service-store.js';
 import { translateErrors } from '../shared/translate-errors.js';
@@ -21,19 +21,13 @@ import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
 import { createRedisClient, isClusterUrl } from './connect.js';
+import { translateRedisError } from './errors.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
-const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
-
-export function translateRedisError(error: unknown): unknown {
-  if (isDibsError(error)) return error;
-  const message = (error as Error)?.message ?? String(error);
-  if ((error as Error)?.name === 'MaxRetriesPerRequestError' || RETRIABLE.test(message)) return unavailable(`redis: ${message}`, error);
-  return error;
-}
+export { translateRedisError } from './errors.js';
 
 export class RedisBackend implements Backend {
   readonly kind = 'redis';

@@ -25,7 +25,7 @@ import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, Sa
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { runScript, type RedisClient, type ScriptName } from '../redis/scripts.js';
 import { tieredSaleKeys } from '../redis/keys.js';
-import { translateRedisError } from '../redis/index.js';
+import { translateRedisError } from '../redis/errors.js';
 
 export interface TieredOptions {
   /** Redis key prefix. */
@@ -93,8 +93,17 @@ export class CircuitBreakers {
   }
 }
 
+/** The last Redis failure that opened a breaker (health reports it while a breaker is open). */
+export interface FastPathFailure {
+  /** The server's error code for a node that answers but refuses (READONLY, OOM, …); absent for a lost connection. */
+  reason?: string;
+  message: string;
+  at: string;
+}
+
 export class TieredSales implements SaleBackend {
   readonly breaker: CircuitBreakers;
+  lastFailure: FastPathFailure | null = null;
   /** In-process single flight of reconciliations/refills per sale. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
@@ -289,6 +298,8 @@ export class TieredSales implements SaleBackend {
       const translated = translateRedisError(error);
       if (isDibsError(translated, 'unavailable')) {
         this.breaker.fail(saleId);
+        const reason = translated.details?.reason;
+        this.lastFailure = { ...(typeof reason === 'string' ? { reason } : {}), message: (error as Error).message, at: new Date().toISOString() };
         throw new RedisDown((error as Error).message);
       }
       throw translated;
