@@ -1,6 +1,6 @@
 /**
  * Tiered mode's grant ledger on PostgreSQL: each step is one statement calling a function of
- * migration 010 (sale_grant, sale_take_granted, sale_grant_close, sale_grants_revoke,
+ * migrations 010 and 016 (sale_grant, sale_take_granted, sale_grant_close, sale_grants_revoke,
  * sale_grants_expire), which locks the sale row first like every other sale step.
  */
 import type pg from 'pg';
@@ -9,6 +9,7 @@ import type { SaleViolation } from '../../core/sales/backend.js';
 import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
 import { limitReached, notLive } from '../../core/sales/rules.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
@@ -49,6 +50,8 @@ export class PgGrants implements GrantLedger {
         throw notFound('sale', saleId);
       case 'not_live':
         throw notLive(saleId, r.status!);
+      case 'ticket_required':
+        throw ticketRequired(saleId);
       case 'limit_reached':
         throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
       case 'revoked':

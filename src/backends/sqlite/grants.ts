@@ -7,6 +7,7 @@ import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
 import type { Order } from '../../core/sales/types.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import { toOrder, type OrderRow, type SqliteSales } from './sales.js';
@@ -57,6 +58,8 @@ export class SqliteGrants implements GrantLedger {
       const replay = this.sales.replay(saleId, key, 'buy', customer, quantity);
       if (replay) return { outcome: 'replay', order: this.order(replay.result_id)! };
       const row = this.sales.liveSale(saleId, now);
+      // A room enabled while this grant was out: its units sell only through tickets now.
+      if (this.sales.hasWaitingRoom(saleId)) throw ticketRequired(saleId);
       this.sales.assertWithinLimit(row, customer, quantity);
       if (this.stmt.useGrant.run({ grant: Number(grantId), sale: saleId, quantity }).changes === 0) return { outcome: 'revoked' };
       this.stmt.moveEscrow.run({ sale: saleId, n: -quantity });

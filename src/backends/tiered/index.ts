@@ -28,6 +28,7 @@ import { unavailableReply } from '../redis/errors.js';
 import type { RedisClient } from '../redis/scripts.js';
 import { parseStoreUrl } from '../registry.js';
 import { TieredSales, type TieredOptions } from './sales.js';
+import { TieredWaitingRooms } from './waiting-rooms.js';
 
 export const TIERED_PARAM = 'fastpath';
 
@@ -88,6 +89,7 @@ function tieredOptions(url: URL): TieredOptions {
 export class TieredBackend implements Backend {
   readonly kind = 'tiered';
   readonly sales: TieredSales;
+  readonly waitingRooms: TieredWaitingRooms | undefined;
   private closed = false;
 
   constructor(
@@ -97,6 +99,7 @@ export class TieredBackend implements Backend {
     private readonly cluster: boolean,
   ) {
     this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options, cluster);
+    this.waitingRooms = ledger.waitingRooms ? new TieredWaitingRooms(ledger.waitingRooms, (saleId) => this.sales.resetFastPath(saleId)) : undefined;
   }
 
   get pools() {
@@ -113,9 +116,6 @@ export class TieredBackend implements Backend {
   }
   get counters() {
     return this.ledger.counters;
-  }
-  get waitingRooms() {
-    return this.ledger.waitingRooms;
   }
   get forecasts() {
     return this.ledger.forecasts;

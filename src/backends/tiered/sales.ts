@@ -190,6 +190,9 @@ export class TieredSales implements SaleBackend {
     } catch (error) {
       // limit_reached / not_live / conflict (or the ledger is down): nothing was written.
       await this.giveBack(saleId, grant, customer, quantity, key, 'give');
+      // A waiting room was enabled while this grant was out: stop selling from Redis at once (the
+      // grants come back, the next buyer reconciles and finds the sale ledger-only).
+      if (isDibsError(error, 'ticket_required')) await this.resetFastPath(saleId).catch(() => {});
       throw error;
     }
     if (taken.outcome === 'ok') return { order: taken.order, replayed: false };

@@ -32,7 +32,7 @@ export interface GrantLedger {
   grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean): Promise<GrantOutcome>;
   /**
    * A buy Redis decided: in one step, judge the key (replay / `conflict`), the window
-   * (`not_live`), the per-customer limit (`limit_reached`) again, then consume `quantity` units
+   * (`not_live`), the waiting room (`ticket_required`), the per-customer limit (`limit_reached`) again, then consume `quantity` units
    * of the grant and write the order — or answer `revoked` when the grant cannot give them.
    */
   takeGranted(saleId: string, grantId: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<GrantedTake>;
