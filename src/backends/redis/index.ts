@@ -1,7 +1,8 @@
 /**
  * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, and Cluster
  * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`),
- * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000).
+ * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000),
+ * `allowEviction=true` (open even when a master's maxmemory-policy may evict keys; see eviction.ts).
  * Every pool operation is one Lua script on the pool's slot (see scripts/*.lua).
  *
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
@@ -22,6 +23,7 @@ import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
 import { createRedisClient, isClusterUrl } from './connect.js';
 import { translateRedisError } from './errors.js';
+import { allowEvictionParam, assertNoEviction, evictionPolicies, evictionPolicyOf } from './eviction.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
@@ -47,6 +49,8 @@ export class RedisBackend implements Backend {
     private readonly client: RedisClient,
     readonly prefix: string,
     private readonly cluster: boolean,
+    /** The URL accepted an evicting maxmemory-policy (allowEviction=true): health warns while it is one. */
+    private readonly allowEviction = false,
   ) {
     this.pools = translateErrors(new RedisPools(client, prefix), translateRedisError);
     this.service = translateErrors(new RedisServiceStore(client, prefix), translateRedisError);
@@ -66,6 +70,8 @@ export class RedisBackend implements Backend {
       await node.ping();
       const persistence = await persistenceOf(node);
       const durable = persistence.appendonly === 'yes' && persistence.appendfsync === 'always';
+      const maxmemoryPolicy = await evictionPolicyOf(node).catch(() => 'unknown');
+      const evicting = maxmemoryPolicy !== 'noeviction';
       return {
         ok: true,
         backend: this.kind,
@@ -73,6 +79,10 @@ export class RedisBackend implements Backend {
           mode: this.cluster ? 'cluster' : 'single',
           prefix: this.prefix,
           persistence,
+          maxmemoryPolicy,
+          ...(evicting
+            ? { evictionWarning: `maxmemory-policy ${maxmemoryPolicy}${this.allowEviction ? ' (accepted by allowEviction=true)' : ''}: under memory pressure Redis may evict lease, hold and claim keys, and grant a lock or code twice` }
+            : {}),
           ...(durable
             ? {}
             : {
@@ -137,6 +147,7 @@ const CLIENT_OPTIONS = {
 
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
+  const allowEviction = allowEvictionParam(url);
   const isCluster = isClusterUrl(url);
   const node = { ...CLIENT_OPTIONS, commandTimeout };
   const client = isCluster
@@ -151,5 +162,11 @@ export const openRedis: BackendFactory = async (url) => {
   // Connection errors surface on the commands that meet them (as `unavailable`); without a
   // listener ioredis would also print every reconnect failure.
   client.on('error', () => {});
-  return new RedisBackend(client, prefix, isCluster);
+  try {
+    assertNoEviction(await evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2), allowEviction);
+  } catch (error) {
+    client.disconnect();
+    throw translateRedisError(error);
+  }
+  return new RedisBackend(client, prefix, isCluster, allowEviction);
 };
