@@ -8,6 +8,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { DibsError } from '../../core/errors.js';
+import { unavailableReply } from './errors.js';
 import type { RedisClient } from './scripts.js';
 
 export const ALLOW_EVICTION_PARAM = 'allowEviction';
@@ -21,9 +22,19 @@ export function allowEvictionParam(url: URL): boolean {
   throw new DibsError('invalid_input', `store: ${ALLOW_EVICTION_PARAM} must be true or false`, { field: 'store' });
 }
 
-/** One node's maxmemory-policy, or 'unknown' when INFO does not say. */
+/**
+ * One node's maxmemory-policy; 'unknown' when INFO does not say or is refused (a renamed or
+ * ACL-denied command), which open treats like an evicting policy. A node that cannot be reached
+ * or refuses to serve rejects (`unavailable` after translation).
+ */
 export async function evictionPolicyOf(node: Redis): Promise<string> {
-  const info = await node.info('memory');
+  let info: string;
+  try {
+    info = await node.info('memory');
+  } catch (error) {
+    if ((error as Error)?.name === 'ReplyError' && !unavailableReply(error)) return 'unknown';
+    throw error;
+  }
   return /^maxmemory_policy:(\S+)/m.exec(info)?.[1] ?? 'unknown';
 }
 
