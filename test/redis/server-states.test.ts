@@ -152,6 +152,11 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
             assert.deepEqual(error.details, { reason: state.reason, retryAfterMs: 1000 });
             return true;
           });
+          if (state.reason === 'READONLY') {
+            const health = await dibs.health();
+            assert.equal(health.ok, false, 'a replica is not ready');
+            assert.equal(health.details.role, 'replica');
+          }
         } finally {
           await state.undo();
         }

@@ -72,11 +72,16 @@ export class RedisBackend implements Backend {
       const durable = persistence.appendonly === 'yes' && persistence.appendfsync === 'always';
       const maxmemoryPolicy = await evictionPolicyOf(node).catch(() => 'unknown');
       const evicting = maxmemoryPolicy !== 'noeviction';
+      // A single-node URL that reaches a replica (a primary demoted by a failover, a DNS name not
+      // yet moved) answers PING but refuses every write: not ready.
+      const role = this.cluster ? 'master' : await roleOf(node);
+      const replica = role === 'slave' || role === 'replica';
       return {
-        ok: true,
+        ok: !replica,
         backend: this.kind,
         details: {
           mode: this.cluster ? 'cluster' : 'single',
+          ...(replica ? { role: 'replica', error: 'connected to a read-only replica: every write answers unavailable (READONLY) until the URL reaches the primary' } : {}),
           prefix: this.prefix,
           persistence,
           maxmemoryPolicy,
@@ -103,6 +108,16 @@ export class RedisBackend implements Backend {
     this.closed = true;
     await this.releaseSubscriber.close();
     await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+/** The node's replication role (ROLE's first element), or 'unknown' when ROLE is refused. */
+async function roleOf(node: Redis): Promise<string> {
+  try {
+    const reply = (await node.call('ROLE')) as unknown[];
+    return String(reply[0]);
+  } catch {
+    return 'unknown';
   }
 }
 
