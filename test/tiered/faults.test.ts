@@ -1,7 +1,8 @@
 /**
  * Tiered mode under Redis faults, on a test-owned redis-server (no persistence) over a PostgreSQL
  * ledger (and once over SQLite): during a paced 4-process buy storm with more demand than units, Redis is
- * (a) SIGKILLed and stays down, (b) FLUSHALLed, (c) SIGKILLed and restarted empty. On a test-owned
+ * (a) SIGKILLed and stays down, (b) FLUSHALLed, (c) SIGKILLed and restarted empty, (g) the sale's keys
+ * rolled back 400 ms (DUMP … RESTORE, as a failover to a lagging replica would). On a test-owned
  * 3-master Cluster, only the master that owns the sale's slot is (d) FLUSHALLed or (e) SIGKILLed and
  * restarted empty; and (f) with one master down, its sales sell through the ledger while a sale on
  * another master keeps the fast path.
@@ -60,6 +61,28 @@ async function flushAll(url: string): Promise<void> {
   const client = new Redis(url);
   try {
     await client.flushall();
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Rolls the sale's fast-path keys back in time, as a failover to a lagging replica or a restore of
+ * an older RDB would: DUMPed now, RESTOREd (atomically) `laterMs` later, while the storm goes on
+ * selling and refilling in between.
+ */
+async function rollBack(url: string, target: { sale: string; prefix: string }, laterMs: number): Promise<void> {
+  const keys = Object.values(tieredSaleKeys(target.prefix, target.sale));
+  const client = new Redis(url);
+  try {
+    const dumps = await Promise.all(keys.map(async (key) => ({ key, dump: await client.dumpBuffer(key), ttl: await client.pttl(key) })));
+    await sleep(laterMs);
+    const restore = client.multi();
+    for (const { key, dump, ttl } of dumps) {
+      if (dump === null) restore.del(key);
+      else restore.restore(key, ttl > 0 ? ttl : 0, dump, 'REPLACE');
+    }
+    await restore.exec();
   } finally {
     client.disconnect();
   }
@@ -178,6 +201,10 @@ describe('tiered ledger + redis: Redis faults during a buy storm', { skip: !read
 
   it('(c) the same over a SQLite ledger shared by the 4 processes', async () => {
     await stormThrough(fastPath, 'restart-sqlite', () => killAndRestart(server), 'sqlite');
+  });
+
+  it('(g) the sale\'s Redis state rolled back 400 ms mid-storm (DUMP, sales and refills, RESTORE): grants it lost track of are reclaimed, nothing oversold', async () => {
+    await stormThrough(fastPath, 'rollback', (target) => rollBack(server.url, target, 400));
   });
 });
 

@@ -1,9 +1,9 @@
 -- Statements of tiered mode's grant ledger on PostgreSQL (grants.ts); the functions are in
--- migration 010_sale_grants.sql. Runs with search_path set to dibs' schema.
+-- migrations 010_sale_grants.sql, 016_grant_room.sql and 017_orphaned_grants.sql. Runs with search_path set to dibs' schema.
 
 -- name: grant
--- $1 sale, $2 size, $3 ttl ms, $4 revoke every open grant first
-SELECT outcome, status, grant_id::text AS grant_id, size, escrow, per_customer_limit, ends_at FROM sale_grant($1, $2, $3, $4)
+-- $1 sale, $2 size, $3 ttl ms, $4 revoke every open grant first, $5 revoke open grants newer than this one first (or null)
+SELECT outcome, status, grant_id::text AS grant_id, size, escrow, per_customer_limit, ends_at FROM sale_grant($1, $2, $3, $4, $5::bigint)
 
 -- name: takeGranted
 -- $1 sale, $2 grant, $3 customer, $4 quantity, $5 key (or null), $6 id for the new order
@@ -15,6 +15,10 @@ SELECT sale_grant_close($1::bigint, $2) AS n
 
 -- name: revokeGrants
 SELECT sale_grants_revoke($1) AS n
+
+-- name: revokeNewer
+-- $1 sale, $2 grant → revokes the sale's open grants made after it
+SELECT sale_grants_revoke_newer($1, $2::bigint) AS n
 
 -- name: expireGrants
 SELECT sale_grants_expire($1) AS n

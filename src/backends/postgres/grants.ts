@@ -1,6 +1,6 @@
 /**
  * Tiered mode's grant ledger on PostgreSQL: each step is one statement calling a function of
- * migration 010 (sale_grant, sale_take_granted, sale_grant_close, sale_grants_revoke,
+ * migrations 010, 016 and 017 (sale_grant, sale_take_granted, sale_grant_close, sale_grants_revoke,
  * sale_grants_expire), which locks the sale row first like every other sale step.
  */
 import type pg from 'pg';
@@ -9,10 +9,11 @@ import type { SaleViolation } from '../../core/sales/backend.js';
 import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
 import { limitReached, notLive } from '../../core/sales/rules.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
-const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['grant', 'takeGranted', 'closeGrant', 'revokeGrants', 'expireGrants', 'orderById', 'auditGrants', 'grantsMisused']);
+const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['grant', 'takeGranted', 'closeGrant', 'revokeGrants', 'revokeNewer', 'expireGrants', 'orderById', 'auditGrants', 'grantsMisused']);
 
 interface OrderRow {
   id: string;
@@ -26,8 +27,8 @@ interface OrderRow {
 export class PgGrants implements GrantLedger {
   constructor(private readonly pool: pg.Pool) {}
 
-  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean): Promise<GrantOutcome> {
-    const r = (await query<{ outcome: string; status: SaleStatus | null; grant_id: string | null; size: number | null; escrow: number | null; per_customer_limit: number | null; ends_at: Date | null }>(this.pool, Q.grant, [saleId, size, ttlMs, revokeAll])).rows[0]!;
+  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean, newest: string | null = null): Promise<GrantOutcome> {
+    const r = (await query<{ outcome: string; status: SaleStatus | null; grant_id: string | null; size: number | null; escrow: number | null; per_customer_limit: number | null; ends_at: Date | null }>(this.pool, Q.grant, [saleId, size, ttlMs, revokeAll, grantIdOrNull(newest)])).rows[0]!;
     switch (r.outcome) {
       case 'not_found':
         throw notFound('sale', saleId);
@@ -49,6 +50,8 @@ export class PgGrants implements GrantLedger {
         throw notFound('sale', saleId);
       case 'not_live':
         throw notLive(saleId, r.status!);
+      case 'ticket_required':
+        throw ticketRequired(saleId);
       case 'limit_reached':
         throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
       case 'revoked':
@@ -67,7 +70,11 @@ export class PgGrants implements GrantLedger {
     return (await query<{ n: number }>(this.pool, Q.closeGrant, [grantId, unused])).rows[0]!.n;
   }
 
-  async revokeGrants(saleId: string): Promise<number> {
+  async revokeGrants(saleId: string, newerThan?: string): Promise<number> {
+    if (newerThan !== undefined) {
+      const newest = grantIdOrNull(newerThan);
+      return newest === null ? 0 : (await query<{ n: number }>(this.pool, Q.revokeNewer, [saleId, newest])).rows[0]!.n;
+    }
     return (await query<{ n: number }>(this.pool, Q.revokeGrants, [saleId])).rows[0]!.n;
   }
 
@@ -88,4 +95,9 @@ export class PgGrants implements GrantLedger {
       return grantViolations(saleId, row, misused);
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
+}
+
+/** A grant id as the fast path reports it (digits), or null when it is not one (nothing is revoked then). */
+function grantIdOrNull(id: string | null): string | null {
+  return id !== null && /^\d{1,18}$/.test(id) ? id : null;
 }

@@ -1,7 +1,8 @@
 /**
  * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, and Cluster
  * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`),
- * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000).
+ * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000),
+ * `allowEviction=true` (open even when a master's maxmemory-policy may evict keys; see eviction.ts).
  * Every pool operation is one Lua script on the pool's slot (see scripts/*.lua).
  *
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
@@ -9,7 +10,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Backend, BackendFactory } from '../../core/backend.js';
-import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
+import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import type { ServiceStore } from '../../core/service-store.js';
 import { translateErrors } from '../shared/translate-errors.js';
@@ -21,19 +22,14 @@ import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
 import { createRedisClient, isClusterUrl } from './connect.js';
+import { translateRedisError } from './errors.js';
+import { allowEvictionParam, assertNoEviction, evictionPolicies, evictionPolicyOf } from './eviction.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
-const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
-
-export function translateRedisError(error: unknown): unknown {
-  if (isDibsError(error)) return error;
-  const message = (error as Error)?.message ?? String(error);
-  if ((error as Error)?.name === 'MaxRetriesPerRequestError' || RETRIABLE.test(message)) return unavailable(`redis: ${message}`, error);
-  return error;
-}
+export { translateRedisError } from './errors.js';
 
 export class RedisBackend implements Backend {
   readonly kind = 'redis';
@@ -53,6 +49,8 @@ export class RedisBackend implements Backend {
     private readonly client: RedisClient,
     readonly prefix: string,
     private readonly cluster: boolean,
+    /** The URL accepted an evicting maxmemory-policy (allowEviction=true): health warns while it is one. */
+    private readonly allowEviction = false,
   ) {
     this.pools = translateErrors(new RedisPools(client, prefix), translateRedisError);
     this.service = translateErrors(new RedisServiceStore(client, prefix), translateRedisError);
@@ -72,13 +70,24 @@ export class RedisBackend implements Backend {
       await node.ping();
       const persistence = await persistenceOf(node);
       const durable = persistence.appendonly === 'yes' && persistence.appendfsync === 'always';
+      const maxmemoryPolicy = await evictionPolicyOf(node).catch(() => 'unknown');
+      const evicting = maxmemoryPolicy !== 'noeviction';
+      // A single-node URL that reaches a replica (a primary demoted by a failover, a DNS name not
+      // yet moved) answers PING but refuses every write: not ready.
+      const role = this.cluster ? 'master' : await roleOf(node);
+      const replica = role === 'slave' || role === 'replica';
       return {
-        ok: true,
+        ok: !replica,
         backend: this.kind,
         details: {
           mode: this.cluster ? 'cluster' : 'single',
+          ...(replica ? { role: 'replica', error: 'connected to a read-only replica: every write answers unavailable (READONLY) until the URL reaches the primary' } : {}),
           prefix: this.prefix,
           persistence,
+          maxmemoryPolicy,
+          ...(evicting
+            ? { evictionWarning: `maxmemory-policy ${maxmemoryPolicy}${this.allowEviction ? ' (accepted by allowEviction=true)' : ''}: under memory pressure Redis may evict lease, hold and claim keys, and grant a lock or code twice` }
+            : {}),
           ...(durable
             ? {}
             : {
@@ -99,6 +108,16 @@ export class RedisBackend implements Backend {
     this.closed = true;
     await this.releaseSubscriber.close();
     await this.client.quit().catch(() => this.client.disconnect());
+  }
+}
+
+/** The node's replication role (ROLE's first element), or 'unknown' when ROLE is refused. */
+async function roleOf(node: Redis): Promise<string> {
+  try {
+    const reply = (await node.call('ROLE')) as unknown[];
+    return String(reply[0]);
+  } catch {
+    return 'unknown';
   }
 }
 
@@ -143,6 +162,7 @@ const CLIENT_OPTIONS = {
 
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
+  const allowEviction = allowEvictionParam(url);
   const isCluster = isClusterUrl(url);
   const node = { ...CLIENT_OPTIONS, commandTimeout };
   const client = isCluster
@@ -157,5 +177,11 @@ export const openRedis: BackendFactory = async (url) => {
   // Connection errors surface on the commands that meet them (as `unavailable`); without a
   // listener ioredis would also print every reconnect failure.
   client.on('error', () => {});
-  return new RedisBackend(client, prefix, isCluster);
+  try {
+    assertNoEviction(await evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2), allowEviction);
+  } catch (error) {
+    client.disconnect();
+    throw translateRedisError(error);
+  }
+  return new RedisBackend(client, prefix, isCluster, allowEviction);
 };

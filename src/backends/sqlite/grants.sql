@@ -10,6 +10,12 @@ UPDATE dibs_sale_grants SET revoked_at = @now
 WHERE sale_id = @sale AND revoked_at IS NULL AND (@all = 1 OR expires_at <= @now)
 RETURNING size - used AS unused
 
+-- name: revokeNewer
+-- Revokes the sale's open grants made after grant @newest (orphaned by a rollback of Redis' state). → unused units of each
+UPDATE dibs_sale_grants SET revoked_at = @now
+WHERE sale_id = @sale AND revoked_at IS NULL AND id > @newest
+RETURNING size - used AS unused
+
 -- name: moveEscrow
 UPDATE dibs_sales SET escrow = escrow + @n WHERE id = @sale
 

@@ -7,11 +7,12 @@ import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
 import type { Order } from '../../core/sales/types.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import { toOrder, type OrderRow, type SqliteSales } from './sales.js';
 
-const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['later', 'revokeOpen', 'moveEscrow', 'insertGrant', 'grantById', 'useGrant', 'shrinkGrant', 'expiredGrantSales', 'auditGrants', 'grantsMisused', 'orderById']);
+const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['later', 'revokeOpen', 'revokeNewer', 'moveEscrow', 'insertGrant', 'grantById', 'useGrant', 'shrinkGrant', 'expiredGrantSales', 'auditGrants', 'grantsMisused', 'orderById']);
 
 interface GrantRow {
   id: number;
@@ -32,11 +33,12 @@ export class SqliteGrants implements GrantLedger {
     this.stmt = prepareAll(db, Q);
   }
 
-  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean): Promise<GrantOutcome> {
+  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean, newest: string | null = null): Promise<GrantOutcome> {
     return write(this.db, this.options, () => {
       const now = this.sales.now();
       this.sales.snapshot(saleId, now); // not_found; expires stale holds
       this.revoke(saleId, revokeAll, now);
+      if (newest !== null) this.revokeNewer(saleId, newest, now);
       const { row, status } = this.sales.snapshot(saleId, now);
       // Every unit sold: Redis may answer sold_out itself for a while.
       if (status === 'sold_out') return { outcome: 'empty', escrow: row.escrow, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
@@ -57,6 +59,8 @@ export class SqliteGrants implements GrantLedger {
       const replay = this.sales.replay(saleId, key, 'buy', customer, quantity);
       if (replay) return { outcome: 'replay', order: this.order(replay.result_id)! };
       const row = this.sales.liveSale(saleId, now);
+      // A room enabled while this grant was out: its units sell only through tickets now.
+      if (this.sales.hasWaitingRoom(saleId)) throw ticketRequired(saleId);
       this.sales.assertWithinLimit(row, customer, quantity);
       if (this.stmt.useGrant.run({ grant: Number(grantId), sale: saleId, quantity }).changes === 0) return { outcome: 'revoked' };
       this.stmt.moveEscrow.run({ sale: saleId, n: -quantity });
@@ -78,8 +82,8 @@ export class SqliteGrants implements GrantLedger {
     });
   }
 
-  async revokeGrants(saleId: string): Promise<number> {
-    return write(this.db, this.options, () => this.revoke(saleId, true, this.sales.now()));
+  async revokeGrants(saleId: string, newerThan?: string): Promise<number> {
+    return write(this.db, this.options, () => (newerThan === undefined ? this.revoke(saleId, true, this.sales.now()) : this.revokeNewer(saleId, newerThan, this.sales.now())));
   }
 
   async expireGrants(limit: number): Promise<number> {
@@ -108,6 +112,15 @@ export class SqliteGrants implements GrantLedger {
   private order(id: string): Order | null {
     const row = this.stmt.orderById.get(id) as OrderRow | undefined;
     return row ? toOrder(row) : null;
+  }
+
+  /** Inside a write: revokes the open grants made after grant `newest` (a rollback of Redis' state orphaned them). */
+  private revokeNewer(saleId: string, newest: string, now: string): number {
+    if (!/^\d{1,15}$/.test(newest)) return 0;
+    let units = 0;
+    for (const { unused } of this.stmt.revokeNewer.all({ sale: saleId, newest: Number(newest), now }) as { unused: number }[]) units += unused;
+    if (units > 0) this.stmt.moveEscrow.run({ sale: saleId, n: -units });
+    return units;
   }
 
   /** Inside a write: revokes open grants (all, or expired ones) and returns their unused units to the sale. */

@@ -24,9 +24,11 @@ import type { Backend } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import { createRedisClient, isClusterUrl } from '../redis/connect.js';
+import { unavailableReply } from '../redis/errors.js';
 import type { RedisClient } from '../redis/scripts.js';
 import { parseStoreUrl } from '../registry.js';
 import { TieredSales, type TieredOptions } from './sales.js';
+import { TieredWaitingRooms } from './waiting-rooms.js';
 
 export const TIERED_PARAM = 'fastpath';
 
@@ -87,6 +89,7 @@ function tieredOptions(url: URL): TieredOptions {
 export class TieredBackend implements Backend {
   readonly kind = 'tiered';
   readonly sales: TieredSales;
+  readonly waitingRooms: TieredWaitingRooms | undefined;
   private closed = false;
 
   constructor(
@@ -96,6 +99,7 @@ export class TieredBackend implements Backend {
     private readonly cluster: boolean,
   ) {
     this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options, cluster);
+    this.waitingRooms = ledger.waitingRooms ? new TieredWaitingRooms(ledger.waitingRooms, (saleId) => this.sales.resetFastPath(saleId)) : undefined;
   }
 
   get pools() {
@@ -113,9 +117,6 @@ export class TieredBackend implements Backend {
   get counters() {
     return this.ledger.counters;
   }
-  get waitingRooms() {
-    return this.ledger.waitingRooms;
-  }
   get forecasts() {
     return this.ledger.forecasts;
   }
@@ -125,14 +126,20 @@ export class TieredBackend implements Backend {
 
   async health(): Promise<Health> {
     const ledger = await this.ledger.health();
+    const open = this.sales.breaker.openCount();
+    const breaker = open === 0 ? 'closed' : this.cluster ? `open for ${open} sale(s)` : 'open';
+    const failure = this.sales.lastFailure;
+    // A node can answer PING and still refuse every buy (READONLY after a failover, OOM, MISCONF…):
+    // an open breaker means the fast path is degraded, whatever PING says.
+    const degraded = { degraded: true, breaker, ...(failure ? { ...(failure.reason ? { reason: failure.reason } : {}), error: failure.message, since: failure.at } : {}) };
     let fastPath: Record<string, unknown>;
     try {
       if (!this.cluster) await this.redis.ping();
       const mode = this.cluster ? { mode: 'cluster', masters: await this.pingMasters() } : { mode: 'single' };
-      const open = this.sales.breaker.openCount();
-      fastPath = { ok: true, ...mode, prefix: this.options.prefix, breaker: open === 0 ? 'closed' : this.cluster ? `open for ${open} sale(s)` : 'open' };
+      fastPath = open === 0 ? { ok: true, ...mode, prefix: this.options.prefix, breaker } : { ok: false, ...mode, prefix: this.options.prefix, ...degraded, note: 'buys are served by the ledger until the breaker closes' };
     } catch (error) {
-      fastPath = { ok: false, error: (error as Error).message, note: 'buys are served by the ledger until Redis answers' };
+      const reason = unavailableReply(error);
+      fastPath = { ok: false, ...degraded, ...(reason ? { reason } : {}), error: (error as Error).message, note: 'buys are served by the ledger until Redis answers' };
     }
     // A dead fast path degrades speed, never correctness: health follows the ledger.
     return { ok: ledger.ok, backend: this.kind, details: { ...ledger.details, ledger: ledger.backend, fastPath } };

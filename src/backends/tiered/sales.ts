@@ -13,6 +13,10 @@
  *   revokes the sale's grants when it finds everything granted (their unused units come back).
  * - Redis lost its data (FLUSHALL, restart without persistence): the state key is missing; one
  *   caller revokes every open grant of the sale in the ledger before anything is granted again.
+ * - Redis rolled back (failover to a lagging replica, an older RDB): its state names an older grant
+ *   generation (`gen`, the newest grant it was given; grant ids only grow). When it asks for a
+ *   refill, or the ledger path finds everything granted, the ledger reclaims the open grants newer
+ *   than that generation: no Redis state sells from them.
  * - Reservations, confirmations and everything else go to the ledger; when a reservation finds all
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
@@ -25,7 +29,7 @@ import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, Sa
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { runScript, type RedisClient, type ScriptName } from '../redis/scripts.js';
 import { tieredSaleKeys } from '../redis/keys.js';
-import { translateRedisError } from '../redis/index.js';
+import { translateRedisError } from '../redis/errors.js';
 
 export interface TieredOptions {
   /** Redis key prefix. */
@@ -57,7 +61,7 @@ type TakeReply =
   | ['sold_out']
   | ['replay', string]
   | ['limit', number, number]
-  | ['refill', string, number]
+  | ['refill', string, number, string]
   | ['ok', string];
 
 /**
@@ -93,8 +97,17 @@ export class CircuitBreakers {
   }
 }
 
+/** The last Redis failure that opened a breaker (health reports it while a breaker is open). */
+export interface FastPathFailure {
+  /** The server's error code for a node that answers but refuses (READONLY, OOM, …); absent for a lost connection. */
+  reason?: string;
+  message: string;
+  at: string;
+}
+
 export class TieredSales implements SaleBackend {
   readonly breaker: CircuitBreakers;
+  lastFailure: FastPathFailure | null = null;
   /** In-process single flight of reconciliations/refills per sale. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
@@ -161,10 +174,10 @@ export class TieredSales implements SaleBackend {
         case 'refill':
           if (++refills > 1 || round >= MAX_ROUNDS) {
             // This buy asks for more than a fresh grant gives: refill for the others, then let the ledger answer.
-            await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2])));
+            await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2]), reply[3]));
             return this.ledgerBuy(saleId, customer, quantity, key, false);
           }
-          await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2])));
+          await this.track(saleId, () => this.refill(saleId, reply[1], Number(reply[2]), reply[3]));
           break;
         case 'ok':
           return this.writeWin(saleId, reply[1], customer, quantity, key, orderId);
@@ -181,6 +194,9 @@ export class TieredSales implements SaleBackend {
     } catch (error) {
       // limit_reached / not_live / conflict (or the ledger is down): nothing was written.
       await this.giveBack(saleId, grant, customer, quantity, key, 'give');
+      // A waiting room was enabled while this grant was out: stop selling from Redis at once (the
+      // grants come back, the next buyer reconciles and finds the sale ledger-only).
+      if (isDibsError(error, 'ticket_required')) await this.resetFastPath(saleId).catch(() => {});
       throw error;
     }
     if (taken.outcome === 'ok') return { order: taken.order, replayed: false };
@@ -223,12 +239,17 @@ export class TieredSales implements SaleBackend {
     }
   }
 
-  /** Takes unsold granted units back into the ledger: seal Redis' current grant, or revoke every grant when Redis is down. */
+  /**
+   * Takes unsold granted units back into the ledger: seal Redis' current grant and reclaim grants
+   * newer than any Redis knows (orphaned by a rollback of Redis' state), or revoke every grant
+   * when Redis is down.
+   */
   private async reclaim(saleId: string, redisDown: boolean): Promise<number> {
     if (!redisDown && !this.breaker.open(saleId)) {
       try {
-        const [grant, left] = (await this.script('tiered_seal', saleId, [])) as [string, number];
-        return grant === '' ? 0 : this.grants.closeGrant(grant, Number(left));
+        const [grant, left, gen] = (await this.script('tiered_seal', saleId, [])) as [string, number, string];
+        const closed = grant === '' ? 0 : await this.grants.closeGrant(grant, Number(left));
+        return closed + (gen === '' ? 0 : await this.grants.revokeGrants(saleId, gen));
       } catch (error) {
         if (!(error instanceof RedisDown)) throw error;
       }
@@ -242,10 +263,15 @@ export class TieredSales implements SaleBackend {
     await this.install(saleId, 'fresh', g, '');
   }
 
-  /** The current grant cannot serve a buy: return its unsold units, then grant the next chunk. */
-  private async refill(saleId: string, sealed: string, left: number): Promise<void> {
+  /**
+   * The current grant cannot serve a buy: return its unsold units, then grant the next chunk. `gen`
+   * is the newest grant Redis' state was given: an open grant newer than that was made for a state
+   * Redis no longer has (it rolled back: failover to a lagging replica, restore of an older RDB);
+   * no Redis state sells from it, so the ledger reclaims it in the same step.
+   */
+  private async refill(saleId: string, sealed: string, left: number, gen: string): Promise<void> {
     if (sealed !== '' && left > 0) await this.grants.closeGrant(sealed, left);
-    const g = await this.grants.grant(saleId, this.options.chunk, this.options.grantTtlMs, false);
+    const g = await this.grants.grant(saleId, this.options.chunk, this.options.grantTtlMs, false, gen === '' ? null : gen);
     await this.install(saleId, 'refill', g, sealed);
   }
 
@@ -289,6 +315,8 @@ export class TieredSales implements SaleBackend {
       const translated = translateRedisError(error);
       if (isDibsError(translated, 'unavailable')) {
         this.breaker.fail(saleId);
+        const reason = translated.details?.reason;
+        this.lastFailure = { ...(typeof reason === 'string' ? { reason } : {}), message: (error as Error).message, at: new Date().toISOString() };
         throw new RedisDown((error as Error).message);
       }
       throw translated;

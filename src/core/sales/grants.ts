@@ -26,20 +26,24 @@ export type GrantedTake =
 export interface GrantLedger {
   /**
    * One step: expire stale holds, revoke the sale's expired grants (every open grant with
-   * `revokeAll`, after Redis lost them), then grant up to `size` units of what is neither sold,
-   * held nor granted. Throws `not_found`.
+   * `revokeAll`, after Redis lost them; every open grant newer than `newest`, the newest grant the
+   * fast path's state knows, after Redis rolled back), then grant up to `size` units of what is
+   * neither sold, held nor granted. Throws `not_found`.
    */
-  grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean): Promise<GrantOutcome>;
+  grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean, newest?: string | null): Promise<GrantOutcome>;
   /**
    * A buy Redis decided: in one step, judge the key (replay / `conflict`), the window
-   * (`not_live`), the per-customer limit (`limit_reached`) again, then consume `quantity` units
+   * (`not_live`), the waiting room (`ticket_required`), the per-customer limit (`limit_reached`) again, then consume `quantity` units
    * of the grant and write the order — or answer `revoked` when the grant cannot give them.
    */
   takeGranted(saleId: string, grantId: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<GrantedTake>;
   /** Gives back up to `unused` units of a grant the fast path stopped selling from. → units returned */
   closeGrant(grantId: string, unused: number): Promise<number>;
-  /** Revokes every open grant of the sale (reconciliation). → units returned */
-  revokeGrants(saleId: string): Promise<number>;
+  /**
+   * Revokes every open grant of the sale (reconciliation), or with `newerThan` only those made
+   * after that grant (orphaned: the fast path's state rolled back past them). → units returned
+   */
+  revokeGrants(saleId: string, newerThan?: string): Promise<number>;
   /** The units-sync job: revokes grants past their expiry across all sales. → units returned */
   expireGrants(limit: number): Promise<number>;
   /** An order by id, or null. */

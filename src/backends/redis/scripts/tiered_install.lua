@@ -6,6 +6,7 @@
 -- ARGV[2] grant id ('' = nothing granted: sold out for ARGV[8] ms), ARGV[3] units granted,
 -- ARGV[4] per-customer limit, ARGV[5] sale end (epoch ms), ARGV[6] the grant being replaced ('' none),
 -- ARGV[7] ms the state lives (past the sale's end), ARGV[8] ms a 'ledger' or sold-out answer is kept
+-- Sets `gen` to the grant installed (the newest grant this state knows; '0' after a fresh install of none).
 -- Returns 1 when installed; 0 when the state moved on meanwhile — the caller then gives its grant back.
 local st, cust, keys = KEYS[1], KEYS[2], KEYS[3]
 local how, grant, size, limit, ends, prev = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
@@ -24,13 +25,17 @@ end
 if how == 'fresh' then
   if mode ~= 'reconciling' then return 0 end
   redis.call('DEL', cust, keys)
-  redis.call('HSET', st, 'mode', 'fast', 'grant', grant, 'left', size, 'limit', limit, 'ends', ends, 'soldout_until', soldout, 'refill_until', 0)
+  -- gen: every open grant was revoked before this one, so any open grant newer than it is orphaned.
+  local gen = grant
+  if gen == '' then gen = '0' end
+  redis.call('HSET', st, 'mode', 'fast', 'grant', grant, 'left', size, 'limit', limit, 'ends', ends, 'soldout_until', soldout, 'refill_until', 0, 'gen', gen)
   redis.call('PEXPIRE', st, ttl)
   return 1
 end
 -- refill
 if mode ~= 'fast' or redis.call('HGET', st, 'grant') ~= prev then return 0 end
 redis.call('HSET', st, 'grant', grant, 'left', size, 'limit', limit, 'ends', ends, 'soldout_until', soldout, 'refill_until', 0)
+if grant ~= '' then redis.call('HSET', st, 'gen', grant) end
 redis.call('PEXPIRE', st, ttl)
 redis.call('PEXPIRE', cust, ttl)
 redis.call('PEXPIRE', keys, ttl)

@@ -2,7 +2,8 @@
 -- ledger, src/backends/tiered/). Redis sells only units the ledger granted it: the state hash holds
 -- the current grant and how many of its units are left; the ledger write that follows a win
 -- consumes the unit of that grant again, so a wrong or late answer here can never oversell.
--- KEYS[1] state hash {grant, left, limit, ends (ms), mode fast|ledger|reconciling, soldout_until, refill_until}
+-- KEYS[1] state hash {grant, left, limit, ends (ms), mode fast|ledger|reconciling, soldout_until, refill_until,
+--   gen: the newest grant this state was given ('0' none), kept when the grant is sealed or dropped}
 -- KEYS[2] customers hash (customer -> units decided here), KEYS[3] keys hash (idempotency key -> "customer\tqty\torder")
 -- ARGV[1] customer, ARGV[2] quantity, ARGV[3] idempotency key ('' = none), ARGV[4] id for the new order,
 -- ARGV[5] lease in ms for the one caller sent to reconcile/refill
@@ -15,13 +16,14 @@
 --   {'limit', units, limit}   the customer's units decided here plus this one exceed the limit
 --   {'sold_out'}              the ledger had nothing left to grant, recently (soldout_until, or
 --                             its recheck is under way)
---   {'refill', grant, left}   the grant cannot serve this buy: it is sealed (left = 0 here) and the
---                             caller, holding the refill lease, returns `left` to the ledger and refills
+--   {'refill', grant, left, gen}  the grant cannot serve this buy: it is sealed (left = 0 here) and the
+--                             caller, holding the refill lease, returns `left` to the ledger and refills;
+--                             the ledger reclaims open grants newer than `gen` (made for a state Redis lost)
 --   {'ok', grant}             a win: write the order against `grant` in the ledger
 local st, cust, keys = KEYS[1], KEYS[2], KEYS[3]
 local customer, qty, key, order, lease = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
 -- One read of the state: this runs for every buyer of the storm.
-local f = redis.call('HMGET', st, 'mode', 'ends', 'limit', 'left', 'soldout_until', 'refill_until', 'grant')
+local f = redis.call('HMGET', st, 'mode', 'ends', 'limit', 'left', 'soldout_until', 'refill_until', 'grant', 'gen')
 local mode = f[1]
 if mode == false then
   redis.call('HSET', st, 'mode', 'reconciling')
@@ -47,7 +49,7 @@ if units + qty > limit then return { 'limit', units, limit } end
 if left < qty then
   if tonumber(f[6] or '0') > now then return { 'busy' } end
   redis.call('HSET', st, 'left', 0, 'refill_until', now + lease)
-  return { 'refill', f[7], left }
+  return { 'refill', f[7], left, f[8] or '' }
 end
 redis.call('HINCRBY', st, 'left', -qty)
 redis.call('HINCRBY', cust, customer, qty)

@@ -1,0 +1,73 @@
+-- Tiered mode: a fast-path order is judged by the sale's waiting room too. A room enabled on a
+-- live sale left the fast path's outstanding grant selling to anyone (the ledger path answered
+-- ticket_required); now the ledger refuses such an order with ticket_required, in the same step
+-- and under the same sale row lock as every other rule. sale_take_granted (010) again; only the
+-- waiting-room check is new.
+
+-- A fast-path order: Redis decided this buyer wins a unit of grant p_grant; the ledger records the
+-- order only if the grant is still open and has the units, and judges the window, the per-customer
+-- limit, the waiting room and the idempotency key again, under the sale row lock. Outcomes:
+-- not_found | replay (key_*) | not_live (status) | ticket_required (a waiting room: only admitted
+-- tickets buy) | limit_reached (units, more, lim) | revoked (the grant is gone: use the ledger path)
+-- | ok (result_id = the new order).
+CREATE OR REPLACE FUNCTION sale_take_granted(p_sale text, p_grant bigint, p_customer text, p_quantity integer, p_key text, p_new_id text)
+RETURNS TABLE (outcome text, status text, result_id text, units integer, more integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  k sale_keys%ROWTYPE;
+  st text;
+  ordered integer;
+  own integer;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  -- A room enabled while a grant was out: the grant's units sell only through tickets now.
+  IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  SELECT COALESCE(sum(quantity), 0) INTO own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  IF ordered + own + p_quantity > s.per_customer_limit THEN
+    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, p_quantity, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN;
+  END IF;
+  UPDATE sale_grants SET used = used + p_quantity
+  WHERE id = p_grant AND sale_id = p_sale AND revoked_at IS NULL AND used + p_quantity <= size;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'revoked'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  INSERT INTO sale_orders (id, sale_id, customer, quantity, grant_id) VALUES (p_new_id, p_sale, p_customer, p_quantity, p_grant);
+  UPDATE sales SET sold = sold + p_quantity, escrow = escrow - p_quantity WHERE id = p_sale RETURNING * INTO s;
+  IF s.sold >= s.cap THEN
+    INSERT INTO outbox (type, idempotency_key, sale, payload)
+    VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+    ON CONFLICT (idempotency_key) DO NOTHING;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, 'buy', p_customer, p_quantity, p_new_id);
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, NULL::text, p_new_id, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+END
+$$;
