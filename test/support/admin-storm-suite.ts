@@ -420,7 +420,7 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       assert.ok(capChanges.some((c) => c.label === 'lower' && c.accepted), 'some lowering was accepted mid-storm');
       assert.ok(records.some((r) => r.error === 'not_live'), 'some buy met the moved end');
       const reopened = changes.find((c) => c.label === 'reopen')!;
-      assert.ok(records.some((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'reserve') && r.t0 > reopened.t1), 'the sale sold again once its end moved later');
+      const soldAfterReopen = records.some((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'reserve') && r.t0 > reopened.t1);
       const problems = checkBuys(initial, changes, records);
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
       assert.deepEqual(samples, [], 'sold + held never above the cap read with them');
@@ -431,6 +431,14 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       assert.ok(final.stats.sold <= final.cap!, `sold ${final.stats.sold} ≤ cap ${final.cap}`);
       assert.equal(final.stats.held, 0);
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
+      if (!soldAfterReopen) {
+        // On a slow store (the emulator on a loaded machine) the storm can end or sell out before any
+        // buyer comes after the reopening: the sale must then sell to a buyer of our own, with room made.
+        if (final.stats.sold >= final.cap!) await dibs.sales.update(sale.id, { cap: final.stats.sold + 1 });
+        const { order } = await dibs.sales.buy(sale.id, 'after-reopen', 1);
+        assert.equal(order.quantity, 1, 'the sale sold again once its end moved later');
+        assert.deepEqual(await dibs.sales.audit(sale.id), []);
+      }
     });
 
     it('sale: a waiting room enabled mid-storm — no ticketless buy or reservation after it', { skip: !waitingRooms, timeout: testTimeout }, async () => {
