@@ -97,6 +97,11 @@ SET rules_version = rules_version + 1, per_claimant_limit = $2, low_stock_thresh
       ELSE low_stock_armed END
 WHERE id = $1
 
+-- name: lockPoolCodes
+-- $1 pool id. First step of a deletion: every code row of the pool, locked in the documented order
+-- (waits for releases, revocations and redeems in flight; claims skip locked rows).
+SELECT count(*) FROM (SELECT 1 FROM codes WHERE pool_id = $1 FOR UPDATE) AS locked
+
 -- name: deleteKeys
 DELETE FROM claim_keys WHERE pool_id = $1
 

@@ -35,7 +35,7 @@ import { IMPORT_CONCURRENCY, insertCodes, refreshStatistics } from './import-cod
 import { settleLowStock } from './low-stock.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
-  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'bumpRulesVersion', 'lockHighSlots', 'compactSlots', 'updatePool', 'deleteKeys', 'deletePool', 'deleteEvents',
+  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'bumpRulesVersion', 'lockHighSlots', 'compactSlots', 'updatePool', 'lockPoolCodes', 'deleteKeys', 'deletePool', 'deleteEvents',
   'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
   'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
   'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts', 'freeSlot', 'redeemDirect',
@@ -216,8 +216,26 @@ export class PgPools implements PoolBackend {
   }
 
   async deletePool(name: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.deletePoolOnce(name);
+      } catch (error) {
+        // as in updatePool: a redeem that locks the pool row before its counter shard can still
+        // deadlock with the lock order below; the server failed this transaction: run it again
+        if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
+      }
+    }
+  }
+
+  private async deletePoolOnce(name: string): Promise<void> {
     await withTransaction(this.pool, async (client) => {
       const row = await this.poolRow(client, name);
+      // The documented lock order (code rows → counter shards → pool row) before the cascade takes
+      // them in its own order: mid-storm, deleting straight away deadlocked with claims holding a
+      // counter shard and waiting to reference the pool row. Bumping the rules version also makes a
+      // claim that read the pool before this commit take nothing.
+      await client.query(Q.lockPoolCodes, [row.id]);
+      await client.query(Q.bumpRulesVersion, [row.id]);
       await client.query(Q.deleteKeys, [row.id]);
       await client.query(Q.deletePool, [row.id]);
       await client.query(Q.deleteEvents, [name]);
