@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { DibsError, unavailable } from '../../core/errors.js';
+import { refuseUnreplicatedCommits } from './sync-commit.js';
 
 export interface PgOptions {
   /** Schema holding dibs' tables (created by the migrations). */
@@ -87,6 +88,7 @@ export function createPool(connectionString: string, options: PgOptions, Client?
   // The same for a checked-out connection killed between two statements: the next statement on
   // it then fails ("not queryable" → unavailable) and the broken client is discarded.
   pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', refuseUnreplicatedCommits);
   trackSlots(pool);
   return pool;
 }
