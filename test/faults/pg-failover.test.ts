@@ -203,3 +203,43 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
     assert.equal(onOldPrimary[0]!.n, 0, 'nothing was written to the old primary');
   });
 });
+
+describe('postgres: the synchronous standby unreachable, the primary alive', { skip, timeout: 120_000 }, () => {
+  let pair: ReplicatedPair | undefined;
+  let dibs: Dibs | undefined;
+  before(async () => {
+    pair = await startReplicatedPair({ sync: true, delayMs: 0 });
+  });
+  after(async () => {
+    await dibs?.close().catch(() => {});
+    await pair?.stop();
+  });
+
+  it('never acknowledges a commit whose wait for the standby was cancelled (pg_cancel_backend)', async () => {
+    dibs = await openDibs(pair!.store({ ...PARAMS, queryTimeoutMs: '20000' }));
+    await dibs.pools.create({ name: 'wait' });
+    await dibs.pools.importCodes('wait', ['W-1', 'W-2']);
+    const sale = await dibs.sales.create({ sku: 'WAIT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 5, perCustomerLimit: 1 });
+    assert.equal((await dibs.pools.claim('wait', 'linked')).status, 'claimed');
+    pair!.relay.cut();
+    // Each commit now waits for a standby that no longer hears the primary; an operator (or a
+    // proxy) cancels the wait: PostgreSQL then answers success, committed on the primary only.
+    // cancels every commit waiting for the standby until `call` has answered (bounded)
+    const cancelling = async (call: Promise<unknown>) => {
+      let answered = false;
+      const answer = call.then((r) => r, (error: unknown) => error).finally(() => (answered = true));
+      let cancelled = 0;
+      for (let i = 0; i < 150 && !answered; i++) {
+        const rows = await pair!.primary.query<{ ok: boolean }>(`SELECT pg_cancel_backend(pid) AS ok FROM pg_stat_activity WHERE wait_event = 'SyncRep'`);
+        cancelled += rows.filter((r) => r.ok).length;
+        await sleep(100);
+      }
+      assert.ok(cancelled > 0, 'a commit waited for the synchronous standby and was cancelled');
+      return answer;
+    };
+    const claim = await cancelling(dibs.pools.claim('wait', 'cut', { idempotencyKey: 'cut-1' }));
+    assert.ok(isDibsError(claim, 'unavailable'), `a claim the synchronous standby never confirmed is unavailable, got ${JSON.stringify(claim)}`);
+    const buy = await cancelling(dibs.sales.buy(sale.id, 'cut', 1, { idempotencyKey: 'buy-1' }));
+    assert.ok(isDibsError(buy, 'unavailable'), `a buy the synchronous standby never confirmed is unavailable, got ${JSON.stringify(buy)}`);
+  });
+});

@@ -125,6 +125,8 @@ export interface ReplicatedPair {
   primary: PgServer;
   standby: PgServer;
   relay: DelayRelay;
+  /** Switches the primary between a synchronous and an asynchronous standby (reload, no restart). */
+  setSynchronous(sync: boolean): Promise<void>;
   /** The multi-host store URL (primary first), libpq style. */
   store(params: Record<string, string>): string;
   /** The old primary dies and its replication link is cut at the same instant; the standby is promoted. */
@@ -189,24 +191,24 @@ export async function startReplicatedPair(options: { sync: boolean; delayMs: num
       if (i > 300) throw new Error('the standby did not start streaming in 30 s');
       await sleep(100);
     }
-    // Only on the primary (ALTER SYSTEM after the base backup): the promoted standby must not wait for a standby of its own.
-    if (options.sync) {
-      await primary.query(`ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (standby1)'`);
+    const setSynchronous = async (sync: boolean) => {
+      // Only on the primary (ALTER SYSTEM after the base backup): the promoted standby must not wait for a standby of its own.
+      await primary.query(`ALTER SYSTEM SET synchronous_standby_names = '${sync ? 'FIRST 1 (standby1)' : ''}'`);
       await primary.query(`ALTER SYSTEM SET synchronous_commit = 'on'`);
-    } else {
-      await primary.query(`ALTER SYSTEM SET synchronous_standby_names = ''`);
-    }
-    await primary.query('SELECT pg_reload_conf()');
-    for (let i = 0; ; i++) {
-      const rows = await primary.query<{ state: string }>(`SELECT sync_state AS state FROM pg_stat_replication WHERE application_name = 'standby1'`);
-      if (rows[0]?.state === (options.sync ? 'sync' : 'async')) break;
-      if (i > 100) throw new Error(`the standby is not ${options.sync ? 'sync' : 'async'} after 10 s`);
-      await sleep(100);
-    }
+      await primary.query('SELECT pg_reload_conf()');
+      for (let i = 0; ; i++) {
+        const rows = await primary.query<{ state: string }>(`SELECT sync_state AS state FROM pg_stat_replication WHERE application_name = 'standby1'`);
+        if (rows[0]?.state === (sync ? 'sync' : 'async')) break;
+        if (i > 100) throw new Error(`the standby is not ${sync ? 'sync' : 'async'} after 10 s`);
+        await sleep(100);
+      }
+    };
+    await setSynchronous(options.sync);
     return {
       primary,
       standby,
       relay,
+      setSynchronous,
       store: (params) => {
         const query = new URLSearchParams({ target_session_attrs: 'read-write', ...params });
         return `postgres://${USER}@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/postgres?${query}`;
