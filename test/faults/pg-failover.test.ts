@@ -52,26 +52,23 @@ async function stormThroughFailover(pair: ReplicatedPair, dibs: Dibs): Promise<R
   const sale = await dibs.sales.create({ sku: 'FAILOVER', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 2 });
   // paced, so buys are under way before, during and after the failover
   const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({ customer: `buyer-${i % (BUYS / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 15, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
-  let struck!: Promise<{ promotedMs: number; fenceBefore: number }>;
+  // the failover strikes once both storms' workers are all under way (on a loaded machine their
+  // start-up takes seconds, and a worker still opening its store would fail its open instead)
+  let claimsGo!: () => void;
+  let buysGo!: () => void;
+  const started = Promise.all([new Promise<void>((r) => (claimsGo = r)), new Promise<void>((r) => (buysGo = r))]);
   let fired = false;
-  const claims = runClaimStorm({
-    store,
-    pool: 'fo',
-    processes: 4,
-    claimants: CLAIMANTS,
-    concurrency: 4,
-    timeoutMs: 240_000,
-    onStart: () => {
-      struck = (async () => {
-        await sleep(FAILOVER_AFTER_MS);
-        const lease = await dibs.locks.acquire('fenced', { ttlMs: 1000 });
-        fired = true;
-        const { promotedMs } = await pair.failover();
-        return { promotedMs, fenceBefore: lease.fence };
-      })();
-    },
-  });
-  const buys = runSaleStorm({ store, sale: sale.id, lanes: spread(ops, 4), concurrency: 4, timeoutMs: 240_000 });
+  const struck = (async () => {
+    await started;
+    await sleep(FAILOVER_AFTER_MS);
+    const lease = await dibs.locks.acquire('fenced', { ttlMs: 1000 });
+    fired = true;
+    const { promotedMs } = await pair.failover();
+    return { promotedMs, fenceBefore: lease.fence };
+  })();
+  struck.catch(() => {});
+  const claims = runClaimStorm({ store, pool: 'fo', processes: 4, claimants: CLAIMANTS, concurrency: 4, timeoutMs: 240_000, onStart: () => claimsGo() });
+  const buys = runSaleStorm({ store, sale: sale.id, lanes: spread(ops, 4), concurrency: 4, timeoutMs: 240_000, during: async () => buysGo() });
   const [claimOutcomes, buyOutcomes] = await Promise.all([claims, buys]);
   const { promotedMs, fenceBefore } = await struck;
   assert.ok(fired, 'the failover happened');
