@@ -19,6 +19,9 @@ describe('postgres store URL with several hosts', () => {
     assert.deepEqual(parseHosts(url.searchParams.get('hosts'), url), [{ host: 'db1', port: 5433 }, { host: 'db2', port: 5432 }]);
     assert.deepEqual(parseHosts('[::1]:5434', url), [{ host: '::1', port: 5434 }]);
     assert.equal(foldHosts('postgres://db1:5432/app'), null);
+    // a comma in the password is not a host list
+    assert.equal(foldHosts('postgres://u:p,w@db1:5432/app'), null);
+    assert.equal(new URL(foldHosts('postgres://u:p,w@a,b/app')!).searchParams.get('hosts'), 'a,b');
     assert.throws(() => parseHosts('db1:0,db2', url));
     assert.equal(parseSessionAttrs(null), 'read-write');
     assert.equal(parseSessionAttrs('any'), 'any');

@@ -13,7 +13,7 @@ export interface PgHost {
 /** Which server a connection may use: `read-write` = the primary (default), `any` = the first that answers. */
 export type SessionAttrs = 'read-write' | 'any';
 
-const MULTI_HOST = /^(postgres(?:ql)?:\/\/)(?:([^@/?#]*)@)?([^/?#]*,[^/?#]*)(.*)$/;
+const MULTI_HOST = /^(postgres(?:ql)?:\/\/)(?:([^@/?#]*)@)?([^@/?#]*,[^@/?#]*)((?:[/?#].*)?)$/;
 
 /** `postgres://u@a:1,b:2/db?x` → `postgres://u@a:1/db?x&hosts=a:1,b:2`; null for a one-host URL. */
 export function foldHosts(store: string): string | null {
