@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { isDibsError, openDibs, type Dibs } from '../../src/index.js';
 import { parseStoreUrl } from '../../src/backends/registry.js';
 import { foldHosts, parseHosts, parseSessionAttrs } from '../../src/backends/postgres/hosts.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
 import { adminQuery, requirePostgres, tempPgStore, TEST_PG } from '../support/postgres.js';
 
 describe('postgres store URL with several hosts', () => {
@@ -66,6 +67,24 @@ describe('postgres: host selection on a live server', { skip }, () => {
       assert.equal((await multi.health()).details.primary, `${live.hostname}:${live.port || 5432}`);
     } finally {
       await multi.close();
+    }
+  });
+
+  it('does not wait for a host listed first that answers nothing (a dead machine: no RST)', async () => {
+    const live = new URL(TEST_PG);
+    const dead = await startFaultProxy({ host: live.hostname, port: Number(live.port || 5432) });
+    dead.blackhole(true);
+    // connectTimeoutMs 2000: waiting for the dead host first would fail every connect
+    const store = url((u) => u.searchParams.set('connectTimeoutMs', '2000')).replace(`@${live.host}`, `@${dead.host}:${dead.port},${live.host}`);
+    const started = performance.now();
+    const multi = await openDibs(store);
+    try {
+      assert.equal((await multi.pools.claim('h', 'past-the-dead')).status, 'claimed');
+      assert.ok(performance.now() - started < 1900, `served without waiting out the dead host (${Math.round(performance.now() - started)} ms)`);
+    } finally {
+      await multi.close();
+      dead.blackhole(false);
+      await dead.close();
     }
   });
 

@@ -1,8 +1,8 @@
 /**
  * Reaching the primary among several hosts (node-postgres has no multi-host support): every new
  * connection goes to the host the selector currently believes is the primary; the selector finds
- * it by probing the hosts (all at once, the first in URL order that qualifies wins, like libpq's
- * `target_session_attrs=read-write`) and forgets it the moment a connection to it fails or a
+ * it by probing the hosts (all at once; the first to answer that qualifies wins — libpq's
+ * `target_session_attrs=read-write` check, without its one-host-at-a-time wait) and forgets it the moment a connection to it fails or a
  * statement there answers "read-only" (SQLSTATE 25006: a standby, or a primary demoted under us).
  * A new connection is checked once more after it is open — the primary may have changed since the
  * probe — so a pool never keeps a connection to a read-only server: such a connect fails with
@@ -68,21 +68,28 @@ export class PrimarySelector {
   }
 
   /**
-   * Probes every host at once and takes the first in URL order that answers and (for read-write)
-   * is writable — as soon as every host before it has answered or failed, so a dead host late in
-   * the list costs nothing and one early in the list costs its connect timeout at most.
+   * Probes every host at once and takes the first to answer that qualifies (for read-write: is
+   * writable). Not the first in URL order: a primary whose machine died answers nothing (no RST),
+   * and waiting for it would cost every connect its full timeout while the promoted standby is
+   * ready. A healthy topology has one writable host, so the order only mattered for a split brain,
+   * which no client can resolve anyway (docs/operations.md).
    */
   private async probe(): Promise<PgHost> {
     this.probes++;
-    const outcomes = this.hosts.map((host) => this.check(host));
     const reasons: string[] = [];
-    for (let i = 0; i < this.hosts.length; i++) {
-      const outcome = await outcomes[i]!;
-      if (outcome === 'ok') {
-        this.current = this.hosts[i]!;
-        return this.current;
+    const found = await new Promise<PgHost | null>((resolve) => {
+      let pending = this.hosts.length;
+      for (const host of this.hosts) {
+        void this.check(host).then((outcome) => {
+          if (outcome === 'ok') resolve(host);
+          else reasons.push(`${host.host}:${host.port} ${outcome}`);
+          if (--pending === 0) resolve(null);
+        });
       }
-      reasons.push(`${this.hosts[i]!.host}:${this.hosts[i]!.port} ${outcome}`);
+    });
+    if (found) {
+      this.current = found;
+      return found;
     }
     // 25006 when a server answered but none is writable (mid-failover: promotion pending), 08001 when none answered.
     const anyAnswered = reasons.some((r) => r.endsWith('read-only'));
@@ -90,7 +97,7 @@ export class PrimarySelector {
   }
 
   private async check(host: PgHost): Promise<string> {
-    const client = new pg.Client({ ...this.config, connectionTimeoutMillis: this.timeoutMs, application_name: 'dibs-probe' });
+    const client = new pg.Client({ ...this.config, connectionTimeoutMillis: this.timeoutMs, query_timeout: this.timeoutMs, application_name: 'dibs-probe' });
     client.on('error', () => {});
     aim(client, host);
     try {
