@@ -36,7 +36,7 @@ async function isReadOnly(client: pg.Client): Promise<boolean> {
 export class PrimarySelector {
   private current: PgHost | null = null;
   private probing: Promise<PgHost> | null = null;
-  /** How many times the hosts were probed (health, tests). */
+  /** How many times the hosts were probed (for tests and debugging). */
   probes = 0;
 
   constructor(
