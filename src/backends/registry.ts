@@ -4,6 +4,7 @@
  */
 import type { Backend, BackendFactory, BackendOptions } from '../core/backend.js';
 import { DibsError } from '../core/errors.js';
+import { foldHosts } from './postgres/hosts.js';
 
 const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
@@ -24,8 +25,10 @@ export function parseStoreUrl(store: string): URL {
     url.searchParams.set('nodes', cluster[2]!);
     return url;
   }
+  // `postgres://a:5432,b:5432/db` (libpq's multi-host form): the list moves into a `hosts` parameter.
+  const hosts = foldHosts(store);
   try {
-    return new URL(store);
+    return new URL(hosts ?? store);
   } catch {
     throw new DibsError('invalid_input', `store: '${redact(store)}' is not a URL (try sqlite:./dibs.db, postgres://…, redis://…)`, { field: 'store' });
   }

@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { DibsError, unavailable } from '../../core/errors.js';
+import { refuseUnreplicatedCommits } from './sync-commit.js';
 
 export interface PgOptions {
   /** Schema holding dibs' tables (created by the migrations). */
@@ -68,9 +69,11 @@ export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
-export function createPool(connectionString: string, options: PgOptions): pg.Pool {
+export function createPool(connectionString: string, options: PgOptions, Client?: typeof pg.Client): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
+    // several hosts: connections go to the primary (primary.ts)
+    ...(Client ? { Client } : {}),
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs,
     query_timeout: options.queryTimeoutMs,
@@ -85,6 +88,7 @@ export function createPool(connectionString: string, options: PgOptions): pg.Poo
   // The same for a checked-out connection killed between two statements: the next statement on
   // it then fails ("not queryable" → unavailable) and the broken client is discarded.
   pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', refuseUnreplicatedCommits);
   trackSlots(pool);
   return pool;
 }
@@ -120,8 +124,10 @@ export function connectionSlot(client: pg.ClientBase): number {
 
 // SQLSTATE classes that mean "the connection or server is gone / busy", i.e. worth retrying — and
 // the server-side limits: 57014 statement_timeout (or a cancel), 55P03 lock_timeout, 25P03
-// idle_in_transaction_session_timeout. Each rolled the statement or transaction back.
-const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58|57014$|55P03$|25P03$)/;
+// idle_in_transaction_session_timeout. Each rolled the statement or transaction back. 25006
+// read_only_sql_transaction on a write: the server is a standby (a primary demoted under us, a
+// URL naming a replica); the connection is dropped and the next one looks for the primary.
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58|57014$|55P03$|25P03$|25006$)/;
 const UNAVAILABLE_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
 export function isUnavailable(error: unknown): boolean {

@@ -14,12 +14,20 @@
  *   idleInTransactionTimeoutMs  server-side idle_in_transaction_session_timeout (default
  *                               min(10000, statementTimeoutMs)); all three must stay below queryTimeoutMs
  * Options passed to openDibs() with the same names override the URL.
+ *
+ * Several hosts (a primary and its standbys), libpq style:
+ *   postgres://user@db1:5432,db2:5432/app?target_session_attrs=read-write
+ *   target_session_attrs  read-write (default with several hosts): connections go to the host that
+ *                         accepts writes, found by probing in URL order and re-found after a
+ *                         failover; `any`: the first host that answers (see primary.ts)
  */
 import pg from 'pg';
 import type { Backend, BackendFactory, BackendOptions } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
-import { createPool, query, translate, type PgOptions } from './connection.js';
+import { createPool, query, sessionOptions, translate, type PgOptions } from './connection.js';
+import { parseHosts, parseSessionAttrs } from './hosts.js';
+import { primaryClient, PrimarySelector } from './primary.js';
 import { migrate } from './migrate.js';
 import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
@@ -32,7 +40,7 @@ import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
 
-export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs'] as const;
+export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs', 'hosts', 'target_session_attrs'] as const;
 
 /** How long a claim keeps retrying races (claim.ts) — part of an operation's longest run. */
 const CLAIM_RETRY_MS = 10_000;
@@ -63,6 +71,8 @@ export class PostgresBackend implements Backend {
     private readonly pool: pg.Pool,
     readonly options: PgOptions,
     connectionString: string,
+    /** Set when the URL names several hosts (or target_session_attrs): finds the primary. */
+    readonly selector?: PrimarySelector,
   ) {
     this.pools = new PgPools(pool, options);
     this.service = new PgServiceStore(pool);
@@ -71,7 +81,7 @@ export class PostgresBackend implements Backend {
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.forecasts = new PgForecasts(pool);
     this.outbox = new PgOutbox(pool);
-    this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs);
+    this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs, selector ? primaryClient(selector) : pg.Client);
     this.locks = new PgLocks(pool, this.releaseListener);
     this.counters = new PgCounters(pool);
     this.operationTimeoutMs = 2 * (options.connectTimeoutMs + options.queryTimeoutMs) + CLAIM_RETRY_MS;
@@ -80,7 +90,7 @@ export class PostgresBackend implements Backend {
   async health(): Promise<Health> {
     try {
       const { rows } = await query<{ version: string; migration: number | null }>(this.pool, `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`);
-      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs } };
+      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs, ...(this.selector ? { primary: this.selector.primary && `${this.selector.primary.host}:${this.selector.primary.port}`, hosts: this.selector.hosts.length } : {}) } };
     } catch (error) {
       return { ok: false, backend: this.kind, details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) } };
     }
@@ -96,7 +106,8 @@ export const openPostgres: BackendFactory = async (url, overrides) => {
   const options = parseOptions(url, overrides);
   const connectionUrl = new URL(url.href);
   for (const name of DIBS_PARAMS) connectionUrl.searchParams.delete(name);
-  const pool = createPool(connectionUrl.href, options);
+  const selector = hostSelector(url, connectionUrl.href, options);
+  const pool = createPool(connectionUrl.href, options, selector && primaryClient(selector));
   try {
     const client = await pool.connect().catch((error: unknown) => {
       throw translate(error);
@@ -110,8 +121,22 @@ export const openPostgres: BackendFactory = async (url, overrides) => {
     await pool.end().catch(() => {});
     throw translate(error);
   }
-  return new PostgresBackend(pool, options, connectionUrl.href);
+  return new PostgresBackend(pool, options, connectionUrl.href, selector);
 };
+
+/** A PrimarySelector when the URL names several hosts or asks for target_session_attrs; none otherwise (plain pg). */
+function hostSelector(url: URL, connectionString: string, options: PgOptions): PrimarySelector | undefined {
+  const list = url.searchParams.get('hosts');
+  const attrsParam = url.searchParams.get('target_session_attrs');
+  if (list === null && attrsParam === null) return undefined;
+  try {
+    const hosts = parseHosts(list, url);
+    const attrs = parseSessionAttrs(attrsParam);
+    return new PrimarySelector(hosts, attrs, { connectionString, options: sessionOptions(options) }, options.connectTimeoutMs);
+  } catch (error) {
+    throw bad((error as Error).message);
+  }
+}
 
 export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOptions {
   const param = (name: string): string | undefined => {

@@ -33,6 +33,8 @@ export class ReleaseListener {
     private readonly connectionString: string,
     readonly channel: string,
     private readonly connectTimeoutMs: number,
+    /** pg.Client, or the class that connects to the primary among several hosts (primary.ts). */
+    private readonly Client: typeof pg.Client = pg.Client,
   ) {}
 
   /** Calls `listener` on every release of `key` seen by this listener. Returns the unsubscribe. */
@@ -70,7 +72,7 @@ export class ReleaseListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: this.connectTimeoutMs, application_name: LISTENER_APPLICATION_NAME });
+    const client = new this.Client({ connectionString: this.connectionString, connectionTimeoutMillis: this.connectTimeoutMs, application_name: LISTENER_APPLICATION_NAME });
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
     client.on('notification', (message) => {

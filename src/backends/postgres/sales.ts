@@ -14,7 +14,7 @@
  * errors core/sales/rules.ts gives every backend.
  */
 import type pg from 'pg';
-import { DibsError, notFound } from '../../core/errors.js';
+import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
@@ -194,7 +194,10 @@ export class PgSales implements SaleBackend {
     const early = await this.peek(saleId, key, 'reserve', customer, quantity);
     if (early) return { hold: toHold(await this.hold(this.pool, early.result_id)), replayed: true };
     const taken = await this.take(saleId, customer, quantity, key, newId('hold'), ttlMs);
-    return { hold: toHold(await this.hold(this.pool, taken.id)), replayed: taken.replayed };
+    const hold = await this.hold(this.pool, taken.id).catch((error: unknown) => {
+      throw isDibsError(error, 'not_found') ? lostAfterCommit('hold', taken.id) : error;
+    });
+    return { hold: toHold(hold), replayed: taken.replayed };
   }
 
   async confirmHold(holdId: string): Promise<BuyResult> {
@@ -370,7 +373,9 @@ export class PgSales implements SaleBackend {
   }
 
   private async order(client: Db, id: string): Promise<OrderRow> {
-    return (await run<OrderRow>(client, this.pool, Q.orderById, [id])).rows[0]!;
+    const row = (await run<OrderRow>(client, this.pool, Q.orderById, [id])).rows[0];
+    if (!row) throw lostAfterCommit('order', id);
+    return row;
   }
 
   /**
@@ -483,4 +488,13 @@ function toHold(row: HoldRow): Hold {
 
 function toOrder(row: OrderRow): Order {
   return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: iso(row.created_at) };
+}
+
+/**
+ * An order or hold this call just committed (or a stored answer pointed at) is missing when read
+ * back on another connection: the store failed over to a standby that never received the commit.
+ * The outcome is unknown to the caller, so `unavailable`; a keyed retry then runs on the new primary.
+ */
+function lostAfterCommit(kind: 'order' | 'hold', id: string): DibsError {
+  return unavailable(`postgres: ${kind} '${id}' was committed but is not on the server now (a failover to a standby that had not received it)`);
 }
