@@ -48,6 +48,8 @@ export interface Request {
   text?: { contentType: string; body: string };
   /** Answer as text (CSV export) instead of JSON. */
   asText?: boolean;
+  /** The body carries the caller's own `idempotencyKey`: no header key is added. */
+  keyInBody?: boolean;
   /** Extra time the server may legitimately take (a lock acquire's `waitMs`). */
   serverWaitMs?: number;
 }
@@ -81,7 +83,9 @@ export class Transport {
     const deadline = Date.now() + budget;
     // Every mutating call carries a key: a retry (ours, after a 503 or a dropped connection) then
     // replays the stored answer instead of claiming, buying or acquiring a second time.
-    const key = request.method === 'GET' ? undefined : (call.idempotencyKey ?? newIdempotencyKey());
+    // A caller's key carried in the body (claim, buy, reserve) is the library's own replay key and
+    // covers the retries by itself; the service refuses a header key that differs from it.
+    const key = request.method === 'GET' || request.keyInBody ? undefined : (call.idempotencyKey ?? newIdempotencyKey());
     const url = this.url(request);
     const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;

@@ -69,9 +69,9 @@ const page = <I>(p: { data: I[]; nextCursor: string | null }): Page<I> => ({ ite
  * replay rules apply (the same key later answers the same, `replayed: true`), exactly as with the
  * library; the transport's per-call header key then only covers this call's own retries.
  */
-const keyed = (o: CallOptions): [Record<string, unknown>, CallOptions] => {
+const keyed = (o: CallOptions): [Record<string, unknown>, CallOptions, { keyInBody?: true }] => {
   const { idempotencyKey, ...rest } = o;
-  return [idempotencyKey === undefined ? {} : { idempotencyKey }, rest];
+  return idempotencyKey === undefined ? [{}, rest, {}] : [{ idempotencyKey }, rest, { keyInBody: true }];
 };
 
 export class ClientPools {
@@ -103,12 +103,12 @@ export class ClientPools {
     return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/generate`, body: spec }, o);
   }
   claim(pool: string, claimant: string, o: CallOptions = {}): Promise<T.ClaimResult & { code: string }> {
-    const [key, rest] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, ...key } }, rest);
+    const [key, rest, flag] = keyed(o);
+    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, ...key }, ...flag }, rest);
   }
   claimMany(pool: string, claimant: string, count: number, o: CallOptions = {}): Promise<T.ClaimResult & { codes: string[] }> {
-    const [key, rest] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, count, ...key } }, rest);
+    const [key, rest, flag] = keyed(o);
+    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, count, ...key }, ...flag }, rest);
   }
   async holdings(pool: string, claimant: string, o?: CallOptions): Promise<T.Code[]> {
     return (await this.http.call<Out<'getV1PoolsPoolClaimantsClaimant'>>({ method: 'GET', path: `/v1/pools/${seg(pool)}/claimants/${seg(claimant)}` }, o)).codes;
@@ -153,8 +153,14 @@ export class ClientPools {
   exportCsv(pool: string, options: { status?: 'free' | 'claimed' | 'redeemed' | 'revoked' } = {}, o?: CallOptions): Promise<string> {
     return this.http.call({ method: 'GET', path: `/v1/pools/${seg(pool)}/export`, query: { ...options }, asText: true }, o);
   }
+  /** Outbox events, oldest first; of one pool, none when the pool does not exist (as in the library). */
   async events(options: { after?: string; limit?: number; pool?: string } = {}, o?: CallOptions): Promise<T.Event[]> {
-    return (await this.http.call<T.EventPage>({ method: 'GET', path: '/v1/events', query: { ...options } }, o)).data;
+    try {
+      return (await this.http.call<T.EventPage>({ method: 'GET', path: '/v1/events', query: { ...options } }, o)).data;
+    } catch (error) {
+      if (options.pool !== undefined && isDibsError(error, 'not_found')) return [];
+      throw error;
+    }
   }
   private action<R>(pool: string, code: string, action: string, body: unknown, o?: CallOptions): Promise<R> {
     return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/codes/${seg(code)}/${action}`, ...(body === undefined ? {} : { body }) }, o);
@@ -182,12 +188,12 @@ export class ClientSales {
     return (await this.http.call<T.AuditResult>({ method: 'GET', path: `/v1/sales/${seg(sale)}/audit` }, o)).violations;
   }
   buy(sale: string, customer: string, quantity = 1, o: CallOptions = {}): Promise<T.OrderResult> {
-    const [key, rest] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/claims`, body: { customer, quantity, ...key } }, rest);
+    const [key, rest, flag] = keyed(o);
+    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/claims`, body: { customer, quantity, ...key }, ...flag }, rest);
   }
   reserve(sale: string, customer: string, quantity: number, ttlMs: number, o: CallOptions = {}): Promise<T.HoldResult> {
-    const [key, rest] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/reservations`, body: { customer, quantity, ttlMs, ...key } }, rest);
+    const [key, rest, flag] = keyed(o);
+    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/reservations`, body: { customer, quantity, ttlMs, ...key }, ...flag }, rest);
   }
   hold(holdId: string, o?: CallOptions): Promise<T.Hold> {
     return this.http.call({ method: 'GET', path: `/v1/reservations/${seg(holdId)}` }, o);
@@ -220,7 +226,12 @@ export class ClientSemaphores {
   acquire(key: string, limit: number, options: AcquireOptions = {}): Promise<T.Lease> {
     const { ttlMs, waitMs, fair, ...o } = options;
     const body = { limit, ...(ttlMs !== undefined ? { ttlMs } : {}), ...(waitMs !== undefined ? { waitMs } : {}), ...(fair !== undefined ? { fair } : {}) };
-    return this.http.call({ method: 'POST', path: `/v1/locks/${seg(key)}/acquire`, body, serverWaitMs: typeof waitMs === 'number' ? waitMs : 0 }, o);
+    return this.http.call<T.Lease>({ method: 'POST', path: `/v1/locks/${seg(key)}/acquire`, body, serverWaitMs: typeof waitMs === 'number' ? waitMs : 0 }, o).catch((error: unknown) => {
+      // As in the library: a wait cancelled by the caller's signal is a lock_timeout (aborted).
+      // Dropping the request also ends the service's wait, so no lease is granted behind our back.
+      if (isDibsError(error, 'unavailable') && error.details?.aborted === true) throw new DibsError('lock_timeout', `waiting for '${key}' was cancelled`, { details: { key, aborted: true }, cause: error.cause });
+      throw error;
+    });
   }
   /** A lease, or null when every slot is taken (no waiting). */
   async tryAcquire(key: string, limit: number, options: Omit<AcquireOptions, 'waitMs'> = {}): Promise<T.Lease | null> {

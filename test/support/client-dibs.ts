@@ -1,0 +1,78 @@
+/**
+ * A `Dibs`-shaped object whose pools, sales, locks, semaphores and counters go through dibs/client
+ * over HTTP to the service (itself over `lib`), so the conformance suites written against the
+ * library run unchanged through the client. The few operations the HTTP API does not offer
+ * (FALLBACKS: jobs, paged export iteration, the raw backend) go to `lib` directly — the same store,
+ * the default tenant, so names match.
+ */
+import { Readable } from 'node:stream';
+import type { Dibs } from '../../src/index.js';
+import type { DibsClient } from '../../src/client/index.js';
+import { serveOverHttp } from './client.js';
+
+/** Library operations with no HTTP route, served by the library itself in these runs. */
+export const FALLBACKS = ['pools.exportCodes', 'pools.importCsv with onProgress (a callback)', 'pools.exportCsv with escapeFormulas: false', 'sales.expireHolds', 'sales.activateDue', 'sales.endDue', 'sales.events', 'backend'] as const;
+
+async function text(source: unknown): Promise<string> {
+  if (typeof source === 'string') return source;
+  if (source instanceof Uint8Array) return new TextDecoder().decode(source);
+  let out = '';
+  for await (const chunk of source as AsyncIterable<string | Uint8Array>) out += typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk, { stream: true });
+  return out;
+}
+
+async function list(source: Iterable<unknown> | AsyncIterable<unknown>): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for await (const item of source as AsyncIterable<unknown>) out.push(item);
+  return out;
+}
+
+function through<C extends object>(client: C, lib: object, adapt: Record<string, (...args: never[]) => unknown> = {}): C {
+  return new Proxy(client, {
+    get(target, prop) {
+      if (typeof prop === 'string' && prop in adapt) return adapt[prop];
+      const own = (target as Record<string | symbol, unknown>)[prop];
+      if (typeof own === 'function') return (own as (...a: unknown[]) => unknown).bind(target);
+      const fallback = (lib as Record<string | symbol, unknown>)[prop];
+      return typeof fallback === 'function' ? (fallback as (...a: unknown[]) => unknown).bind(lib) : fallback;
+    },
+  });
+}
+
+export function dibsOverClient(lib: Dibs, client: DibsClient, close: () => Promise<void>): Dibs {
+  const pools = through(client.pools, lib.pools, {
+    importCodes: (async (pool: string, codes: Iterable<unknown> | AsyncIterable<unknown>) => client.pools.importCodes(pool, (await list(codes)) as never)) as never,
+    importCsv: (async (pool: string, source: unknown, options?: { onProgress?: unknown }) =>
+      options?.onProgress ? lib.pools.importCsv(pool, source as never, options as never) : client.pools.importCsv(pool, await text(source))) as never,
+    exportCsv: (async (pool: string, options: { status?: never; escapeFormulas?: boolean } = {}) =>
+      options.escapeFormulas === false ? lib.pools.exportCsv(pool, options) : Readable.from([await client.pools.exportCsv(pool, options.status ? { status: options.status } : {})])) as never,
+  });
+  return {
+    backend: lib.backend,
+    pools,
+    sales: through(client.sales, lib.sales),
+    semaphores: through(client.semaphores, lib.semaphores),
+    locks: through(client.locks, lib.locks),
+    counters: through(client.counters, lib.counters),
+    close: async () => {
+      await close();
+      await lib.close();
+    },
+  } as unknown as Dibs;
+}
+
+/** A conformance factory: `open` a library target, serve it over HTTP, answer a client-backed Dibs. */
+export function throughClient(open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }>) {
+  return async () => {
+    const target = await open();
+    const served = await serveOverHttp(target.dibs);
+    const dibs = dibsOverClient(target.dibs, served.client({ retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 200 } }), () => Promise.resolve());
+    return {
+      dibs,
+      cleanup: async () => {
+        await served.close();
+        await target.cleanup();
+      },
+    };
+  };
+}
