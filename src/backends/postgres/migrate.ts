@@ -78,14 +78,12 @@ export async function migratePooled(client: pg.ClientBase, schema: string): Prom
   await checkVersion(client);
   const lockKey = `dibs:migrate:${schema}`;
   const migrations = loadMigrations(MIGRATIONS);
+  await createLedger(client, schema, lockKey);
   for (let applied = 0; ; applied++) {
     await client.query('BEGIN');
     try {
       await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-      await client.query(`SET LOCAL search_path = ${quoteIdent(schema)}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       const done = new Set((await client.query<{ id: number }>('SELECT id FROM migrations')).rows.map((r) => r.id));
       const next = migrations.find((m) => !done.has(m.id));
       if (next) {
@@ -106,5 +104,26 @@ async function checkVersion(client: pg.ClientBase): Promise<void> {
   const version = Number(rows[0]!.v);
   if (version < MIN_SERVER_VERSION) {
     throw new DibsError('unavailable', `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`, { retriable: false });
+  }
+}
+
+/**
+ * The schema and its ledger, in a transaction of their own. An advisory lock does not refresh the
+ * catalog caches of a transaction that waited for it, so a second opener could still miss the
+ * schema the first just created and collide on it; that collision (unique_violation,
+ * duplicate_schema, duplicate_table) means another opener created them: fine.
+ */
+async function createLedger(client: pg.ClientBase, schema: string, lockKey: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    const state = (error as { code?: unknown }).code;
+    if (state !== '23505' && state !== '42P06' && state !== '42P07') throw error;
   }
 }
