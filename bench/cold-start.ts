@@ -46,7 +46,7 @@ async function storm(args: (i: number) => string[], sampleConnections: () => Pro
         let text = '';
         child.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); });
         const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-        child.on('exit', () => {
+        child.on('close', () => {
           clearTimeout(killer);
           resolve(text);
         });
