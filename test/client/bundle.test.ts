@@ -6,7 +6,10 @@
 import assert from 'node:assert/strict';
 import { builtinModules } from 'node:module';
 import { describe, it } from 'node:test';
+import vm from 'node:vm';
 import { build } from 'esbuild';
+import { serveOverHttp } from '../support/client.js';
+import { openTempSqlite } from '../support/sqlite.js';
 
 const entry = new URL('../../src/client/index.ts', import.meta.url).pathname;
 
@@ -32,7 +35,8 @@ describe('dibs/client bundle', () => {
     const imports = Object.values(result.metafile.outputs).flatMap((o) => o.imports.map((i) => i.path));
     assert.deepEqual(imports, [], 'the bundle imports nothing');
     const text = result.outputFiles[0]!.text;
-    assert.doesNotMatch(text, /\bprocess\.|\bBuffer\b|require\(/, 'no Node globals');
+    const nodeGlobal = /\bprocess\.|\bBuffer\b|require\(/.exec(text);
+    assert.equal(nodeGlobal?.[0], undefined, 'no Node globals');
     assert.ok(text.length < 60_000, `small: ${text.length} bytes`);
   });
 
@@ -41,4 +45,26 @@ describe('dibs/client bundle', () => {
     assert.ok(builtins.has('crypto'));
     await assert.rejects(bundleClient(`import { createHash } from 'node:crypto'; export const h = createHash;`), /node:crypto|Could not resolve/);
   });
+
+  it('runs in a context that has only the Web platform globals of an edge runtime (no process, Buffer, require)', async () => {
+    const env = await openTempSqlite();
+    const served = await serveOverHttp(env.dibs);
+    try {
+      await env.dibs.pools.create({ name: 'edge' });
+      await env.dibs.pools.importCodes('edge', ['EDGE-1']);
+      const bundle = await build({ entryPoints: [entry], bundle: true, platform: 'neutral', format: 'iife', globalName: 'dibsClient', write: false, logLevel: 'silent' });
+      // What Workers / Vercel Edge give a script: fetch, AbortController, timers, Web Crypto, URL, text codecs.
+      const edge = vm.createContext({ fetch, Request, Response, Headers, AbortController, AbortSignal, setTimeout, clearTimeout, crypto: globalThis.crypto, URL, TextEncoder, TextDecoder, console });
+      vm.runInContext(bundle.outputFiles[0]!.text, edge);
+      assert.equal(vm.runInContext('typeof process + typeof Buffer + typeof require', edge), 'undefinedundefinedundefined');
+      const claim = await vm.runInContext(`dibsClient.createClient({ baseUrl: ${JSON.stringify(served.baseUrl)}, apiKey: ${JSON.stringify(served.apiKey)} }).pools.claim('edge', 'worker-user')`, edge) as { code: string };
+      assert.equal(claim.code, 'EDGE-1');
+      const error = await vm.runInContext(`dibsClient.createClient({ baseUrl: ${JSON.stringify(served.baseUrl)}, apiKey: ${JSON.stringify(served.apiKey)} }).pools.claim('edge', 'late').catch((e) => ({ name: e.name, code: e.code }))`, edge);
+      assert.deepEqual({ ...(error as object) }, { name: 'DibsError', code: 'sold_out' });
+    } finally {
+      await served.close();
+      await env.cleanup();
+    }
+  });
 });
+
