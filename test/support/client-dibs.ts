@@ -5,9 +5,12 @@
  * (FALLBACKS: jobs, paged export iteration, the raw backend) go to `lib` directly — the same store,
  * the default tenant, so names match.
  */
+import { spawn } from 'node:child_process';
 import { Readable } from 'node:stream';
 import type { Dibs } from '../../src/index.js';
-import type { DibsClient } from '../../src/client/index.js';
+import { createClient, type DibsClient } from '../../src/client/index.js';
+import { createApiKey } from '../../src/service/auth/keys.js';
+import { CLI_ARGS, ROOT } from './cli.js';
 import { serveOverHttp } from './client.js';
 
 /** Library operations with no HTTP route, served by the library itself in these runs. */
@@ -74,5 +77,49 @@ export function throughClient(open: () => Promise<{ dibs: Dibs; cleanup(): Promi
         await target.cleanup();
       },
     };
+  };
+}
+
+/**
+ * A conformance factory through a real `dibs serve` process (the CLI, --no-jobs so the suites'
+ * own job calls stay deterministic) on the store `open` made; an admin key of the default tenant
+ * is created in that store. Bounded: the server must say it is serving within 60 s; cleanup sends
+ * SIGTERM, then SIGKILL after 10 s.
+ */
+export function throughServe(open: () => Promise<{ dibs: Dibs; store: string; cleanup(): Promise<void> }>) {
+  return async () => {
+    const target = await open();
+    const apiKey = (await createApiKey(target.dibs.backend.service!, { name: 'serve conformance', scopes: ['admin'] })).key;
+    const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--store', target.store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const stop = async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(killer);
+      }
+    };
+    let stderr = '';
+    try {
+      const baseUrl = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`dibs serve did not start within 60 s:\n${stderr}`)), 60_000);
+        child.stderr!.on('data', (d: Buffer) => {
+          stderr += d.toString();
+          const url = /dibs is serving (http:\/\/\S+)/.exec(stderr);
+          if (url) {
+            clearTimeout(timer);
+            resolve(url[1]!);
+          }
+        });
+        void exited.then(() => reject(new Error(`dibs serve exited early:\n${stderr}`)));
+      });
+      const client = createClient({ baseUrl, apiKey, retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 200 } });
+      return { dibs: dibsOverClient(target.dibs, client, () => Promise.resolve()), cleanup: async () => { await stop(); await target.cleanup(); } };
+    } catch (error) {
+      await stop();
+      await target.cleanup();
+      throw error;
+    }
   };
 }
