@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { lockConformance } from '../conformance/locks.js';
 import { poolConformance } from '../conformance/pools.js';
 import { saleConformance } from '../conformance/sales.js';
+import pg from 'pg';
 import { openDibs } from '../../src/index.js';
 import { openTempPgThrough, requirePgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
 import { adminQuery, requirePostgres, tempPgStore, TEST_PG } from '../support/postgres.js';
@@ -38,6 +39,44 @@ if (skip) {
     it('a URL without pooler=transaction is refused by PgBouncer (the startup options), typed', async () => {
       const temp = tempPgStore();
       await assert.rejects(openDibs(bouncer.url({ schema: temp.schema })), (e: Error & { code?: string }) => /unsupported startup parameter: options/.test(e.message));
+    });
+
+    it('every statement and transaction runs with dibs\' settings (SET LOCAL), and statement_timeout cancels', async () => {
+      const env = await openTempPgThrough(bouncer, { statementTimeoutMs: '700', lockTimeoutMs: '600', idleInTransactionTimeoutMs: '500', queryTimeoutMs: '5000' });
+      try {
+        const pool = (env.dibs.backend as unknown as { pool: pg.Pool }).pool;
+        const settings = `SELECT current_setting('search_path') AS sp, current_setting('statement_timeout') AS st, current_setting('lock_timeout') AS lt, current_setting('idle_in_transaction_session_timeout') AS it`;
+        const expected = { sp: env.schema, st: '700ms', lt: '600ms', it: '500ms' };
+        // Many statements at once: they land on several of PgBouncer's server connections.
+        const lone = await Promise.all(Array.from({ length: 20 }, () => pool.query(settings)));
+        for (const r of lone) assert.deepEqual(r.rows[0], expected);
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          assert.deepEqual((await client.query(settings)).rows[0], expected);
+          await client.query('COMMIT');
+        } finally {
+          client.release();
+        }
+        await assert.rejects(pool.query('SELECT pg_sleep(2)'), (e: Error & { code?: string }) => e.code === '57014');
+        // Nothing leaks onto PgBouncer's server connections: another client of the bouncer, on
+        // the connections dibs just used, sees the server's defaults.
+        const others = await Promise.all(Array.from({ length: 10 }, async () => {
+          const other = new pg.Client({ connectionString: bouncer.url() });
+          await other.connect();
+          try {
+            return (await other.query<{ sp: string; st: string }>(settings)).rows[0]!;
+          } finally {
+            await other.end();
+          }
+        }));
+        for (const r of others) {
+          assert.equal(r.st, '0', 'statement_timeout leaked to another client');
+          assert.notEqual(r.sp, env.schema, 'search_path leaked to another client');
+        }
+      } finally {
+        await env.cleanup();
+      }
     });
 
     it('eight concurrent first opens migrate a fresh schema exactly once (5 rounds)', async () => {
