@@ -70,6 +70,9 @@ export async function startPgBouncer(options: { poolSize?: number; maxClients?: 
     '',
   ].join('\n'));
   const child: ChildProcess = spawn(BINARY, ['-u', 'nobody', join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // If this test process dies without stopping it (killed, crashed), a watchdog ends the bouncer
+  // within a second and removes its directory: nothing outlives the test.
+  spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${child.pid} 2>/dev/null; do sleep 1; done; kill ${child.pid} 2>/dev/null; sleep 1; rm -rf '${dir}'`], { stdio: 'ignore', detached: true }).unref();
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
