@@ -14,6 +14,33 @@ const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   firestore: async () => (await import('./firestore/index.js')).openFirestore,
 };
 
+/**
+ * The npm packages each store's driver needs. They are optional peer dependencies: what runs in a
+ * serverless function (dibs/client, or one store) installs without the others.
+ */
+export const STORE_PACKAGES: Record<string, readonly string[]> = {
+  postgres: ['pg', 'pg-copy-streams'],
+  redis: ['ioredis'],
+  'redis+cluster': ['ioredis'],
+  firestore: ['@google-cloud/firestore'],
+};
+
+/** A driver package that is not installed → a typed error naming what to install. */
+async function loadDriver<T>(scheme: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const message = error instanceof Error ? error.message : '';
+    const missing = (STORE_PACKAGES[scheme] ?? []).find((name) => message.includes(`'${name}'`) || message.includes(`"${name}"`));
+    if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && missing) {
+      const all = STORE_PACKAGES[scheme]!.join(' ');
+      throw new DibsError('unsupported', `store: ${scheme} needs the npm package '${missing}', which is not installed: npm install ${all}`, { field: 'store', details: { package: missing, install: `npm install ${all}` }, cause: error });
+    }
+    throw error;
+  }
+}
+
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
 
 export function parseStoreUrl(store: string): URL {
@@ -48,11 +75,12 @@ export async function openBackend(store: string, options: BackendOptions = {}): 
   // Tiered mode: `?fastpath=redis://…` on a SQLite or PostgreSQL URL puts a Redis fast path for
   // sale buys over that store, which stays the ledger (backends/tiered/).
   const fastpath = url.searchParams.get('fastpath');
-  if (fastpath === null) return (await load())(url, options);
+  const factory = await loadDriver(schemeOf(url), load);
+  if (fastpath === null) return factory(url, options);
   url.searchParams.delete('fastpath');
-  const ledger = await (await load())(url, options);
+  const ledger = await factory(url, options);
   try {
-    return await (await import('./tiered/index.js')).openTiered(ledger, fastpath);
+    return await (await loadDriver('redis', () => import('./tiered/index.js'))).openTiered(ledger, fastpath);
   } catch (error) {
     await ledger.close();
     throw error;

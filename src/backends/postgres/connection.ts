@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { DibsError, unavailable } from '../../core/errors.js';
 import { refuseUnreplicatedCommits } from './sync-commit.js';
+import { localSettings, scopeToTransactions } from './pooler.js';
 
 export interface PgOptions {
   /** Schema holding dibs' tables (created by the migrations). */
@@ -38,6 +39,13 @@ export interface PgOptions {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   idleInTransactionTimeoutMs: number;
+  /**
+   * `transaction`: connections go through a pooler in transaction mode (PgBouncer): settings per
+   * transaction, no named prepared statements, no session state (pooler.ts).
+   */
+  pooler: 'transaction' | null;
+  /** A direct (not pooled) connection URL for LISTEN (lock wake-ups); null = none. */
+  listenUrl: string | null;
 }
 
 /** Server-side TCP keepalive and unacknowledged-data limits (seconds / ms): a dead client is noticed in about a minute. */
@@ -80,8 +88,14 @@ export function createPool(connectionString: string, options: PgOptions, Client?
     // TCP keepalive lets the kernel notice a dead peer on an idle connection
     keepAlive: true,
     idleTimeoutMillis: 30_000,
-    options: sessionOptions(options),
+    // A pooler in transaction mode refuses the `options` startup parameter and would not keep
+    // session settings anyway: there they are set per transaction (pooler.ts).
+    ...(options.pooler ? {} : { options: sessionOptions(options) }),
   });
+  if (options.pooler) {
+    const settings = localSettings(options);
+    pool.on('connect', (client) => scopeToTransactions(client, settings));
+  }
   // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener Node would crash the process. The pool drops it and reconnects.
   pool.on('error', () => {});

@@ -13,6 +13,10 @@
  *   lockTimeoutMs               server-side lock_timeout (default = statementTimeoutMs)
  *   idleInTransactionTimeoutMs  server-side idle_in_transaction_session_timeout (default
  *                               min(10000, statementTimeoutMs)); all three must stay below queryTimeoutMs
+ *   pooler            `transaction` when the URL points at a pooler in transaction mode (PgBouncer
+ *                     pool_mode=transaction): no session state is assumed (see pooler.ts)
+ *   listen            with a pooler: a direct postgres:// URL (URL-encoded) for the one LISTEN
+ *                     connection of lock wake-ups; without it waiters poll (about every 200 ms)
  * Options passed to openDibs() with the same names override the URL.
  *
  * Several hosts (a primary and its standbys), libpq style:
@@ -28,7 +32,7 @@ import type { Health } from '../../core/types.js';
 import { createPool, query, sessionOptions, translate, type PgOptions } from './connection.js';
 import { parseHosts, parseSessionAttrs } from './hosts.js';
 import { primaryClient, PrimarySelector } from './primary.js';
-import { migrate } from './migrate.js';
+import { migrate, migratePooled, schemaIsCurrent } from './migrate.js';
 import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
 import { PgServiceStore } from './service.js';
@@ -40,7 +44,7 @@ import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
 
-export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs', 'hosts', 'target_session_attrs'] as const;
+export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs', 'hosts', 'target_session_attrs', 'pooler', 'listen'] as const;
 
 /** How long a claim keeps retrying races (claim.ts) — part of an operation's longest run. */
 const CLAIM_RETRY_MS = 10_000;
@@ -81,7 +85,10 @@ export class PostgresBackend implements Backend {
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.forecasts = new PgForecasts(pool);
     this.outbox = new PgOutbox(pool);
-    this.releaseListener = new ReleaseListener(connectionString, lockChannel(options.schema), options.connectTimeoutMs, selector ? primaryClient(selector) : pg.Client);
+    // LISTEN needs a session of its own: behind a transaction pooler only a direct URL gives one;
+    // without a listen= URL it follows the primary like the pool's connections.
+    const listenUrl = options.pooler ? options.listenUrl : (options.listenUrl ?? connectionString);
+    this.releaseListener = new ReleaseListener(listenUrl, lockChannel(options.schema), options.connectTimeoutMs, selector && !options.listenUrl ? primaryClient(selector) : pg.Client);
     this.locks = new PgLocks(pool, this.releaseListener);
     this.counters = new PgCounters(pool);
     this.operationTimeoutMs = 2 * (options.connectTimeoutMs + options.queryTimeoutMs) + CLAIM_RETRY_MS;
@@ -113,7 +120,9 @@ export const openPostgres: BackendFactory = async (url, overrides) => {
       throw translate(error);
     });
     try {
-      await migrate(client, options.schema);
+      // Cold start: one cheap statement when the schema is current (the usual case for a
+      // serverless instance); the migration run (advisory lock, DDL checks) only when it is not.
+      if (!(await schemaIsCurrent(client, options.schema))) await (options.pooler ? migratePooled : migrate)(client, options.schema);
     } finally {
       client.release();
     }
@@ -132,7 +141,7 @@ function hostSelector(url: URL, connectionString: string, options: PgOptions): P
   try {
     const hosts = parseHosts(list, url);
     const attrs = parseSessionAttrs(attrsParam);
-    return new PrimarySelector(hosts, attrs, { connectionString, options: sessionOptions(options) }, options.connectTimeoutMs);
+    return new PrimarySelector(hosts, attrs, { connectionString, ...(options.pooler ? {} : { options: sessionOptions(options) }) }, options.connectTimeoutMs);
   } catch (error) {
     throw bad((error as Error).message);
   }
@@ -154,6 +163,10 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
   const statementTimeoutMs = int(param('statementTimeoutMs'), Math.floor(queryTimeoutMs * 0.8), 50, queryTimeoutMs - 1, 'statementTimeoutMs');
   const lockTimeoutMs = int(param('lockTimeoutMs'), statementTimeoutMs, 50, queryTimeoutMs - 1, 'lockTimeoutMs');
   const idleInTransactionTimeoutMs = int(param('idleInTransactionTimeoutMs'), Math.min(10_000, statementTimeoutMs), 50, queryTimeoutMs - 1, 'idleInTransactionTimeoutMs');
+  const pooler = param('pooler');
+  if (pooler !== undefined && pooler !== 'transaction' && pooler !== 'none') throw bad("pooler must be 'transaction' (PgBouncer in transaction mode) or 'none'");
+  const listenUrl = param('listen');
+  if (listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(listenUrl)) throw bad('listen must be a postgres:// URL (URL-encoded inside the store URL)');
   return {
     schema,
     poolSize,
@@ -165,6 +178,8 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
     statementTimeoutMs,
     lockTimeoutMs,
     idleInTransactionTimeoutMs,
+    pooler: pooler === 'transaction' ? 'transaction' : null,
+    listenUrl: listenUrl ?? null,
   };
 }
 

@@ -30,7 +30,8 @@ export class ReleaseListener {
   private attempt: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly connectionString: string,
+    /** null: no LISTEN connection at all (behind a transaction pooler); waiters rely on the poll. */
+    private readonly connectionString: string | null,
     readonly channel: string,
     private readonly connectTimeoutMs: number,
     /** pg.Client, or the class that connects to the primary among several hosts (primary.ts). */
@@ -64,7 +65,7 @@ export class ReleaseListener {
   }
 
   private ensure(): void {
-    if (this.client || this.connecting || this.closed) return;
+    if (this.client || this.connecting || this.closed || this.connectionString === null) return;
     this.connecting = true;
     this.attempt = this.connect().finally(() => {
       this.connecting = false;
@@ -72,7 +73,7 @@ export class ReleaseListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new this.Client({ connectionString: this.connectionString, connectionTimeoutMillis: this.connectTimeoutMs, application_name: LISTENER_APPLICATION_NAME });
+    const client = new this.Client({ connectionString: this.connectionString!, connectionTimeoutMillis: this.connectTimeoutMs, application_name: LISTENER_APPLICATION_NAME });
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
     client.on('notification', (message) => {

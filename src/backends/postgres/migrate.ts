@@ -13,12 +13,29 @@ const MIGRATIONS = new URL('./migrations/', import.meta.url);
 /** PostgreSQL 13 is the oldest release still supported upstream; dibs uses nothing newer. */
 export const MIN_SERVER_VERSION = 130000;
 
-export async function migrate(client: pg.ClientBase, schema: string): Promise<number> {
-  const { rows } = await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
-  const version = Number(rows[0]!.v);
-  if (version < MIN_SERVER_VERSION) {
-    throw new DibsError('unavailable', `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`, { retriable: false });
+/** The id of the newest migration this build carries. */
+export function latestMigration(): number {
+  return Math.max(...loadMigrations(MIGRATIONS).map((m) => m.id));
+}
+
+/**
+ * The cold-start check: true when the schema's ledger already has this build's newest migration,
+ * in one cheap statement — then opening does no migration work at all (no advisory lock, no DDL).
+ * A missing schema or ledger is simply "not current".
+ */
+export async function schemaIsCurrent(client: pg.ClientBase, schema: string): Promise<boolean> {
+  try {
+    const { rows } = await client.query<{ v: number | null }>(`SELECT max(id) AS v FROM ${quoteIdent(schema)}.migrations`);
+    return (rows[0]?.v ?? 0) >= latestMigration();
+  } catch (error) {
+    const state = (error as { code?: unknown }).code;
+    if (state === '42P01' || state === '3F000') return false;
+    throw error;
   }
+}
+
+export async function migrate(client: pg.ClientBase, schema: string): Promise<number> {
+  await checkVersion(client);
   const lockKey = `dibs:migrate:${schema}`;
   // Another process may be migrating (we wait for its lock), and a migration may rewrite a big
   // table: neither is a stuck statement, so the session's server-side limits are lifted here
@@ -48,5 +65,65 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<nu
   } finally {
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => {});
     await client.query('RESET statement_timeout; RESET lock_timeout').catch(() => {});
+  }
+}
+
+/**
+ * Migrations through a pooler in transaction mode, where no session survives a transaction: each
+ * migration runs in a transaction of its own that takes the transaction-scoped advisory lock, lifts
+ * the timeouts with SET LOCAL, and re-reads the ledger — so concurrent openers still apply each
+ * migration exactly once.
+ */
+export async function migratePooled(client: pg.ClientBase, schema: string): Promise<number> {
+  await checkVersion(client);
+  const lockKey = `dibs:migrate:${schema}`;
+  const migrations = loadMigrations(MIGRATIONS);
+  await createLedger(client, schema, lockKey);
+  for (let applied = 0; ; applied++) {
+    await client.query('BEGIN');
+    try {
+      await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+      const done = new Set((await client.query<{ id: number }>('SELECT id FROM migrations')).rows.map((r) => r.id));
+      const next = migrations.find((m) => !done.has(m.id));
+      if (next) {
+        await client.query(next.sql);
+        await client.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [next.id, next.name]);
+      }
+      await client.query('COMMIT');
+      if (!next) return applied;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  }
+}
+
+async function checkVersion(client: pg.ClientBase): Promise<void> {
+  const { rows } = await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
+  const version = Number(rows[0]!.v);
+  if (version < MIN_SERVER_VERSION) {
+    throw new DibsError('unavailable', `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`, { retriable: false });
+  }
+}
+
+/**
+ * The schema and its ledger, in a transaction of their own. An advisory lock does not refresh the
+ * catalog caches of a transaction that waited for it, so a second opener could still miss the
+ * schema the first just created and collide on it; that collision (unique_violation,
+ * duplicate_schema, duplicate_table) means another opener created them: fine.
+ */
+async function createLedger(client: pg.ClientBase, schema: string, lockKey: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    const state = (error as { code?: unknown }).code;
+    if (state !== '23505' && state !== '42P06' && state !== '42P07') throw error;
   }
 }
