@@ -25,7 +25,9 @@ export class GuardedResource {
       connectionTimeoutMillis: 5000,
       query_timeout: 5000,
     });
+    // A connection reset while idle or checked out: the pool drops it (a write on it is `unknown`).
     this.pool.on('error', () => undefined);
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.writeSql = sql(config.broken ? 'write-broken.sql' : 'write.sql');
   }
 
@@ -36,8 +38,16 @@ export class GuardedResource {
 
   /** true when applied, false when refused; throws when the answer is unknown. */
   async write(key: string, fence: number, lease: string, writeId: string): Promise<boolean> {
-    const result = await this.pool.query(this.writeSql, [key, fence, lease, writeId]);
-    return result.rowCount === 1;
+    const client = await this.pool.connect();
+    try {
+      const result = await client.query(this.writeSql, [key, fence, lease, writeId]);
+      client.release();
+      return result.rowCount === 1;
+    } catch (error) {
+      // A connection that timed out may still carry the statement: never reuse it.
+      client.release(true);
+      throw error;
+    }
   }
 
   async log(): Promise<LogRecord[]> {

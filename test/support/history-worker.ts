@@ -25,6 +25,8 @@ export interface HistoryWorkerConfig {
   ttlMs: number;
   brokenLock?: boolean;
   pauseMs?: number;
+  /** Keep taking rounds until this much time has passed (instead of `rounds`). */
+  durationMs?: number;
 }
 
 const config = JSON.parse(process.argv[2]!) as HistoryWorkerConfig;
@@ -49,7 +51,8 @@ let unavailable = 0;
 let writeSeq = 0;
 let paused = false;
 try {
-  for (let i = 0; i < config.rounds; i++) {
+  const started = now();
+  for (let i = 0; config.durationMs !== undefined ? now() - started < config.durationMs : i < config.rounds; i++) {
     const key = config.keys[(i + process.pid) % config.keys.length]!;
     const lockKey = config.brokenLock ? `${key}:${process.pid}` : key;
     try {
