@@ -13,11 +13,12 @@
  *   writing through a fenced PostgreSQL table on the store host; the history checker
  *   (test/support/history-checker.ts) must find no two holders, no fence out of order and no
  *   acknowledged write missing. Verdicts are printed.
+ * Claims through the same cuts: partition-claims.test.ts.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { uniqueId } from '../support/assert.js';
 import { LONG } from '../support/faults.js';
@@ -25,8 +26,9 @@ import { GuardedResource } from '../support/guarded-resource.js';
 import { formatVerdict } from '../support/history-checker.js';
 import { runHistory, type WorkerRun } from '../support/history-run.js';
 import type { HistoryWorkerConfig } from '../support/history-worker.js';
-import { Network, netnsUnavailable, type Direction, type Host, type Link } from '../support/netns.js';
-import { startPostgresOn, startRedisOn, type HostPostgres, type HostRedis } from '../support/netns-stores.js';
+import { netnsUnavailable, type Direction, type Host, type Link, type Network } from '../support/netns.js';
+import type { HostPostgres, HostRedis } from '../support/netns-stores.js';
+import { hostileNetworkForSuite } from '../support/netns-suite.js';
 
 const skip = netnsUnavailable();
 const VANISH = new URL('../support/pg-vanish.ts', import.meta.url).pathname;
@@ -34,26 +36,13 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, () => {
+  const env = hostileNetworkForSuite();
   let net: Network;
-  let store: Host;
   let hosts: Host[];
   let links: Link[];
   let pgHost: HostPostgres;
   let redisHost: HostRedis;
-
-  before(async () => {
-    net = new Network();
-    store = net.host('store');
-    hosts = [net.host('w1'), net.host('w2')];
-    links = hosts.map((h) => net.link(store, h));
-    pgHost = await startPostgresOn(store);
-    redisHost = await startRedisOn(store);
-  });
-  after(async () => {
-    await pgHost?.stop();
-    await redisHost?.stop();
-    await net?.teardown();
-  });
+  before(() => ({ net, hosts, links, pg: pgHost, redis: redisHost } = env()));
 
   /** Locks a row from host w1 with dibs' session options, cuts w1 → store, kills the client; ms until the row is free again (null: not within `limitMs`). */
   async function vanish(params: string, idleOverride: string, limitMs: number): Promise<number | null> {

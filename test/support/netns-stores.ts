@@ -10,6 +10,7 @@ import { appendFileSync, chmodSync, chownSync, mkdtempSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import type { Host } from './netns.js';
@@ -145,5 +146,29 @@ export async function startRedisOn(host: Host, extra: string[] = [], wrapper: st
       await exited(child);
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A loopback TCP port (127.0.0.1, outside the namespaces) forwarding to a store's Unix socket, for
+ * clients that only speak TCP (dibs' Redis URLs). Only the test process uses it.
+ */
+export async function unixRelay(socketPath: string): Promise<{ port: number; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = connect(socketPath);
+    open.add(inbound).add(outbound);
+    const end = () => { inbound.destroy(); outbound.destroy(); open.delete(inbound); open.delete(outbound); };
+    inbound.on('error', end).on('close', end);
+    outbound.on('error', end).on('close', end);
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => new Promise<void>((resolve) => {
+      for (const s of open) s.destroy();
+      server.close(() => resolve());
+    }),
   };
 }

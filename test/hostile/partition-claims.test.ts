@@ -1,0 +1,93 @@
+/**
+ * Claim storms from two worker "hosts" (network namespaces, test/support/netns.ts) against a
+ * test-owned PostgreSQL and redis-server on a store host, through nftables cuts on a schedule:
+ * drop one direction only (the store never hears the client again / the client never hears the
+ * answers to requests the store applied), drop both, reject with a reset. Judged by the client-side
+ * ledger (src/loadtest/verify.ts: no code acknowledged twice, every acknowledged claim still held,
+ * limits and idempotent replays, the store's own audit clean); every failure must be `unavailable`.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { before, describe, it } from 'node:test';
+import { openDibs } from '../../src/index.js';
+import { uniqueId } from '../support/assert.js';
+import { LONG } from '../support/faults.js';
+import { netnsUnavailable, type Direction, type Host, type Link, type Network } from '../support/netns.js';
+import { unixRelay, type HostPostgres, type HostRedis } from '../support/netns-stores.js';
+import { hostileNetworkForSuite } from '../support/netns-suite.js';
+import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
+
+const skip = netnsUnavailable();
+
+describe('claims through partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, () => {
+  const env = hostileNetworkForSuite();
+  let net: Network;
+  let hosts: Host[];
+  let links: Link[];
+  let pgHost: HostPostgres;
+  let redisHost: HostRedis;
+  before(() => ({ net, hosts, links, pg: pgHost, redis: redisHost } = env()));
+
+  const CLAIM_FAULTS: Array<[number, Direction, number]> = [[0, 'to-store', 2500], [1, 'from-store', 2500], [0, 'both', 2000], [1, 'reject', 1500], [0, 'from-store', 2000]];
+  const CLAIM_TARGETS: Array<{ label: string; store: (address: string, tag: string) => string; local: (tag: string) => Promise<{ url: string; close(): Promise<void> }> }> = [
+    {
+      label: 'postgres',
+      store: (address, tag) => `${pgHost.urlAt(address)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
+      local: async (tag) => ({ url: `${pgHost.localUrl}&schema=${tag}`, close: async () => undefined }),
+    },
+    {
+      label: 'redis',
+      store: (address, tag) => `${redisHost.urlAt(address)}?prefix=${tag}&commandTimeoutMs=1000`,
+      local: async (tag) => {
+        const relay = await unixRelay(redisHost.socket);
+        return { url: `redis://127.0.0.1:${relay.port}/0?prefix=${tag}`, close: () => relay.close() };
+      },
+    },
+  ];
+  for (const target of CLAIM_TARGETS) {
+    it(`${target.label}: claim storm from two hosts through one-sided partitions — client ledger clean`, async () => {
+      const tag = uniqueId('c').toLowerCase();
+      const local = await target.local(tag);
+      const dibs = await openDibs(local.url);
+      try {
+        const codes = LONG ? 20_000 : 4000;
+        await dibs.pools.create({ name: 'part' });
+        await dibs.pools.importCodes('part', Array.from({ length: codes }, (_, i) => `P-${i}`));
+        const faultLog: string[] = [];
+        let faulting: Promise<void> = Promise.resolve();
+        const outcomes = await runClaimStorm({
+          store: '',
+          storeFor: (i) => target.store(links[i % 2]!.addressA, tag),
+          spawnPrefix: (i) => hosts[i % 2]!.prefix,
+          pool: 'part',
+          processes: 4,
+          claimants: LONG ? 30_000 : 6000,
+          concurrency: 8,
+          timeoutMs: 240_000,
+          onStart: () => {
+            faulting = (async () => {
+              for (let round = 0; round < (LONG ? 6 : 1); round++) {
+                for (const [i, direction, ms] of CLAIM_FAULTS) {
+                  net.cut(links[i]!, direction);
+                  faultLog.push(`w${i + 1} ${direction} ${ms} ms`);
+                  await sleep(ms);
+                  net.heal(links[i]!);
+                  await sleep(500);
+                }
+              }
+            })();
+          },
+        });
+        await faulting;
+        const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
+        assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'every failure is the retriable unavailable');
+        const summary = await assertStormInvariants(dibs, 'part', outcomes, { codes, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+        console.log(`[partition] ${target.label} claims: faults ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, ledger violations 0`);
+        assert.ok(errors.length > 0, 'the faults were felt by the clients');
+      } finally {
+        await dibs.close();
+        await local.close();
+      }
+    });
+  }
+});
