@@ -16,6 +16,7 @@ import { netnsUnavailable, type Direction, type Host, type Link, type Network } 
 import { unixRelay, type HostPostgres, type HostRedis } from '../support/netns-stores.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
+import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 
 const skip = netnsUnavailable();
 
@@ -93,4 +94,46 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
       }
     });
   }
+
+  /** Runs the fault phases once (both hosts cut at once, 2 s each, 300 ms healed between). */
+  async function phases(log: string[]): Promise<void> {
+    for (let round = 0; round < (LONG ? 6 : 1); round++) {
+      for (const phase of CLAIM_FAULTS) {
+        for (const [i, direction] of phase) net.cut(links[i]!, direction);
+        log.push(phase.map(([i, direction]) => `w${i + 1} ${direction}`).join(' + '));
+        await sleep(2000);
+        for (const [i] of phase) net.heal(links[i]!);
+        await sleep(300);
+      }
+    }
+  }
+
+  it('postgres: flash sale from two hosts through one-sided partitions — every acknowledged order kept, sold ≤ cap', async () => {
+    const tag = uniqueId('s').toLowerCase();
+    const dibs = await openDibs(`${pgHost.localUrl}&schema=${tag}`);
+    try {
+      const cap = 300;
+      const sale = await dibs.sales.create({ sku: 'PART', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+      const buyers = LONG ? 6000 : 1200;
+      // paced, so the storm is still running in every phase
+      const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({ customer: `buyer-${i % (buyers / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 40, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+      const faultLog: string[] = [];
+      const outcomes = await runSaleStorm({
+        store: '',
+        storeFor: (i) => `${pgHost.urlAt(links[i % 2]!.addressA)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
+        spawnPrefix: (i) => hosts[i % 2]!.prefix,
+        sale: sale.id,
+        lanes: spread(ops, 4),
+        concurrency: 4,
+        timeoutMs: 240_000,
+        during: () => phases(faultLog),
+      });
+      const storedOrders = async () => new Set((await pgHost.admin<{ id: string }>(`SELECT id FROM "${tag}".sale_orders`)).map((r) => r.id));
+      assert.ok(outcomes.some((o) => o.error === 'unavailable'), 'the faults were felt');
+      const seen = await assertBuysSurvived(dibs, storedOrders, sale.id, cap, outcomes);
+      console.log(`[partition] postgres buys: 2 s phases ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`);
+    } finally {
+      await dibs.close();
+    }
+  });
 });
