@@ -4,6 +4,9 @@
  * checker against the guarded resource's own log.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { checkHistory, type History, type LogRecord, type SectionRecord, type Verdict, type WriteRecord } from './history-checker.js';
 import type { HistoryWorkerConfig } from './history-worker.js';
 
@@ -37,5 +40,12 @@ export async function runHistory(runs: WorkerRun[], readLog: () => Promise<LogRe
   const writes = lines.filter((l) => l.t === 'write') as unknown as WriteRecord[];
   const unavailable = lines.filter((l) => l.t === 'stats').reduce((n, l) => n + (l.unavailable as number), 0);
   const history = { sections, writes, log: await readLog() };
-  return { history, verdict: checkHistory(history), unavailable };
+  const verdict = checkHistory(history);
+  if (verdict.violations.length > 0) {
+    // keep the evidence: the whole history, for reading the violation in context
+    const file = join(tmpdir(), `dibs-history-${process.pid}-${Date.now()}.json`);
+    writeFileSync(file, JSON.stringify({ verdict, history, stderr: lines.filter((l) => l.t === 'debug') }, null, 1));
+    process.stderr.write(`history with violations written to ${file}\n`);
+  }
+  return { history, verdict, unavailable };
 }
