@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { uniqueId } from '../support/assert.js';
@@ -26,9 +27,21 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const LINK = { delayMs: 20, jitterMs: 30, stallP: 0.02, stallMs: 300 };
 
 describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? false, timeout: 600_000 }, () => {
+  const relays: Array<{ child: ChildProcess; stats: string }> = [];
+  // Registered before the network's own hooks so that it runs first: the relays report their
+  // counts on SIGTERM before the namespace teardown kills whatever is left.
+  after(async () => {
+    for (const r of relays) {
+      if (r.child.exitCode === null && r.child.signalCode === null) {
+        const exited = new Promise((resolve) => r.child.once('exit', resolve));
+        r.child.kill('SIGTERM');
+        await Promise.race([exited, sleep(5000)]);
+      }
+      console.log(`[slow-link] relay: ${r.stats.split('\n').filter((l) => l.startsWith('{')).join('')}`);
+    }
+  });
   const env = hostileNetworkForSuite();
   let net: HostileNetwork;
-  const relays: Array<{ child: ChildProcess; stats: string }> = [];
   const ports = { postgres: 5433, redis: 6380 };
   before(async () => {
     net = env();
@@ -43,15 +56,6 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
       relays.push(relay);
     }
   });
-  after(async () => {
-    for (const r of relays) {
-      const exited = new Promise((resolve) => r.child.once('exit', resolve));
-      r.child.kill('SIGTERM');
-      await exited;
-      console.log(`[slow-link] relay: ${r.stats.split('\n').filter((l) => l.startsWith('{')).join('')}`);
-    }
-  });
-
   const TARGETS = [
     { label: 'postgres', lockStore: (address: string, tag: string) => `postgres://postgres@${address}:${ports.postgres}/postgres?schema=${tag}&poolSize=4&queryTimeoutMs=3000&connectTimeoutMs=3000` },
     { label: 'redis', lockStore: (address: string, tag: string) => `redis://${address}:${ports.redis}/0?prefix=${tag}&commandTimeoutMs=2000` },
