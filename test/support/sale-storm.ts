@@ -54,14 +54,18 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
   during?: (done: () => boolean) => Promise<void>;
   /** Another worker script with the same protocol (e.g. room-worker.ts for waiting rooms). */
   worker?: string;
+  /** Per worker: the store URL it uses (default `store`) and an argv prefix that runs it on another host (`ip netns exec NS`). */
+  storeFor?: (worker: number) => string;
+  spawnPrefix?: (worker: number) => string[];
 }): Promise<O[]> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-sale-storm-'));
   try {
     const workers = options.lanes.map((ops, i) => {
-      const config: SaleWorkerConfig = { store: options.store, sale: options.sale, ttlMs: options.ttlMs ?? 1000, ops, concurrency: options.concurrency ?? 8, resultFile: join(dir, `w${i}.jsonl`) };
+      const config: SaleWorkerConfig = { store: options.storeFor?.(i) ?? options.store, sale: options.sale, ttlMs: options.ttlMs ?? 1000, ops, concurrency: options.concurrency ?? 8, resultFile: join(dir, `w${i}.jsonl`) };
       const configFile = join(dir, `w${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = spawn(process.execPath, ['--import', 'tsx', options.worker ?? WORKER, configFile], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+      const argv = [...(options.spawnPrefix?.(i) ?? []), process.execPath, '--import', 'tsx', options.worker ?? WORKER, configFile];
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       const ready = new Promise<void>((resolve, reject) => {

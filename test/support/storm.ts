@@ -59,6 +59,9 @@ export interface StormOptions {
   kill?: { processes: number; afterMs: number };
   /** Called the moment every worker has been told to go (to time faults against the storm). */
   onStart?: () => void;
+  /** Per worker: the store URL it uses (default `store`) and an argv prefix that runs it on another host (`ip netns exec NS`). */
+  storeFor?: (worker: number) => string;
+  spawnPrefix?: (worker: number) => string[];
 }
 
 const WORKER = fileURLToPath(new URL('./claim-worker.ts', import.meta.url));
@@ -109,7 +112,7 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
   try {
     const workers = lanes.map((ops, i) => {
       const config: WorkerConfig = {
-        store: options.store,
+        store: options.storeFor?.(i) ?? options.store,
         ...(options.storeOptions ? { storeOptions: options.storeOptions } : {}),
         pool: options.pool,
         ops,
@@ -118,7 +121,8 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
       };
       const configFile = join(dir, `worker-${i}.config.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const child = spawn(process.execPath, ['--import', 'tsx', WORKER, configFile], {
+      const argv = [...(options.spawnPrefix?.(i) ?? []), process.execPath, '--import', 'tsx', WORKER, configFile];
+      const child = spawn(argv[0]!, argv.slice(1), {
         cwd: ROOT,
         stdio: ['pipe', 'pipe', 'pipe'],
       });

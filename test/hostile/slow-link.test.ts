@@ -1,0 +1,90 @@
+/**
+ * A slow, unreliable link between worker hosts and the store host (network namespaces,
+ * test/support/netns.ts): this kernel has no `netem`, so a userspace relay on the store host
+ * (test/support/netns-relay.ts) delays every chunk 20 ms + up to 30 ms of jitter each way and
+ * freezes a direction for 300 ms on 2 % of chunks (a lost segment's retransmission), connections
+ * independently (answers on different connections arrive reordered). Lock storms from both worker
+ * hosts with short TTLs run through it, every section writing through the fenced PostgreSQL table
+ * (also behind the relay); the history checker must find nothing. Verdicts are printed.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { openDibs } from '../../src/index.js';
+import { uniqueId } from '../support/assert.js';
+import { LONG } from '../support/faults.js';
+import { GuardedResource } from '../support/guarded-resource.js';
+import { formatVerdict } from '../support/history-checker.js';
+import { runHistory, type WorkerRun } from '../support/history-run.js';
+import type { HistoryWorkerConfig } from '../support/history-worker.js';
+import { netnsUnavailable } from '../support/netns.js';
+import { hostileNetworkForSuite, type HostileNetwork } from '../support/netns-suite.js';
+
+const skip = netnsUnavailable();
+const RELAY = new URL('../support/netns-relay.ts', import.meta.url).pathname;
+const ROOT = new URL('../..', import.meta.url).pathname;
+const LINK = { delayMs: 20, jitterMs: 30, stallP: 0.02, stallMs: 300 };
+
+describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? false, timeout: 600_000 }, () => {
+  const relays: Array<{ child: ChildProcess; stats: string }> = [];
+  // Registered before the network's own hooks so that it runs first: the relays report their
+  // counts on SIGTERM before the namespace teardown kills whatever is left.
+  after(async () => {
+    for (const r of relays) {
+      if (r.child.exitCode === null && r.child.signalCode === null) {
+        const exited = new Promise((resolve) => r.child.once('exit', resolve));
+        r.child.kill('SIGTERM');
+        await Promise.race([exited, sleep(5000)]);
+      }
+      console.log(`[slow-link] relay: ${r.stats.split('\n').filter((l) => l.startsWith('{')).join('')}`);
+    }
+  });
+  const env = hostileNetworkForSuite();
+  let net: HostileNetwork;
+  const ports = { postgres: 5433, redis: 6380 };
+  before(async () => {
+    net = env();
+    for (const [listen, target] of [[ports.postgres, 5432], [ports.redis, 6379]] as const) {
+      const child = net.store.spawn(process.execPath, ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const relay = { child, stats: '' };
+      child.stdout!.on('data', (d) => (relay.stats += d));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', () => relay.stats.includes('listening') && resolve());
+        child.once('exit', (code) => reject(new Error(`relay exited ${code}`)));
+      });
+      relays.push(relay);
+    }
+  });
+  const TARGETS = [
+    { label: 'postgres', lockStore: (address: string, tag: string) => `postgres://postgres@${address}:${ports.postgres}/postgres?schema=${tag}&poolSize=4&queryTimeoutMs=3000&connectTimeoutMs=3000` },
+    { label: 'redis', lockStore: (address: string, tag: string) => `redis://${address}:${ports.redis}/0?prefix=${tag}&commandTimeoutMs=2000` },
+  ];
+  for (const target of TARGETS) {
+    it(`${target.label}: 2 hosts × 2 processes, TTL 1.5 s, through the relay — history valid`, async () => {
+      const tag = uniqueId('l').toLowerCase();
+      const resource = new GuardedResource({ url: net.pg.localUrl, schema: tag });
+      await resource.create();
+      if (target.label === 'postgres') await (await openDibs(`${net.pg.localUrl}&schema=${tag}`)).close(); // migrate once
+      const durationMs = LONG ? 60_000 : 12_000;
+      const runs: WorkerRun[] = net.hosts.flatMap((host, i) => {
+        const address = net.links[i]!.addressA;
+        const config: HistoryWorkerConfig = {
+          store: target.lockStore(address, tag),
+          resource: { url: `postgres://postgres@${address}:${ports.postgres}/postgres`, schema: tag },
+          keys: ['invoice', 'ledger'], rounds: 0, writes: 3, holdMs: 20, ttlMs: 1500, durationMs,
+        };
+        return [{ config, prefix: host.prefix }, { config, prefix: host.prefix }];
+      });
+      try {
+        const result = await runHistory(runs, () => resource.log(), durationMs + 120_000);
+        console.log(`[slow-link] ${target.label}: delay ${LINK.delayMs} ms + ≤ ${LINK.jitterMs} ms jitter each way, ${LINK.stallP * 100} % of chunks stalled ${LINK.stallMs} ms; rounds retried ${result.unavailable}`);
+        console.log(formatVerdict(`${target.label} lock storm over a slow, lossy link`, result.verdict));
+        assert.deepEqual(result.verdict.violations, []);
+        assert.ok(result.verdict.writes.accepted >= 30, 'the storm made progress');
+      } finally {
+        await resource.drop().finally(() => resource.close());
+      }
+    });
+  }
+});
