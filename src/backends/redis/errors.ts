@@ -3,7 +3,7 @@
  *
  * Two kinds: the connection is gone or slow (ioredis' own errors), and the server answers but
  * refuses to serve for a while — a demoted primary (READONLY), memory full under noeviction (OOM),
- * a failing RDB save (MISCONF), too few replicas (NOREPLICAS), loading a data set (LOADING), a
+ * a failing RDB save or AOF write, e.g. a full disk (MISCONF), too few replicas (NOREPLICAS), loading a data set (LOADING), a
  * long script (BUSY), a replica whose primary is down (MASTERDOWN), a Cluster without quorum or
  * mid-resharding (CLUSTERDOWN, TRYAGAIN). Server replies are classified by their error code (the
  * first word), never by text found elsewhere in the message.
@@ -18,7 +18,7 @@ import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
 export const UNAVAILABLE_REPLIES: Readonly<Record<string, string>> = {
   READONLY: 'the node is a read-only replica (a failover demoted it?)',
   OOM: 'Redis is out of memory (maxmemory reached under noeviction)',
-  MISCONF: 'Redis refuses writes because its RDB snapshot failed (stop-writes-on-bgsave-error)',
+  MISCONF: 'Redis refuses writes because it cannot persist them (an RDB snapshot or AOF write failed: a full disk, a read-only directory)',
   NOREPLICAS: 'not enough replicas acknowledge writes (min-replicas-to-write)',
   LOADING: 'Redis is loading its data set',
   BUSY: 'Redis is busy running a long script',
