@@ -1,6 +1,8 @@
 -- Statements of the PostgreSQL pool backend (claims are in claim.sql / claim-group.sql).
 -- Lock order, everywhere: code rows → counter shard → pool row (low-stock settle). Keeping one
--- order means a claim and a release/revoke can never deadlock each other.
+-- order means a claim and a release/revoke can never deadlock each other. Claims move their shard
+-- before they take code rows, but they take codes with SKIP LOCKED and so never wait for a code row
+-- while holding a shard; rule changes and deletions lock in the order above (updatePool, deletePool).
 
 -- name: poolByName
 -- $1 name → the pool with its counters summed over the shards (one row per shard: O(1)).
