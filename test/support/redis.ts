@@ -162,6 +162,8 @@ export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tm
     dir,
     process: launch(),
     async kill() {
+      // Already gone (killed earlier, or crashed): its 'exit' was emitted and will not come again.
+      if (owned.process.exitCode !== null || owned.process.signalCode !== null) return;
       const exited = new Promise((resolve) => owned.process.once('exit', resolve));
       owned.process.kill('SIGKILL');
       await exited;

@@ -1,7 +1,9 @@
 /**
- * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, and Cluster
- * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`),
- * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000).
+ * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, Cluster
+ * `redis+cluster://host:7000,host:7001` and Sentinel `redis+sentinel://host:26379,host:26380/master/0`.
+ * Query parameters: `prefix` (key prefix, default `dibs`), `commandTimeoutMs` (a command
+ * unanswered this long fails as `unavailable`, default 15000), `acks=replicas:N` with
+ * `acksTimeoutMs` (replica acknowledgement of every mutating step, see acks.ts).
  * Every pool operation is one Lua script on the pool's slot (see scripts/*.lua).
  *
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
@@ -20,13 +22,15 @@ import { RedisForecasts } from './forecasts.js';
 import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
-import { createRedisClient, isClusterUrl } from './connect.js';
+import { createRedisClient, isClusterUrl, isSentinelUrl } from './connect.js';
+import { ackPolicyFromUrl, acksOf, attachAcks, describePolicy } from './acks.js';
+import { hasWaitAof, masterState, mastersOf, replicationWarnings } from './replication.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
-const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
+const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|NOREPLICAS|READONLY|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
 
 export function translateRedisError(error: unknown): unknown {
   if (isDibsError(error)) return error;
@@ -53,6 +57,7 @@ export class RedisBackend implements Backend {
     private readonly client: RedisClient,
     readonly prefix: string,
     private readonly cluster: boolean,
+    private readonly mode: 'single' | 'cluster' | 'sentinel' = cluster ? 'cluster' : 'single',
   ) {
     this.pools = translateErrors(new RedisPools(client, prefix), translateRedisError);
     this.service = translateErrors(new RedisServiceStore(client, prefix), translateRedisError);
@@ -68,25 +73,21 @@ export class RedisBackend implements Backend {
 
   async health(): Promise<Health> {
     try {
-      const node = this.cluster ? (this.client as Cluster).nodes('master')[0]! : (this.client as Redis);
-      await node.ping();
-      const persistence = await persistenceOf(node);
-      const durable = persistence.appendonly === 'yes' && persistence.appendfsync === 'always';
+      const masters = await Promise.all(mastersOf(this.client, this.cluster).map(masterState));
+      const acks = acksOf(this.client);
+      const warnings = replicationWarnings(masters, acks?.replicas ?? 0);
       return {
         ok: true,
         backend: this.kind,
         details: {
-          mode: this.cluster ? 'cluster' : 'single',
+          mode: this.mode,
           prefix: this.prefix,
-          persistence,
-          ...(durable
-            ? {}
-            : {
-                warning:
-                  persistence.appendonly === 'yes'
-                    ? `appendfsync=${persistence.appendfsync}: up to about a second of acknowledged claims can be lost in a crash`
-                    : 'no AOF persistence: a Redis crash or restart loses every acknowledged claim (see docs/redis.md)',
-              }),
+          // The first master's settings, as before; `masters` has every one.
+          persistence: masters[0]!.persistence,
+          acks: describePolicy(acks),
+          replication: masters.map((m) => `${m.address} ${m.role}, ${m.replicas.length} replica(s)${m.replicas.map((r) => ` ${r.address} ${r.state} lag ${r.lagBytes} B`).join(',')}`).join('; '),
+          masters,
+          ...(warnings.length ? { warning: warnings.join('; ') } : {}),
         },
       };
     } catch (error) {
@@ -99,17 +100,6 @@ export class RedisBackend implements Backend {
     this.closed = true;
     await this.releaseSubscriber.close();
     await this.client.quit().catch(() => this.client.disconnect());
-  }
-}
-
-async function persistenceOf(node: Redis): Promise<Record<string, string>> {
-  try {
-    const values = (await node.config('GET', 'appendonly')) as string[];
-    const more = (await node.config('GET', 'appendfsync')) as string[];
-    const save = (await node.config('GET', 'save')) as string[];
-    return { appendonly: values[1] ?? 'unknown', appendfsync: more[1] ?? 'unknown', save: save[1] ?? '' };
-  } catch {
-    return { appendonly: 'unknown (CONFIG is disabled)', appendfsync: 'unknown', save: 'unknown' };
   }
 }
 
@@ -143,6 +133,7 @@ const CLIENT_OPTIONS = {
 
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
+  const acks = ackPolicyFromUrl(url, commandTimeout);
   const isCluster = isClusterUrl(url);
   const node = { ...CLIENT_OPTIONS, commandTimeout };
   const client = isCluster
@@ -157,5 +148,13 @@ export const openRedis: BackendFactory = async (url) => {
   // Connection errors surface on the commands that meet them (as `unavailable`); without a
   // listener ioredis would also print every reconnect failure.
   client.on('error', () => {});
-  return new RedisBackend(client, prefix, isCluster);
+  if (acks) {
+    // WAITAOF only where every master has it and runs AOF; otherwise WAIT (see acks.ts).
+    const masters = await Promise.all(mastersOf(client, isCluster).map(masterState)).catch((error: unknown) => {
+      client.disconnect();
+      throw translateRedisError(error);
+    });
+    attachAcks(client, acks, acks.aof && masters.every((m) => hasWaitAof(m.version) && m.persistence.appendonly === 'yes'));
+  }
+  return new RedisBackend(client, prefix, isCluster, isCluster ? 'cluster' : isSentinelUrl(url) ? 'sentinel' : 'single');
 };
