@@ -17,7 +17,7 @@
  * WAITAOF (Redis ≥ 7.2) is used in place of WAIT when the master runs AOF and `acksAof=1`: it
  * also waits for the fsync of the AOF locally and on the replicas. Servers before 7.2 have only WAIT.
  */
-import type { Pipeline } from 'ioredis';
+import type { Cluster, Pipeline } from 'ioredis';
 import { DibsError, unavailable } from '../../core/errors.js';
 import type { RedisClient } from './scripts.js';
 
@@ -76,10 +76,19 @@ export async function runAcked(client: RedisClient, sha: string, source: string,
   const { policy, waitAof } = ATTACHED.get(client)!;
   const withWait = (pipeline: Pipeline) =>
     (waitAof ? pipeline.call('WAITAOF', 1, policy.replicas, policy.timeoutMs) : pipeline.wait(policy.replicas, policy.timeoutMs)).exec();
+  const errorOf = (r: Awaited<ReturnType<typeof withWait>>) => String(r?.[0]?.[0]?.message ?? '');
   let results = await withWait(client.pipeline().evalsha(sha, keys.length, ...keys, ...args) as Pipeline);
-  if (results?.[0]?.[0] && String(results[0][0].message).startsWith('NOSCRIPT')) {
+  // MOVED: the slot has a new master (a failover). The script did not run, so it is re-sent once
+  // the client has learnt the new slot map. ioredis follows MOVED in a pipeline only when every
+  // command got it, and WAIT (keyless) never does.
+  for (let attempt = 0; /^(MOVED|ASK) /.test(errorOf(results)) && 'refreshSlotsCache' in client && attempt < 5; attempt++) {
+    await new Promise<void>((resolve) => (client as Cluster).refreshSlotsCache(() => resolve()));
+    results = await withWait(client.pipeline().evalsha(sha, keys.length, ...keys, ...args) as Pipeline);
+  }
+  if (errorOf(results).startsWith('NOSCRIPT')) {
     results = await withWait(client.pipeline().eval(source, keys.length, ...keys, ...args) as Pipeline);
   }
+  if (/^(MOVED|ASK) /.test(errorOf(results))) throw unavailable(`redis: the slot is moving (${errorOf(results)})`);
   if (!results) throw unavailable('redis: the pipeline was not executed');
   const [[scriptError, reply], [waitError, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
   if (scriptError) throw scriptError;

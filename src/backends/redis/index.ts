@@ -73,7 +73,7 @@ export class RedisBackend implements Backend {
 
   async health(): Promise<Health> {
     try {
-      const masters = await Promise.all(mastersOf(this.client, this.cluster).map(masterState));
+      const masters = await Promise.all((await mastersOf(this.client, this.cluster)).map(masterState));
       const acks = acksOf(this.client);
       const warnings = replicationWarnings(masters, acks?.replicas ?? 0);
       return {
@@ -150,7 +150,7 @@ export const openRedis: BackendFactory = async (url) => {
   client.on('error', () => {});
   if (acks) {
     // WAITAOF only where every master has it and runs AOF; otherwise WAIT (see acks.ts).
-    const masters = await Promise.all(mastersOf(client, isCluster).map(masterState)).catch((error: unknown) => {
+    const masters = await mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState))).catch((error: unknown) => {
       client.disconnect();
       throw translateRedisError(error);
     });

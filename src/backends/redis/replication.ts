@@ -17,8 +17,20 @@ export interface MasterState {
   version: string;
 }
 
-export function mastersOf(client: RedisClient, cluster: boolean): Redis[] {
-  return cluster ? (client as Cluster).nodes('master') : [client as Redis];
+/** The masters; a Cluster client learns them only once it is ready (its first slots refresh). */
+export async function mastersOf(client: RedisClient, cluster: boolean, timeoutMs = 10_000): Promise<Redis[]> {
+  if (!cluster) return [client as Redis];
+  const c = client as Cluster;
+  if (c.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`Cluster isn't ready after ${timeoutMs} ms`)), timeoutMs);
+      c.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  return c.nodes('master');
 }
 
 function infoFields(text: string): Map<string, string> {
