@@ -46,13 +46,19 @@ export interface SentinelSetup {
   sentinels: { port: number; process: ChildProcess }[];
   /** SIGKILL the master and cut every replication link in the same tick; resolves at once. */
   crashMaster(): Promise<void>;
+  /**
+   * With `partitionable`: cut the master off from the sentinels (and from every client that found
+   * it through them) and from its replicas, but leave it running and reachable on its own port —
+   * clients that connect there directly still reach it.
+   */
+  partitionMaster(): void;
   /** Waits until the sentinels name a new master and it accepts writes; returns its port. */
   promoted(): Promise<number>;
   stop(): Promise<void>;
 }
 
 /** 1 master + `replicas` replicas (through relays delaying `delayMs` each way) + 3 sentinels. */
-export async function startSentinelSetup(options: { replicas?: number; delayMs?: number; masterArgs?: string[] } = {}): Promise<SentinelSetup> {
+export async function startSentinelSetup(options: { replicas?: number; delayMs?: number; masterArgs?: string[]; partitionable?: boolean } = {}): Promise<SentinelSetup> {
   const dirs: string[] = [];
   const nodes: OwnedRedis[] = [];
   const links: FaultProxy[] = [];
@@ -76,6 +82,10 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
       replicas.push(replica);
     }
     await until('replicas in sync', () => replicas.every((r) => cli(r.port, 'info', 'replication').includes('master_link_status:up')));
+    // Partitionable: the sentinels (and so the clients they direct) know the master only through a relay.
+    const sentinelLink = options.partitionable ? await startFaultProxy({ host: '127.0.0.1', port: master.port }) : undefined;
+    if (sentinelLink) links.push(sentinelLink);
+    const watchedPort = sentinelLink?.port ?? master.port;
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
       const dir = mkdtempSync(join(tmpdir(), 'dibs-sentinel-'));
@@ -83,7 +93,7 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
       const conf = join(dir, 'sentinel.conf');
       writeFileSync(conf, [
         `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
-        `sentinel monitor mymaster 127.0.0.1 ${master.port} 2`,
+        `sentinel monitor mymaster 127.0.0.1 ${watchedPort} 2`,
         'sentinel down-after-milliseconds mymaster 1000',
         'sentinel failover-timeout mymaster 10000',
         'sentinel parallel-syncs mymaster 2',
@@ -103,6 +113,15 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
       replicas,
       links,
       sentinels,
+      partitionMaster() {
+        if (!sentinelLink) throw new Error('startSentinelSetup({ partitionable: true }) is needed');
+        sentinelLink.blackhole(true, { closes: true });
+        for (const link of links) {
+          if (link === sentinelLink) continue;
+          link.refuse(true);
+          link.reset();
+        }
+      },
       async crashMaster() {
         for (const link of links) {
           link.refuse(true);
@@ -113,7 +132,7 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
       async promoted() {
         await until('a promoted master', () => {
           const port = masterPort();
-          return port !== master.port && replicas.some((r) => r.port === port) && cli(port, 'role').startsWith('master');
+          return port !== watchedPort && replicas.some((r) => r.port === port) && cli(port, 'role').startsWith('master');
         }, 60_000);
         return masterPort();
       },

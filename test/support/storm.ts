@@ -30,6 +30,8 @@ export interface StormOutcome extends StormOp {
 
 export interface WorkerConfig {
   store: string;
+  /** Wait this long before each claim (paces a storm so a fault lands in the middle of it). */
+  paceMs?: number;
   storeOptions?: Record<string, unknown>;
   pool: string;
   ops: StormOp[];
@@ -39,6 +41,10 @@ export interface WorkerConfig {
 
 export interface StormOptions {
   store: string;
+  /** A store URL per process (e.g. some through Sentinel, some straight to one node); default `store`. */
+  stores?: string[];
+  /** Wait this long before each claim, in each of a process' lanes (default 0). */
+  paceMs?: number;
   storeOptions?: Record<string, unknown>;
   pool: string;
   processes: number;
@@ -109,7 +115,8 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
   try {
     const workers = lanes.map((ops, i) => {
       const config: WorkerConfig = {
-        store: options.store,
+        store: options.stores?.[i] ?? options.store,
+        ...(options.paceMs ? { paceMs: options.paceMs } : {}),
         ...(options.storeOptions ? { storeOptions: options.storeOptions } : {}),
         pool: options.pool,
         ops,
