@@ -20,7 +20,7 @@ import { startSentinelSetup } from '../support/replicas.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
 const CODES = 1000;
-const CLAIMANTS = 800;
+const CLAIMANTS = 400;
 
 describe('redis sentinel: the master is partitioned away while stale clients still reach it', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 300_000 }, () => {
   it('with acks the stale master\'s writes are refused and nothing acknowledged is lost; without acks they are lost', async () => {
@@ -47,7 +47,7 @@ describe('redis sentinel: the master is partitioned away while stale clients sti
       let partitioning: Promise<void> = Promise.resolve();
       const [acked, plain] = await Promise.all([
         runClaimStorm({ store: viaSentinel(true), stores: [viaSentinel(true), viaSentinel(true), direct(true), direct(true)], pool: 'pa', processes: 4, claimants: CLAIMANTS, concurrency: 8, paceMs: 20, timeoutMs: 200_000, onStart: () => (partitioning = partition()) }),
-        runClaimStorm({ store: viaSentinel(false), stores: [viaSentinel(false), viaSentinel(false), direct(false), direct(false)], pool: 'pn', processes: 4, claimants: CLAIMANTS, concurrency: 8, paceMs: 150, timeoutMs: 200_000 }),
+        runClaimStorm({ store: viaSentinel(false), stores: [viaSentinel(false), viaSentinel(false), direct(false), direct(false)], pool: 'pn', processes: 4, claimants: CLAIMANTS, concurrency: 8, paceMs: 100, timeoutMs: 200_000 }),
       ]);
       await partitioning;
       assert.ok(partitioned, 'the partition happened while the storms ran');
