@@ -11,6 +11,7 @@ const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   postgres: async () => (await import('./postgres/index.js')).openPostgres,
   redis: async () => (await import('./redis/index.js')).openRedis,
   'redis+cluster': async () => (await import('./redis/index.js')).openRedis,
+  'redis+sentinel': async () => (await import('./redis/index.js')).openRedis,
   firestore: async () => (await import('./firestore/index.js')).openFirestore,
 };
 
@@ -44,12 +45,12 @@ async function loadDriver<T>(scheme: string, load: () => Promise<T>): Promise<T>
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
 
 export function parseStoreUrl(store: string): URL {
-  // `redis+cluster://a:1,b:2/…` names several hosts, which a WHATWG URL cannot hold: the host
-  // list moves into a `nodes` parameter.
-  const cluster = /^redis\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#]+)(.*)$/.exec(store);
+  // `redis+cluster://a:1,b:2/…` and `redis+sentinel://a:1,b:2/master/0` name several hosts, which
+  // a WHATWG URL cannot hold: the host list moves into a `nodes` parameter.
+  const cluster = /^redis\+(cluster|sentinel):\/\/(?:([^@/?#]*)@)?([^/?#]+)(.*)$/.exec(store);
   if (cluster) {
-    const url = new URL(`redis+cluster://${cluster[1] ? `${cluster[1]}@` : ''}cluster${cluster[3]}`);
-    url.searchParams.set('nodes', cluster[2]!);
+    const url = new URL(`redis+${cluster[1]}://${cluster[2] ? `${cluster[2]}@` : ''}${cluster[1]}${cluster[4]}`);
+    url.searchParams.set('nodes', cluster[3]!);
     return url;
   }
   // `postgres://a:5432,b:5432/db` (libpq's multi-host form): the list moves into a `hosts` parameter.

@@ -15,6 +15,7 @@ const dibs = await openDibs(config.store, config.storeOptions ?? {});
 await readyThenGo();
 
 async function run(op: StormOp): Promise<StormOutcome> {
+  if (config.paceMs) await new Promise((resolve) => setTimeout(resolve, config.paceMs));
   const started = performance.now();
   try {
     const result = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});

@@ -10,7 +10,10 @@
  *   a side that closes is not told to the other either (a one-sided partition: the client gives up
  *   and drops its socket, the server never hears of it) until the black hole ends, when the
  *   dangling sides are reset as the peer's kernel would answer them;
- * - `refuse(on)` new connections are reset at once (the store is "down").
+ * - `refuse(on)` new connections are reset at once (the store is "down");
+ * - `delayMs` (option) every chunk is held this long before it is passed on, each way: a
+ *   cross-zone link. Bytes still in flight when the relay is reset, black-holed or closed are
+ *   dropped, as a cut link drops them (what makes a failover test able to lose writes).
  * Test code only; listens on 127.0.0.1 only.
  */
 import net from 'node:net';
@@ -28,7 +31,8 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-export async function startFaultProxy(target: { host: string; port: number }): Promise<FaultProxy> {
+export async function startFaultProxy(target: { host: string; port: number }, options: { delayMs?: number } = {}): Promise<FaultProxy> {
+  const delayMs = options.delayMs ?? 0;
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket; held: Buffer[] }>();
   let paused = false;
   let holding = false;
@@ -55,7 +59,14 @@ export async function startFaultProxy(target: { host: string; port: number }): P
           pair.held.push(chunk);
           return;
         }
-        if (!to.write(chunk)) from.pause();
+        if (delayMs === 0) {
+          if (!to.write(chunk)) from.pause();
+          return;
+        }
+        // Timers of equal delay fire in the order they were set: the byte stream stays in order.
+        setTimeout(() => {
+          if (!holed && !to.destroyed && pairs.has(pair)) to.write(chunk);
+        }, delayMs);
       });
     forward(client, upstream, false);
     forward(upstream, client, true);

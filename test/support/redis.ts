@@ -162,6 +162,8 @@ export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tm
     dir,
     process: launch(),
     async kill() {
+      // Already gone (killed earlier, or crashed): its 'exit' was emitted and will not come again.
+      if (owned.process.exitCode !== null || owned.process.signalCode !== null) return;
       const exited = new Promise((resolve) => owned.process.once('exit', resolve));
       owned.process.kill('SIGKILL');
       await exited;
@@ -219,18 +221,26 @@ export interface OwnedCluster {
   stop(): Promise<void>;
 }
 
-/** Three masters, no replicas, on free loopback ports; `stop` removes everything. `persistence`
- * replaces the default `--appendonly no` (e.g. AOF with appendfsync always for crash tests). */
-export async function startCluster(persistence: string[] = ['--appendonly', 'no']): Promise<OwnedCluster> {
+/** Three masters (each with `replicas` replicas, default none) on free loopback ports; `stop`
+ * removes everything. `persistence` replaces the default `--appendonly no` (e.g. AOF with
+ * appendfsync always for crash tests). */
+export async function startCluster(persistence: string[] = ['--appendonly', 'no'], options: { replicas?: number; nodeTimeoutMs?: number } = {}): Promise<OwnedCluster> {
   const nodes: OwnedRedis[] = [];
+  const replicas = options.replicas ?? 0;
   try {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
       const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
-      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000', ...persistence], dir));
+      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), ...persistence], dir));
     }
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     await clusterOk(nodes);
+    // Replicas: until each is in sync with its master (a write with acks would time out before).
+    for (const deadline = Date.now() + 30_000; replicas > 0; await sleep(100)) {
+      const roles = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'info', 'replication'], { encoding: 'utf8' }).stdout);
+      if (roles.filter((r) => r.includes('role:slave')).every((r) => r.includes('master_link_status:up')) && roles.filter((r) => r.includes(`connected_slaves:${replicas}`)).length === 3) break;
+      if (Date.now() > deadline) throw new Error(`cluster replicas did not sync:\n${roles.join('\n')}`);
+    }
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
     throw error;

@@ -30,6 +30,8 @@ export interface StormOutcome extends StormOp {
 
 export interface WorkerConfig {
   store: string;
+  /** Wait this long before each claim (paces a storm so a fault lands in the middle of it). */
+  paceMs?: number;
   storeOptions?: Record<string, unknown>;
   pool: string;
   ops: StormOp[];
@@ -39,6 +41,8 @@ export interface WorkerConfig {
 
 export interface StormOptions {
   store: string;
+  /** Wait this long before each claim, in each of a process' lanes (default 0). */
+  paceMs?: number;
   storeOptions?: Record<string, unknown>;
   pool: string;
   processes: number;
@@ -59,7 +63,7 @@ export interface StormOptions {
   kill?: { processes: number; afterMs: number };
   /** Called the moment every worker has been told to go (to time faults against the storm). */
   onStart?: () => void;
-  /** Per worker: the store URL it uses (default `store`) and an argv prefix that runs it on another host (`ip netns exec NS`). */
+  /** Per worker: the store URL it uses (default `store`; e.g. some through Sentinel, some straight to one node) and an argv prefix that runs it on another host (`ip netns exec NS`). */
   storeFor?: (worker: number) => string;
   spawnPrefix?: (worker: number) => string[];
 }
@@ -113,6 +117,7 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
     const workers = lanes.map((ops, i) => {
       const config: WorkerConfig = {
         store: options.storeFor?.(i) ?? options.store,
+        ...(options.paceMs ? { paceMs: options.paceMs } : {}),
         ...(options.storeOptions ? { storeOptions: options.storeOptions } : {}),
         pool: options.pool,
         ops,

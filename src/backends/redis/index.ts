@@ -1,7 +1,9 @@
 /**
- * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, and Cluster
- * `redis+cluster://host:7000,host:7001`. Query parameters: `prefix` (key prefix, default `dibs`),
- * `commandTimeoutMs` (a command unanswered this long fails as `unavailable`, default 15000),
+ * Redis backend (ioredis): single node `redis://host:6379/0`, TLS `rediss://…`, Cluster
+ * `redis+cluster://host:7000,host:7001` and Sentinel `redis+sentinel://host:26379,host:26380/master/0`.
+ * Query parameters: `prefix` (key prefix, default `dibs`), `commandTimeoutMs` (a command
+ * unanswered this long fails as `unavailable`, default 15000), `acks=replicas:N` with
+ * `acksTimeoutMs` (replica acknowledgement of every mutating step, see acks.ts),
  * `allowEviction=true` (open even when a master's maxmemory-policy may evict keys; see eviction.ts).
  * Every pool operation is one Lua script on the pool's slot (see scripts/*.lua).
  *
@@ -21,9 +23,11 @@ import { RedisForecasts } from './forecasts.js';
 import { RedisWaitingRooms } from './waiting-rooms.js';
 import { RedisServiceStore } from './service.js';
 import { RedisCounters } from './counters.js';
-import { createRedisClient, isClusterUrl } from './connect.js';
+import { createRedisClient, isClusterUrl, isSentinelUrl } from './connect.js';
 import { translateRedisError } from './errors.js';
-import { allowEvictionParam, assertNoEviction, evictionPolicies, evictionPolicyOf } from './eviction.js';
+import { allowEvictionParam, assertNoEviction, evictionPolicies } from './eviction.js';
+import { ackPolicyFromUrl, acksOf, attachAcks, describePolicy } from './acks.js';
+import { hasWaitAof, masterState, mastersOf, replicationWarnings } from './replication.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
 import { ReleaseSubscriber } from './subscriber.js';
@@ -51,6 +55,7 @@ export class RedisBackend implements Backend {
     private readonly cluster: boolean,
     /** The URL accepted an evicting maxmemory-policy (allowEviction=true): health warns while it is one. */
     private readonly allowEviction = false,
+    private readonly mode: 'single' | 'cluster' | 'sentinel' = cluster ? 'cluster' : 'single',
   ) {
     this.pools = translateErrors(new RedisPools(client, prefix), translateRedisError);
     this.service = translateErrors(new RedisServiceStore(client, prefix), translateRedisError);
@@ -66,36 +71,31 @@ export class RedisBackend implements Backend {
 
   async health(): Promise<Health> {
     try {
-      const node = this.cluster ? (this.client as Cluster).nodes('master')[0]! : (this.client as Redis);
-      await node.ping();
-      const persistence = await persistenceOf(node);
-      const durable = persistence.appendonly === 'yes' && persistence.appendfsync === 'always';
-      const maxmemoryPolicy = await evictionPolicyOf(node).catch(() => 'unknown');
-      const evicting = maxmemoryPolicy !== 'noeviction';
+      const masters = await Promise.all((await mastersOf(this.client, this.cluster)).map(masterState));
+      const acks = acksOf(this.client);
+      const warnings = replicationWarnings(masters, acks?.replicas ?? 0);
       // A single-node URL that reaches a replica (a primary demoted by a failover, a DNS name not
       // yet moved) answers PING but refuses every write: not ready.
-      const role = this.cluster ? 'master' : await roleOf(node);
-      const replica = role === 'slave' || role === 'replica';
+      const replica = this.mode === 'single' && (masters[0]!.role === 'slave' || masters[0]!.role === 'replica');
+      const evicting = masters.find((m) => m.maxmemoryPolicy !== 'noeviction');
+      const maxmemoryPolicy = (evicting ?? masters[0]!).maxmemoryPolicy;
       return {
         ok: !replica,
         backend: this.kind,
         details: {
-          mode: this.cluster ? 'cluster' : 'single',
+          mode: this.mode,
           ...(replica ? { role: 'replica', error: 'connected to a read-only replica: every write answers unavailable (READONLY) until the URL reaches the primary' } : {}),
           prefix: this.prefix,
-          persistence,
+          // The first master's settings; `masters` has every one.
+          persistence: masters[0]!.persistence,
           maxmemoryPolicy,
           ...(evicting
             ? { evictionWarning: `maxmemory-policy ${maxmemoryPolicy}${this.allowEviction ? ' (accepted by allowEviction=true)' : ''}: under memory pressure Redis may evict lease, hold and claim keys, and grant a lock or code twice` }
             : {}),
-          ...(durable
-            ? {}
-            : {
-                warning:
-                  persistence.appendonly === 'yes'
-                    ? `appendfsync=${persistence.appendfsync}: up to about a second of acknowledged claims can be lost in a crash`
-                    : 'no AOF persistence: a Redis crash or restart loses every acknowledged claim (see docs/redis.md)',
-              }),
+          acks: describePolicy(acks),
+          replication: masters.map((m) => `${m.address} ${m.role}, ${m.replicas.length} replica(s)${m.replicas.map((r) => ` ${r.address} ${r.state} lag ${r.lagBytes} B`).join(',')}`).join('; '),
+          masters,
+          ...(warnings.length ? { warning: warnings.join('; ') } : {}),
         },
       };
     } catch (error) {
@@ -108,27 +108,6 @@ export class RedisBackend implements Backend {
     this.closed = true;
     await this.releaseSubscriber.close();
     await this.client.quit().catch(() => this.client.disconnect());
-  }
-}
-
-/** The node's replication role (ROLE's first element), or 'unknown' when ROLE is refused. */
-async function roleOf(node: Redis): Promise<string> {
-  try {
-    const reply = (await node.call('ROLE')) as unknown[];
-    return String(reply[0]);
-  } catch {
-    return 'unknown';
-  }
-}
-
-async function persistenceOf(node: Redis): Promise<Record<string, string>> {
-  try {
-    const values = (await node.config('GET', 'appendonly')) as string[];
-    const more = (await node.config('GET', 'appendfsync')) as string[];
-    const save = (await node.config('GET', 'save')) as string[];
-    return { appendonly: values[1] ?? 'unknown', appendfsync: more[1] ?? 'unknown', save: save[1] ?? '' };
-  } catch {
-    return { appendonly: 'unknown (CONFIG is disabled)', appendfsync: 'unknown', save: 'unknown' };
   }
 }
 
@@ -163,6 +142,7 @@ const CLIENT_OPTIONS = {
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
   const allowEviction = allowEvictionParam(url);
+  const acks = ackPolicyFromUrl(url, commandTimeout);
   const isCluster = isClusterUrl(url);
   const node = { ...CLIENT_OPTIONS, commandTimeout };
   const client = isCluster
@@ -183,5 +163,13 @@ export const openRedis: BackendFactory = async (url) => {
     client.disconnect();
     throw translateRedisError(error);
   }
-  return new RedisBackend(client, prefix, isCluster, allowEviction);
+  if (acks) {
+    // WAITAOF only where every master has it and runs AOF; otherwise WAIT (see acks.ts).
+    const masters = await mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState))).catch((error: unknown) => {
+      client.disconnect();
+      throw translateRedisError(error);
+    });
+    attachAcks(client, acks, acks.aof && masters.every((m) => hasWaitAof(m.version) && m.persistence.appendonly === 'yes'));
+  }
+  return new RedisBackend(client, prefix, isCluster, allowEviction, isCluster ? 'cluster' : isSentinelUrl(url) ? 'sentinel' : 'single');
 };

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
+import { needsAcks, runAcked } from './acks.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -45,6 +46,8 @@ const SCRIPTS = Object.fromEntries(
 
 export async function runScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
   const script = SCRIPTS[name];
+  // Under `acks=replicas:N`, a writing script is answered only once replicas have it (acks.ts).
+  if (needsAcks(client, name)) return runAcked(client, script.sha, script.source, keys, args);
   try {
     return await client.evalsha(script.sha, keys.length, ...keys, ...args);
   } catch (error) {

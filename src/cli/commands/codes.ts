@@ -168,7 +168,9 @@ export function codeCommands(program: Command): void {
         const forecast = dibs.backend.forecasts ? await dibs.forecasts.pool(pool) : null;
         output(command, stats, () => block([...Object.entries(stats), ...(forecast ? forecastLines(forecast) : [])]));
         // An operator reading counts should also learn when the store may forget them (Redis without AOF).
-        const { warning } = (await dibs.health()).details;
+        const { warning, acks, replication } = (await dibs.health()).details;
+        // Replicated Redis: what an acknowledged claim survives (acks) and the replicas' state now.
+        if (typeof acks === 'string') process.stderr.write(`replication: ${replication ?? ''}; acks ${acks}\n`);
         if (typeof warning === 'string') process.stderr.write(`warning: ${warning}\n`);
       });
     });

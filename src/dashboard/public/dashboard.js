@@ -183,7 +183,11 @@ async function refresh() {
 async function refreshHealth() {
   const response = await fetch('/readyz');
   const health = await response.json().catch(() => ({}));
-  $('store').textContent = `${health.backend ?? '?'}${health.ok === false ? ' (not ready)' : ''}`;
+  // Replicated Redis: the acknowledgement setting and each master's replicas, as health() reports them.
+  const d = health.details ?? {};
+  const replication = typeof d.acks === 'string' ? ` · acks ${d.acks.split(' (')[0]} · ${d.replication ?? ''}` : '';
+  $('store').textContent = `${health.backend ?? '?'}${d.mode ? ` ${d.mode}` : ''}${health.ok === false ? ' (not ready)' : ''}${replication}`;
+  $('store').title = typeof d.warning === 'string' ? d.warning : '';
 }
 
 async function listAll(path, max = 1000) {

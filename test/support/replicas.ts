@@ -1,0 +1,156 @@
+/**
+ * Replicated Redis topologies owned by a test, on free loopback ports: a master whose replicas
+ * replicate through delaying relays (a cross-zone link, see fault-proxy.ts' delayMs) watched by
+ * three sentinels, and a Cluster of 3 masters + 3 replicas. Every process is killed afterwards,
+ * also when the test fails or the test process exits (process 'exit' handler).
+ *
+ * Why the relays: on loopback replication is nearly instant and a SIGKILLed process's kernel
+ * still delivers what it had sent, so a failover loses nothing and proves nothing. `failover()`
+ * kills the master *and* cuts its replication links at the same instant.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
+import { freePort, startRedis, type OwnedRedis } from './redis.js';
+
+const owned = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of owned) child.kill('SIGKILL');
+});
+const track = (node: OwnedRedis) => {
+  owned.add(node.process);
+  return node;
+};
+
+const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() ?? '';
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export interface SentinelSetup {
+  /** `redis+sentinel://…/mymaster/0` (add `?prefix=…&acks=…`). */
+  url: string;
+  master: OwnedRedis;
+  replicas: OwnedRedis[];
+  /** One delaying relay per replica, between it and the master. */
+  links: FaultProxy[];
+  sentinels: { port: number; process: ChildProcess }[];
+  /** SIGKILL the master and cut every replication link in the same tick; resolves at once. */
+  crashMaster(): Promise<void>;
+  /**
+   * With `partitionable`: cut the master off from the sentinels (and from every client that found
+   * it through them) and from its replicas, but leave it running and reachable on its own port —
+   * clients that connect there directly still reach it.
+   */
+  partitionMaster(): void;
+  /** Waits until the sentinels name a new master and it accepts writes; returns its port. */
+  promoted(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** 1 master + `replicas` replicas (through relays delaying `delayMs` each way) + 3 sentinels. */
+export async function startSentinelSetup(options: { replicas?: number; delayMs?: number; masterArgs?: string[]; partitionable?: boolean } = {}): Promise<SentinelSetup> {
+  const dirs: string[] = [];
+  const nodes: OwnedRedis[] = [];
+  const links: FaultProxy[] = [];
+  const sentinels: { port: number; process: ChildProcess }[] = [];
+  const stop = async () => {
+    for (const s of sentinels) s.process.kill('SIGKILL');
+    await Promise.all(links.map((l) => l.close()));
+    await Promise.all(nodes.map((n) => n.stop()));
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  };
+  try {
+    // Replicas must not be chosen by a lower priority or accept writes; sentinel promotes the one with the most data.
+    const master = track(await startRedis(options.masterArgs ?? []));
+    nodes.push(master);
+    const replicas: OwnedRedis[] = [];
+    for (let i = 0; i < (options.replicas ?? 2); i++) {
+      const link = await startFaultProxy({ host: '127.0.0.1', port: master.port }, { delayMs: options.delayMs ?? 20 });
+      links.push(link);
+      const replica = track(await startRedis(['--replicaof', '127.0.0.1', String(link.port), ...(options.masterArgs ?? [])]));
+      nodes.push(replica);
+      replicas.push(replica);
+    }
+    await until('replicas in sync', () => replicas.every((r) => cli(r.port, 'info', 'replication').includes('master_link_status:up')));
+    // Partitionable: the sentinels (and so the clients they direct) know the master only through a relay.
+    const sentinelLink = options.partitionable ? await startFaultProxy({ host: '127.0.0.1', port: master.port }) : undefined;
+    if (sentinelLink) links.push(sentinelLink);
+    const watchedPort = sentinelLink?.port ?? master.port;
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'dibs-sentinel-'));
+      dirs.push(dir);
+      const conf = join(dir, 'sentinel.conf');
+      writeFileSync(conf, [
+        `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
+        `sentinel monitor mymaster 127.0.0.1 ${watchedPort} 2`,
+        'sentinel down-after-milliseconds mymaster 1000',
+        'sentinel failover-timeout mymaster 10000',
+        'sentinel parallel-syncs mymaster 2',
+        '',
+      ].join('\n'));
+      const child = spawn('redis-server', [conf, '--sentinel', '--logfile', join(dir, 'sentinel.log')], { stdio: 'ignore' });
+      owned.add(child);
+      sentinels.push({ port, process: child });
+    }
+    await until('sentinels that know the replicas', () =>
+      sentinels.every((s) => (cli(s.port, 'sentinel', 'replicas', 'mymaster').match(/^name$/gm) ?? []).length === replicas.length && cli(s.port, 'sentinel', 'sentinels', 'mymaster').split('\n').filter((l) => l === 'name').length === 2),
+    );
+    const masterPort = () => Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
+    return {
+      url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/mymaster/0`,
+      master,
+      replicas,
+      links,
+      sentinels,
+      partitionMaster() {
+        if (!sentinelLink) throw new Error('startSentinelSetup({ partitionable: true }) is needed');
+        sentinelLink.blackhole(true, { closes: true });
+        for (const link of links) {
+          if (link === sentinelLink) continue;
+          link.refuse(true);
+          link.reset();
+        }
+      },
+      async crashMaster() {
+        for (const link of links) {
+          link.refuse(true);
+          link.reset();
+        }
+        await master.kill();
+      },
+      async promoted() {
+        await until('a promoted master', () => {
+          const port = masterPort();
+          return port !== watchedPort && replicas.some((r) => r.port === port) && cli(port, 'role').startsWith('master');
+        }, 60_000);
+        return masterPort();
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** Keys of a raw node (no dibs), for checks that must not trust the store's own view. */
+export async function withNode<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    return await fn(client);
+  } finally {
+    client.disconnect();
+  }
+}
