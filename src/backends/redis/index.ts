@@ -107,7 +107,10 @@ export class RedisBackend implements Backend {
     if (this.closed) return;
     this.closed = true;
     await this.releaseSubscriber.close();
-    await this.client.quit().catch(() => this.client.disconnect());
+    await this.client.quit().catch(() => {});
+    // QUIT ends the command connection only: a Sentinel client's failover detector keeps its
+    // sentinel connections (and their reconnects) until disconnect().
+    this.client.disconnect();
   }
 }
 

@@ -35,7 +35,9 @@ export class ReleaseSubscriber {
     this.closed = true;
     const connection = this.connection;
     this.connection = null;
-    if (connection) await connection.quit().catch(() => connection.disconnect());
+    if (!connection) return;
+    await connection.quit().catch(() => {});
+    connection.disconnect(); // as in RedisBackend.close: a Sentinel duplicate's detector stays until disconnect()
   }
 
   private subscribed: Promise<void> | null = null;
