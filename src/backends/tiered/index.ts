@@ -160,7 +160,8 @@ export class TieredBackend implements Backend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    await this.redis.quit().catch(() => {});
+    this.redis.disconnect(); // a Sentinel client keeps its sentinel connections until disconnect()
     await this.ledger.close();
   }
 }
