@@ -172,11 +172,14 @@ export type KeyPage = {
 export type Lease = {
   key: string;
   token: string;
+  /** Fencing token: strictly increasing per key, also across a store that lost data (max(last + 1, the store clock in microseconds)); a large integer below 2^53 */
   fence: number;
   expiresAt: string;
+  /** Validity left, counted conservatively from when the service sent the request to the store; count your own deadline from when YOU sent yours */
   validForMs: number;
   limit: number;
   ttlMs: number;
+  /** Place in the fair line (the store sequence of the line, on the scale of fences) */
   ticket?: number;
 };
 
@@ -184,10 +187,12 @@ export type LockInfo = {
   key: string;
   holders: Array<{
     tokenPrefix: string;
+    /** Fencing token: strictly increasing per key, also across a store that lost data (max(last + 1, the store clock in microseconds)); a large integer below 2^53 */
     fence: number;
     expiresAt: string;
   }>;
   waiters: number;
+  /** Highest fence ever granted for the key (0 if never) */
   lastFence: number;
 };
 
@@ -311,7 +316,11 @@ export type WaitingRoom = {
   createdAt: string;
   /** Tickets by status right now */
   tickets: {
-    [key: string]: number;
+    waiting: number;
+    admitted: number;
+    used: number;
+    expired: number;
+    sold_out: number;
   };
 };
 
@@ -426,9 +435,11 @@ export interface Operations {
       fair?: boolean;
     }; output: Lease };
   postV1LocksKeyRelease: { body: {
+      /** The token acquire answered (a semaphore slot's carries its limit: `….s<limit>`) */
       token: string;
     }; output: void };
   postV1LocksKeyRenew: { body: {
+      /** The token acquire answered (a semaphore slot's carries its limit: `….s<limit>`) */
       token: string;
       ttlMs?: number;
       limit?: number;
