@@ -43,9 +43,11 @@ const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', S
 describe('redis cluster with replicas: the pool\'s master is killed for good', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 400_000 }, () => {
   it('with acks=replicas:1: the replica is promoted, dibs follows it, nothing acknowledged is lost', async () => {
     const cluster = await startCluster(['--appendonly', 'no'], { replicas: 1, nodeTimeoutMs: 2000 });
+    let opened: Awaited<ReturnType<typeof openDibs>> | undefined;
     try {
       const store = `${cluster.url}?prefix=clr&commandTimeoutMs=5000&acks=replicas:1&acksTimeoutMs=1500`;
       const dibs = await openDibs(store);
+      opened = dibs;
       const health = await dibs.health();
       assert.equal((health.details.masters as unknown[]).length, 3, 'health asks every master');
       await dibs.pools.create({ name: 'clr' });
@@ -118,8 +120,9 @@ describe('redis cluster with replicas: the pool\'s master is killed for good', {
       const seen = await assertBuysSurvived(dibs, storedOrders, sale.id, CAP, orders);
       const replication = String((await dibs.health()).details.replication);
       console.log(`cluster+replicas failover with acks=replicas:1: claimed answers ${claims.filter((o) => o.status === 'claimed').length}, codes given ${summary.codesGiven}, unavailable ${errors.length}; sold ${seen.sold}, ${seen.retried} keyed buys retried; fence ${fenceBefore} → ${fenceAfter}; lost 0\n  replication now: ${replication}`);
-      await dibs.close();
     } finally {
+      // closed even when the test fails: a Cluster client left open reconnects forever and keeps the file's process alive
+      await opened?.close();
       await cluster.stop();
     }
   });

@@ -142,6 +142,22 @@ const CLIENT_OPTIONS = {
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
 };
 
+/**
+ * Reads the nodes' settings at open. Right after 'ready' a Cluster may still replace a node's
+ * connection (its slots refresh finds the replicas and the masters' announced addresses), and a
+ * read on the old one fails with "Connection is closed": read again, a few times.
+ */
+async function readNodes<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (attempt >= 5 || !/Connection is closed|Stream isn't writeable|ECONNRESET/.test((error as Error)?.message ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
+
 export const openRedis: BackendFactory = async (url) => {
   const { prefix, commandTimeout } = dibsParams(url);
   const allowEviction = allowEvictionParam(url);
@@ -161,14 +177,14 @@ export const openRedis: BackendFactory = async (url) => {
   // listener ioredis would also print every reconnect failure.
   client.on('error', () => {});
   try {
-    assertNoEviction(await evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2), allowEviction);
+    assertNoEviction(await readNodes(() => evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2)), allowEviction);
   } catch (error) {
     client.disconnect();
     throw translateRedisError(error);
   }
   if (acks) {
     // WAITAOF only where every master has it and runs AOF; otherwise WAIT (see acks.ts).
-    const masters = await mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState))).catch((error: unknown) => {
+    const masters = await readNodes(() => mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState)))).catch((error: unknown) => {
       client.disconnect();
       throw translateRedisError(error);
     });
