@@ -65,7 +65,9 @@ describe('redis sentinel: the master is partitioned away while stale clients sti
         const twice = violations.filter((v) => v.check === 'I1').length;
         console.log(`sentinel partition (new master :${promotedPort}): with acks ${acked.filter((o) => o.status === 'claimed').length} claimed answers, ${errors.length} unavailable (the old master applied ${staleClaimsOnOldMaster} claims in all), codes given ${summary.codesGiven}, lost 0; WITHOUT acks ${lost} acknowledged claims lost, ${twice} codes acknowledged to two claimants`);
         assert.ok(errors.length > 0, 'the stale master refused to acknowledge');
-        assert.ok(lost > 0, 'without acks the stale master\'s acknowledged claims are lost (the test can see a loss)');
+        // a claim the stale master acknowledged and the new master never saw shows either as lost or,
+        // once its code went to someone else, as a code acknowledged to two claimants
+        assert.ok(lost + twice > 0, 'without acks the stale master\'s acknowledged claims are lost (the test can see a loss)');
       } finally {
         await after.close();
       }
