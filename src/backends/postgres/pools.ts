@@ -171,15 +171,7 @@ export class PgPools implements PoolBackend {
    * within it (compactSlots), so slots alone keep every claimant within the limit (I2).
    */
   async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.updatePoolOnce(name, patch);
-      } catch (error) {
-        // a redeem that locks the pool row before its counter shard (direct or limited redeems) can
-        // deadlock with this order; the server broke it by failing this transaction: run it again
-        if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
-      }
-    }
+    return againAsDeadlockVictim(() => this.updatePoolOnce(name, patch));
   }
 
   private async updatePoolOnce(name: string, patch: PoolPatch): Promise<Pool> {
@@ -216,15 +208,7 @@ export class PgPools implements PoolBackend {
   }
 
   async deletePool(name: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.deletePoolOnce(name);
-      } catch (error) {
-        // as in updatePool: a redeem that locks the pool row before its counter shard can still
-        // deadlock with the lock order below; the server failed this transaction: run it again
-        if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
-      }
-    }
+    return againAsDeadlockVictim(() => this.deletePoolOnce(name));
   }
 
   private async deletePoolOnce(name: string): Promise<void> {
@@ -619,4 +603,20 @@ function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
 
 function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
   return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.claimant, redeemedAt: use.used_at.toISOString(), orderId: use.order_id };
+}
+
+/**
+ * Runs a rule change or a deletion, again (up to 3 more times) when the server chose it as a
+ * deadlock victim: a redeem that locks the pool row before its counter shard (direct or limited
+ * redeems) can deadlock with their lock order (code rows → shards → pool row); the server broke
+ * the deadlock by failing this transaction, which changed nothing.
+ */
+async function againAsDeadlockVictim<T>(step: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
+    }
+  }
 }
