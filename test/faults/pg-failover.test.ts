@@ -16,6 +16,10 @@
  * Servers, relay and temp dirs are removed after each round, and on exit even when a test fails.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDibsError, openDibs, type Dibs } from '../../src/index.js';
@@ -201,21 +205,38 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
   });
 });
 
+/**
+ * A German locale for the servers' messages, compiled into a temp dir the servers find through
+ * LOCPATH (nothing installed system-wide). Null when this machine cannot build one; CI must.
+ */
+function germanMessages(): { env: NodeJS.ProcessEnv; dir: string } | null {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-locale-'));
+  chmodSync(dir, 0o755);
+  const built = spawnSync('localedef', ['-i', 'de_DE', '-f', 'UTF-8', join(dir, 'de_DE.UTF-8')], { encoding: 'utf8', timeout: 30_000 });
+  if (built.status === 0 || existsSync(join(dir, 'de_DE.UTF-8', 'LC_MESSAGES'))) return { env: { LOCPATH: dir }, dir };
+  rmSync(dir, { recursive: true, force: true });
+  if (process.env.CI) throw new Error(`localedef could not build de_DE.UTF-8 (Debian package locales): ${built.stderr ?? built.error}`);
+  return null;
+}
+
 describe('postgres: the synchronous standby unreachable, the primary alive', { skip, timeout: 120_000 }, () => {
   let pair: ReplicatedPair | undefined;
   let dibs: Dibs | undefined;
+  let locale: ReturnType<typeof germanMessages> = null;
   before(async () => {
-    pair = await startReplicatedPair({ sync: true, delayMs: 0 });
+    locale = germanMessages();
+    pair = await startReplicatedPair({ sync: true, delayMs: 0, env: locale?.env });
   });
   after(async () => {
     await dibs?.close().catch(() => {});
     await pair?.stop();
+    if (locale) rmSync(locale.dir, { recursive: true, force: true });
   });
 
   it('never acknowledges a commit whose wait for the standby was cancelled (pg_cancel_backend)', async () => {
     dibs = await openDibs(pair!.store({ ...PARAMS, queryTimeoutMs: '20000' }));
     await dibs.pools.create({ name: 'wait' });
-    await dibs.pools.importCodes('wait', ['W-1', 'W-2']);
+    await dibs.pools.importCodes('wait', ['W-1', 'W-2', 'W-3']);
     const sale = await dibs.sales.create({ sku: 'WAIT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 5, perCustomerLimit: 1 });
     assert.equal((await dibs.pools.claim('wait', 'linked')).status, 'claimed');
     pair!.relay.cut();
@@ -238,5 +259,17 @@ describe('postgres: the synchronous standby unreachable, the primary alive', { s
     assert.ok(isDibsError(claim, 'unavailable'), `a claim the synchronous standby never confirmed is unavailable, got ${JSON.stringify(claim)}`);
     const buy = await cancelling(dibs.sales.buy(sale.id, 'cut', 1, { idempotencyKey: 'buy-1' }));
     assert.ok(isDibsError(buy, 'unavailable'), `a buy the synchronous standby never confirmed is unavailable, got ${JSON.stringify(buy)}`);
+
+    // The cancelled wait's WARNING has no SQLSTATE of its own and its text is translated: a server
+    // speaking German must be recognised all the same.
+    if (!locale) return;
+    await pair!.primary.query(`ALTER SYSTEM SET lc_messages = 'de_DE.UTF-8'`);
+    await pair!.primary.query('SELECT pg_reload_conf()');
+    const german = await pair!.primary.query('SELECT 1/0').then(() => '', (error: Error) => error.message);
+    assert.match(german, /Division durch Null/i, 'the server now answers in German');
+    const claimDe = await cancelling(dibs.pools.claim('wait', 'cut-de', { idempotencyKey: 'cut-de-1' }));
+    assert.ok(isDibsError(claimDe, 'unavailable'), `with German server messages, an unconfirmed claim is unavailable, got ${JSON.stringify(claimDe)}`);
+    const buyDe = await cancelling(dibs.sales.buy(sale.id, 'cut-de', 1, { idempotencyKey: 'buy-de-1' }));
+    assert.ok(isDibsError(buyDe, 'unavailable'), `with German server messages, an unconfirmed buy is unavailable, got ${JSON.stringify(buyDe)}`);
   });
 });

@@ -88,10 +88,10 @@ function killGroup(child: ChildProcess): void {
   live.delete(child);
 }
 
-async function startServer(dir: string, port: number, root: string, ids: { uid: number; gid: number } | undefined): Promise<PgServer> {
+async function startServer(dir: string, port: number, root: string, ids: { uid: number; gid: number } | undefined, env?: NodeJS.ProcessEnv): Promise<PgServer> {
   const log = openSync(join(root, `${port}.log`), 'a');
   if (ids) chownSync(join(root, `${port}.log`), ids.uid, ids.gid);
-  const child = spawn(join(pgBinDir()!, 'postgres'), ['-D', dir, '-p', String(port)], { ...ids, detached: true, stdio: ['ignore', log, log] });
+  const child = spawn(join(pgBinDir()!, 'postgres'), ['-D', dir, '-p', String(port)], { ...ids, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', log, log] });
   live.add(child);
   const server: PgServer = {
     port,
@@ -139,7 +139,7 @@ export interface ReplicatedPair {
  * `sync`: the primary waits for the standby's flush before acknowledging a commit
  * (synchronous_standby_names = 'FIRST 1 (standby1)', synchronous_commit = on).
  */
-export async function startReplicatedPair(options: { sync: boolean; delayMs: number }): Promise<ReplicatedPair> {
+export async function startReplicatedPair(options: { sync: boolean; delayMs: number; env?: NodeJS.ProcessEnv }): Promise<ReplicatedPair> {
   cleanupOnExit();
   const ids = owner();
   const root = mkdtempSync(join(tmpdir(), 'dibs-pg-failover-'));
@@ -177,13 +177,13 @@ export async function startReplicatedPair(options: { sync: boolean; delayMs: num
       'log_min_messages = warning',
       '',
     ].join('\n'));
-    const primary = await startServer(primaryDir, primaryPort, root, ids);
+    const primary = await startServer(primaryDir, primaryPort, root, ids, options.env);
     servers.push(primary);
     relay = await startDelayRelay({ host: '127.0.0.1', port: primaryPort }, options.delayMs);
     run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', USER, '-D', standbyDir, '-X', 'stream', '-R', '--no-sync'], ids);
     // -R pointed the standby at the primary itself: the replication link goes through the relay
     appendFileSync(join(standbyDir, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${relay.port} user=${USER} application_name=standby1'\n`);
-    const standby = await startServer(standbyDir, standbyPort, root, ids);
+    const standby = await startServer(standbyDir, standbyPort, root, ids, options.env);
     servers.push(standby);
     for (let i = 0; ; i++) {
       const rows = await primary.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'`);
