@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { isDibsError, openDibs } from '../../src/index.js';
+import { createApiKey } from '../../src/service/auth/keys.js';
 import { redisServerInstalled, startRedis } from '../support/redis.js';
 
 async function inSync(port: number): Promise<void> {
@@ -34,11 +35,26 @@ describe('redis acks=replicas:1', { skip: redisServerInstalled() ? false : 'redi
         await dibs.pools.create({ name: 'p' });
         await dibs.pools.importCodes('p', ['A', 'B', 'C']);
         assert.equal((await dibs.pools.claim('p', 'first')).status, 'claimed');
+        await dibs.counters.incr('c', 1);
+        const keyId = (await createApiKey(dibs.backend.service!, { name: 'old', scopes: ['admin'] })).record.id;
         assert.match(String((await dibs.health()).details.acks), /^replicas:1/);
         await replica.kill();
         const refused = await dibs.pools.claim('p', 'second', { idempotencyKey: 'k2' }).then(() => null, (error: unknown) => error);
         assert.ok(isDibsError(refused) && refused.code === 'unavailable', `a claim no replica acknowledged is unavailable (got ${String(refused)})`);
         assert.match(String((await dibs.health()).details.warning), /only 0 replica\(s\) online/);
+        // Writes that are not claim/buy scripts are acknowledged the same way: a deleted pool, a
+        // reset counter or a new API key a failover could undo must not be answered as done.
+        await dibs.pools.create({ name: 'gone' }).catch(() => {});
+        const admin: [string, () => Promise<unknown>][] = [
+          ['pools.delete', () => dibs.pools.delete('gone')],
+          ['counters.reset', () => dibs.counters.reset('c')],
+          ['API key created', () => createApiKey(dibs.backend.service!, { name: 'ops', scopes: ['admin'] })],
+          ['API key revoked', () => dibs.backend.service!.revokeKey(keyId)],
+        ];
+        for (const [what, call] of admin) {
+          const answer = await call().then(() => 'done', (error: unknown) => error);
+          assert.ok(isDibsError(answer, 'unavailable'), `${what} with no replica to acknowledge it is unavailable (got ${String(answer)})`);
+        }
         await replica.restart();
         await inSync(replica.port);
         const retried = await dibs.pools.claim('p', 'second', { idempotencyKey: 'k2' });

@@ -17,7 +17,7 @@
  * WAITAOF (Redis ≥ 7.2) is used in place of WAIT when the master runs AOF and `acksAof=1`: it
  * also waits for the fsync of the AOF locally and on the replicas. Servers before 7.2 have only WAIT.
  */
-import type { Cluster, Pipeline } from 'ioredis';
+import type { ChainableCommander, Cluster } from 'ioredis';
 import { DibsError, unavailable } from '../../core/errors.js';
 import type { RedisClient } from './scripts.js';
 
@@ -68,30 +68,34 @@ const READ_ONLY = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_audi
 
 export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !READ_ONLY.has(name);
 
+type Results = [Error | null, unknown][];
+
 /**
- * Runs `EVALSHA` (or `EVAL` when the server lacks the script) followed by WAIT/WAITAOF in one
- * pipeline, and answers the script's reply once enough replicas have it.
+ * Runs the commands `build` adds to a pipeline followed by WAIT/WAITAOF, on the connection of the
+ * slot of their keys, and answers their replies once enough replicas have them.
  */
-export async function runAcked(client: RedisClient, sha: string, source: string, keys: string[], args: (string | number)[]): Promise<unknown> {
-  const { policy, waitAof } = ATTACHED.get(client)!;
-  const withWait = (pipeline: Pipeline) =>
-    (waitAof ? pipeline.call('WAITAOF', 1, policy.replicas, policy.timeoutMs) : pipeline.wait(policy.replicas, policy.timeoutMs)).exec();
-  const errorOf = (r: Awaited<ReturnType<typeof withWait>>) => String(r?.[0]?.[0]?.message ?? '');
-  let results = await withWait(client.pipeline().evalsha(sha, keys.length, ...keys, ...args) as Pipeline);
-  // MOVED: the slot has a new master (a failover). The script did not run, so it is re-sent once
-  // the client has learnt the new slot map. ioredis follows MOVED in a pipeline only when every
-  // command got it, and WAIT (keyless) never does.
+async function execAcked(client: RedisClient, attached: Attached, build: (pipeline: ChainableCommander) => ChainableCommander): Promise<Results> {
+  const { policy, waitAof } = attached;
+  const send = () => {
+    const pipeline = build(client.pipeline());
+    return (waitAof ? pipeline.call('WAITAOF', 1, policy.replicas, policy.timeoutMs) : pipeline.wait(policy.replicas, policy.timeoutMs)).exec() as Promise<Results | null>;
+  };
+  const errorOf = (r: Results | null) => String(r?.[0]?.[0]?.message ?? '');
+  let results = await send();
+  // MOVED: the slot has a new master (a failover). The commands did not run, so they are re-sent
+  // once the client has learnt the new slot map. ioredis follows MOVED in a pipeline only when
+  // every command got it, and WAIT (keyless) never does.
   for (let attempt = 0; /^(MOVED|ASK) /.test(errorOf(results)) && 'refreshSlotsCache' in client && attempt < 5; attempt++) {
     await new Promise<void>((resolve) => (client as Cluster).refreshSlotsCache(() => resolve()));
-    results = await withWait(client.pipeline().evalsha(sha, keys.length, ...keys, ...args) as Pipeline);
-  }
-  if (errorOf(results).startsWith('NOSCRIPT')) {
-    results = await withWait(client.pipeline().eval(source, keys.length, ...keys, ...args) as Pipeline);
+    results = await send();
   }
   if (/^(MOVED|ASK) /.test(errorOf(results))) throw unavailable(`redis: the slot is moving (${errorOf(results)})`);
   if (!results) throw unavailable('redis: the pipeline was not executed');
-  const [[scriptError, reply], [waitError, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
-  if (scriptError) throw scriptError;
+  const [waitError, acked] = results.at(-1)!;
+  const replies = results.slice(0, -1);
+  // a command's own error first: the WAIT after a failed command proves nothing
+  const failed = replies.find(([error]) => error);
+  if (failed) throw failed[0];
   if (waitError) throw unavailable(`redis: the replica acknowledgement failed (${waitError.message}); the step may still have been applied — retry with the idempotency key`, waitError);
   const replicas = waitAof ? Number((acked as number[])[1]) : Number(acked);
   const local = waitAof ? Number((acked as number[])[0]) : 1;
@@ -100,5 +104,35 @@ export async function runAcked(client: RedisClient, sha: string, source: string,
       `redis: only ${replicas} of ${policy.replicas} replica(s) acknowledged within ${policy.timeoutMs} ms; the step may still have been applied — retry with the idempotency key`,
     );
   }
-  return reply;
+  return replies;
+}
+
+/**
+ * Runs `EVALSHA` (or `EVAL` when the server lacks the script) followed by WAIT/WAITAOF in one
+ * pipeline, and answers the script's reply once enough replicas have it.
+ */
+export async function runAcked(client: RedisClient, sha: string, source: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  const attached = ATTACHED.get(client)!;
+  try {
+    return (await execAcked(client, attached, (p) => p.evalsha(sha, keys.length, ...keys, ...args)))[0]![1];
+  } catch (error) {
+    if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+    return (await execAcked(client, attached, (p) => p.eval(source, keys.length, ...keys, ...args)))[0]![1];
+  }
+}
+
+/**
+ * A write that is not a script (a DEL, a ZADD, an inline MULTI … EXEC), acknowledged under the
+ * client's policy like a script's step: without it, a deleted pool or a new API key could come
+ * back or vanish after a failover although the call succeeded. The commands must share one slot
+ * (on a Cluster, the pipeline goes to that slot's master). Answers each command's reply.
+ */
+export async function writeAcked(client: RedisClient, build: (pipeline: ChainableCommander) => ChainableCommander): Promise<unknown[]> {
+  const attached = ATTACHED.get(client);
+  if (attached) return (await execAcked(client, attached, build)).map(([, reply]) => reply);
+  const results = (await build(client.pipeline()).exec()) as Results | null;
+  if (!results) throw unavailable('redis: the pipeline was not executed');
+  const failed = results.find(([error]) => error);
+  if (failed) throw failed[0];
+  return results.map(([, reply]) => reply);
 }

@@ -10,6 +10,7 @@ import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
 import { counterKey } from './keys.js';
 import { runScript, type RedisClient } from './scripts.js';
+import { writeAcked } from './acks.js';
 
 export const CONTENDED_WRITES_PER_SEC = 500;
 export const MAX_SHARDS = 64;
@@ -31,6 +32,6 @@ export class RedisCounters implements CounterBackend {
   }
 
   async reset(name: string): Promise<void> {
-    await this.client.del(counterKey(this.prefix, name));
+    await writeAcked(this.client, (p) => p.del(counterKey(this.prefix, name)));
   }
 }

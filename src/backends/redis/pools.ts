@@ -24,6 +24,7 @@ import type {
 } from '../../core/types.js';
 import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
 import { runScript, type RedisClient } from './scripts.js';
+import { writeAcked } from './acks.js';
 
 interface CodeRecord {
   s: CodeStatus;
@@ -71,7 +72,7 @@ export class RedisPools implements PoolBackend {
     if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
-    await this.client.zadd(registryKey(this.prefix), 0, spec.name);
+    await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, spec.name));
     return this.getPool(spec.name);
   }
 
@@ -102,15 +103,15 @@ export class RedisPools implements PoolBackend {
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
     if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
-    await this.client.zadd(registryKey(this.prefix), 0, name);
+    await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, name));
     return this.getPool(name);
   }
 
   async deletePool(name: string): Promise<void> {
     const k = this.keys(name);
     // All keys of the pool share one slot: one DEL removes them atomically.
-    const removed = await this.client.del(k.pool, k.free, k.all, k.codes, k.held, k.claimKeys, k.parked, k.multi, k.uses, k.usesBy, k.claimed, k.watch, ...outboxKeys(k.events));
-    await this.client.zrem(registryKey(this.prefix), name);
+    const [removed] = await writeAcked(this.client, (p) => p.del(k.pool, k.free, k.all, k.codes, k.held, k.claimKeys, k.parked, k.multi, k.uses, k.usesBy, k.claimed, k.watch, ...outboxKeys(k.events)));
+    await writeAcked(this.client, (p) => p.zrem(registryKey(this.prefix), name));
     if (removed === 0) throw notFound('pool', name);
   }
 

@@ -1,10 +1,11 @@
 /**
  * The HTTP service's keys and idempotency records in Redis. API keys live under one hash tag
- * (`{prefix:svc}`), so creating one (record + listing index) is one MULTI even on a Cluster.
+ * (`{prefix:svc}`), so creating one (record + listing index) is one script even on a Cluster.
  * An idempotency record is one string key with a TTL (PX): insert-if-absent is `SET … NX PX`.
  */
 import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } from '../../core/service-store.js';
-import type { RedisClient } from './scripts.js';
+import { runScript, type RedisClient } from './scripts.js';
+import { writeAcked } from './acks.js';
 
 interface IdemValue { f: string; r?: StoredResponse }
 
@@ -24,7 +25,7 @@ export class RedisServiceStore implements ServiceStore {
   private idemOf = (scope: string, key: string) => `{${this.prefix}:idem:${scope}}:${key}`;
 
   async insertKey(key: ApiKeyRecord): Promise<void> {
-    await this.redis.multi().set(this.keyOf(key.id), JSON.stringify(key)).zadd(`${this.tag}:keys`, String(Date.parse(key.createdAt)), key.id).exec();
+    await runScript(this.redis, 'api_key_insert', [this.keyOf(key.id), `${this.tag}:keys`], [JSON.stringify(key), Date.parse(key.createdAt), key.id]);
   }
 
   async getKey(id: string): Promise<ApiKeyRecord | null> {
@@ -46,7 +47,7 @@ export class RedisServiceStore implements ServiceStore {
     const record = JSON.parse(raw) as ApiKeyRecord;
     if (record.revokedAt) return record;
     const revoked = { ...record, revokedAt: await this.serverTime() };
-    await this.redis.set(this.keyOf(id), JSON.stringify(revoked));
+    await writeAcked(this.redis, (p) => p.set(this.keyOf(id), JSON.stringify(revoked)));
     return revoked;
   }
 
