@@ -1,7 +1,6 @@
 import type { ServiceStore } from './service-store.js';
 import type {
   ClaimManyResult,
-  ClaimResult,
   CodeInfo,
   CodeStatus,
   CodeWindow,

@@ -18,7 +18,7 @@ import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
 import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
-import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, type Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 
 /** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */

@@ -76,7 +76,7 @@ export class PgClaims {
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly options: PgOptions,
+    options: PgOptions,
   ) {
     this.grouper = options.grouped ? new ClaimGrouper(pool, options, (name) => this.settled.has(name)) : null;
   }
@@ -198,7 +198,7 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
   // judged by rules that changed before it could commit (I8): judge it again by the new ones
   if (row.stale) return { retry: 'race' };
   if (row.window_state !== 'open') {
-    throw outsideWindow(r.pool, { startsAt: row.starts_at && row.starts_at.toISOString(), expiresAt: row.expires_at && row.expires_at.toISOString() }, row.window_state);
+    throw outsideWindow(r.pool, { startsAt: row.starts_at?.toISOString() ?? null, expiresAt: row.expires_at?.toISOString() ?? null }, row.window_state);
   }
   // The statement refuses to take codes outside a transaction when the pool has a threshold.
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };

@@ -121,6 +121,7 @@ export function primaryClient(selector: PrimarySelector): typeof pg.Client {
   return class PrimaryClient extends pg.Client {
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
+    // biome-ignore lint/suspicious/noConfusingVoidType: the implementation signature of pg.Client's own connect() overloads
     override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | void {
       const run = async (): Promise<pg.Client> => {
         const target = await selector.select();

@@ -117,7 +117,7 @@ function toTicket(row: StepRow): Ticket {
     status,
     position,
     estimatedWaitMs: status === 'waiting' ? Math.ceil(((position + 1) / row.admit_per_second) * 1000) : status === 'admitted' ? 0 : null,
-    admittedUntil: row.admitted_until && row.admitted_until.toISOString(),
+    admittedUntil: row.admitted_until?.toISOString() ?? null,
     holdId: row.hold_id,
     token: signTicket(row.secret, row.sale_id, row.customer!, number),
   };

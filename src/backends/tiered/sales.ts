@@ -21,7 +21,7 @@
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import type { GrantLedger } from '../../core/sales/grants.js';
+import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
 import { DibsError, isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { limitReached, saleSoldOut } from '../../core/sales/rules.js';
@@ -188,7 +188,7 @@ export class TieredSales implements SaleBackend {
 
   /** Redis said yes: the order becomes durable in the ledger against the grant, or the decision is undone. */
   private async writeWin(saleId: string, grant: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<BuyResult> {
-    let taken;
+    let taken: GrantedTake;
     try {
       taken = await this.grants.takeGranted(saleId, grant, customer, quantity, key, orderId);
     } catch (error) {
