@@ -43,7 +43,7 @@ import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
 import { keyReused } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
-import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
+import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './code-access.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
 import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, witnessResolver, type TxRunner } from './transactions.js';

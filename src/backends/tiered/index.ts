@@ -26,7 +26,7 @@ import type { Health } from '../../core/types.js';
 import { createRedisClient, isClusterUrl } from '../redis/connect.js';
 import { unavailableReply } from '../redis/errors.js';
 import type { RedisClient } from '../redis/scripts.js';
-import { parseStoreUrl } from '../registry.js';
+import { parseStoreUrl } from '../store-url.js';
 import { TieredSales, type TieredOptions } from './sales.js';
 import { TieredWaitingRooms } from './waiting-rooms.js';
 
