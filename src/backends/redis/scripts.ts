@@ -18,7 +18,7 @@ export const SCRIPT_NAMES = [
   'sale_register', 'sale_prepare', 'sale_create', 'sale_update', 'sale_cancel', 'sale_get', 'sale_buy', 'sale_reserve',
   'sale_confirm', 'sale_cancel_hold', 'sale_hold', 'sale_sweep', 'sale_activate', 'sale_end', 'sale_wish', 'sale_audit',
   'outbox_peek', 'outbox_lease', 'outbox_settle', 'outbox_status', 'forecast_pool', 'sale_forecast', 'forecast_step',
-  'sale_room_enable', 'sale_room_step', 'sale_room_reserve',
+  'sale_room_enable', 'sale_room_step', 'sale_room_reserve', 'rate_limit_hit',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
