@@ -1,5 +1,5 @@
 /**
- * Security sweep of the service and the stores (issue 10):
+ * Security sweep of the service and the stores:
  * - injection-shaped strings (SQL, Lua/Redis key syntax, CSV formulas, control characters) in every
  *   free-text field are stored and returned verbatim on every store — never executed, never a 500;
  *   a CSV export neutralises formula cells;

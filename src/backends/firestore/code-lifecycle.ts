@@ -1,5 +1,5 @@
 /**
- * The rest of the coupon lifecycle on Firestore (issue 12): checkout holds and a code's own
+ * The rest of the coupon lifecycle on Firestore: checkout holds and a code's own
  * validity window. Each step is one transaction that point-reads the pool and the code and judges
  * by the transaction's read time (the server's clock).
  *
