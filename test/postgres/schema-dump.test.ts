@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { openDibs } from '../../src/index.js';
 import { adminQuery, requirePostgres, tempPgStore, TEST_PG } from '../support/postgres.js';
 
@@ -32,6 +33,21 @@ function dumpSchema(schema: string): string {
 
 const functionDef = async (schema: string, name: string) =>
   (await adminQuery<{ d: string }>('SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2', [schema, name]))[0]!.d;
+
+/**
+ * Functions a migration itself needs while it runs (013's backfill and trigger), created there at
+ * that version; every other function is only in functions/*.sql. A migration that defined one
+ * would be overwritten by the file on a fresh schema but not on an existing one.
+ */
+const CREATED_BY_MIGRATIONS = new Set(['009_code_lifecycle:code_open', '013_parked_codes:code_parked_until', '013_parked_codes:codes_park']);
+
+it('migrations define no functions (their text lives in functions/*.sql)', () => {
+  const found = loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).flatMap((m) =>
+    [...m.sql.matchAll(/^\s*CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:\w+\.)?(\w+)/gim)].map((match) => `${m.name}:${match[1]!.toLowerCase()}`),
+  );
+  const stray = found.filter((f) => !CREATED_BY_MIGRATIONS.has(f));
+  assert.deepEqual(stray, [], 'move these functions to src/backends/postgres/functions/<name>.sql (one file each, CREATE OR REPLACE)');
+});
 
 describe('postgres schema', { skip }, () => {
   const temp = tempPgStore();
