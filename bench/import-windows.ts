@@ -23,7 +23,7 @@ function csvOf(windows: boolean, now: number, run: number): string {
     else if (i % 4 === 1) lines.push(`${code},${iso(now - 2 * hour)},${iso(now - hour)}`); // expired
     else lines.push(`${code},${iso(now - hour)},${iso(now + 24 * hour)}`); // open
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 export async function main(): Promise<void> {

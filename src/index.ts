@@ -25,8 +25,6 @@ export { DEFAULT_STORE, redact } from './backends/registry.js';
 export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: BackendOptions = {}): Promise<Dibs> {
   return new Dibs(await openBackend(store, options));
 }
-export { runLoadtest } from './loadtest/run.js';
-export { verifyRun, verifyPool } from './loadtest/verify.js';
 export { FenceGuard } from './core/locks/fence-guard.js';
 export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';
 export type { LockBackend, CounterBackend } from './core/locks/backend.js';

@@ -4,7 +4,9 @@
  */
 import type { Backend, BackendFactory, BackendOptions } from '../core/backend.js';
 import { DibsError } from '../core/errors.js';
-import { foldHosts } from './postgres/hosts.js';
+import { parseStoreUrl, redact, schemeOf } from './store-url.js';
+
+export { parseStoreUrl, redact, schemeOf };
 
 const FACTORIES: Record<string, () => Promise<BackendFactory>> = {
   sqlite: async () => (await import('./sqlite/index.js')).openSqlite,
@@ -44,29 +46,6 @@ async function loadDriver<T>(scheme: string, load: () => Promise<T>): Promise<T>
 
 export const DEFAULT_STORE = 'sqlite:./dibs.db';
 
-export function parseStoreUrl(store: string): URL {
-  // `redis+cluster://a:1,b:2/…` and `redis+sentinel://a:1,b:2/master/0` name several hosts, which
-  // a WHATWG URL cannot hold: the host list moves into a `nodes` parameter.
-  const cluster = /^redis\+(cluster|sentinel):\/\/(?:([^@/?#]*)@)?([^/?#]+)(.*)$/.exec(store);
-  if (cluster) {
-    const url = new URL(`redis+${cluster[1]}://${cluster[2] ? `${cluster[2]}@` : ''}${cluster[1]}${cluster[4]}`);
-    url.searchParams.set('nodes', cluster[3]!);
-    return url;
-  }
-  // `postgres://a:5432,b:5432/db` (libpq's multi-host form): the list moves into a `hosts` parameter.
-  const hosts = foldHosts(store);
-  try {
-    return new URL(hosts ?? store);
-  } catch {
-    throw new DibsError('invalid_input', `store: '${redact(store)}' is not a URL (try sqlite:./dibs.db, postgres://…, redis://…)`, { field: 'store' });
-  }
-}
-
-export function schemeOf(url: URL): string {
-  const scheme = url.protocol.replace(/:$/, '');
-  return scheme === 'postgresql' ? 'postgres' : scheme === 'rediss' ? 'redis' : scheme;
-}
-
 export async function openBackend(store: string, options: BackendOptions = {}): Promise<Backend> {
   const url = parseStoreUrl(store);
   const load = FACTORIES[schemeOf(url)];
@@ -86,9 +65,4 @@ export async function openBackend(store: string, options: BackendOptions = {}): 
     await ledger.close();
     throw error;
   }
-}
-
-/** The store URL without its password, for logs and messages. */
-export function redact(store: string): string {
-  return store.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 }

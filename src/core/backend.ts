@@ -1,7 +1,6 @@
 import type { ServiceStore } from './service-store.js';
 import type {
   ClaimManyResult,
-  ClaimResult,
   CodeInfo,
   CodeStatus,
   CodeWindow,
@@ -116,7 +115,7 @@ export interface PoolBackend {
    */
   getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo>;
 
-  // --- the rest of the coupon lifecycle (issue 12); optional so other stores can land later ---
+  // --- the rest of the coupon lifecycle; optional so other stores can land later ---
 
   /**
    * Holds a single-use code for `claimant` for `ttlMs` (by the store's clock) during checkout: in
@@ -160,17 +159,17 @@ export interface Backend {
   readonly sales?: SaleBackend;
   /** Outbox delivery (leases, retries); absent on stores whose dispatcher is not built yet. */
   readonly outbox?: OutboxBackend;
-  /** Leases, semaphores (issue 7); absent on stores whose lock scripts are not built yet. */
+  /** Leases, semaphores; absent on stores whose lock scripts are not built yet. */
   readonly locks?: LockBackend;
-  /** Sharded exact counters (issue 7); absent on stores that do not have them yet. */
+  /** Sharded exact counters; absent on stores that do not have them yet. */
   readonly counters?: CounterBackend;
-  /** Fair waiting rooms for flash sales (issue 13); absent where not built yet. */
+  /** Fair waiting rooms for flash sales; absent where not built yet. */
   readonly waitingRooms?: WaitingRoomBackend;
-  /** Burn rate, time to empty and predicted-empty alerts (issue 13); absent where not built yet. */
+  /** Burn rate, time to empty and predicted-empty alerts; absent where not built yet. */
   readonly forecasts?: ForecastBackend;
   /** Tiered mode: the sale capacity this (durable) store grants to a Redis fast path; absent on Redis. */
   readonly grants?: GrantLedger;
-  /** API keys and idempotency records of the HTTP service (issue 8). */
+  /** API keys and idempotency records of the HTTP service. */
   readonly service?: ServiceStore;
   /**
    * The longest one operation may keep running against the store before it answers (its

@@ -18,11 +18,11 @@ export function escapeFormula(cell: string): string {
 }
 
 export function codesToCsv(batches: AsyncIterable<CodeInfo[]>, options: { escapeFormulas?: boolean } = {}): Readable {
-  const escape = options.escapeFormulas === false ? (s: string) => s : escapeFormula;
+  const escapeCell = options.escapeFormulas === false ? (s: string) => s : escapeFormula;
   async function* rows() {
     for await (const batch of batches) {
       for (const c of batch) {
-        yield [escape(c.code), c.status, c.claimant === null ? '' : escape(c.claimant), c.claimedAt ?? '', c.redeemedAt ?? '', c.startsAt ?? '', c.expiresAt ?? ''];
+        yield [escapeCell(c.code), c.status, c.claimant === null ? '' : escapeCell(c.claimant), c.claimedAt ?? '', c.redeemedAt ?? '', c.startsAt ?? '', c.expiresAt ?? ''];
       }
     }
   }

@@ -55,7 +55,7 @@ export interface ServiceStore {
   /**
    * Counts one request against `key`'s fixed window of `windowMs` (started by the window's first
    * request), in one atomic step; answers the count so far and the time left. Present on stores
-   * that share rate-limit counters between instances through the store itself.
+   * that share rate-limit counters between instances through the store itself (PostgreSQL, Redis).
    */
   hitRateLimit?(key: string, windowMs: number): Promise<{ current: number; ttlMs: number }>;
 }

@@ -235,4 +235,9 @@ export interface Health {
   ok: boolean;
   backend: string;
   details: Record<string, unknown>;
+  /**
+   * Stores with a versioned schema (SQLite, PostgreSQL, and a tiered store's ledger): the newest
+   * migration the store has and the newest this build carries. Readiness requires applied >= expected.
+   */
+  migrations?: { applied: number | null; expected: number };
 }

@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DibsError } from '../core/errors.js';
 import { EXIT as CLI_EXIT, wantsJson, type GlobalOptions } from '../cli/context.js';
 import { DEFAULT_STORE } from '../backends/registry.js';

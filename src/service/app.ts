@@ -46,7 +46,7 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** Where keys and idempotency records live; default: the store's own (`dibs.backend.service`). */
   serviceStore?: ServiceStore;
-  /** Per-key rate limit, or false for none. Shared across instances on Redis; per instance otherwise. */
+  /** Per-key rate limit, or false for none. Shared across instances on PostgreSQL and Redis (ServiceStore.hitRateLimit); per instance otherwise. */
   rateLimit?: RateLimitOptions | false;
   idempotency?: Partial<IdempotencyOptions>;
   /** How long a verified key is trusted without reading the store (revocation delay on other instances). */
@@ -137,14 +137,13 @@ export function buildServer(options: ServerOptions): FastifyInstance {
 
   const limits = options.rateLimit === undefined ? DEFAULT_RATE_LIMIT : options.rateLimit;
   if (limits) {
-    const redis = (store as { redis?: unknown }).redis;
     void app.register(rateLimit, {
       global: true,
       hook: 'onRequest', // after the (root) auth hook: the limit is per API key
       max: limits.max,
       timeWindow: limits.timeWindowMs,
       keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`),
-      ...(redis ? { redis, nameSpace: 'dibs-ratelimit:' } : store.hitRateLimit ? { store: sharedRateLimitStore(store) as never } : {}),
+      ...(store.hitRateLimit ? { store: sharedRateLimitStore(store) as never } : {}),
       errorResponseBuilder: (_request, context) =>
         new DibsError('rate_limited', `rate limit of ${context.max} requests per ${context.after} exceeded; retry after the Retry-After seconds`, { retriable: true, details: { limit: context.max } }),
     });

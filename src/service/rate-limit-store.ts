@@ -1,6 +1,6 @@
 /**
- * A @fastify/rate-limit store over ServiceStore.hitRateLimit (PostgreSQL): every instance on the
- * store counts against the same per-key window. (Redis uses the plugin's own Redis store.)
+ * A @fastify/rate-limit store over ServiceStore.hitRateLimit (PostgreSQL, Redis): every instance
+ * on the store counts against the same per-key window. Stores without it count per instance.
  */
 import type { ServiceStore } from '../core/service-store.js';
 

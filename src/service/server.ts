@@ -166,8 +166,8 @@ function listEnv(value: string | undefined): string[] {
 
 /**
  * Refuses delivery settings that cannot work, before anything starts. Webhooks are always signed:
- * endpoints without a secret used to have every pool and sale event marked delivered ("no webhook
- * endpoint configured") and silently never sent.
+ * without a secret, every pool and sale event would be marked delivered ("no webhook endpoint
+ * configured") and silently never sent.
  */
 export function checkDeliveryEnv(env: NodeJS.ProcessEnv): void {
   if (listEnv(env.DIBS_WEBHOOK_URLS).length > 0 && !env.DIBS_WEBHOOK_SECRET) {

@@ -108,7 +108,7 @@ describe('dibs CLI', () => {
     const example = /\$ printf '([^']+)' \| dibs import spring -/.exec((await runCli(['import', '--help'])).stdout);
     assert.ok(example, 'import --help shows a CSV with window columns');
     assert.equal((await runCli(['pools', 'create', 'cli-windows'], { env })).code, 0);
-    const windowed = await runCli(['import', 'cli-windows', '-'], { env, input: example[1]!.replaceAll('\\n', '\n') + 'BAD,tomorrow,\n' });
+    const windowed = await runCli(['import', 'cli-windows', '-'], { env, input: `${example[1]!.replaceAll('\\n', '\n')}BAD,tomorrow,\n` });
     assert.equal(windowed.code, 0, windowed.stderr);
     assert.match(windowed.stdout, /imported 2, duplicates 0, invalid 1 \(first: line 4, starts_at: must be an ISO 8601 timestamp/);
     const windows = await runCli(['export', 'cli-windows'], { env });

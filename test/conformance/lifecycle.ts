@@ -1,5 +1,5 @@
 /**
- * The rest of the coupon lifecycle (issue 12), run unchanged against every store: checkout holds,
+ * The rest of the coupon lifecycle, run unchanged against every store: checkout holds,
  * a code's own validity window, multi-use codes — each with its edges (a hold that expires, the
  * window boundary exactly at expiry, retries per order, refunds), and a clean audit after each.
  */

@@ -1,5 +1,5 @@
 /**
- * The lock/semaphore/counter conformance suite (issue 7), written once and run unchanged on
+ * The lock/semaphore/counter conformance suite, written once and run unchanged on
  * every backend that has `locks`/`counters`. TTLs are generous and nothing asserts on speed.
  */
 import assert from 'node:assert/strict';

@@ -172,7 +172,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const total = 20_000;
         async function* chunks() {
           for (let i = 0; i < total; i += 1000) {
-            yield Buffer.from(Array.from({ length: 1000 }, (_, j) => `BULK-${i + j}`).join('\n') + '\n');
+            yield Buffer.from(`${Array.from({ length: 1000 }, (_, j) => `BULK-${i + j}`).join('\n')}\n`);
           }
         }
         const progress: number[] = [];
@@ -185,7 +185,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
 
       it('refuses a CSV whose record is not a code list', async () => {
         const name = await freshPool();
-        await rejectsWith(dibs.pools.importCsv(name, 'A\n' + 'x'.repeat(100_000) + '\n'), 'invalid_input');
+        await rejectsWith(dibs.pools.importCsv(name, `A\n${'x'.repeat(100_000)}\n`), 'invalid_input');
       });
 
       importWindowCases(() => dibs, freshPool);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { stringify } from 'csv-stringify/sync';
 import type { PoolBackend } from '../../src/core/backend.js';

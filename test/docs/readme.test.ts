@@ -245,6 +245,7 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     const opens = /openDibs\(/.test(block.body);
     const source = [
       `import { parseShape as __parse, matchJsonShape as __match } from ${JSON.stringify(MARKDOWN)};`,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: generated TypeScript source that contains a template literal
       'const __check = (value: unknown, shape: string, at: string) => { try { __match(JSON.parse(JSON.stringify(value)), __parse(shape)); } catch (error) { throw new Error(`${at}: ${(error as Error).message}`); } };',
       ...(opens ? [] : ["import { openDibs, isDibsError } from 'dibs';", "const dibs = await openDibs('sqlite:./dibs.db');"]),
       ...lines,

@@ -1,5 +1,5 @@
 /**
- * Overload and store outages at the service's front door (issue 10):
+ * Overload and store outages at the service's front door:
  * - a storm far beyond capacity (3,000 requests, 200 in flight, for 100 codes, under a per-key
  *   rate limit) is answered with clean, fast refusals — 201, 409 `sold_out`, 429 with Retry-After —
  *   never a 5xx, and the live heap afterwards is what it was before;

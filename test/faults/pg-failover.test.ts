@@ -190,7 +190,7 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
     const refused = await dibs.pools.claim('ro', 'during').then(() => null, (error: unknown) => error);
     assert.ok(isDibsError(refused, 'unavailable'), `a write on a read-only primary is unavailable, got ${String(refused)}`);
     await pair!.standby.query('SELECT pg_promote(true, 60)');
-    let answer;
+    let answer: Awaited<ReturnType<typeof dibs.pools.claim>> | undefined;
     for (let i = 0; i < 50 && !answer; i++) {
       answer = await dibs.pools.claim('ro', 'after').catch((error: unknown) => {
         assert.ok(isDibsError(error, 'unavailable'), String(error));

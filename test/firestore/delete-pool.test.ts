@@ -254,8 +254,8 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
   });
 
   it('deleteLeaseMs in the store URL is checked', async () => {
-    await rejectsWith(openDibs(emulator.storeUrl() + '&deleteLeaseMs=5'), 'invalid_input', 'store');
-    const dibs = await openDibs(emulator.storeUrl() + '&deleteLeaseMs=1000');
+    await rejectsWith(openDibs(`${emulator.storeUrl()}&deleteLeaseMs=5`), 'invalid_input', 'store');
+    const dibs = await openDibs(`${emulator.storeUrl()}&deleteLeaseMs=1000`);
     await dibs.close();
   });
 });

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
+import { openDibs } from '../../src/index.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import type { LifecycleOutcome } from '../support/lifecycle-worker.js';
 import { runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';

@@ -37,7 +37,7 @@ describe('Redis out of memory mid-storm', { skip: !redisServerInstalled(), timeo
       await dibs.locks.release(before);
       const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
       await admin.config('SET', 'maxmemory', String(Math.floor(used * 0.8)));
-      let outcomes;
+      let outcomes: Awaited<ReturnType<typeof runClaimStorm>>;
       let lockError: unknown;
       try {
         assert.match(String(await admin.set('probe', 'x').catch((e: unknown) => e)), /OOM/, 'Redis is out of memory');

@@ -13,6 +13,10 @@ import pg from 'pg';
 import { openDibs } from '../../src/index.js';
 import { openTempPgThrough, requirePgBouncer, startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
 import { adminQuery, requirePostgres, tempPgStore, TEST_PG } from '../support/postgres.js';
+import { loadFunctions } from '../../src/backends/postgres/functions.js';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
+
+const MIGRATIONS = loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).length;
 
 const skip = (await requirePostgres()) || requirePgBouncer();
 
@@ -86,8 +90,10 @@ if (skip) {
         try {
           const opened = await Promise.all(Array.from({ length: 8 }, () => openDibs(store)));
           const rows = await adminQuery<{ id: number; n: number }>(`SELECT id, count(*)::int AS n FROM "${temp.schema}".migrations GROUP BY id ORDER BY id`);
-          assert.ok(rows.length >= 14, `every migration: ${rows.length}`);
+          assert.equal(rows.length, MIGRATIONS, 'every migration');
           assert.ok(rows.every((r) => r.n === 1));
+          const functions = await adminQuery<{ n: number }>(`SELECT count(*)::int AS n FROM "${temp.schema}".function_versions`);
+          assert.equal(functions[0]!.n, loadFunctions().length, 'every server-side function, once');
           await opened[0]!.pools.create({ name: 'p' });
           assert.equal((await opened[7]!.pools.get('p')).name, 'p');
           await Promise.all(opened.map((d) => d.close()));

@@ -74,7 +74,7 @@ describe('HTTP API', () => {
       await makePool('imports', []);
       const list = await json('POST', '/v1/pools/imports/codes', { codes: ['A', 'B', 'A', ''] });
       assert.deepEqual(list.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { index: 3, field: 'code', message: 'must not be blank' } });
-      const csv = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'code\nC\n\nD\nA\n' + 'x'.repeat(200) + '\n', headers: { 'content-type': 'text/csv' } });
+      const csv = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: `code\nC\n\nD\nA\n${'x'.repeat(200)}\n`, headers: { 'content-type': 'text/csv' } });
       assert.deepEqual(csv.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { line: 6, field: 'code', message: 'at most 128 characters' } });
       const plain = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'E\nF', headers: { 'content-type': 'text/plain; charset=utf-8' } });
       assert.deepEqual(plain.json(), { imported: 2, duplicates: 0, invalid: 0 });

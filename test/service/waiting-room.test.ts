@@ -27,6 +27,7 @@ describe('HTTP: waiting rooms', () => {
 
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${base}${path}`, { method, headers: { authorization: auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    // biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field by the assertions below
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 

@@ -31,7 +31,7 @@ export interface HistoryWorkerConfig {
 
 const config = JSON.parse(process.argv[2]!) as HistoryWorkerConfig;
 const now = () => Number(process.hrtime.bigint()) / 1e6;
-const emit = (record: object) => process.stdout.write(JSON.stringify(record) + '\n');
+const emit = (record: object) => process.stdout.write(`${JSON.stringify(record)}\n`);
 const retriable = (error: unknown) => ['unavailable', 'timeout'].includes((error as { code?: string }).code ?? '');
 
 async function open() {

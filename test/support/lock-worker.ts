@@ -41,7 +41,7 @@ try {
         const start = now();
         await sleep(config.holdMs);
         const end = now();
-        process.stdout.write(JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid, ticket: lease.ticket }) + '\n');
+        process.stdout.write(`${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid, ticket: lease.ticket })}\n`);
       }, { ttlMs: config.ttlMs ?? 60_000, waitMs: 200_000, fair: true });
     }
   } else if (config.mode === 'exclusive') {
@@ -55,7 +55,7 @@ try {
           await sleep(config.holdMs);
           const end = now();
           if (signal.aborted) lost++;
-          else process.stdout.write(JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid }) + '\n');
+          else process.stdout.write(`${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid })}\n`);
         }, { ttlMs: config.ttlMs ?? 30_000, waitMs: 60_000 });
       } catch (error) {
         if (!config.retryUnavailable || (error as { code?: string }).code !== 'unavailable') throw error;
@@ -64,10 +64,10 @@ try {
         await sleep(20);
       }
     }
-    if (config.retryUnavailable) process.stdout.write(JSON.stringify({ unavailable, lost }) + '\n');
+    if (config.retryUnavailable) process.stdout.write(`${JSON.stringify({ unavailable, lost })}\n`);
   } else {
     for (let i = 0; i < config.rounds; i++) await dibs.counters.incr(config.counter, 1);
-    process.stdout.write(JSON.stringify({ done: config.rounds }) + '\n');
+    process.stdout.write(`${JSON.stringify({ done: config.rounds })}\n`);
   }
 } finally {
   await dibs.close();

@@ -23,6 +23,7 @@ const stats = { connections: 0, chunks: 0, stalls: 0 };
 function pipeSlowly(from: net.Socket, to: net.Socket): void {
   const queue: Array<{ at: number; chunk: Buffer | null }> = [];
   let nextFree = 0;
+  // biome-ignore lint/correctness/noUnusedVariables: read by `timer ??=` below (one drain timer at a time); Biome misses the read
   let timer: NodeJS.Timeout | undefined;
   const drain = () => {
     timer = undefined;
@@ -61,6 +62,6 @@ const server = net.createServer((client) => {
 });
 server.listen(config.listen, '0.0.0.0', () => process.stdout.write('listening\n'));
 process.on('SIGTERM', () => {
-  process.stdout.write(JSON.stringify(stats) + '\n');
+  process.stdout.write(`${JSON.stringify(stats)}\n`);
   process.exit(0);
 });

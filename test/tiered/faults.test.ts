@@ -80,7 +80,7 @@ async function rollBack(url: string, target: { sale: string; prefix: string }, l
     const restore = client.multi();
     for (const { key, dump, ttl } of dumps) {
       if (dump === null) restore.del(key);
-      else restore.restore(key, ttl > 0 ? ttl : 0, dump, 'REPLACE');
+      else restore.restore(key, Math.max(ttl, 0), dump, 'REPLACE');
     }
     await restore.exec();
   } finally {

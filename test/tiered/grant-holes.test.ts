@@ -34,7 +34,7 @@ async function snapshot(redisUrl: string, prefix: string, sale: string): Promise
         try {
           for (const { key, dump, ttl } of dumps) {
             if (dump === null) await again.del(key);
-            else await again.restore(key, ttl > 0 ? ttl : 0, dump, 'REPLACE');
+            else await again.restore(key, Math.max(ttl, 0), dump, 'REPLACE');
           }
         } finally {
           again.disconnect();

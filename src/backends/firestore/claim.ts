@@ -10,14 +10,12 @@
  *
  * The codes are judged as the query found them and written only if they are still exactly that
  * (a precondition on their update time), not read again under lock, and they are written in the
- * order of their paths. The emulator breaks a deadlock only by its lock timeout (2 s): two claims
- * that both read a code under lock and then both write it deadlocked, and so, it seems, did two
- * commits writing shared codes in different orders (one write order alone cut the lock timeouts
- * that remained after the precondition, 12–131 per storm, to 4–6). Random
- * candidates of concurrent claims overlap often enough that this serialised whole storms (the
- * 2,000-claim storm of 4 processes: 20–131 lock timeouts and 21–88 s; on a loaded CI machine one
- * group of claims gave up after 120 s of them). Now: 4–6 lock timeouts and 13–15 s; the loser of
- * an overlap fails its precondition at once and its group looks again.
+ * order of their paths. Why: Firestore breaks a deadlock only by its lock timeout (~2 s on the
+ * emulator). Two claims that both read a code under lock and then both write it deadlock, and so
+ * can two commits writing shared codes in different orders; random candidates of concurrent claims
+ * overlap often enough that those waits serialise whole storms. With the precondition and one
+ * write order, the loser of an overlap fails its precondition at once and its group looks again
+ * (the storm measurements are in docs/firestore.md, "The claim").
  *
  * A candidate taken meanwhile makes the attempt start again with fresh candidates. Only when the
  * query found fewer free codes than wanted, but some (the pool is nearly empty), does the
@@ -43,7 +41,7 @@ import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
 import { keyReused } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
-import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
+import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './code-access.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
 import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
 import { RETRY, witnessResolver, type TxRunner } from './transactions.js';

@@ -1,5 +1,5 @@
 /**
- * The rest of the coupon lifecycle on Firestore (issue 12): checkout holds and a code's own
+ * The rest of the coupon lifecycle on Firestore: checkout holds and a code's own
  * validity window. Each step is one transaction that point-reads the pool and the code and judges
  * by the transaction's read time (the server's clock).
  *
@@ -19,7 +19,7 @@ import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
 import { alreadyRedeemed, heldByOther, holderAtLimit, multiUseNotHoldable } from '../shared/pool-rules.js';
 import type { PoolRefs } from './layout.js';
 import { setMultiWindow } from './multi-use.js';
-import { otherHolder, readAnyCode } from './pools.js';
+import { otherHolder, readAnyCode } from './code-access.js';
 import { claimPosition, freeCode, lifeOf, liveHold, toCode, windowOf, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
 
 /** Most parked codes one sweep brings back (claims sweep again while more are due). */

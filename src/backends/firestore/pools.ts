@@ -18,12 +18,10 @@ import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
 import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
-import { bumpCounters, FieldValue, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import { bumpCounters, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, type Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
+import { INITIAL_SHARDS, lowStockAfterDrop, otherHolder, readAnyCode, writeHolder } from './code-access.js';
 
-/** Counter shards a new pool starts with; claims that keep colliding add more (up to MAX_SHARDS). */
-export const INITIAL_SHARDS = 4;
-export const MAX_SHARDS = 64;
 /** A redeem's first step found a multi-use code. */
 const MULTI_USE = Symbol('multi-use');
 /** Codes per insert transaction. */
@@ -379,20 +377,6 @@ export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, co
 }
 
 /**
- * Reads the pool and one code, single-use (`rec`) or multi-use (`multi`): the multi-use document
- * is read only when there is no single-use one. not_found for the pool, or for neither code.
- */
-export async function readAnyCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; now: Timestamp; rec: CodeDoc | null; multi: MultiDoc | null; codeTime: Timestamp | null }> {
-  const [poolSnap, codeSnap] = await tx.getAll(refs.pool, refs.code(code));
-  if (!poolSnap!.exists) throw notFound('pool', pool);
-  const base = { poolDoc: poolSnap!.data() as PoolDoc, now: poolSnap!.readTime };
-  if (codeSnap!.exists) return { ...base, rec: codeSnap!.data() as CodeDoc, multi: null, codeTime: codeSnap!.updateTime! };
-  const multi = await tx.get(refs.multi(code));
-  if (!multi.exists) throw notFound('code', code);
-  return { ...base, rec: null, multi: multi.data() as MultiDoc, codeTime: null };
-}
-
-/**
  * Writes a single-use code's next state under the attempt's id (`st`) and settles a commit whose
  * answer is lost on it (transactions.ts): the code shows the id — applied, the answer stands; the
  * code as the step read it — fenced, run again; moved without the id — a later step may have
@@ -404,20 +388,4 @@ function writeCode(tx: Transaction, attempt: Attempt<unknown>, ref: DocumentRefe
   attempt.resolveWith(witnessResolver({ ref, guard: readAt, mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null), moved: () => 'unknown' }));
 }
 
-/** Writes a holder document after `change`; a holder without codes is deleted. */
-export function writeHolder(tx: Transaction, ref: DocumentReference, holder: HolderDoc | undefined, claimant: string, change: (held: HolderDoc['held']) => HolderDoc['held'], redeemedDelta: number): void {
-  const held = change(holder?.held ?? []);
-  if (held.length === 0) tx.delete(ref);
-  else tx.set(ref, { claimant, held, n: held.length, redeemed: (holder?.redeemed ?? 0) + redeemedDelta } satisfies HolderDoc);
-}
-
-/** After free went down to `free`: one pool.low_stock event per crossing of the threshold (caller read the shards). */
-export function lowStockAfterDrop(tx: Transaction, layout: Layout, refs: PoolRefs, pool: PoolDoc, free: number, now: Timestamp): void {
-  if (pool.threshold === null || !pool.armed || free > pool.threshold) return;
-  const crossing = pool.lowEvents + 1;
-  tx.update(refs.pool, { armed: false, lowEvents: FieldValue.increment(1) });
-  recordEvent(tx, layout, pool.name, now, 'pool.low_stock', `pool.low_stock:${pool.name}:${crossing}`, { pool: pool.name, free, threshold: pool.threshold, crossing });
-}
-
 const notHeld = (code: string, status: string) => new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
-export const otherHolder = (code: string) => new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });

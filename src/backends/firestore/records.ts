@@ -1,5 +1,4 @@
 /** Document shapes of the Firestore backend and their conversion to dibs' domain types. */
-import { randomUUID } from 'node:crypto';
 import { FieldValue, Timestamp, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { CodeFormat, CodeInfo, CodeStatus, Pool, PoolStats } from '../../core/types.js';
 import type { Layout, PoolRefs } from './layout.js';

@@ -22,13 +22,13 @@
 import { FieldPath, type CollectionReference, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitBelowUnits, notLive } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, limitBelowUnits } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
 import { iso, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
-import { emptyCustomer, isoMs, statusOf, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
+import { emptyCustomer, isoMs, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
 import { SaleQueue } from './sale-queue.js';
 import { judgeBuy, judgeReserve } from './sale-rules.js';

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, translate, withTransaction, type PgOptions } from './connection.js';
-import type { ClaimRequest, ClaimRow } from './claim.js';
+import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { settleLowStock } from './low-stock.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 

@@ -17,41 +17,12 @@ import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
 import { causeState, connectionSlot, prepared, query, translate, withClient, withTransaction, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
+import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { settleLowStock } from './low-stock.js';
 
 const SINGLE = loadQueries(new URL('./claim.sql', import.meta.url), ['claim']);
 const FAST = loadQueries(new URL('./claim-fast.sql', import.meta.url), ['claimFast']);
 const SPENT = loadQueries(new URL('./pools.sql', import.meta.url), ['deleteSpentKey']);
-
-/** The one-row answer of claim.sql (and each row of claim-group.sql). */
-export interface ClaimRow {
-  pool_id: string | null;
-  threshold: number | null;
-  /** The pool's perClaimantLimit (claim.sql only). */
-  per_claimant_limit?: number;
-  prior_claimant: string | null;
-  prior_count: number | null;
-  key_codes: string[];
-  held_before: string[];
-  taken: string[];
-  room: number;
-  free_seen: string;
-  /** Echo of the settle parameter: whether this ran inside a low-stock-settling transaction. */
-  settled: boolean;
-  /** The pool's validity window at the statement's now(). */
-  window_state: 'open' | 'not_yet_valid' | 'expired';
-  starts_at: Date | null;
-  expires_at: Date | null;
-  /** The pool's rules changed while the statement ran: it took nothing; run it again. */
-  stale: boolean;
-}
-
-export interface ClaimRequest {
-  pool: string;
-  claimant: string;
-  count: number;
-  key: string | null;
-}
 
 /** How long this process trusts that a pool's rules keep its claims off the fast statement. */
 const NOT_FAST_TTL_MS = 5_000;
@@ -76,7 +47,7 @@ export class PgClaims {
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly options: PgOptions,
+    options: PgOptions,
   ) {
     this.grouper = options.grouped ? new ClaimGrouper(pool, options, (name) => this.settled.has(name)) : null;
   }
@@ -198,7 +169,7 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
   // judged by rules that changed before it could commit (I8): judge it again by the new ones
   if (row.stale) return { retry: 'race' };
   if (row.window_state !== 'open') {
-    throw outsideWindow(r.pool, { startsAt: row.starts_at && row.starts_at.toISOString(), expiresAt: row.expires_at && row.expires_at.toISOString() }, row.window_state);
+    throw outsideWindow(r.pool, { startsAt: row.starts_at?.toISOString() ?? null, expiresAt: row.expires_at?.toISOString() ?? null }, row.window_state);
   }
   // The statement refuses to take codes outside a transaction when the pool has a threshold.
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };

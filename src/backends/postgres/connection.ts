@@ -73,9 +73,9 @@ export function sessionOptions(options: PgOptions): string {
 export type Pool = pg.Pool;
 export type Client = pg.PoolClient;
 
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
+import { quoteIdent } from './identifiers.js';
+
+export { quoteIdent };
 
 export function createPool(connectionString: string, options: PgOptions, Client?: typeof pg.Client): pg.Pool {
   const pool = new pg.Pool({

@@ -1,5 +1,5 @@
--- Statements of tiered mode's grant ledger on PostgreSQL (grants.ts); the functions are in
--- migrations 010_sale_grants.sql, 015_grant_room.sql and 016_orphaned_grants.sql. Runs with search_path set to dibs' schema.
+-- Statements of tiered mode's grant ledger on PostgreSQL (grants.ts); the tables are in migration
+-- 010_sale_grants.sql, the functions in functions/sale_grant*.sql and sale_take_granted.sql. Runs with search_path set to dibs' schema.
 
 -- name: grant
 -- $1 sale, $2 size, $3 ttl ms, $4 revoke every open grant first, $5 revoke open grants newer than this one first (or null)

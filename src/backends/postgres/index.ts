@@ -32,7 +32,7 @@ import type { Health } from '../../core/types.js';
 import { createPool, query, sessionOptions, translate, type PgOptions } from './connection.js';
 import { parseHosts, parseSessionAttrs } from './hosts.js';
 import { primaryClient, PrimarySelector } from './primary.js';
-import { migrate, migratePooled, schemaIsCurrent } from './migrate.js';
+import { latestMigration, migrate, migratePooled, schemaIsCurrent } from './migrate.js';
 import { PgOutbox } from './outbox.js';
 import { PgPools } from './pools.js';
 import { PgServiceStore } from './service.js';
@@ -97,7 +97,7 @@ export class PostgresBackend implements Backend {
   async health(): Promise<Health> {
     try {
       const { rows } = await query<{ version: string; migration: number | null }>(this.pool, `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`);
-      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs, ...(this.selector ? { primary: this.selector.primary && `${this.selector.primary.host}:${this.selector.primary.port}`, hosts: this.selector.hosts.length } : {}) } };
+      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs, ...(this.selector ? { primary: this.selector.primary && `${this.selector.primary.host}:${this.selector.primary.port}`, hosts: this.selector.hosts.length } : {}) }, migrations: { applied: rows[0]!.migration, expected: latestMigration() } };
     } catch (error) {
       return { ok: false, backend: this.kind, details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) } };
     }

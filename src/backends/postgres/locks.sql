@@ -1,5 +1,5 @@
--- Statements of the PostgreSQL lock backend. Acquire and release are functions of
--- migrations/003_locks.sql (each one atomic step); the rest are single statements.
+-- Statements of the PostgreSQL lock backend. Acquire and release are server-side functions
+-- (functions/lock_*.sql, each one atomic step); the rest are single statements.
 -- Clock: the server's (clock_timestamp()), never the caller's.
 
 -- name: acquire
@@ -8,7 +8,7 @@ SELECT fence, expires_at, valid_ms FROM lock_acquire($1, $2, $3, $4)
 
 -- name: acquireFair
 -- $1 key, $2 token, $3 limit, $4 ttlMs, $5 line key, $6 ticket token or NULL → as acquire
--- (migrations/009_fair_locks.sql: granted only when no live ticket ahead of $6 waits).
+-- (functions/lock_acquire_fair.sql: granted only when no live ticket ahead of $6 waits).
 SELECT fence, expires_at, valid_ms FROM lock_acquire_fair($1, $2, $3, $4, $5, $6)
 
 -- name: renew

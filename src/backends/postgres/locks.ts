@@ -1,6 +1,6 @@
 /**
  * PostgreSQL leases/semaphores: rows in lock_holders with an owner token, expiry and fence by
- * the server's clock; acquire and release are one function call each (migrations/003_locks.sql),
+ * the server's clock; acquire and release are one function call each (functions/lock_acquire.sql, lock_release.sql),
  * renew one UPDATE that only touches a live row of the same token. A release NOTIFYs in its own
  * transaction; the ReleaseListener wakes this process' waiters of that key.
  */

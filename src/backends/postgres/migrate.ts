@@ -2,12 +2,14 @@
  * Applies the numbered migrations in ./migrations once per schema. Many processes may start
  * together: the run holds a transaction-independent advisory lock keyed by the schema, so the
  * first applies and the others find the ledger up to date. Each migration runs in its own
- * transaction together with its ledger row.
+ * transaction together with its ledger row. Then, under the same lock, the server-side functions
+ * whose files changed (functions.ts).
  */
 import type pg from 'pg';
 import { DibsError } from '../../core/errors.js';
 import { loadMigrations } from '../shared/sql-files.js';
 import { quoteIdent } from './connection.js';
+import { applyFunctions, digestSql, functionsDigest } from './functions.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
 /** PostgreSQL 13 is the oldest release still supported upstream; dibs uses nothing newer. */
@@ -19,14 +21,20 @@ export function latestMigration(): number {
 }
 
 /**
- * The cold-start check: true when the schema's ledger already has this build's newest migration,
- * in one cheap statement — then opening does no migration work at all (no advisory lock, no DDL).
- * A missing schema or ledger is simply "not current".
+ * The cold-start check: true when the schema's ledger already has this build's newest migration
+ * and its functions are this build's files (or a newer build's), in one cheap statement — then
+ * opening does no migration work at all (no advisory lock, no DDL). A missing schema or ledger is
+ * simply "not current".
  */
 export async function schemaIsCurrent(client: pg.ClientBase, schema: string): Promise<boolean> {
   try {
-    const { rows } = await client.query<{ v: number | null }>(`SELECT max(id) AS v FROM ${quoteIdent(schema)}.migrations`);
-    return (rows[0]?.v ?? 0) >= latestMigration();
+    const s = quoteIdent(schema);
+    const { rows } = await client.query<{ v: number | null; digest: string | null; level: number | null }>(
+      `SELECT (SELECT max(id) FROM ${s}.migrations) AS v, f.digest, f.level FROM (${digestSql(`${s}.function_versions`)}) f`,
+    );
+    const latest = latestMigration();
+    const row = rows[0];
+    return (row?.v ?? 0) >= latest && (row?.digest === functionsDigest() || (row?.level ?? 0) > latest);
   } catch (error) {
     const state = (error as { code?: unknown }).code;
     if (state === '42P01' || state === '3F000') return false;
@@ -61,6 +69,14 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<nu
       }
       applied++;
     }
+    await client.query('BEGIN');
+    try {
+      await applyFunctions(client, latestMigration());
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => {});
@@ -89,6 +105,8 @@ export async function migratePooled(client: pg.ClientBase, schema: string): Prom
       if (next) {
         await client.query(next.sql);
         await client.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [next.id, next.name]);
+      } else {
+        await applyFunctions(client, latestMigration());
       }
       await client.query('COMMIT');
       if (!next) return applied;

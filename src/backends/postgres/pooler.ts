@@ -12,7 +12,8 @@
  * Session advisory locks and LISTEN are not used on such connections (see migrate.ts, listener.ts).
  */
 import type pg from 'pg';
-import { quoteIdent, type PgOptions } from './connection.js';
+import type { PgOptions } from './connection.js';
+import { quoteIdent } from './identifiers.js';
 
 const BEGINS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const ENDS = /^\s*(COMMIT|END|ABORT|ROLLBACK)\s*(;|$|\s+(WORK|TRANSACTION)\b|\s+AND\s+)/i;

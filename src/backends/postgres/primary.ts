@@ -121,7 +121,7 @@ export function primaryClient(selector: PrimarySelector): typeof pg.Client {
   return class PrimaryClient extends pg.Client {
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
-    override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | void {
+    override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | undefined {
       const run = async (): Promise<pg.Client> => {
         const target = await selector.select();
         // the pool's connect timeout fired during the probe (it destroys the socket not yet connected)
@@ -146,6 +146,7 @@ export function primaryClient(selector: PrimarySelector): typeof pg.Client {
       if (!callback) return run();
       const done = callback as (err: Error | null, c?: pg.Client) => void;
       run().then((client) => done(null, client), (error: Error) => done(error));
+      return undefined;
     }
   };
 }

@@ -75,7 +75,7 @@ WITH s AS (
 UPDATE sale_holds h SET status = 'cancelled' FROM s WHERE h.sale_id = s.id AND h.status = 'active'
 
 -- name: expireStale
--- $1 sale id (locked): expires its stale holds (migration 002 `sale_expire_stale`). → units
+-- $1 sale id (locked): expires its stale holds (functions/sale_expire_stale.sql). → units
 SELECT sale_expire_stale($1) AS units
 
 -- name: staleHoldsAnySale
@@ -108,11 +108,11 @@ SELECT count(*)::int AS n FROM expired
 -- name: take
 -- $1 sale, $2 customer, $3 quantity, $4 key (or null), $5 id for a new order/hold, $6 hold TTL in ms
 -- (null for a buy), $7 via an admitted waiting-room ticket. The whole buy/reserve as one step
--- (migration 002 `sale_take`, extended by 005 with the waiting-room check).
+-- (functions/sale_take.sql).
 SELECT * FROM sale_take($1, $2, $3, $4, $5, $6, $7)
 
 -- name: confirm
--- $1 hold id, $2 id for the new order. The whole confirmation as one step (migration 002 `sale_confirm`).
+-- $1 hold id, $2 id for the new order. The whole confirmation as one step (functions/sale_confirm.sql).
 SELECT * FROM sale_confirm($1, $2)
 
 -- name: holdById

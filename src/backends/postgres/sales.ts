@@ -6,7 +6,7 @@
  * database's clock (now(): the start of the step's transaction). Steps of different sales never
  * wait for each other. CHECK constraints on the sale row back I3 up.
  *
- * The hot steps — buy, reserve, confirm — are server-side functions (migration 002 `sale_take`,
+ * The hot steps — buy, reserve, confirm — are server-side functions (functions/sale_take.sql,
  * `sale_confirm`) called in one statement, so the row lock is held for the statements' time, not
  * for client round trips; before them a lock-free read answers idempotent replays and sales that
  * are not live (`peek`). The rarer steps (create, update, cancel, cancel hold, sweep, end) are
@@ -404,7 +404,7 @@ export class PgSales implements SaleBackend {
   }
 
   /**
-   * A buy (ttlMs null) or reserve as ONE statement (sales.sql `take` → migration 002 `sale_take`):
+   * A buy (ttlMs null) or reserve as ONE statement (sales.sql `take` → functions/sale_take.sql):
    * the row lock, key replay, lazy expiry, window, limit and cap checks and the writes all happen
    * server-side, so the sale row is locked for the statements' time only, not for client round
    * trips. Outcome codes become the same errors rules.ts gives every backend.

@@ -1,4 +1,4 @@
--- Queries of the waiting room (waiting-room.ts). Admission itself is migration 005's `room_step`:
+-- Queries of the waiting room (waiting-room.ts). Admission itself is `room_step` (functions/room_step.sql):
 -- one statement that locks the sale row, (joins,) admits and answers.
 
 -- name: step
@@ -7,7 +7,7 @@ SELECT * FROM room_step($1, $2, $3)
 
 -- name: poll
 -- $1 sale, $2 customer. Like step, but waits for no one: steps only if the sale row is free,
--- otherwise answers from the committed state (migration 012).
+-- otherwise answers from the committed state (functions/room_poll.sql).
 SELECT * FROM room_poll($1, $2)
 
 -- name: lockSale

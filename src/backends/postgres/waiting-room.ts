@@ -1,10 +1,10 @@
 /**
- * Waiting rooms on PostgreSQL. Every step starts with migration 005's `room_step`: ONE statement
+ * Waiting rooms on PostgreSQL. Every step starts with `room_step` (functions/room_step.sql): ONE statement
  * that locks the sale row (serialising admissions of that sale with every hold and confirmation),
  * expires unused windows, refills the rate budget, admits the next tickets in number order while
  * units remain, closes the line when the sale is over — and answers with the room and the asked-for
  * ticket. So the order of admission never depends on which client polls first, and the sale row is
- * locked for one statement, not for client round trips. A ticket poll (migration 012's `room_poll`)
+ * locked for one statement, not for client round trips. A ticket poll (`room_poll`, functions/room_poll.sql)
  * steps only when the lock is free and otherwise reads the committed ticket, so thousands of pollers
  * never queue on the sale row. A reservation runs that step, the hold
  * (PgSales, with `p_via_ticket`) and the ticket's use in one transaction. Times are now().
@@ -117,7 +117,7 @@ function toTicket(row: StepRow): Ticket {
     status,
     position,
     estimatedWaitMs: status === 'waiting' ? Math.ceil(((position + 1) / row.admit_per_second) * 1000) : status === 'admitted' ? 0 : null,
-    admittedUntil: row.admitted_until && row.admitted_until.toISOString(),
+    admittedUntil: row.admitted_until?.toISOString() ?? null,
     holdId: row.hold_id,
     token: signTicket(row.secret, row.sale_id, row.customer!, number),
   };

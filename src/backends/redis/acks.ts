@@ -63,10 +63,13 @@ export function attachAcks(client: RedisClient, policy: AckPolicy, waitAof: bool
 
 export const acksOf = (client: RedisClient): AckPolicy | undefined => ATTACHED.get(client)?.policy;
 
-/** Scripts that never write: their answers need no acknowledgement. */
-const READ_ONLY = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window']);
+/**
+ * Scripts whose answers need no acknowledgement: those that never write, and the HTTP rate
+ * limiter's counter (a count lost in a failover lets a few more requests through, no more).
+ */
+const NO_ACKS = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window', 'rate_limit_hit']);
 
-export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !READ_ONLY.has(name);
+export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !NO_ACKS.has(name);
 
 type Results = [Error | null, unknown][];
 

@@ -10,7 +10,7 @@
  * Durability is the server's: without AOF an acknowledged claim lives only in memory. `health()`
  * reports the persistence settings and warns when a crash could lose acknowledged claims.
  */
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';

@@ -51,7 +51,7 @@ async function configOf(node: Redis, name: string): Promise<string> {
 }
 
 export async function masterState(node: Redis): Promise<MasterState> {
-  const info = infoFields(String(await node.info('replication')) + '\n' + String(await node.info('server')));
+  const info = infoFields(`${String(await node.info('replication'))}\n${String(await node.info('server'))}`);
   const offset = Number(info.get('master_repl_offset') ?? 0);
   const replicas: MasterState['replicas'] = [];
   for (const [key, value] of info) {

@@ -15,39 +15,50 @@ export const SCRIPT_NAMES = [
   'create', 'update', 'insert', 'claim', 'release', 'redeem', 'unredeem', 'revoke',
   'hold', 'hold_release', 'code_window', 'multi_add', 'multi_redeem', 'multi_unredeem',
   'lock_acquire', 'lock_acquire_fair', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
-  'tiered_take', 'tiered_install', 'tiered_return', 'tiered_seal',
   'sale_register', 'sale_prepare', 'sale_create', 'sale_update', 'sale_cancel', 'sale_get', 'sale_buy', 'sale_reserve',
   'sale_confirm', 'sale_cancel_hold', 'sale_hold', 'sale_sweep', 'sale_activate', 'sale_end', 'sale_wish', 'sale_audit',
   'outbox_peek', 'outbox_lease', 'outbox_settle', 'outbox_status', 'forecast_pool', 'sale_forecast', 'forecast_step',
-  'sale_room_enable', 'sale_room_step', 'sale_room_reserve', 'api_key_insert',
+  'sale_room_enable', 'sale_room_step', 'sale_room_reserve', 'api_key_insert', 'rate_limit_hit',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
-interface Script {
+/** A script ready to run: its full source (fragments first) and that source's SHA-1 for EVALSHA. */
+export interface Script {
+  name: string;
   source: string;
   sha: string;
 }
 
-function load(name: string): string {
-  return readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
+function load(name: string, dir = new URL('./scripts/', import.meta.url)): string {
+  return readFileSync(new URL(`${name}.lua`, dir), 'utf8');
 }
 
 const LIB = load('lib');
 /** Sale and outbox scripts (sale_*.lua, outbox_*.lua) also get their own fragment, after lib.lua. */
 const FRAGMENTS: Record<string, string> = { sale_: load('sale_lib'), outbox_: load('outbox_lib') };
 const fragmentOf = (name: string) => Object.entries(FRAGMENTS).find(([head]) => name.startsWith(head));
-const SCRIPTS = Object.fromEntries(
-  SCRIPT_NAMES.map((name) => {
-    const fragment = fragmentOf(name);
-    const source = `${LIB}\n${fragment ? `-- ${fragment[0]}lib.lua\n${fragment[1]}\n` : ''}-- ${name}.lua\n${load(name)}`;
-    return [name, { source, sha: createHash('sha1').update(source).digest('hex') }];
-  }),
-) as Record<ScriptName, Script>;
 
-export async function runScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
-  const script = SCRIPTS[name];
+/**
+ * Loads `<dir>/<name>.lua` for each name, with the shared fragments in front. Scripts of another
+ * module (tiered/scripts/) live beside the code that runs them and are loaded through this.
+ */
+export function loadScripts<N extends string>(dir: URL, names: readonly N[]): Record<N, Script> {
+  const scripts = {} as Record<N, Script>;
+  for (const name of names) {
+    const fragment = fragmentOf(name);
+    const source = `${LIB}\n${fragment ? `-- ${fragment[0]}lib.lua\n${fragment[1]}\n` : ''}-- ${name}.lua\n${load(name, dir)}`;
+    scripts[name] = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+  }
+  return scripts;
+}
+
+const SCRIPTS = loadScripts(new URL('./scripts/', import.meta.url), SCRIPT_NAMES);
+
+/** Runs one of this module's scripts by name, or a script another module loaded with loadScripts. */
+export async function runScript(client: RedisClient, which: ScriptName | Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  const script = typeof which === 'string' ? SCRIPTS[which] : which;
   // Under `acks=replicas:N`, a writing script is answered only once replicas have it (acks.ts).
-  if (needsAcks(client, name)) return runAcked(client, script.sha, script.source, keys, args);
+  if (needsAcks(client, script.name)) return runAcked(client, script.sha, script.source, keys, args);
   try {
     return await client.evalsha(script.sha, keys.length, ...keys, ...args);
   } catch (error) {

@@ -2,6 +2,7 @@
  * The HTTP service's keys and idempotency records in Redis. API keys live under one hash tag
  * (`{prefix:svc}`), so creating one (record + listing index) is one script even on a Cluster.
  * An idempotency record is one string key with a TTL (PX): insert-if-absent is `SET … NX PX`.
+ * A rate-limit window is one counter key with the window as its TTL (rate_limit_hit.lua).
  */
 import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } from '../../core/service-store.js';
 import { runScript, type RedisClient } from './scripts.js';
@@ -13,8 +14,7 @@ export class RedisServiceStore implements ServiceStore {
   private readonly tag: string;
 
   constructor(
-    /** Shared with the rate limiter (counters per API key). */
-    readonly redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.tag = `{${prefix}:svc}`;
@@ -77,7 +77,13 @@ export class RedisServiceStore implements ServiceStore {
   }
 
   async purgeExpired(): Promise<number> {
-    return 0; // Redis expires records by itself (PX)
+    return 0; // Redis expires records and rate-limit windows by itself (PX)
+  }
+
+  async hitRateLimit(key: string, windowMs: number): Promise<{ current: number; ttlMs: number }> {
+    // One slot per limited key, like idempotency scopes: busy keys spread over a Cluster.
+    const [current, ttlMs] = (await runScript(this.redis, 'rate_limit_hit', [`{${this.prefix}:rl:${key}}`], [windowMs])) as [number, number];
+    return { current, ttlMs };
   }
 
   private async serverTime(): Promise<string> {

@@ -22,6 +22,9 @@ export interface SqliteOptions {
 }
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
+
+/** The id of the newest migration this build carries. */
+export const latestMigration = (): number => Math.max(0, ...loadMigrations(MIGRATIONS).map((m) => m.id));
 /** SQLite's own (blocking) wait catches quick lock handoffs; kept short so the event loop never stalls long. */
 const BLOCKING_WAIT_MS = 5;
 /** Upper bound of the asynchronous backoff between lock attempts after that. */

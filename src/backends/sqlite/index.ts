@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
-import { migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
+import { latestMigration, migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
 import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
@@ -52,7 +52,7 @@ export class SqliteBackend implements Backend {
   }
 
   async health(): Promise<Health> {
-    const migrations = this.db.prepare('SELECT MAX(id) AS id FROM dibs_migrations').get() as { id: number };
+    const migrations = this.db.prepare('SELECT MAX(id) AS id FROM dibs_migrations').get() as { id: number | null };
     return {
       ok: !this.closed && this.db.open,
       backend: this.kind,
@@ -62,6 +62,7 @@ export class SqliteBackend implements Backend {
         synchronous: ['off', 'normal', 'full', 'extra'][this.db.pragma('synchronous', { simple: true }) as number],
         migration: migrations.id,
       },
+      migrations: { applied: migrations.id, expected: latestMigration() },
     };
   }
 

@@ -208,7 +208,7 @@ export class SqlitePools implements PoolBackend {
   }
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (row, c) => {
+    return this.transition(pool, code, (_row, c) => {
       if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
       assertHeld(c, claimant);
       return { state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { claimed: -1, free: 1 } };
@@ -245,7 +245,7 @@ export class SqlitePools implements PoolBackend {
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (row, c, now) => {
+    return this.transition(pool, code, (_row, c, now) => {
       assertRedeemedFor(c, orderId);
       const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
       this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
@@ -254,7 +254,7 @@ export class SqlitePools implements PoolBackend {
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
-    return this.transition(pool, code, (row, c) => {
+    return this.transition(pool, code, (_row, c) => {
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
       return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { [c.status]: -1, revoked: 1 } };
     });

@@ -26,7 +26,7 @@ import type { Health } from '../../core/types.js';
 import { createRedisClient, isClusterUrl } from '../redis/connect.js';
 import { unavailableReply } from '../redis/errors.js';
 import type { RedisClient } from '../redis/scripts.js';
-import { parseStoreUrl } from '../registry.js';
+import { parseStoreUrl } from '../store-url.js';
 import { TieredSales, type TieredOptions } from './sales.js';
 import { TieredWaitingRooms } from './waiting-rooms.js';
 
@@ -142,7 +142,7 @@ export class TieredBackend implements Backend {
       fastPath = { ok: false, ...degraded, ...(reason ? { reason } : {}), error: (error as Error).message, note: 'buys are served by the ledger until Redis answers' };
     }
     // A dead fast path degrades speed, never correctness: health follows the ledger.
-    return { ok: ledger.ok, backend: this.kind, details: { ...ledger.details, ledger: ledger.backend, fastPath } };
+    return { ok: ledger.ok, backend: this.kind, details: { ...ledger.details, ledger: ledger.backend, fastPath }, ...(ledger.migrations ? { migrations: ledger.migrations } : {}) };
   }
 
   /** Pings every master that owns slots; throws naming those that do not answer (their sales go to the ledger). */

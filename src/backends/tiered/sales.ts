@@ -3,7 +3,7 @@
  * Redis fast path while Redis is healthy. See docs/sales.md "Tiered mode".
  *
  * - The ledger grants capacity of a capped sale to Redis in chunks (escrow rows, GrantLedger).
- * - Redis decides a buy in one script (tiered_take.lua): idempotency, per-customer limit and the
+ * - Redis decides a buy in one script (scripts/tiered_take.lua): idempotency, per-customer limit and the
  *   units left in the current grant. Losers and over-limit customers are refused there, without
  *   touching the ledger.
  * - A winner is acknowledged only after its order is durable in the ledger: one ledger step that
@@ -21,15 +21,20 @@
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import type { GrantLedger } from '../../core/sales/grants.js';
+import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
 import { DibsError, isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { limitReached, saleSoldOut } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
-import { runScript, type RedisClient, type ScriptName } from '../redis/scripts.js';
+import { loadScripts, runScript, type RedisClient } from '../redis/scripts.js';
 import { tieredSaleKeys } from '../redis/keys.js';
 import { translateRedisError } from '../redis/errors.js';
+
+/** The fast path's scripts (tiered/scripts/*.lua), with Redis' shared Lua fragment in front. */
+const SCRIPT_NAMES = ['tiered_take', 'tiered_install', 'tiered_return', 'tiered_seal'] as const;
+type TieredScript = (typeof SCRIPT_NAMES)[number];
+const SCRIPTS = loadScripts(new URL('./scripts/', import.meta.url), SCRIPT_NAMES);
 
 export interface TieredOptions {
   /** Redis key prefix. */
@@ -188,7 +193,7 @@ export class TieredSales implements SaleBackend {
 
   /** Redis said yes: the order becomes durable in the ledger against the grant, or the decision is undone. */
   private async writeWin(saleId: string, grant: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<BuyResult> {
-    let taken;
+    let taken: GrantedTake;
     try {
       taken = await this.grants.takeGranted(saleId, grant, customer, quantity, key, orderId);
     } catch (error) {
@@ -307,10 +312,10 @@ export class TieredSales implements SaleBackend {
     return p;
   }
 
-  private async script(name: ScriptName, saleId: string, args: (string | number)[]): Promise<unknown> {
+  private async script(name: TieredScript, saleId: string, args: (string | number)[]): Promise<unknown> {
     const k = tieredSaleKeys(this.options.prefix, saleId);
     try {
-      return await runScript(this.redis, name, [k.state, k.customers, k.keys], args);
+      return await runScript(this.redis, SCRIPTS[name], [k.state, k.customers, k.keys], args);
     } catch (error) {
       const translated = translateRedisError(error);
       if (isDibsError(translated, 'unavailable')) {

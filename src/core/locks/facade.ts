@@ -128,7 +128,7 @@ export class Semaphores {
     let lease = await this.acquire(key, limit, options);
     let anchor = anchorOf(lease);
     const lost = new AbortController();
-    const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(leaseLost(key).message + ` (${reason})`); };
+    const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(`${leaseLost(key).message} (${reason})`); };
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     // Ref'd on purpose (bounded by the lease, cleared in finally): a fn awaiting only the signal

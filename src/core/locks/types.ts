@@ -1,4 +1,4 @@
-/** Domain types of leases (locks), semaphores and sharded counters (issue 7). */
+/** Domain types of leases (locks), semaphores and sharded counters. */
 
 /** One grant of a lock or semaphore slot. Only the holder of `token` may renew or release it. */
 export interface Lease {

@@ -261,7 +261,7 @@ async function refreshChart() {
   ]);
   if (pool !== state.pool) return;
   container.dataset.pool = pool;
-  const pace = forecast && forecast.basis ? forecast.perMinute[forecast.basis] : null;
+  const pace = forecast?.basis ? forecast.perMinute[forecast.basis] : null;
   renderRateChart(container, series.points, { title: `Claim rate of ${pool}`, forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` } });
   const last = series.points[series.points.length - 1];
   $('chart-caption').textContent = `${pool}: ${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.${forecast ? ` Forecast: ${forecastText(forecast)}.` : ''}`;

@@ -1,4 +1,4 @@
--- The HTTP service's own state (issue 8): API keys (hashed, never the key itself) and
+-- The HTTP service's own state: API keys (hashed, never the key itself) and
 -- idempotency records of mutating requests. Number 004 is reserved for this (002/003 are sales
 -- and locks, landing separately).
 

@@ -1,4 +1,4 @@
--- Pool rules of issue 12, evaluated inside the claim and redeem steps by the server's clock:
+-- Pool rules, evaluated inside the claim and redeem steps by the server's clock:
 -- - a validity window: codes are handed out and redeemed only from starts_at (inclusive) until
 --   expires_at (exclusive); NULL = open on that side;
 -- - redemption limits: at most max_redemptions codes of the pool redeemed in all, and at most
@@ -13,13 +13,3 @@ ALTER TABLE pools
   ADD COLUMN max_redemptions_per_claimant integer CHECK (max_redemptions_per_claimant >= 1),
   ADD COLUMN public_codes boolean NOT NULL DEFAULT false,
   ADD COLUMN code_format jsonb;
-
--- Where now() falls in a pool's validity window ('open' | 'not_yet_valid' | 'expired'): one rule
--- for the claim statements (claim.sql, claim-group.sql); the same as core/window.ts windowState.
-CREATE FUNCTION pool_window_state(p_starts timestamptz, p_expires timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
-  SELECT CASE
-    WHEN p_starts IS NOT NULL AND now() < p_starts THEN 'not_yet_valid'
-    WHEN p_expires IS NOT NULL AND now() >= p_expires THEN 'expired'
-    ELSE 'open'
-  END
-$$;

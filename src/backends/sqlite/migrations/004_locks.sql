@@ -1,4 +1,4 @@
--- Leases, semaphores and sharded counters (issue 7).
+-- Leases, semaphores and sharded counters.
 -- Times are Unix milliseconds from SQLite's own clock (julianday('now'), the local machine's
 -- clock, read inside the transaction), never the caller's.
 

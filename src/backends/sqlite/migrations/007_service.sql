@@ -1,4 +1,4 @@
--- The HTTP service's own state (issue 8): API keys (hashed, never the key itself) and
+-- The HTTP service's own state: API keys (hashed, never the key itself) and
 -- idempotency records of mutating requests. Times are Unix milliseconds from SQLite's clock.
 
 CREATE TABLE dibs_api_keys (

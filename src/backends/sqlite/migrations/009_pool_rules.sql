@@ -1,4 +1,4 @@
--- Pool rules of issue 12, evaluated inside the claim and redeem steps by SQLite's clock:
+-- Pool rules, evaluated inside the claim and redeem steps by SQLite's clock:
 -- - a validity window: codes are handed out and redeemed only from starts_at (inclusive) until
 --   expires_at (exclusive); ISO 8601 UTC text, NULL = open on that side;
 -- - redemption limits: at most max_redemptions codes of the pool redeemed in all, and at most

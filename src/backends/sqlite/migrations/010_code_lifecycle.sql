@@ -1,4 +1,4 @@
--- The rest of the coupon lifecycle (issue 12), every rule judged by SQLite's clock inside the
+-- The rest of the coupon lifecycle, every rule judged by SQLite's clock inside the
 -- step that changes the code (BEGIN IMMEDIATE):
 -- - checkout holds: a code held by hold_claimant until hold_until (ISO 8601 UTC). A hold whose
 --   time has passed is ignored by every step (lazy expiry); claims skip codes with a live hold;

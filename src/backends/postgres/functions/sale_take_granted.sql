@@ -1,9 +1,3 @@
--- Tiered mode: a fast-path order is judged by the sale's waiting room too. A room enabled on a
--- live sale left the fast path's outstanding grant selling to anyone (the ledger path answered
--- ticket_required); now the ledger refuses such an order with ticket_required, in the same step
--- and under the same sale row lock as every other rule. sale_take_granted (010) again; only the
--- waiting-room check is new.
-
 -- A fast-path order: Redis decided this buyer wins a unit of grant p_grant; the ledger records the
 -- order only if the grant is still open and has the units, and judges the window, the per-customer
 -- limit, the waiting room and the idempotency key again, under the sale row lock. Outcomes:

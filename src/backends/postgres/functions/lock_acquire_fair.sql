@@ -1,16 +1,16 @@
--- Fair (FIFO across instances) lock grants, opt-in (issue 7).
--- The line of a key is the live holders of a companion key (`<key>\x1fline`) in lock_holders:
--- a waiter's ticket is a lease taken there with lock_acquire, so its number is that key's fence —
--- the server's own per-key sequence — and it lapses if its waiter stops renewing it (died).
-
+-- Fair (FIFO across instances) grants. The line of a key is the live holders of a companion key
+-- (`<key>\x1fline`) in lock_holders: a waiter's ticket is a lease taken there with lock_acquire,
+-- so its number is that key's fence — the server's own per-key sequence — and it lapses if its
+-- waiter stops renewing it (died).
 -- Grants a slot of `p_key` to `p_token` only if live holders + live tickets of `p_queue` ahead of
 -- `p_ticket` (smaller number) < `p_limit`, and removes `p_ticket` from the line in the same step.
 -- `p_ticket` NULL (tryAcquire, a first attempt): every live ticket is ahead. A lapsed `p_ticket`
 -- gets no grant (its waiter takes a new one). Same locking as lock_acquire: the key's fence row
 -- lock serialises grants; plpgsql so each statement sees a fresh snapshot after it. A ticket
 -- with a smaller number always committed before any larger one was handed out (tickets are issued
--- under the line's own fence row lock), so the count below never misses one ahead.
-CREATE FUNCTION lock_acquire_fair(p_key text, p_token text, p_limit integer, p_ttl_ms integer, p_queue text, p_ticket text)
+-- under the line's own fence row lock), so the count below never misses one ahead. The fence
+-- comes from lock_next_fence.
+CREATE OR REPLACE FUNCTION lock_acquire_fair(p_key text, p_token text, p_limit integer, p_ttl_ms integer, p_queue text, p_ticket text)
 RETURNS TABLE (fence bigint, expires_at timestamptz, valid_ms double precision)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -52,7 +52,7 @@ BEGIN
   IF v_live + v_ahead >= p_limit THEN
     RETURN;
   END IF;
-  UPDATE lock_fences AS f SET fence = f.fence + 1 WHERE f.key = p_key RETURNING f.fence INTO v_fence;
+  v_fence := lock_next_fence(p_key, v_now);
   v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
   INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
   IF p_ticket IS NOT NULL THEN

@@ -1,13 +1,10 @@
--- A ticket poll that never queues on the sale row.
---
--- room_step locks the sale row, so every poll of every shopper used to wait its turn behind every
--- other poll, hold and confirmation of that sale. With thousands of shoppers polling, the line for
--- the lock grew faster than it drained and polls took seconds (CI saw a 2,000-shopper storm stall).
--- Admission needs one stepper at a time, not every poller: room_poll takes the lock only if it is
--- free (SKIP LOCKED) and then runs the full step; otherwise someone else is stepping right now and
--- the poller gets the ticket as committed, read without a lock. Admission order is unchanged —
--- tickets are still admitted only by room_step, under the lock, in number order.
-CREATE FUNCTION room_poll(p_sale text, p_customer text)
+-- A ticket poll that never queues on the sale row. room_step locks the sale row; with thousands
+-- of shoppers polling, a line for that lock grows faster than it drains. Admission needs one
+-- stepper at a time, not every poller: room_poll takes the lock only if it is free (SKIP LOCKED)
+-- and then runs the full step; otherwise someone else is stepping right now and the poller gets
+-- the ticket as committed, read without a lock. Admission order is unchanged — tickets are still
+-- admitted only by room_step, under the lock, in number order.
+CREATE OR REPLACE FUNCTION room_poll(p_sale text, p_customer text)
 RETURNS TABLE (sale_id text, admit_per_second double precision, window_ms integer, secret text,
                admitted_through bigint, created_at timestamptz,
                number bigint, customer text, status text, admitted_until timestamptz, hold_id text)

@@ -1,52 +1,11 @@
--- Tiered mode: grants orphaned by a Redis rollback are reclaimed at once.
---
--- When Redis' state rolls back (failover to a lagging replica, restore of an older RDB), it names
--- an older grant than the ledger's newest open one. That newer grant is sold from by no Redis
--- state, yet its unused units count against the cap as escrow: buyers heard sold_out while units
--- remained, until the grant expired. Redis' state keeps `gen`, the newest grant it was given
--- (grant ids only grow); the fast path passes it when it asks for a refill and when the ledger path
--- finds everything granted, and the ledger revokes every open grant of the sale newer than it.
--- Lock order as everywhere: the sale row first, then its grants.
-
--- Revokes the sale's open grants made after p_newest; the sale row must be locked by the caller.
--- → units returned
-CREATE FUNCTION sale_grants_revoke_newer_locked(p_sale text, p_newest bigint) RETURNS integer LANGUAGE plpgsql AS $$
-DECLARE
-  units integer;
-BEGIN
-  WITH revoked AS (
-    UPDATE sale_grants SET revoked_at = now()
-    WHERE sale_id = p_sale AND revoked_at IS NULL AND id > p_newest
-    RETURNING size - used AS unused
-  )
-  SELECT COALESCE(sum(unused), 0)::int INTO units FROM revoked;
-  IF units > 0 THEN
-    UPDATE sales SET escrow = escrow - units WHERE id = p_sale;
-  END IF;
-  RETURN units;
-END
-$$;
-
--- The same, locking the sale row first (the ledger path found everything granted). → units returned
-CREATE FUNCTION sale_grants_revoke_newer(p_sale text, p_newest bigint) RETURNS integer LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM 1 FROM sales WHERE id = p_sale FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN 0;
-  END IF;
-  RETURN sale_grants_revoke_newer_locked(p_sale, p_newest);
-END
-$$;
-
--- sale_grant (010) again, with p_newest; callers that pass four arguments get the old behaviour.
-DROP FUNCTION sale_grant(text, integer, double precision, boolean);
-
 -- A new grant of up to p_size units for the fast path, valid p_ttl_ms. First expires stale holds
 -- and revokes the sale's expired grants (all open grants with p_revoke_all: Redis lost them; open
 -- grants newer than p_newest, the newest grant Redis' state knows: Redis rolled back past them).
 -- Outcomes: not_found | not_live (status) | ledger_only (unlimited sale or waiting room: the ledger
 -- sells it) | empty (nothing left to grant; escrow = units still granted elsewhere) | ok (grant_id, size).
-CREATE FUNCTION sale_grant(p_sale text, p_size integer, p_ttl_ms double precision, p_revoke_all boolean, p_newest bigint DEFAULT NULL)
+-- The 4-argument form (before p_newest) goes: with it beside this one, a 4-argument call would be ambiguous.
+DROP FUNCTION IF EXISTS sale_grant(text, integer, double precision, boolean);
+CREATE OR REPLACE FUNCTION sale_grant(p_sale text, p_size integer, p_ttl_ms double precision, p_revoke_all boolean, p_newest bigint DEFAULT NULL)
 RETURNS TABLE (outcome text, status text, grant_id bigint, size integer, escrow integer, per_customer_limit integer, ends_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column

@@ -1,0 +1,44 @@
+-- Confirming a hold as one step. Outcomes: not_found | replay (result_id = its order) |
+-- cancelled | expired (expires_at) | sale_cancelled | ok (result_id = the new order).
+-- The hold's units move from held to sold, so sold + held is unchanged and the cap still holds.
+CREATE OR REPLACE FUNCTION sale_confirm(p_hold text, p_order_id text)
+RETURNS TABLE (outcome text, result_id text, expires_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  h sale_holds%ROWTYPE;
+  s sales%ROWTYPE;
+BEGIN
+  SELECT * INTO h FROM sale_holds WHERE id = p_hold;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  -- A hold's sale never changes: lock it, then look at the hold as it is now.
+  SELECT * INTO s FROM sales WHERE id = h.sale_id FOR UPDATE;
+  PERFORM sale_expire_stale(h.sale_id);
+  SELECT * INTO h FROM sale_holds WHERE id = p_hold;
+  IF h.status = 'confirmed' THEN
+    RETURN QUERY SELECT 'replay'::text, o.id, NULL::timestamptz FROM sale_orders o WHERE o.hold_id = p_hold;
+    RETURN;
+  ELSIF h.status = 'cancelled' THEN
+    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF h.status = 'expired' THEN
+    RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;
+    RETURN;
+  ELSIF s.cancelled_at IS NOT NULL THEN
+    RETURN QUERY SELECT 'sale_cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
+  UPDATE sale_holds SET status = 'confirmed', order_id = p_order_id WHERE id = p_hold;
+  UPDATE sales SET sold = sold + h.quantity, held = held - h.quantity WHERE id = h.sale_id RETURNING * INTO s;
+  IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
+    INSERT INTO outbox (type, idempotency_key, sale, payload)
+    VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+    ON CONFLICT (idempotency_key) DO NOTHING;
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::timestamptz;
+END
+$$;

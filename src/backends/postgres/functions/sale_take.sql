@@ -1,0 +1,92 @@
+-- A buy (or a reserve: p_ttl_ms not null) as one step, under the sale row lock. Units granted to
+-- the fast path and still unused (escrow, sale_grants) count against the cap. p_via_ticket: the
+-- caller holds an admitted waiting-room ticket. Outcomes:
+--   not_found | replay (key_* describe the stored request, result_id its order/hold)
+--   not_live (status) | ticket_required | limit_reached (units = what the customer has, more = what
+--   was asked beyond it, lim = the limit) | sold_out (available) | ok (result_id = the new order /
+--   the new or replaced hold)
+-- The 6-argument form (before p_via_ticket) goes: with it beside this one, a 6-argument call would be ambiguous.
+DROP FUNCTION IF EXISTS sale_take(text, text, integer, text, text, double precision);
+CREATE OR REPLACE FUNCTION sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false)
+RETURNS TABLE (outcome text, status text, result_id text, units integer, more integer, available integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  k sale_keys%ROWTYPE;
+  st text;
+  ordered integer;
+  own_id text;
+  own integer;
+  ask integer;
+  left_ integer;
+  kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
+  IF (kind = 'buy' OR NOT p_via_ticket) AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  own := COALESCE(own, 0);
+  -- A reserve replaces the customer's own hold; a buy comes on top of it.
+  ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
+  IF ordered + own + ask > s.per_customer_limit THEN
+    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, ask, NULL::int, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN;
+  END IF;
+  IF s.cap IS NOT NULL THEN
+    -- Everyone else's holds count against the cap (for a reserve, the own hold is being replaced).
+    left_ := s.cap - s.sold - s.escrow - (s.held - CASE WHEN kind = 'reserve' THEN own ELSE 0 END);
+    IF p_quantity > left_ THEN
+      RETURN QUERY SELECT 'sold_out'::text, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::text, NULL::text, NULL::int, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  IF kind = 'buy' THEN
+    INSERT INTO sale_orders (id, sale_id, customer, quantity) VALUES (p_new_id, p_sale, p_customer, p_quantity);
+    UPDATE sales SET sold = sold + p_quantity WHERE id = p_sale RETURNING * INTO s;
+    IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
+      INSERT INTO outbox (type, idempotency_key, sale, payload)
+      VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+      ON CONFLICT (idempotency_key) DO NOTHING;
+    END IF;
+    result_id := p_new_id;
+  ELSIF own_id IS NOT NULL THEN
+    UPDATE sale_holds SET quantity = p_quantity, expires_at = now() + make_interval(secs => p_ttl_ms / 1000) WHERE id = own_id;
+    UPDATE sales SET held = held + p_quantity - own WHERE id = p_sale;
+    result_id := own_id;
+  ELSE
+    INSERT INTO sale_holds (id, sale_id, customer, quantity, expires_at)
+    VALUES (p_new_id, p_sale, p_customer, p_quantity, now() + make_interval(secs => p_ttl_ms / 1000));
+    UPDATE sales SET held = held + p_quantity WHERE id = p_sale;
+    result_id := p_new_id;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, kind, p_customer, p_quantity, result_id);
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, NULL::text, result_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+END
+$$;

@@ -1,0 +1,1201 @@
+CREATE SCHEMA dibs;
+
+CREATE FUNCTION dibs.code_open(p_hold_until timestamp with time zone, p_starts timestamp with time zone, p_expires timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT (p_hold_until IS NULL OR p_hold_until <= now())
+     AND (p_starts IS NULL OR p_starts <= now())
+     AND (p_expires IS NULL OR p_expires > now())
+$$;
+
+CREATE FUNCTION dibs.code_parked_until(p_hold_until timestamp with time zone, p_starts timestamp with time zone, p_expires timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE
+    WHEN p_expires IS NOT NULL AND p_expires <= now() THEN 'infinity'::timestamptz
+    WHEN p_hold_until > now() OR p_starts > now() THEN greatest(p_hold_until, p_starts)
+  END
+$$;
+
+CREATE FUNCTION dibs.codes_park() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  NEW.parked_until := CASE WHEN NEW.status = 'free' THEN code_parked_until(NEW.hold_until, NEW.starts_at, NEW.expires_at) END;
+  RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION dibs.iso_utc(t timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+
+CREATE FUNCTION dibs.lock_acquire(p_key text, p_token text, p_limit integer, p_ttl_ms integer) RETURNS TABLE(fence bigint, expires_at timestamp with time zone, valid_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_fence bigint;
+  v_expires timestamptz;
+  v_live integer;
+BEGIN
+  -- Cheap refusal first: a plain read takes no row lock and no transaction id, so a waiter that
+  -- finds every slot live costs no WAL and no commit flush. The locked path below re-checks.
+  SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at > clock_timestamp();
+  IF v_live >= p_limit THEN
+    RETURN;
+  END IF;
+  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
+    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  END IF;
+  v_now := clock_timestamp();
+  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
+  SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key;
+  IF v_live >= p_limit THEN
+    RETURN;
+  END IF;
+  v_fence := lock_next_fence(p_key, v_now);
+  v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
+  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
+  -- Validity measured after the write, on the same clock: never stale on return.
+  RETURN QUERY SELECT v_fence, v_expires, (extract(epoch FROM v_expires - clock_timestamp()) * 1000)::double precision;
+END
+$$;
+
+CREATE FUNCTION dibs.lock_acquire_fair(p_key text, p_token text, p_limit integer, p_ttl_ms integer, p_queue text, p_ticket text) RETURNS TABLE(fence bigint, expires_at timestamp with time zone, valid_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_fence bigint;
+  v_expires timestamptz;
+  v_live integer;
+  v_ahead integer;
+  v_mine bigint := 9223372036854775807;
+BEGIN
+  -- Cheap refusal first (plain reads: no row lock, no transaction id, no WAL): all slots live, or
+  -- enough live tickets ahead. Waiters behind the head of the line stop here. The locked path re-checks.
+  SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at > clock_timestamp();
+  IF v_live >= p_limit THEN
+    RETURN;
+  END IF;
+  SELECT count(*) INTO v_ahead FROM lock_holders AS h
+  WHERE h.key = p_queue AND h.expires_at > clock_timestamp()
+    AND h.fence < coalesce((SELECT t.fence FROM lock_holders AS t WHERE t.key = p_queue AND t.token = p_ticket), v_mine);
+  IF v_live + v_ahead >= p_limit THEN
+    RETURN;
+  END IF;
+  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
+    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  END IF;
+  v_now := clock_timestamp();
+  IF p_ticket IS NOT NULL THEN
+    SELECT h.fence INTO v_mine FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket AND h.expires_at > v_now;
+    IF NOT FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
+  SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key;
+  SELECT count(*) INTO v_ahead FROM lock_holders AS h WHERE h.key = p_queue AND h.expires_at > v_now AND h.fence < v_mine;
+  IF v_live + v_ahead >= p_limit THEN
+    RETURN;
+  END IF;
+  v_fence := lock_next_fence(p_key, v_now);
+  v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
+  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
+  IF p_ticket IS NOT NULL THEN
+    DELETE FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket;
+  END IF;
+  RETURN QUERY SELECT v_fence, v_expires, (extract(epoch FROM v_expires - clock_timestamp()) * 1000)::double precision;
+END
+$$;
+
+CREATE FUNCTION dibs.lock_next_fence(p_key text, p_now timestamp with time zone) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  UPDATE lock_fences AS f
+  SET fence = greatest(f.fence + 1, floor(extract(epoch FROM p_now) * 1000000)::bigint)
+  WHERE f.key = p_key
+  RETURNING f.fence
+$$;
+
+CREATE FUNCTION dibs.lock_release(p_key text, p_token text, p_channel text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.token = p_token AND h.expires_at > clock_timestamp();
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  PERFORM pg_notify(p_channel, p_key);
+  RETURN true;
+END
+$$;
+
+CREATE FUNCTION dibs.multi_use_redeem(p_pool text, p_code text, p_claimant text, p_order text) RETURNS TABLE(o_outcome text, o_max integer, o_per integer, o_uses integer, o_starts timestamp with time zone, o_expires timestamp with time zone, o_claimant text, o_used_at timestamp with time zone, o_pool_starts timestamp with time zone, o_pool_expires timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_pool pools%ROWTYPE;
+  v_code multi_codes%ROWTYPE;
+  v_use code_uses%ROWTYPE;
+  v_n integer;
+  v_window text;
+BEGIN
+  SELECT * INTO v_pool FROM pools WHERE name = p_pool;
+  IF NOT FOUND THEN o_outcome := 'no_pool'; RETURN NEXT; RETURN; END IF;
+  o_pool_starts := v_pool.starts_at; o_pool_expires := v_pool.expires_at;
+  FOR pass IN 1..2 LOOP
+    IF pass = 1 THEN
+      SELECT * INTO v_code FROM multi_codes WHERE pool_id = v_pool.id AND code = p_code;
+    ELSE
+      SELECT * INTO v_code FROM multi_codes WHERE pool_id = v_pool.id AND code = p_code FOR UPDATE;
+    END IF;
+    IF NOT FOUND THEN o_outcome := 'no_code'; RETURN NEXT; RETURN; END IF;
+    o_max := v_code.max_uses; o_per := v_code.per_claimant; o_uses := v_code.uses; o_starts := v_code.starts_at; o_expires := v_code.expires_at;
+    SELECT * INTO v_use FROM code_uses WHERE pool_id = v_pool.id AND code = p_code AND order_id = p_order;
+    IF FOUND THEN
+      -- the same checkout again: its use, unchanged
+      o_claimant := v_use.claimant; o_used_at := v_use.used_at;
+      o_outcome := CASE WHEN p_claimant IS NOT NULL AND v_use.claimant IS DISTINCT FROM p_claimant THEN 'other_claimant' ELSE 'replayed' END;
+      RETURN NEXT; RETURN;
+    END IF;
+    v_window := pool_window_state(v_pool.starts_at, v_pool.expires_at);
+    IF v_window <> 'open' THEN o_outcome := 'pool_' || v_window; RETURN NEXT; RETURN; END IF;
+    IF v_code.starts_at IS NOT NULL AND now() < v_code.starts_at THEN o_outcome := 'code_not_yet_valid'; RETURN NEXT; RETURN; END IF;
+    IF v_code.expires_at IS NOT NULL AND now() >= v_code.expires_at THEN o_outcome := 'code_expired'; RETURN NEXT; RETURN; END IF;
+    IF v_code.uses >= v_code.max_uses THEN o_outcome := 'exhausted'; RETURN NEXT; RETURN; END IF;
+    IF v_code.per_claimant IS NOT NULL THEN
+      IF p_claimant IS NULL THEN o_outcome := 'claimant_required'; RETURN NEXT; RETURN; END IF;
+      SELECT count(*) INTO v_n FROM code_uses WHERE pool_id = v_pool.id AND code = p_code AND claimant = p_claimant;
+      IF v_n >= v_code.per_claimant THEN o_outcome := 'per_claimant'; RETURN NEXT; RETURN; END IF;
+    END IF;
+  END LOOP;
+  -- under the row lock, every rule passed: record the use and count it
+  INSERT INTO code_uses (pool_id, code, order_id, claimant) VALUES (v_pool.id, p_code, p_order, p_claimant)
+  RETURNING claimant, used_at INTO o_claimant, o_used_at;
+  UPDATE multi_codes SET uses = uses + 1 WHERE pool_id = v_pool.id AND code = p_code;
+  o_uses := v_code.uses + 1;
+  o_outcome := 'used';
+  RETURN NEXT;
+END
+$$;
+
+CREATE FUNCTION dibs.pool_window_state(p_starts timestamp with time zone, p_expires timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE
+    WHEN p_starts IS NOT NULL AND now() < p_starts THEN 'not_yet_valid'
+    WHEN p_expires IS NOT NULL AND now() >= p_expires THEN 'expired'
+    ELSE 'open'
+  END
+$$;
+
+CREATE FUNCTION dibs.room_poll(p_sale text, p_customer text) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM 1 FROM sales WHERE id = p_sale FOR UPDATE SKIP LOCKED;
+  IF FOUND THEN
+    -- the lock is ours until the statement ends; room_step's own FOR UPDATE is re-entrant
+    RETURN QUERY SELECT * FROM room_step(p_sale, p_customer, false);
+    RETURN;
+  END IF;
+  -- Someone holds the lock (or the sale does not exist: then no room row matches either).
+  -- A window that ran out is reported as expired, as the next step will record it.
+  RETURN QUERY
+    SELECT r.sale_id, r.admit_per_second, r.window_ms, r.secret, r.admitted_through, r.created_at,
+           t.number, t.customer,
+           CASE WHEN t.status = 'admitted' AND t.admitted_until <= now() THEN 'expired' ELSE t.status END,
+           t.admitted_until, t.hold_id
+    FROM waiting_rooms r
+    LEFT JOIN tickets t ON t.sale_id = r.sale_id AND t.customer = p_customer
+    WHERE r.sale_id = p_sale;
+END
+$$;
+
+CREATE FUNCTION dibs.room_step(p_sale text, p_customer text DEFAULT NULL::text, p_join boolean DEFAULT false) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  r waiting_rooms%ROWTYPE;
+  t tickets%ROWTYPE;
+  st text;
+  unused integer;
+  bucket double precision;
+  slots bigint;
+  n bigint;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN RETURN; END IF;
+  SELECT * INTO r FROM waiting_rooms WHERE sale_id = p_sale;
+  IF NOT FOUND THEN RETURN; END IF;
+  IF p_join AND NOT EXISTS (SELECT 1 FROM tickets WHERE sale_id = p_sale AND customer = p_customer) THEN
+    UPDATE waiting_rooms SET next_number = next_number + 1 WHERE sale_id = p_sale RETURNING * INTO r;
+    INSERT INTO tickets (sale_id, number, customer) VALUES (p_sale, r.next_number - 1, p_customer);
+  END IF;
+  IF s.held > 0 THEN
+    PERFORM sale_expire_stale(p_sale);
+    SELECT * INTO s FROM sales WHERE id = p_sale;
+  END IF;
+  UPDATE tickets SET status = 'expired' WHERE sale_id = p_sale AND status = 'admitted' AND admitted_until <= now();
+  st := sale_status(s);
+  IF st IN ('ended', 'cancelled') OR (s.cap IS NOT NULL AND s.sold >= s.cap) THEN
+    UPDATE tickets SET status = 'sold_out' WHERE sale_id = p_sale AND number > r.admitted_through AND status = 'waiting';
+  ELSIF st = 'live' THEN
+    SELECT count(*) INTO unused FROM tickets WHERE sale_id = p_sale AND status = 'admitted';
+    bucket := least(greatest(1.0, r.admit_per_second), r.budget + greatest(0, extract(epoch FROM now() - r.refilled_at)) * r.admit_per_second);
+    slots := greatest(0, ceil((s.cap - s.sold - s.held - unused * s.per_customer_limit)::double precision / s.per_customer_limit));
+    n := greatest(0, least(floor(bucket)::bigint, slots, r.next_number - 1 - r.admitted_through));
+    IF n > 0 THEN
+      UPDATE tickets SET status = 'admitted', admitted_until = now() + make_interval(secs => r.window_ms / 1000.0)
+      WHERE sale_id = p_sale AND number > r.admitted_through AND number <= r.admitted_through + n AND status = 'waiting';
+    END IF;
+    UPDATE waiting_rooms SET budget = bucket - n, refilled_at = now(), admitted_through = admitted_through + n
+    WHERE sale_id = p_sale RETURNING * INTO r;
+  END IF;
+  IF p_customer IS NOT NULL THEN
+    SELECT * INTO t FROM tickets WHERE sale_id = p_sale AND customer = p_customer;
+  END IF;
+  RETURN QUERY SELECT r.sale_id, r.admit_per_second, r.window_ms, r.secret, r.admitted_through, r.created_at,
+                      t.number, t.customer, t.status, t.admitted_until, t.hold_id;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_confirm(p_hold text, p_order_id text) RETURNS TABLE(outcome text, result_id text, expires_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  h sale_holds%ROWTYPE;
+  s sales%ROWTYPE;
+BEGIN
+  SELECT * INTO h FROM sale_holds WHERE id = p_hold;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  -- A hold's sale never changes: lock it, then look at the hold as it is now.
+  SELECT * INTO s FROM sales WHERE id = h.sale_id FOR UPDATE;
+  PERFORM sale_expire_stale(h.sale_id);
+  SELECT * INTO h FROM sale_holds WHERE id = p_hold;
+  IF h.status = 'confirmed' THEN
+    RETURN QUERY SELECT 'replay'::text, o.id, NULL::timestamptz FROM sale_orders o WHERE o.hold_id = p_hold;
+    RETURN;
+  ELSIF h.status = 'cancelled' THEN
+    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF h.status = 'expired' THEN
+    RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;
+    RETURN;
+  ELSIF s.cancelled_at IS NOT NULL THEN
+    RETURN QUERY SELECT 'sale_cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  END IF;
+  INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
+  UPDATE sale_holds SET status = 'confirmed', order_id = p_order_id WHERE id = p_hold;
+  UPDATE sales SET sold = sold + h.quantity, held = held - h.quantity WHERE id = h.sale_id RETURNING * INTO s;
+  IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
+    INSERT INTO outbox (type, idempotency_key, sale, payload)
+    VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+    ON CONFLICT (idempotency_key) DO NOTHING;
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::timestamptz;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_expire_stale(p_sale text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  units integer;
+BEGIN
+  WITH expired AS (
+    UPDATE sale_holds SET status = 'expired'
+    WHERE sale_id = p_sale AND status = 'active' AND expires_at <= now()
+    RETURNING id, sale_id, customer, quantity, expires_at
+  ), events AS (
+    INSERT INTO outbox (type, idempotency_key, sale, payload)
+    SELECT 'hold.expired', 'hold.expired:' || id, sale_id,
+           jsonb_build_object('sale', sale_id, 'hold', id, 'customer', customer, 'quantity', quantity, 'expiresAt', iso_utc(expires_at))
+    FROM expired ORDER BY expires_at, id
+    ON CONFLICT (idempotency_key) DO NOTHING
+  ), moved AS (
+    UPDATE sales s SET held = s.held - x.units
+    FROM (SELECT sum(quantity)::int AS units FROM expired) x
+    WHERE s.id = p_sale AND x.units > 0
+  )
+  SELECT COALESCE(sum(quantity), 0)::int INTO units FROM expired;
+  RETURN units;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grant(p_sale text, p_size integer, p_ttl_ms double precision, p_revoke_all boolean, p_newest bigint DEFAULT NULL::bigint) RETURNS TABLE(outcome text, status text, grant_id bigint, size integer, escrow integer, per_customer_limit integer, ends_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  st text;
+  left_ integer;
+  g bigint;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::bigint, NULL::int, NULL::int, NULL::int, NULL::timestamptz;
+    RETURN;
+  END IF;
+  IF s.held > 0 THEN
+    PERFORM sale_expire_stale(p_sale);
+  END IF;
+  PERFORM sale_grants_revoke_locked(p_sale, p_revoke_all);
+  IF p_newest IS NOT NULL THEN
+    PERFORM sale_grants_revoke_newer_locked(p_sale, p_newest);
+  END IF;
+  SELECT * INTO s FROM sales WHERE id = p_sale;
+  st := sale_status(s);
+  IF st = 'sold_out' THEN
+    -- Every unit sold: Redis may answer sold_out itself for a while.
+    RETURN QUERY SELECT 'empty'::text, st, NULL::bigint, 0, s.escrow, s.per_customer_limit, s.ends_at;
+    RETURN;
+  ELSIF st <> 'live' THEN
+    RETURN QUERY SELECT 'not_live'::text, st, NULL::bigint, NULL::int, s.escrow, s.per_customer_limit, s.ends_at;
+    RETURN;
+  END IF;
+  IF s.cap IS NULL OR EXISTS (SELECT 1 FROM waiting_rooms w WHERE w.sale_id = p_sale) THEN
+    RETURN QUERY SELECT 'ledger_only'::text, st, NULL::bigint, NULL::int, s.escrow, s.per_customer_limit, s.ends_at;
+    RETURN;
+  END IF;
+  left_ := least(p_size, s.cap - s.sold - s.held - s.escrow);
+  IF left_ <= 0 THEN
+    RETURN QUERY SELECT 'empty'::text, st, NULL::bigint, 0, s.escrow, s.per_customer_limit, s.ends_at;
+    RETURN;
+  END IF;
+  INSERT INTO sale_grants (sale_id, size, expires_at) VALUES (p_sale, left_, now() + make_interval(secs => p_ttl_ms / 1000)) RETURNING id INTO g;
+  UPDATE sales SET escrow = sales.escrow + left_ WHERE id = p_sale;
+  RETURN QUERY SELECT 'ok'::text, st, g, left_, s.escrow + left_, s.per_customer_limit, s.ends_at;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grant_close(p_grant bigint, p_unused integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  sid text;
+  n integer;
+BEGIN
+  SELECT sale_id INTO sid FROM sale_grants WHERE id = p_grant;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  PERFORM 1 FROM sales WHERE id = sid FOR UPDATE;
+  SELECT least(p_unused, size - used) INTO n FROM sale_grants WHERE id = p_grant AND revoked_at IS NULL;
+  IF n > 0 THEN
+    UPDATE sale_grants SET size = size - n WHERE id = p_grant;
+  END IF;
+  n := COALESCE(n, 0);
+  IF n > 0 THEN
+    UPDATE sales SET escrow = escrow - n WHERE id = sid;
+  END IF;
+  RETURN n;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grants_expire(p_limit integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  sid text;
+  total integer := 0;
+BEGIN
+  FOR sid IN SELECT DISTINCT g.sale_id FROM (SELECT sale_id FROM sale_grants WHERE revoked_at IS NULL AND expires_at <= now() LIMIT p_limit) g ORDER BY 1 LOOP
+    PERFORM 1 FROM sales WHERE id = sid FOR UPDATE;
+    total := total + sale_grants_revoke_locked(sid, false);
+  END LOOP;
+  RETURN total;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grants_revoke(p_sale text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM 1 FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  RETURN sale_grants_revoke_locked(p_sale, true);
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grants_revoke_locked(p_sale text, p_all boolean) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  units integer;
+BEGIN
+  WITH revoked AS (
+    UPDATE sale_grants SET revoked_at = now()
+    WHERE sale_id = p_sale AND revoked_at IS NULL AND (p_all OR expires_at <= now())
+    RETURNING size - used AS unused
+  )
+  SELECT COALESCE(sum(unused), 0)::int INTO units FROM revoked;
+  IF units > 0 THEN
+    UPDATE sales SET escrow = escrow - units WHERE id = p_sale;
+  END IF;
+  RETURN units;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grants_revoke_newer(p_sale text, p_newest bigint) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM 1 FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  RETURN sale_grants_revoke_newer_locked(p_sale, p_newest);
+END
+$$;
+
+CREATE FUNCTION dibs.sale_grants_revoke_newer_locked(p_sale text, p_newest bigint) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  units integer;
+BEGIN
+  WITH revoked AS (
+    UPDATE sale_grants SET revoked_at = now()
+    WHERE sale_id = p_sale AND revoked_at IS NULL AND id > p_newest
+    RETURNING size - used AS unused
+  )
+  SELECT COALESCE(sum(unused), 0)::int INTO units FROM revoked;
+  IF units > 0 THEN
+    UPDATE sales SET escrow = escrow - units WHERE id = p_sale;
+  END IF;
+  RETURN units;
+END
+$$;
+
+CREATE TABLE dibs.sales (
+    id text NOT NULL,
+    sku text NOT NULL,
+    starts_at timestamp with time zone NOT NULL,
+    ends_at timestamp with time zone NOT NULL,
+    cap integer,
+    per_customer_limit integer NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    cancelled_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    sold integer DEFAULT 0 NOT NULL,
+    held integer DEFAULT 0 NOT NULL,
+    announced_at timestamp with time zone,
+    ended_recorded_at timestamp with time zone,
+    escrow integer DEFAULT 0 NOT NULL,
+    CONSTRAINT sales_cap_check CHECK ((cap >= 0)),
+    CONSTRAINT sales_committed_within_cap CHECK (((cap IS NULL) OR ((sold + held) <= cap))),
+    CONSTRAINT sales_escrow_check CHECK ((escrow >= 0)),
+    CONSTRAINT sales_escrow_within_cap CHECK (((cap IS NULL) OR (((sold + held) + escrow) <= cap))),
+    CONSTRAINT sales_held_check CHECK ((held >= 0)),
+    CONSTRAINT sales_per_customer_limit_check CHECK ((per_customer_limit >= 1)),
+    CONSTRAINT sales_sold_check CHECK ((sold >= 0)),
+    CONSTRAINT sales_sold_within_cap CHECK (((cap IS NULL) OR (sold <= cap)))
+)
+WITH (fillfactor='70');
+
+CREATE FUNCTION dibs.sale_status(s dibs.sales) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE
+    WHEN s.cancelled_at IS NOT NULL THEN 'cancelled'
+    WHEN now() < s.starts_at THEN 'scheduled'
+    WHEN now() >= s.ends_at THEN 'ended'
+    WHEN s.cap IS NOT NULL AND s.sold >= s.cap THEN 'sold_out'
+    ELSE 'live'
+  END
+$$;
+
+CREATE FUNCTION dibs.sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false) RETURNS TABLE(outcome text, status text, result_id text, units integer, more integer, available integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  k sale_keys%ROWTYPE;
+  st text;
+  ordered integer;
+  own_id text;
+  own integer;
+  ask integer;
+  left_ integer;
+  kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
+  IF (kind = 'buy' OR NOT p_via_ticket) AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  own := COALESCE(own, 0);
+  -- A reserve replaces the customer's own hold; a buy comes on top of it.
+  ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
+  IF ordered + own + ask > s.per_customer_limit THEN
+    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, ask, NULL::int, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN;
+  END IF;
+  IF s.cap IS NOT NULL THEN
+    -- Everyone else's holds count against the cap (for a reserve, the own hold is being replaced).
+    left_ := s.cap - s.sold - s.escrow - (s.held - CASE WHEN kind = 'reserve' THEN own ELSE 0 END);
+    IF p_quantity > left_ THEN
+      RETURN QUERY SELECT 'sold_out'::text, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::text, NULL::text, NULL::int, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  IF kind = 'buy' THEN
+    INSERT INTO sale_orders (id, sale_id, customer, quantity) VALUES (p_new_id, p_sale, p_customer, p_quantity);
+    UPDATE sales SET sold = sold + p_quantity WHERE id = p_sale RETURNING * INTO s;
+    IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
+      INSERT INTO outbox (type, idempotency_key, sale, payload)
+      VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+      ON CONFLICT (idempotency_key) DO NOTHING;
+    END IF;
+    result_id := p_new_id;
+  ELSIF own_id IS NOT NULL THEN
+    UPDATE sale_holds SET quantity = p_quantity, expires_at = now() + make_interval(secs => p_ttl_ms / 1000) WHERE id = own_id;
+    UPDATE sales SET held = held + p_quantity - own WHERE id = p_sale;
+    result_id := own_id;
+  ELSE
+    INSERT INTO sale_holds (id, sale_id, customer, quantity, expires_at)
+    VALUES (p_new_id, p_sale, p_customer, p_quantity, now() + make_interval(secs => p_ttl_ms / 1000));
+    UPDATE sales SET held = held + p_quantity WHERE id = p_sale;
+    result_id := p_new_id;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, kind, p_customer, p_quantity, result_id);
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, NULL::text, result_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+END
+$$;
+
+CREATE FUNCTION dibs.sale_take_granted(p_sale text, p_grant bigint, p_customer text, p_quantity integer, p_key text, p_new_id text) RETURNS TABLE(outcome text, status text, result_id text, units integer, more integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+  k sale_keys%ROWTYPE;
+  st text;
+  ordered integer;
+  own integer;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
+      RETURN;
+    END IF;
+  END IF;
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  -- A room enabled while a grant was out: the grant's units sell only through tickets now.
+  IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  SELECT COALESCE(sum(quantity), 0) INTO own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  IF ordered + own + p_quantity > s.per_customer_limit THEN
+    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, p_quantity, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN;
+  END IF;
+  UPDATE sale_grants SET used = used + p_quantity
+  WHERE id = p_grant AND sale_id = p_sale AND revoked_at IS NULL AND used + p_quantity <= size;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'revoked'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
+  INSERT INTO sale_orders (id, sale_id, customer, quantity, grant_id) VALUES (p_new_id, p_sale, p_customer, p_quantity, p_grant);
+  UPDATE sales SET sold = sold + p_quantity, escrow = escrow - p_quantity WHERE id = p_sale RETURNING * INTO s;
+  IF s.sold >= s.cap THEN
+    INSERT INTO outbox (type, idempotency_key, sale, payload)
+    VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+    ON CONFLICT (idempotency_key) DO NOTHING;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, 'buy', p_customer, p_quantity, p_new_id);
+  END IF;
+  RETURN QUERY SELECT 'ok'::text, NULL::text, p_new_id, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+END
+$$;
+
+CREATE FUNCTION dibs.unpark_due(p_pool bigint) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  due CURSOR FOR SELECT 1 FROM codes WHERE pool_id = p_pool AND parked_until IS NOT NULL AND parked_until <= now()
+                 ORDER BY parked_until LIMIT 200 FOR UPDATE SKIP LOCKED;
+  expired CURSOR FOR SELECT 1 FROM codes WHERE pool_id = p_pool AND status = 'free' AND parked_until IS NULL
+                     AND expires_at IS NOT NULL AND expires_at <= now() LIMIT 200 FOR UPDATE SKIP LOCKED;
+  v_moved integer := 0;
+BEGIN
+  -- plpgsql, not sql: its plans are cached per session, and this runs in every claim. Each row is
+  -- updated through its cursor (WHERE CURRENT OF), never by a join back to codes: a join's plan
+  -- cached while the table was small (a seq scan) would stay slow once the table has grown.
+  FOR r IN due LOOP
+    UPDATE codes SET parked_until = NULL WHERE CURRENT OF due;
+    v_moved := v_moved + 1;
+  END LOOP;
+  FOR r IN expired LOOP
+    UPDATE codes SET parked_until = 'infinity' WHERE CURRENT OF expired;
+    v_moved := v_moved + 1;
+  END LOOP;
+  RETURN v_moved;
+END
+$$;
+
+CREATE TABLE dibs.api_keys (
+    id text NOT NULL,
+    tenant text NOT NULL,
+    name text NOT NULL,
+    scopes text[] NOT NULL,
+    hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+CREATE TABLE dibs.claim_keys (
+    pool_id bigint NOT NULL,
+    key text NOT NULL,
+    claimant text NOT NULL,
+    count integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE dibs.code_uses (
+    pool_id bigint NOT NULL,
+    code text NOT NULL,
+    order_id text NOT NULL,
+    claimant text,
+    used_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE dibs.codes (
+    id bigint NOT NULL,
+    pool_id bigint NOT NULL,
+    code text NOT NULL,
+    status text DEFAULT 'free'::text NOT NULL,
+    rnd double precision DEFAULT random() NOT NULL,
+    claimant text,
+    slot integer,
+    claim_key text,
+    claimed_at timestamp with time zone,
+    redeemed_at timestamp with time zone,
+    redeemed_order text,
+    hold_claimant text,
+    hold_until timestamp with time zone,
+    starts_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    parked_until timestamp with time zone,
+    CONSTRAINT codes_check CHECK (((claimant IS NOT NULL) = (status = ANY (ARRAY['claimed'::text, 'redeemed'::text])))),
+    CONSTRAINT codes_check1 CHECK (((slot IS NOT NULL) = (claimant IS NOT NULL))),
+    CONSTRAINT codes_parked_free CHECK (((parked_until IS NULL) OR (status = 'free'::text))),
+    CONSTRAINT codes_status_check CHECK ((status = ANY (ARRAY['free'::text, 'claimed'::text, 'redeemed'::text, 'revoked'::text])))
+);
+
+CREATE SEQUENCE dibs.codes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE dibs.codes_id_seq OWNED BY dibs.codes.id;
+
+CREATE TABLE dibs.counter_shards (
+    name text NOT NULL,
+    shard integer NOT NULL,
+    value bigint NOT NULL,
+    CONSTRAINT counter_shards_shard_check CHECK ((shard >= 0))
+);
+
+CREATE TABLE dibs.counters (
+    name text NOT NULL,
+    shards integer NOT NULL,
+    CONSTRAINT counters_shards_check CHECK ((shards >= 1))
+);
+
+CREATE TABLE dibs.forecast_watches (
+    kind text NOT NULL,
+    subject text NOT NULL,
+    within_ms bigint NOT NULL,
+    armed boolean DEFAULT true NOT NULL,
+    fired integer DEFAULT 0 NOT NULL,
+    CONSTRAINT forecast_watches_kind_check CHECK ((kind = ANY (ARRAY['pool'::text, 'sale'::text]))),
+    CONSTRAINT forecast_watches_within_ms_check CHECK ((within_ms > 0))
+);
+
+CREATE TABLE dibs.function_versions (
+    name text NOT NULL,
+    hash text NOT NULL,
+    level integer NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE dibs.idempotency_records (
+    scope text NOT NULL,
+    key text NOT NULL,
+    fingerprint text NOT NULL,
+    response jsonb,
+    expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE dibs.lock_fences (
+    key text NOT NULL,
+    fence bigint NOT NULL,
+    CONSTRAINT lock_fences_fence_check CHECK ((fence >= 0))
+);
+
+CREATE TABLE dibs.lock_holders (
+    key text NOT NULL,
+    token text NOT NULL,
+    fence bigint NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE dibs.migrations (
+    id integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE dibs.multi_codes (
+    pool_id bigint NOT NULL,
+    code text NOT NULL,
+    max_uses integer NOT NULL,
+    per_claimant integer,
+    uses integer DEFAULT 0 NOT NULL,
+    starts_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT multi_codes_check CHECK (((uses >= 0) AND (uses <= max_uses))),
+    CONSTRAINT multi_codes_max_uses_check CHECK ((max_uses >= 1)),
+    CONSTRAINT multi_codes_per_claimant_check CHECK ((per_claimant >= 1))
+);
+
+CREATE TABLE dibs.outbox (
+    id bigint NOT NULL,
+    type text NOT NULL,
+    idempotency_key text NOT NULL,
+    pool text,
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivered_at timestamp with time zone,
+    sale text,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    locked_until timestamp with time zone,
+    last_error text,
+    dead_at timestamp with time zone
+);
+
+CREATE TABLE dibs.outbox_deliveries (
+    id bigint NOT NULL,
+    event_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    ok boolean NOT NULL,
+    detail text NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE SEQUENCE dibs.outbox_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE dibs.outbox_deliveries_id_seq OWNED BY dibs.outbox_deliveries.id;
+
+CREATE SEQUENCE dibs.outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE dibs.outbox_id_seq OWNED BY dibs.outbox.id;
+
+CREATE TABLE dibs.pool_counters (
+    pool_id bigint NOT NULL,
+    shard integer NOT NULL,
+    total bigint DEFAULT 0 NOT NULL,
+    free bigint DEFAULT 0 NOT NULL,
+    claimed bigint DEFAULT 0 NOT NULL,
+    redeemed bigint DEFAULT 0 NOT NULL,
+    revoked bigint DEFAULT 0 NOT NULL,
+    rules_version bigint DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='50');
+
+CREATE TABLE dibs.pools (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    per_claimant_limit integer NOT NULL,
+    low_stock_threshold integer,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    counter_shards integer NOT NULL,
+    low_stock_armed boolean DEFAULT true NOT NULL,
+    low_stock_events integer DEFAULT 0 NOT NULL,
+    starts_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    max_redemptions integer,
+    max_redemptions_per_claimant integer,
+    public_codes boolean DEFAULT false NOT NULL,
+    code_format jsonb,
+    rules_version bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT pools_counter_shards_check CHECK ((counter_shards >= 1)),
+    CONSTRAINT pools_low_stock_threshold_check CHECK ((low_stock_threshold >= 0)),
+    CONSTRAINT pools_max_redemptions_check CHECK ((max_redemptions >= 0)),
+    CONSTRAINT pools_max_redemptions_per_claimant_check CHECK ((max_redemptions_per_claimant >= 1)),
+    CONSTRAINT pools_per_claimant_limit_check CHECK ((per_claimant_limit >= 1))
+);
+
+CREATE SEQUENCE dibs.pools_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE dibs.pools_id_seq OWNED BY dibs.pools.id;
+
+CREATE TABLE dibs.rate_limits (
+    key text NOT NULL,
+    count bigint NOT NULL,
+    reset_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE dibs.sale_grants (
+    id bigint NOT NULL,
+    sale_id text NOT NULL,
+    size integer NOT NULL,
+    used integer DEFAULT 0 NOT NULL,
+    revoked_at timestamp with time zone,
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sale_grants_size_check CHECK ((size >= 0)),
+    CONSTRAINT sale_grants_used_check CHECK ((used >= 0)),
+    CONSTRAINT sale_grants_used_within_size CHECK ((used <= size))
+);
+
+CREATE SEQUENCE dibs.sale_grants_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE dibs.sale_grants_id_seq OWNED BY dibs.sale_grants.id;
+
+CREATE TABLE dibs.sale_holds (
+    id text NOT NULL,
+    sale_id text NOT NULL,
+    customer text NOT NULL,
+    quantity integer NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    order_id text,
+    CONSTRAINT sale_holds_quantity_check CHECK ((quantity >= 1)),
+    CONSTRAINT sale_holds_status_check CHECK ((status = ANY (ARRAY['active'::text, 'confirmed'::text, 'cancelled'::text, 'expired'::text])))
+);
+
+CREATE TABLE dibs.sale_keys (
+    sale_id text NOT NULL,
+    key text NOT NULL,
+    kind text NOT NULL,
+    customer text NOT NULL,
+    quantity integer NOT NULL,
+    result_id text NOT NULL,
+    CONSTRAINT sale_keys_kind_check CHECK ((kind = ANY (ARRAY['buy'::text, 'reserve'::text])))
+);
+
+CREATE TABLE dibs.sale_orders (
+    id text NOT NULL,
+    sale_id text NOT NULL,
+    customer text NOT NULL,
+    quantity integer NOT NULL,
+    hold_id text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    grant_id bigint,
+    CONSTRAINT sale_orders_quantity_check CHECK ((quantity >= 1))
+);
+
+CREATE TABLE dibs.tickets (
+    sale_id text NOT NULL,
+    number bigint NOT NULL,
+    customer text NOT NULL,
+    status text DEFAULT 'waiting'::text NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    admitted_until timestamp with time zone,
+    hold_id text,
+    CONSTRAINT tickets_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'admitted'::text, 'used'::text, 'expired'::text, 'sold_out'::text])))
+);
+
+CREATE TABLE dibs.waiting_rooms (
+    sale_id text NOT NULL,
+    admit_per_second double precision NOT NULL,
+    window_ms integer NOT NULL,
+    secret text NOT NULL,
+    next_number bigint DEFAULT 1 NOT NULL,
+    admitted_through bigint DEFAULT 0 NOT NULL,
+    budget double precision DEFAULT 0 NOT NULL,
+    refilled_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT waiting_rooms_admit_per_second_check CHECK ((admit_per_second > (0)::double precision)),
+    CONSTRAINT waiting_rooms_window_ms_check CHECK ((window_ms > 0))
+);
+
+CREATE TABLE dibs.wishlist (
+    sku text NOT NULL,
+    customer text NOT NULL,
+    channels jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY dibs.codes ALTER COLUMN id SET DEFAULT nextval('dibs.codes_id_seq'::regclass);
+
+ALTER TABLE ONLY dibs.outbox ALTER COLUMN id SET DEFAULT nextval('dibs.outbox_id_seq'::regclass);
+
+ALTER TABLE ONLY dibs.outbox_deliveries ALTER COLUMN id SET DEFAULT nextval('dibs.outbox_deliveries_id_seq'::regclass);
+
+ALTER TABLE ONLY dibs.pools ALTER COLUMN id SET DEFAULT nextval('dibs.pools_id_seq'::regclass);
+
+ALTER TABLE ONLY dibs.sale_grants ALTER COLUMN id SET DEFAULT nextval('dibs.sale_grants_id_seq'::regclass);
+
+ALTER TABLE ONLY dibs.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.claim_keys
+    ADD CONSTRAINT claim_keys_pkey PRIMARY KEY (pool_id, key);
+
+ALTER TABLE ONLY dibs.code_uses
+    ADD CONSTRAINT code_uses_pkey PRIMARY KEY (pool_id, code, order_id);
+
+ALTER TABLE ONLY dibs.codes
+    ADD CONSTRAINT codes_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.codes
+    ADD CONSTRAINT codes_pool_id_code_key UNIQUE (pool_id, code);
+
+ALTER TABLE ONLY dibs.counter_shards
+    ADD CONSTRAINT counter_shards_pkey PRIMARY KEY (name, shard);
+
+ALTER TABLE ONLY dibs.counters
+    ADD CONSTRAINT counters_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY dibs.forecast_watches
+    ADD CONSTRAINT forecast_watches_pkey PRIMARY KEY (kind, subject);
+
+ALTER TABLE ONLY dibs.function_versions
+    ADD CONSTRAINT function_versions_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY dibs.idempotency_records
+    ADD CONSTRAINT idempotency_records_pkey PRIMARY KEY (scope, key);
+
+ALTER TABLE ONLY dibs.lock_fences
+    ADD CONSTRAINT lock_fences_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY dibs.lock_holders
+    ADD CONSTRAINT lock_holders_pkey PRIMARY KEY (key, token);
+
+ALTER TABLE ONLY dibs.migrations
+    ADD CONSTRAINT migrations_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.multi_codes
+    ADD CONSTRAINT multi_codes_pkey PRIMARY KEY (pool_id, code);
+
+ALTER TABLE ONLY dibs.outbox_deliveries
+    ADD CONSTRAINT outbox_deliveries_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.outbox
+    ADD CONSTRAINT outbox_idempotency_key_key UNIQUE (idempotency_key);
+
+ALTER TABLE ONLY dibs.outbox
+    ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.pool_counters
+    ADD CONSTRAINT pool_counters_pkey PRIMARY KEY (pool_id, shard);
+
+ALTER TABLE ONLY dibs.pools
+    ADD CONSTRAINT pools_name_key UNIQUE (name);
+
+ALTER TABLE ONLY dibs.pools
+    ADD CONSTRAINT pools_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.rate_limits
+    ADD CONSTRAINT rate_limits_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY dibs.sale_grants
+    ADD CONSTRAINT sale_grants_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.sale_holds
+    ADD CONSTRAINT sale_holds_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.sale_keys
+    ADD CONSTRAINT sale_keys_pkey PRIMARY KEY (sale_id, key);
+
+ALTER TABLE ONLY dibs.sale_orders
+    ADD CONSTRAINT sale_orders_hold_id_key UNIQUE (hold_id);
+
+ALTER TABLE ONLY dibs.sale_orders
+    ADD CONSTRAINT sale_orders_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.sales
+    ADD CONSTRAINT sales_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.tickets
+    ADD CONSTRAINT tickets_pkey PRIMARY KEY (sale_id, number);
+
+ALTER TABLE ONLY dibs.tickets
+    ADD CONSTRAINT tickets_sale_id_customer_key UNIQUE (sale_id, customer);
+
+ALTER TABLE ONLY dibs.waiting_rooms
+    ADD CONSTRAINT waiting_rooms_pkey PRIMARY KEY (sale_id);
+
+ALTER TABLE ONLY dibs.wishlist
+    ADD CONSTRAINT wishlist_pkey PRIMARY KEY (sku, customer);
+
+CREATE INDEX api_keys_tenant ON dibs.api_keys USING btree (tenant, created_at);
+
+CREATE INDEX code_uses_claimant ON dibs.code_uses USING btree (pool_id, code, claimant) WHERE (claimant IS NOT NULL);
+
+CREATE INDEX codes_claim_key ON dibs.codes USING btree (pool_id, claim_key) WHERE (claim_key IS NOT NULL);
+
+CREATE INDEX codes_claimed_at ON dibs.codes USING btree (pool_id, claimed_at) WHERE (claimed_at IS NOT NULL);
+
+CREATE INDEX codes_free_expiring ON dibs.codes USING btree (pool_id, expires_at) WHERE ((status = 'free'::text) AND (parked_until IS NULL) AND (expires_at IS NOT NULL));
+
+CREATE INDEX codes_free_open ON dibs.codes USING btree (pool_id, rnd) WHERE ((status = 'free'::text) AND (parked_until IS NULL));
+
+CREATE UNIQUE INDEX codes_holder_slot ON dibs.codes USING btree (pool_id, claimant, slot) WHERE (claimant IS NOT NULL);
+
+CREATE INDEX codes_parked ON dibs.codes USING btree (pool_id, parked_until) WHERE (parked_until IS NOT NULL);
+
+CREATE INDEX idempotency_records_expiry ON dibs.idempotency_records USING btree (expires_at);
+
+CREATE INDEX outbox_deliveries_event ON dibs.outbox_deliveries USING btree (event_id, id);
+
+CREATE INDEX outbox_due ON dibs.outbox USING btree (id) WHERE ((delivered_at IS NULL) AND (dead_at IS NULL));
+
+CREATE INDEX outbox_pool ON dibs.outbox USING btree (pool, id);
+
+CREATE INDEX outbox_sale ON dibs.outbox USING btree (sale, id);
+
+CREATE INDEX sale_grants_expiry ON dibs.sale_grants USING btree (expires_at) WHERE (revoked_at IS NULL);
+
+CREATE INDEX sale_grants_open ON dibs.sale_grants USING btree (sale_id) WHERE (revoked_at IS NULL);
+
+CREATE INDEX sale_holds_expiry ON dibs.sale_holds USING btree (expires_at) WHERE (status = 'active'::text);
+
+CREATE UNIQUE INDEX sale_holds_one_active ON dibs.sale_holds USING btree (sale_id, customer) WHERE (status = 'active'::text);
+
+CREATE INDEX sale_holds_sale_expiry ON dibs.sale_holds USING btree (sale_id, expires_at) WHERE (status = 'active'::text);
+
+CREATE INDEX sale_orders_created_at ON dibs.sale_orders USING btree (sale_id, created_at);
+
+CREATE INDEX sale_orders_customer ON dibs.sale_orders USING btree (sale_id, customer);
+
+CREATE INDEX sale_orders_grant ON dibs.sale_orders USING btree (grant_id) WHERE (grant_id IS NOT NULL);
+
+CREATE INDEX sales_sku ON dibs.sales USING btree (sku, starts_at);
+
+CREATE INDEX sales_to_announce ON dibs.sales USING btree (starts_at) WHERE ((announced_at IS NULL) AND (cancelled_at IS NULL));
+
+CREATE INDEX sales_to_end ON dibs.sales USING btree (ends_at) WHERE (ended_recorded_at IS NULL);
+
+CREATE INDEX tickets_admitted ON dibs.tickets USING btree (sale_id, admitted_until) WHERE (status = 'admitted'::text);
+
+CREATE TRIGGER codes_park_insert BEFORE INSERT ON dibs.codes FOR EACH ROW WHEN (((new.hold_until IS NOT NULL) OR (new.starts_at IS NOT NULL) OR (new.expires_at IS NOT NULL))) EXECUTE FUNCTION dibs.codes_park();
+
+CREATE TRIGGER codes_park_update BEFORE UPDATE OF status, hold_until, starts_at, expires_at ON dibs.codes FOR EACH ROW WHEN (((new.status = 'free'::text) OR (old.parked_until IS NOT NULL))) EXECUTE FUNCTION dibs.codes_park();
+
+ALTER TABLE ONLY dibs.code_uses
+    ADD CONSTRAINT code_uses_pool_id_code_fkey FOREIGN KEY (pool_id, code) REFERENCES dibs.multi_codes(pool_id, code) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.codes
+    ADD CONSTRAINT codes_pool_id_fkey FOREIGN KEY (pool_id) REFERENCES dibs.pools(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.multi_codes
+    ADD CONSTRAINT multi_codes_pool_id_fkey FOREIGN KEY (pool_id) REFERENCES dibs.pools(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.outbox_deliveries
+    ADD CONSTRAINT outbox_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES dibs.outbox(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.pool_counters
+    ADD CONSTRAINT pool_counters_pool_id_fkey FOREIGN KEY (pool_id) REFERENCES dibs.pools(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.sale_grants
+    ADD CONSTRAINT sale_grants_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.sale_holds
+    ADD CONSTRAINT sale_holds_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.sale_keys
+    ADD CONSTRAINT sale_keys_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.sale_orders
+    ADD CONSTRAINT sale_orders_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.tickets
+    ADD CONSTRAINT tickets_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.waiting_rooms(sale_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.waiting_rooms
+    ADD CONSTRAINT waiting_rooms_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
