@@ -145,6 +145,12 @@ export type Hold = {
   orderId: string | null;
 };
 
+export type HoldPage = {
+  data: Array<Hold>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
+};
+
 export type HoldResult = {
   hold: Hold;
   replayed: boolean;
@@ -380,6 +386,7 @@ export interface Operations {
   getV1SalesSale: { body: never; output: Sale };
   getV1SalesSaleAudit: { body: never; output: AuditResult };
   getV1SalesSaleForecast: { body: never; output: Forecast };
+  getV1SalesSaleHolds: { body: never; output: HoldPage };
   getV1SalesSaleWaitingRoom: { body: never; output: WaitingRoom };
   getV1SalesSaleWaitingRoomTicketsCustomer: { body: never; output: Ticket };
   getV1SalesSaleWaitingRoomTicketsCustomerEvents: { body: never; output: string };

@@ -103,6 +103,7 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 201);
     assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 200, 'confirming again replays the order');
     const other = (await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c3', ttlMs: 60_000 })).hold.id;
+    assert.deepEqual((await json<{ data: { id: string }[] }>('GET', '/v1/sales/tour/holds?customer=c3')).data.map((h) => h.id), [other]);
     await ok('POST', `/v1/reservations/${other}/cancel`);
     await ok('GET', '/v1/sales/tour/audit');
     await ok('GET', '/v1/sales/tour/forecast');

@@ -1,0 +1,1 @@
+export const keysPage = { wire() {}, show() {}, hide() {}, async refresh() {} };

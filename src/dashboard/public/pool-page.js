@@ -1,0 +1,1 @@
+export const poolPage = { wire() {}, show() {}, hide() {}, async refresh() {} };

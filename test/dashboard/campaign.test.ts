@@ -1,0 +1,162 @@
+/**
+ * Running a campaign from the dashboard in headless Chromium, as an operator would: create a sale
+ * with a waiting room, open its page, watch a crowd of buyers (the service's public API, their own
+ * key) arrive and the chart move, find a customer and cancel their hold, edit and cancel the sale;
+ * then the pool page and the API keys page. Every page passes axe (no serious or critical
+ * violations, light and dark) and fits a phone's width. Screenshots: test-artifacts/dashboard/.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { openDibs } from '../../src/index.js';
+import { createApiKey } from '../../src/service/auth/keys.js';
+import { startServer, type RunningServer } from '../../src/service/server.js';
+import { tempSqliteStore } from '../support/sqlite.js';
+import { ARTIFACTS, chromiumMissing, launchChromium, seriousAxeViolations, type Browser } from './browser.js';
+import { runBuyers, type BuyerOutcome } from './buyers.js';
+
+const skip = chromiumMissing();
+
+describe('running a campaign from the dashboard (headless Chromium)', { skip, timeout: 150_000 }, () => {
+  const temp = tempSqliteStore();
+  let server: RunningServer;
+  let browser: Browser;
+  let page: Page;
+  let adminKey = '';
+  let buyerKey = '';
+
+  before(async () => {
+    const dibs = await openDibs(temp.store);
+    adminKey = (await createApiKey(dibs.backend.service!, { name: 'operator', scopes: ['admin'] })).key;
+    buyerKey = (await createApiKey(dibs.backend.service!, { name: 'storefront', scopes: ['sales:buy'] })).key;
+    await dibs.close();
+    server = await startServer({ store: temp.store, port: 0, host: '127.0.0.1', logger: false, jobs: false });
+    browser = await launchChromium();
+    page = await browser.context.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.goto(server.url);
+    await page.getByLabel('API key', { exact: true }).fill(adminKey);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Coupon pools' }).waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    temp.cleanup();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  /** axe in both schemes, and at a phone's width nothing wider than the screen. */
+  async function accessibleAndPhoneSized(name: string): Promise<void> {
+    for (const scheme of ['light', 'dark'] as const) {
+      const violations = await seriousAxeViolations(page, scheme);
+      assert.deepEqual(violations, [], `${name} (${scheme}): ${JSON.stringify(violations, null, 1)}`);
+    }
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.waitForTimeout(100);
+      const overflow = Number(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'));
+      assert.ok(overflow <= 0, `${name} is ${overflow}px wider than a 390px phone screen`);
+      await shot(`${name}-phone`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  }
+
+  it('creates a sale with a waiting room, watches the crowd arrive, finds a customer and cancels the hold', async () => {
+    // the sale starts a few seconds from now: the page counts down to its start, then to its end
+    const startsAt = await page.evaluate('new Date(Date.now() + 5000).toISOString()') as string;
+    const local = (iso: string) => page.evaluate(`((d) => { const p = (n) => String(n).padStart(2, '0'); return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()); })(new Date(${JSON.stringify(iso)}))`) as Promise<string>;
+    await page.getByLabel('Sale id').fill('launch');
+    await page.getByLabel('SKU').fill('SNEAKER-RED');
+    await page.getByLabel('Starts').first().fill(await local(startsAt));
+    await page.getByLabel('Ends').first().fill(await local(new Date(Date.parse(startsAt) + 3_600_000).toISOString()));
+    await page.getByLabel('Units (cap)').first().fill('40');
+    await page.getByLabel('Units per customer').first().fill('1');
+    await page.getByLabel('Waiting room: admit per second').fill('5');
+    await page.getByRole('button', { name: 'Create sale' }).click();
+
+    // the sale's page opens with focus on its heading
+    await page.waitForURL(/#\/sale\/launch$/);
+    const heading = page.getByRole('heading', { name: 'Sale launch' });
+    await heading.waitFor();
+    assert.equal(await heading.evaluate((node) => node === (node.ownerDocument as unknown as { activeElement: unknown }).activeElement), true);
+    await page.locator('#sale-summary').getByText(/starts in \d+s/).waitFor();
+    await page.locator('#room-summary').getByText(/Admits up to 5\/s/).waitFor();
+    await shot('10-sale-scheduled');
+
+    const load = new AbortController();
+    const customers = Array.from({ length: 30 }, (_, i) => `buyer-${String(i).padStart(2, '0')}@example.com`);
+    const crowd = runBuyers({ url: server.url, key: buyerKey, sale: 'launch', customers, signal: load.signal });
+    let outcomes: BuyerOutcome[] = [];
+    try {
+      await page.locator('#sale-summary').getByText(/ends in \d+m/).waitFor();
+      // people in line, then admitted at the room's pace, holding and buying: the chart moves
+      await page.locator('#sale-chart[data-latest-sold]:not([data-latest-sold="0"]):not([data-latest-sold=""])').waitFor({ state: 'attached' });
+      await page.locator('#sale-chart:not([data-latest-held="0"]):not([data-latest-held=""])').waitFor({ state: 'attached' });
+      outcomes = await crowd;
+    } finally {
+      load.abort();
+      await crowd.catch(() => undefined);
+    }
+    const bought = outcomes.filter((o) => o.result === 'bought').length;
+    const held = outcomes.filter((o) => o.result === 'held');
+    assert.equal(bought + held.length, 30, JSON.stringify(outcomes));
+
+    await page.locator('#sale-sold').getByText(String(bought), { exact: true }).waitFor();
+    await page.locator('#sale-held').getByText(String(held.length), { exact: true }).waitFor();
+    await page.locator('#sale-available').getByText(String(40 - 30), { exact: true }).waitFor();
+    await page.locator('#room-used').getByText('30', { exact: true }).waitFor();
+    assert.match(String(await page.locator('#room-summary').textContent()), /Admitted lately: \d+\/min/);
+    assert.match(String(await page.locator('#sale-forecast').textContent()), /sold out in ~.+ at [\d.]+\/min|not emptying/);
+    const points = Number(await page.locator('#sale-chart').getAttribute('data-points'));
+    assert.ok(points >= 3, `the chart has a series (${points} points)`);
+    assert.equal(await page.locator('#sale-chart svg polyline[data-series]').count(), 3);
+    assert.match(String(await page.locator('#sale-chart').getAttribute('aria-label')), new RegExp(`sold ${bought}, held ${held.length}, available 10`));
+    assert.equal(await page.locator('#hold-rows tr[data-hold]').count(), held.length);
+    await shot('11-sale-live');
+
+    // a customer calls: find them, cancel their hold; the unit goes back on sale
+    const caller = held[0]!;
+    await page.getByLabel('Find a customer').fill(caller.customer);
+    await page.getByLabel('Find a customer').press('Enter');
+    await page.locator('#hold-rows tr[data-hold]').first().waitFor();
+    await page.waitForFunction(`document.querySelectorAll('#hold-rows tr[data-hold]').length === 1`);
+    assert.equal(await page.locator('#hold-rows tr[data-hold]').getAttribute('data-customer'), caller.customer);
+    await shot('12-sale-customer');
+    await page.getByRole('button', { name: `Cancel the hold of ${caller.customer}` }).click();
+    await page.locator('#hold-result').getByText(`Cancelled the hold of ${caller.customer} (1 unit back on sale).`).waitFor();
+    await page.locator('#holds-summary').getByText(`${caller.customer} has no active hold.`).waitFor();
+    assert.equal((await server.dibs.sales.hold(caller.holdId!)).status, 'cancelled');
+    await page.locator('#sale-held').getByText(String(held.length - 1), { exact: true }).waitFor();
+    await page.locator('#sale-available').getByText('11', { exact: true }).waitFor();
+    await accessibleAndPhoneSized('13-sale');
+  });
+
+  it('edits and cancels the sale from its page', async () => {
+    await page.getByLabel('Units (cap)').last().fill('45');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('#sale-edit-result').getByText(/Saved: launch .*cap 45/).waitFor();
+    await page.locator('#sale-cap').getByText('45', { exact: true }).waitFor();
+    assert.equal((await server.dibs.sales.get('launch')).cap, 45);
+
+    await page.getByRole('button', { name: 'Cancel this sale…' }).click();
+    await page.getByRole('button', { name: 'Keep it' }).click(); // changing one's mind cancels nothing
+    assert.equal((await server.dibs.sales.get('launch')).status, 'live');
+    await page.getByRole('button', { name: 'Cancel this sale…' }).click();
+    await page.getByRole('button', { name: 'Yes, cancel the sale' }).click();
+    await page.locator('#sale-cancel-result').getByText('Sale launch is cancelled.').waitFor();
+    await page.locator('#sale-summary').getByText(/cancelled/).waitFor();
+    assert.equal((await server.dibs.sales.get('launch')).status, 'cancelled');
+    await page.getByLabel('Find a customer').fill('');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.locator('#hold-rows').getByText('No active holds.').waitFor();
+    await shot('14-sale-cancelled');
+    // back to the overview with the link
+    await page.getByRole('link', { name: '← All sales' }).click();
+    await page.locator('tr[data-sale="launch"]').getByText('cancelled').first().waitFor();
+  });
+});
