@@ -7,6 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { openDibs } from '../../src/index.js';
@@ -158,5 +159,72 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     // back to the overview with the link
     await page.getByRole('link', { name: '← All sales' }).click();
     await page.locator('tr[data-sale="launch"]').getByText('cancelled').first().waitFor();
+  });
+
+  it('runs a pool from its page: import with progress, claim rate, code and claimant lookup, redeem / release / revoke, audit, export', async () => {
+    await server.dibs.pools.create({ name: 'spring', perClaimantLimit: 2 });
+    await page.goto(`${server.url}/#/pool/spring`);
+    await page.getByRole('heading', { name: 'Pool spring' }).waitFor();
+    await page.locator('#pool-total').getByText('0', { exact: true }).waitFor();
+
+    const csv = join(temp.dir, 'spring.csv');
+    writeFileSync(csv, `code\n${Array.from({ length: 2000 }, (_, i) => `SPRING-${String(i).padStart(4, '0')}`).join('\n')}\n`);
+    await page.getByLabel('Codes file (CSV or text, one per line; streamed)').setInputFiles(csv);
+    await page.getByRole('button', { name: 'Import into this pool' }).click();
+    await page.locator('#pool-import-result').getByText('Imported 2,000 codes into spring (0 duplicates, 0 invalid).').waitFor();
+    await page.locator('#pool-free').getByText('2,000', { exact: true }).waitFor();
+
+    // claims from the storefront (another client): the counts, the rate and the forecast move
+    const held: Record<string, string> = {};
+    for (const who of ['alice', 'bob', 'carol', 'dan', 'eve', 'fay', 'gus', 'hal']) held[who] = (await server.dibs.pools.claim('spring', who)).code;
+    await page.locator('#pool-claimed').getByText('8', { exact: true }).waitFor();
+    await page.locator('#pool-chart[data-pool="spring"][data-handed-out="8"]').waitFor({ state: 'attached' });
+    await page.locator('#pool-chart[data-forecast]').waitFor({ state: 'attached' });
+    assert.match(String(await page.locator('#pool-forecast').textContent()), /^empty in ~.+ at [\d.]+\/min/);
+
+    // a customer at the till: look the code up, redeem it
+    await page.getByLabel('Code to look up').fill(held.alice!);
+    await page.getByRole('button', { name: 'Look up code' }).click();
+    const facts = page.locator(`#code-result dl[data-code="${held.alice}"]`);
+    await facts.getByText('claimed', { exact: true }).waitFor();
+    await facts.getByText('alice', { exact: true }).waitFor();
+    await page.getByRole('button', { name: `Redeem ${held.alice}` }).click();
+    await page.locator('#code-action-result').getByText(`${held.alice} redeemed (now redeemed).`).waitFor();
+    await facts.getByText('redeemed', { exact: true }).waitFor();
+    assert.equal((await server.dibs.pools.code('spring', held.alice!)).status, 'redeemed');
+    await page.getByLabel('Code to look up').fill('NO-SUCH-CODE');
+    await page.getByLabel('Code to look up').press('Enter');
+    await page.locator('#code-result').getByText('No code NO-SUCH-CODE in spring.').waitFor();
+
+    // a claimant asks what they hold: release one, then revoke it for good (two presses)
+    await page.getByLabel('Claimant to look up').fill('bob');
+    await page.getByLabel('Claimant to look up').press('Enter');
+    await page.locator('#claimant-summary').getByText('bob holds 1 code.').waitFor();
+    await page.locator(`#claimant-rows tr[data-code="${held.bob}"]`).waitFor();
+    await shot('20-pool-lookup');
+    await page.getByRole('button', { name: `Release ${held.bob}` }).click();
+    await page.locator('#code-action-result').getByText(`${held.bob} released back to the pool (now free).`).waitFor();
+    await page.locator('#claimant-summary').getByText('bob holds no code of spring.').waitFor();
+    await page.getByLabel('Code to look up').fill(held.bob!);
+    await page.getByRole('button', { name: 'Look up code' }).click();
+    await page.getByRole('button', { name: `Revoke ${held.bob}` }).click();
+    assert.equal((await server.dibs.pools.code('spring', held.bob!)).status, 'free', 'the first press only asks');
+    await page.getByRole('button', { name: `Confirm: revoke ${held.bob} for good` }).click();
+    await page.locator('#code-action-result').getByText(`${held.bob} revoked for good (now revoked).`).waitFor();
+    assert.equal((await server.dibs.pools.code('spring', held.bob!)).status, 'revoked');
+    await page.locator('#pool-revoked').getByText('1', { exact: true }).waitFor();
+
+    await page.getByRole('button', { name: 'Run the audit' }).click();
+    await page.locator('#pool-audit-result').getByText(/^Clean: no violations in spring/).waitFor();
+
+    await page.getByLabel('Codes to export').selectOption('redeemed');
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const saved = join(temp.dir, 'redeemed.csv');
+    await file.saveAs(saved);
+    const lines = readFileSync(saved, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 2);
+    assert.ok(lines[1]!.startsWith(`${held.alice},redeemed,alice,`), lines[1]);
+    await shot('21-pool');
+    await accessibleAndPhoneSized('22-pool');
   });
 });
