@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { openDibs } from '../../src/index.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
 import { startServer, type RunningServer } from '../../src/service/server.js';
@@ -26,6 +26,7 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
   let page: Page;
   let adminKey = '';
   let buyerKey = '';
+  const requests: Request[] = [];
 
   before(async () => {
     const dibs = await openDibs(temp.store);
@@ -36,6 +37,7 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     browser = await launchChromium();
     page = await browser.context.newPage();
     page.setDefaultTimeout(30_000);
+    page.on('request', (request) => requests.push(request));
     await page.goto(server.url);
     await page.getByLabel('API key', { exact: true }).fill(adminKey);
     await page.getByRole('button', { name: 'Log in' }).click();
@@ -273,5 +275,16 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.getByRole('heading', { name: 'Flash sales' }).waitFor();
     await page.locator('tr[data-sale="launch"]').waitFor();
     await accessibleAndPhoneSized('40-overview');
+  });
+
+  it('used only the public API with the logged-in key, and never left the origin', async () => {
+    const origin = new URL(server.url).origin;
+    assert.deepEqual(requests.map((r) => r.url()).filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')), []);
+    const calls = requests.filter((r) => new URL(r.url()).pathname.startsWith('/v1/'));
+    const paths = new Set(calls.map((r) => `${r.method()} ${new URL(r.url()).pathname.replace(/hold_\w+/, ':hold').replace(/[0-9a-f]{16}$/, ':id')}`));
+    for (const expected of ['GET /v1/sales/launch/holds', 'POST /v1/reservations/:hold/cancel', 'PATCH /v1/sales/launch', 'POST /v1/sales/launch/cancel', 'GET /v1/sales/launch/waiting-room', 'GET /v1/pools/spring/audit', 'DELETE /v1/keys/:id']) {
+      assert.ok(paths.has(expected), `${expected} among ${[...paths].join(', ')}`);
+    }
+    for (const call of calls) assert.equal(call.headers().authorization, `Bearer ${adminKey}`, call.url());
   });
 });

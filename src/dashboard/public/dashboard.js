@@ -346,6 +346,11 @@ function wire() {
     }
   });
   $('logout').addEventListener('click', () => logout('Logged out.'));
+  // The skip link moves focus only: changing the address to #main would leave a detail page.
+  document.querySelector('.skip').addEventListener('click', (event) => {
+    event.preventDefault();
+    $('main').focus();
+  });
   $('pool-select').addEventListener('change', (event) => event.target.value && selectPool(event.target.value));
 
   onSubmit('create-form', 'create-result', async (form) => {
