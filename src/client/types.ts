@@ -72,6 +72,12 @@ export type Counter = {
   shards: number;
 };
 
+export type CounterPage = {
+  data: Array<Counter>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
+};
+
 export type Deliveries = {
   event: string;
   data: Array<{
@@ -200,6 +206,12 @@ export type LockInfo = {
   waiters: number;
   /** Highest fence ever granted for the key (0 if never) */
   lastFence: number;
+};
+
+export type LockPage = {
+  data: Array<LockInfo>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
 };
 
 export type Order = {
@@ -359,10 +371,12 @@ export interface Operations {
   getMetrics: { body: never; output: string };
   getOpenapiJson: { body: never; output: void };
   getReadyz: { body: never; output: Readiness };
+  getV1Counters: { body: never; output: CounterPage };
   getV1CountersName: { body: never; output: Counter };
   getV1Events: { body: never; output: EventPage };
   getV1EventsIdDeliveries: { body: never; output: Deliveries };
   getV1Keys: { body: never; output: KeyPage };
+  getV1Locks: { body: never; output: LockPage };
   getV1LocksKey: { body: never; output: LockInfo };
   getV1Me: { body: never; output: {
       keyId: string;

@@ -240,9 +240,13 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
           await rejectsWith(dibs.sales.holds(sale.id), 'unsupported');
           return;
         }
-        const ids = (holds: { id: string }[]) => holds.map((x) => x.id);
-        assert.deepEqual(ids(await dibs.sales.holds(sale.id)), [soon.id, early.id, late.id]);
-        assert.deepEqual(ids(await dibs.sales.holds(sale.id, { limit: 2 })), [soon.id, early.id]);
+        assert.ok(soon.expiresAt < early.expiresAt);
+        // `soon` may already have lapsed on a slow machine: when listed, it is first
+        const ids = (holds: { id: string }[]) => holds.map((x) => x.id).filter((id) => id !== soon.id);
+        const all = await dibs.sales.holds(sale.id);
+        assert.deepEqual(ids(all), [early.id, late.id]);
+        if (all.length === 3) assert.equal(all[0]!.id, soon.id);
+        assert.deepEqual((await dibs.sales.holds(sale.id, { limit: 1 })).length, 1);
         const [carol] = await dibs.sales.holds(sale.id, { customer: 'carol' });
         assert.deepEqual(carol, late);
         assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'frank' }), [], 'a cancelled hold is not listed');
@@ -250,7 +254,8 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         await rejectsWith(dibs.sales.holds('no-such-sale'), 'not_found');
         await rejectsWith(dibs.sales.holds(sale.id, { limit: 0 }), 'invalid_input', 'limit');
         await sleep(Math.max(0, started + 1100 - Date.now()));
-        assert.deepEqual(ids(await dibs.sales.holds(sale.id)), [early.id, late.id], 'an expired hold is not listed, before any sweep');
+        assert.deepEqual((await dibs.sales.holds(sale.id)).map((x) => x.id), [early.id, late.id], 'an expired hold is not listed, before any sweep');
+        assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'erin' }), [], "nor is an expired customer's hold");
       });
 
       it('stops counting an expired hold at once, refuses to confirm it and records the expiry once', async () => {

@@ -270,9 +270,16 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await accessibleAndPhoneSized('31-keys');
   });
 
-  it('every page passes axe in both colour schemes: the overview too, with the new sale form', async () => {
-    await page.getByRole('link', { name: 'Sales' }).click();
-    await page.getByRole('heading', { name: 'Flash sales' }).waitFor();
+  it('lists the store\'s locks and counters on the overview without typing their names; passes axe there too', async () => {
+    const lease = await server.dibs.locks.acquire('nightly-export', { ttlMs: 60_000 });
+    await server.dibs.counters.incr('signups', 7);
+    await page.getByRole('link', { name: 'Locks & counters' }).click();
+    await page.getByRole('heading', { name: 'Locks & counters' }).waitFor();
+    await page.locator('tr[data-lock="nightly-export"]').getByText(`fence ${lease.fence}`).waitFor();
+    await page.locator('tr[data-counter="signups"]').getByText('7', { exact: true }).waitFor();
+    await page.locator('#watch-hint').getByText(/^Listed by the store/).waitFor();
+    await server.dibs.locks.release(lease);
+    await page.locator('tr[data-lock="nightly-export"]').getByText('free').waitFor();
     await page.locator('tr[data-sale="launch"]').waitFor();
     await accessibleAndPhoneSized('40-overview');
   });
@@ -282,7 +289,7 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     assert.deepEqual(requests.map((r) => r.url()).filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')), []);
     const calls = requests.filter((r) => new URL(r.url()).pathname.startsWith('/v1/'));
     const paths = new Set(calls.map((r) => `${r.method()} ${new URL(r.url()).pathname.replace(/hold_\w+/, ':hold').replace(/[0-9a-f]{16}$/, ':id')}`));
-    for (const expected of ['GET /v1/sales/launch/holds', 'POST /v1/reservations/:hold/cancel', 'PATCH /v1/sales/launch', 'POST /v1/sales/launch/cancel', 'GET /v1/sales/launch/waiting-room', 'GET /v1/pools/spring/audit', 'DELETE /v1/keys/:id']) {
+    for (const expected of ['GET /v1/sales/launch/holds', 'POST /v1/reservations/:hold/cancel', 'PATCH /v1/sales/launch', 'POST /v1/sales/launch/cancel', 'GET /v1/sales/launch/waiting-room', 'GET /v1/pools/spring/audit', 'DELETE /v1/keys/:id', 'GET /v1/locks', 'GET /v1/counters']) {
       assert.ok(paths.has(expected), `${expected} among ${[...paths].join(', ')}`);
     }
     for (const call of calls) assert.equal(call.headers().authorization, `Bearer ${adminKey}`, call.url());

@@ -137,9 +137,12 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     const lease = await json<{ token: string }>('POST', '/v1/locks/tour/acquire', { ttlMs: 10_000 });
     await ok('POST', '/v1/locks/tour/renew', { token: lease.token, ttlMs: 20_000 });
     await ok('GET', '/v1/locks/tour');
+    assert.ok((await json<{ data: { key: string; lastFence: number }[] }>('GET', '/v1/locks?limit=200')).data.some((l) => l.key === 'tour' && l.lastFence > 0));
     await ok('POST', '/v1/locks/tour/release', { token: lease.token });
     await ok('POST', '/v1/counters/visits', { by: 3 });
     await ok('GET', '/v1/counters/visits');
+    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters?after=visits-')).data, []);
+    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters')).data.find((c) => c.name === 'visits')?.value, 3);
     await ok('DELETE', '/v1/counters/visits');
     created++;
   });

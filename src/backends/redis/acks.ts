@@ -64,7 +64,7 @@ export function attachAcks(client: RedisClient, policy: AckPolicy, waitAof: bool
 export const acksOf = (client: RedisClient): AckPolicy | undefined => ATTACHED.get(client)?.policy;
 
 /** Scripts that never write: their answers need no acknowledgement. */
-const READ_ONLY = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window']);
+const READ_ONLY = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_holds', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window']);
 
 export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !READ_ONLY.has(name);
 

@@ -46,8 +46,8 @@ export interface SaleBackend {
   getHold(holdId: string): Promise<Hold>;
   /**
    * Active, unexpired holds of a sale (by the store's clock), soonest expiry first, at most
-   * `limit`; only `customer`'s (at most one) when given. `not_found` for an unknown sale. Optional:
-   * a store without it answers `unsupported` through the facade.
+   * `limit`; only `customer`'s (at most one) when given. `not_found` for an unknown sale. Optional
+   * (Firestore has none yet): without it the facade answers `unsupported`.
    */
   listHolds?(saleId: string, options: { limit: number; customer?: string }): Promise<Hold[]>;
   /** The sweep job: expires up to `limit` stale holds across all sales, recording `hold.expired` events. */

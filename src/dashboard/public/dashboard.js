@@ -285,17 +285,38 @@ function saveWatch() {
   localStorage.setItem(WATCH_STORAGE, JSON.stringify(state.watch));
 }
 
+const LIST_LIMIT = 50;
+
+/**
+ * Locks and counters: the store's list (first LIST_LIMIT, when the store can list them) and the
+ * names watched in this browser (for stores that cannot, or beyond the first page).
+ */
 async function refreshWatched() {
   const settle = (promise) => promise.then((value) => ({ value }), (error) => { if (error.status === 401) throw error; return { error }; });
-  const locks = await Promise.all(state.watch.locks.map((key) => settle(api('GET', `/v1/locks/${enc(key)}`)).then((r) => ({ key, ...r }))));
-  const counters = await Promise.all(state.watch.counters.map((name) => settle(api('GET', `/v1/counters/${enc(name)}`)).then((r) => ({ name, ...r }))));
+  const [lockList, counterList] = await Promise.all([settle(api('GET', `/v1/locks?limit=${LIST_LIMIT}`)), settle(api('GET', `/v1/counters?limit=${LIST_LIMIT}`))]);
+  const listed = (result, name) => new Map((result.value?.data ?? []).map((item) => [item[name], { value: item }]));
+  const lockMap = listed(lockList, 'key');
+  const counterMap = listed(counterList, 'name');
+  const extra = async (names, map, path) => {
+    await Promise.all(names.filter((n) => !map.has(n)).map(async (n) => map.set(n, await settle(api('GET', `${path}/${enc(n)}`)))));
+    return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  };
+  const locks = (await extra(state.watch.locks, lockMap, '/v1/locks')).map(([key, r]) => ({ key, ...r }));
+  const counters = (await extra(state.watch.counters, counterMap, '/v1/counters')).map(([name, r]) => ({ name, ...r }));
+  const canList = !lockList.error && !counterList.error;
+  $('watch-hint').textContent = canList
+    ? `Listed by the store (the first ${LIST_LIMIT} of each, by name), with any others you watch (remembered in this browser).`
+    : `${lockList.error?.status === 501 || counterList.error?.status === 501 ? 'This store does not list lock or counter names' : `Could not list them: ${describe(lockList.error ?? counterList.error)}`}; add the ones to watch (remembered in this browser).`;
   const unwatch = (kind, name) => () => {
     state.watch[kind] = state.watch[kind].filter((n) => n !== name);
     saveWatch();
     refresh();
   };
-  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message })), 5, (rows) =>
-    rows.map((l) => h('tr', {},
+  const watchCell = (kind, name, what) => h('td', {}, state.watch[kind].includes(name)
+    ? h('button', { type: 'button', class: 'link', onclick: unwatch(kind, name), 'aria-label': `Stop watching ${what} ${name}` }, 'stop watching')
+    : null);
+  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message, watched: state.watch.locks.includes(l.key) })), 5, (rows) =>
+    rows.map((l) => h('tr', { 'data-lock': l.key },
       h('th', { scope: 'row' }, h('code', {}, l.key)),
       l.error
         ? h('td', { colSpan: 3, class: 'error' }, l.error)
@@ -306,12 +327,12 @@ async function refreshWatched() {
           h('td', { class: 'num' }, String(l.value.waiters)),
           h('td', { class: 'num' }, String(l.value.lastFence)),
         ],
-      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('locks', l.key), 'aria-label': `Stop watching lock ${l.key}` }, 'stop watching')))), 'No locks watched.');
-  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message })), 4, (rows) =>
-    rows.map((c) => h('tr', {},
+      watchCell('locks', l.key, 'lock'))), canList ? 'No locks yet.' : 'No locks watched.');
+  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message, watched: state.watch.counters.includes(c.name) })), 4, (rows) =>
+    rows.map((c) => h('tr', { 'data-counter': c.name },
       h('th', { scope: 'row' }, h('code', {}, c.name)),
       c.error ? h('td', { colSpan: 2, class: 'error' }, c.error) : [h('td', { class: 'num' }, number(c.value.value)), h('td', { class: 'num' }, String(c.value.shards))],
-      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('counters', c.name), 'aria-label': `Stop watching counter ${c.name}` }, 'stop watching')))), 'No counters watched.');
+      watchCell('counters', c.name, 'counter'))), canList ? 'No counters yet.' : 'No counters watched.');
 }
 
 // --- actions ---------------------------------------------------------------------------------
