@@ -165,7 +165,7 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.locator('tr[data-sale="launch"]').getByText('cancelled').first().waitFor();
   });
 
-  it('runs a pool from its page: import with progress, claim rate, code and claimant lookup, redeem / release / revoke, audit, export', async () => {
+  it('runs a pool from its page: import with progress, claim rate, code and claimant lookup, redeem / release / revoke, audit, export, generate', async () => {
     await server.dibs.pools.create({ name: 'spring', perClaimantLimit: 2 });
     await page.goto(`${server.url}/#/pool/spring`);
     await page.getByRole('heading', { name: 'Pool spring' }).waitFor();
@@ -228,6 +228,15 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     const lines = readFileSync(saved, 'utf8').trim().split('\n');
     assert.equal(lines.length, 2);
     assert.ok(lines[1]!.startsWith(`${held.alice},redeemed,alice,`), lines[1]);
+    await page.getByLabel('How many').fill('100');
+    await page.getByLabel('Random characters').fill('8');
+    await page.getByLabel('Prefix').fill('GEN-');
+    await page.getByRole('button', { name: 'Generate into this pool' }).click();
+    await page.locator('#pool-generate-result').getByText(/^Generated 100 codes into spring/).waitFor();
+    await page.locator('#pool-total').getByText('2,100', { exact: true }).waitFor();
+    let free = '';
+    for await (const chunk of await server.dibs.pools.exportCsv('spring', { status: 'free' })) free += String(chunk);
+    assert.equal(free.match(/^GEN-[A-Za-z0-9]{8},free,/gm)?.length, 100);
     await shot('21-pool');
     await accessibleAndPhoneSized('22-pool');
   });

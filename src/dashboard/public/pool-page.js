@@ -1,6 +1,6 @@
 // The pool page (#/pool/<name>): counts, claim rate with the store's forecast, code lookup and
 // claimant lookup with release / redeem / refund / revoke from there, a streamed import with
-// progress, export and the audit. Everything through the public /v1 API with the tab's key.
+// progress, code generation, export and the audit. Everything through the public /v1 API with the tab's key.
 import { renderRateChart } from './chart.js';
 import { $, api, describe, download, duration, enc, forecastText, h, number, onSubmit, renderRows, showResult, upload } from './lib.js';
 
@@ -153,6 +153,14 @@ function wire() {
     }
   });
 
+  onSubmit('pool-generate-form', 'pool-generate-result', async (form) => {
+    const f = form.elements; // (a field named "length" would be shadowed by elements.length)
+    const body = { count: Number(f.count.value), length: Number(f.randomLength.value), prefix: f.prefix.value, checkChar: f.checkChar.checked };
+    const result = await api('POST', `/v1/pools/${enc(page.name)}/generate`, { body });
+    page.refreshAll();
+    return `Generated ${number(result.generated)} codes into ${page.name}${result.collisions ? ` (${number(result.collisions)} draws collided and were redrawn)` : ''}.`;
+  });
+
   onSubmit('pool-export-form', 'pool-export-result', async (form) => {
     const status = form.elements.status.value;
     const file = `${page.name}${status ? `-${status}` : ''}.csv`;
@@ -187,7 +195,7 @@ export const poolPage = {
     Object.assign(page, { name, code: null, claimant: null });
     $('pool-title').textContent = name;
     for (const id of ['code-result', 'pool-audit-result']) $(id).replaceChildren();
-    for (const id of ['claimant-summary', 'code-action-result', 'pool-import-result', 'pool-export-result', 'pool-error']) $(id).textContent = '';
+    for (const id of ['claimant-summary', 'code-action-result', 'pool-import-result', 'pool-generate-result', 'pool-export-result', 'pool-error']) $(id).textContent = '';
     $('claimant-rows').replaceChildren();
     for (const id of ['code-find', 'claimant-find']) $(id).value = '';
     renderRateChart($('pool-chart'), [], { title: `Claim rate of ${name}` });
