@@ -72,6 +72,12 @@ export type Counter = {
   shards: number;
 };
 
+export type CounterPage = {
+  data: Array<Counter>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
+};
+
 export type Deliveries = {
   event: string;
   data: Array<{
@@ -145,6 +151,12 @@ export type Hold = {
   orderId: string | null;
 };
 
+export type HoldPage = {
+  data: Array<Hold>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
+};
+
 export type HoldResult = {
   hold: Hold;
   replayed: boolean;
@@ -194,6 +206,12 @@ export type LockInfo = {
   waiters: number;
   /** Highest fence ever granted for the key (0 if never) */
   lastFence: number;
+};
+
+export type LockPage = {
+  data: Array<LockInfo>;
+  /** Pass as `after` for the next page; null on the last page */
+  nextCursor: string | null;
 };
 
 export type Order = {
@@ -353,10 +371,12 @@ export interface Operations {
   getMetrics: { body: never; output: string };
   getOpenapiJson: { body: never; output: void };
   getReadyz: { body: never; output: Readiness };
+  getV1Counters: { body: never; output: CounterPage };
   getV1CountersName: { body: never; output: Counter };
   getV1Events: { body: never; output: EventPage };
   getV1EventsIdDeliveries: { body: never; output: Deliveries };
   getV1Keys: { body: never; output: KeyPage };
+  getV1Locks: { body: never; output: LockPage };
   getV1LocksKey: { body: never; output: LockInfo };
   getV1Me: { body: never; output: {
       keyId: string;
@@ -380,6 +400,7 @@ export interface Operations {
   getV1SalesSale: { body: never; output: Sale };
   getV1SalesSaleAudit: { body: never; output: AuditResult };
   getV1SalesSaleForecast: { body: never; output: Forecast };
+  getV1SalesSaleHolds: { body: never; output: HoldPage };
   getV1SalesSaleWaitingRoom: { body: never; output: WaitingRoom };
   getV1SalesSaleWaitingRoomTicketsCustomer: { body: never; output: Ticket };
   getV1SalesSaleWaitingRoomTicketsCustomerEvents: { body: never; output: string };

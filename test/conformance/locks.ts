@@ -272,5 +272,38 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.counters.reset(c);
       assert.equal((await dibs.counters.get(c)).value, 0);
     });
+
+    it('lists lock keys ever granted (not the bookkeeping of waiters and fair lines) and counters, in order with a cursor (stores that cannot: unsupported)', async () => {
+      const run = `list${++n}`;
+      const [b, a, c] = [`${run}-b`, `${run}-a`, `${run}-c`];
+      const held = await dibs.locks.acquire(b, { ttlMs: 10_000 });
+      await dibs.locks.release(await dibs.locks.acquire(a, { ttlMs: 10_000 }));
+      const fair = await dibs.locks.acquire(c, { ttlMs: 10_000, fair: true });
+      const waiting = dibs.locks.acquire(c, { ttlMs: 10_000, waitMs: 5_000, fair: true }); // a ticket in c's line
+      await sleep(300);
+      await dibs.counters.incr(`${run}-y`, 2);
+      await dibs.counters.incr(`${run}-x`, 1);
+      const locks = dibs.backend.locks;
+      if (!locks?.listKeys) {
+        await rejectsWith(dibs.semaphores.list(), 'unsupported');
+      } else {
+        const mine = async (after?: string) => (await dibs.semaphores.list({ limit: 1000, ...(after ? { after } : {}) })).items.filter((k) => k.startsWith(run));
+        assert.deepEqual(await mine(), [a, b, c], 'released keys stay listed (their fence lives on), internal keys never');
+        const first = await dibs.semaphores.list({ limit: 1, after: `${run}-` });
+        assert.deepEqual(first, { items: [a], nextCursor: a });
+        assert.deepEqual((await dibs.semaphores.list({ limit: 2, after: a })).items, [b, c]);
+        assert.ok((await dibs.semaphores.list({ limit: 1000 })).items.every((k) => !/[\u0000-\u001f]/.test(k)));
+      }
+      if (!dibs.backend.counters?.listNames) {
+        await rejectsWith(dibs.counters.list(), 'unsupported');
+      } else {
+        assert.deepEqual((await dibs.counters.list({ limit: 1000, after: `${run}-` })).items.filter((k) => k.startsWith(run)), [`${run}-x`, `${run}-y`]);
+        assert.deepEqual(await dibs.counters.list({ limit: 1, after: `${run}-` }), { items: [`${run}-x`], nextCursor: `${run}-x` });
+      }
+      await rejectsWith(dibs.semaphores.list({ limit: 0 }), locks?.listKeys ? 'invalid_input' : 'unsupported');
+      await dibs.locks.release(fair);
+      await dibs.locks.release(await waiting);
+      await dibs.locks.release(held);
+    });
   });
 }

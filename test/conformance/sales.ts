@@ -226,6 +226,38 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.sales.audit(sale.id), []);
       });
 
+      it("lists a sale's active holds, soonest expiry first, or one customer's (stores that cannot: unsupported)", async () => {
+        const sale = await liveSale({ cap: 10, perCustomerLimit: 2 });
+        const started = Date.now();
+        const soon = (await dibs.sales.reserve(sale.id, 'erin', 1, 1000)).hold; // expires while we look
+        const late = (await dibs.sales.reserve(sale.id, 'carol', 2, 120_000)).hold;
+        const early = (await dibs.sales.reserve(sale.id, 'dave', 1, 60_000)).hold;
+        const gone = (await dibs.sales.reserve(sale.id, 'frank', 1, 60_000)).hold;
+        await dibs.sales.cancelHold(gone.id);
+        const bought = (await dibs.sales.reserve(sale.id, 'gina', 1, 60_000)).hold;
+        await dibs.sales.confirm(bought.id);
+        if (!dibs.backend.sales?.listHolds) {
+          await rejectsWith(dibs.sales.holds(sale.id), 'unsupported');
+          return;
+        }
+        assert.ok(soon.expiresAt < early.expiresAt);
+        // `soon` may already have lapsed on a slow machine: when listed, it is first
+        const ids = (holds: { id: string }[]) => holds.map((x) => x.id).filter((id) => id !== soon.id);
+        const all = await dibs.sales.holds(sale.id);
+        assert.deepEqual(ids(all), [early.id, late.id]);
+        if (all.length === 3) assert.equal(all[0]!.id, soon.id);
+        assert.deepEqual((await dibs.sales.holds(sale.id, { limit: 1 })).length, 1);
+        const [carol] = await dibs.sales.holds(sale.id, { customer: 'carol' });
+        assert.deepEqual(carol, late);
+        assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'frank' }), [], 'a cancelled hold is not listed');
+        assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'nobody' }), []);
+        await rejectsWith(dibs.sales.holds('no-such-sale'), 'not_found');
+        await rejectsWith(dibs.sales.holds(sale.id, { limit: 0 }), 'invalid_input', 'limit');
+        await sleep(Math.max(0, started + 1100 - Date.now()));
+        assert.deepEqual((await dibs.sales.holds(sale.id)).map((x) => x.id), [early.id, late.id], 'an expired hold is not listed, before any sweep');
+        assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'erin' }), [], "nor is an expired customer's hold");
+      });
+
       it('stops counting an expired hold at once, refuses to confirm it and records the expiry once', async () => {
         const sale = await liveSale({ cap: 1, perCustomerLimit: 1 });
         const { hold } = await dibs.sales.reserve(sale.id, 'alice', 1, 1000);

@@ -3,10 +3,11 @@
  * Never a browser download — .ci/run installs the package with apt-get when it is missing.
  * Without Chromium the tests skip loudly on a developer machine and FAIL under CI=true.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.DIBS_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -51,4 +52,23 @@ export async function launchChromium(): Promise<Browser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core's WCAG 2.1 A/AA rules on the page as it is now, in the given colour scheme: the
+ * violations of impact serious or critical (id, impact, first nodes). axe runs through the
+ * DevTools protocol (page.evaluate), which the page's CSP does not block.
+ */
+export async function seriousAxeViolations(page: Page, colorScheme: 'light' | 'dark' = 'light'): Promise<unknown[]> {
+  await page.emulateMedia({ colorScheme });
+  try {
+    return (await page.evaluate(`${AXE_SOURCE}
+      axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+        .then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`)) as unknown[];
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+  }
 }

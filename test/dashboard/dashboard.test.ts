@@ -51,7 +51,7 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.goto(server.url);
     await assert.doesNotReject(page.getByRole('button', { name: 'Log in' }).waitFor());
     await shot('01-login');
-    await page.getByLabel('API key').focus();
+    await page.getByLabel('API key', { exact: true }).focus();
     await page.keyboard.type(KEY);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Coupon pools' }).waitFor();
@@ -181,7 +181,7 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Log in' }).waitFor();
     await page.getByText(/was not accepted/).waitFor();
     assert.equal(await page.locator('#app-view').isVisible(), false);
-    assert.equal(await page.getByLabel('API key').evaluate((input) => input === (input.ownerDocument as unknown as { activeElement: unknown }).activeElement), true);
+    assert.equal(await page.getByLabel('API key', { exact: true }).evaluate((input) => input === (input.ownerDocument as unknown as { activeElement: unknown }).activeElement), true);
     assert.equal(await page.evaluate("sessionStorage.getItem('dibs.apiKey')"), null);
     await shot('06-logged-out');
     await page.unroute('**/v1/pools?*');

@@ -103,6 +103,7 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 201);
     assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 200, 'confirming again replays the order');
     const other = (await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c3', ttlMs: 60_000 })).hold.id;
+    assert.deepEqual((await json<{ data: { id: string }[] }>('GET', '/v1/sales/tour/holds?customer=c3')).data.map((h) => h.id), [other]);
     await ok('POST', `/v1/reservations/${other}/cancel`);
     await ok('GET', '/v1/sales/tour/audit');
     await ok('GET', '/v1/sales/tour/forecast');
@@ -136,9 +137,12 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     const lease = await json<{ token: string }>('POST', '/v1/locks/tour/acquire', { ttlMs: 10_000 });
     await ok('POST', '/v1/locks/tour/renew', { token: lease.token, ttlMs: 20_000 });
     await ok('GET', '/v1/locks/tour');
+    assert.ok((await json<{ data: { key: string; lastFence: number }[] }>('GET', '/v1/locks?limit=200')).data.some((l) => l.key === 'tour' && l.lastFence > 0));
     await ok('POST', '/v1/locks/tour/release', { token: lease.token });
     await ok('POST', '/v1/counters/visits', { by: 3 });
     await ok('GET', '/v1/counters/visits');
+    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters?after=visits-')).data, []);
+    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters')).data.find((c) => c.name === 'visits')?.value, 3);
     await ok('DELETE', '/v1/counters/visits');
     created++;
   });

@@ -55,3 +55,7 @@ DELETE FROM counter_shards WHERE name = $1
 -- name: deleteCounter
 -- $1 name.
 DELETE FROM counters WHERE name = $1
+
+-- name: listNames
+-- $1 after, $2 limit: counter names in name order.
+SELECT name FROM counters WHERE name > $1 ORDER BY name LIMIT $2

@@ -8,10 +8,11 @@
 import type pg from 'pg';
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate, withTransaction } from './connection.js';
 
-const Q = loadQueries(new URL('./counters.sql', import.meta.url), ['shards', 'ensure', 'tryAdd', 'add', 'grow', 'get', 'deleteShards', 'deleteCounter']);
+const Q = loadQueries(new URL('./counters.sql', import.meta.url), ['shards', 'ensure', 'tryAdd', 'add', 'grow', 'get', 'deleteShards', 'deleteCounter', 'listNames']);
 export const MAX_SHARDS = 64;
 /** SKIP LOCKED attempts on random shards before waiting for a row lock (always terminates). */
 const TRIES = 4;
@@ -52,6 +53,12 @@ export class PgCounters implements CounterBackend {
   async get(name: string): Promise<CounterValue> {
     const { rows } = await query<{ value: string; shards: number }>(this.pool, Q.get, [name]);
     return { name, value: Number(rows[0]!.value), shards: rows[0]!.shards };
+  }
+
+  async listNames({ limit, after }: { limit: number; after?: string }): Promise<Page<string>> {
+    const { rows } = await query<{ name: string }>(this.pool, Q.listNames, [after ?? '', limit + 1]);
+    const items = rows.slice(0, limit).map((r) => r.name);
+    return { items, nextCursor: rows.length > limit ? items.at(-1)! : null };
   }
 
   async reset(name: string): Promise<void> {

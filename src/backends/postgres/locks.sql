@@ -29,3 +29,7 @@ SELECT lock_release($1, $2, $3) AS released
 SELECT coalesce((SELECT json_agg(json_build_object('token', h.token, 'fence', h.fence, 'expires_at', h.expires_at) ORDER BY h.fence)
                  FROM lock_holders h WHERE h.key = $1 AND h.expires_at > clock_timestamp()), '[]'::json) AS holders,
        coalesce((SELECT f.fence FROM lock_fences f WHERE f.key = $1), 0) AS last_fence
+
+-- name: listKeys
+-- $1 after, $2 limit: keys ever granted, in key order; not the facade's bookkeeping keys (chr(31)).
+SELECT key FROM lock_fences WHERE key > $1 AND strpos(key, chr(31)) = 0 ORDER BY key LIMIT $2

@@ -9,11 +9,12 @@ import type pg from 'pg';
 import type { LockBackend } from '../../core/locks/backend.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate } from './connection.js';
 import type { ReleaseListener } from './listener.js';
 
-const Q = loadQueries(new URL('./locks.sql', import.meta.url), ['acquire', 'acquireFair', 'renew', 'release', 'inspect']);
+const Q = loadQueries(new URL('./locks.sql', import.meta.url), ['acquire', 'acquireFair', 'renew', 'release', 'inspect', 'listKeys']);
 
 interface GrantRow { fence: string; expires_at: Date; valid_ms: number }
 
@@ -44,6 +45,12 @@ export class PgLocks implements LockBackend {
   async release(key: string, token: string): Promise<void> {
     const { rows } = await run<{ released: boolean }>(this.pool, 'dibs_lock_release', Q.release, [key, token, this.listener.channel]);
     if (!rows[0]?.released) throw notOwner(key);
+  }
+
+  async listKeys({ limit, after }: { limit: number; after?: string }): Promise<Page<string>> {
+    const { rows } = await query<{ key: string }>(this.pool, Q.listKeys, [after ?? '', limit + 1]);
+    const items = rows.slice(0, limit).map((r) => r.key);
+    return { items, nextCursor: rows.length > limit ? items.at(-1)! : null };
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {

@@ -115,6 +115,13 @@ SELECT * FROM sale_take($1, $2, $3, $4, $5, $6, $7)
 -- $1 hold id, $2 id for the new order. The whole confirmation as one step (functions/sale_confirm.sql).
 SELECT * FROM sale_confirm($1, $2)
 
+-- name: activeHolds
+-- $1 sale, $2 customer or null, $3 limit: active, unexpired holds, soonest expiry first (index sale_holds_sale_expiry).
+SELECT id, sale_id, customer, quantity, status, expires_at, created_at, order_id
+FROM sale_holds
+WHERE sale_id = $1 AND status = 'active' AND expires_at > now() AND ($2::text IS NULL OR customer = $2::text)
+ORDER BY expires_at, id LIMIT $3
+
 -- name: holdById
 -- The hold as stored (an active hold past its expiry is still 'active' here).
 SELECT * FROM sale_holds WHERE id = $1

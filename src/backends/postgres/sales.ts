@@ -27,7 +27,7 @@ import { query, withTransaction } from './connection.js';
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now', 'lockSku', 'lockSale', 'peekSale', 'saleView', 'listSales', 'listSalesBySku', 'saleExists', 'skuOf', 'insertSale', 'sameSku',
   'updateSale', 'cancelSale', 'expireStale', 'staleHoldsAnySale', 'lockSales', 'expireHoldIds', 'take',
-  'confirm', 'holdById', 'holdView', 'setHoldStatus', 'orderById', 'upsertWish', 'deleteWish', 'listWishes', 'salesToAnnounce', 'announce', 'salesToEnd',
+  'confirm', 'activeHolds', 'holdById', 'holdView', 'setHoldStatus', 'orderById', 'upsertWish', 'deleteWish', 'listWishes', 'salesToAnnounce', 'announce', 'salesToEnd',
   'markEnded', 'insertEvent', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder', 'keysWithForeignResults',
   'eventsAfter', 'saleEventsAfter',
 ]);
@@ -238,6 +238,11 @@ export class PgSales implements SaleBackend {
     const row = (await query<HoldRow>(this.pool, Q.holdView, [holdId])).rows[0];
     if (!row) throw notFound('hold', holdId);
     return toHold(row);
+  }
+
+  async listHolds(saleId: string, { limit, customer }: { limit: number; customer?: string }): Promise<Hold[]> {
+    if ((await query(this.pool, Q.saleExists, [saleId])).rowCount === 0) throw notFound('sale', saleId);
+    return (await query<HoldRow>(this.pool, Q.activeHolds, [saleId, customer ?? null, limit])).rows.map(toHold);
   }
 
   async expireHolds(limit: number): Promise<number> {

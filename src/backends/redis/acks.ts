@@ -67,7 +67,7 @@ export const acksOf = (client: RedisClient): AckPolicy | undefined => ATTACHED.g
  * Scripts whose answers need no acknowledgement: those that never write, and the HTTP rate
  * limiter's counter (a count lost in a failover lets a few more requests through, no more).
  */
-const NO_ACKS = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window', 'rate_limit_hit']);
+const NO_ACKS = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_holds', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window', 'rate_limit_hit']);
 
 export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !NO_ACKS.has(name);
 

@@ -266,6 +266,15 @@ export class RedisSales implements SaleBackend {
     return toHold(JSON.parse(reply[1]!) as HoldRecord);
   }
 
+  async listHolds(saleId: string, { limit, customer }: { limit: number; customer?: string }): Promise<Hold[]> {
+    return this.onSale(saleId, async (tag) => {
+      const reply = (await runScript(this.client, 'sale_holds', [saleKey(tag, 'sale', saleId)], [tag, saleId, limit, customer ?? ''])) as [string, string?];
+      if (reply[0] === 'not_found') throw notFound('sale', saleId);
+      const records = JSON.parse(reply[1]!) as HoldRecord[] | Record<string, never>;
+      return (Array.isArray(records) ? records : []).map(toHold);
+    });
+  }
+
   // --- jobs (group by group) ---
 
   async expireHolds(limit: number): Promise<number> {

@@ -29,3 +29,7 @@ DELETE FROM dibs_counter_shards WHERE name = ?
 -- name: deleteCounter
 -- Params: name.
 DELETE FROM dibs_counters WHERE name = ?
+
+-- name: listNames
+-- Params: after, limit. Counter names in name order.
+SELECT name FROM dibs_counters WHERE name > ? ORDER BY name LIMIT ?

@@ -6,11 +6,12 @@
  */
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./counters.sql', import.meta.url), [
-  'shardCount', 'ensureCounter', 'growShards', 'addToShard', 'sum', 'deleteShards', 'deleteCounter',
+  'shardCount', 'ensureCounter', 'growShards', 'addToShard', 'sum', 'deleteShards', 'deleteCounter', 'listNames',
 ]);
 const CONTENDED_MS = 2;
 const MAX_SHARDS = 64;
@@ -41,6 +42,12 @@ export class SqliteCounters implements CounterBackend {
   async get(name: string): Promise<CounterValue> {
     const sum = await read(this.options, () => this.s.sum.get(name, name) as { value: number; shards: number });
     return { name, value: sum.value, shards: sum.shards };
+  }
+
+  async listNames({ limit, after }: { limit: number; after?: string }): Promise<Page<string>> {
+    const rows = await read(this.options, () => this.s.listNames.all(after ?? '', limit + 1) as { name: string }[]);
+    const items = rows.slice(0, limit).map((r) => r.name);
+    return { items, nextCursor: rows.length > limit ? items.at(-1)! : null };
   }
 
   async reset(name: string): Promise<void> {

@@ -54,6 +54,10 @@ SELECT fence FROM dibs_lock_holders WHERE key = ? AND token = ? AND expires_ms >
 -- Params: key (the line), now, fence (the waiter's ticket; a huge value = every ticket). Result: { n }.
 SELECT COUNT(*) AS n FROM dibs_lock_holders WHERE key = ? AND expires_ms > ? AND fence < ?
 
+-- name: listKeys
+-- Params: after, limit. Keys ever granted, in key order; not the facade's bookkeeping keys (char 31).
+SELECT key FROM dibs_lock_fences WHERE key > ? AND instr(key, char(31)) = 0 ORDER BY key LIMIT ?
+
 -- name: dropTicket
 -- Params: key (the line), token.
 DELETE FROM dibs_lock_holders WHERE key = ? AND token = ?

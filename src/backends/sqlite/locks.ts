@@ -15,12 +15,13 @@ import { randomBytes } from 'node:crypto';
 import type { LockBackend } from '../../core/locks/backend.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./locks.sql', import.meta.url), [
   'nowMs', 'sweep', 'holderCount', 'nextFence', 'insertHolder', 'extendHolder', 'deleteHolder', 'liveHolders', 'lastFence',
-  'ticketOf', 'ticketsAhead', 'dropTicket',
+  'ticketOf', 'ticketsAhead', 'dropTicket', 'listKeys',
 ]);
 
 export class SqliteLocks implements LockBackend {
@@ -95,6 +96,12 @@ export class SqliteLocks implements LockBackend {
     const local = this.released.listenerCount(key) > 0;
     this.released.emit(key);
     if (!local && this.wakeFile) void writeFile(this.wakeFile, String(Date.now())).catch(() => undefined);
+  }
+
+  async listKeys({ limit, after }: { limit: number; after?: string }): Promise<Page<string>> {
+    const rows = await read(this.options, () => this.s.listKeys.all(after ?? '', limit + 1) as { key: string }[]);
+    const items = rows.slice(0, limit).map((r) => r.key);
+    return { items, nextCursor: rows.length > limit ? items.at(-1)! : null };
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {

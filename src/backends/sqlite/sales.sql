@@ -56,6 +56,12 @@ SELECT
 -- name: activeHoldOf
 SELECT * FROM dibs_holds WHERE sale_id = ? AND customer = ? AND status = 'active'
 
+-- name: activeHolds
+-- Active, unexpired holds of a sale, soonest expiry first (index dibs_holds_sale_expiry); one customer's when @customer is set.
+SELECT * FROM dibs_holds
+WHERE sale_id = @sale AND status = 'active' AND expires_at > @now AND (@customer IS NULL OR customer = @customer)
+ORDER BY expires_at, id LIMIT @limit
+
 -- name: holdById
 SELECT * FROM dibs_holds WHERE id = ?
 

@@ -12,7 +12,7 @@ import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Sta
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now', 'later', 'saleById', 'insertSale', 'sameSku', 'listSales', 'listSalesBySku', 'updateSale', 'cancelSale',
   'cancelSaleHolds', 'zeroHeld', 'staleHolds', 'staleHoldsAnySale', 'setHoldStatus', 'moveSale', 'unitsOfCustomer',
-  'activeHoldOf', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
+  'activeHoldOf', 'activeHolds', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
   'insertSaleKey', 'insertEvent', 'activeHeldUnits', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder',
   'eventsAfter', 'saleEventsAfter', 'upsertWish', 'deleteWish', 'listWishes', 'wishesOfSku', 'salesToAnnounce',
   'markAnnounced', 'salesToEnd', 'markEnded', 'hasWaitingRoom',
@@ -253,6 +253,13 @@ export class SqliteSales implements SaleBackend {
       // Expired holds stop counting at once, even before the sweep marks them.
       return toHold(hold.status === 'active' && hold.expires_at <= this.now() ? { ...hold, status: 'expired' } : hold);
     });
+  }
+
+  async listHolds(saleId: string, { limit, customer }: { limit: number; customer?: string }): Promise<Hold[]> {
+    return read(this.options, () => this.db.transaction(() => {
+      this.sale(saleId); // not_found for an unknown sale
+      return (this.stmt.activeHolds.all({ sale: saleId, now: this.now(), customer: customer ?? null, limit }) as HoldRow[]).map(toHold);
+    }).deferred());
   }
 
   async expireHolds(limit: number): Promise<number> {

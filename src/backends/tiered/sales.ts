@@ -386,6 +386,11 @@ export class TieredSales implements SaleBackend {
     return this.ledger.getHold(holdId);
   }
 
+  /** Holds live only in the ledger. */
+  get listHolds(): SaleBackend['listHolds'] {
+    return this.ledger.listHolds?.bind(this.ledger);
+  }
+
   async expireHolds(limit: number): Promise<number> {
     // The units-sync part of the sweep: grants past their expiry give their unused units back.
     await this.grants.expireGrants(limit);

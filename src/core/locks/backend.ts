@@ -1,3 +1,4 @@
+import type { Page } from '../types.js';
 /**
  * The store side of leases, semaphores and counters. Optional members of `Backend`
  * (`locks?`, `counters?`) so stores without them keep compiling. Inputs arrive validated.
@@ -31,6 +32,12 @@ export interface LockBackend {
   /** Live holders and the last fence (waiters are filled in by the facade). */
   inspect(key: string): Promise<Omit<LockInfo, 'waiters'>>;
   /**
+   * Keys that were ever granted (they keep their last fence), in key order after `after`; never
+   * the facade's own bookkeeping keys (waiter registrations, fair lines: they hold a control
+   * character no user key may). Optional: stores without it answer `unsupported`.
+   */
+  listKeys?(options: { limit: number; after?: string }): Promise<Page<string>>;
+  /**
    * Subscribes to releases of `key` that this store can observe (same process for SQLite,
    * pub/sub or LISTEN for servers). Returns an unsubscribe function. Waiters also poll as a
    * safety net, so a store may deliver nothing cross-process.
@@ -45,4 +52,6 @@ export interface CounterBackend {
   get(name: string): Promise<CounterValue>;
   /** Deletes every shard. */
   reset(name: string): Promise<void>;
+  /** Counter names in name order after `after`. Optional: stores without it answer `unsupported`. */
+  listNames?(options: { limit: number; after?: string }): Promise<Page<string>>;
 }

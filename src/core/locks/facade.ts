@@ -9,6 +9,8 @@ import type { CounterBackend, LockBackend } from './backend.js';
 import { aborted, leaseLost, lockTimeout, unsupported } from './errors.js';
 import { acquireOptionsSchema, counterStepSchema, leaseSchema, lockKeySchema, semaphoreLimitSchema, tryAcquireOptionsSchema, ttlMsSchema } from './schemas.js';
 import type { AcquireOptions, CounterValue, Lease, LeaseGrant, LockInfo, RunExclusiveOptions } from './types.js';
+import { listOptionsSchema } from '../schemas.js';
+import type { Page } from '../types.js';
 import { parseInput } from '../validate.js';
 
 /** Longest sleep between attempts when no release event arrives (cross-process releases). */
@@ -115,6 +117,13 @@ export class Semaphores {
     return { ...info, waiters: Math.max(this.queues.get(k)?.length ?? 0, registered.holders.length + line.holders.length) };
   }
 
+  /** Lock keys ever granted (each keeps its last fence), in key order: `unsupported` on stores that cannot list them. */
+  async list(options: { limit?: number; after?: string } = {}): Promise<Page<string>> {
+    if (!this.store.listKeys) throw unsupported('lists of lock keys', this.kind);
+    const { limit, after } = parseInput(listOptionsSchema, options);
+    return this.store.listKeys({ limit, ...(after !== undefined ? { after } : {}) });
+  }
+
   /**
    * Holds a slot while `fn` runs: renews at ~0.8×TTL on an unref'd timer, aborts `fn`'s signal
    * when the lease is lost (renew failed, expired, or maxHoldMs reached), releases in finally.
@@ -196,6 +205,12 @@ export class Counters {
   }
   async reset(name: string): Promise<void> {
     return this.store.reset(parseInput(lockKeySchema, name, 'name'));
+  }
+  /** Counter names in name order: `unsupported` on stores that cannot list them. */
+  async list(options: { limit?: number; after?: string } = {}): Promise<Page<string>> {
+    if (!this.store.listNames) throw unsupported('lists of counters', this.kind);
+    const { limit, after } = parseInput(listOptionsSchema, options);
+    return this.store.listNames({ limit, ...(after !== undefined ? { after } : {}) });
   }
 }
 

@@ -44,6 +44,12 @@ export interface SaleBackend {
   /** Releases an active hold. Idempotent for cancelled/expired holds; a confirmed hold → `conflict`. */
   cancelHold(holdId: string): Promise<Hold>;
   getHold(holdId: string): Promise<Hold>;
+  /**
+   * Active, unexpired holds of a sale (by the store's clock), soonest expiry first, at most
+   * `limit`; only `customer`'s (at most one) when given. `not_found` for an unknown sale. Optional
+   * (Firestore has none yet): without it the facade answers `unsupported`.
+   */
+  listHolds?(saleId: string, options: { limit: number; customer?: string }): Promise<Hold[]>;
   /** The sweep job: expires up to `limit` stale holds across all sales, recording `hold.expired` events. */
   expireHolds(limit: number): Promise<number>;
 

@@ -84,6 +84,14 @@ export class Sales {
     return this.store.getHold(hold(holdId));
   }
 
+  /** Active holds of a sale, soonest expiry first (only `customer`'s when given). */
+  async holds(id: string, options: { customer?: string; limit?: number } = {}): Promise<Hold[]> {
+    const store = this.store;
+    if (!store.listHolds) throw new DibsError('unsupported', `the ${this.kind} store cannot list a sale's holds yet`);
+    const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
+    return store.listHolds(saleId(id), { limit, ...(options.customer !== undefined ? { customer: who(options.customer) } : {}) });
+  }
+
   /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
   async expireHolds(limit = 1000): Promise<number> {
     return this.store.expireHolds(parseInput(z.number().int().min(1).max(100_000), limit, 'limit'));

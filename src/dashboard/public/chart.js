@@ -77,3 +77,50 @@ export function renderRateChart(container, points, { title, forecast = null }) {
       : `${title}: no samples yet`) + (forecast ? `; forecast ${forecast.label}` : ''),
   );
 }
+
+/**
+ * Draws several series over time ({ at, [key]: value } points) as lines told apart by colour AND
+ * dash pattern (not colour alone), with a legend. `lines`: [{ key, label, cls }]. The container
+ * keeps data-points and data-latest-<key> for tests and curious people.
+ */
+export function renderSeriesChart(container, points, { title, lines }) {
+  const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, focusable: 'false', 'aria-hidden': 'true' });
+  const innerW = W - PAD.left - PAD.right;
+  const innerH = H - PAD.top - PAD.bottom - 16;
+  const times = points.map((p) => Date.parse(p.at));
+  const t0 = times[0] ?? Date.now();
+  const t1 = Math.max(times[times.length - 1] ?? t0, t0 + 1);
+  const yMax = niceCeil(Math.max(0, ...points.flatMap((p) => lines.map((l) => p[l.key] ?? 0))));
+  const top = PAD.top + 16;
+  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * innerW;
+  const y = (v) => top + innerH - (v / yMax) * innerH;
+
+  for (const fraction of [0, 0.5, 1]) {
+    const value = yMax * fraction;
+    svg.append(el('line', { class: 'axis', x1: PAD.left, x2: W - PAD.right, y1: y(value), y2: y(value) }));
+    svg.append(el('text', { class: 'tick', x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' }, String(Math.round(value * 10) / 10)));
+  }
+  svg.append(el('text', { class: 'tick', x: PAD.left, y: H - 8 }, clock(t0)));
+  svg.append(el('text', { class: 'tick', x: W - PAD.right, y: H - 8, 'text-anchor': 'end' }, clock(t1)));
+
+  lines.forEach((line, i) => {
+    const lx = PAD.left + i * 150;
+    svg.append(el('line', { class: `series ${line.cls}`, x1: lx, x2: lx + 28, y1: PAD.top + 2, y2: PAD.top + 2 }));
+    svg.append(el('text', { class: 'tick', x: lx + 34, y: PAD.top + 6 }, line.label));
+    const present = points.filter((p) => p[line.key] !== null && p[line.key] !== undefined);
+    if (present.length === 0) return;
+    const coords = present.map((p) => `${x(Date.parse(p.at)).toFixed(1)},${y(p[line.key]).toFixed(1)}`);
+    svg.append(el('polyline', { class: `series ${line.cls}`, points: coords.join(' '), 'data-series': line.key }));
+  });
+
+  container.replaceChildren(svg);
+  container.dataset.points = String(points.length);
+  const last = points[points.length - 1];
+  for (const line of lines) container.dataset[`latest${line.key[0].toUpperCase()}${line.key.slice(1)}`] = String(last?.[line.key] ?? '');
+  container.setAttribute(
+    'aria-label',
+    last
+      ? `${title}: ${lines.map((l) => `${l.label} ${last[l.key] ?? 'unlimited'}`).join(', ')}; ${points.length} samples from ${clock(t0)} to ${clock(t1)}`
+      : `${title}: no samples yet`,
+  );
+}

@@ -1,124 +1,28 @@
 // dibs admin dashboard: plain browser JavaScript over the service's /v1 API, nothing loaded from
 // elsewhere. Every call carries the API key from sessionStorage; a 401 returns to the log-in screen.
+// This file: log-in, the overview and the address-driven switch to the detail pages.
 import { renderRateChart } from './chart.js';
+import { $, api, authHeaders, describe, download, duration, enc, forecastText, forgetRendered, h, number, onSubmit, renderRows, session, toast, upload } from './lib.js';
+import { keysPage } from './keys-page.js';
+import { poolPage } from './pool-page.js';
+import { salePage } from './sale-page.js';
 
-const KEY_STORAGE = 'dibs.apiKey';
+const PAGES = { sale: salePage, pool: poolPage, keys: keysPage };
+
 const WATCH_STORAGE = 'dibs.watch';
 const REFRESH_MS = 2000;
 
-const $ = (id) => document.getElementById(id);
 const state = {
-  key: sessionStorage.getItem(KEY_STORAGE),
   pool: null,
   pools: [],
   sales: [],
   events: [],
   eventCursor: undefined,
-  eventsPrimed: false,
   watch: loadWatch(),
   timer: null,
-  rendered: new Map(), // tbody id → last rendered data (JSON), so unchanged rows keep focus
+  /** The page shown: null for the overview, else { page, arg } from the address (#/sale/<id>, …). */
+  view: null,
 };
-
-class ApiError extends Error {
-  constructor(status, error) {
-    super(error?.message ?? `HTTP ${status}`);
-    this.status = status;
-    this.code = error?.code ?? 'http_error';
-    this.field = error?.field;
-  }
-}
-
-// --- API -------------------------------------------------------------------------------------
-
-function authHeaders(extra = {}) {
-  return { authorization: `Bearer ${state.key}`, ...extra };
-}
-
-async function api(method, path, { body, raw } = {}) {
-  const init = { method, headers: authHeaders(body === undefined ? {} : { 'content-type': 'application/json' }) };
-  if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(path, init);
-  if (response.status === 401) {
-    logout('Your API key was not accepted (or was revoked). Log in again.');
-    throw new ApiError(401, { code: 'unauthorized', message: 'unauthorized' });
-  }
-  if (!response.ok) throw new ApiError(response.status, (await response.json().catch(() => null))?.error);
-  if (raw) return response;
-  return response.status === 204 ? null : response.json();
-}
-
-/** Uploads a file as text/csv with progress (fetch cannot report upload progress; XHR can). */
-function upload(path, file, onProgress) {
-  return new Promise((resolve, reject) => {
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', path);
-    xhr.setRequestHeader('authorization', `Bearer ${state.key}`);
-    xhr.setRequestHeader('content-type', 'text/csv');
-    xhr.upload.onprogress = (event) => event.lengthComputable && onProgress(event.loaded / event.total);
-    xhr.onerror = () => reject(new ApiError(0, { message: 'network error during upload' }));
-    xhr.onload = () => {
-      let data = null;
-      try { data = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
-      if (xhr.status === 401) {
-        logout('Your API key was not accepted (or was revoked). Log in again.');
-        reject(new ApiError(401, data?.error));
-      } else if (xhr.status >= 200 && xhr.status < 300) resolve(data);
-      else reject(new ApiError(xhr.status, data?.error));
-    };
-    xhr.send(file);
-  });
-}
-
-const enc = encodeURIComponent;
-
-// --- DOM helpers -----------------------------------------------------------------------------
-
-/** h('td', {class: 'x'}, child, 'text', …): builds elements without markup strings (no injection). */
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else if (k in node && k !== 'list') node[k] = v;
-    else node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : String(child));
-  return node;
-}
-
-function renderRows(tbodyId, data, columns, makeRows, emptyText) {
-  const signature = JSON.stringify(data);
-  if (state.rendered.get(tbodyId) === signature) return;
-  state.rendered.set(tbodyId, signature);
-  const tbody = $(tbodyId);
-  const rows = data.length ? makeRows(data) : [h('tr', {}, h('td', { colSpan: columns, class: 'empty' }, emptyText))];
-  tbody.replaceChildren(...rows);
-}
-
-function showResult(id, message, ok) {
-  const node = $(id);
-  node.textContent = message;
-  node.className = `result ${ok ? 'ok' : 'error'}`;
-}
-
-function toast(message) {
-  $('toast').textContent = message;
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => ($('toast').textContent = ''), 5000);
-}
-
-const describe = (error) => (error.status === 403 ? `not allowed with this key: ${error.message}` : error.message);
-const number = (n) => (n === null || n === undefined ? '∞' : Number(n).toLocaleString());
-
-function duration(ms) {
-  const s = Math.max(0, Math.round(ms / 1000));
-  const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
-  if (d) return `${d}d ${hh}h ${mm}m`;
-  if (hh) return `${hh}h ${mm}m ${ss}s`;
-  if (mm) return `${mm}m ${ss}s`;
-  return `${ss}s`;
-}
 
 // --- log-in ----------------------------------------------------------------------------------
 
@@ -131,28 +35,28 @@ function showLogin(message = '') {
 }
 
 function logout(message = '') {
-  sessionStorage.removeItem(KEY_STORAGE);
-  state.key = null;
+  session.clear();
   clearInterval(state.timer);
   state.timer = null;
-  state.rendered.clear();
+  forgetRendered();
   showLogin(message);
 }
+session.onUnauthorized = logout;
 
 async function login(key) {
-  state.key = key;
+  session.key = key;
   const response = await fetch('/v1/pools?limit=1', { headers: authHeaders() });
   // 403 means the key is valid but cannot read pools: still a log-in; sections say what they cannot show.
   if (response.status === 401) throw new Error('That API key was not accepted.');
   if (!response.ok && response.status !== 403) throw new Error(`The service answered ${response.status}; try again.`);
-  sessionStorage.setItem(KEY_STORAGE, key);
+  session.save(key);
   showApp();
 }
 
 function showApp() {
   $('login-view').hidden = true;
   $('app-view').hidden = false;
-  refresh();
+  route();
   state.timer = setInterval(() => document.visibilityState === 'visible' && refresh(), REFRESH_MS);
 }
 
@@ -162,7 +66,7 @@ let refreshing = false;
 let again = false;
 /** One refresh at a time; a request during one (after an action) runs once more when it ends. */
 async function refresh() {
-  if (!state.key) return;
+  if (!session.key) return;
   if (refreshing) {
     again = true;
     return;
@@ -170,10 +74,13 @@ async function refresh() {
   refreshing = true;
   again = false;
   try {
-    const parts = await Promise.allSettled([refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()]);
+    const view = state.view;
+    const parts = await Promise.allSettled(view
+      ? [refreshHealth(), PAGES[view.page].refresh()]
+      : [refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()]);
     const failed = parts.find((p) => p.status === 'rejected' && p.reason?.status !== 401);
     $('updated').textContent = failed ? `update failed: ${failed.reason.message}` : `updated ${new Date().toLocaleTimeString()}`;
-    if (state.key) await refreshChart().catch((error) => error.status !== 401 && ($('chart-caption').textContent = describe(error)));
+    if (session.key && !view) await refreshChart().catch((error) => error.status !== 401 && ($('chart-caption').textContent = describe(error)));
   } finally {
     refreshing = false;
   }
@@ -218,7 +125,8 @@ async function refreshPools() {
       const s = p.stats;
       const out = s.claimed + s.redeemed;
       return h('tr', { class: p.selected ? 'selected' : '', 'data-pool': p.name },
-        h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', 'aria-pressed': String(p.selected), onclick: () => selectPool(p.name) }, p.name)),
+        h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', 'aria-pressed': String(p.selected), onclick: () => selectPool(p.name) }, p.name),
+          ' ', h('a', { href: `#/pool/${enc(p.name)}`, 'aria-label': `Open pool ${p.name}` }, 'open')),
         h('td', { 'data-col': 'total', class: 'num' }, number(s.total)),
         h('td', { 'data-col': 'free', class: 'num' }, number(s.free)),
         h('td', { 'data-col': 'claimed', class: 'num' }, number(s.claimed)),
@@ -241,7 +149,7 @@ function renderPoolSelect() {
 
 function selectPool(name) {
   state.pool = name;
-  state.rendered.delete('pool-rows');
+  forgetRendered('pool-rows');
   renderPoolSelect();
   refresh();
 }
@@ -283,21 +191,13 @@ async function refreshSales() {
   state.sales = sales;
   renderRows('sale-rows', sales, 6, (rows) =>
     rows.map((s) => h('tr', { 'data-sale': s.id },
-      h('th', { scope: 'row' }, h('code', {}, s.id)),
+      h('th', { scope: 'row' }, h('a', { href: `#/sale/${enc(s.id)}`, 'aria-label': `Open sale ${s.id}` }, h('code', {}, s.id))),
       h('td', {}, s.sku),
       h('td', {}, h('span', { class: 'status' }, s.status)),
       h('td', {}, h('span', { class: 'countdown', 'data-starts': s.startsAt, 'data-ends': s.endsAt, 'data-status': s.status }, countdown(s))),
       h('td', {}, `${number(s.stats.sold)} / ${number(s.cap)}`, s.cap ? h('meter', { min: 0, max: s.cap, value: s.stats.sold, 'aria-label': `${s.id}: ${s.stats.sold} of ${s.cap} sold` }) : null),
       h('td', { class: 'num' }, number(s.stats.held)))), 'No sales yet.');
   tickCountdowns();
-}
-
-/** "empty in ~4 min at 120/min" from a forecast answer. */
-function forecastText(f) {
-  if (f.timeToEmptyMs === null) return f.basis ? 'not emptying at this pace' : 'no recent claims';
-  if (f.timeToEmptyMs === 0) return 'empty';
-  const pace = f.basis ? f.perMinute[f.basis] : 0;
-  return `empty in ~${duration(f.timeToEmptyMs)} at ${pace}/min (last ${f.basis})`;
 }
 
 function countdown({ startsAt, endsAt, status }) {
@@ -385,17 +285,38 @@ function saveWatch() {
   localStorage.setItem(WATCH_STORAGE, JSON.stringify(state.watch));
 }
 
+const LIST_LIMIT = 50;
+
+/**
+ * Locks and counters: the store's list (first LIST_LIMIT, when the store can list them) and the
+ * names watched in this browser (for stores that cannot, or beyond the first page).
+ */
 async function refreshWatched() {
   const settle = (promise) => promise.then((value) => ({ value }), (error) => { if (error.status === 401) throw error; return { error }; });
-  const locks = await Promise.all(state.watch.locks.map((key) => settle(api('GET', `/v1/locks/${enc(key)}`)).then((r) => ({ key, ...r }))));
-  const counters = await Promise.all(state.watch.counters.map((name) => settle(api('GET', `/v1/counters/${enc(name)}`)).then((r) => ({ name, ...r }))));
+  const [lockList, counterList] = await Promise.all([settle(api('GET', `/v1/locks?limit=${LIST_LIMIT}`)), settle(api('GET', `/v1/counters?limit=${LIST_LIMIT}`))]);
+  const listed = (result, name) => new Map((result.value?.data ?? []).map((item) => [item[name], { value: item }]));
+  const lockMap = listed(lockList, 'key');
+  const counterMap = listed(counterList, 'name');
+  const extra = async (names, map, path) => {
+    await Promise.all(names.filter((n) => !map.has(n)).map(async (n) => map.set(n, await settle(api('GET', `${path}/${enc(n)}`)))));
+    return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  };
+  const locks = (await extra(state.watch.locks, lockMap, '/v1/locks')).map(([key, r]) => ({ key, ...r }));
+  const counters = (await extra(state.watch.counters, counterMap, '/v1/counters')).map(([name, r]) => ({ name, ...r }));
+  const canList = !lockList.error && !counterList.error;
+  $('watch-hint').textContent = canList
+    ? `Listed by the store (the first ${LIST_LIMIT} of each, by name), with any others you watch (remembered in this browser).`
+    : `${lockList.error?.status === 501 || counterList.error?.status === 501 ? 'This store does not list lock or counter names' : `Could not list them: ${describe(lockList.error ?? counterList.error)}`}; add the ones to watch (remembered in this browser).`;
   const unwatch = (kind, name) => () => {
     state.watch[kind] = state.watch[kind].filter((n) => n !== name);
     saveWatch();
     refresh();
   };
-  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message })), 5, (rows) =>
-    rows.map((l) => h('tr', {},
+  const watchCell = (kind, name, what) => h('td', {}, state.watch[kind].includes(name)
+    ? h('button', { type: 'button', class: 'link', onclick: unwatch(kind, name), 'aria-label': `Stop watching ${what} ${name}` }, 'stop watching')
+    : null);
+  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message, watched: state.watch.locks.includes(l.key) })), 5, (rows) =>
+    rows.map((l) => h('tr', { 'data-lock': l.key },
       h('th', { scope: 'row' }, h('code', {}, l.key)),
       l.error
         ? h('td', { colSpan: 3, class: 'error' }, l.error)
@@ -406,48 +327,23 @@ async function refreshWatched() {
           h('td', { class: 'num' }, String(l.value.waiters)),
           h('td', { class: 'num' }, String(l.value.lastFence)),
         ],
-      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('locks', l.key), 'aria-label': `Stop watching lock ${l.key}` }, 'stop watching')))), 'No locks watched.');
-  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message })), 4, (rows) =>
-    rows.map((c) => h('tr', {},
+      watchCell('locks', l.key, 'lock'))), canList ? 'No locks yet.' : 'No locks watched.');
+  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message, watched: state.watch.counters.includes(c.name) })), 4, (rows) =>
+    rows.map((c) => h('tr', { 'data-counter': c.name },
       h('th', { scope: 'row' }, h('code', {}, c.name)),
       c.error ? h('td', { colSpan: 2, class: 'error' }, c.error) : [h('td', { class: 'num' }, number(c.value.value)), h('td', { class: 'num' }, String(c.value.shards))],
-      h('td', {}, h('button', { type: 'button', class: 'link', onclick: unwatch('counters', c.name), 'aria-label': `Stop watching counter ${c.name}` }, 'stop watching')))), 'No counters watched.');
+      watchCell('counters', c.name, 'counter'))), canList ? 'No counters yet.' : 'No counters watched.');
 }
 
 // --- actions ---------------------------------------------------------------------------------
 
 async function exportPool(name) {
   try {
-    const response = await api('GET', `/v1/pools/${enc(name)}/export`, { raw: true });
-    const url = URL.createObjectURL(await response.blob());
-    const link = h('a', { href: url, download: `${name}.csv`, hidden: true });
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    await download(`/v1/pools/${enc(name)}/export`, `${name}.csv`);
     toast(`Exported ${name}.csv`);
   } catch (error) {
     if (error.status !== 401) toast(`Export failed: ${describe(error)}`);
   }
-}
-
-/** Runs a form's action with its submit button disabled; errors land in the form's result line. */
-function onSubmit(formId, resultId, action) {
-  $(formId).addEventListener('submit', async (event) => {
-    event.preventDefault();
-    const form = event.currentTarget;
-    if (!form.reportValidity()) return;
-    const button = form.querySelector('button[type=submit]');
-    button.disabled = true;
-    try {
-      const message = await action(form);
-      if (message) showResult(resultId, message, true);
-    } catch (error) {
-      if (error.status !== 401) showResult(resultId, describe(error), false);
-    } finally {
-      button.disabled = false;
-    }
-  });
 }
 
 function requirePool() {
@@ -466,11 +362,16 @@ function wire() {
     try {
       await login(key);
     } catch (error) {
-      state.key = null;
+      session.key = null;
       $('login-error').textContent = error.message;
     }
   });
   $('logout').addEventListener('click', () => logout('Logged out.'));
+  // The skip link moves focus only: changing the address to #main would leave a detail page.
+  document.querySelector('.skip').addEventListener('click', (event) => {
+    event.preventDefault();
+    $('main').focus();
+  });
   $('pool-select').addEventListener('change', (event) => event.target.value && selectPool(event.target.value));
 
   onSubmit('create-form', 'create-result', async (form) => {
@@ -535,8 +436,38 @@ function wire() {
   });
 
   setInterval(tickCountdowns, 1000);
+  for (const page of Object.values(PAGES)) page.wire();
+}
+
+// --- pages: the address says which (#/sale/<id>, #/pool/<name>, #/keys; anything else is the overview)
+
+function route() {
+  const match = /^#\/(sale|pool|keys)(?:\/(.+))?$/.exec(location.hash);
+  const next = match ? { page: match[1], arg: match[2] === undefined ? null : decodeURIComponent(match[2]) } : null;
+  const previous = state.view;
+  state.view = next;
+  $('overview').hidden = next !== null;
+  for (const [name, page] of Object.entries(PAGES)) {
+    const shown = next?.page === name;
+    $(`${name}-page`).hidden = !shown;
+    if (shown) page.show(next.arg, { refresh });
+    else if (previous?.page === name) page.hide();
+  }
+  for (const link of document.querySelectorAll('.top nav a')) {
+    const current = next ? link.getAttribute('href') === `#/${next.page}` : link.getAttribute('href') === location.hash;
+    if (current) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (next) {
+    // a new page: move focus to its heading so keyboard and screen-reader users start there
+    $(`${next.page}-h`).focus();
+  } else if (previous && location.hash.length > 1) {
+    document.getElementById(location.hash.slice(1))?.scrollIntoView();
+  }
+  refresh();
 }
 
 wire();
-if (state.key) showApp();
+window.addEventListener('hashchange', () => session.key && route());
+if (session.key) showApp();
 else showLogin();

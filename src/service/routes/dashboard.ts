@@ -21,6 +21,10 @@ const ASSETS: Record<string, string> = {
   'dashboard.js': 'text/javascript; charset=utf-8',
   'dashboard.css': 'text/css; charset=utf-8',
   'chart.js': 'text/javascript; charset=utf-8',
+  'lib.js': 'text/javascript; charset=utf-8',
+  'sale-page.js': 'text/javascript; charset=utf-8',
+  'pool-page.js': 'text/javascript; charset=utf-8',
+  'keys-page.js': 'text/javascript; charset=utf-8',
 };
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 

@@ -1,9 +1,11 @@
-/** `/v1/locks/:key…` and `/v1/counters/:name`: leases, semaphores and sharded counters over HTTP. */
+/** `/v1/locks…` and `/v1/counters…`: leases, semaphores and sharded counters over HTTP. */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DibsError, isDibsError } from '../../core/errors.js';
+import { z } from 'zod';
 import * as S from '../api-schemas.js';
+import { listOwned } from '../auth/tenant.js';
 import type { ServiceContext } from '../context.js';
-import { bodyObject, pick } from '../http-input.js';
+import { bodyObject, pageQuery, pick } from '../http-input.js';
 import { parseShellToken, shellLease } from '../lease-token.js';
 import { route } from '../routing.js';
 
@@ -72,6 +74,22 @@ export function lockRoutes(app: FastifyInstance, { dibs, metrics, closing }: Ser
     await dibs.semaphores.release({ key, token: parseShellToken(body.token, 'token').token } as never);
     return reply.status(204).send();
   });
+
+  // Each listed key or counter is read in full, so a page is at most LIST_MAX of them.
+  const LIST_MAX = 200;
+  const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(LIST_MAX).optional().meta({ description: `Page size (default 50, at most ${LIST_MAX})` }), after: S.pageQuerySchema.shape.after });
+  const listPage = <T>(request: Parameters<Parameters<typeof route>[2]>[0], list: (options: { limit: number; after?: string }) => Promise<{ items: string[]; nextCursor: string | null }>, read: (name: string) => Promise<T>) => {
+    const limitGiven = (request.query as { limit?: unknown } | undefined)?.limit;
+    if (limitGiven !== undefined && Number(limitGiven) > LIST_MAX) throw new DibsError('invalid_input', `query.limit: at most ${LIST_MAX}`, { field: 'query.limit' });
+    const { limit = 50, after } = pageQuery(request);
+    if (after !== undefined) request.tenant.key(after, 'after');
+    return listOwned(request.tenant, list, (name) => name, { limit, ...(after !== undefined ? { after } : {}) })
+      .then(async ({ data, nextCursor }) => ({ data: await Promise.all(data.map(read)), nextCursor }));
+  };
+  route(app, { method: 'GET', url: '/v1/locks', scope: 'locks:read', tag, summary: 'Lock keys ever granted, in key order, each with its holders, waiters and last fence (stores that cannot list them: 501)', query: listQuery, responses: { 200: { description: 'A page of locks', schema: S.page(S.lockInfoSchema, 'LockPage') } } }, async (request) =>
+    listPage(request, (options) => dibs.semaphores.list(options), (key) => dibs.semaphores.inspect(key)));
+  route(app, { method: 'GET', url: '/v1/counters', scope: 'locks:read', tag: 'Counters', summary: 'Counters in name order with their values (stores that cannot list them: 501)', query: listQuery, responses: { 200: { description: 'A page of counters', schema: S.page(S.counterSchema, 'CounterPage') } } }, async (request) =>
+    listPage(request, (options) => dibs.counters.list(options), (name) => dibs.counters.get(name)));
 
   route(app, { method: 'GET', url: '/v1/locks/:key', scope: 'locks:read', tag, summary: 'Holders (token prefixes), fences and waiters of a key', responses: { 200: { description: 'Lock state', schema: S.lockInfoSchema } } }, async (request) =>
     dibs.semaphores.inspect(request.tenant.key(request.params.key)));

@@ -62,6 +62,12 @@ export function saleRoutes(app: FastifyInstance, { dibs, metrics }: ServiceConte
     return reply.status(201).send(result);
   });
 
+  route(app, { method: 'GET', url: '/v1/sales/:sale/holds', scope: 'sales:read', tag, summary: "A sale's active holds, soonest expiry first (only one customer's with ?customer=)", query: z.object({ customer: z.string().optional(), limit: S.pageQuerySchema.shape.limit }), responses: { 200: { description: 'Active holds (the first `limit`, default 100)', schema: S.page(S.holdSchema, 'HoldPage') } } }, async (request) => {
+    const customer = queryString(request, 'customer');
+    const { limit = 100 } = pageQuery(request);
+    return { data: await dibs.sales.holds(saleParam(request), { limit, ...(customer !== undefined ? { customer } : {}) }), nextCursor: null };
+  });
+
   route(app, { method: 'GET', url: '/v1/reservations/:hold', scope: 'sales:read', tag, summary: 'A hold', responses: { 200: { description: 'The hold', schema: S.holdSchema } } }, async (request) => ownHold(request));
   route(app, { method: 'POST', url: '/v1/reservations/:hold/confirm', scope: 'sales:buy', tag, summary: 'Turn a hold into an order', responses: { 201: { description: 'The order', schema: S.orderResultSchema }, 200: { description: 'Already confirmed (replay): the same order', schema: S.orderResultSchema } } }, async (request, reply) => {
     await ownHold(request);
