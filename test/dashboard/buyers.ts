@@ -11,6 +11,7 @@ export interface BuyerOutcome {
   holdId?: string;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the crowd reads many routes' bodies loosely, as a browser script would
 async function call(url: string, key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
   const response = await fetch(url + path, {
     method,

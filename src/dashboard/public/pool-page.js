@@ -32,7 +32,7 @@ async function refresh() {
   for (const key of ['total', 'free', 'claimed', 'redeemed', 'revoked']) $(`pool-${key}`).textContent = number(pool.stats[key]);
   $('pool-forecast').textContent = forecast ? forecastText(forecast) : '–';
   if (series) {
-    const pace = forecast && forecast.basis ? forecast.perMinute[forecast.basis] : null;
+    const pace = forecast?.basis ? forecast.perMinute[forecast.basis] : null;
     const container = $('pool-chart');
     container.dataset.pool = name;
     renderRateChart(container, series.points, { title: `Claim rate of ${name}`, forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` } });

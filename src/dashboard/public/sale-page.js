@@ -132,7 +132,7 @@ function renderRoom(sale, room) {
   }
 }
 
-function renderHolds(sale, holds) {
+function renderHolds(_sale, holds) {
   const summary = page.customer ? `Holds of ${page.customer}` : 'Soonest expiry first (first 100).';
   if (holds.error) {
     renderRows('hold-rows', [], 4, () => [], holds.error.status === 501 ? 'This store cannot list holds.' : describe(holds.error));
