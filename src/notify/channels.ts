@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type { Transporter } from 'nodemailer';
 import type { DueEvent } from '../core/outbox.js';
 import type { PushSubscription } from '../core/sales/types.js';
+import { traceHeaders } from '../tracing/delivery.js';
 import { sign, SIGNATURE_HEADER } from './signature.js';
 
 // nodemailer and web-push are loaded when a channel that needs them is made (both are CommonJS, so
@@ -42,7 +43,8 @@ export class WebhookChannel implements Channel {
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'dibs-webhooks/1', 'idempotency-key': event.idempotencyKey, [SIGNATURE_HEADER]: sign(this.options.secret, body) },
+        // traceparent: the receiver's spans join this delivery's trace (when dibs traces)
+        headers: { 'content-type': 'application/json', 'user-agent': 'dibs-webhooks/1', 'idempotency-key': event.idempotencyKey, [SIGNATURE_HEADER]: sign(this.options.secret, body), ...traceHeaders() },
         body,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
       });

@@ -7,6 +7,7 @@
  * `maxAttempts`, then dead-lettered; every attempt is logged in the store.
  */
 import type { DueEvent, OutboxBackend } from '../core/outbox.js';
+import { inDeliverySpan, noteDeliveryFailure } from '../tracing/delivery.js';
 import { DeliveryError, type Channel } from './channels.js';
 
 export interface DispatcherOptions {
@@ -82,12 +83,17 @@ export class OutboxDispatcher {
     await this.running;
   }
 
-  private async deliver(event: DueEvent): Promise<keyof DispatchResult> {
+  private deliver(event: DueEvent): Promise<keyof DispatchResult> {
+    return inDeliverySpan(event, () => this.attempt(event)) as Promise<keyof DispatchResult>;
+  }
+
+  private async attempt(event: DueEvent): Promise<keyof DispatchResult> {
     try {
       const detail = await this.send(event);
       await this.options.outbox.markDelivered(event.id, detail);
       return 'delivered';
     } catch (error) {
+      noteDeliveryFailure(error);
       const retriable = !(error instanceof DeliveryError) || error.retriable;
       const attempt = event.attempts + 1;
       const give = !retriable || attempt >= (this.options.maxAttempts ?? 10);

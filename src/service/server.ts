@@ -13,7 +13,8 @@ import { openDibs } from '../index.js';
 import { JobRunner, standardJobs } from '../jobs/runner.js';
 import { EmailChannel, WebhookChannel, WebPushChannel, type Channel } from '../notify/channels.js';
 import { OutboxDispatcher } from '../notify/dispatcher.js';
-import { buildServer } from './app.js';
+import { startTracingSdk } from '../tracing/sdk.js';
+import { buildServer, VERSION } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
 import type { ServiceConfig } from './config.js';
 
@@ -27,6 +28,12 @@ export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'por
   /** Background jobs on/off (default on). */
   jobs?: boolean;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Spans for requests, facade calls, store steps and deliveries. Default: as the OTEL_*
+   * variables say (tracing/sdk.ts sets up the SDK). true: trace through the global tracer
+   * provider the caller registered (no SDK set-up here); false: off.
+   */
+  tracing?: boolean;
 }
 
 export interface RunningServer {
@@ -40,7 +47,14 @@ export interface RunningServer {
 
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const env = options.env ?? process.env;
-  const dibs = await openDibs(options.store);
+  const sdk = options.tracing === undefined ? await startTracingSdk(env, VERSION) : null;
+  let dibs: Dibs;
+  try {
+    dibs = await openDibs(options.store, { tracing: options.tracing ?? sdk !== null });
+  } catch (error) {
+    await sdk?.shutdown();
+    throw error;
+  }
   const rateLimit = options.rateLimit ?? 6000;
   const app = buildServer({
     dibs,
@@ -92,6 +106,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       }
       await jobs.stop(); // finishes the job (and outbox delivery batch) in flight
       await dibs.close();
+      await sdk?.shutdown(); // the spans of the last requests and deliveries
     })());
   return { app, dibs, url, ...(demoKey ? { demoKey } : {}), close };
 }
