@@ -44,3 +44,16 @@ it('firestore:// without @google-cloud/firestore: unsupported, naming the packag
   assert.equal(r.code, 'unsupported', r.message);
   assert.match(r.message, /@google-cloud\/firestore/);
 });
+
+it('tracing without @opentelemetry/api: unsupported, naming the package; untraced use never loads it', () => {
+  const r = run('@opentelemetry/api', `
+import { openDibs, isDibsError } from './src/index.ts';
+const plain = await openDibs('sqlite::memory:');
+await plain.pools.create({ name: 'p' });
+await plain.close();
+try { const d = await openDibs('sqlite::memory:', { tracing: true }); await d.close(); console.log(JSON.stringify({ code: 'opened', message: '', sqliteOk: true })); }
+catch (e) { console.log(JSON.stringify({ code: isDibsError(e) ? e.code : 'untyped:' + e.code, message: e.message, details: e.details, sqliteOk: true })); }`);
+  assert.equal(r.code, 'unsupported', r.message);
+  assert.match(r.message, /npm install @opentelemetry\/api/);
+  assert.ok(r.sqliteOk);
+});
