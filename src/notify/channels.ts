@@ -19,13 +19,26 @@ const webpush = () => require('web-push') as typeof import('web-push');
 
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
-  constructor(message: string, readonly retriable: boolean) {
+  /** `retryInMs`: when to try again, if the channel knows better than the dispatcher's backoff. */
+  constructor(message: string, readonly retriable: boolean, readonly retryInMs?: number) {
     super(message);
   }
 }
 
 export interface Channel {
   deliver(event: DueEvent, to: unknown): Promise<string>;
+}
+
+/**
+ * A destination of its own (a broker stream), beside the webhook endpoints: it gets every event
+ * they get. `deliver` is called in the dispatcher's order (oldest first), synchronously one
+ * after another; a destination that keeps order appends in that order.
+ */
+export interface Destination {
+  readonly label: string;
+  /** `lastAttempt`: a failure now dead-letters the event (the retry budget is spent). */
+  deliver(event: DueEvent, lastAttempt: boolean): Promise<string>;
+  close(): Promise<void>;
 }
 
 /** The JSON body every webhook receives: the event envelope, its payload under `data`. */

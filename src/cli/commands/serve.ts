@@ -50,6 +50,7 @@ Shutdown (SIGTERM, or Ctrl-C): stop accepting, answer requests in flight (a lock
 Delivery of outbox events is configured by environment variables:
   DIBS_WEBHOOK_URLS=https://ops.example.com/hooks   endpoints for pool/sale events (comma-separated)
   DIBS_WEBHOOK_SECRET=whsec_…                         signs webhooks (header Dibs-Signature: t=…,v1=…)
+  DIBS_EVENT_STREAMS=redis://events:6379/0?stream=dibs:events   the same events to Redis streams (XADD; comma-separated)
   DIBS_SMTP_URL=smtp://user:pass@mail:587 DIBS_EMAIL_FROM=sales@shop.example
   DIBS_VAPID_PUBLIC_KEY=… DIBS_VAPID_PRIVATE_KEY=… DIBS_VAPID_SUBJECT=mailto:ops@shop.example
 
