@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { OutboxDispatcher } from '../../src/notify/dispatcher.js';
 import { parseStreamTarget, RedisStreamDestination } from '../../src/notify/redis-stream.js';
-import { checkDeliveryEnv } from '../../src/service/server.js';
+import { checkDeliveryEnv, startServer } from '../../src/service/server.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { startDelayRelay } from '../support/delay-relay.js';
 import { SHARED_REDIS, sharedRedisAvailable } from '../support/redis.js';
@@ -188,6 +188,31 @@ describe('Redis stream destination: a dispatcher killed mid-delivery', { skip },
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
       await relay.close();
+    }
+  });
+});
+
+describe('Redis stream destination: configured for the service (DIBS_EVENT_STREAMS)', { skip }, () => {
+  it('the service delivers pool events to the stream, and closes the destination on shutdown', async () => {
+    const temp = tempSqliteStore();
+    const stream = `dibs-test-stream:${randomBytes(4).toString('hex')}`;
+    const server = await startServer({
+      store: temp.store, port: 0, host: '127.0.0.1', logger: false, jobsEveryMs: 50,
+      env: { DIBS_EVENT_STREAMS: destinationUrl(REDIS.hostname, Number(REDIS.port || 6379), stream) },
+    });
+    try {
+      await server.dibs.pools.create({ name: 'tiny', lowStockThreshold: 1 });
+      await server.dibs.pools.importCodes('tiny', ['T-1', 'T-2']);
+      await server.dibs.pools.claim('tiny', 'ann');
+      let entries: Record<string, string>[] = [];
+      for (const deadline = Date.now() + 10_000; entries.length === 0 && Date.now() < deadline; await sleep(20)) entries = await readStream(SHARED_REDIS, stream);
+      assert.equal(entries.length, 1);
+      assert.equal(entries[0]!.type, 'pool.low_stock');
+      assert.equal(JSON.parse(entries[0]!.data!).pool, 'tiny');
+    } finally {
+      await server.close();
+      await dropStream(SHARED_REDIS, stream);
+      temp.cleanup();
     }
   });
 });
