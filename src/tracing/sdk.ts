@@ -51,17 +51,17 @@ export function tracingExporters(env: NodeJS.ProcessEnv): string[] {
 export async function startTracingSdk(env: NodeJS.ProcessEnv, version: string): Promise<TracingSdk | null> {
   const exporters = tracingExporters(env);
   if (exporters.length === 0) return null;
-  const [node, base, resources] = await Promise.all([
+  // sdk-trace-node re-exports the span processors and exporters of sdk-trace-base (its dependency)
+  const [node, resources] = await Promise.all([
     need(() => import('@opentelemetry/sdk-trace-node')),
-    need(() => import('@opentelemetry/sdk-trace-base')),
     need(() => import('@opentelemetry/resources')),
   ]);
   const processors = [];
   if (exporters.includes('otlp')) {
     const { OTLPTraceExporter } = await need(() => import('@opentelemetry/exporter-trace-otlp-http'));
-    processors.push(new base.BatchSpanProcessor(new OTLPTraceExporter()));
+    processors.push(new node.BatchSpanProcessor(new OTLPTraceExporter()));
   }
-  if (exporters.includes('console')) processors.push(new base.BatchSpanProcessor(new base.ConsoleSpanExporter()));
+  if (exporters.includes('console')) processors.push(new node.BatchSpanProcessor(new node.ConsoleSpanExporter()));
   const resource = resources.defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': 'dibs', 'service.version': version }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
