@@ -2,7 +2,7 @@
  * Tracing through the HTTP service, with an in-process exporter: a claim, a buy and a lock each
  * make a server span (child of the caller's `traceparent`), a facade span under it and store
  * steps under that, with store, operation, outcome and retries; the background jobs make none;
- * a webhook delivery carries its own span's context in `traceparent`. One SQLite service.
+ * a webhook delivery and its stream entry carry their own span's context in `traceparent`. One SQLite service.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,12 +13,16 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { openDibs } from '../../src/index.js';
 import { startServer, type RunningServer } from '../../src/service/server.js';
 import { httpReceiver } from '../support/receivers.js';
+import { SHARED_REDIS, sharedRedisAvailable } from '../support/redis.js';
 import { tempSqliteStore } from '../support/sqlite.js';
+import { dropStream, readStream } from '../support/stream-events.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 provider.register();
 
+const redis = await sharedRedisAvailable();
+const stream = `dibs-test-traced:${randomBytes(4).toString('hex')}`;
 const traceId = () => randomBytes(16).toString('hex');
 const spanId = () => randomBytes(8).toString('hex');
 
@@ -32,7 +36,7 @@ describe('tracing through the HTTP service (SQLite)', () => {
     receiver = await httpReceiver();
     server = await startServer({
       store: temp.store, port: 0, host: '127.0.0.1', logger: false, demo: true, tracing: true, jobsEveryMs: 50, rateLimit: 0,
-      env: { DIBS_WEBHOOK_URLS: receiver.url(), DIBS_WEBHOOK_SECRET: 'whsec_tracing' },
+      env: { DIBS_WEBHOOK_URLS: receiver.url(), DIBS_WEBHOOK_SECRET: 'whsec_tracing', ...(redis ? { DIBS_EVENT_STREAMS: `${SHARED_REDIS}?stream=${stream}` } : {}) },
     });
     auth = { authorization: `Bearer ${server.demoKey}`, 'content-type': 'application/json' };
   });
@@ -40,6 +44,7 @@ describe('tracing through the HTTP service (SQLite)', () => {
     await server?.close();
     await receiver?.close();
     await provider.shutdown();
+    if (redis) await dropStream(SHARED_REDIS, stream);
     temp.cleanup();
   });
 
@@ -149,7 +154,7 @@ describe('tracing through the HTTP service (SQLite)', () => {
     assert.deepEqual(roots.map((s) => s.name), ['POST /v1/pools/:pool/claims'], 'one new trace: the request (the jobs are untraced)');
   });
 
-  it('a webhook delivery carries the traceparent of its delivery span', async () => {
+  it('a webhook delivery (and its stream entry) carries the traceparent of its delivery span', async () => {
     // a pool that crosses its low-stock threshold: one pool.low_stock event for the webhook
     const create = await post('/v1/pools', { name: 'tiny', perClaimantLimit: 1, lowStockThreshold: 1 });
     assert.equal(create.status, 201);
@@ -174,6 +179,11 @@ describe('tracing through the HTTP service (SQLite)', () => {
     assert.equal(delivery.kind, 3 /* PRODUCER */);
     assert.equal(delivery.attributes['dibs.outcome'], 'delivered');
     assert.equal(delivery.attributes['dibs.event.id'], JSON.parse(hook.body.toString()).id);
+    if (redis) {
+      // the same attempt appended it to the stream, with the same context
+      const entry = (await readStream(SHARED_REDIS, stream)).find((e) => e.type === 'pool.low_stock');
+      assert.equal(entry?.traceparent, header);
+    }
   });
 
   it('a Dibs opened without tracing makes no spans', async () => {
