@@ -3,6 +3,9 @@
  * make a server span (child of the caller's `traceparent`), a facade span under it and store
  * steps under that, with store, operation, outcome and retries; the background jobs make none;
  * a webhook delivery and its stream entry carry their own span's context in `traceparent`. One SQLite service.
+ * And `dibs.retries` on a store step counts the adapter running the step again: on PostgreSQL a
+ * claim from a process that has not yet learned that its pool has a low-stock threshold takes the
+ * fast statement, is told it needs the settling transaction, and runs again — one retry, every time.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +16,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { openDibs } from '../../src/index.js';
 import { startServer, type RunningServer } from '../../src/service/server.js';
 import { httpReceiver } from '../support/receivers.js';
+import { openTempPg, requirePostgres } from '../support/postgres.js';
 import { SHARED_REDIS, sharedRedisAvailable } from '../support/redis.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 import { dropStream, readStream } from '../support/stream-events.js';
@@ -21,7 +25,9 @@ const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 provider.register();
 
+after(() => provider.shutdown());
 const redis = await sharedRedisAvailable();
+const pgSkip = await requirePostgres();
 const stream = `dibs-test-traced:${randomBytes(4).toString('hex')}`;
 const traceId = () => randomBytes(16).toString('hex');
 const spanId = () => randomBytes(8).toString('hex');
@@ -43,7 +49,6 @@ describe('tracing through the HTTP service (SQLite)', () => {
   after(async () => {
     await server?.close();
     await receiver?.close();
-    await provider.shutdown();
     if (redis) await dropStream(SHARED_REDIS, stream);
     temp.cleanup();
   });
@@ -198,4 +203,25 @@ describe('tracing through the HTTP service (SQLite)', () => {
       await plain.close();
     }
   });
+});
+
+it('postgres: a claim run again inside a transaction shows one retry on its store step and its call', { skip: pgSkip }, async () => {
+  const admin = await openTempPg();
+  const traced = await openDibs(admin.store, { tracing: true });
+  try {
+    await admin.dibs.pools.create({ name: 'p', lowStockThreshold: 1 });
+    await admin.dibs.pools.importCodes('p', ['A', 'B', 'C']);
+    await traced.pools.claim('p', 'x'); // this process learns the threshold here
+    await traced.pools.claim('p', 'y');
+    const claims = exporter.getFinishedSpans().filter((s) => s.attributes['dibs.store'] === 'postgres' && s.attributes['dibs.operation'] === 'pools.claim');
+    assert.deepEqual(claims.map((s) => [s.name, s.attributes['dibs.outcome'], s.attributes['dibs.retries']]), [
+      ['postgres pools.claim', 'claimed', 1],
+      ['dibs pools.claim', 'claimed', 1],
+      ['postgres pools.claim', 'claimed', 0],
+      ['dibs pools.claim', 'claimed', 0],
+    ]);
+  } finally {
+    await traced.close();
+    await admin.cleanup();
+  }
 });
