@@ -5,9 +5,10 @@
  *
  * Attributes on both: `dibs.store` (sqlite, postgres, redis, firestore, tiered), `dibs.operation`
  * (`pools.claim`, `locks.tryAcquire`, …), `dibs.outcome` (the answer's status when it has one —
- * claimed, already-held; bought for an order, held for a hold — `none` for an empty answer, `ok` otherwise, or the error
- * code: sold_out, unavailable, …) and `dibs.retries` (store step: times the adapter ran the step
- * again; facade call: those plus store steps it repeated, such as a lock acquire polling).
+ * claimed, already-held; bought for an order, held for a hold; `none` for an empty answer, `ok`
+ * otherwise, or the error code: sold_out, unavailable, …) and `dibs.retries` (store step: times
+ * the adapter ran the step again; facade call: those plus store steps it repeated, such as a lock
+ * acquire polling).
  * `dibs.target` is the pool, sale, lock or counter name when the call names one. Claimants,
  * customers and codes are never recorded.
  */
