@@ -152,8 +152,8 @@ describe('Redis stream destination: a dispatcher killed mid-delivery', { skip },
   const env = streamSuite();
   it('its leased events are delivered again by the next one: none lost, none doubled', async () => {
     await addEvents(env.dibs, 60);
-    // each append crosses a 15 ms link each way: the run is still going when it is killed
-    const relay = await startDelayRelay({ host: REDIS.hostname, port: Number(REDIS.port || 6379) }, 15);
+    // each append crosses a 25 ms link each way: the run is still going when it is killed
+    const relay = await startDelayRelay({ host: REDIS.hostname, port: Number(REDIS.port || 6379) }, 25);
     const url = destinationUrl(relay.host, relay.port, env.stream);
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/stream-dispatch-worker.ts', env.store, url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
