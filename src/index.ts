@@ -1,6 +1,8 @@
 import type { BackendOptions } from './core/backend.js';
 import { Dibs } from './core/dibs.js';
 import { DEFAULT_STORE, openBackend } from './backends/registry.js';
+import { loadOtel } from './tracing/otel.js';
+import { traceDibs } from './tracing/instrument.js';
 
 export { Dibs, Pools } from './core/dibs.js';
 export { Sales } from './core/sales/facade.js';
@@ -18,12 +20,25 @@ export type { Backend, PoolBackend, BackendFactory, BackendOptions } from './cor
 export { LIMITS } from './core/schemas.js';
 export { DEFAULT_STORE, redact } from './backends/registry.js';
 
+export interface OpenOptions extends BackendOptions {
+  /**
+   * OpenTelemetry spans for every facade call and store step (docs/operations.md, "Tracing"),
+   * through the global tracer provider your application registers. Needs the optional package
+   * `@opentelemetry/api` (`unsupported` when it is missing). Default false.
+   */
+  tracing?: boolean;
+}
+
 /**
  * Opens dibs on a store URL: `sqlite:./dibs.db` (default), `sqlite::memory:`, `postgres://…`,
  * `redis://…`. Migrations run on open.
  */
-export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: BackendOptions = {}): Promise<Dibs> {
-  return new Dibs(await openBackend(store, options));
+export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: OpenOptions = {}): Promise<Dibs> {
+  const { tracing, ...backendOptions } = options;
+  // loaded before the store opens: a missing package fails at once, with nothing to close
+  const api = tracing === true ? await loadOtel() : null;
+  const backend = await openBackend(store, backendOptions);
+  return api ? traceDibs(backend, api) : new Dibs(backend);
 }
 export { FenceGuard } from './core/locks/fence-guard.js';
 export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';

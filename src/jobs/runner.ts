@@ -8,6 +8,7 @@
  */
 import type { Dibs } from '../core/dibs.js';
 import type { OutboxDispatcher } from '../notify/dispatcher.js';
+import { untraced } from '../tracing/otel.js';
 
 export interface JobSpec {
   name: string;
@@ -89,7 +90,9 @@ export class JobRunner {
 
   private async runJob(job: JobSpec): Promise<unknown> {
     const started = performance.now();
-    const run = job.run();
+    // Untraced: a sweep every second would start a trace every second. Outbox deliveries make
+    // spans of their own (tracing/delivery.ts).
+    const run = untraced(() => job.run());
     this.inFlight.add(run);
     try {
       const result = await run;

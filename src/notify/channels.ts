@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type { Transporter } from 'nodemailer';
 import type { DueEvent } from '../core/outbox.js';
 import type { PushSubscription } from '../core/sales/types.js';
+import { traceHeaders } from '../tracing/delivery.js';
 import { sign, SIGNATURE_HEADER } from './signature.js';
 
 // nodemailer and web-push are loaded when a channel that needs them is made (both are CommonJS, so
@@ -18,13 +19,26 @@ const webpush = () => require('web-push') as typeof import('web-push');
 
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
-  constructor(message: string, readonly retriable: boolean) {
+  /** `retryInMs`: when to try again, if the channel knows better than the dispatcher's backoff. */
+  constructor(message: string, readonly retriable: boolean, readonly retryInMs?: number) {
     super(message);
   }
 }
 
 export interface Channel {
   deliver(event: DueEvent, to: unknown): Promise<string>;
+}
+
+/**
+ * A destination of its own (a broker stream), beside the webhook endpoints: it gets every event
+ * they get. `deliver` is called in the dispatcher's order (oldest first), synchronously one
+ * after another; a destination that keeps order appends in that order.
+ */
+export interface Destination {
+  readonly label: string;
+  /** `lastAttempt`: a failure now dead-letters the event (the retry budget is spent). */
+  deliver(event: DueEvent, lastAttempt: boolean): Promise<string>;
+  close(): Promise<void>;
 }
 
 /** The JSON body every webhook receives: the event envelope, its payload under `data`. */
@@ -42,7 +56,8 @@ export class WebhookChannel implements Channel {
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'dibs-webhooks/1', 'idempotency-key': event.idempotencyKey, [SIGNATURE_HEADER]: sign(this.options.secret, body) },
+        // traceparent: the receiver's spans join this delivery's trace (when dibs traces)
+        headers: { 'content-type': 'application/json', 'user-agent': 'dibs-webhooks/1', 'idempotency-key': event.idempotencyKey, [SIGNATURE_HEADER]: sign(this.options.secret, body), ...traceHeaders() },
         body,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
       });

@@ -4,16 +4,20 @@
  * the configured webhook endpoints. Each batch is leased in the store first, so any number of
  * dispatchers — in this process or others — can run side by side without delivering the same
  * event concurrently. Failures are retried with exponential backoff and jitter until
- * `maxAttempts`, then dead-lettered; every attempt is logged in the store.
+ * `maxAttempts`, then dead-lettered; every attempt is logged in the store. Events without a
+ * destination of their own also go to the broker `destinations`, handed over in batch order.
  */
 import type { DueEvent, OutboxBackend } from '../core/outbox.js';
-import { DeliveryError, type Channel } from './channels.js';
+import { inDeliverySpan, noteDeliveryFailure } from '../tracing/delivery.js';
+import { DeliveryError, type Channel, type Destination } from './channels.js';
 
 export interface DispatcherOptions {
   outbox: OutboxBackend;
   channels?: { email?: Channel; webPush?: Channel; webhook?: Channel };
   /** Endpoints for events without their own destination. */
   webhookUrls?: string[];
+  /** Broker streams that get the same events as the webhook endpoints (notify/redis-stream.ts). */
+  destinations?: Destination[];
   batchSize?: number;
   leaseMs?: number;
   maxAttempts?: number;
@@ -82,16 +86,22 @@ export class OutboxDispatcher {
     await this.running;
   }
 
-  private async deliver(event: DueEvent): Promise<keyof DispatchResult> {
+  private deliver(event: DueEvent): Promise<keyof DispatchResult> {
+    return inDeliverySpan(event, () => this.attempt(event)) as Promise<keyof DispatchResult>;
+  }
+
+  private async attempt(event: DueEvent): Promise<keyof DispatchResult> {
     try {
       const detail = await this.send(event);
       await this.options.outbox.markDelivered(event.id, detail);
       return 'delivered';
     } catch (error) {
+      noteDeliveryFailure(error);
       const retriable = !(error instanceof DeliveryError) || error.retriable;
       const attempt = event.attempts + 1;
       const give = !retriable || attempt >= (this.options.maxAttempts ?? 10);
-      await this.options.outbox.markFailed(event.id, (error as Error).message, give ? null : this.backoff(attempt));
+      const hint = error instanceof DeliveryError ? error.retryInMs : undefined;
+      await this.options.outbox.markFailed(event.id, (error as Error).message, give ? null : hint ?? this.backoff(attempt));
       return give ? 'dead' : 'retried';
     }
   }
@@ -104,11 +114,26 @@ export class OutboxDispatcher {
       return handler.deliver(event, to);
     }
     const urls = this.options.webhookUrls ?? [];
-    const webhook = this.options.channels?.webhook;
-    if (urls.length === 0 || !webhook) return 'no webhook endpoint configured';
-    // At least once to every endpoint: a retry re-sends to all; receivers dedupe on the key.
-    const details = [];
-    for (const url of urls) details.push(await webhook.deliver(event, url));
+    const webhook = urls.length > 0 ? this.options.channels?.webhook : undefined;
+    const destinations = this.options.destinations ?? [];
+    if (!webhook && destinations.length === 0) return 'no webhook endpoint configured';
+    // Destinations first, before anything is awaited: they get the events in batch order.
+    const lastAttempt = event.attempts + 1 >= (this.options.maxAttempts ?? 10);
+    const appended = Promise.allSettled(destinations.map((d) => d.deliver(event, lastAttempt)));
+    // At least once to every endpoint: a retry re-sends to all; receivers dedupe on the key
+    // (streams append a redelivered event only once).
+    const details: string[] = [];
+    const failures: unknown[] = [];
+    try {
+      if (webhook) for (const url of urls) details.push(await webhook.deliver(event, url));
+    } catch (error) {
+      failures.push(error);
+    }
+    for (const r of await appended) {
+      if (r.status === 'fulfilled') details.push(r.value);
+      else failures.push(r.reason);
+    }
+    if (failures.length > 0) throw worstOf(failures);
     return details.join('; ');
   }
 
@@ -117,4 +142,15 @@ export class OutboxDispatcher {
     const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
     return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
   }
+}
+
+/**
+ * One attempt's failures as one: retriable only if each is, due when the latest hint says (a
+ * stream holding its events back), with every message for the delivery log.
+ */
+function worstOf(failures: unknown[]): unknown {
+  if (failures.length === 1) return failures[0];
+  const retriable = failures.every((f) => !(f instanceof DeliveryError) || f.retriable);
+  const hints = failures.flatMap((f) => (f instanceof DeliveryError && f.retryInMs !== undefined ? [f.retryInMs] : []));
+  return new DeliveryError(failures.map((f) => (f as Error).message).join('; '), retriable, hints.length > 0 ? Math.max(...hints) : undefined);
 }

@@ -31,6 +31,9 @@ import { waitingRoomRoutes } from './routes/waiting-room.js';
 import { forecastRoutes } from './routes/forecast.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { isTraced } from '../tracing/instrument.js';
+import { registerHttpTracing } from '../tracing/http.js';
+import { activeOtel } from '../tracing/otel.js';
 
 export interface RateLimitOptions {
   /** Requests per API key per window (default 6000, i.e. 100/s averaged over a minute). */
@@ -56,7 +59,7 @@ export interface ServerOptions {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const REFERENCE_PAGE = readFileSync(new URL('./reference-page.html', import.meta.url), 'utf8');
 
 /**
@@ -101,6 +104,9 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     },
   });
   app.decorate('routeDocs', []);
+  // First, so the request's span covers every hook after it (auth, rate limit, idempotency).
+  const otel = isTraced(dibs) ? activeOtel() : null;
+  if (otel) registerHttpTracing(app, otel, VERSION);
   // Hot-path hooks are callback-style: no promise per request when there is nothing to await.
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);

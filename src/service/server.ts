@@ -11,9 +11,11 @@ import type { Dibs } from '../core/dibs.js';
 import { redact } from '../backends/registry.js';
 import { openDibs } from '../index.js';
 import { JobRunner, standardJobs } from '../jobs/runner.js';
-import { EmailChannel, WebhookChannel, WebPushChannel, type Channel } from '../notify/channels.js';
+import { EmailChannel, WebhookChannel, WebPushChannel, type Channel, type Destination } from '../notify/channels.js';
+import { parseStreamTarget, RedisStreamDestination } from '../notify/redis-stream.js';
 import { OutboxDispatcher } from '../notify/dispatcher.js';
-import { buildServer } from './app.js';
+import { startTracingSdk } from '../tracing/sdk.js';
+import { buildServer, VERSION } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
 import type { ServiceConfig } from './config.js';
 
@@ -27,6 +29,12 @@ export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'por
   /** Background jobs on/off (default on). */
   jobs?: boolean;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Spans for requests, facade calls, store steps and deliveries. Default: as the OTEL_*
+   * variables say (tracing/sdk.ts sets up the SDK). true: trace through the global tracer
+   * provider the caller registered (no SDK set-up here); false: off.
+   */
+  tracing?: boolean;
 }
 
 export interface RunningServer {
@@ -40,7 +48,14 @@ export interface RunningServer {
 
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const env = options.env ?? process.env;
-  const dibs = await openDibs(options.store);
+  const sdk = options.tracing === undefined ? await startTracingSdk(env, VERSION) : null;
+  let dibs: Dibs;
+  try {
+    dibs = await openDibs(options.store, { tracing: options.tracing ?? sdk !== null });
+  } catch (error) {
+    await sdk?.shutdown();
+    throw error;
+  }
   const rateLimit = options.rateLimit ?? 6000;
   const app = buildServer({
     dibs,
@@ -53,8 +68,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   });
   const demoKey = options.demo ? await prepareDemo(dibs) : undefined;
 
+  const destinations = dibs.backend.outbox && options.jobs !== false ? await destinationsFromEnv(env) : [];
   const dispatcher = dibs.backend.outbox
-    ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
+    ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), destinations, onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
     : undefined;
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
   const service = dibs.backend.service;
@@ -91,7 +107,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         clearTimeout(deadline);
       }
       await jobs.stop(); // finishes the job (and outbox delivery batch) in flight
+      await Promise.all(destinations.map((d) => d.close()));
       await dibs.close();
+      await sdk?.shutdown(); // the spans of the last requests and deliveries
     })());
   return { app, dibs, url, ...(demoKey ? { demoKey } : {}), close };
 }
@@ -173,6 +191,13 @@ export function checkDeliveryEnv(env: NodeJS.ProcessEnv): void {
   if (listEnv(env.DIBS_WEBHOOK_URLS).length > 0 && !env.DIBS_WEBHOOK_SECRET) {
     throw new DibsError('invalid_input', 'DIBS_WEBHOOK_URLS is set but DIBS_WEBHOOK_SECRET is not: webhooks are signed (header Dibs-Signature); set a secret, e.g. `openssl rand -hex 32`', { field: 'DIBS_WEBHOOK_SECRET' });
   }
+  for (const spec of listEnv(env.DIBS_EVENT_STREAMS)) parseStreamTarget(spec);
+}
+
+/** The broker streams DIBS_EVENT_STREAMS names (checked by checkDeliveryEnv first). */
+async function destinationsFromEnv(env: NodeJS.ProcessEnv): Promise<Destination[]> {
+  checkDeliveryEnv(env);
+  return Promise.all(listEnv(env.DIBS_EVENT_STREAMS).map((spec) => RedisStreamDestination.open(spec)));
 }
 
 /** The delivery channels the environment configures (checked by checkDeliveryEnv first). */

@@ -44,3 +44,22 @@ it('firestore:// without @google-cloud/firestore: unsupported, naming the packag
   assert.equal(r.code, 'unsupported', r.message);
   assert.match(r.message, /@google-cloud\/firestore/);
 });
+
+it('tracing without @opentelemetry/api, event streams without ioredis: unsupported, naming the package; untraced use never loads it', () => {
+  const r = run('@opentelemetry/api,ioredis', `
+import { openDibs, isDibsError } from './src/index.ts';
+import { RedisStreamDestination } from './src/notify/redis-stream.ts';
+const plain = await openDibs('sqlite::memory:');
+await plain.pools.create({ name: 'p' });
+await plain.close();
+const failure = (e) => ({ code: isDibsError(e) ? e.code : 'untyped:' + e.code, message: e.message, details: e.details });
+let stream;
+try { await RedisStreamDestination.open('redis://127.0.0.1:6379/0'); stream = { code: 'opened' }; } catch (e) { stream = failure(e); }
+try { const d = await openDibs('sqlite::memory:', { tracing: true }); await d.close(); console.log(JSON.stringify({ code: 'opened', message: '', sqliteOk: true, stream })); }
+catch (e) { console.log(JSON.stringify({ ...failure(e), sqliteOk: true, stream })); }`) as ReturnType<typeof run> & { stream: { code: string; message: string } };
+  assert.equal(r.code, 'unsupported', r.message);
+  assert.match(r.message, /npm install @opentelemetry\/api/);
+  assert.ok(r.sqliteOk);
+  assert.equal(r.stream.code, 'unsupported', r.stream.message);
+  assert.match(r.stream.message, /'ioredis'.*npm install ioredis/);
+});

@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DocumentData, DocumentReference, DocumentSnapshot, Firestore, Timestamp, Transaction, UpdateData } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
+import { noteStoreRetry } from '../../tracing/retries.js';
 
 /** gRPC status codes the Firestore client reports as `error.code`. */
 export const GRPC = {
@@ -187,6 +188,7 @@ export class TxRunner {
         return result;
       }
       onRetry?.(attempt);
+      noteStoreRetry();
       if (attempt >= MAX_ATTEMPTS || Date.now() - started > MAX_TOTAL_MS) {
         this.counters.transactions++;
         throw new DibsError('unavailable', `firestore: gave up after ${attempt} contended transaction attempts`, { retriable: true });

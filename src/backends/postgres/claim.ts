@@ -19,6 +19,7 @@ import { causeState, connectionSlot, prepared, query, translate, withClient, wit
 import { ClaimGrouper } from './claim-grouper.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { settleLowStock } from './low-stock.js';
+import { noteStoreRetry } from '../../tracing/retries.js';
 
 const SINGLE = loadQueries(new URL('./claim.sql', import.meta.url), ['claim']);
 const FAST = loadQueries(new URL('./claim-fast.sql', import.meta.url), ['claimFast']);
@@ -66,6 +67,7 @@ export class PgClaims {
       if (fast) return fast;
     }
     for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) noteStoreRetry();
       let row: ClaimRow;
       try {
         row = useGroup ? await this.grouper!.claim(request) : await this.runSingle(request);

@@ -33,6 +33,7 @@ import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
 import { IMPORT_CONCURRENCY, insertCodes, refreshStatistics } from './import-codes.js';
 import { settleLowStock } from './low-stock.js';
+import { noteStoreRetry } from '../../tracing/retries.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'bumpRulesVersion', 'lockHighSlots', 'compactSlots', 'updatePool', 'lockPoolCodes', 'deleteKeys', 'deletePool', 'deleteEvents',
@@ -617,6 +618,7 @@ async function againAsDeadlockVictim<T>(step: () => Promise<T>): Promise<T> {
       return await step();
     } catch (error) {
       if (causeState(error) !== '40P01' || attempt >= 3) throw translate(error);
+      noteStoreRetry();
     }
   }
 }

@@ -50,8 +50,13 @@ Shutdown (SIGTERM, or Ctrl-C): stop accepting, answer requests in flight (a lock
 Delivery of outbox events is configured by environment variables:
   DIBS_WEBHOOK_URLS=https://ops.example.com/hooks   endpoints for pool/sale events (comma-separated)
   DIBS_WEBHOOK_SECRET=whsec_…                         signs webhooks (header Dibs-Signature: t=…,v1=…)
+  DIBS_EVENT_STREAMS=redis://events:6379/0?stream=dibs:events   the same events to Redis streams (XADD; comma-separated)
   DIBS_SMTP_URL=smtp://user:pass@mail:587 DIBS_EMAIL_FROM=sales@shop.example
   DIBS_VAPID_PUBLIC_KEY=… DIBS_VAPID_PRIVATE_KEY=… DIBS_VAPID_SUBJECT=mailto:ops@shop.example
+
+OpenTelemetry tracing is off unless the standard variables turn it on (docs/operations.md):
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318   OTLP over HTTP (or OTEL_TRACES_EXPORTER=otlp|console)
+  OTEL_SERVICE_NAME=dibs OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1
 
 Examples:
   $ dibs serve --demo
@@ -59,11 +64,12 @@ Examples:
     .action(async (opts: ServeFlags, command: Command) => {
       // The service (Fastify, metrics, delivery channels) loads only for `serve`: every other
       // command of the CLI starts about 0.3 s sooner without it.
-      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { checkDeliveryEnv, exitOnSignals, startServer }] = await Promise.all([
+      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { checkDeliveryEnv, exitOnSignals, startServer }, { tracingExporters }] = await Promise.all([
         import('../../backends/registry.js'),
         import('../../service/cluster.js'),
         import('../../service/config.js'),
         import('../../service/server.js'),
+        import('../../tracing/sdk.js'),
       ]);
       const globals = command.optsWithGlobals() as { store?: string; config?: string };
       const config = loadServiceConfig({
@@ -72,6 +78,7 @@ Examples:
       });
       const { store, port, host, demo, jobs, workers: wanted, ...rest } = config;
       checkDeliveryEnv(process.env); // delivery settings fail here, once, before any worker starts
+      tracingExporters(process.env); // and so do tracing settings that cannot work
       const workers = workerCount(wanted);
       if (isServiceWorker()) {
         // Forked by the primary below: serve; the primary has already run --demo. A SIGTERM that
