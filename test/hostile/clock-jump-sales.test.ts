@@ -158,16 +158,16 @@ for (const kind of stores) describe(`${kind.label} store clock jumps under sales
 
   it('a 3-process reserve/confirm/buy storm through forward and backward jumps: the ledger holds', async () => {
     const sku = `STORM-${uniqueId('x')}`;
-    const cap = LONG ? 150 : 40;
+    const cap = LONG ? 150 : 20;
     const sale = await liveSale(sku, cap);
-    const count = LONG ? 480 : 120;
+    const count = LONG ? 480 : 60;
     const ops: SaleOp[] = Array.from({ length: count }, (_, i) => ({
       customer: `c${i}`,
       kind: i % 3 === 0 ? 'buy' : 'reserve',
       quantity: 1,
       then: i % 3 === 2 ? 'abandon' : 'confirm',
       thinkMs: 300 + (i % 7) * 200,
-      delayMs: (i % 40) * 150,
+      delayMs: (i % 20) * 150,
     }));
     // offset (s) and how long it holds: forward past every hold's TTL, home, back, home
     const schedule: Array<[number, number]> = [[30, 1500], [0, 1500], [-30, 1500], [0, 1000]];
