@@ -13,7 +13,7 @@
  *   comes back: every step first marks the stale holds expired, once, before it counts stock.
  *
  * Proved here on each store: windows opening and closing with the jumps; holds expiring early and
- * lasting longer; a 3-process reserve/confirm/buy storm through a schedule of jumps judged by the
+ * lasting longer; a pool code's checkout hold expiring early and not coming back; a 3-process reserve/confirm/buy storm through a schedule of jumps judged by the
  * client-side ledger — every acknowledged order is stored, sold = acknowledged ≤ cap, audit clean.
  */
 import assert from 'node:assert/strict';
@@ -151,6 +151,28 @@ for (const kind of stores) describe(`${kind.label} store clock jumps under sales
       assert.deepEqual([after.stats.sold, after.stats.held], [1, 0]);
       assert.deepEqual(await dibs.sales.audit(two.id), []);
       console.log(`[clock] ${kind.label} holds: +60 s expired a 30 s hold (its unit sold, confirm hold_expired after the jump back); -60 s kept a 2 s hold alive 3 s (confirmed); a 30 s hold granted at -60 s expired on the jump back`);
+    } finally {
+      store.jump(0);
+    }
+  });
+
+  it("a pool code's checkout hold: expired early by a forward jump, it does not come back once the code went to someone else", async () => {
+    const pool = `hold-${uniqueId('p').toLowerCase()}`;
+    await dibs.pools.create({ name: pool, publicCodes: true });
+    await dibs.pools.importCodes(pool, ['H-1']);
+    try {
+      await dibs.pools.hold(pool, 'H-1', 'alice', 30_000);
+      assert.equal(await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)), 'held', "alice's hold keeps bob out");
+      store.jump(60);
+      assert.equal(await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)), 'ok', 'after +60 s her 30 s hold has expired by the store clock');
+      assert.equal((await dibs.pools.redeem(pool, 'H-1', { claimant: 'bob' })).status, 'redeemed');
+      store.jump(0);
+      const late = await codeOf(dibs.pools.redeem(pool, 'H-1', { claimant: 'alice' }));
+      assert.notEqual(late, 'ok', 'back at the real clock her hold does not come back');
+      const info = await dibs.pools.code(pool, 'H-1');
+      assert.deepEqual([info.status, info.claimant], ['redeemed', 'bob']);
+      assert.deepEqual(await dibs.pools.audit(pool), []);
+      console.log(`[clock] ${kind.label} pool hold: +60 s expired alice's 30 s hold, bob held and redeemed the code; after the jump back alice's redeem answers ${late}`);
     } finally {
       store.jump(0);
     }
