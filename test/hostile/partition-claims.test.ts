@@ -1,6 +1,7 @@
 /**
  * Claim storms from two worker "hosts" (network namespaces, test/support/netns.ts) against a
- * test-owned PostgreSQL and redis-server on a store host, through nftables cuts on a schedule:
+ * test-owned PostgreSQL, redis-server and 3-master Redis Cluster (test/support/netns-cluster.ts) on
+ * a store host, through nftables cuts on a schedule:
  * drop one direction only (the store never hears the client again / the client never hears the
  * answers to requests the store applied), drop both, reject with a reset; then flash-sale buys the
  * same way on both stores. Judged by the client-side ledgers (claims: src/loadtest/verify.ts — no
@@ -10,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { uniqueId } from '../support/assert.js';
@@ -18,6 +19,7 @@ import { LONG } from '../support/faults.js';
 import { netnsUnavailable, type Direction, type Host, type Link, type Network } from '../support/netns.js';
 import { unixRelay, type HostPostgres, type HostRedis } from '../support/netns-stores.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
+import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
 
@@ -30,7 +32,14 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
   let links: Link[];
   let pgHost: HostPostgres;
   let redisHost: HostRedis;
-  before(() => ({ net, hosts, links, pg: pgHost, redis: redisHost } = env()));
+  let cluster: HostCluster | undefined;
+  before(async () => {
+    ({ net, hosts, links, pg: pgHost, redis: redisHost } = env());
+    cluster = await startClusterOn(env().store, links);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
 
   /** Phases of 2 s, both worker hosts cut at once (each its own way) so that no host finishes the storm alone; 300 ms healed between. */
   const CLAIM_FAULTS: Array<Array<[number, Direction]>> = [[[0, 'to-store'], [1, 'from-store']], [[0, 'both'], [1, 'reject']], [[0, 'from-store'], [1, 'to-store']]];
@@ -47,6 +56,11 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
         const relay = await unixRelay(redisHost.socket);
         return { url: `redis://127.0.0.1:${relay.port}/0?prefix=${tag}`, close: () => relay.close() };
       },
+    },
+    {
+      label: 'redis cluster',
+      store: (_address, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000`,
+      local: async (tag) => ({ url: `${cluster!.url}?prefix=${tag}`, close: async () => undefined }),
     },
   ];
   for (const target of CLAIM_TARGETS) {
