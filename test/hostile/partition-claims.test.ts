@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { Cluster } from 'ioredis';
 import { openDibs } from '../../src/index.js';
 import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { uniqueId } from '../support/assert.js';
@@ -154,6 +155,22 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
           close: () => relay.close(),
         };
       },
+    },
+    {
+      label: 'redis cluster',
+      store: (_address, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000`,
+      local: async (tag) => ({
+        url: `${cluster!.url}?prefix=${tag}`,
+        storedOrders: async (saleId) => {
+          const raw = new Cluster(cluster!.ports.map((port) => ({ host: '127.0.0.1', port })));
+          try {
+            return new Set(await raw.hkeys(saleKey(saleTag(tag, saleGroupOf('PART')), 'orders', saleId)));
+          } finally {
+            raw.disconnect();
+          }
+        },
+        close: async () => undefined,
+      }),
     },
   ];
   for (const target of SALE_TARGETS) {
