@@ -9,7 +9,8 @@
  * - A client that vanishes mid-transaction behind a one-sided partition: its row lock is freed by
  *   the server within dibs' idle_in_transaction_session_timeout — and, as a control that the
  *   measurement can fail, not within twice that with the limit off.
- * - Lock storms from both worker hosts through the faults, on PostgreSQL and Redis, every section
+ * - Lock storms from both worker hosts through the faults, on PostgreSQL, Redis and a 3-master
+ *   Redis Cluster (test/support/netns-cluster.ts), every section
  *   writing through a fenced PostgreSQL table on the store host; the history checker
  *   (test/support/history-checker.ts) must find no two holders, no fence out of order and no
  *   acknowledged write missing. Verdicts are printed.
@@ -18,7 +19,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { uniqueId } from '../support/assert.js';
 import { LONG } from '../support/faults.js';
@@ -29,6 +30,7 @@ import type { HistoryWorkerConfig } from '../support/history-worker.js';
 import { netnsUnavailable, type Direction, type Host, type Link, type Network } from '../support/netns.js';
 import type { HostPostgres, HostRedis } from '../support/netns-stores.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
+import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 
 const skip = netnsUnavailable();
 const VANISH = new URL('../support/pg-vanish.ts', import.meta.url).pathname;
@@ -42,7 +44,14 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
   let links: Link[];
   let pgHost: HostPostgres;
   let redisHost: HostRedis;
-  before(() => ({ net, hosts, links, pg: pgHost, redis: redisHost } = env()));
+  let cluster: HostCluster | undefined;
+  before(async () => {
+    ({ net, hosts, links, pg: pgHost, redis: redisHost } = env());
+    cluster = await startClusterOn(env().store, links);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
 
   /** Locks a row from host w1 with dibs' session options, cuts w1 → store, kills the client; ms until the row is free again (null: not within `limitMs`). */
   async function vanish(params: string, idleOverride: string, limitMs: number): Promise<number | null> {
@@ -118,6 +127,8 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
   const TARGETS: Array<{ label: string; lockStore: (link: Link, tag: string) => string }> = [
     { label: 'postgres', lockStore: (link, tag) => `${pgHost.urlAt(link.addressA)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000` },
     { label: 'redis', lockStore: (link, tag) => `${redisHost.urlAt(link.addressA)}?prefix=${tag}&commandTimeoutMs=1000` },
+    // through the worker host's forwarder, over its own link (test/support/netns-cluster.ts)
+    { label: 'redis cluster', lockStore: (_link, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000` },
   ];
   for (const target of TARGETS) {
     it(`${target.label}: lock storm from two hosts through one-sided partitions — history valid on the fenced resource`, async () => {

@@ -1,21 +1,24 @@
 /**
- * A test-owned PostgreSQL whose clock the test moves: the server runs under libfaketime (Debian
- * package `faketime`) with a control file it re-reads on every clock read, so `jump('+10')` /
- * `jump('-3600')` moves CLOCK_REALTIME of every backend at once (offset in seconds from the real
- * clock), while CLOCK_MONOTONIC stays real. On 127.0.0.1, a free port and a temp dir; `stop()`
- * removes everything.
+ * Test-owned stores whose clock the test moves. `jump(60)` / `jump(-3600)` sets CLOCK_REALTIME of
+ * the whole server to the real clock plus that many seconds (every backend / thread at once),
+ * while CLOCK_MONOTONIC stays real. On 127.0.0.1, a free port and a temp dir; `stop()` removes
+ * everything.
  *
- * redis-server 7 (Debian, linked with jemalloc) cannot run under libfaketime 0.9.10: it hangs at
- * start with "Unexpected recursive calls to clock_gettime()" — so store clock jumps are tested on
- * PostgreSQL only (docs/reliability.md).
+ * - PostgreSQL runs under libfaketime (Debian package `faketime`) with a control file it re-reads
+ *   on every clock read.
+ * - redis-server runs with test/support/clockshift.c preloaded (compiled here with `cc`):
+ *   libfaketime 0.9.10 deadlocks Debian's redis-server at start (its lazy initialisation
+ *   re-enters itself inside jemalloc's start-up; the C file says how), so Redis gets a shim that
+ *   never allocates and moves only the wall clock.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import pg from 'pg';
-import { freePort } from './redis.js';
+import { freePort, redisServerInstalled, startRedis } from './redis.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -31,12 +34,63 @@ export function faketimeUnavailable(): string | null {
   return why;
 }
 
-export interface FakeClockPostgres {
+/** Why the Redis clock tests cannot run, or null; under CI a missing prerequisite throws. */
+export function clockShiftUnavailable(): string | null {
+  let why: string | null = null;
+  if (spawnSync('cc', ['--version']).status !== 0) why = 'no C compiler `cc` to build test/support/clockshift.c (apt-get install gcc libc6-dev)';
+  else if (!redisServerInstalled()) why = 'redis-server is not installed';
+  if (why && process.env.CI === 'true') throw new Error(`Redis store clock tests (CI=true): ${why}`);
+  if (why) process.stderr.write(`\n*** SKIPPING Redis store clock tests: ${why}\n\n`);
+  return why;
+}
+
+export interface FakeClockStore {
   url: string;
   /** Sets the server's clock to the real clock plus `offsetS` seconds (negative: behind). */
   jump(offsetS: number): void;
-  query<R extends pg.QueryResultRow>(text: string): Promise<R[]>;
+  /** The server's own clock (ms since the epoch), as it answers now. */
+  now(): Promise<number>;
   stop(): Promise<void>;
+}
+
+export interface FakeClockPostgres extends FakeClockStore {
+  query<R extends pg.QueryResultRow>(text: string): Promise<R[]>;
+}
+
+let shim: string | undefined;
+/** Compiles clockshift.c once per test process. */
+function clockShiftLibrary(): string {
+  if (shim && existsSync(shim)) return shim;
+  const out = join(mkdtempSync(join(tmpdir(), 'dibs-clockshift-')), 'clockshift.so');
+  const source = new URL('./clockshift.c', import.meta.url).pathname;
+  const built = spawnSync('cc', ['-O2', '-Wall', '-Werror', '-shared', '-fPIC', '-o', out, source], { encoding: 'utf8', timeout: 60_000 });
+  if (built.status !== 0) throw new Error(`cc clockshift.c failed: ${built.stderr}`);
+  process.once('exit', () => rmSync(join(out, '..'), { recursive: true, force: true }));
+  return (shim = out);
+}
+
+/** A redis-server (single node, no persistence) whose wall clock the test moves. */
+export async function startFakeClockRedis(): Promise<FakeClockStore> {
+  const library = clockShiftLibrary();
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-redis-'));
+  const control = join(dir, 'offset-ms');
+  // Written whole then renamed: the server never reads a half-written offset.
+  const jump = (offsetS: number) => {
+    writeFileSync(`${control}.next`, `${offsetS >= 0 ? '+' : ''}${Math.round(offsetS * 1000)}\n`);
+    renameSync(`${control}.next`, control);
+  };
+  jump(0);
+  const owned = await startRedis(['--appendonly', 'no'], dir, { LD_PRELOAD: library, CLOCKSHIFT_FILE: control });
+  const now = async () => {
+    const client = new Redis(owned.url, { maxRetriesPerRequest: 1 });
+    try {
+      const [s, us] = (await client.time()) as [string | number, string | number];
+      return Number(s) * 1000 + Number(us) / 1000;
+    } finally {
+      client.disconnect();
+    }
+  };
+  return { url: owned.url, jump, now, stop: () => owned.stop() };
 }
 
 export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
@@ -81,5 +135,6 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
       throw new Error('PostgreSQL under libfaketime did not start');
     }
   }
-  return { url, jump: (offsetS) => writeFileSync(control, `${offsetS >= 0 ? '+' : ''}${offsetS}\n`), query, stop };
+  const now = async () => (await query<{ t: Date }>('SELECT clock_timestamp() AS t'))[0]!.t.getTime();
+  return { url, jump: (offsetS) => writeFileSync(control, `${offsetS >= 0 ? '+' : ''}${offsetS}\n`), now, query, stop };
 }

@@ -153,7 +153,7 @@ export async function startRedisOn(host: Host, extra: string[] = [], wrapper: st
  * A loopback TCP port (127.0.0.1, outside the namespaces) forwarding to a store's Unix socket, for
  * clients that only speak TCP (dibs' Redis URLs). Only the test process uses it.
  */
-export async function unixRelay(socketPath: string): Promise<{ port: number; close(): Promise<void> }> {
+export async function unixRelay(socketPath: string, listenPort = 0): Promise<{ port: number; close(): Promise<void> }> {
   const open = new Set<Socket>();
   const server = createServer((inbound) => {
     const outbound = connect(socketPath);
@@ -163,7 +163,7 @@ export async function unixRelay(socketPath: string): Promise<{ port: number; clo
     outbound.on('error', end).on('close', end);
     inbound.pipe(outbound).pipe(inbound);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(listenPort, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
     close: () => new Promise<void>((resolve) => {

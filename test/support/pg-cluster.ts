@@ -65,6 +65,8 @@ export interface PgServer {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
   /** SIGKILL of the postmaster and every backend at once. */
   kill(): void;
+  /** Whether the postmaster still runs (PostgreSQL shuts itself down on some faults). */
+  alive(): boolean;
 }
 
 const live = new Set<ChildProcess>();
@@ -108,6 +110,7 @@ async function startServer(dir: string, port: number, root: string, ids: { uid: 
       }
     },
     kill: () => killGroup(child),
+    alive: () => child.exitCode === null && child.signalCode === null,
   };
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`postgres on port ${port} exited (${child.exitCode}): ${readFileSync(join(root, `${port}.log`), 'utf8')}`);
@@ -222,6 +225,58 @@ export async function startReplicatedPair(options: { sync: boolean; delayMs: num
       },
       stop,
     };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+export interface OwnedPgServer extends PgServer {
+  /** Starts the server again on the same port and files (a supervisor's restart). */
+  restart(): Promise<void>;
+  /** The server's log so far. */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One PostgreSQL server on a free loopback port; `conf` lines are appended to postgresql.conf,
+ * `waldir` puts its WAL outside the data directory (initdb -X), e.g. on a small disk, and
+ * `walSegmentMb` sets the WAL segment size (initdb --wal-segsize).
+ */
+export async function startPgServer(options: { waldir?: string; walSegmentMb?: number; conf?: string[] } = {}): Promise<OwnedPgServer> {
+  cleanupOnExit();
+  const ids = owner();
+  const root = mkdtempSync(join(tmpdir(), 'dibs-pg-'));
+  dirs.add(root);
+  if (ids) chownSync(root, ids.uid, ids.gid);
+  const dir = join(root, 'data');
+  let server: PgServer | undefined;
+  const stop = async () => {
+    server?.kill();
+    rmSync(root, { recursive: true, force: true });
+    dirs.delete(root);
+  };
+  try {
+    const port = await freePort();
+    run('initdb', ['-D', dir, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions', ...(options.waldir ? ['-X', options.waldir] : []), ...(options.walSegmentMb ? [`--wal-segsize=${options.walSegmentMb}`] : [])], ids);
+    appendFileSync(join(dir, 'postgresql.conf'), [`listen_addresses = '127.0.0.1'`, `unix_socket_directories = '${root}'`, 'shared_buffers = 16MB', 'max_connections = 100', 'log_min_messages = warning', ...(options.conf ?? []), ''].join('\n'));
+    server = await startServer(dir, port, root, ids);
+    const owned: OwnedPgServer = {
+      port,
+      dir,
+      url: () => server!.url(),
+      query: (text, values) => server!.query(text, values),
+      kill: () => server!.kill(),
+      alive: () => server!.alive(),
+      restart: async () => {
+        server!.kill();
+        server = await startServer(dir, port, root, ids);
+      },
+      log: () => readFileSync(join(root, `${port}.log`), 'utf8'),
+      stop,
+    };
+    return owned;
   } catch (error) {
     await stop();
     throw error;

@@ -149,11 +149,12 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
   }
 }
 
-/** A redis-server owned by the test, on a free loopback port, with the given extra arguments. */
-export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tmpdir(), 'dibs-redis-'))): Promise<OwnedRedis> {
+/** A redis-server owned by the test, on a free loopback port, with the given extra arguments
+ * (and extra environment variables, e.g. a preloaded clock shift). */
+export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tmpdir(), 'dibs-redis-')), env: Record<string, string> = {}): Promise<OwnedRedis> {
   const port = await freePort();
   const launch = () => {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--logfile', join(dir, 'redis.log'), ...extra], { stdio: 'ignore' });
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--logfile', join(dir, 'redis.log'), ...extra], { stdio: 'ignore', env: { ...process.env, ...env } });
     return child;
   };
   const owned: OwnedRedis = {
