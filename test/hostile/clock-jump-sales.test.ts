@@ -204,7 +204,7 @@ for (const kind of stores) describe(`${kind.label} store clock jumps under sales
         timeoutMs: 180_000,
         during: async (done) => {
           await sleep(800);
-          for (let round = 0; !done(); round++) {
+          while (!done()) {
             for (const [offset, ms] of schedule) {
               if (done()) break;
               store.jump(offset);

@@ -167,7 +167,7 @@ describe('tracing through the HTTP service (SQLite)', () => {
     assert.equal(create.status, 201);
     await fetch(`${server.url}/v1/pools/tiny/codes`, { method: 'POST', headers: { ...auth, 'content-type': 'text/csv' }, body: 'code\nT-1\nT-2\n' });
     assert.equal((await post('/v1/pools/tiny/claims', { claimant: 'dan' })).status, 201);
-    let hook;
+    let hook: (typeof receiver.received)[number] | undefined;
     for (let i = 0; i < 200 && !hook; i++) {
       hook = receiver.received.find((r) => JSON.parse(r.body.toString()).type === 'pool.low_stock');
       if (!hook) await sleep(20);
