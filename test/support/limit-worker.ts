@@ -14,6 +14,8 @@ const dibs = await openDibs(config.store);
 const lines: string[] = [];
 try {
   // every worker starts when the parent says go (all of them opened), so the demand overlaps from the first take
+  // warm up first (a connection's first request can take seconds: Firestore's client, a TLS handshake)
+  for (const l of config.limits) await dibs.limits.get(l);
   process.stdout.write('ready\n');
   await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
   process.stdin.pause();
