@@ -129,7 +129,8 @@ export class Limits {
 function normalize(input: Omit<LimitDefinition, 'burst' | 'segments'> & { burst?: number | undefined; segments?: number | undefined }): LimitDefinition {
   const { algorithm, limit, periodMs, name } = input;
   const burst = algorithm === 'token-bucket' ? input.burst ?? limit : limit;
-  const segments = algorithm === 'sliding-window' ? input.segments ?? Math.min(10, periodMs) : 1;
+  // default: 10 buckets, or the most up to 10 that divide the period into whole milliseconds
+  const segments = algorithm === 'sliding-window' ? input.segments ?? defaultSegments(periodMs) : 1;
   if (algorithm !== 'token-bucket' && input.burst !== undefined && input.burst !== limit) {
     throw new DibsError('invalid_input', `burst: only a token-bucket limit has a burst`, { field: 'burst' });
   }
@@ -140,6 +141,11 @@ function normalize(input: Omit<LimitDefinition, 'burst' | 'segments'> & { burst?
     throw new DibsError('invalid_input', `segments: periodMs (${periodMs}) must be a multiple of segments (${segments})`, { field: 'segments' });
   }
   return { name, algorithm, limit, periodMs, burst, segments, createdAt: input.createdAt, updatedAt: input.updatedAt };
+}
+
+function defaultSegments(periodMs: number): number {
+  for (let s = 10; s > 1; s--) if (periodMs % s === 0) return s;
+  return 1;
 }
 
 function sleepUnless(ms: number, signal: AbortSignal | undefined, onAbort: () => DibsError): Promise<void> {
