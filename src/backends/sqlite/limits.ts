@@ -1,5 +1,5 @@
 /**
- * SQLite rate limits: each take is one BEGIN IMMEDIATE transaction (group-committed like every
+ * SQLite rate limits: each admission is one BEGIN IMMEDIATE transaction (group-committed like every
  * write, see database.ts) that reads SQLite's clock and the key's state and runs the decision of
  * core/limits/rules.ts — so two processes on the file never both get the last unit.
  */
@@ -60,17 +60,28 @@ export class SqliteLimits implements LimitBackend {
     });
   }
 
-  take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+  async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    // A refusal is decided on a plain read first (no write lock): a snapshot can only miss
+    // admissions made since, so what it refuses, the current state refuses too.
+    const refused = await read(this.options, () => {
+      const { decision } = this.decide(plan, key, n);
+      return decision.allowed ? null : decision;
+    });
+    if (refused) return refused;
     return write(this.db, this.options, () => {
-      const { now } = this.s.nowMs.get() as { now: number };
-      const row = this.s.getState.get(plan.name, key) as { state: string } | undefined;
-      const { decision, next } = decide(plan, row ? (JSON.parse(row.state) as LimitState) : null, n, now);
+      const { decision, next, now } = this.decide(plan, key, n);
       if (next) {
         this.s.putState.run(plan.name, key, JSON.stringify(next), next.last + plan.idleMs);
         if (++this.writes % SWEEP_EVERY === 0) this.s.sweepIdle.run(now);
       }
       return decision;
     });
+  }
+
+  private decide(plan: LimitPlan, key: string, n: number) {
+    const { now } = this.s.nowMs.get() as { now: number };
+    const row = this.s.getState.get(plan.name, key) as { state: string } | undefined;
+    return { ...decide(plan, row ? (JSON.parse(row.state) as LimitState) : null, n, now), now };
   }
 
   async reset(plan: LimitPlan, key: string): Promise<void> {

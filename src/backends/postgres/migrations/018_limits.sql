@@ -1,7 +1,7 @@
 -- Rate limits and quotas shared by every instance (issue 27).
--- limit_take is a line-by-line port of src/core/limits/rules.ts `decide`: one call = one atomic
--- step under the (name, key) row lock, judged by the server's clock read AFTER that lock
--- (clock_timestamp()), never the caller's. Times are Unix milliseconds (double precision).
+-- limit_decide is a line-by-line port of src/core/limits/rules.ts `decide`; limit_take is one
+-- atomic step: an admission is decided under the (name, key) row lock by the server's clock read
+-- AFTER that lock (clock_timestamp()), never the caller's. Times are Unix ms (double precision).
 
 CREATE TABLE limit_definitions (
   name text PRIMARY KEY,
@@ -25,21 +25,25 @@ CREATE TABLE limit_state (
 
 CREATE INDEX limit_state_idle ON limit_state (idle_at_ms);
 
-CREATE FUNCTION limit_take(
-  p_name text, p_key text, p_kind text, p_shape text,
+-- The decision of rules.ts `decide` on one state (pure; no table access). p_fresh: no state of
+-- this shape (it starts afresh). Answers the decision and, when admitted, the state to store.
+CREATE FUNCTION limit_decide(
+  p_fresh boolean, p_last double precision, p_tat double precision, p_base bigint, p_counts bigint[],
+  p_clock double precision, p_kind text,
   p_interval double precision, p_tolerance double precision,
-  p_width double precision, p_span integer, p_limit bigint,
-  p_idle_ms double precision, p_n bigint)
-RETURNS TABLE (allowed boolean, remaining bigint, retry_ms bigint, at_ms double precision)
-LANGUAGE plpgsql AS $$
+  p_width double precision, p_span integer, p_limit bigint, p_n bigint,
+  OUT allowed boolean, OUT remaining bigint, OUT retry_ms bigint, OUT at_ms double precision,
+  OUT new_tat double precision, OUT new_base bigint, OUT new_counts bigint[])
+LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-  s limit_state%ROWTYPE;
+  v_last double precision := CASE WHEN p_fresh THEN 0 ELSE p_last END;
+  v_tat double precision := CASE WHEN p_fresh THEN 0 ELSE p_tat END;
+  v_base bigint := CASE WHEN p_fresh THEN 0 ELSE p_base END;
+  v_stored bigint[] := CASE WHEN p_fresh THEN '{}'::bigint[] ELSE p_counts END;
   v_now double precision;
-  v_tat double precision;
-  v_new double precision;
+  v_t double precision;
   v_over double precision;
   v_first bigint;
-  v_counts bigint[];
   v_used bigint := 0;
   v_excess bigint;
   v_freed bigint := 0;
@@ -47,6 +51,84 @@ DECLARE
   i integer;
   j bigint;
 BEGIN
+  -- the store's clock as this key has seen it: never earlier than an admission already made
+  v_now := greatest(p_clock, v_last);
+  at_ms := v_now;
+  retry_ms := 0;
+  IF p_kind = 'gcra' THEN
+    v_t := greatest(v_tat, v_now);
+    new_tat := v_t + p_n * p_interval;
+    v_over := new_tat - v_now - p_tolerance;
+    IF v_over > 0 THEN
+      allowed := false;
+      remaining := greatest(0, floor((p_tolerance - (v_t - v_now)) / p_interval + 1e-9))::bigint;
+      retry_ms := ceil(v_over)::bigint;
+      RETURN;
+    END IF;
+    allowed := true;
+    remaining := floor((p_tolerance - (new_tat - v_now)) / p_interval + 1e-9)::bigint;
+    new_base := 0;
+    new_counts := '{}';
+    RETURN;
+  END IF;
+
+  v_first := floor(v_now / p_width)::bigint - p_span;
+  new_counts := array_fill(0::bigint, ARRAY[p_span + 1]);
+  v_len := coalesce(array_length(v_stored, 1), 0);
+  FOR i IN 1 .. p_span + 1 LOOP
+    j := v_first + (i - 1) - v_base;
+    IF j >= 0 AND j < v_len THEN
+      new_counts[i] := v_stored[j + 1];
+    END IF;
+    v_used := v_used + new_counts[i];
+  END LOOP;
+  IF v_used + p_n > p_limit THEN
+    -- the wait: until the oldest buckets holding the excess have left the window
+    v_excess := v_used + p_n - p_limit;
+    i := 1;
+    LOOP
+      v_freed := v_freed + new_counts[i];
+      EXIT WHEN v_freed >= v_excess OR i >= p_span + 1;
+      i := i + 1;
+    END LOOP;
+    allowed := false;
+    remaining := greatest(0, p_limit - v_used);
+    retry_ms := greatest(1, ceil((v_first + i + p_span) * p_width - v_now))::bigint;
+    RETURN;
+  END IF;
+  new_counts[p_span + 1] := new_counts[p_span + 1] + p_n;
+  allowed := true;
+  remaining := p_limit - v_used - p_n;
+  new_tat := 0;
+  new_base := v_first;
+END
+$$;
+
+-- One take. A refusal is decided first on a plain read (no row lock, no transaction id, no WAL):
+-- a snapshot can only miss admissions made since, so what it refuses, the current state refuses
+-- too. Otherwise: lock the (name, key) row, read the clock AFTER the lock, decide again, store.
+CREATE FUNCTION limit_take(
+  p_name text, p_key text, p_kind text, p_shape text,
+  p_interval double precision, p_tolerance double precision,
+  p_width double precision, p_span integer, p_limit bigint,
+  p_idle_ms double precision, p_n bigint)
+RETURNS TABLE (allowed boolean, remaining bigint, retry_ms bigint, at_ms double precision)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  s limit_state%ROWTYPE;
+  d record;
+BEGIN
+  SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key;
+  IF FOUND THEN
+    d := limit_decide(s.shape <> p_shape, s.last_ms, s.tat_ms, s.base, s.counts, (extract(epoch FROM clock_timestamp()) * 1000)::double precision,
+                      p_kind, p_interval, p_tolerance, p_width, p_span, p_limit, p_n);
+    IF NOT d.allowed THEN
+      RETURN QUERY SELECT d.allowed, d.remaining, d.retry_ms, d.at_ms;
+      RETURN;
+    END IF;
+  END IF;
+
   SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
   IF NOT FOUND THEN
     INSERT INTO limit_state AS t (name, key, shape, last_ms, tat_ms, base, counts, idle_at_ms)
@@ -54,50 +136,13 @@ BEGIN
     ON CONFLICT (name, key) DO NOTHING;
     SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
   END IF;
-  IF s.shape <> p_shape THEN
-    s.last_ms := 0; s.tat_ms := 0; s.base := 0; s.counts := '{}';
-  END IF;
-  v_now := greatest((extract(epoch FROM clock_timestamp()) * 1000)::double precision, s.last_ms);
-
-  IF p_kind = 'gcra' THEN
-    v_tat := greatest(s.tat_ms, v_now);
-    v_new := v_tat + p_n * p_interval;
-    v_over := v_new - v_now - p_tolerance;
-    IF v_over > 0 THEN
-      RETURN QUERY SELECT false, greatest(0, floor((p_tolerance - (v_tat - v_now)) / p_interval + 1e-9))::bigint, ceil(v_over)::bigint, v_now;
-      RETURN;
-    END IF;
-    UPDATE limit_state AS t SET shape = p_shape, last_ms = v_now, tat_ms = v_new, base = 0, counts = '{}', idle_at_ms = v_now + p_idle_ms
+  d := limit_decide(s.shape <> p_shape, s.last_ms, s.tat_ms, s.base, s.counts, (extract(epoch FROM clock_timestamp()) * 1000)::double precision,
+                    p_kind, p_interval, p_tolerance, p_width, p_span, p_limit, p_n);
+  IF d.allowed THEN
+    UPDATE limit_state AS t
+    SET shape = p_shape, last_ms = d.at_ms, tat_ms = d.new_tat, base = d.new_base, counts = d.new_counts, idle_at_ms = d.at_ms + p_idle_ms
     WHERE t.name = p_name AND t.key = p_key;
-    RETURN QUERY SELECT true, floor((p_tolerance - (v_new - v_now)) / p_interval + 1e-9)::bigint, 0::bigint, v_now;
-    RETURN;
   END IF;
-
-  v_first := floor(v_now / p_width)::bigint - p_span;
-  v_counts := array_fill(0::bigint, ARRAY[p_span + 1]);
-  v_len := coalesce(array_length(s.counts, 1), 0);
-  FOR i IN 1 .. p_span + 1 LOOP
-    j := v_first + (i - 1) - s.base;
-    IF j >= 0 AND j < v_len THEN
-      v_counts[i] := s.counts[j + 1];
-    END IF;
-    v_used := v_used + v_counts[i];
-  END LOOP;
-  IF v_used + p_n > p_limit THEN
-    v_excess := v_used + p_n - p_limit;
-    i := 1;
-    LOOP
-      v_freed := v_freed + v_counts[i];
-      EXIT WHEN v_freed >= v_excess OR i >= p_span + 1;
-      i := i + 1;
-    END LOOP;
-    RETURN QUERY SELECT false, greatest(0, p_limit - v_used)::bigint,
-      greatest(1, ceil((v_first + i + p_span) * p_width - v_now))::bigint, v_now;
-    RETURN;
-  END IF;
-  v_counts[p_span + 1] := v_counts[p_span + 1] + p_n;
-  UPDATE limit_state AS t SET shape = p_shape, last_ms = v_now, tat_ms = 0, base = v_first, counts = v_counts, idle_at_ms = v_now + p_idle_ms
-  WHERE t.name = p_name AND t.key = p_key;
-  RETURN QUERY SELECT true, (p_limit - v_used - p_n)::bigint, 0::bigint, v_now;
+  RETURN QUERY SELECT d.allowed, d.remaining, d.retry_ms, d.at_ms;
 END
 $$;
