@@ -6,6 +6,7 @@ import * as S from '../limit-schemas.js';
 import type { ServiceContext } from '../context.js';
 import { bodyObject, pick } from '../http-input.js';
 import { route } from '../routing.js';
+import { parseInput } from '../../core/validate.js';
 import { optionalBody, stopWaiting } from './locks.js';
 
 const tag = 'Limits';
@@ -53,11 +54,12 @@ export function limitRoutes(app: FastifyInstance, { dibs, closing }: ServiceCont
     description: 'Sleeps out the exact wait the store computed (no polling). Not admitted within `waitMs`: 429 `rate_limited`; an instance that begins to shut down meanwhile answers 503 `unavailable`.',
     body: S.waitBodySchema, responses: { 200: { description: 'Admitted', schema: S.limitDecisionSchema } },
   }, async (request, reply) => {
-    const body = pick(bodyObject(request), ['key', 'n', 'waitMs']);
+    // the HTTP bound of a wait (≤ 60 s, required) is checked here; the rest by the library
+    const body = parseInput(S.waitBodySchema, bodyObject(request));
     try {
-      return await dibs.limits.waitFor(request.tenant.pool(request.params.name, 'name'), (body.n ?? 1) as number, {
-        ...(body.key !== undefined ? { key: body.key as string } : {}),
-        waitMs: body.waitMs as number,
+      return await dibs.limits.waitFor(request.tenant.pool(request.params.name, 'name'), body.n ?? 1, {
+        ...(body.key !== undefined ? { key: body.key } : {}),
+        waitMs: body.waitMs,
         signal: stopWaiting(reply, closing),
       });
     } catch (error) {
