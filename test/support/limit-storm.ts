@@ -16,9 +16,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { distIsFresh } from '../../bench/lib/dist.js';
 import type { LimitDefinition } from '../../src/index.js';
 
-const WORKER = new URL('./limit-worker.ts', import.meta.url).pathname;
+const WORKER = new URL('./limit-worker.mjs', import.meta.url).pathname;
+/** Plain Node on dist/ when the build is current (a CI run builds first): no transpiler start-up per worker. */
+const WORKER_ARGS = distIsFresh(fileURLToPath(new URL('../../', import.meta.url))) ? [WORKER, 'dist'] : ['--import', 'tsx', WORKER, 'src'];
 
 export interface Decision { l: string; a?: 0 | 1; t?: number; e?: string }
 
@@ -38,7 +42,7 @@ export async function runLimitStorm(opts: LimitStormOptions): Promise<Decision[]
 
 function runWorker(config: Record<string, unknown>, timeoutMs: number, onReady: () => void, go: (() => void)[]): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...WORKER_ARGS, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
     go.push(() => child.stdin.end('go\n'));
     let out = '';
     let err = '';
@@ -148,6 +152,6 @@ export function stormLimits(prefix: string, scale = 1): { name: string; algorith
 export async function assertLimitStorm(dibs: import('../../src/index.js').Dibs, store: string, opts: { prefix: string; processes?: number; concurrency?: number; durationMs?: number; scale?: number }): Promise<Record<string, StormSummary>> {
   const defs = [];
   for (const input of stormLimits(opts.prefix, opts.scale)) defs.push(await dibs.limits.create(input));
-  const decisions = await runLimitStorm({ store, limits: defs.map((d) => d.name), processes: opts.processes ?? 3, concurrency: opts.concurrency ?? 3, durationMs: opts.durationMs ?? 2000 });
+  const decisions = await runLimitStorm({ store, limits: defs.map((d) => d.name), processes: opts.processes ?? 3, concurrency: opts.concurrency ?? 3, durationMs: opts.durationMs ?? 1500 });
   return Object.fromEntries(defs.map((def) => [def.algorithm, assertLimitHonoured(def, decisions)]));
 }
