@@ -137,7 +137,7 @@ function countIn(sorted: number[], from: number, to: number): number {
 }
 
 /** The three limits a storm runs at once, sized so a few processes always ask for more. */
-export function stormLimits(prefix: string, scale = 1): { name: string; algorithm: LimitDefinition['algorithm']; limit: number; periodMs: number; burst?: number; segments?: number }[] {
+export function stormLimits(prefix: string, scale = 0.5): { name: string; algorithm: LimitDefinition['algorithm']; limit: number; periodMs: number; burst?: number; segments?: number }[] {
   return [
     { name: `${prefix}-tb`, algorithm: 'token-bucket', limit: Math.max(2, Math.round(40 * scale)), periodMs: 1000, burst: Math.max(1, Math.round(8 * scale)) },
     { name: `${prefix}-sw`, algorithm: 'sliding-window', limit: Math.max(2, Math.round(30 * scale)), periodMs: 1000, segments: 10 },
