@@ -43,3 +43,5 @@ export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT
 export { FenceGuard } from './core/locks/fence-guard.js';
 export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';
 export type { LockBackend, CounterBackend } from './core/locks/backend.js';
+export type { LimitAlgorithm, LimitDefinition, LimitInput, LimitUpdate, LimitDecision, LimitAllowed, LimitDenied } from './core/limits/types.js';
+export type { LimitBackend } from './core/limits/backend.js';

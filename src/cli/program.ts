@@ -4,6 +4,7 @@ import { poolsCommand } from './commands/pools.js';
 import { salesCommand } from './commands/sales.js';
 import { generateCommand } from './commands/generate.js';
 import { locksCommand } from './commands/locks.js';
+import { limitsCommand } from './commands/limits.js';
 import { serveCommand } from './commands/serve.js';
 import { keysCommand } from './commands/keys.js';
 import { registerLoadtestCommand } from '../loadtest/command.js';
@@ -39,6 +40,7 @@ Quick start:
   generateCommand(program);
   salesCommand(program);
   locksCommand(program);
+  limitsCommand(program);
   registerLoadtestCommand(program);
   return program;
 }

@@ -52,6 +52,7 @@ export class DibsClient {
   readonly semaphores: ClientSemaphores;
   readonly locks: ClientLocks;
   readonly counters: ClientCounters;
+  readonly limits: ClientLimits;
 
   constructor(options: ClientOptions) {
     const http = new Transport(options);
@@ -60,6 +61,7 @@ export class DibsClient {
     this.semaphores = new ClientSemaphores(http);
     this.locks = new ClientLocks(this.semaphores);
     this.counters = new ClientCounters(http);
+    this.limits = new ClientLimits(http);
   }
 }
 
@@ -333,5 +335,45 @@ export class ClientCounters {
   }
   reset(name: string, o?: CallOptions): Promise<void> {
     return this.http.call({ method: 'DELETE', path: `/v1/counters/${seg(name)}` }, o);
+  }
+}
+
+/** The longest one `/wait` request waits server-side. */
+const SERVER_WAIT_MAX_MS = 60_000;
+
+export class ClientLimits {
+  constructor(private readonly http: Transport) {}
+  create(input: In<'postV1Limits'>, o?: CallOptions): Promise<T.Limit> {
+    return this.http.call({ method: 'POST', path: '/v1/limits', body: input }, o);
+  }
+  async list(o?: CallOptions): Promise<T.Limit[]> {
+    return (await this.http.call<T.LimitList>({ method: 'GET', path: '/v1/limits' }, o)).data;
+  }
+  get(name: string, o?: CallOptions): Promise<T.Limit> {
+    return this.http.call({ method: 'GET', path: `/v1/limits/${seg(name)}` }, o);
+  }
+  update(name: string, changes: In<'patchV1LimitsName'>, o?: CallOptions): Promise<T.Limit> {
+    return this.http.call({ method: 'PATCH', path: `/v1/limits/${seg(name)}`, body: changes }, o);
+  }
+  delete(name: string, o?: CallOptions): Promise<void> {
+    return this.http.call({ method: 'DELETE', path: `/v1/limits/${seg(name)}` }, o);
+  }
+  /** Takes `n` units for `key` now, or answers the exact wait (`allowed: false`, `retryAfterMs`). */
+  take(name: string, n = 1, options: { key?: string } & CallOptions = {}): Promise<T.LimitDecision> {
+    const { key, ...o } = options;
+    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/take`, body: { n, ...(key !== undefined ? { key } : {}) } }, o);
+  }
+  /**
+   * Takes `n` units, the service sleeping out the exact wait the store computed, up to `waitMs`
+   * (default and most: 60 s); not admitted by then: `rate_limited`.
+   */
+  waitFor(name: string, n = 1, options: { key?: string; waitMs?: number } & CallOptions = {}): Promise<T.LimitDecision> {
+    const { key, waitMs = SERVER_WAIT_MAX_MS, ...o } = options;
+    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/wait`, body: { n, waitMs, ...(key !== undefined ? { key } : {}) }, serverWaitMs: waitMs }, o);
+  }
+  /** Gives `key` its full allowance back. */
+  reset(name: string, options: { key?: string } & CallOptions = {}): Promise<void> {
+    const { key, ...o } = options;
+    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/reset`, body: key !== undefined ? { key } : {} }, o);
   }
 }

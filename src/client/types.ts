@@ -195,6 +195,35 @@ export type Lease = {
   ticket?: number;
 };
 
+export type Limit = {
+  name: string;
+  algorithm: "token-bucket" | "sliding-window" | "quota";
+  limit: number;
+  periodMs: number;
+  burst: number;
+  segments: number;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type LimitDecision = {
+  allowed: true;
+  /** Units that could still be taken now */
+  remaining: number;
+  /** The store clock of the decision (Unix ms) */
+  at: number;
+} | {
+  allowed: false;
+  /** Exact wait until `n` would be admitted if nobody else takes meanwhile */
+  retryAfterMs: number;
+  remaining: number;
+  at: number;
+};
+
+export type LimitList = {
+  data: Array<Limit>;
+};
+
 export type LockInfo = {
   key: string;
   holders: Array<{
@@ -361,6 +390,7 @@ export type WishlistPage = {
 export interface Operations {
   deleteV1CountersName: { body: never; output: void };
   deleteV1KeysId: { body: never; output: ApiKey };
+  deleteV1LimitsName: { body: never; output: void };
   deleteV1PoolsPool: { body: never; output: void };
   deleteV1WishlistSkuCustomer: { body: never; output: void };
   get: { body: never; output: string };
@@ -376,6 +406,8 @@ export interface Operations {
   getV1Events: { body: never; output: EventPage };
   getV1EventsIdDeliveries: { body: never; output: Deliveries };
   getV1Keys: { body: never; output: KeyPage };
+  getV1Limits: { body: never; output: LimitList };
+  getV1LimitsName: { body: never; output: Limit };
   getV1Locks: { body: never; output: LockPage };
   getV1LocksKey: { body: never; output: LockInfo };
   getV1Me: { body: never; output: {
@@ -405,6 +437,13 @@ export interface Operations {
   getV1SalesSaleWaitingRoomTicketsCustomer: { body: never; output: Ticket };
   getV1SalesSaleWaitingRoomTicketsCustomerEvents: { body: never; output: string };
   getV1WishlistSku: { body: never; output: WishlistPage };
+  patchV1LimitsName: { body: {
+      algorithm?: "token-bucket" | "sliding-window" | "quota";
+      limit?: number;
+      periodMs?: number;
+      burst?: number;
+      segments?: number;
+    }; output: Limit };
   patchV1PoolsPool: { body: {
       perClaimantLimit?: number;
       lowStockThreshold?: number | null;
@@ -449,6 +488,34 @@ export interface Operations {
       key: string;
       apiKey: ApiKey;
     } };
+  postV1Limits: { body: {
+      name: string;
+      /** `token-bucket` (GCRA: `limit` per `periodMs`, bursts up to `burst`), `sliding-window` (at most `limit` in every `periodMs`), `quota` (at most `limit` per calendar period of `periodMs`, aligned to the Unix epoch) */
+      algorithm: "token-bucket" | "sliding-window" | "quota";
+      limit: number;
+      periodMs: number;
+      /** token-bucket only (default `limit`) */
+      burst?: number;
+      /** sliding-window only: buckets per period (default 10; `periodMs` must be a multiple) */
+      segments?: number;
+    }; output: Limit };
+  postV1LimitsNameReset: { body: {
+      key?: "" | string;
+    }; output: void };
+  postV1LimitsNameTake: { body: {
+      /** What the limit counts separately (a user, an API key); default `""`: one shared allowance */
+      key?: "" | string;
+      /** Units to take at once (default 1) */
+      n?: number;
+    }; output: LimitDecision };
+  postV1LimitsNameWait: { body: {
+      /** What the limit counts separately (a user, an API key); default `""`: one shared allowance */
+      key?: "" | string;
+      /** Units to take at once (default 1) */
+      n?: number;
+      /** Longest wait for the admission (ms); then 429 `rate_limited` */
+      waitMs: number;
+    }; output: LimitDecision };
   postV1LocksKeyAcquire: { body: {
       ttlMs?: number;
       waitMs?: number;

@@ -20,6 +20,7 @@ import type {
 import type { SaleBackend } from './sales/backend.js';
 import type { OutboxBackend } from './outbox.js';
 import type { CounterBackend, LockBackend } from './locks/backend.js';
+import type { LimitBackend } from './limits/backend.js';
 import type { WaitingRoomBackend } from './sales/waiting-room.js';
 import type { ForecastBackend } from './forecast.js';
 import type { GrantLedger } from './sales/grants.js';
@@ -163,6 +164,8 @@ export interface Backend {
   readonly locks?: LockBackend;
   /** Sharded exact counters; absent on stores that do not have them yet. */
   readonly counters?: CounterBackend;
+  /** Rate limits and quotas shared across instances; absent where not built yet. */
+  readonly limits?: LimitBackend;
   /** Fair waiting rooms for flash sales; absent where not built yet. */
   readonly waitingRooms?: WaitingRoomBackend;
   /** Burn rate, time to empty and predicted-empty alerts; absent where not built yet. */

@@ -52,6 +52,7 @@ import { windowState } from './window.js';
 import { Sales } from './sales/facade.js';
 import { z } from 'zod';
 import { Counters, Locks, Semaphores } from './locks/facade.js';
+import { Limits } from './limits/facade.js';
 
 export class Pools {
   constructor(private readonly backend: PoolBackend) {}
@@ -286,6 +287,7 @@ export class Dibs {
   readonly semaphores: Semaphores;
   readonly locks: Locks;
   readonly counters: Counters;
+  readonly limits: Limits;
   readonly waitingRooms: WaitingRooms;
   readonly forecasts: Forecasts;
 
@@ -295,6 +297,7 @@ export class Dibs {
     this.semaphores = new Semaphores(backend.locks, backend.kind);
     this.locks = new Locks(this.semaphores);
     this.counters = new Counters(backend.counters, backend.kind);
+    this.limits = new Limits(backend.limits, backend.kind);
     this.waitingRooms = new WaitingRooms(backend.waitingRooms, backend.kind);
     this.forecasts = new Forecasts(backend.forecasts, backend.kind);
   }

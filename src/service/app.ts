@@ -27,6 +27,7 @@ import { keyRoutes } from './routes/keys.js';
 import { poolRoutes } from './routes/pools.js';
 import { saleRoutes } from './routes/sales.js';
 import { lockRoutes } from './routes/locks.js';
+import { limitRoutes } from './routes/limits.js';
 import { waitingRoomRoutes } from './routes/waiting-room.js';
 import { forecastRoutes } from './routes/forecast.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
@@ -163,6 +164,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     poolRoutes(api, context);
     saleRoutes(api, context);
     lockRoutes(api, context);
+    limitRoutes(api, context);
     waitingRoomRoutes(api, context);
     forecastRoutes(api, context);
     lifecycleRoutes(api, context);

@@ -11,6 +11,7 @@ export const TAGS = {
   Wishlist: 'Customers waiting for a SKU, notified once when its sale goes live.',
   Locks: 'Leases and semaphores with owner tokens and fencing tokens that only grow.',
   Counters: 'Sharded counters: exact values, shards added under contention.',
+  Limits: 'Rate limits and quotas shared by every instance (token bucket, sliding window, per period), decided by the store\'s clock.',
   'Waiting rooms': 'A fair line in front of a sale: tickets admitted in the store\'s arrival order at a set rate.',
   Forecasts: 'Burn rate and time to empty of pools and sales, and a predicted-empty alert.',
   Dashboard: 'Read-only data the admin dashboard draws (claim rate sampled by this instance).',

@@ -30,6 +30,114 @@ CREATE FUNCTION dibs.iso_utc(t timestamp with time zone) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT
     AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
+CREATE FUNCTION dibs.limit_decide(p_fresh boolean, p_last double precision, p_tat double precision, p_base bigint, p_counts bigint[], p_clock double precision, p_kind text, p_interval double precision, p_tolerance double precision, p_width double precision, p_span integer, p_limit bigint, p_n bigint, OUT allowed boolean, OUT remaining bigint, OUT retry_ms bigint, OUT at_ms double precision, OUT new_tat double precision, OUT new_base bigint, OUT new_counts bigint[]) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+  v_last double precision := CASE WHEN p_fresh THEN 0 ELSE p_last END;
+  v_tat double precision := CASE WHEN p_fresh THEN 0 ELSE p_tat END;
+  v_base bigint := CASE WHEN p_fresh THEN 0 ELSE p_base END;
+  v_stored bigint[] := CASE WHEN p_fresh THEN '{}'::bigint[] ELSE p_counts END;
+  v_now double precision;
+  v_t double precision;
+  v_over double precision;
+  v_first bigint;
+  v_used bigint := 0;
+  v_excess bigint;
+  v_freed bigint := 0;
+  v_len integer;
+  i integer;
+  j bigint;
+BEGIN
+  -- the store's clock as this key has seen it: never earlier than an admission already made
+  v_now := greatest(p_clock, v_last);
+  at_ms := v_now;
+  retry_ms := 0;
+  IF p_kind = 'gcra' THEN
+    v_t := greatest(v_tat, v_now);
+    new_tat := v_t + p_n * p_interval;
+    v_over := new_tat - v_now - p_tolerance;
+    IF v_over > 0 THEN
+      allowed := false;
+      remaining := greatest(0, floor((p_tolerance - (v_t - v_now)) / p_interval + 1e-9))::bigint;
+      retry_ms := ceil(v_over)::bigint;
+      RETURN;
+    END IF;
+    allowed := true;
+    remaining := floor((p_tolerance - (new_tat - v_now)) / p_interval + 1e-9)::bigint;
+    new_base := 0;
+    new_counts := '{}';
+    RETURN;
+  END IF;
+
+  v_first := floor(v_now / p_width)::bigint - p_span;
+  new_counts := array_fill(0::bigint, ARRAY[p_span + 1]);
+  v_len := coalesce(array_length(v_stored, 1), 0);
+  FOR i IN 1 .. p_span + 1 LOOP
+    j := v_first + (i - 1) - v_base;
+    IF j >= 0 AND j < v_len THEN
+      new_counts[i] := v_stored[j + 1];
+    END IF;
+    v_used := v_used + new_counts[i];
+  END LOOP;
+  IF v_used + p_n > p_limit THEN
+    -- the wait: until the oldest buckets holding the excess have left the window
+    v_excess := v_used + p_n - p_limit;
+    i := 1;
+    LOOP
+      v_freed := v_freed + new_counts[i];
+      EXIT WHEN v_freed >= v_excess OR i >= p_span + 1;
+      i := i + 1;
+    END LOOP;
+    allowed := false;
+    remaining := greatest(0, p_limit - v_used);
+    retry_ms := greatest(1, ceil((v_first + i + p_span) * p_width - v_now))::bigint;
+    RETURN;
+  END IF;
+  new_counts[p_span + 1] := new_counts[p_span + 1] + p_n;
+  allowed := true;
+  remaining := p_limit - v_used - p_n;
+  new_tat := 0;
+  new_base := v_first;
+END
+$$;
+
+CREATE FUNCTION dibs.limit_take(p_name text, p_key text, p_kind text, p_shape text, p_interval double precision, p_tolerance double precision, p_width double precision, p_span integer, p_limit bigint, p_idle_ms double precision, p_n bigint) RETURNS TABLE(allowed boolean, remaining bigint, retry_ms bigint, at_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s limit_state%ROWTYPE;
+  d record;
+BEGIN
+  SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key;
+  IF FOUND THEN
+    d := limit_decide(s.shape <> p_shape, s.last_ms, s.tat_ms, s.base, s.counts, (extract(epoch FROM clock_timestamp()) * 1000)::double precision,
+                      p_kind, p_interval, p_tolerance, p_width, p_span, p_limit, p_n);
+    IF NOT d.allowed THEN
+      RETURN QUERY SELECT d.allowed, d.remaining, d.retry_ms, d.at_ms;
+      RETURN;
+    END IF;
+  END IF;
+
+  SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO limit_state AS t (name, key, shape, last_ms, tat_ms, base, counts, idle_at_ms)
+    VALUES (p_name, p_key, '', 0, 0, 0, '{}', extract(epoch FROM clock_timestamp()) * 1000 + p_idle_ms)
+    ON CONFLICT (name, key) DO NOTHING;
+    SELECT * INTO s FROM limit_state AS t WHERE t.name = p_name AND t.key = p_key FOR UPDATE;
+  END IF;
+  d := limit_decide(s.shape <> p_shape, s.last_ms, s.tat_ms, s.base, s.counts, (extract(epoch FROM clock_timestamp()) * 1000)::double precision,
+                    p_kind, p_interval, p_tolerance, p_width, p_span, p_limit, p_n);
+  IF d.allowed THEN
+    UPDATE limit_state AS t
+    SET shape = p_shape, last_ms = d.at_ms, tat_ms = d.new_tat, base = d.new_base, counts = d.new_counts, idle_at_ms = d.at_ms + p_idle_ms
+    WHERE t.name = p_name AND t.key = p_key;
+  END IF;
+  RETURN QUERY SELECT d.allowed, d.remaining, d.retry_ms, d.at_ms;
+END
+$$;
+
 CREATE FUNCTION dibs.lock_acquire(p_key text, p_token text, p_limit integer, p_ttl_ms integer) RETURNS TABLE(fence bigint, expires_at timestamp with time zone, valid_ms double precision)
     LANGUAGE plpgsql
     AS $$
@@ -795,6 +903,22 @@ CREATE TABLE dibs.idempotency_records (
     expires_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE dibs.limit_definitions (
+    name text NOT NULL,
+    definition jsonb NOT NULL
+);
+
+CREATE TABLE dibs.limit_state (
+    name text NOT NULL,
+    key text NOT NULL,
+    shape text NOT NULL,
+    last_ms double precision NOT NULL,
+    tat_ms double precision NOT NULL,
+    base bigint NOT NULL,
+    counts bigint[] NOT NULL,
+    idle_at_ms double precision NOT NULL
+);
+
 CREATE TABLE dibs.lock_fences (
     key text NOT NULL,
     fence bigint NOT NULL,
@@ -1050,6 +1174,12 @@ ALTER TABLE ONLY dibs.function_versions
 ALTER TABLE ONLY dibs.idempotency_records
     ADD CONSTRAINT idempotency_records_pkey PRIMARY KEY (scope, key);
 
+ALTER TABLE ONLY dibs.limit_definitions
+    ADD CONSTRAINT limit_definitions_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY dibs.limit_state
+    ADD CONSTRAINT limit_state_pkey PRIMARY KEY (name, key);
+
 ALTER TABLE ONLY dibs.lock_fences
     ADD CONSTRAINT lock_fences_pkey PRIMARY KEY (key);
 
@@ -1130,6 +1260,8 @@ CREATE UNIQUE INDEX codes_holder_slot ON dibs.codes USING btree (pool_id, claima
 CREATE INDEX codes_parked ON dibs.codes USING btree (pool_id, parked_until) WHERE (parked_until IS NOT NULL);
 
 CREATE INDEX idempotency_records_expiry ON dibs.idempotency_records USING btree (expires_at);
+
+CREATE INDEX limit_state_idle ON dibs.limit_state USING btree (idle_at_ms);
 
 CREATE INDEX outbox_deliveries_event ON dibs.outbox_deliveries USING btree (event_id, id);
 

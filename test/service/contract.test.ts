@@ -147,8 +147,23 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     created++;
   });
 
+  it('limits: define, list, read, change, take (admitted and denied), wait, reset, delete', async () => {
+    await ok('POST', '/v1/limits', { name: 'tour', algorithm: 'token-bucket', limit: 1, periodMs: 3_600_000 });
+    await ok('GET', '/v1/limits');
+    await ok('GET', '/v1/limits/tour');
+    await ok('PATCH', '/v1/limits/tour', { limit: 2, burst: 1 });
+    assert.equal((await json<{ allowed: boolean }>('POST', '/v1/limits/tour/take', { key: 'alice' })).allowed, true);
+    const denied = await ok('POST', '/v1/limits/tour/take', { key: 'alice' });
+    assert.equal((denied.json() as { allowed: boolean }).allowed, false);
+    assert.ok(Number(denied.headers['retry-after']) > 1700, `Retry-After ${denied.headers['retry-after']} s`);
+    await ok('POST', '/v1/limits/tour/reset', { key: 'alice' });
+    assert.equal((await json<{ allowed: boolean }>('POST', '/v1/limits/tour/wait', { key: 'alice', waitMs: 5000 })).allowed, true);
+    await ok('DELETE', '/v1/limits/tour');
+    created++;
+  });
+
   it('every operation of the document was answered with a documented success at least once', () => {
-    assert.equal(created, 3, 'the tours above ran');
+    assert.equal(created, 4, 'the tours above ran');
     const doc = svc.app.routeDocs;
     const missing = doc
       .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`)

@@ -16,6 +16,7 @@ import type { ClaimOptions } from './claim.js';
 import { Layout } from './layout.js';
 import { FirestoreCounters } from './counters.js';
 import { FirestoreLocks } from './locks.js';
+import { FirestoreLimits } from './limits.js';
 import { FirestoreOutbox } from './outbox.js';
 import type { PoolDeletionOptions } from './pool-deletion.js';
 import { FirestorePools } from './pools.js';
@@ -40,6 +41,7 @@ export class FirestoreBackend implements Backend {
   readonly pools: FirestorePools;
   readonly locks: FirestoreLocks;
   readonly counters: FirestoreCounters;
+  readonly limits: FirestoreLimits;
   readonly sales: FirestoreSales;
   readonly outbox: FirestoreOutbox;
   readonly service: FirestoreServiceStore;
@@ -62,6 +64,7 @@ export class FirestoreBackend implements Backend {
     this.rawLocks = new FirestoreLocks(this.layout, this.runner);
     this.locks = translateErrors(this.rawLocks, translateFirestoreError);
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
+    this.limits = translateErrors(new FirestoreLimits(this.layout, this.runner), translateFirestoreError);
     this.sales = translateErrors(new FirestoreSales(this.layout, this.runner), translateFirestoreError);
     this.outbox = translateErrors(new FirestoreOutbox(this.layout, this.runner), translateFirestoreError);
     this.service = translateErrors(new FirestoreServiceStore(this.layout), translateFirestoreError);

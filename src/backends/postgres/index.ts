@@ -43,6 +43,7 @@ import { PgForecasts } from './forecast.js';
 import { PgCounters } from './counters.js';
 import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
+import { PgLimits } from './limits.js';
 
 export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs', 'hosts', 'target_session_attrs', 'pooler', 'listen'] as const;
 
@@ -60,6 +61,7 @@ export class PostgresBackend implements Backend {
   readonly forecasts: PgForecasts;
   readonly outbox: PgOutbox;
   readonly locks: PgLocks;
+  readonly limits: PgLimits;
   readonly counters: PgCounters;
   /**
    * The longest one operation may keep running against the store before it answers: a wait for a
@@ -90,6 +92,7 @@ export class PostgresBackend implements Backend {
     const listenUrl = options.pooler ? options.listenUrl : (options.listenUrl ?? connectionString);
     this.releaseListener = new ReleaseListener(listenUrl, lockChannel(options.schema), options.connectTimeoutMs, selector && !options.listenUrl ? primaryClient(selector) : pg.Client);
     this.locks = new PgLocks(pool, this.releaseListener);
+    this.limits = new PgLimits(pool);
     this.counters = new PgCounters(pool);
     this.operationTimeoutMs = 2 * (options.connectTimeoutMs + options.queryTimeoutMs) + CLAIM_RETRY_MS;
   }

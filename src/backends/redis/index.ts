@@ -30,6 +30,7 @@ import { ackPolicyFromUrl, acksOf, attachAcks, describePolicy } from './acks.js'
 import { hasWaitAof, masterState, mastersOf, replicationWarnings } from './replication.js';
 import { lockChannel } from './keys.js';
 import { RedisLocks } from './locks.js';
+import { RedisLimits } from './limits.js';
 import { ReleaseSubscriber } from './subscriber.js';
 import type { RedisClient } from './scripts.js';
 
@@ -41,6 +42,7 @@ export class RedisBackend implements Backend {
   readonly service: ServiceStore;
   readonly locks: RedisLocks;
   readonly counters: RedisCounters;
+  readonly limits: RedisLimits;
   readonly sales: RedisSales;
   readonly outbox: RedisOutbox;
   readonly forecasts: RedisForecasts;
@@ -62,6 +64,7 @@ export class RedisBackend implements Backend {
     this.releaseSubscriber = new ReleaseSubscriber(client, lockChannel(prefix));
     this.locks = translateErrors(new RedisLocks(client, prefix, this.releaseSubscriber), translateRedisError);
     this.counters = translateErrors(new RedisCounters(client, prefix), translateRedisError);
+    this.limits = translateErrors(new RedisLimits(client, prefix), translateRedisError);
     const sales = new RedisSales(client, prefix);
     this.sales = translateErrors(sales, translateRedisError);
     this.outbox = translateErrors(new RedisOutbox(client, prefix, sales), translateRedisError);

@@ -104,3 +104,14 @@ export const outboxKeys = (stream: string): [string, string, string, string] => 
  * the same id; pool events are listed under their stream id (the older pool API).
  */
 export const outboxEventId = (kind: 'p' | 's', name: string, streamId: string) => `${kind}~${name}~${streamId}`;
+
+/** The hash of rate-limit definitions (name → JSON), in its own slot. */
+export const limitDefinitionsKey = (prefix: string) => `{${prefix}}:limits`;
+
+/**
+ * The state of one (limit, key): its own slot, so one limit's keys spread over the Cluster. The
+ * tag is a digest, so braces or length of the user's key never change which part is hashed.
+ */
+export function limitStateKey(prefix: string, name: string, key: string): string {
+  return `{${prefix}:limit:${createHash('sha1').update(`${name}\n${key}`).digest('base64url').slice(0, 20)}}`;
+}

@@ -14,7 +14,7 @@ export type RedisClient = Redis | Cluster;
 export const SCRIPT_NAMES = [
   'create', 'update', 'insert', 'claim', 'release', 'redeem', 'unredeem', 'revoke',
   'hold', 'hold_release', 'code_window', 'multi_add', 'multi_redeem', 'multi_unredeem',
-  'lock_acquire', 'lock_acquire_fair', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
+  'lock_acquire', 'lock_acquire_fair', 'limit_take', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
   'sale_register', 'sale_prepare', 'sale_create', 'sale_update', 'sale_cancel', 'sale_get', 'sale_buy', 'sale_reserve',
   'sale_confirm', 'sale_cancel_hold', 'sale_hold', 'sale_holds', 'sale_sweep', 'sale_activate', 'sale_end', 'sale_wish', 'sale_audit',
   'outbox_peek', 'outbox_lease', 'outbox_settle', 'outbox_status', 'forecast_pool', 'sale_forecast', 'forecast_step',

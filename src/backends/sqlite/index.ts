@@ -16,6 +16,7 @@ import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
 import { SqliteLocks } from './locks.js';
+import { SqliteLimits } from './limits.js';
 import { SqliteCounters } from './counters.js';
 import { SqliteWaitingRooms } from './waiting-room.js';
 import { SqliteForecasts } from './forecast.js';
@@ -30,6 +31,7 @@ export class SqliteBackend implements Backend {
   readonly outbox: SqliteOutbox;
   readonly locks: SqliteLocks;
   readonly counters: SqliteCounters;
+  readonly limits: SqliteLimits;
   readonly waitingRooms: SqliteWaitingRooms;
   readonly forecasts: SqliteForecasts;
   readonly service: SqliteServiceStore;
@@ -46,6 +48,7 @@ export class SqliteBackend implements Backend {
     this.outbox = new SqliteOutbox(db, options);
     this.locks = new SqliteLocks(db, options, filename);
     this.counters = new SqliteCounters(db, options);
+    this.limits = new SqliteLimits(db, options);
     this.waitingRooms = new SqliteWaitingRooms(db, options, this.sales);
     this.forecasts = new SqliteForecasts(db, options);
     this.service = new SqliteServiceStore(db, options);

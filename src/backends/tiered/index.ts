@@ -117,6 +117,10 @@ export class TieredBackend implements Backend {
   get counters() {
     return this.ledger.counters;
   }
+  /** Rate limits are the ledger's (decided by the durable store). */
+  get limits() {
+    return this.ledger.limits;
+  }
   get forecasts() {
     return this.ledger.forecasts;
   }

@@ -13,7 +13,7 @@ import { route } from '../routing.js';
  * Aborts when the client goes away before the answer is sent, or when the service begins to shut
  * down (`closing`), so a waiting acquire stops waiting.
  */
-function stopWaiting(reply: FastifyReply, closing: AbortSignal): AbortSignal {
+export function stopWaiting(reply: FastifyReply, closing: AbortSignal): AbortSignal {
   const controller = new AbortController();
   const onClosing = () => controller.abort(closing.reason);
   if (closing.aborted) onClosing();
@@ -25,7 +25,7 @@ function stopWaiting(reply: FastifyReply, closing: AbortSignal): AbortSignal {
   return controller.signal;
 }
 
-const optionalBody = (body: unknown) => {
+export const optionalBody = (body: unknown) => {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object' || Array.isArray(body)) throw new DibsError('invalid_input', 'body: must be a JSON object', { field: 'body' });
   return body as Record<string, unknown>;
