@@ -37,11 +37,11 @@
  * meant for (a later write may have dropped the id): unknown, `unavailable`. Unchanged: a fence
  * write voids the attempt, and the group runs again.
  */
+import { refusal } from '../../core/refusals.js';
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import { notFound, soldOut } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
-import { keyReused } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
@@ -148,7 +148,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const held = holder?.held ?? [];
         if (r.key && keyDoc) {
           if (keyDoc.c !== r.claimant || keyDoc.n !== r.count) {
-            plan.outcome = { ok: false, error: keyReused(r.key, { claimant: keyDoc.c, count: keyDoc.n }) };
+            plan.outcome = { ok: false, error: refusal('key_reused', { key: r.key, prior: { claimant: keyDoc.c, count: keyDoc.n } }) };
             continue;
           }
           const codes = held.filter((e) => e.k === r.key).map((e) => e.c);
@@ -196,7 +196,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const { r, holder } = plan;
         const mine = free.splice(0, plan.want);
         if (mine.length === 0) {
-          plan.outcome = { ok: false, error: soldOut(pool) };
+          plan.outcome = { ok: false, error: refusal('pool_sold_out', { pool }) };
           continue;
         }
         const taken = mine.map((s) => (s.data() as CodeDoc).code);

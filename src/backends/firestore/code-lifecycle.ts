@@ -12,11 +12,11 @@
  * it (the window is always judged inside the claim's transaction as well) and parked right after
  * (parkStale).
  */
+import { refusal } from '../../core/refusals.js';
 import { FieldValue, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
 import type { CodeInfo, CodeWindow } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
-import { alreadyRedeemed, heldByOther, holderAtLimit, multiUseNotHoldable } from '../shared/pool-rules.js';
 import type { PoolRefs } from './layout.js';
 import { setMultiWindow } from './multi-use.js';
 import { otherHolder, readAnyCode } from './pools.js';
@@ -36,7 +36,7 @@ function rewrite(tx: Transaction, refs: PoolRefs, rec: CodeDoc, life: CodeLife, 
 /** A single-use code for a hold (a multi-use code has no one holder: `conflict`). */
 async function readHoldable(tx: Transaction, refs: PoolRefs, pool: string, code: string) {
   const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
-  if (!rec) throw multiUseNotHoldable(code);
+  if (!rec) throw refusal('multi_use_not_holdable', { code });
   return { poolDoc, rec, now };
 }
 
@@ -45,17 +45,17 @@ export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, co
   const { poolDoc, rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   const nowIso = now.toDate().toISOString();
-  if (rec.s === 'redeemed') throw alreadyRedeemed(code, rec.ra!.toDate().toISOString());
+  if (rec.s === 'redeemed') throw refusal('already_redeemed', { code, at: rec.ra!.toDate().toISOString() });
   if (rec.s === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
   if (rec.s === 'free') {
     // only a public code is redeemable unclaimed; its redeemer will need room under the limit
     if (!poolDoc.public) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
     const holder = (await tx.get(refs.holder(claimant))).data() as HolderDoc | undefined;
-    if ((holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, claimant, poolDoc.limit);
+    if ((holder?.n ?? 0) >= poolDoc.limit) throw refusal('holder_at_limit', { pool, claimant, limit: poolDoc.limit });
   } else if (rec.h !== claimant) {
     throw otherHolder(code);
   }
-  if (liveHold(rec, nowMs) && rec.hc !== claimant) throw heldByOther(code, new Date(rec.hu!).toISOString());
+  if (liveHold(rec, nowMs) && rec.hc !== claimant) throw refusal('held', { code, until: new Date(rec.hu!).toISOString() });
   assertInWindow(pool, poolDoc, nowIso);
   assertCodeInWindow(code, windowOf(rec), nowIso);
   // holding again by the same claimant renews the hold
@@ -67,7 +67,7 @@ export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: str
   const { rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   if (!liveHold(rec, nowMs)) return toCode(pool, rec, nowMs);
-  if (claimant !== null && rec.hc !== claimant) throw heldByOther(code, new Date(rec.hu!).toISOString());
+  if (claimant !== null && rec.hc !== claimant) throw refusal('held', { code, until: new Date(rec.hu!).toISOString() });
   return toCode(pool, rewrite(tx, refs, rec, lifeOf(rec, nowMs, false), nowMs), nowMs);
 }
 

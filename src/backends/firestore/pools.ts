@@ -4,6 +4,7 @@
  * (code, holder, key, counter shard, outbox event). Times (claimedAt, redeemedAt, windows) are the
  * server's: the transaction's read time, never the client's clock.
  */
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
@@ -11,7 +12,7 @@ import { DibsError, notFound } from '../../core/errors.js';
 import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, MultiUseCodeSpec, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
 import { withWindow } from '../shared/imported-code.js';
-import { alreadyRedeemed, assertRedeemedFor, claimantRequired, heldByOther, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
+import { assertRedeemedFor, redemptionLimitReached } from '../shared/pool-rules.js';
 import { auditPool } from './audit.js';
 import { ClaimGrouper, type ClaimOptions } from './claim.js';
 import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
@@ -117,7 +118,7 @@ export class FirestorePools implements PoolBackend {
       if (patch.perClaimantLimit !== undefined && patch.perClaimantLimit < pool.limit) {
         const top = await tx.get(refs.holders.orderBy('n', 'desc').limit(1));
         const max = top.empty ? 0 : Number(top.docs[0]!.get('n'));
-        if (max > patch.perClaimantLimit) throw limitBelowHoldings(patch.perClaimantLimit, max);
+        if (max > patch.perClaimantLimit) throw refusal('limit_below_holdings', { requested: patch.perClaimantLimit, held: max });
       }
       const update: Partial<PoolDoc> = {};
       if (patch.perClaimantLimit !== undefined) update.limit = patch.perClaimantLimit;
@@ -221,11 +222,11 @@ export class FirestorePools implements PoolBackend {
       if (rec.s === 'redeemed') {
         // the same checkout again: its answer, unchanged
         if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
-        throw alreadyRedeemed(code, iso(rec.ra)!);
+        throw refusal('already_redeemed', { code, at: iso(rec.ra)! });
       }
       const direct = rec.s === 'free' && poolDoc.public;
       if (direct) {
-        if (claimant === null) throw claimantRequired(code);
+        if (claimant === null) throw refusal('claimant_required', { code });
       } else {
         if (rec.s !== 'claimed') throw notHeld(code, rec.s);
         if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
@@ -233,9 +234,9 @@ export class FirestorePools implements PoolBackend {
       const holderName = direct ? claimant! : rec.h!;
       const holderRef = refs.holder(holderName);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
-      if (direct && (holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, holderName, poolDoc.limit);
+      if (direct && (holder?.n ?? 0) >= poolDoc.limit) throw refusal('holder_at_limit', { pool, claimant: holderName, limit: poolDoc.limit });
       // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(rec, now.toMillis()) && rec.hc !== holderName) throw heldByOther(code, new Date(rec.hu!).toISOString());
+      if (liveHold(rec, now.toMillis()) && rec.hc !== holderName) throw refusal('held', { code, until: new Date(rec.hu!).toISOString() });
       assertInWindow(pool, poolDoc, now.toDate().toISOString());
       assertCodeInWindow(code, windowOf(rec), now.toDate().toISOString());
       const needCounters = poolDoc.maxr !== null || (direct && poolDoc.threshold !== null && poolDoc.armed);

@@ -9,9 +9,10 @@
  * - `stale`: the pool's rules changed (updatePool) after the statement read them; it took nothing;
  * - a spent idempotency key (all its codes released/revoked): forget it, then claim afresh.
  */
+import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
+import { DibsError, notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
@@ -204,5 +205,5 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };
   if (row.room === 0) return answer('already-held', [], row.held_before, false);
   if (Number(row.free_seen) > 0) return { retry: 'busy' };
-  throw soldOut(r.pool);
+  throw refusal('pool_sold_out', { pool: r.pool });
 }

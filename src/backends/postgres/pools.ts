@@ -3,6 +3,7 @@
  * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
  * the lock order of pools.sql (code rows → counter shard → pool row).
  */
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PoolBackend } from '../../core/backend.js';
@@ -25,9 +26,9 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit } from '../shared/pool-rules.js';
+import { assertRedeemedFor, assertRedemptionRoom } from '../shared/pool-rules.js';
 import { assertCodeInWindow, assertInWindow, codeOutsideWindow, outsideWindow } from '../../core/window.js';
-import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { usesOf } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
@@ -275,7 +276,7 @@ export class PgPools implements PoolBackend {
 
   /** One use of a multi-use code (multi_use_redeem: one call, the code's row lock held only inside it); undefined: no such multi-use code. */
   private async redeemMultiUse(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo | undefined> {
-    if (orderId === null) throw orderRequired(code);
+    if (orderId === null) throw refusal('order_required', { code });
     const r = (await query<MultiUseRow>(this.pool, Q.multiUseRedeem, [pool, code, claimant, orderId])).rows[0]!;
     const m: MultiRow = { code, max_uses: r.o_max, per_claimant: r.o_per, uses: r.o_uses, starts_at: r.o_starts, expires_at: r.o_expires };
     switch (r.o_outcome) {
@@ -287,7 +288,7 @@ export class PgPools implements PoolBackend {
       case 'no_code':
         return undefined;
       case 'other_claimant':
-        throw orderOfOtherClaimant(code, orderId);
+        throw refusal('order_of_other_claimant', { code, orderId });
       case 'pool_not_yet_valid':
       case 'pool_expired':
         throw outsideWindow(pool, { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) }, r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid');
@@ -296,11 +297,11 @@ export class PgPools implements PoolBackend {
       case 'code_expired':
         throw codeOutsideWindow(code, 'expired', iso(r.o_expires)!);
       case 'exhausted':
-        throw usesExhausted(code, r.o_max);
+        throw refusal('uses_exhausted', { code, max: r.o_max });
       case 'claimant_required':
-        throw claimantRequired(code);
+        throw refusal('claimant_required', { code });
       case 'per_claimant':
-        throw usesPerClaimantReached(code, claimant!, r.o_per!);
+        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: r.o_per! });
       default:
         throw new Error(`multi_use_redeem answered ${r.o_outcome}`);
     }
@@ -310,15 +311,15 @@ export class PgPools implements PoolBackend {
     return this.transition(pool, code, async (c, p, client) => {
       if (c.status === 'redeemed') {
         if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
-        throw alreadyRedeemed(code, iso(c.redeemed_at)!);
+        throw refusal('already_redeemed', { code, at: iso(c.redeemed_at)! });
       }
       // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
       const direct = c.status === 'free' && p.public_codes;
       if (!direct) assertHeld(c, claimant);
-      else if (claimant === null) throw claimantRequired(code);
+      else if (claimant === null) throw refusal('claimant_required', { code });
       const holder = direct ? claimant! : c.claimant!;
       // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(c, p.now) && c.hold_claimant !== holder) throw heldByOther(code, iso(c.hold_until!)!);
+      if (liveHold(c, p.now) && c.hold_claimant !== holder) throw refusal('held', { code, until: iso(c.hold_until!)! });
       assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
       assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
       const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
@@ -331,7 +332,7 @@ export class PgPools implements PoolBackend {
       if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
       const free = (await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])).rows[0]!;
       const slot = free.slot;
-      if (slot === null) throw holderAtLimit(pool, holder, free.per_claimant_limit);
+      if (slot === null) throw refusal('holder_at_limit', { pool, claimant: holder, limit: free.per_claimant_limit });
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
     }, async () => {
       throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
@@ -347,17 +348,17 @@ export class PgPools implements PoolBackend {
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
-      if (c.status === 'redeemed') throw alreadyRedeemed(code, iso(c.redeemed_at)!);
+      if (c.status === 'redeemed') throw refusal('already_redeemed', { code, at: iso(c.redeemed_at)! });
       if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
       if (c.status === 'free') {
         // only a public code is redeemable unclaimed; its redeemer will need room under the limit
         if (!p.public_codes) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
         const held = (await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0;
-        if (held >= p.per_claimant_limit) throw holderAtLimit(pool, claimant, p.per_claimant_limit);
+        if (held >= p.per_claimant_limit) throw refusal('holder_at_limit', { pool, claimant, limit: p.per_claimant_limit });
       } else {
         assertHeld(c, claimant);
       }
-      if (liveHold(c, p.now) && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
+      if (liveHold(c, p.now) && c.hold_claimant !== claimant) throw refusal('held', { code, until: iso(c.hold_until!)! });
       assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
       assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, claimant, ttlMs])).rows[0]!, p.now);
@@ -367,7 +368,7 @@ export class PgPools implements PoolBackend {
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
       if (!liveHold(c, p.now)) return toCode(pool, c, p.now);
-      if (claimant !== null && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
+      if (claimant !== null && c.hold_claimant !== claimant) throw refusal('held', { code, until: iso(c.hold_until!)! });
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, null, 0])).rows[0]!, p.now);
     });
   }
@@ -385,13 +386,13 @@ export class PgPools implements PoolBackend {
       const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
       const m = (await client.query<MultiRow>(Q.insertMulti, [row.id, spec.code, spec.uses, spec.usesPerClaimant, spec.startsAt, spec.expiresAt])).rows[0];
-      if (!m) throw codeExists(spec.code);
+      if (!m) throw refusal('code_exists', { code: spec.code });
       return toMultiCode(pool, m);
     });
   }
 
   private async unredeemUse(pool: string, m: MultiRow, p: PoolWindowRow, client: pg.ClientBase, orderId: string | null): Promise<CodeInfo> {
-    if (orderId === null) throw orderRequired(m.code);
+    if (orderId === null) throw refusal('order_required', { code: m.code });
     const use = (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0];
     if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
     await client.query(Q.deleteUse, [p.id, m.code, orderId]);
@@ -410,7 +411,7 @@ export class PgPools implements PoolBackend {
       if (c) return single(c, p, client);
       const m = (await client.query<MultiRow>(Q.multiForUpdate, [p.id, code])).rows[0];
       if (!m) throw notFound('code', code);
-      if (!multi) throw multiUseNotHoldable(code);
+      if (!multi) throw refusal('multi_use_not_holdable', { code });
       return multi(m, p, client);
     });
   }

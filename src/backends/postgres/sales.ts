@@ -13,11 +13,12 @@
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
+import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, SaleStatus, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -164,7 +165,7 @@ export class PgSales implements SaleBackend {
       if (spec.perCustomerLimit < row.per_customer_limit) {
         // under the sale's row lock: every buy and reservation that counted against the old limit has committed
         const over = (await client.query<{ units: number }>(Q.customersOverLimit, [id, spec.perCustomerLimit])).rows;
-        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
       }
       await client.query(Q.updateSale, [id, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -215,7 +216,7 @@ export class PgSales implements SaleBackend {
         throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(r.expires_at!)}`, { details: { hold: holdId, expiresAt: iso(r.expires_at!) } });
       default: {
         const { sale_id: saleId } = await this.hold(this.pool, holdId);
-        throw notLive(saleId, 'cancelled');
+        throw refusal('sale_not_live', { sale: saleId, status: 'cancelled' });
       }
     }
   }
@@ -390,7 +391,7 @@ export class PgSales implements SaleBackend {
     if (key !== null && row.key_kind !== null) return checkKey(key, { kind: row.key_kind, customer: row.key_customer, quantity: row.key_quantity, result_id: row.key_result }, kind, customer, quantity);
     const status = saleStatus({ startsAt: iso(row.starts_at), endsAt: iso(row.ends_at), cancelledAt: row.cancelled_at && iso(row.cancelled_at), cap: row.cap, sold: row.sold }, iso(row.now));
     // Answered as of this read (the locked step would judge at its own transaction's start the same way).
-    if (status !== 'live') throw notLive(saleId, status);
+    if (status !== 'live') throw refusal('sale_not_live', { sale: saleId, status });
     return null;
   }
 
@@ -419,13 +420,13 @@ export class PgSales implements SaleBackend {
       case 'not_found':
         throw notFound('sale', saleId);
       case 'not_live':
-        throw notLive(saleId, r.status!);
+        throw refusal('sale_not_live', { sale: saleId, status: r.status! });
       case 'ticket_required':
         throw ticketRequired(saleId);
       case 'limit_reached':
-        throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
+        throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
       case 'sold_out':
-        throw saleSoldOut(saleId, r.available!);
+        throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
     }
   }
 

@@ -1,8 +1,9 @@
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
-import { DibsError, notFound, soldOut } from '../../core/errors.js';
-import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
-import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { DibsError, notFound } from '../../core/errors.js';
+import { counterViolations, redemptionLimitReached } from '../shared/pool-rules.js';
+import { usesOf } from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import type {
@@ -101,7 +102,7 @@ export class RedisPools implements PoolBackend {
       patch.codeFormat === undefined ? '' : patch.codeFormat === null ? 'null' : JSON.stringify(patch.codeFormat),
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
-    if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
+    if (Array.isArray(reply)) throw refusal('limit_below_holdings', { requested: patch.perClaimantLimit!, held: Number(reply[1]) });
     await this.client.zadd(registryKey(this.prefix), 0, name);
     return this.getPool(name);
   }
@@ -132,12 +133,12 @@ export class RedisPools implements PoolBackend {
       case 'not_found':
         throw notFound('pool', pool);
       case 'sold_out':
-        throw soldOut(pool);
+        throw refusal('pool_sold_out', { pool });
       case 'not_yet_valid':
       case 'expired':
         throw await this.outsideWindow(pool, reply[0]);
       case 'conflict':
-        throw keyReused(key!, { claimant: String(reply[1]), count: Number(reply[2]) });
+        throw refusal('key_reused', { key: key!, prior: { claimant: String(reply[1]), count: Number(reply[2]) } });
       case 'claimed':
       case 'replayed':
         return { pool, claimant, status: 'claimed', codes: reply[1] as string[], held: reply[2] as string[], replayed: reply[0] === 'replayed' };
@@ -164,7 +165,7 @@ export class RedisPools implements PoolBackend {
     if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
     // not a single-use code: one use of a multi-use code (a code's kind never changes)
     if (orderId === null) {
-      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
     const use = (await runScript(this.client, 'multi_redeem', [k.pool, k.multi, k.uses, k.usesBy], [code, claimant ?? '', orderId])) as string[];
@@ -177,11 +178,11 @@ export class RedisPools implements PoolBackend {
       case 'use':
         return { ...toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord), status: 'redeemed', claimant: use[2] || null, redeemedAt: iso(use[3]), orderId: use[4]! };
       case 'other_claimant':
-        throw orderOfOtherClaimant(code, orderId);
+        throw refusal('order_of_other_claimant', { code, orderId });
       case 'uses_exhausted':
-        throw usesExhausted(code, Number(use[1]));
+        throw refusal('uses_exhausted', { code, max: Number(use[1]) });
       case 'per_claimant':
-        throw usesPerClaimantReached(code, claimant!, Number(use[1]));
+        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: Number(use[1]) });
       default:
         return this.codeReply(pool, code, use);
     }
@@ -192,7 +193,7 @@ export class RedisPools implements PoolBackend {
     const reply = await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]);
     if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
     if (orderId === null) {
-      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
     const back = (await runScript(this.client, 'multi_unredeem', [k.pool, k.multi, k.uses, k.usesBy, k.events], [code, orderId, randomUUID()])) as string[];
@@ -222,7 +223,7 @@ export class RedisPools implements PoolBackend {
     const k = this.keys(pool);
     const reply = (await runScript(this.client, 'multi_add', [k.pool, k.codes, k.multi], [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)])) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
-    if (reply[0] === 'already_exists') throw codeExists(spec.code);
+    if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });
     return toMultiCode(pool, spec.code, JSON.parse(reply[1]!) as MultiRecord);
   }
 
@@ -357,12 +358,12 @@ export class RedisPools implements PoolBackend {
     const [head, ...rest] = reply as [string, ...string[]];
     if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code') throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
-    if (head === 'held') throw heldByOther(code, iso(rest[0])!);
-    if (head === 'multi_use') throw multiUseNotHoldable(code);
-    if (head === 'claimant_required') throw claimantRequired(code);
+    if (head === 'held') throw refusal('held', { code, until: iso(rest[0])! });
+    if (head === 'multi_use') throw refusal('multi_use_not_holdable', { code });
+    if (head === 'claimant_required') throw refusal('claimant_required', { code });
     if (head === 'limit_reached') {
       const [which, max, holder] = rest as [string, string, string];
-      throw which === 'holder' ? holderAtLimit(pool, holder, Number(max)) : redemptionLimitReached(pool, which as 'pool' | 'claimant', Number(max), holder);
+      throw which === 'holder' ? refusal('holder_at_limit', { pool, claimant: holder, limit: Number(max) }) : redemptionLimitReached(pool, which as 'pool' | 'claimant', Number(max), holder);
     }
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
     if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });

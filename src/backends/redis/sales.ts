@@ -17,11 +17,12 @@
  * Durability is the server's: without AOF (appendfsync always) an acknowledged order can be lost
  * in a crash (docs/redis.md).
  */
+import { refusal } from '../../core/refusals.js';
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -174,7 +175,7 @@ export class RedisSales implements SaleBackend {
       ]);
       if (reply === 'not_found') throw notFound('sale', id);
       if (reply === 'cancelled') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
-      if (Array.isArray(reply)) throw limitBelowUnits(id, spec.perCustomerLimit, Number(reply[1]));
+      if (Array.isArray(reply)) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Number(reply[1]) });
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
@@ -221,7 +222,7 @@ export class RedisSales implements SaleBackend {
       case 'replayed':
         return { hold: toHold(JSON.parse(reply[1]!) as HoldRecord), replayed: reply[0] === 'replayed' };
       case 'limit_reached':
-        throw limitReached(saleId, customer, Number(reply[1]), Number(reply[2]), Number(reply[3]));
+        throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity: Number(reply[2]), limit: Number(reply[3]) });
       default:
         throw this.refusal(saleId, customer, quantity, key, reply);
     }
@@ -243,7 +244,7 @@ export class RedisSales implements SaleBackend {
       case 'hold_expired':
         throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(reply[1]!)}`, { details: { hold: holdId, expiresAt: iso(reply[1]!) } });
       case 'not_live':
-        throw notLive(reply[2]!, 'cancelled');
+        throw refusal('sale_not_live', { sale: reply[2]!, status: 'cancelled' });
       default:
         throw new Error(`sale_confirm.lua answered ${String(reply[0])}`);
     }
@@ -441,11 +442,11 @@ export class RedisSales implements SaleBackend {
         return new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.k} of ${row.q} by '${row.c}')`, { field: 'idempotencyKey' });
       }
       case 'not_live':
-        return notLive(saleId, reply[1] as Sale['status']);
+        return refusal('sale_not_live', { sale: saleId, status: reply[1] as Sale['status'] });
       case 'limit_reached':
-        return limitReached(saleId, customer, Number(reply[1]), quantity, Number(reply[2]));
+        return refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
       case 'sold_out':
-        return saleSoldOut(saleId, Number(reply[1]));
+        return refusal('sale_sold_out', { sale: saleId, available: Number(reply[1]) });
       case 'ticket_required':
         return ticketRequired(saleId);
       default:

@@ -1,7 +1,8 @@
+import { refusal } from '../../core/refusals.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
@@ -114,7 +115,7 @@ export class SqliteSales implements SaleBackend {
       assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held + current.escrow, existing: { startsAt: row.starts_at } });
       if (spec.perCustomerLimit < row.per_customer_limit) {
         const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as { units: number }[];
-        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
       }
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -146,7 +147,7 @@ export class SqliteSales implements SaleBackend {
       this.assertWithinLimit(row, customer, quantity);
       if (row.cap !== null) {
         const available = row.cap - row.sold - row.held - row.escrow;
-        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+        if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
       const order = this.insertOrder(row, customer, quantity, null, now);
       if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'buy', customer, quantity, resultId: order.id });
@@ -175,7 +176,7 @@ export class SqliteSales implements SaleBackend {
       if (row.cap !== null) {
         // Everyone else's holds count; the customer's own hold is being replaced.
         const available = row.cap - row.sold - row.escrow - (row.held - ownUnits);
-        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+        if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
       const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
       let id: string;
@@ -225,7 +226,7 @@ export class SqliteSales implements SaleBackend {
       this.expireStale(row, now);
       const current = this.hold(holdId);
       if (current.status === 'expired') throw new DibsError('hold_expired', `hold '${holdId}' expired at ${current.expires_at}`, { details: { hold: holdId, expiresAt: current.expires_at } });
-      if (row.cancelled_at !== null) throw notLive(row.id, 'cancelled');
+      if (row.cancelled_at !== null) throw refusal('sale_not_live', { sale: row.id, status: 'cancelled' });
       this.stmt.moveSale.run({ id: row.id, sold: 0, held: -current.quantity });
       const order = this.insertOrder(this.sale(row.id), current.customer, current.quantity, holdId, now);
       this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
@@ -387,7 +388,7 @@ export class SqliteSales implements SaleBackend {
     this.expireStale(before, now);
     const row = this.sale(id);
     const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
-    if (status !== 'live') throw notLive(id, status);
+    if (status !== 'live') throw refusal('sale_not_live', { sale: id, status });
     return row;
   }
 
@@ -404,7 +405,7 @@ export class SqliteSales implements SaleBackend {
   /** @internal */
   assertWithinLimit(row: SaleRow, customer: string, more: number): void {
     const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as { ordered: number; held: number };
-    if (ordered + held + more > row.per_customer_limit) throw limitReached(row.id, customer, ordered + held, more, row.per_customer_limit);
+    if (ordered + held + more > row.per_customer_limit) throw refusal('sale_limit', { sale: row.id, customer, units: ordered + held, quantity: more, limit: row.per_customer_limit });
   }
 
   /** @internal `grantId`: the tiered fast-path grant the order consumed. */
