@@ -74,6 +74,7 @@ const RULES = {
   code_exists: (c: { code: string }): Refusal => ({ code: 'already_exists', message: `code '${c.code}' already exists in the pool`, options: { field: 'code' } }),
 
   // --- sales ---
+  sale_exists: (c: { sale: string }): Refusal => ({ code: 'already_exists', message: `sale '${c.sale}' already exists`, options: { field: 'id' } }),
   sale_not_live: (c: { sale: string; status: SaleStatus }): Refusal => ({ code: c.status === 'sold_out' ? 'sold_out' : 'not_live', message: `sale '${c.sale}' is ${c.status.replace('_', ' ')}`, options: { details: { sale: c.sale, status: c.status } } }),
   sale_limit: (c: { sale: string; customer: string; units: number; quantity: number; limit: number }): Refusal => ({
     code: 'limit_reached',
@@ -107,4 +108,14 @@ export function isRefusalReason(value: unknown): value is RefusalReason {
 export function refusal<R extends RefusalReason>(reason: R, context: RefusalContext<R>): DibsError {
   const { code, message, options } = (RULES[reason] as (c: RefusalContext<R>) => Refusal)(context);
   return new DibsError(code, message, options);
+}
+
+/**
+ * A refusal a script or SQL step answered as text: its reason id and whatever context the caller
+ * has (each reason takes the fields it names). An id not in the list is a bug of the step, not a
+ * refusal: `internal`.
+ */
+export function scriptRefusal(reason: unknown, context: Record<string, unknown>): DibsError {
+  if (!isRefusalReason(reason)) return new DibsError('internal', `a store step answered an unknown refusal '${String(reason)}'`);
+  return refusal(reason, context as never);
 }

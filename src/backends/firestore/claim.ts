@@ -42,6 +42,7 @@ import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDo
 import { notFound } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
+import { judgeClaimKey, roomUnderLimit } from '../../core/model/pools.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './pools.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
@@ -147,8 +148,10 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const { r, holder, keyDoc } = plan;
         const held = holder?.held ?? [];
         if (r.key && keyDoc) {
-          if (keyDoc.c !== r.claimant || keyDoc.n !== r.count) {
-            plan.outcome = { ok: false, error: refusal('key_reused', { key: r.key, prior: { claimant: keyDoc.c, count: keyDoc.n } }) };
+          try {
+            judgeClaimKey(r.key, { claimant: keyDoc.c, count: keyDoc.n }, r.claimant, r.count);
+          } catch (error) {
+            plan.outcome = { ok: false, error };
             continue;
           }
           const codes = held.filter((e) => e.k === r.key).map((e) => e.c);
@@ -162,8 +165,8 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
           plan.outcome = { ok: false, error: outsideWindow(pool, poolDoc, window) };
           continue;
         }
-        const room = poolDoc.limit - held.length;
-        if (room <= 0) {
+        const room = roomUnderLimit(poolDoc.limit, held.length);
+        if (room === 0) {
           if (plan.spentKey) tx.delete(refs.key(r.key!));
           plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'already-held', codes: [], held: held.map((e) => e.c), replayed: false } };
           continue;

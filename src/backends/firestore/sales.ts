@@ -385,7 +385,7 @@ function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: s
     .map(([other, w]) => ({ id: other, startsAt: w.s, endsAt: w.e }));
 }
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
 
 /**

@@ -26,8 +26,8 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { assertRedeemedFor, assertRedemptionRoom } from '../shared/pool-rules.js';
-import { assertCodeInWindow, assertInWindow, codeOutsideWindow, outsideWindow } from '../../core/window.js';
+import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
+import { judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, type CodeState, type PoolRules } from '../../core/model/pools.js';
 import { usesOf } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
@@ -148,7 +148,7 @@ export class PgPools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes, spec.codeFormat === null ? null : JSON.stringify(spec.codeFormat)]);
-    if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    if (!rowCount) throw refusal('pool_exists', { pool: spec.name });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
   }
@@ -188,9 +188,7 @@ export class PgPools implements PoolBackend {
       const limit = patch.perClaimantLimit ?? row.per_claimant_limit;
       if (limit < row.per_claimant_limit || lowering) {
         const { n } = (await client.query<{ n: number }>(Q.maxHeldByOneClaimant, [row.id])).rows[0]!;
-        if (n > limit) {
-          throw new DibsError('conflict', `perClaimantLimit cannot go below ${n}: a claimant already holds ${n} codes`, { field: 'perClaimantLimit', details: { maxHeld: n } });
-        }
+        judgeLimitChange(limit, n);
         await client.query(Q.compactSlots, [row.id, limit]);
       }
       const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
@@ -241,8 +239,7 @@ export class PgPools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      assertHeld(c, claimant);
+      judgeRelease(stateOf(c), claimant);
       return { status: 'free', keepHolder: false, order: null, move: { claimed: -1, free: 1 } };
     });
   }
@@ -309,26 +306,18 @@ export class PgPools implements PoolBackend {
 
   private redeemOnce(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, async (c, p, client) => {
-      if (c.status === 'redeemed') {
-        if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
-        throw refusal('already_redeemed', { code, at: iso(c.redeemed_at)! });
-      }
       // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
-      const direct = c.status === 'free' && p.public_codes;
-      if (!direct) assertHeld(c, claimant);
-      else if (claimant === null) throw refusal('claimant_required', { code });
-      const holder = direct ? claimant! : c.claimant!;
-      // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(c, p.now) && c.hold_claimant !== holder) throw refusal('held', { code, until: iso(c.hold_until!)! });
-      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
-      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
-      const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
-      // limited pools and direct redeems count under the pool row lock, one redeem after the other
-      if (direct || limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) await client.query(Q.lockPoolRow, [p.id]);
-      if (limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) {
-        const counts = (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holder])).rows[0]!;
-        assertRedemptionRoom(pool, limits, counts, holder);
-      }
+      const mayBeDirect = c.status === 'free' && p.public_codes && claimant !== null;
+      const limited = p.max_redemptions !== null || p.max_redemptions_per_claimant !== null;
+      // limited pools and direct redeems count under the pool row lock, one redeem after the other;
+      // the counts are read before the model judges (it asks for them only when it needs them)
+      if (c.status !== 'redeemed' && (mayBeDirect || limited)) await client.query(Q.lockPoolRow, [p.id]);
+      const held = mayBeDirect ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+      const holderIfAny = mayBeDirect ? claimant : c.claimant;
+      const counts = limited && c.status !== 'redeemed' && holderIfAny !== null ? (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holderIfAny])).rows[0]! : { pool: 0, claimant: 0 };
+      const judged = judgeRedeem(rulesOf(pool, p), stateOf(c), { claimant, orderId, now: iso(p.now)!, heldBy: () => held, redeemed: () => counts });
+      if (judged.kind === 'replay') return null; // the same checkout again: its answer
+      const { direct, holder } = judged;
       if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
       const free = (await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])).rows[0]!;
       const slot = free.slot;
@@ -341,34 +330,23 @@ export class PgPools implements PoolBackend {
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      assertRedeemedFor(c, orderId);
+      judgeUnredeem(stateOf(c), orderId);
       return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()) };
     }, (m, p, client) => this.unredeemUse(pool, m, p, client, orderId));
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
-      if (c.status === 'redeemed') throw refusal('already_redeemed', { code, at: iso(c.redeemed_at)! });
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-      if (c.status === 'free') {
-        // only a public code is redeemable unclaimed; its redeemer will need room under the limit
-        if (!p.public_codes) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
-        const held = (await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0;
-        if (held >= p.per_claimant_limit) throw refusal('holder_at_limit', { pool, claimant, limit: p.per_claimant_limit });
-      } else {
-        assertHeld(c, claimant);
-      }
-      if (liveHold(c, p.now) && c.hold_claimant !== claimant) throw refusal('held', { code, until: iso(c.hold_until!)! });
-      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
-      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
+      // only a free public code needs the claimant's holdings: its redeemer will need room under the limit
+      const held = c.status === 'free' && p.public_codes ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+      judgeHold(rulesOf(pool, p), stateOf(c), claimant, iso(p.now)!, () => held);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, claimant, ttlMs])).rows[0]!, p.now);
     });
   }
 
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
-      if (!liveHold(c, p.now)) return toCode(pool, c, p.now);
-      if (claimant !== null && c.hold_claimant !== claimant) throw refusal('held', { code, until: iso(c.hold_until!)! });
+      if (judgeReleaseHold(stateOf(c), claimant, iso(p.now)!) === 'none') return toCode(pool, c, p.now);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, null, 0])).rows[0]!, p.now);
     });
   }
@@ -392,9 +370,7 @@ export class PgPools implements PoolBackend {
   }
 
   private async unredeemUse(pool: string, m: MultiRow, p: PoolWindowRow, client: pg.ClientBase, orderId: string | null): Promise<CodeInfo> {
-    if (orderId === null) throw refusal('order_required', { code: m.code });
-    const use = (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0];
-    if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    const use = judgeUnuse(m.code, orderId, orderId === null ? undefined : (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0]);
     await client.query(Q.deleteUse, [p.id, m.code, orderId]);
     await client.query(Q.moveUses, [p.id, m.code, -1]);
     const e = unredeemedEvent(pool, m.code, use.claimant ?? '', orderId, use.used_at.toISOString(), iso(p.now)!, randomUUID());
@@ -418,7 +394,7 @@ export class PgPools implements PoolBackend {
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      judgeRevoke(stateOf(c));
       return { status: 'revoked', keepHolder: false, order: null, move: { [c.status]: -1, revoked: 1 } };
     });
   }
@@ -554,10 +530,15 @@ export class PgPools implements PoolBackend {
   }
 }
 
-function assertHeld(c: CodeRow, claimant: string | null): void {
-  if (c.status !== 'claimed' && c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not held by anyone`, { field: 'code' });
-  if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
-}
+/** The pool and a code as the model judges them. */
+const rulesOf = (name: string, p: PoolWindowRow): PoolRules => ({
+  name, perClaimantLimit: p.per_claimant_limit, publicCodes: p.public_codes, startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at),
+  maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant,
+});
+const stateOf = (c: CodeRow): CodeState => ({
+  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: iso(c.redeemed_at), order: c.redeemed_order,
+  hold: c.hold_claimant != null && c.hold_until != null ? { claimant: c.hold_claimant, until: c.hold_until.toISOString() } : null, ...codeWindowOf(c),
+});
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 

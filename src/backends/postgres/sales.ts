@@ -13,6 +13,7 @@
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
+import { judgeSaleKey } from '../../core/model/sales.js';
 import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors.js';
@@ -441,9 +442,7 @@ export class PgSales implements SaleBackend {
 
 /** A stored key answers only the same request; reusing it for another is a conflict. */
 function checkKey(key: string, row: KeyRow, kind: KeyRow['kind'], customer: string, quantity: number): KeyRow {
-  if (row.kind !== kind || row.customer !== customer || row.quantity !== quantity) {
-    throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.kind} of ${row.quantity} by '${row.customer}')`, { field: 'idempotencyKey' });
-  }
+  judgeSaleKey(key, row, kind, customer, quantity);
   return row;
 }
 
@@ -454,7 +453,7 @@ function run<R extends pg.QueryResultRow>(client: Db, pool: pg.Pool, text: strin
 
 const iso = (d: Date) => d.toISOString();
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 
 const alreadyConfirmed = (hold: HoldRow) =>
   new DibsError('conflict', `hold '${hold.id}' was already confirmed as order '${hold.order_id}'`, { details: { hold: hold.id } });

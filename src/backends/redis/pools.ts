@@ -1,8 +1,8 @@
-import { refusal } from '../../core/refusals.js';
+import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import { counterViolations, redemptionLimitReached } from '../shared/pool-rules.js';
+import { counterViolations } from '../shared/pool-rules.js';
 import { usesOf } from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
@@ -51,6 +51,9 @@ interface MultiRecord {
   ve?: number;
 }
 
+/** The limit a script's `limit_reached` names, as its refusal reason. */
+const LIMIT_REASONS: Record<string, string> = { holder: 'holder_at_limit', pool: 'redemptions_pool', claimant: 'redemptions_claimant' };
+
 const iso = (ms: string | number | undefined | null) => (ms === undefined || ms === null || ms === '' ? null : new Date(Number(ms)).toISOString());
 
 export class RedisPools implements PoolBackend {
@@ -69,7 +72,7 @@ export class RedisPools implements PoolBackend {
   async createPool(spec: PoolSpec): Promise<Pool> {
     const k = this.keys(spec.name);
     const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '', spec.publicCodes ? '1' : '0', spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat)]);
-    if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
     await this.client.zadd(registryKey(this.prefix), 0, spec.name);
@@ -151,7 +154,7 @@ export class RedisPools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held, k.parked, k.claimed], [code, claimant ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held, k.parked, k.claimed], [code, claimant ?? '']), { claimant });
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
@@ -162,7 +165,7 @@ export class RedisPools implements PoolBackend {
     const reply = this.multiUseCodes.has(known) && orderId !== null
       ? ['not_found', 'code']
       : await runScript(this.client, 'redeem', [k.pool, k.codes, k.held, k.free, k.events, k.parked, k.claimed], [code, claimant ?? '', orderId ?? '']);
-    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { claimant, orderId });
     // not a single-use code: one use of a multi-use code (a code's kind never changes)
     if (orderId === null) {
       if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
@@ -191,20 +194,20 @@ export class RedisPools implements PoolBackend {
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
     const reply = await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]);
-    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { orderId });
     if (orderId === null) {
       if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
     const back = (await runScript(this.client, 'multi_unredeem', [k.pool, k.multi, k.uses, k.usesBy, k.events], [code, orderId, randomUUID()])) as string[];
     if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
-    if (back[0] === 'not_used') throw new DibsError('conflict', `code '${code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    if (back[0] === 'not_used') throw refusal('other_order', { code, orderId });
     return this.codeReply(pool, code, back);
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'hold', [k.pool, k.codes, k.held, k.free, k.parked, k.multi], [code, claimant, ttlMs]));
+    return this.codeReply(pool, code, await runScript(this.client, 'hold', [k.pool, k.codes, k.held, k.free, k.parked, k.multi], [code, claimant, ttlMs]), { claimant });
   }
 
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
@@ -354,7 +357,7 @@ export class RedisPools implements PoolBackend {
     return outsideWindow(pool, { startsAt: iso(starts), expiresAt: iso(expires) }, state);
   }
 
-  private async codeReply(pool: string, code: string, reply: unknown): Promise<CodeInfo> {
+  private async codeReply(pool: string, code: string, reply: unknown, asked: { claimant?: string | null; orderId?: string | null } = {}): Promise<CodeInfo> {
     const [head, ...rest] = reply as [string, ...string[]];
     if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code') throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
@@ -363,20 +366,12 @@ export class RedisPools implements PoolBackend {
     if (head === 'claimant_required') throw refusal('claimant_required', { code });
     if (head === 'limit_reached') {
       const [which, max, holder] = rest as [string, string, string];
-      throw which === 'holder' ? refusal('holder_at_limit', { pool, claimant: holder, limit: Number(max) }) : redemptionLimitReached(pool, which as 'pool' | 'claimant', Number(max), holder);
+      throw scriptRefusal(LIMIT_REASONS[which] ?? which, { pool, claimant: holder, limit: Number(max), max: Number(max) });
     }
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
-    if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });
-    if (head === 'conflict') {
-      const [reason, status] = rest;
-      if (reason === 'other_holder') throw new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
-      if (reason === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      if (reason === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
-      if (reason === 'revoked_hold') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-      if (reason === 'not_redeemed') throw new DibsError('conflict', `code '${code}' is ${status}, not redeemed`, { field: 'code' });
-      if (reason === 'other_order') throw new DibsError('conflict', `code '${code}' was not redeemed for that order`, { field: 'orderId' });
-      throw new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
-    }
+    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
+    // a script's refusal by its reason id; the request's own claimant and order fill the context
+    if (head === 'conflict') throw scriptRefusal(rest[0], { code, status: rest[1], claimant: asked.claimant, orderId: asked.orderId });
     const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] = reply as string[];
     return {
       pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt), orderId: order || null,

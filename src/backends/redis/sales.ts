@@ -439,7 +439,7 @@ export class RedisSales implements SaleBackend {
         return notFound('sale', saleId);
       case 'conflict': {
         const row = JSON.parse(reply[1]!) as { k: string; c: string; q: number };
-        return new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.k} of ${row.q} by '${row.c}')`, { field: 'idempotencyKey' });
+        return refusal('key_reused', { key: key!, prior: { kind: row.k, quantity: row.q, customer: row.c } });
       }
       case 'not_live':
         return refusal('sale_not_live', { sale: saleId, status: reply[1] as Sale['status'] });
@@ -583,6 +583,6 @@ export function compareStreamIds(a: string, b: string): number {
   return am - bm || as - bs;
 }
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 const busy = (what: string) => new DibsError('unavailable', `definitions of '${what}' kept changing concurrently; try again`, { retriable: true });
 const isNotFound = (error: unknown) => error instanceof DibsError && error.code === 'not_found';

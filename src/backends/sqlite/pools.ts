@@ -116,7 +116,7 @@ export class SqlitePools implements PoolBackend {
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
       const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0, codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null });
-      if (changes === 0) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+      if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
       return toPool(this.pool(spec.name));
     });
   }

@@ -1,4 +1,5 @@
 import { refusal } from '../../core/refusals.js';
+import { judgeSaleKey } from '../../core/model/sales.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
@@ -75,7 +76,7 @@ export class SqliteSales implements SaleBackend {
   async createSale(spec: SaleSpec): Promise<Sale> {
     return write(this.db, this.options, () => {
       const now = this.now();
-      if (this.stmt.saleById.get(spec.id)) throw new DibsError('already_exists', `sale '${spec.id}' already exists`, { field: 'id' });
+      if (this.stmt.saleById.get(spec.id)) throw refusal('sale_exists', { sale: spec.id });
       assertPreflight(spec, { now, sameSku: this.sameSku(spec.sku, spec.id), committed: 0 });
       this.stmt.insertSale.run({ ...spec, metadata: JSON.stringify(spec.metadata), now });
       return this.toSale(this.sale(spec.id), now);
@@ -426,9 +427,7 @@ export class SqliteSales implements SaleBackend {
     if (key === null) return null;
     const row = this.stmt.saleKey.get(saleId, key) as KeyRow | undefined;
     if (!row) return null;
-    if (row.kind !== kind || row.customer !== customer || row.quantity !== quantity) {
-      throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.kind} of ${row.quantity} by '${row.customer}')`, { field: 'idempotencyKey' });
-    }
+    judgeSaleKey(key, row, kind, customer, quantity);
     return row;
   }
 

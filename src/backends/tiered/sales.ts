@@ -20,10 +20,11 @@
  * - Reservations, confirmations and everything else go to the ledger; when a reservation finds all
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
+import { judgeSaleKey } from '../../core/model/sales.js';
 import { refusal } from '../../core/refusals.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantLedger } from '../../core/sales/grants.js';
-import { DibsError, isDibsError } from '../../core/errors.js';
+import { isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -163,9 +164,7 @@ export class TieredSales implements SaleBackend {
           throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
         case 'replay': {
           const [who, qty, id] = reply[1].split('\t');
-          if (who !== customer || Number(qty) !== quantity) {
-            throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (buy of ${qty} by '${who}')`, { field: 'idempotencyKey' });
-          }
+          judgeSaleKey(key!, { kind: 'buy', customer: who!, quantity: Number(qty) }, 'buy', customer, quantity);
           const order = await this.grants.getOrder(id!);
           if (order) return { order, replayed: true };
           // Decided here but not (yet) in the ledger: the ledger path decides (and keeps) the key.
