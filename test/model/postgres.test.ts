@@ -2,12 +2,16 @@
 import { describe, it } from 'node:test';
 import { pgForSuite, requirePostgres } from '../support/postgres.js';
 import { checkPools } from './pool-model.js';
+import { checkSales } from './sale-model.js';
 
 const skip = await requirePostgres();
 
-describe('postgres: coupon pools against the reference model', { skip }, () => {
+describe('postgres: against the reference model', { skip }, () => {
   const env = pgForSuite();
-  it('every answer and the final state match the model (seeded, shrinking)', async () => {
+  it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
     await checkPools(env.dibs, 'pg', { runs: 25, maxCommands: 30 });
+  });
+  it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
+    await checkSales(env.dibs, 'pg', { runs: 20, maxCommands: 25 });
   });
 });

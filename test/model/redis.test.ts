@@ -2,12 +2,16 @@
 import { describe, it } from 'node:test';
 import { redisForSuite, sharedRedisAvailable } from '../support/redis.js';
 import { checkPools } from './pool-model.js';
+import { checkSales } from './sale-model.js';
 
 const skip = !(await sharedRedisAvailable());
 
-describe('redis: coupon pools against the reference model', { skip }, () => {
+describe('redis: against the reference model', { skip }, () => {
   const env = redisForSuite();
-  it('every answer and the final state match the model (seeded, shrinking)', async () => {
+  it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
     await checkPools(env.dibs, 'redis', { runs: 100, maxCommands: 30 });
+  });
+  it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
+    await checkSales(env.dibs, 'redis', { runs: 60, maxCommands: 25 });
   });
 });

@@ -1,11 +1,15 @@
-/** The pool model check (pool-model.ts) on SQLite: every answer and the final state equal the model's. */
+/** The model checks (pool-model.ts, sale-model.ts) on SQLite: every answer and the final state equal the model's. */
 import { describe, it } from 'node:test';
 import { sqliteForSuite } from '../support/sqlite.js';
 import { checkPools } from './pool-model.js';
+import { checkSales } from './sale-model.js';
 
-describe('sqlite: coupon pools against the reference model', () => {
+describe('sqlite: against the reference model', () => {
   const env = sqliteForSuite();
-  it('every answer and the final state match the model (seeded, shrinking)', async () => {
+  it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
     await checkPools(env.dibs, 'sqlite', { runs: 100, maxCommands: 30 });
+  });
+  it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
+    await checkSales(env.dibs, 'sqlite', { runs: 60, maxCommands: 25 });
   });
 });
