@@ -9,9 +9,9 @@ const skip = await requirePostgres();
 describe('postgres: against the reference model', { skip }, () => {
   const env = pgForSuite();
   it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkPools(env.dibs, 'pg', { runs: 25, maxCommands: 30 });
+    await checkPools(env.dibs, 'pg', { runs: 15, maxCommands: 30 });
   });
   it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkSales(env.dibs, 'pg', { runs: 20, maxCommands: 25 });
+    await checkSales(env.dibs, 'pg', { runs: 12, maxCommands: 25 });
   });
 });

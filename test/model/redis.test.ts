@@ -9,9 +9,9 @@ const skip = !(await sharedRedisAvailable());
 describe('redis: against the reference model', { skip }, () => {
   const env = redisForSuite();
   it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkPools(env.dibs, 'redis', { runs: 100, maxCommands: 30 });
+    await checkPools(env.dibs, 'redis', { runs: 80, maxCommands: 30 });
   });
   it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkSales(env.dibs, 'redis', { runs: 60, maxCommands: 25 });
+    await checkSales(env.dibs, 'redis', { runs: 50, maxCommands: 25 });
   });
 });

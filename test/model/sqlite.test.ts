@@ -7,9 +7,9 @@ import { checkSales } from './sale-model.js';
 describe('sqlite: against the reference model', () => {
   const env = sqliteForSuite();
   it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkPools(env.dibs, 'sqlite', { runs: 100, maxCommands: 30 });
+    await checkPools(env.dibs, 'sqlite', { runs: 80, maxCommands: 30 });
   });
   it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
-    await checkSales(env.dibs, 'sqlite', { runs: 60, maxCommands: 25 });
+    await checkSales(env.dibs, 'sqlite', { runs: 50, maxCommands: 25 });
   });
 });

@@ -162,6 +162,8 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
           plan.spentKey = true; // its codes were all released: the key is forgotten
         }
         if (window !== 'open') {
+          // a spent key stays forgotten whatever the claim that found it answers (as on every store)
+          if (plan.spentKey) tx.delete(refs.key(r.key!));
           plan.outcome = { ok: false, error: outsideWindow(pool, poolDoc, window) };
           continue;
         }
@@ -199,6 +201,7 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const { r, holder } = plan;
         const mine = free.splice(0, plan.want);
         if (mine.length === 0) {
+          if (plan.spentKey) tx.delete(refs.key(r.key!));
           plan.outcome = { ok: false, error: refusal('pool_sold_out', { pool }) };
           continue;
         }

@@ -9,10 +9,11 @@
  * - `stale`: the pool's rules changed (updatePool) after the statement read them; it took nothing;
  * - a spent idempotency key (all its codes released/revoked): forget it, then claim afresh.
  */
+import { judgeClaimKey } from '../../core/model/pools.js';
 import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DibsError, notFound, unavailable } from '../../core/errors.js';
+import { notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
@@ -189,9 +190,7 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
     result: { pool: r.pool, claimant: r.claimant, status, codes, held, replayed },
   });
   if (row.prior_claimant !== null) {
-    if (row.prior_claimant !== r.claimant || row.prior_count !== r.count) {
-      throw new DibsError('conflict', `idempotency key '${r.key}' was already used for a different request (claimant '${row.prior_claimant}', count ${row.prior_count})`, { field: 'idempotencyKey' });
-    }
+    judgeClaimKey(r.key!, { claimant: row.prior_claimant, count: row.prior_count! }, r.claimant, r.count);
     if (row.key_codes.length > 0) return answer('claimed', row.key_codes, row.held_before, true);
     return { retry: 'spent_key', poolId: row.pool_id };
   }

@@ -1,7 +1,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
-import { DibsError, notFound } from '../../core/errors.js';
+import { DibsError, isDibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,
   ClaimManyResult,
@@ -177,12 +177,13 @@ export class SqlitePools implements PoolBackend {
   }
 
   async claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
-    return write(this.db, this.options, () => {
+    const outcome = await write(this.db, this.options, (): ClaimManyResult | { refused: DibsError } => {
       const row = this.pool(pool);
       const answer = (status: ClaimManyResult['status'], codes: string[], replayed: boolean): ClaimManyResult => ({
         pool, claimant, status, codes, replayed, held: this.heldCodes(row.id, claimant).map((c) => c.code),
       });
 
+      let spent = false;
       if (key !== null) {
         const previous = this.stmt.claimKey.get(row.id, key) as { claimant: string; count: number } | undefined;
         if (previous) {
@@ -190,21 +191,33 @@ export class SqlitePools implements PoolBackend {
           const codes = (this.stmt.codesOfKey.all(row.id, key, claimant) as { code: string }[]).map((c) => c.code);
           if (codes.length > 0) return answer('claimed', codes, true);
           this.stmt.deleteClaimKey.run(row.id, key); // its codes were all released: the key is spent
+          spent = true;
         }
       }
 
       // a replay above still answers; anything new happens only inside the pool's window
       const now = this.now();
-      const take = judgeClaim(rulesOf(row), now, this.heldCodes(row.id, claimant).length, count);
-      if (take === 0) return answer('already-held', [], false);
-      const free = this.takeFree(row.id, now, take);
-      if (free.length === 0) throw refusal('pool_sold_out', { pool });
+      let take: number;
+      let free: { id: number; code: string }[];
+      try {
+        take = judgeClaim(rulesOf(row), now, this.heldCodes(row.id, claimant).length, count);
+        if (take === 0) return answer('already-held', [], false);
+        free = this.takeFree(row.id, now, take);
+        if (free.length === 0) throw refusal('pool_sold_out', { pool });
+      } catch (error) {
+        // a spent key stays forgotten whatever the claim that found it answers (as on every store):
+        // commit that (and nothing else was written) and refuse after the commit
+        if (spent && isDibsError(error)) return { refused: error };
+        throw error;
+      }
 
       for (const { id } of free) this.stmt.markClaimed.run({ id, claimant, key, now });
       if (key !== null) this.stmt.insertClaimKey.run(row.id, key, claimant, count, now);
       this.moveCounters(row, { free: -free.length, claimed: free.length }, now);
       return answer('claimed', free.map((c) => c.code), false);
     });
+    if ('refused' in outcome) throw outcome.refused;
+    return outcome;
   }
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
