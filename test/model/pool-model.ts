@@ -17,7 +17,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
-import { DibsError, isDibsError, notFound } from '../../src/core/errors.js';
+import { notFound } from '../../src/core/errors.js';
+import { attempt, judged, sameAnswer, tally, type Outcome } from './outcome.js';
 import { judgeClaim, judgeClaimKey, judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, judgeUse, holdIsLive, type CodeState, type MultiUseState, type PoolRules } from '../../src/core/model/pools.js';
 import { windowState } from '../../src/core/window.js';
 import { refusal } from '../../src/core/refusals.js';
@@ -129,34 +130,7 @@ class PoolModel {
 const codeView = (c: Pick<CodeInfo, 'status' | 'claimant' | 'orderId'> & { hold?: { claimant: string } | null }) => ({ status: c.status, claimant: c.claimant, orderId: c.orderId, hold: c.hold?.claimant ?? null });
 const modelView = (c: ModelCode, now: string) => ({ status: c.status, claimant: c.claimant, orderId: c.order, hold: holdIsLive(c, now) ? c.hold!.claimant : null });
 
-type Outcome = { ok: true; value: unknown } | { ok: false; code: string; message: string };
-
-async function attempt(step: () => Promise<unknown>): Promise<Outcome> {
-  try {
-    return { ok: true, value: await step() };
-  } catch (error) {
-    if (!isDibsError(error)) throw error;
-    return { ok: false, code: error.code, message: error.message };
-  }
-}
-
-function judged(step: () => unknown): Outcome {
-  try {
-    return { ok: true, value: step() };
-  } catch (error) {
-    if (!(error instanceof DibsError)) throw error;
-    return { ok: false, code: error.code, message: error.message };
-  }
-}
-
-/** How often each step answered what (DIBS_MODEL_STATS=1 prints it): a check that never reaches a refusal proves nothing about it. */
-export const tally = new Map<string, number>();
-
-const sameRefusal = (what: string, store: Outcome, model: Outcome) => {
-  const key = `${what.split(' ')[2]!.slice(7).split('"')[0]} ${store.ok ? 'ok' : store.code}`;
-  tally.set(key, (tally.get(key) ?? 0) + 1);
-  assert.deepEqual(store.ok ? 'ok' : { code: store.code, message: store.message }, model.ok ? 'ok' : { code: model.code, message: model.message }, `${what}: the store and the model disagree`);
-};
+const sameRefusal = (what: string, store: Outcome, model: Outcome) => sameAnswer(what, store, model);
 
 /** Runs one scenario on a fresh pool of `dibs`; throws (an assertion) at the first disagreement. */
 export async function runPoolScenario(dibs: Dibs, name: string, scenario: PoolScenario): Promise<void> {

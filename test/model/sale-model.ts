@@ -11,11 +11,11 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
-import { DibsError, isDibsError } from '../../src/core/errors.js';
 import { judgeBuy, judgeCustomerLimitChange, judgeReserve, judgeSaleKey, type SaleKeyKind, type SaleState } from '../../src/core/model/sales.js';
 import { assertPreflight } from '../../src/core/sales/rules.js';
 import type { BuyResult, HoldResult, Hold } from '../../src/core/sales/types.js';
-import { modelRuns, tally } from './pool-model.js';
+import { modelRuns } from './pool-model.js';
+import { attempt, CodeOnly, judged, sameAnswer, tally, type Outcome } from './outcome.js';
 
 const CUSTOMERS = ['ann', 'bob', 'cat'] as const;
 const KEYS = ['k1', 'k2', 'k3'] as const;
@@ -87,41 +87,7 @@ class SaleModel {
   }
 }
 
-/** `message: null`: the model knows the refusal's code only (a hold's state, phrased by each store). */
-type Outcome = { ok: true; value: unknown } | { ok: false; code: string; message: string | null };
-
-async function attempt(step: () => Promise<unknown>): Promise<Outcome> {
-  try {
-    return { ok: true, value: await step() };
-  } catch (error) {
-    if (!isDibsError(error)) throw error;
-    return { ok: false, code: error.code, message: error.message };
-  }
-}
-
-function judged(step: () => unknown): Outcome {
-  try {
-    return { ok: true, value: step() };
-  } catch (error) {
-    if (error instanceof CodeOnly) return { ok: false, code: error.code, message: null };
-    if (!(error instanceof DibsError)) throw error;
-    return { ok: false, code: error.code, message: error.message };
-  }
-}
-
-class CodeOnly extends Error {
-  constructor(readonly code: string) {
-    super(code);
-  }
-}
-
-function same(what: string, store: Outcome, model: Outcome): void {
-  const key = `sale ${what.split(' ')[2]!.slice(7).split('"')[0]} ${store.ok ? 'ok' : store.code}`;
-  tally.set(key, (tally.get(key) ?? 0) + 1);
-  const view = (o: Outcome, message: boolean) => (o.ok ? 'ok' : message ? { code: o.code, message: o.message } : { code: o.code });
-  const withMessage = !model.ok && model.message !== null;
-  assert.deepEqual(view(store, withMessage), view(model, withMessage), `${what}: the store and the model disagree`);
-}
+const same = (what: string, store: Outcome, model: Outcome) => sameAnswer(what, store, model, 'sale ');
 
 export async function runSaleScenario(dibs: Dibs, id: string, scenario: SaleScenario): Promise<void> {
   const now = Date.now();
