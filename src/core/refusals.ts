@@ -74,6 +74,10 @@ const RULES = {
   code_exists: (c: { code: string }): Refusal => ({ code: 'already_exists', message: `code '${c.code}' already exists in the pool`, options: { field: 'code' } }),
 
   // --- sales ---
+  sale_cancelled: (c: { sale: string }): Refusal => ({ code: 'conflict', message: `sale '${c.sale}' is cancelled`, options: { details: { sale: c.sale } } }),
+  hold_cancelled: (c: { hold: string }): Refusal => ({ code: 'conflict', message: `hold '${c.hold}' was cancelled`, options: { details: { hold: c.hold } } }),
+  hold_confirmed: (c: { hold: string; order: string | null }): Refusal => ({ code: 'conflict', message: `hold '${c.hold}' was already confirmed as order '${c.order}'`, options: { details: { hold: c.hold } } }),
+  hold_expired: (c: { hold: string; expiresAt: string | null }): Refusal => ({ code: 'hold_expired', message: `hold '${c.hold}' expired at ${c.expiresAt}`, options: { details: { hold: c.hold, expiresAt: c.expiresAt } } }),
   sale_exists: (c: { sale: string }): Refusal => ({ code: 'already_exists', message: `sale '${c.sale}' already exists`, options: { field: 'id' } }),
   sale_not_live: (c: { sale: string; status: SaleStatus }): Refusal => ({ code: c.status === 'sold_out' ? 'sold_out' : 'not_live', message: `sale '${c.sale}' is ${c.status.replace('_', ' ')}`, options: { details: { sale: c.sale, status: c.status } } }),
   sale_limit: (c: { sale: string; customer: string; units: number; quantity: number; limit: number }): Refusal => ({

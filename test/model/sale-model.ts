@@ -13,9 +13,10 @@ import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
 import { judgeBuy, judgeCustomerLimitChange, judgeReserve, judgeSaleKey, type SaleKeyKind, type SaleState } from '../../src/core/model/sales.js';
 import { assertPreflight } from '../../src/core/sales/rules.js';
+import { refusal } from '../../src/core/refusals.js';
 import type { BuyResult, HoldResult, Hold } from '../../src/core/sales/types.js';
 import { modelRuns } from './pool-model.js';
-import { attempt, CodeOnly, judged, sameAnswer, tally, type Outcome } from './outcome.js';
+import { attempt, judged, sameAnswer, tally, type Outcome } from './outcome.js';
 
 const CUSTOMERS = ['ann', 'bob', 'cat'] as const;
 const KEYS = ['k1', 'k2', 'k3'] as const;
@@ -164,7 +165,7 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       if (!h) return;
       const store = await attempt(() => dibs.sales.confirm(h.id));
       const model = judged(() => {
-        if (h.status === 'cancelled') throw new CodeOnly('conflict');
+        if (h.status === 'cancelled') throw refusal('hold_cancelled', { hold: h.id });
         return h.status;
       });
       same(what, store, model);
@@ -181,7 +182,7 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       if (!h) return;
       const store = await attempt(() => dibs.sales.cancelHold(h.id));
       const model = judged(() => {
-        if (h.status === 'confirmed') throw new CodeOnly('conflict');
+        if (h.status === 'confirmed') throw refusal('hold_confirmed', { hold: h.id, order: h.orderId });
         return null;
       });
       same(what, store, model);
@@ -196,7 +197,7 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       const patch = cmd.op === 'limit' ? { perCustomerLimit: cmd.perCustomerLimit } : { cap: cmd.cap };
       const store = await attempt(() => dibs.sales.update(id, patch));
       const model = judged(() => {
-        if (m.sale.cancelledAt !== null) throw new CodeOnly('conflict');
+        if (m.sale.cancelledAt !== null) throw refusal('sale_cancelled', { sale: id });
         const next = { ...m.sale, ...patch };
         assertPreflight({ id, sku: m.sale.sku, startsAt: next.startsAt, endsAt: next.endsAt, cap: next.cap, perCustomerLimit: next.perCustomerLimit, metadata: {} }, { now, sameSku: [], committed: m.sold + m.held(), existing: { startsAt: m.sale.startsAt } });
         if (next.perCustomerLimit < m.sale.perCustomerLimit) judgeCustomerLimitChange(id, next.perCustomerLimit, Math.max(0, ...CUSTOMERS.map((c) => m.units(c))));

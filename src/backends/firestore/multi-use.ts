@@ -9,7 +9,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldValue, type DocumentSnapshot, type Firestore, type Timestamp, type Transaction } from '@google-cloud/firestore';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import { unredeemedEvent } from '../../core/events.js';
 import type { CodeInfo, CodeWindow, MultiUseCodeSpec, Violation } from '../../core/types.js';
 import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
@@ -106,7 +106,7 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
 export async function unredeemUse(tx: Transaction, layout: Layout, refs: PoolRefs, pool: string, now: Timestamp, m: MultiDoc, orderId: string | null): Promise<CodeInfo> {
   if (orderId === null) throw refusal('order_required', { code: m.code });
   const useSnap = await tx.get(refs.use(m.code, orderId));
-  if (!useSnap.exists) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+  if (!useSnap.exists) throw refusal('other_order', { code: m.code, orderId });
   const use = useSnap.data() as UseDoc;
   tx.delete(useSnap.ref);
   tx.update(refs.multi(m.code), { used: FieldValue.increment(-1) });

@@ -4,7 +4,6 @@
  * it changes anything, so a refused request leaves the step as it found it.
  */
 import { refusal } from '../../core/refusals.js';
-import { DibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { BuyResult, Hold, HoldResult } from '../../core/sales/types.js';
 import { judgeBuy, judgeReserve, judgeSaleKey } from '../../core/model/sales.js';
@@ -82,8 +81,8 @@ export async function cancelIn(step: SaleStep, holdId: string): Promise<Hold> {
   return toHold(hold);
 }
 
-export const cancelledHold = (id: string) => new DibsError('conflict', `hold '${id}' was cancelled`, { details: { hold: id } });
-export const confirmedHold = (hold: HoldDoc) => new DibsError('conflict', `hold '${hold.id}' was already confirmed as order '${hold.o}'`, { details: { hold: hold.id } });
-export const holdExpired = (hold: HoldDoc) => new DibsError('hold_expired', `hold '${hold.id}' expired at ${isoMs(hold.e)}`, { details: { hold: hold.id, expiresAt: isoMs(hold.e) } });
+export const cancelledHold = (id: string) => refusal('hold_cancelled', { hold: id });
+export const confirmedHold = (hold: HoldDoc) => refusal('hold_confirmed', { hold: hold.id, order: hold.o });
+export const holdExpired = (hold: HoldDoc) => refusal('hold_expired', { hold: hold.id, expiresAt: isoMs(hold.e) });
 
 const priorOf = (doc: SaleKeyDoc) => ({ kind: doc.k, customer: doc.c, quantity: doc.q });

@@ -21,7 +21,7 @@
  */
 import { refusal } from '../../core/refusals.js';
 import { FieldPath, type CollectionReference, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
@@ -386,7 +386,7 @@ function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: s
 }
 
 const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
-const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+const cancelledSale = (id: string) => refusal('sale_cancelled', { sale: id });
 
 /**
  * The most units one customer has (orders and live hold) when someone has more than `limit`, else

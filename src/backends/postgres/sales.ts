@@ -150,7 +150,7 @@ export class PgSales implements SaleBackend {
       if (sku === undefined) throw notFound('sale', id);
       await client.query(Q.lockSku, [sku]);
       const row = await this.lock(client, id);
-      if (row.cancelled_at !== null) throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled_at !== null) throw refusal('sale_cancelled', { sale: id });
       const { units } = await this.expireStale(client, id);
       const now = iso(row.now);
       const spec: SaleSpec = {
@@ -212,9 +212,9 @@ export class PgSales implements SaleBackend {
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
-        throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+        throw refusal('hold_cancelled', { hold: holdId });
       case 'expired':
-        throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(r.expires_at!)}`, { details: { hold: holdId, expiresAt: iso(r.expires_at!) } });
+        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(r.expires_at!) });
       default: {
         const { sale_id: saleId } = await this.hold(this.pool, holdId);
         throw refusal('sale_not_live', { sale: saleId, status: 'cancelled' });
@@ -456,7 +456,7 @@ const iso = (d: Date) => d.toISOString();
 const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 
 const alreadyConfirmed = (hold: HoldRow) =>
-  new DibsError('conflict', `hold '${hold.id}' was already confirmed as order '${hold.order_id}'`, { details: { hold: hold.id } });
+  refusal('hold_confirmed', { hold: hold.id, order: hold.order_id });
 
 function toSale(row: SaleViewRow): Sale {
   const startsAt = iso(row.starts_at);

@@ -159,7 +159,7 @@ export class RedisSales implements SaleBackend {
       const prepared = await this.prepare(tag, skuOf, id);
       const row = prepared.sale;
       if (!row) throw notFound('sale', id);
-      if (row.cancelled !== '') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled !== '') throw refusal('sale_cancelled', { sale: id });
       const spec: SaleSpec = {
         id,
         sku: row.sku,
@@ -174,7 +174,7 @@ export class RedisSales implements SaleBackend {
         tag, prepared.version, id, Date.parse(spec.startsAt), Date.parse(spec.endsAt), spec.cap ?? '', spec.perCustomerLimit, JSON.stringify(spec.metadata),
       ]);
       if (reply === 'not_found') throw notFound('sale', id);
-      if (reply === 'cancelled') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (reply === 'cancelled') throw refusal('sale_cancelled', { sale: id });
       if (Array.isArray(reply)) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Number(reply[1]) });
       if (reply === 'ok') return this.readSale(tag, id);
     }
@@ -240,9 +240,9 @@ export class RedisSales implements SaleBackend {
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
-        throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+        throw refusal('hold_cancelled', { hold: holdId });
       case 'hold_expired':
-        throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(reply[1]!)}`, { details: { hold: holdId, expiresAt: iso(reply[1]!) } });
+        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(reply[1]!) });
       case 'not_live':
         throw refusal('sale_not_live', { sale: reply[2]!, status: 'cancelled' });
       default:
@@ -255,7 +255,7 @@ export class RedisSales implements SaleBackend {
     if (!tag) throw notFound('hold', holdId);
     const reply = (await runScript(this.client, 'sale_cancel_hold', [`${tag}:holds`], [tag, holdId])) as string[];
     if (reply[0] === 'not_found') throw notFound('hold', holdId);
-    if (reply[0] === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${reply[1]}'`, { details: { hold: holdId } });
+    if (reply[0] === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: reply[1] ?? null });
     return toHold(JSON.parse(reply[1]!) as HoldRecord);
   }
 

@@ -101,7 +101,7 @@ export class SqliteSales implements SaleBackend {
     return write(this.db, this.options, () => {
       const now = this.now();
       const row = this.sale(id);
-      if (row.cancelled_at !== null) throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled_at !== null) throw refusal('sale_cancelled', { sale: id });
       this.expireStale(row, now);
       const current = this.sale(id);
       const spec: SaleSpec = {
@@ -222,11 +222,11 @@ export class SqliteSales implements SaleBackend {
       const now = this.now();
       const hold = this.hold(holdId);
       if (hold.status === 'confirmed') return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
-      if (hold.status === 'cancelled') throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+      if (hold.status === 'cancelled') throw refusal('hold_cancelled', { hold: holdId });
       const row = this.sale(hold.sale_id);
       this.expireStale(row, now);
       const current = this.hold(holdId);
-      if (current.status === 'expired') throw new DibsError('hold_expired', `hold '${holdId}' expired at ${current.expires_at}`, { details: { hold: holdId, expiresAt: current.expires_at } });
+      if (current.status === 'expired') throw refusal('hold_expired', { hold: holdId, expiresAt: current.expires_at });
       if (row.cancelled_at !== null) throw refusal('sale_not_live', { sale: row.id, status: 'cancelled' });
       this.stmt.moveSale.run({ id: row.id, sold: 0, held: -current.quantity });
       const order = this.insertOrder(this.sale(row.id), current.customer, current.quantity, holdId, now);
@@ -239,7 +239,7 @@ export class SqliteSales implements SaleBackend {
     return write(this.db, this.options, () => {
       const now = this.now();
       const hold = this.hold(holdId);
-      if (hold.status === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${hold.order_id}'`, { details: { hold: holdId } });
+      if (hold.status === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: hold.order_id });
       this.expireStale(this.sale(hold.sale_id), now);
       if (this.hold(holdId).status === 'active') {
         this.stmt.setHoldStatus.run({ id: holdId, status: 'cancelled', orderId: null });
