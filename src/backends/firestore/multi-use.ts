@@ -12,10 +12,10 @@ import { FieldValue, type DocumentSnapshot, type Firestore, type Timestamp, type
 import { notFound } from '../../core/errors.js';
 import { unredeemedEvent } from '../../core/events.js';
 import type { CodeInfo, CodeWindow, MultiUseCodeSpec, Violation } from '../../core/types.js';
-import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
+import { judgeUnuse, judgeUse } from '../../core/model/pools.js';
 import { usesOf } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
-import { iso, recordEvent, type PoolDoc } from './records.js';
+import { iso, recordEvent, rulesOf, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
 
 export interface MultiDoc {
@@ -75,21 +75,13 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
       if (!mSnap!.exists) throw notFound('code', code);
       const poolDoc = poolSnap!.data() as PoolDoc;
       const m = mSnap!.data() as MultiDoc;
-      if (useSnap!.exists) {
-        const prior = useSnap!.data() as UseDoc;
-        if (claimant !== null && prior.c !== claimant) throw refusal('order_of_other_claimant', { code, orderId });
-        return toUse(pool, m, prior);
-      }
+      const prior = useSnap!.exists ? (useSnap!.data() as UseDoc) : null;
       const now = mSnap!.readTime;
-      const nowIso = now.toDate().toISOString();
-      assertInWindow(pool, poolDoc, nowIso);
-      assertCodeInWindow(code, { startsAt: m.vs, expiresAt: m.ve }, nowIso);
-      if (m.used >= m.max) throw refusal('uses_exhausted', { code, max: m.max });
       const mine = Number(bySnap?.get('n') ?? 0);
-      if (m.per !== null) {
-        if (claimant === null) throw refusal('claimant_required', { code });
-        if (mine >= m.per) throw refusal('uses_per_claimant', { code, claimant, max: m.per });
-      }
+      const judged = judgeUse(rulesOf(poolDoc), { code, maxUses: m.max, perClaimant: m.per, uses: m.used, startsAt: m.vs, expiresAt: m.ve }, {
+        claimant, orderId, now: now.toDate().toISOString(), prior: prior && { claimant: prior.c }, usesBy: () => mine,
+      });
+      if (judged === 'replay') return toUse(pool, m, prior!);
       const use: UseDoc = { o: orderId, c: claimant, at: now };
       tx.update(mSnap!.ref, { used: m.used + 1 }, { lastUpdateTime: mSnap!.updateTime! });
       tx.create(refs.use(code, orderId), use);
@@ -104,11 +96,9 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
 
 /** Gives the use of `orderId` back, recorded as a `code.unredeemed` event. */
 export async function unredeemUse(tx: Transaction, layout: Layout, refs: PoolRefs, pool: string, now: Timestamp, m: MultiDoc, orderId: string | null): Promise<CodeInfo> {
-  if (orderId === null) throw refusal('order_required', { code: m.code });
-  const useSnap = await tx.get(refs.use(m.code, orderId));
-  if (!useSnap.exists) throw refusal('other_order', { code: m.code, orderId });
-  const use = useSnap.data() as UseDoc;
-  tx.delete(useSnap.ref);
+  const useSnap = orderId === null ? null : await tx.get(refs.use(m.code, orderId));
+  const use = judgeUnuse(m.code, orderId, useSnap?.exists ? (useSnap.data() as UseDoc) : null);
+  tx.delete(useSnap!.ref);
   tx.update(refs.multi(m.code), { used: FieldValue.increment(-1) });
   if (use.c !== null) tx.set(refs.usesBy(m.code, use.c), { n: FieldValue.increment(-1) }, { merge: true });
   const event = unredeemedEvent(pool, m.code, use.c ?? '', orderId, iso(use.at)!, iso(now)!, randomUUID());
