@@ -35,6 +35,7 @@ import type {
   ClaimResult,
   CodeFormat,
   CodeInfo,
+  CodeInvalidReason,
   CodeStatus,
   CodeValidation,
   Health,
@@ -49,6 +50,7 @@ import type {
 import { parseInput } from './validate.js';
 import { DibsError } from './errors.js';
 import { windowState } from './window.js';
+import { judgeRedeem, type CodeState, type PoolRules } from './model/pools.js';
 import { Sales } from './sales/facade.js';
 import { z } from 'zod';
 import { Counters, Locks, Semaphores } from './locks/facade.js';
@@ -155,6 +157,7 @@ export class Pools {
       throw error;
     }
     const windowed = poolInfo.startsAt !== null || poolInfo.expiresAt !== null || info.startsAt != null || info.expiresAt != null;
+    // without a window only a hold needs the time, and the store reports a hold only while live
     const now = windowed ? await this.backend.clock() : '';
     const outside = windowed ? closedWindow(poolInfo, info, now) : null;
     if (info.uses !== undefined) {
@@ -164,31 +167,32 @@ export class Pools {
       if (info.uses.remaining <= 0 || (info.uses.perClaimant !== null && claimant !== null && mine >= info.uses.perClaimant)) return { valid: false, reason: 'limit_reached', code: info };
       return { valid: true, code: info };
     }
-    return this.validateSingle(poolInfo, info, claimant, outside);
+    return this.validateSingle(poolInfo, info, claimant, now);
   }
 
-  private async validateSingle(poolInfo: Pool, info: CodeInfo, claimant: string | null, outside: 'not_yet_valid' | 'expired' | null): Promise<CodeValidation> {
-    if (info.status === 'redeemed') return { valid: false, reason: 'already_redeemed', code: info };
-    if (info.status === 'revoked') return { valid: false, reason: 'revoked', code: info };
-    // a never-claimed code is usable only in a public pool, where its redeemer becomes its holder
-    if (info.status === 'free' && !poolInfo.publicCodes) return { valid: false, reason: 'not_claimed', code: info };
-    if (info.status === 'claimed' && claimant !== null && info.claimant !== claimant) return { valid: false, reason: 'other_holder', code: info };
-    // another checkout's live hold (a claimed code's hold is its holder's)
-    if (info.hold && info.hold.claimant !== (claimant ?? (info.status === 'claimed' ? info.claimant : null))) return { valid: false, reason: 'held', code: info };
-    if (outside !== null) return { valid: false, reason: outside, code: info };
-    return this.redemptionRoom(poolInfo, info, claimant);
-  }
-
-  private async redemptionRoom(poolInfo: Pool, info: CodeInfo, claimant: string | null): Promise<CodeValidation> {
-    // the limits the redeem step would enforce (a read now; the redeem decides atomically)
-    const redeemer = info.status === 'claimed' ? info.claimant : claimant;
+  /**
+   * A single-use code: judged by the redeem's own rules (core/model/pools.ts), on what was just
+   * read, so validate answers with the refusal the redeem would give, in the redeem's order.
+   */
+  private async validateSingle(poolInfo: Pool, info: CodeInfo, claimant: string | null, now: string): Promise<CodeValidation> {
+    // the would-be holder's codes: the redeemer of a free public code, else the code's holder
+    const redeemer = info.status === 'claimed' ? info.claimant : info.status === 'free' ? claimant : null;
     const held = redeemer === null ? [] : await this.backend.holdings(info.pool, redeemer);
-    const atLimit =
-      (poolInfo.maxRedemptions !== null && poolInfo.stats.redeemed >= poolInfo.maxRedemptions) ||
-      (poolInfo.maxRedemptionsPerClaimant !== null && held.filter((h) => h.status === 'redeemed').length >= poolInfo.maxRedemptionsPerClaimant) ||
-      (info.status === 'free' && held.length >= poolInfo.perClaimantLimit);
-    if (atLimit) return { valid: false, reason: 'limit_reached', code: info };
-    return { valid: true, code: info };
+    // a free public code judged without a claimant: "by anyone" (a name no claimant has), who holds nothing
+    const asked = claimant === null && info.status === 'free' && poolInfo.publicCodes ? ANYONE : claimant;
+    try {
+      judgeRedeem(poolRules(poolInfo), codeState(info), {
+        claimant: asked,
+        orderId: null,
+        now,
+        heldBy: () => held.length,
+        redeemed: () => ({ pool: poolInfo.stats.redeemed, claimant: held.filter((h) => h.status === 'redeemed').length }),
+      });
+      return { valid: true, code: info };
+    } catch (error) {
+      if (!(error instanceof DibsError)) throw error;
+      return { valid: false, reason: validationReason(error, info), code: info };
+    }
   }
 
   /**
@@ -262,6 +266,37 @@ export class Pools {
   async events(options: { after?: string; limit?: number; pool?: string } = {}): Promise<OutboxEvent[]> {
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
     return this.backend.listEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.pool ? { pool: pool(options.pool) } : {}) });
+  }
+}
+
+/** Who a free public code is judged for when validate names no claimant: no claimant has this name, so it holds nothing. */
+const ANYONE = '';
+
+const poolRules = (p: Pool): PoolRules => ({
+  name: p.name, perClaimantLimit: p.perClaimantLimit, publicCodes: p.publicCodes, startsAt: p.startsAt, expiresAt: p.expiresAt,
+  maxRedemptions: p.maxRedemptions, maxRedemptionsPerClaimant: p.maxRedemptionsPerClaimant,
+});
+
+/** A code as the store reported it; its hold is reported only while live (so it never needs the time to be judged live). */
+const codeState = (c: CodeInfo): CodeState => ({
+  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: c.redeemedAt, order: c.orderId,
+  hold: c.hold ? { claimant: c.hold.claimant, until: '9999-12-31T23:59:59.999Z' } : null, startsAt: c.startsAt ?? null, expiresAt: c.expiresAt ?? null,
+});
+
+/** The redeem's refusal as a validation reason. */
+function validationReason(error: DibsError, info: CodeInfo): CodeInvalidReason {
+  switch (error.code) {
+    case 'already_redeemed':
+    case 'held':
+    case 'not_yet_valid':
+    case 'expired':
+    case 'limit_reached':
+      return error.code;
+    case 'conflict':
+      if (error.field === 'claimant') return 'other_holder';
+      return info.status === 'revoked' ? 'revoked' : 'not_claimed';
+    default:
+      throw error;
   }
 }
 

@@ -84,9 +84,6 @@ export function isDibsError(error: unknown, code?: ErrorCode): error is DibsErro
 export const notFound = (what: string, id: string) =>
   new DibsError('not_found', `${what} '${id}' does not exist`, { details: { [what]: id } });
 
-export const soldOut = (pool: string) =>
-  new DibsError('sold_out', `pool '${pool}' has no free codes left`, { details: { pool } });
-
 export const invalidInput = (field: string, message: string) =>
   new DibsError('invalid_input', `${field}: ${message}`, { field });
 

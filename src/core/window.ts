@@ -1,5 +1,6 @@
 /** Validity windows (pools): open from `startsAt` (inclusive) until `expiresAt` (exclusive). */
-import { DibsError } from './errors.js';
+import type { DibsError } from './errors.js';
+import { refusal } from './refusals.js';
 
 export interface ValidityWindow {
   startsAt: string | null;
@@ -21,9 +22,7 @@ export function assertInWindow(pool: string, window: ValidityWindow, now: string
 
 /** The error for a pool whose window the store found closed. */
 export function outsideWindow(pool: string, window: ValidityWindow, state: 'not_yet_valid' | 'expired'): DibsError {
-  return state === 'not_yet_valid'
-    ? new DibsError('not_yet_valid', `pool '${pool}' opens at ${window.startsAt}`, { retriable: true, details: { startsAt: window.startsAt } })
-    : new DibsError('expired', `pool '${pool}' expired at ${window.expiresAt}`, { details: { expiresAt: window.expiresAt } });
+  return state === 'not_yet_valid' ? refusal('pool_not_yet_valid', { pool, startsAt: window.startsAt }) : refusal('pool_expired', { pool, expiresAt: window.expiresAt });
 }
 
 /** Throws `not_yet_valid` / `expired` when `now` is outside a code's own window (after the pool's). */
@@ -34,7 +33,5 @@ export function assertCodeInWindow(code: string, window: ValidityWindow, now: st
 
 /** The error for a code whose own window the store found closed (`at`: its start or its end). */
 export function codeOutsideWindow(code: string, state: 'not_yet_valid' | 'expired', at: string): DibsError {
-  return state === 'not_yet_valid'
-    ? new DibsError('not_yet_valid', `code '${code}' is valid from ${at}`, { retriable: true, field: 'code', details: { startsAt: at } })
-    : new DibsError('expired', `code '${code}' expired at ${at}`, { field: 'code', details: { expiresAt: at } });
+  return refusal(state === 'not_yet_valid' ? 'code_not_yet_valid' : 'code_expired', { code, at });
 }

@@ -35,4 +35,4 @@ try {
 } finally {
   await dibs.close();
 }
-process.stdout.write(lines.join('\n') + '\n');
+process.stdout.write(`${lines.join('\n')}\n`);

@@ -35,11 +35,12 @@
  * meant for (a later write may have dropped the id): unknown, `unavailable`. Unchanged: a fence
  * write voids the attempt, and the group runs again.
  */
+import { refusal } from '../../core/refusals.js';
 import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import { notFound, soldOut } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
-import { keyReused } from '../shared/pool-rules.js';
+import { judgeClaimKey, roomUnderLimit } from '../../core/model/pools.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './code-access.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
@@ -145,8 +146,10 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const { r, holder, keyDoc } = plan;
         const held = holder?.held ?? [];
         if (r.key && keyDoc) {
-          if (keyDoc.c !== r.claimant || keyDoc.n !== r.count) {
-            plan.outcome = { ok: false, error: keyReused(r.key, { claimant: keyDoc.c, count: keyDoc.n }) };
+          try {
+            judgeClaimKey(r.key, { claimant: keyDoc.c, count: keyDoc.n }, r.claimant, r.count);
+          } catch (error) {
+            plan.outcome = { ok: false, error };
             continue;
           }
           const codes = held.filter((e) => e.k === r.key).map((e) => e.c);
@@ -157,11 +160,13 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
           plan.spentKey = true; // its codes were all released: the key is forgotten
         }
         if (window !== 'open') {
+          // a spent key stays forgotten whatever the claim that found it answers (as on every store)
+          if (plan.spentKey) tx.delete(refs.key(r.key!));
           plan.outcome = { ok: false, error: outsideWindow(pool, poolDoc, window) };
           continue;
         }
-        const room = poolDoc.limit - held.length;
-        if (room <= 0) {
+        const room = roomUnderLimit(poolDoc.limit, held.length);
+        if (room === 0) {
           if (plan.spentKey) tx.delete(refs.key(r.key!));
           plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'already-held', codes: [], held: held.map((e) => e.c), replayed: false } };
           continue;
@@ -194,7 +199,8 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const { r, holder } = plan;
         const mine = free.splice(0, plan.want);
         if (mine.length === 0) {
-          plan.outcome = { ok: false, error: soldOut(pool) };
+          if (plan.spentKey) tx.delete(refs.key(r.key!));
+          plan.outcome = { ok: false, error: refusal('pool_sold_out', { pool }) };
           continue;
         }
         const taken = mine.map((s) => (s.data() as CodeDoc).code);

@@ -4,7 +4,7 @@
  * it rather than each other.
  */
 import { FieldValue, type DocumentReference, type Timestamp, type Transaction } from '@google-cloud/firestore';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { Layout, PoolRefs } from './layout.js';
 import type { MultiDoc } from './multi-use.js';
 import { recordEvent, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
@@ -42,4 +42,3 @@ export function lowStockAfterDrop(tx: Transaction, layout: Layout, refs: PoolRef
   recordEvent(tx, layout, pool.name, now, 'pool.low_stock', `pool.low_stock:${pool.name}:${crossing}`, { pool: pool.name, free, threshold: pool.threshold, crossing });
 }
 
-export const otherHolder = (code: string) => new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });

@@ -12,15 +12,14 @@
  * it (the window is always judged inside the claim's transaction as well) and parked right after
  * (parkStale).
  */
+import { refusal } from '../../core/refusals.js';
 import { FieldValue, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import { DibsError } from '../../core/errors.js';
 import type { CodeInfo, CodeWindow } from '../../core/types.js';
-import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
-import { alreadyRedeemed, heldByOther, holderAtLimit, multiUseNotHoldable } from '../shared/pool-rules.js';
+import { judgeHold, judgeReleaseHold } from '../../core/model/pools.js';
 import type { PoolRefs } from './layout.js';
 import { setMultiWindow } from './multi-use.js';
-import { otherHolder, readAnyCode } from './code-access.js';
-import { claimPosition, freeCode, lifeOf, liveHold, toCode, windowOf, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
+import { readAnyCode } from './code-access.js';
+import { claimPosition, freeCode, lifeOf, rulesOf, stateOf, toCode, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
 
 /** Most parked codes one sweep brings back (claims sweep again while more are due). */
 const SWEEP_BATCH = 100;
@@ -36,7 +35,7 @@ function rewrite(tx: Transaction, refs: PoolRefs, rec: CodeDoc, life: CodeLife, 
 /** A single-use code for a hold (a multi-use code has no one holder: `conflict`). */
 async function readHoldable(tx: Transaction, refs: PoolRefs, pool: string, code: string) {
   const { poolDoc, rec, now } = await readAnyCode(tx, refs, pool, code);
-  if (!rec) throw multiUseNotHoldable(code);
+  if (!rec) throw refusal('multi_use_not_holdable', { code });
   return { poolDoc, rec, now };
 }
 
@@ -44,20 +43,9 @@ async function readHoldable(tx: Transaction, refs: PoolRefs, pool: string, code:
 export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
   const { poolDoc, rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
-  const nowIso = now.toDate().toISOString();
-  if (rec.s === 'redeemed') throw alreadyRedeemed(code, rec.ra!.toDate().toISOString());
-  if (rec.s === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-  if (rec.s === 'free') {
-    // only a public code is redeemable unclaimed; its redeemer will need room under the limit
-    if (!poolDoc.public) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
-    const holder = (await tx.get(refs.holder(claimant))).data() as HolderDoc | undefined;
-    if ((holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, claimant, poolDoc.limit);
-  } else if (rec.h !== claimant) {
-    throw otherHolder(code);
-  }
-  if (liveHold(rec, nowMs) && rec.hc !== claimant) throw heldByOther(code, new Date(rec.hu!).toISOString());
-  assertInWindow(pool, poolDoc, nowIso);
-  assertCodeInWindow(code, windowOf(rec), nowIso);
+  // only a free public code needs the claimant's holdings: its redeemer will need room under the limit
+  const holder = rec.s === 'free' && poolDoc.public ? ((await tx.get(refs.holder(claimant))).data() as HolderDoc | undefined) : undefined;
+  judgeHold(rulesOf(poolDoc), stateOf(rec), claimant, now.toDate().toISOString(), () => holder?.n ?? 0);
   // holding again by the same claimant renews the hold
   return toCode(pool, rewrite(tx, refs, rec, { ...lifeOf(rec, nowMs, false), hc: claimant, hu: nowMs + ttlMs }, nowMs), nowMs);
 }
@@ -66,8 +54,7 @@ export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, co
 export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
   const { rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
-  if (!liveHold(rec, nowMs)) return toCode(pool, rec, nowMs);
-  if (claimant !== null && rec.hc !== claimant) throw heldByOther(code, new Date(rec.hu!).toISOString());
+  if (judgeReleaseHold(stateOf(rec), claimant, now.toDate().toISOString()) === 'none') return toCode(pool, rec, nowMs);
   return toCode(pool, rewrite(tx, refs, rec, lifeOf(rec, nowMs, false), nowMs), nowMs);
 }
 

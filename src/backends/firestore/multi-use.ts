@@ -6,15 +6,16 @@
  * `by/{b64(claimant)}` counts a claimant's uses for `usesPerClaimant`. The code document's `used`
  * is the one number every use of the code moves: Firestore serialises them on it.
  */
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldValue, type DocumentSnapshot, type Firestore, type Timestamp, type Transaction } from '@google-cloud/firestore';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import { unredeemedEvent } from '../../core/events.js';
 import type { CodeInfo, CodeWindow, MultiUseCodeSpec, Violation } from '../../core/types.js';
-import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
-import { claimantRequired, codeExists, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { judgeUnuse, judgeUse } from '../../core/model/pools.js';
+import { usesOf } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
-import { iso, recordEvent, type PoolDoc } from './records.js';
+import { iso, recordEvent, rulesOf, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
 
 export interface MultiDoc {
@@ -48,7 +49,7 @@ function toUse(pool: string, m: MultiDoc, use: UseDoc): CodeInfo {
 /** `addMultiUseCode`: `already_exists` when the pool has the code, single- or multi-use. */
 export async function addMultiUse(tx: Transaction, refs: PoolRefs, poolSnap: DocumentSnapshot, pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
   const [single, multi] = await tx.getAll(refs.code(spec.code), refs.multi(spec.code));
-  if (single!.exists || multi!.exists) throw codeExists(spec.code);
+  if (single!.exists || multi!.exists) throw refusal('code_exists', { code: spec.code });
   const doc: MultiDoc = { code: spec.code, max: spec.uses, used: 0, per: spec.usesPerClaimant, vs: spec.startsAt, ve: spec.expiresAt };
   tx.create(refs.multi(spec.code), doc);
   // imports read the multi-use codes only in pools that have some
@@ -66,7 +67,7 @@ export async function addMultiUse(tx: Transaction, refs: PoolRefs, poolSnap: Doc
  * claimant's count; otherwise the attempt runs again on fresh reads.
  */
 export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
-  if (orderId === null) throw orderRequired(code);
+  if (orderId === null) throw refusal('order_required', { code });
   return runner.run(
     async (tx) => {
       const [poolSnap, mSnap, useSnap, bySnap] = await db.getAll(refs.pool, refs.multi(code), refs.use(code, orderId), ...(claimant !== null ? [refs.usesBy(code, claimant)] : []));
@@ -74,21 +75,13 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
       if (!mSnap!.exists) throw notFound('code', code);
       const poolDoc = poolSnap!.data() as PoolDoc;
       const m = mSnap!.data() as MultiDoc;
-      if (useSnap!.exists) {
-        const prior = useSnap!.data() as UseDoc;
-        if (claimant !== null && prior.c !== claimant) throw orderOfOtherClaimant(code, orderId);
-        return toUse(pool, m, prior);
-      }
+      const prior = useSnap!.exists ? (useSnap!.data() as UseDoc) : null;
       const now = mSnap!.readTime;
-      const nowIso = now.toDate().toISOString();
-      assertInWindow(pool, poolDoc, nowIso);
-      assertCodeInWindow(code, { startsAt: m.vs, expiresAt: m.ve }, nowIso);
-      if (m.used >= m.max) throw usesExhausted(code, m.max);
       const mine = Number(bySnap?.get('n') ?? 0);
-      if (m.per !== null) {
-        if (claimant === null) throw claimantRequired(code);
-        if (mine >= m.per) throw usesPerClaimantReached(code, claimant, m.per);
-      }
+      const judged = judgeUse(rulesOf(poolDoc), { code, maxUses: m.max, perClaimant: m.per, uses: m.used, startsAt: m.vs, expiresAt: m.ve }, {
+        claimant, orderId, now: now.toDate().toISOString(), prior: prior && { claimant: prior.c }, usesBy: () => mine,
+      });
+      if (judged === 'replay') return toUse(pool, m, prior!);
       const use: UseDoc = { o: orderId, c: claimant, at: now };
       tx.update(mSnap!.ref, { used: m.used + 1 }, { lastUpdateTime: mSnap!.updateTime! });
       tx.create(refs.use(code, orderId), use);
@@ -103,11 +96,9 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
 
 /** Gives the use of `orderId` back, recorded as a `code.unredeemed` event. */
 export async function unredeemUse(tx: Transaction, layout: Layout, refs: PoolRefs, pool: string, now: Timestamp, m: MultiDoc, orderId: string | null): Promise<CodeInfo> {
-  if (orderId === null) throw orderRequired(m.code);
-  const useSnap = await tx.get(refs.use(m.code, orderId));
-  if (!useSnap.exists) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
-  const use = useSnap.data() as UseDoc;
-  tx.delete(useSnap.ref);
+  const useSnap = orderId === null ? null : await tx.get(refs.use(m.code, orderId));
+  const use = judgeUnuse(m.code, orderId, useSnap?.exists ? (useSnap.data() as UseDoc) : null);
+  tx.delete(useSnap!.ref);
   tx.update(refs.multi(m.code), { used: FieldValue.increment(-1) });
   if (use.c !== null) tx.set(refs.usesBy(m.code, use.c), { n: FieldValue.increment(-1) }, { merge: true });
   const event = unredeemedEvent(pool, m.code, use.c ?? '', orderId, iso(use.at)!, iso(now)!, randomUUID());

@@ -4,23 +4,23 @@
  * (code, holder, key, counter shard, outbox event). Times (claimedAt, redeemedAt, windows) are the
  * server's: the transaction's read time, never the client's clock.
  */
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, MultiUseCodeSpec, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
-import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
+import { judgeLimitChange, judgeRedeem, judgeRelease, judgeRevoke, judgeUnredeem } from '../../core/model/pools.js';
 import { withWindow } from '../shared/imported-code.js';
-import { alreadyRedeemed, assertRedeemedFor, claimantRequired, heldByOther, holderAtLimit, limitBelowHoldings, redemptionLimitReached } from '../shared/pool-rules.js';
 import { auditPool } from './audit.js';
 import { ClaimGrouper, type ClaimOptions } from './claim.js';
 import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
 import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
-import { bumpCounters, freeCode, iso, lifeOf, liveHold, recordEvent, sumShards, type Timestamp, toCode, toPool, windowOf, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import { bumpCounters, freeCode, iso, lifeOf, recordEvent, rulesOf, stateOf, sumShards, type Timestamp, toCode, toPool, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
 import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
-import { INITIAL_SHARDS, lowStockAfterDrop, otherHolder, readAnyCode, writeHolder } from './code-access.js';
+import { INITIAL_SHARDS, lowStockAfterDrop, readAnyCode, writeHolder } from './code-access.js';
 
 /** A redeem's first step found a multi-use code. */
 const MULTI_USE = Symbol('multi-use');
@@ -75,7 +75,7 @@ export class FirestorePools implements PoolBackend {
     for (;;) {
       const takenOver = await this.tx.run(async (tx) => {
         const [snap, dead] = await tx.getAll(refs.pool, tombstone);
-        if (snap!.exists) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+        if (snap!.exists) throw refusal('pool_exists', { pool: spec.name });
         if (dead!.exists) return this.deletions.takeOver(tx, spec.name, dead!.data() as TombstoneDoc, dead!.readTime.toMillis());
         tx.create(refs.pool, doc(snap!.readTime));
         return null;
@@ -114,8 +114,7 @@ export class FirestorePools implements PoolBackend {
       const pool = snap.data() as PoolDoc;
       if (patch.perClaimantLimit !== undefined && patch.perClaimantLimit < pool.limit) {
         const top = await tx.get(refs.holders.orderBy('n', 'desc').limit(1));
-        const max = top.empty ? 0 : Number(top.docs[0]!.get('n'));
-        if (max > patch.perClaimantLimit) throw limitBelowHoldings(patch.perClaimantLimit, max);
+        judgeLimitChange(patch.perClaimantLimit, top.empty ? 0 : Number(top.docs[0]!.get('n')));
       }
       const update: Partial<PoolDoc> = {};
       if (patch.perClaimantLimit !== undefined) update.limit = patch.perClaimantLimit;
@@ -192,9 +191,7 @@ export class FirestorePools implements PoolBackend {
     const refs = this.refs(pool);
     return this.tx.run(async (tx, _n, attempt) => {
       const { poolDoc, rec, now, codeTime } = await readCode(tx, refs, pool, code);
-      if (rec.s === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      if (rec.s !== 'claimed') throw notHeld(code, rec.s);
-      if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
+      judgeRelease(stateOf(rec), claimant);
       const holderRef = refs.holder(rec.h!);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
       const rearm = !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + 1 > poolDoc.threshold);
@@ -216,34 +213,25 @@ export class FirestorePools implements PoolBackend {
         attempt.resolveWith(async () => 'rerun'); // nothing written here
         return MULTI_USE; // redeemed by its own compare-and-set step, without this transaction's locks
       }
-      if (rec.s === 'redeemed') {
-        // the same checkout again: its answer, unchanged
-        if (orderId !== null && rec.o === orderId) return toCode(pool, rec);
-        throw alreadyRedeemed(code, iso(rec.ra)!);
-      }
-      const direct = rec.s === 'free' && poolDoc.public;
-      if (direct) {
-        if (claimant === null) throw claimantRequired(code);
-      } else {
-        if (rec.s !== 'claimed') throw notHeld(code, rec.s);
-        if (claimant !== null && rec.h !== claimant) throw otherHolder(code);
-      }
-      const holderName = direct ? claimant! : rec.h!;
-      const holderRef = refs.holder(holderName);
-      const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
-      if (direct && (holder?.n ?? 0) >= poolDoc.limit) throw holderAtLimit(pool, holderName, poolDoc.limit);
-      // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(rec, now.toMillis()) && rec.hc !== holderName) throw heldByOther(code, new Date(rec.hu!).toISOString());
-      assertInWindow(pool, poolDoc, now.toDate().toISOString());
-      assertCodeInWindow(code, windowOf(rec), now.toDate().toISOString());
-      const needCounters = poolDoc.maxr !== null || (direct && poolDoc.threshold !== null && poolDoc.armed);
+      // the would-be holder's document and the counters are read before the model judges (a
+      // transaction reads before it decides); the model asks for them only when it needs them
+      const holderIfAny = rec.s === 'free' && poolDoc.public ? claimant : rec.s === 'redeemed' ? null : rec.h;
+      const holderRef = holderIfAny !== null ? refs.holder(holderIfAny) : null;
+      const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
+      const mayBeDirect = rec.s === 'free' && poolDoc.public;
+      const needCounters = rec.s !== 'redeemed' && (poolDoc.maxr !== null || (mayBeDirect && poolDoc.threshold !== null && poolDoc.armed));
       const counters = needCounters ? sumShards((await tx.get(refs.shards)).docs) : null;
-      if (poolDoc.maxr !== null && counters!.redeemed >= poolDoc.maxr) throw redemptionLimitReached(pool, 'pool', poolDoc.maxr, holderName);
-      if (poolDoc.maxrc !== null && (holder?.redeemed ?? 0) >= poolDoc.maxrc) throw redemptionLimitReached(pool, 'claimant', poolDoc.maxrc, holderName);
+      const judged = judgeRedeem(rulesOf(poolDoc), stateOf(rec), {
+        claimant, orderId, now: now.toDate().toISOString(),
+        heldBy: () => holder?.n ?? 0,
+        redeemed: () => ({ pool: counters?.redeemed ?? 0, claimant: holder?.redeemed ?? 0 }),
+      });
+      if (judged.kind === 'replay') return toCode(pool, rec); // the same checkout again: its answer, unchanged
+      const { direct, holder: holderName } = judged;
       // the redeem consumes the hold
       const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null, ...lifeOf(rec, now.toMillis(), false) };
       writeCode(tx, attempt, refs.code(code), next, codeTime);
-      writeHolder(tx, holderRef, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
+      writeHolder(tx, holderRef!, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
       bumpCounters(tx, refs, poolDoc.shards, direct ? { free: -1, redeemed: 1 } : { claimed: -1, redeemed: 1 });
       if (direct && counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
       return toCode(pool, next);
@@ -256,7 +244,7 @@ export class FirestorePools implements PoolBackend {
     return this.tx.run(async (tx, _n, attempt) => {
       const { poolDoc, rec, multi, now, codeTime } = await readAnyCode(tx, refs, pool, code);
       if (!rec) return unredeemUse(tx, this.layout, refs, pool, now, multi!, orderId);
-      assertRedeemedFor({ code, status: rec.s, redeemed_order: rec.o }, orderId);
+      judgeUnredeem(stateOf(rec), orderId);
       const holderRef = refs.holder(rec.h!);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
       recordEvent(tx, this.layout, pool, now, 'code.unredeemed', `code.unredeemed:${pool}:${code}:${randomUUID()}`, {
@@ -279,7 +267,7 @@ export class FirestorePools implements PoolBackend {
     const refs = this.refs(pool);
     return this.tx.run(async (tx, _n, attempt) => {
       const { poolDoc, rec, now, codeTime } = await readCode(tx, refs, pool, code);
-      if (rec.s === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      judgeRevoke(stateOf(rec));
       const holderRef = rec.h ? refs.holder(rec.h) : null;
       const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
       const counters = rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
@@ -388,4 +376,3 @@ function writeCode(tx: Transaction, attempt: Attempt<unknown>, ref: DocumentRefe
   attempt.resolveWith(witnessResolver({ ref, guard: readAt, mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null), moved: () => 'unknown' }));
 }
 
-const notHeld = (code: string, status: string) => new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });

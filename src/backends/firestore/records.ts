@@ -2,6 +2,7 @@
 import { FieldValue, Timestamp, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { CodeFormat, CodeInfo, CodeStatus, Pool, PoolStats } from '../../core/types.js';
 import type { Layout, PoolRefs } from './layout.js';
+import type { CodeState, PoolRules } from '../../core/model/pools.js';
 
 export interface PoolDoc {
   name: string;
@@ -92,6 +93,15 @@ export function toCode(pool: string, doc: CodeDoc, nowMs?: number): CodeInfo {
 }
 
 /** A code's own window as the core judges it (`windowState`). */
+/** The pool and a code as the model judges them (core/model/pools.ts). */
+export const rulesOf = (p: PoolDoc): PoolRules => ({
+  name: p.name, perClaimantLimit: p.limit, publicCodes: p.public, startsAt: p.startsAt, expiresAt: p.expiresAt, maxRedemptions: p.maxr, maxRedemptionsPerClaimant: p.maxrc,
+});
+export const stateOf = (c: CodeDoc): CodeState => ({
+  code: c.code, status: c.s, claimant: c.h, redeemedAt: iso(c.ra), order: c.o,
+  hold: c.hc != null && c.hu != null ? { claimant: c.hc, until: new Date(c.hu).toISOString() } : null, startsAt: c.vs ?? null, expiresAt: c.ve ?? null,
+});
+
 export const windowOf = (doc: CodeLife) => ({ startsAt: doc.vs ?? null, expiresAt: doc.ve ?? null });
 
 export const liveHold = (doc: CodeLife, nowMs: number): boolean => doc.hc != null && doc.hu != null && doc.hu > nowMs;

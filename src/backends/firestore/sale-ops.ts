@@ -3,23 +3,22 @@
  * shared with other requests of the same sale: sale-queue.ts). Each decides every refusal before
  * it changes anything, so a refused request leaves the step as it found it.
  */
-import { DibsError } from '../../core/errors.js';
+import { refusal } from '../../core/refusals.js';
 import { newId } from '../../core/ids.js';
-import { notLive } from '../../core/sales/rules.js';
 import type { BuyResult, Hold, HoldResult } from '../../core/sales/types.js';
-import { judgeBuy, judgeReserve, sameRequest } from './sale-rules.js';
-import { isoMs, toHold, toOrder, type CustomerDoc, type HoldDoc } from './sale-records.js';
+import { judgeBuy, judgeReserve, judgeSaleKey } from '../../core/model/sales.js';
+import { isoMs, saleState, toHold, toOrder, type CustomerDoc, type HoldDoc, type SaleKeyDoc } from './sale-records.js';
 import type { SaleStep } from './sale-step.js';
 
 export async function buyIn(step: SaleStep, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
   const saleId = step.sale.id;
   const prior = key !== null ? await step.key(key) : null;
   if (prior) {
-    sameRequest(key!, prior, 'buy', customer, quantity);
+    judgeSaleKey(key!, priorOf(prior), 'buy', customer, quantity);
     return { order: toOrder(saleId, await step.order(prior.r)), replayed: true };
   }
   await step.loadCustomers([customer]);
-  judgeBuy(step.sale, step.nowIso, customer, step.unitsOf(customer).units, quantity);
+  judgeBuy(saleState(step.sale), step.nowIso, customer, step.unitsOf(customer).units, quantity);
   const order = step.insertOrder(customer, quantity, null);
   if (key !== null) step.putKey(key, { k: 'buy', c: customer, q: quantity, r: order.id });
   return { order: toOrder(saleId, order), replayed: false };
@@ -28,7 +27,7 @@ export async function buyIn(step: SaleStep, customer: string, quantity: number, 
 export async function reserveIn(step: SaleStep, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
   const prior = key !== null ? await step.key(key) : null;
   if (prior) {
-    sameRequest(key!, prior, 'reserve', customer, quantity);
+    judgeSaleKey(key!, priorOf(prior), 'reserve', customer, quantity);
     return { hold: toHold((await step.hold(prior.r))!), replayed: true };
   }
   await step.loadCustomers([customer]);
@@ -39,7 +38,7 @@ export async function reserveIn(step: SaleStep, customer: string, quantity: numb
   if (own && own.s === 'active' && own.e <= step.now) step.expire(own);
   if (own?.s !== 'active') own = null;
   const { units, own: ownUnits } = step.unitsOf(customer);
-  judgeReserve(step.sale, step.nowIso, customer, units, ownUnits, quantity);
+  judgeReserve(saleState(step.sale), step.nowIso, customer, units, ownUnits, quantity);
   const expires = step.now + ttlMs;
   const hold: HoldDoc = own
     ? Object.assign(own, { q: quantity, e: expires, ae: expires })
@@ -61,7 +60,7 @@ export async function confirmIn(step: SaleStep, holdId: string): Promise<BuyResu
   await step.loadCustomers([hold.c]);
   if (hold.s === 'active' && hold.e <= step.now) step.expire(hold); // stale, beyond what the stale pass took
   if (hold.s === 'expired') throw holdExpired(hold);
-  if (step.sale.cancelled !== null) throw notLive(hold.sale, 'cancelled');
+  if (step.sale.cancelled !== null) throw refusal('sale_not_live', { sale: hold.sale, status: 'cancelled' });
   // an active hold already counts against the cap: it becomes an order without another stock
   // check (also after the sale's end: its holds stay confirmable until they expire)
   step.dropActive(hold, 'confirmed');
@@ -82,6 +81,8 @@ export async function cancelIn(step: SaleStep, holdId: string): Promise<Hold> {
   return toHold(hold);
 }
 
-export const cancelledHold = (id: string) => new DibsError('conflict', `hold '${id}' was cancelled`, { details: { hold: id } });
-export const confirmedHold = (hold: HoldDoc) => new DibsError('conflict', `hold '${hold.id}' was already confirmed as order '${hold.o}'`, { details: { hold: hold.id } });
-export const holdExpired = (hold: HoldDoc) => new DibsError('hold_expired', `hold '${hold.id}' expired at ${isoMs(hold.e)}`, { details: { hold: hold.id, expiresAt: isoMs(hold.e) } });
+export const cancelledHold = (id: string) => refusal('hold_cancelled', { hold: id });
+export const confirmedHold = (hold: HoldDoc) => refusal('hold_confirmed', { hold: hold.id, order: hold.o });
+export const holdExpired = (hold: HoldDoc) => refusal('hold_expired', { hold: hold.id, expiresAt: isoMs(hold.e) });
+
+const priorOf = (doc: SaleKeyDoc) => ({ kind: doc.k, customer: doc.c, quantity: doc.q });

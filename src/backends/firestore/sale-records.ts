@@ -5,6 +5,7 @@
  */
 import type { Hold, Order, Sale, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import { saleStatus } from '../../core/sales/rules.js';
+import type { SaleState } from '../../core/model/sales.js';
 
 export interface SaleDoc {
   id: string;
@@ -94,6 +95,11 @@ export const isoMs = (ms: number) => new Date(ms).toISOString();
 
 export function statusOf(doc: SaleDoc, now: string): Sale['status'] {
   return saleStatus({ startsAt: doc.starts, endsAt: doc.ends, cancelledAt: doc.cancelled, cap: doc.cap, sold: doc.sold }, now);
+}
+
+/** The sale as the model judges it (core/model/sales.ts). */
+export function saleState(doc: SaleDoc): SaleState {
+  return { id: doc.id, startsAt: doc.starts, endsAt: doc.ends, cancelledAt: doc.cancelled, cap: doc.cap, perCustomerLimit: doc.limit, sold: doc.sold, held: doc.held };
 }
 
 /** `held`: units of active holds that have not expired by `now` (the step's or snapshot's). */

@@ -19,19 +19,20 @@
  * Definitions: the SKU document lists the SKU's non-cancelled sales (the overlap preflight);
  * creating, updating or cancelling a sale reads and writes it in the same transaction.
  */
+import { refusal } from '../../core/refusals.js';
 import { FieldPath, type CollectionReference, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
 import { iso, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
-import { emptyCustomer, isoMs, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
+import { emptyCustomer, isoMs, saleState, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
 import { SaleQueue } from './sale-queue.js';
-import { judgeBuy, judgeReserve } from './sale-rules.js';
+import { judgeBuy, judgeReserve } from '../../core/model/sales.js';
 import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
 
@@ -127,7 +128,7 @@ export class FirestoreSales implements SaleBackend {
       assertPreflight(spec, { now: step.nowIso, sameSku: sameSku(sku, id), committed: sale.sold + sale.held, existing: { startsAt: sale.starts } });
       if (spec.perCustomerLimit < sale.limit) {
         const units = await mostUnits(step, this.layout.sale(id).customers, spec.perCustomerLimit);
-        if (units > spec.perCustomerLimit) throw limitBelowUnits(id, spec.perCustomerLimit, units);
+        if (units > spec.perCustomerLimit) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units });
       }
       const doc = step.touchSale();
       Object.assign(doc, { starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata });
@@ -201,8 +202,8 @@ export class FirestoreSales implements SaleBackend {
       const cust = (custSnap!.data() as CustomerDoc | undefined) ?? emptyCustomer(customer);
       const own = cust.h !== null && cust.he > now ? cust.hq : 0;
       try {
-        if (kind === 'buy') judgeBuy(sale, isoMs(now), customer, cust.o + own, quantity);
-        else judgeReserve(sale, isoMs(now), customer, cust.o + own, own, quantity);
+        if (kind === 'buy') judgeBuy(saleState(sale), isoMs(now), customer, cust.o + own, quantity);
+        else judgeReserve(saleState(sale), isoMs(now), customer, cust.o + own, own, quantity);
         return null;
       } catch (error) {
         return error;
@@ -384,8 +385,8 @@ function sameSku(sku: SkuDoc | undefined, id: string): { id: string; startsAt: s
     .map(([other, w]) => ({ id: other, startsAt: w.s, endsAt: w.e }));
 }
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
-const cancelledSale = (id: string) => new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
+const cancelledSale = (id: string) => refusal('sale_cancelled', { sale: id });
 
 /**
  * The most units one customer has (orders and live hold) when someone has more than `limit`, else

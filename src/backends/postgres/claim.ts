@@ -9,9 +9,11 @@
  * - `stale`: the pool's rules changed (updatePool) after the statement read them; it took nothing;
  * - a spent idempotency key (all its codes released/revoked): forget it, then claim afresh.
  */
+import { judgeClaimKey } from '../../core/model/pools.js';
+import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DibsError, notFound, soldOut, unavailable } from '../../core/errors.js';
+import { notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
@@ -161,9 +163,7 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
     result: { pool: r.pool, claimant: r.claimant, status, codes, held, replayed },
   });
   if (row.prior_claimant !== null) {
-    if (row.prior_claimant !== r.claimant || row.prior_count !== r.count) {
-      throw new DibsError('conflict', `idempotency key '${r.key}' was already used for a different request (claimant '${row.prior_claimant}', count ${row.prior_count})`, { field: 'idempotencyKey' });
-    }
+    judgeClaimKey(r.key!, { claimant: row.prior_claimant, count: row.prior_count! }, r.claimant, r.count);
     if (row.key_codes.length > 0) return answer('claimed', row.key_codes, row.held_before, true);
     return { retry: 'spent_key', poolId: row.pool_id };
   }
@@ -177,5 +177,5 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };
   if (row.room === 0) return answer('already-held', [], row.held_before, false);
   if (Number(row.free_seen) > 0) return { retry: 'busy' };
-  throw soldOut(r.pool);
+  throw refusal('pool_sold_out', { pool: r.pool });
 }

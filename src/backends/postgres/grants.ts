@@ -3,11 +3,12 @@
  * migrations 010, 016 and 017 (sale_grant, sale_take_granted, sale_grant_close, sale_grants_revoke,
  * sale_grants_expire), which locks the sale row first like every other sale step.
  */
+import { judgeSaleKey, type SaleKeyKind } from '../../core/model/sales.js';
+import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
-import { DibsError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
-import { limitReached, notLive } from '../../core/sales/rules.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
@@ -49,17 +50,15 @@ export class PgGrants implements GrantLedger {
       case 'not_found':
         throw notFound('sale', saleId);
       case 'not_live':
-        throw notLive(saleId, r.status!);
+        throw refusal('sale_not_live', { sale: saleId, status: r.status! });
       case 'ticket_required':
         throw ticketRequired(saleId);
       case 'limit_reached':
-        throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
+        throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
       case 'revoked':
         return { outcome: 'revoked' };
       case 'replay':
-        if (r.key_kind !== 'buy' || r.key_customer !== customer || r.key_quantity !== quantity) {
-          throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${r.key_kind} of ${r.key_quantity} by '${r.key_customer}')`, { field: 'idempotencyKey' });
-        }
+        judgeSaleKey(key!, { kind: r.key_kind as SaleKeyKind, customer: r.key_customer!, quantity: r.key_quantity! }, 'buy', customer, quantity);
         return { outcome: 'replay', order: (await this.getOrder(r.result_id!))! };
       default:
         return { outcome: 'ok', order: (await this.getOrder(r.result_id!))! };

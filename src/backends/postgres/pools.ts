@@ -3,6 +3,7 @@
  * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
  * the lock order of pools.sql (code rows → counter shard → pool row).
  */
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PoolBackend } from '../../core/backend.js';
@@ -25,9 +26,9 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit } from '../shared/pool-rules.js';
-import { assertCodeInWindow, assertInWindow, codeOutsideWindow, outsideWindow } from '../../core/window.js';
-import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
+import { judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, type CodeState, type PoolRules } from '../../core/model/pools.js';
+import { usesOf } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
@@ -148,7 +149,7 @@ export class PgPools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes, spec.codeFormat === null ? null : JSON.stringify(spec.codeFormat)]);
-    if (!rowCount) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    if (!rowCount) throw refusal('pool_exists', { pool: spec.name });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
   }
@@ -188,9 +189,7 @@ export class PgPools implements PoolBackend {
       const limit = patch.perClaimantLimit ?? row.per_claimant_limit;
       if (limit < row.per_claimant_limit || lowering) {
         const { n } = (await client.query<{ n: number }>(Q.maxHeldByOneClaimant, [row.id])).rows[0]!;
-        if (n > limit) {
-          throw new DibsError('conflict', `perClaimantLimit cannot go below ${n}: a claimant already holds ${n} codes`, { field: 'perClaimantLimit', details: { maxHeld: n } });
-        }
+        judgeLimitChange(limit, n);
         await client.query(Q.compactSlots, [row.id, limit]);
       }
       const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
@@ -241,8 +240,7 @@ export class PgPools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      assertHeld(c, claimant);
+      judgeRelease(stateOf(c), claimant);
       return { status: 'free', keepHolder: false, order: null, move: { claimed: -1, free: 1 } };
     });
   }
@@ -276,7 +274,7 @@ export class PgPools implements PoolBackend {
 
   /** One use of a multi-use code (multi_use_redeem: one call, the code's row lock held only inside it); undefined: no such multi-use code. */
   private async redeemMultiUse(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo | undefined> {
-    if (orderId === null) throw orderRequired(code);
+    if (orderId === null) throw refusal('order_required', { code });
     const r = (await query<MultiUseRow>(this.pool, Q.multiUseRedeem, [pool, code, claimant, orderId])).rows[0]!;
     const m: MultiRow = { code, max_uses: r.o_max, per_claimant: r.o_per, uses: r.o_uses, starts_at: r.o_starts, expires_at: r.o_expires };
     switch (r.o_outcome) {
@@ -288,7 +286,7 @@ export class PgPools implements PoolBackend {
       case 'no_code':
         return undefined;
       case 'other_claimant':
-        throw orderOfOtherClaimant(code, orderId);
+        throw refusal('order_of_other_claimant', { code, orderId });
       case 'pool_not_yet_valid':
       case 'pool_expired':
         throw outsideWindow(pool, { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) }, r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid');
@@ -297,11 +295,11 @@ export class PgPools implements PoolBackend {
       case 'code_expired':
         throw codeOutsideWindow(code, 'expired', iso(r.o_expires)!);
       case 'exhausted':
-        throw usesExhausted(code, r.o_max);
+        throw refusal('uses_exhausted', { code, max: r.o_max });
       case 'claimant_required':
-        throw claimantRequired(code);
+        throw refusal('claimant_required', { code });
       case 'per_claimant':
-        throw usesPerClaimantReached(code, claimant!, r.o_per!);
+        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: r.o_per! });
       default:
         throw new Error(`multi_use_redeem answered ${r.o_outcome}`);
     }
@@ -309,30 +307,22 @@ export class PgPools implements PoolBackend {
 
   private redeemOnce(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, async (c, p, client) => {
-      if (c.status === 'redeemed') {
-        if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
-        throw alreadyRedeemed(code, iso(c.redeemed_at)!);
-      }
       // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
-      const direct = c.status === 'free' && p.public_codes;
-      if (!direct) assertHeld(c, claimant);
-      else if (claimant === null) throw claimantRequired(code);
-      const holder = direct ? claimant! : c.claimant!;
-      // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(c, p.now) && c.hold_claimant !== holder) throw heldByOther(code, iso(c.hold_until!)!);
-      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
-      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
-      const limits = { maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant };
-      // limited pools and direct redeems count under the pool row lock, one redeem after the other
-      if (direct || limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) await client.query(Q.lockPoolRow, [p.id]);
-      if (limits.maxRedemptions !== null || limits.maxRedemptionsPerClaimant !== null) {
-        const counts = (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holder])).rows[0]!;
-        assertRedemptionRoom(pool, limits, counts, holder);
-      }
+      const mayBeDirect = c.status === 'free' && p.public_codes && claimant !== null;
+      const limited = p.max_redemptions !== null || p.max_redemptions_per_claimant !== null;
+      // limited pools and direct redeems count under the pool row lock, one redeem after the other;
+      // the counts are read before the model judges (it asks for them only when it needs them)
+      if (c.status !== 'redeemed' && (mayBeDirect || limited)) await client.query(Q.lockPoolRow, [p.id]);
+      const held = mayBeDirect ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+      const holderIfAny = mayBeDirect ? claimant : c.claimant;
+      const counts = limited && c.status !== 'redeemed' && holderIfAny !== null ? (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holderIfAny])).rows[0]! : { pool: 0, claimant: 0 };
+      const judged = judgeRedeem(rulesOf(pool, p), stateOf(c), { claimant, orderId, now: iso(p.now)!, heldBy: () => held, redeemed: () => counts });
+      if (judged.kind === 'replay') return null; // the same checkout again: its answer
+      const { direct, holder } = judged;
       if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
       const free = (await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])).rows[0]!;
       const slot = free.slot;
-      if (slot === null) throw holderAtLimit(pool, holder, free.per_claimant_limit);
+      if (slot === null) throw refusal('holder_at_limit', { pool, claimant: holder, limit: free.per_claimant_limit });
       return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
     }, async () => {
       throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
@@ -341,34 +331,23 @@ export class PgPools implements PoolBackend {
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      assertRedeemedFor(c, orderId);
+      judgeUnredeem(stateOf(c), orderId);
       return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()) };
     }, (m, p, client) => this.unredeemUse(pool, m, p, client, orderId));
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
-      if (c.status === 'redeemed') throw alreadyRedeemed(code, iso(c.redeemed_at)!);
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-      if (c.status === 'free') {
-        // only a public code is redeemable unclaimed; its redeemer will need room under the limit
-        if (!p.public_codes) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
-        const held = (await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0;
-        if (held >= p.per_claimant_limit) throw holderAtLimit(pool, claimant, p.per_claimant_limit);
-      } else {
-        assertHeld(c, claimant);
-      }
-      if (liveHold(c, p.now) && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
-      assertInWindow(pool, { startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at) }, iso(p.now)!);
-      assertCodeInWindow(code, codeWindowOf(c), iso(p.now)!);
+      // only a free public code needs the claimant's holdings: its redeemer will need room under the limit
+      const held = c.status === 'free' && p.public_codes ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+      judgeHold(rulesOf(pool, p), stateOf(c), claimant, iso(p.now)!, () => held);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, claimant, ttlMs])).rows[0]!, p.now);
     });
   }
 
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
-      if (!liveHold(c, p.now)) return toCode(pool, c, p.now);
-      if (claimant !== null && c.hold_claimant !== claimant) throw heldByOther(code, iso(c.hold_until!)!);
+      if (judgeReleaseHold(stateOf(c), claimant, iso(p.now)!) === 'none') return toCode(pool, c, p.now);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, null, 0])).rows[0]!, p.now);
     });
   }
@@ -386,15 +365,13 @@ export class PgPools implements PoolBackend {
       const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
       const m = (await client.query<MultiRow>(Q.insertMulti, [row.id, spec.code, spec.uses, spec.usesPerClaimant, spec.startsAt, spec.expiresAt])).rows[0];
-      if (!m) throw codeExists(spec.code);
+      if (!m) throw refusal('code_exists', { code: spec.code });
       return toMultiCode(pool, m);
     });
   }
 
   private async unredeemUse(pool: string, m: MultiRow, p: PoolWindowRow, client: pg.ClientBase, orderId: string | null): Promise<CodeInfo> {
-    if (orderId === null) throw orderRequired(m.code);
-    const use = (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0];
-    if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    const use = judgeUnuse(m.code, orderId, orderId === null ? undefined : (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0]);
     await client.query(Q.deleteUse, [p.id, m.code, orderId]);
     await client.query(Q.moveUses, [p.id, m.code, -1]);
     const e = unredeemedEvent(pool, m.code, use.claimant ?? '', orderId, use.used_at.toISOString(), iso(p.now)!, randomUUID());
@@ -411,14 +388,14 @@ export class PgPools implements PoolBackend {
       if (c) return single(c, p, client);
       const m = (await client.query<MultiRow>(Q.multiForUpdate, [p.id, code])).rows[0];
       if (!m) throw notFound('code', code);
-      if (!multi) throw multiUseNotHoldable(code);
+      if (!multi) throw refusal('multi_use_not_holdable', { code });
       return multi(m, p, client);
     });
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (c) => {
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      judgeRevoke(stateOf(c));
       return { status: 'revoked', keepHolder: false, order: null, move: { [c.status]: -1, revoked: 1 } };
     });
   }
@@ -554,10 +531,15 @@ export class PgPools implements PoolBackend {
   }
 }
 
-function assertHeld(c: CodeRow, claimant: string | null): void {
-  if (c.status !== 'claimed' && c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not held by anyone`, { field: 'code' });
-  if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
-}
+/** The pool and a code as the model judges them. */
+const rulesOf = (name: string, p: PoolWindowRow): PoolRules => ({
+  name, perClaimantLimit: p.per_claimant_limit, publicCodes: p.public_codes, startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at),
+  maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant,
+});
+const stateOf = (c: CodeRow): CodeState => ({
+  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: iso(c.redeemed_at), order: c.redeemed_order,
+  hold: c.hold_claimant != null && c.hold_until != null ? { claimant: c.hold_claimant, until: c.hold_until.toISOString() } : null, ...codeWindowOf(c),
+});
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 

@@ -13,11 +13,13 @@
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
+import { judgeSaleKey } from '../../core/model/sales.js';
+import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, SaleStatus, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -148,7 +150,7 @@ export class PgSales implements SaleBackend {
       if (sku === undefined) throw notFound('sale', id);
       await client.query(Q.lockSku, [sku]);
       const row = await this.lock(client, id);
-      if (row.cancelled_at !== null) throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled_at !== null) throw refusal('sale_cancelled', { sale: id });
       const { units } = await this.expireStale(client, id);
       const now = iso(row.now);
       const spec: SaleSpec = {
@@ -164,7 +166,7 @@ export class PgSales implements SaleBackend {
       if (spec.perCustomerLimit < row.per_customer_limit) {
         // under the sale's row lock: every buy and reservation that counted against the old limit has committed
         const over = (await client.query<{ units: number }>(Q.customersOverLimit, [id, spec.perCustomerLimit])).rows;
-        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
       }
       await client.query(Q.updateSale, [id, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -210,12 +212,12 @@ export class PgSales implements SaleBackend {
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
-        throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+        throw refusal('hold_cancelled', { hold: holdId });
       case 'expired':
-        throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(r.expires_at!)}`, { details: { hold: holdId, expiresAt: iso(r.expires_at!) } });
+        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(r.expires_at!) });
       default: {
         const { sale_id: saleId } = await this.hold(this.pool, holdId);
-        throw notLive(saleId, 'cancelled');
+        throw refusal('sale_not_live', { sale: saleId, status: 'cancelled' });
       }
     }
   }
@@ -395,7 +397,7 @@ export class PgSales implements SaleBackend {
     if (key !== null && row.key_kind !== null) return checkKey(key, { kind: row.key_kind, customer: row.key_customer, quantity: row.key_quantity, result_id: row.key_result }, kind, customer, quantity);
     const status = saleStatus({ startsAt: iso(row.starts_at), endsAt: iso(row.ends_at), cancelledAt: row.cancelled_at && iso(row.cancelled_at), cap: row.cap, sold: row.sold }, iso(row.now));
     // Answered as of this read (the locked step would judge at its own transaction's start the same way).
-    if (status !== 'live') throw notLive(saleId, status);
+    if (status !== 'live') throw refusal('sale_not_live', { sale: saleId, status });
     return null;
   }
 
@@ -424,13 +426,13 @@ export class PgSales implements SaleBackend {
       case 'not_found':
         throw notFound('sale', saleId);
       case 'not_live':
-        throw notLive(saleId, r.status!);
+        throw refusal('sale_not_live', { sale: saleId, status: r.status! });
       case 'ticket_required':
         throw ticketRequired(saleId);
       case 'limit_reached':
-        throw limitReached(saleId, customer, r.units!, r.more!, r.lim!);
+        throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
       case 'sold_out':
-        throw saleSoldOut(saleId, r.available!);
+        throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
     }
   }
 
@@ -445,9 +447,7 @@ export class PgSales implements SaleBackend {
 
 /** A stored key answers only the same request; reusing it for another is a conflict. */
 function checkKey(key: string, row: KeyRow, kind: KeyRow['kind'], customer: string, quantity: number): KeyRow {
-  if (row.kind !== kind || row.customer !== customer || row.quantity !== quantity) {
-    throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.kind} of ${row.quantity} by '${row.customer}')`, { field: 'idempotencyKey' });
-  }
+  judgeSaleKey(key, row, kind, customer, quantity);
   return row;
 }
 
@@ -458,10 +458,10 @@ function run<R extends pg.QueryResultRow>(client: Db, pool: pg.Pool, text: strin
 
 const iso = (d: Date) => d.toISOString();
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 
 const alreadyConfirmed = (hold: HoldRow) =>
-  new DibsError('conflict', `hold '${hold.id}' was already confirmed as order '${hold.order_id}'`, { details: { hold: hold.id } });
+  refusal('hold_confirmed', { hold: hold.id, order: hold.order_id });
 
 function toSale(row: SaleViewRow): Sale {
   const startsAt = iso(row.starts_at);

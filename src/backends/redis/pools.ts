@@ -1,8 +1,9 @@
+import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
-import { DibsError, notFound, soldOut } from '../../core/errors.js';
-import { claimantRequired, counterViolations, holderAtLimit, redemptionLimitReached, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
-import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
+import { DibsError, notFound } from '../../core/errors.js';
+import { counterViolations } from '../shared/pool-rules.js';
+import { usesOf } from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import type {
@@ -51,6 +52,9 @@ interface MultiRecord {
   ve?: number;
 }
 
+/** The limit a script's `limit_reached` names, as its refusal reason. */
+const LIMIT_REASONS: Record<string, string> = { holder: 'holder_at_limit', pool: 'redemptions_pool', claimant: 'redemptions_claimant' };
+
 const iso = (ms: string | number | undefined | null) => (ms === undefined || ms === null || ms === '' ? null : new Date(Number(ms)).toISOString());
 
 export class RedisPools implements PoolBackend {
@@ -69,7 +73,7 @@ export class RedisPools implements PoolBackend {
   async createPool(spec: PoolSpec): Promise<Pool> {
     const k = this.keys(spec.name);
     const reply = await runScript(this.client, 'create', [k.pool], [spec.name, spec.perClaimantLimit, spec.lowStockThreshold ?? '', JSON.stringify(spec.metadata), msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt), spec.maxRedemptions ?? '', spec.maxRedemptionsPerClaimant ?? '', spec.publicCodes ? '1' : '0', spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat)]);
-    if (reply === 'already_exists') throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+    if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, spec.name));
@@ -102,7 +106,7 @@ export class RedisPools implements PoolBackend {
       patch.codeFormat === undefined ? '' : patch.codeFormat === null ? 'null' : JSON.stringify(patch.codeFormat),
     ]);
     if (reply === 'not_found') throw notFound('pool', name);
-    if (Array.isArray(reply)) throw limitBelowHoldings(patch.perClaimantLimit!, Number(reply[1]));
+    if (Array.isArray(reply)) throw refusal('limit_below_holdings', { requested: patch.perClaimantLimit!, held: Number(reply[1]) });
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, name));
     return this.getPool(name);
   }
@@ -133,12 +137,12 @@ export class RedisPools implements PoolBackend {
       case 'not_found':
         throw notFound('pool', pool);
       case 'sold_out':
-        throw soldOut(pool);
+        throw refusal('pool_sold_out', { pool });
       case 'not_yet_valid':
       case 'expired':
         throw await this.outsideWindow(pool, reply[0]);
       case 'conflict':
-        throw keyReused(key!, { claimant: String(reply[1]), count: Number(reply[2]) });
+        throw refusal('key_reused', { key: key!, prior: { claimant: String(reply[1]), count: Number(reply[2]) } });
       case 'claimed':
       case 'replayed':
         return { pool, claimant, status: 'claimed', codes: reply[1] as string[], held: reply[2] as string[], replayed: reply[0] === 'replayed' };
@@ -151,7 +155,7 @@ export class RedisPools implements PoolBackend {
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held, k.parked, k.claimed], [code, claimant ?? '']));
+    return this.codeReply(pool, code, await runScript(this.client, 'release', [k.pool, k.free, k.codes, k.held, k.parked, k.claimed], [code, claimant ?? '']), { claimant });
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
@@ -162,10 +166,10 @@ export class RedisPools implements PoolBackend {
     const reply = this.multiUseCodes.has(known) && orderId !== null
       ? ['not_found', 'code']
       : await runScript(this.client, 'redeem', [k.pool, k.codes, k.held, k.free, k.events, k.parked, k.claimed], [code, claimant ?? '', orderId ?? '']);
-    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { claimant, orderId });
     // not a single-use code: one use of a multi-use code (a code's kind never changes)
     if (orderId === null) {
-      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
     const use = (await runScript(this.client, 'multi_redeem', [k.pool, k.multi, k.uses, k.usesBy], [code, claimant ?? '', orderId])) as string[];
@@ -178,11 +182,11 @@ export class RedisPools implements PoolBackend {
       case 'use':
         return { ...toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord), status: 'redeemed', claimant: use[2] || null, redeemedAt: iso(use[3]), orderId: use[4]! };
       case 'other_claimant':
-        throw orderOfOtherClaimant(code, orderId);
+        throw refusal('order_of_other_claimant', { code, orderId });
       case 'uses_exhausted':
-        throw usesExhausted(code, Number(use[1]));
+        throw refusal('uses_exhausted', { code, max: Number(use[1]) });
       case 'per_claimant':
-        throw usesPerClaimantReached(code, claimant!, Number(use[1]));
+        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: Number(use[1]) });
       default:
         return this.codeReply(pool, code, use);
     }
@@ -191,20 +195,20 @@ export class RedisPools implements PoolBackend {
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     const k = this.keys(pool);
     const reply = await runScript(this.client, 'unredeem', [k.pool, k.codes, k.events], [code, orderId ?? '', randomUUID()]);
-    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply);
+    if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { orderId });
     if (orderId === null) {
-      if (await this.client.hexists(k.multi, code)) throw orderRequired(code);
+      if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
     const back = (await runScript(this.client, 'multi_unredeem', [k.pool, k.multi, k.uses, k.usesBy, k.events], [code, orderId, randomUUID()])) as string[];
     if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
-    if (back[0] === 'not_used') throw new DibsError('conflict', `code '${code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    if (back[0] === 'not_used') throw refusal('other_order', { code, orderId });
     return this.codeReply(pool, code, back);
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     const k = this.keys(pool);
-    return this.codeReply(pool, code, await runScript(this.client, 'hold', [k.pool, k.codes, k.held, k.free, k.parked, k.multi], [code, claimant, ttlMs]));
+    return this.codeReply(pool, code, await runScript(this.client, 'hold', [k.pool, k.codes, k.held, k.free, k.parked, k.multi], [code, claimant, ttlMs]), { claimant });
   }
 
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
@@ -223,7 +227,7 @@ export class RedisPools implements PoolBackend {
     const k = this.keys(pool);
     const reply = (await runScript(this.client, 'multi_add', [k.pool, k.codes, k.multi], [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)])) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
-    if (reply[0] === 'already_exists') throw codeExists(spec.code);
+    if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });
     return toMultiCode(pool, spec.code, JSON.parse(reply[1]!) as MultiRecord);
   }
 
@@ -354,29 +358,21 @@ export class RedisPools implements PoolBackend {
     return outsideWindow(pool, { startsAt: iso(starts), expiresAt: iso(expires) }, state);
   }
 
-  private async codeReply(pool: string, code: string, reply: unknown): Promise<CodeInfo> {
+  private async codeReply(pool: string, code: string, reply: unknown, asked: { claimant?: string | null; orderId?: string | null } = {}): Promise<CodeInfo> {
     const [head, ...rest] = reply as [string, ...string[]];
     if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code') throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
-    if (head === 'held') throw heldByOther(code, iso(rest[0])!);
-    if (head === 'multi_use') throw multiUseNotHoldable(code);
-    if (head === 'claimant_required') throw claimantRequired(code);
+    if (head === 'held') throw refusal('held', { code, until: iso(rest[0])! });
+    if (head === 'multi_use') throw refusal('multi_use_not_holdable', { code });
+    if (head === 'claimant_required') throw refusal('claimant_required', { code });
     if (head === 'limit_reached') {
       const [which, max, holder] = rest as [string, string, string];
-      throw which === 'holder' ? holderAtLimit(pool, holder, Number(max)) : redemptionLimitReached(pool, which as 'pool' | 'claimant', Number(max), holder);
+      throw scriptRefusal(LIMIT_REASONS[which] ?? which, { pool, claimant: holder, limit: Number(max), max: Number(max) });
     }
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
-    if (head === 'already_redeemed') throw new DibsError('already_redeemed', `code '${code}' was already redeemed at ${iso(rest[0])}`, { field: 'code' });
-    if (head === 'conflict') {
-      const [reason, status] = rest;
-      if (reason === 'other_holder') throw new DibsError('conflict', `code '${code}' is not held by that claimant`, { field: 'claimant' });
-      if (reason === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      if (reason === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
-      if (reason === 'revoked_hold') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-      if (reason === 'not_redeemed') throw new DibsError('conflict', `code '${code}' is ${status}, not redeemed`, { field: 'code' });
-      if (reason === 'other_order') throw new DibsError('conflict', `code '${code}' was not redeemed for that order`, { field: 'orderId' });
-      throw new DibsError('conflict', `code '${code}' is ${status}, not held by anyone`, { field: 'code' });
-    }
+    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
+    // a script's refusal by its reason id; the request's own claimant and order fill the context
+    if (head === 'conflict') throw scriptRefusal(rest[0], { code, status: rest[1], claimant: asked.claimant, orderId: asked.orderId });
     const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] = reply as string[];
     return {
       pool, code, status: status as CodeStatus, claimant: holder || null, claimedAt: iso(claimedAt), redeemedAt: iso(redeemedAt), orderId: order || null,

@@ -17,11 +17,12 @@
  * Durability is the server's: without AOF (appendfsync always) an acknowledged order can be lost
  * in a crash (docs/redis.md).
  */
+import { refusal } from '../../core/refusals.js';
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
@@ -158,7 +159,7 @@ export class RedisSales implements SaleBackend {
       const prepared = await this.prepare(tag, skuOf, id);
       const row = prepared.sale;
       if (!row) throw notFound('sale', id);
-      if (row.cancelled !== '') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled !== '') throw refusal('sale_cancelled', { sale: id });
       const spec: SaleSpec = {
         id,
         sku: row.sku,
@@ -173,8 +174,8 @@ export class RedisSales implements SaleBackend {
         tag, prepared.version, id, Date.parse(spec.startsAt), Date.parse(spec.endsAt), spec.cap ?? '', spec.perCustomerLimit, JSON.stringify(spec.metadata),
       ]);
       if (reply === 'not_found') throw notFound('sale', id);
-      if (reply === 'cancelled') throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
-      if (Array.isArray(reply)) throw limitBelowUnits(id, spec.perCustomerLimit, Number(reply[1]));
+      if (reply === 'cancelled') throw refusal('sale_cancelled', { sale: id });
+      if (Array.isArray(reply)) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Number(reply[1]) });
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
@@ -221,7 +222,7 @@ export class RedisSales implements SaleBackend {
       case 'replayed':
         return { hold: toHold(JSON.parse(reply[1]!) as HoldRecord), replayed: reply[0] === 'replayed' };
       case 'limit_reached':
-        throw limitReached(saleId, customer, Number(reply[1]), Number(reply[2]), Number(reply[3]));
+        throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity: Number(reply[2]), limit: Number(reply[3]) });
       default:
         throw this.refusal(saleId, customer, quantity, key, reply);
     }
@@ -239,11 +240,11 @@ export class RedisSales implements SaleBackend {
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
-        throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+        throw refusal('hold_cancelled', { hold: holdId });
       case 'hold_expired':
-        throw new DibsError('hold_expired', `hold '${holdId}' expired at ${iso(reply[1]!)}`, { details: { hold: holdId, expiresAt: iso(reply[1]!) } });
+        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(reply[1]!) });
       case 'not_live':
-        throw notLive(reply[2]!, 'cancelled');
+        throw refusal('sale_not_live', { sale: reply[2]!, status: 'cancelled' });
       default:
         throw new Error(`sale_confirm.lua answered ${String(reply[0])}`);
     }
@@ -254,7 +255,7 @@ export class RedisSales implements SaleBackend {
     if (!tag) throw notFound('hold', holdId);
     const reply = (await runScript(this.client, 'sale_cancel_hold', [`${tag}:holds`], [tag, holdId])) as string[];
     if (reply[0] === 'not_found') throw notFound('hold', holdId);
-    if (reply[0] === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${reply[1]}'`, { details: { hold: holdId } });
+    if (reply[0] === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: reply[1] ?? null });
     return toHold(JSON.parse(reply[1]!) as HoldRecord);
   }
 
@@ -447,14 +448,14 @@ export class RedisSales implements SaleBackend {
         return notFound('sale', saleId);
       case 'conflict': {
         const row = JSON.parse(reply[1]!) as { k: string; c: string; q: number };
-        return new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.k} of ${row.q} by '${row.c}')`, { field: 'idempotencyKey' });
+        return refusal('key_reused', { key: key!, prior: { kind: row.k, quantity: row.q, customer: row.c } });
       }
       case 'not_live':
-        return notLive(saleId, reply[1] as Sale['status']);
+        return refusal('sale_not_live', { sale: saleId, status: reply[1] as Sale['status'] });
       case 'limit_reached':
-        return limitReached(saleId, customer, Number(reply[1]), quantity, Number(reply[2]));
+        return refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
       case 'sold_out':
-        return saleSoldOut(saleId, Number(reply[1]));
+        return refusal('sale_sold_out', { sale: saleId, available: Number(reply[1]) });
       case 'ticket_required':
         return ticketRequired(saleId);
       default:
@@ -591,6 +592,6 @@ export function compareStreamIds(a: string, b: string): number {
   return am - bm || as - bs;
 }
 
-const alreadyExists = (id: string) => new DibsError('already_exists', `sale '${id}' already exists`, { field: 'id' });
+const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 const busy = (what: string) => new DibsError('unavailable', `definitions of '${what}' kept changing concurrently; try again`, { retriable: true });
 const isNotFound = (error: unknown) => error instanceof DibsError && error.code === 'not_found';

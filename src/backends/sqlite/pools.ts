@@ -1,6 +1,7 @@
+import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type { PoolBackend } from '../../core/backend.js';
-import { DibsError, notFound, soldOut } from '../../core/errors.js';
+import { DibsError, isDibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,
   ClaimManyResult,
@@ -19,11 +20,11 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
-import { assertCodeInWindow, assertInWindow } from '../../core/window.js';
+import { judgeClaim, judgeClaimKey, judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, judgeUse, type CodeState, type PoolRules } from '../../core/model/pools.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
-import { codeExists, heldByOther, multiUseNotHoldable, orderOfOtherClaimant, orderRequired, usesExhausted, usesOf, usesPerClaimantReached } from '../shared/pool-rules.js';
-import { alreadyRedeemed, assertRedeemedFor, assertRedemptionRoom, claimantRequired, holderAtLimit, counterViolations, keyReused, limitBelowHoldings } from '../shared/pool-rules.js';
+import { usesOf } from '../shared/pool-rules.js';
+import { counterViolations } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -115,7 +116,7 @@ export class SqlitePools implements PoolBackend {
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
       const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0, codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null });
-      if (changes === 0) throw new DibsError('already_exists', `pool '${spec.name}' already exists`, { field: 'name' });
+      if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
       return toPool(this.pool(spec.name));
     });
   }
@@ -138,7 +139,7 @@ export class SqlitePools implements PoolBackend {
       const perClaimantLimit = patch.perClaimantLimit ?? row.per_claimant_limit;
       if (perClaimantLimit < row.per_claimant_limit) {
         const { n } = this.stmt.maxHeldByOneClaimant.get(row.id) as { n: number };
-        if (n > perClaimantLimit) throw limitBelowHoldings(perClaimantLimit, n);
+        judgeLimitChange(perClaimantLimit, n);
       }
       this.stmt.updatePool.run({
         id: row.id,
@@ -176,68 +177,65 @@ export class SqlitePools implements PoolBackend {
   }
 
   async claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
-    return write(this.db, this.options, () => {
+    const outcome = await write(this.db, this.options, (): ClaimManyResult | { refused: DibsError } => {
       const row = this.pool(pool);
       const answer = (status: ClaimManyResult['status'], codes: string[], replayed: boolean): ClaimManyResult => ({
         pool, claimant, status, codes, replayed, held: this.heldCodes(row.id, claimant).map((c) => c.code),
       });
 
+      let spent = false;
       if (key !== null) {
         const previous = this.stmt.claimKey.get(row.id, key) as { claimant: string; count: number } | undefined;
         if (previous) {
-          if (previous.claimant !== claimant || previous.count !== count) throw keyReused(key, previous);
+          judgeClaimKey(key, previous, claimant, count);
           const codes = (this.stmt.codesOfKey.all(row.id, key, claimant) as { code: string }[]).map((c) => c.code);
           if (codes.length > 0) return answer('claimed', codes, true);
           this.stmt.deleteClaimKey.run(row.id, key); // its codes were all released: the key is spent
+          spent = true;
         }
       }
 
       // a replay above still answers; anything new happens only inside the pool's window
-      assertInWindow(pool, windowOf(row), this.now());
-      const room = row.per_claimant_limit - this.heldCodes(row.id, claimant).length;
-      if (room <= 0) return answer('already-held', [], false);
       const now = this.now();
-      const free = this.takeFree(row.id, now, Math.min(count, room));
-      if (free.length === 0) throw soldOut(pool);
+      let take: number;
+      let free: { id: number; code: string }[];
+      try {
+        take = judgeClaim(rulesOf(row), now, this.heldCodes(row.id, claimant).length, count);
+        if (take === 0) return answer('already-held', [], false);
+        free = this.takeFree(row.id, now, take);
+        if (free.length === 0) throw refusal('pool_sold_out', { pool });
+      } catch (error) {
+        // a spent key stays forgotten whatever the claim that found it answers (as on every store):
+        // commit that (and nothing else was written) and refuse after the commit
+        if (spent && isDibsError(error)) return { refused: error };
+        throw error;
+      }
 
       for (const { id } of free) this.stmt.markClaimed.run({ id, claimant, key, now });
       if (key !== null) this.stmt.insertClaimKey.run(row.id, key, claimant, count, now);
       this.moveCounters(row, { free: -free.length, claimed: free.length }, now);
       return answer('claimed', free.map((c) => c.code), false);
     });
+    if ('refused' in outcome) throw outcome.refused;
+    return outcome;
   }
 
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (_row, c) => {
-      if (c.status === 'redeemed') throw new DibsError('conflict', `code '${code}' is redeemed and cannot be released`, { field: 'code' });
-      assertHeld(c, claimant);
+      judgeRelease(stateOf(c), claimant);
       return { state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { claimed: -1, free: 1 } };
     });
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (row, c, now) => {
-      if (c.status === 'redeemed') {
-        if (orderId !== null && c.redeemed_order === orderId) return null; // the same checkout again: its answer
-        throw alreadyRedeemed(code, c.redeemed_at!);
-      }
-      // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
-      const direct = c.status === 'free' && row.public_codes === 1;
-      if (direct) {
-        if (claimant === null) throw claimantRequired(code);
-        if (this.heldCodes(row.id, claimant).length >= row.per_claimant_limit) throw holderAtLimit(pool, claimant, row.per_claimant_limit);
-      } else {
-        assertHeld(c, claimant);
-      }
-      const holder = direct ? claimant! : c.claimant!;
-      // another checkout's live hold (a claimed code's hold is its holder's)
-      if (liveHold(c, now) && c.hold_claimant !== holder) throw heldByOther(code, c.hold_until!);
-      assertInWindow(pool, windowOf(row), now);
-      assertCodeInWindow(code, codeWindowOf(c), now);
-      if (row.max_redemptions !== null || row.max_redemptions_per_claimant !== null) {
-        const { n } = this.stmt.redeemedBy.get(row.id, holder) as { n: number };
-        assertRedemptionRoom(pool, limitsOf(row), { pool: row.redeemed, claimant: n }, holder);
-      }
+      const judged = judgeRedeem(rulesOf(row), stateOf(c), {
+        claimant, orderId, now,
+        heldBy: (who) => this.heldCodes(row.id, who).length,
+        redeemed: (holder) => ({ pool: row.redeemed, claimant: (this.stmt.redeemedBy.get(row.id, holder) as { n: number }).n }),
+      });
+      if (judged.kind === 'replay') return null; // the same checkout again: its answer
+      const { holder, direct } = judged;
       return direct
         ? { state: { status: 'redeemed', claimant: holder, claimKey: null, claimedAt: now, redeemedAt: now, order: orderId }, move: { free: -1, redeemed: 1 } }
         : { state: { status: 'redeemed', claimant: holder, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
@@ -246,7 +244,7 @@ export class SqlitePools implements PoolBackend {
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (_row, c, now) => {
-      assertRedeemedFor(c, orderId);
+      judgeUnredeem(stateOf(c), orderId);
       const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
       this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
       return { state: { status: 'claimed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: null, order: null }, move: { redeemed: -1, claimed: 1 } };
@@ -255,7 +253,7 @@ export class SqlitePools implements PoolBackend {
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (_row, c) => {
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is already revoked`, { field: 'code' });
+      judgeRevoke(stateOf(c));
       return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { [c.status]: -1, revoked: 1 } };
     });
   }
@@ -263,20 +261,9 @@ export class SqlitePools implements PoolBackend {
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const c = this.codeOrMulti(row.id, code, () => { throw multiUseNotHoldable(code); });
+      const c = this.codeOrMulti(row.id, code, () => { throw refusal('multi_use_not_holdable', { code }); });
       const now = this.now();
-      if (c.status === 'redeemed') throw alreadyRedeemed(code, c.redeemed_at!);
-      if (c.status === 'revoked') throw new DibsError('conflict', `code '${code}' is revoked`, { field: 'code' });
-      if (c.status === 'free') {
-        // only a public code is redeemable unclaimed; its redeemer will need room under the limit
-        if (row.public_codes !== 1) throw new DibsError('conflict', `code '${code}' is free, not held by anyone`, { field: 'code' });
-        if (this.heldCodes(row.id, claimant).length >= row.per_claimant_limit) throw holderAtLimit(pool, claimant, row.per_claimant_limit);
-      } else {
-        assertHeld(c, claimant);
-      }
-      if (liveHold(c, now) && c.hold_claimant !== claimant) throw heldByOther(code, c.hold_until!);
-      assertInWindow(pool, windowOf(row), now);
-      assertCodeInWindow(code, codeWindowOf(c), now);
+      judgeHold(rulesOf(row), stateOf(c), claimant, now, (who) => this.heldCodes(row.id, who).length);
       this.stmt.setHold.run({ id: c.id, claimant, until: new Date(Date.parse(now) + ttlMs).toISOString() });
       return toCode(pool, this.code(row.id, code), now);
     });
@@ -285,10 +272,9 @@ export class SqlitePools implements PoolBackend {
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const c = this.codeOrMulti(row.id, code, () => { throw multiUseNotHoldable(code); });
+      const c = this.codeOrMulti(row.id, code, () => { throw refusal('multi_use_not_holdable', { code }); });
       const now = this.now();
-      if (!liveHold(c, now)) return toCode(pool, c, now);
-      if (claimant !== null && c.hold_claimant !== claimant) throw heldByOther(code, c.hold_until!);
+      if (judgeReleaseHold(stateOf(c), claimant, now) === 'none') return toCode(pool, c, now);
       this.stmt.setHold.run({ id: c.id, claimant: null, until: null });
       return toCode(pool, this.code(row.id, code), now);
     });
@@ -312,7 +298,7 @@ export class SqlitePools implements PoolBackend {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
       const { changes } = this.stmt.insertMulti.run({ pool: row.id, code: spec.code, uses: spec.uses, perClaimant: spec.usesPerClaimant, startsAt: spec.startsAt, expiresAt: spec.expiresAt, now: this.now() });
-      if (changes === 0) throw codeExists(spec.code);
+      if (changes === 0) throw refusal('code_exists', { code: spec.code });
       return toMultiCode(pool, this.stmt.multiByValue.get(row.id, spec.code) as MultiRow);
     });
   }
@@ -419,30 +405,20 @@ export class SqlitePools implements PoolBackend {
   }
 
   private redeemUse(row: PoolRow, m: MultiRow, claimant: string | null, orderId: string | null, now: string): CodeInfo {
-    if (orderId === null) throw orderRequired(m.code);
-    const prior = this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined;
-    if (prior) {
-      // the same checkout again: its use, unchanged
-      if (claimant !== null && prior.claimant !== claimant) throw orderOfOtherClaimant(m.code, orderId);
-      return toUse(row.name, m, prior);
-    }
-    assertInWindow(row.name, windowOf(row), now);
-    assertCodeInWindow(m.code, { startsAt: m.starts_at, expiresAt: m.expires_at }, now);
-    if (m.uses >= m.max_uses) throw usesExhausted(m.code, m.max_uses);
-    if (m.per_claimant !== null) {
-      if (claimant === null) throw claimantRequired(m.code);
-      const { n } = this.stmt.usesByClaimant.get(row.id, m.code, claimant) as { n: number };
-      if (n >= m.per_claimant) throw usesPerClaimantReached(m.code, claimant, m.per_claimant);
-    }
+    const prior = orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined);
+    const judged = judgeUse(rulesOf(row), { code: m.code, maxUses: m.max_uses, perClaimant: m.per_claimant, uses: m.uses, startsAt: m.starts_at, expiresAt: m.expires_at }, {
+      claimant, orderId, now, prior: prior ?? null,
+      usesBy: (who) => (this.stmt.usesByClaimant.get(row.id, m.code, who) as { n: number }).n,
+    });
+    if (judged === 'replay') return toUse(row.name, m, prior!); // the same checkout again: its use, unchanged
+    if (orderId === null) throw new Error('unreachable: judgeUse requires an order');
     this.stmt.insertUse.run({ pool: row.id, code: m.code, order: orderId, claimant, now });
     this.stmt.moveUses.run({ pool: row.id, code: m.code, n: 1 });
     return toUse(row.name, { ...m, uses: m.uses + 1 }, { order_id: orderId, claimant, used_at: now });
   }
 
   private unredeemUse(row: PoolRow, m: MultiRow, orderId: string | null, now: string): CodeInfo {
-    if (orderId === null) throw orderRequired(m.code);
-    const use = this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined;
-    if (!use) throw new DibsError('conflict', `code '${m.code}' was not redeemed for order '${orderId}'`, { field: 'orderId' });
+    const use = judgeUnuse(m.code, orderId, orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined));
     this.stmt.deleteUse.run(row.id, m.code, orderId);
     this.stmt.moveUses.run({ pool: row.id, code: m.code, n: -1 });
     const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
@@ -511,13 +487,15 @@ export class SqlitePools implements PoolBackend {
   }
 }
 
-function assertHeld(c: CodeRow, claimant: string | null): void {
-  if (c.status !== 'claimed' && c.status !== 'redeemed') throw new DibsError('conflict', `code '${c.code}' is ${c.status}, not held by anyone`, { field: 'code' });
-  if (claimant !== null && c.claimant !== claimant) throw new DibsError('conflict', `code '${c.code}' is not held by '${claimant}'`, { field: 'claimant' });
-}
-
-const windowOf = (row: PoolRow) => ({ startsAt: row.starts_at, expiresAt: row.expires_at });
-const limitsOf = (row: PoolRow) => ({ maxRedemptions: row.max_redemptions, maxRedemptionsPerClaimant: row.max_redemptions_per_claimant });
+/** The pool and a code as the model judges them. */
+const rulesOf = (row: PoolRow): PoolRules => ({
+  name: row.name, perClaimantLimit: row.per_claimant_limit, publicCodes: row.public_codes === 1, startsAt: row.starts_at, expiresAt: row.expires_at,
+  maxRedemptions: row.max_redemptions, maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
+});
+const stateOf = (c: CodeRow): CodeState => ({
+  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: c.redeemed_at, order: c.redeemed_order,
+  hold: c.hold_claimant !== null && c.hold_until !== null ? { claimant: c.hold_claimant, until: c.hold_until } : null, startsAt: c.starts_at, expiresAt: c.expires_at,
+});
 
 function toStats(row: PoolRow): PoolStats {
   return { total: row.total, free: row.free, claimed: row.claimed, redeemed: row.redeemed, revoked: row.revoked };
@@ -529,8 +507,10 @@ function toPool(row: PoolRow): Pool {
     perClaimantLimit: row.per_claimant_limit,
     lowStockThreshold: row.low_stock_threshold,
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-    ...windowOf(row),
-    ...limitsOf(row),
+    startsAt: row.starts_at,
+    expiresAt: row.expires_at,
+    maxRedemptions: row.max_redemptions,
+    maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
     publicCodes: row.public_codes === 1,
     codeFormat: row.code_format === null ? null : (JSON.parse(row.code_format) as CodeFormat),
     createdAt: row.created_at,

@@ -1,7 +1,9 @@
+import { refusal } from '../../core/refusals.js';
+import { judgeSaleKey } from '../../core/model/sales.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, limitReached, notLive, saleSoldOut, saleStatus, soldOutEventViolation, limitBelowUnits } from '../../core/sales/rules.js';
+import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
@@ -74,7 +76,7 @@ export class SqliteSales implements SaleBackend {
   async createSale(spec: SaleSpec): Promise<Sale> {
     return write(this.db, this.options, () => {
       const now = this.now();
-      if (this.stmt.saleById.get(spec.id)) throw new DibsError('already_exists', `sale '${spec.id}' already exists`, { field: 'id' });
+      if (this.stmt.saleById.get(spec.id)) throw refusal('sale_exists', { sale: spec.id });
       assertPreflight(spec, { now, sameSku: this.sameSku(spec.sku, spec.id), committed: 0 });
       this.stmt.insertSale.run({ ...spec, metadata: JSON.stringify(spec.metadata), now });
       return this.toSale(this.sale(spec.id), now);
@@ -99,7 +101,7 @@ export class SqliteSales implements SaleBackend {
     return write(this.db, this.options, () => {
       const now = this.now();
       const row = this.sale(id);
-      if (row.cancelled_at !== null) throw new DibsError('conflict', `sale '${id}' is cancelled`, { details: { sale: id } });
+      if (row.cancelled_at !== null) throw refusal('sale_cancelled', { sale: id });
       this.expireStale(row, now);
       const current = this.sale(id);
       const spec: SaleSpec = {
@@ -114,7 +116,7 @@ export class SqliteSales implements SaleBackend {
       assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held + current.escrow, existing: { startsAt: row.starts_at } });
       if (spec.perCustomerLimit < row.per_customer_limit) {
         const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as { units: number }[];
-        if (over.length > 0) throw limitBelowUnits(id, spec.perCustomerLimit, Math.max(...over.map((c) => c.units)));
+        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
       }
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -146,7 +148,7 @@ export class SqliteSales implements SaleBackend {
       this.assertWithinLimit(row, customer, quantity);
       if (row.cap !== null) {
         const available = row.cap - row.sold - row.held - row.escrow;
-        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+        if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
       const order = this.insertOrder(row, customer, quantity, null, now);
       if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'buy', customer, quantity, resultId: order.id });
@@ -175,7 +177,7 @@ export class SqliteSales implements SaleBackend {
       if (row.cap !== null) {
         // Everyone else's holds count; the customer's own hold is being replaced.
         const available = row.cap - row.sold - row.escrow - (row.held - ownUnits);
-        if (quantity > available) throw saleSoldOut(saleId, Math.max(0, available));
+        if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
       const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
       let id: string;
@@ -220,12 +222,12 @@ export class SqliteSales implements SaleBackend {
       const now = this.now();
       const hold = this.hold(holdId);
       if (hold.status === 'confirmed') return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
-      if (hold.status === 'cancelled') throw new DibsError('conflict', `hold '${holdId}' was cancelled`, { details: { hold: holdId } });
+      if (hold.status === 'cancelled') throw refusal('hold_cancelled', { hold: holdId });
       const row = this.sale(hold.sale_id);
       this.expireStale(row, now);
       const current = this.hold(holdId);
-      if (current.status === 'expired') throw new DibsError('hold_expired', `hold '${holdId}' expired at ${current.expires_at}`, { details: { hold: holdId, expiresAt: current.expires_at } });
-      if (row.cancelled_at !== null) throw notLive(row.id, 'cancelled');
+      if (current.status === 'expired') throw refusal('hold_expired', { hold: holdId, expiresAt: current.expires_at });
+      if (row.cancelled_at !== null) throw refusal('sale_not_live', { sale: row.id, status: 'cancelled' });
       this.stmt.moveSale.run({ id: row.id, sold: 0, held: -current.quantity });
       const order = this.insertOrder(this.sale(row.id), current.customer, current.quantity, holdId, now);
       this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
@@ -237,7 +239,7 @@ export class SqliteSales implements SaleBackend {
     return write(this.db, this.options, () => {
       const now = this.now();
       const hold = this.hold(holdId);
-      if (hold.status === 'confirmed') throw new DibsError('conflict', `hold '${holdId}' was already confirmed as order '${hold.order_id}'`, { details: { hold: holdId } });
+      if (hold.status === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: hold.order_id });
       this.expireStale(this.sale(hold.sale_id), now);
       if (this.hold(holdId).status === 'active') {
         this.stmt.setHoldStatus.run({ id: holdId, status: 'cancelled', orderId: null });
@@ -394,7 +396,7 @@ export class SqliteSales implements SaleBackend {
     this.expireStale(before, now);
     const row = this.sale(id);
     const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
-    if (status !== 'live') throw notLive(id, status);
+    if (status !== 'live') throw refusal('sale_not_live', { sale: id, status });
     return row;
   }
 
@@ -411,7 +413,7 @@ export class SqliteSales implements SaleBackend {
   /** @internal */
   assertWithinLimit(row: SaleRow, customer: string, more: number): void {
     const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as { ordered: number; held: number };
-    if (ordered + held + more > row.per_customer_limit) throw limitReached(row.id, customer, ordered + held, more, row.per_customer_limit);
+    if (ordered + held + more > row.per_customer_limit) throw refusal('sale_limit', { sale: row.id, customer, units: ordered + held, quantity: more, limit: row.per_customer_limit });
   }
 
   /** @internal `grantId`: the tiered fast-path grant the order consumed. */
@@ -432,9 +434,7 @@ export class SqliteSales implements SaleBackend {
     if (key === null) return null;
     const row = this.stmt.saleKey.get(saleId, key) as KeyRow | undefined;
     if (!row) return null;
-    if (row.kind !== kind || row.customer !== customer || row.quantity !== quantity) {
-      throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (${row.kind} of ${row.quantity} by '${row.customer}')`, { field: 'idempotencyKey' });
-    }
+    judgeSaleKey(key, row, kind, customer, quantity);
     return row;
   }
 

@@ -20,11 +20,12 @@
  * - Reservations, confirmations and everything else go to the ledger; when a reservation finds all
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
+import { judgeSaleKey } from '../../core/model/sales.js';
+import { refusal } from '../../core/refusals.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
-import { DibsError, isDibsError } from '../../core/errors.js';
+import { isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
-import { limitReached, saleSoldOut } from '../../core/sales/rules.js';
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadScripts, runScript, type RedisClient } from '../redis/scripts.js';
@@ -163,14 +164,12 @@ export class TieredSales implements SaleBackend {
         case 'ledger':
           return this.ledgerBuy(saleId, customer, quantity, key, false);
         case 'sold_out':
-          throw saleSoldOut(saleId, 0);
+          throw refusal('sale_sold_out', { sale: saleId, available: 0 });
         case 'limit':
-          throw limitReached(saleId, customer, Number(reply[1]), quantity, Number(reply[2]));
+          throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
         case 'replay': {
           const [who, qty, id] = reply[1].split('\t');
-          if (who !== customer || Number(qty) !== quantity) {
-            throw new DibsError('conflict', `idempotency key '${key}' was already used for a different request (buy of ${qty} by '${who}')`, { field: 'idempotencyKey' });
-          }
+          judgeSaleKey(key!, { kind: 'buy', customer: who!, quantity: Number(qty) }, 'buy', customer, quantity);
           const order = await this.grants.getOrder(id!);
           if (order) return { order, replayed: true };
           // Decided here but not (yet) in the ledger: the ledger path decides (and keeps) the key.

@@ -76,21 +76,6 @@ export function normaliseTimestamp(value: string): string {
   return new Date(value).toISOString();
 }
 
-export function notLive(saleId: string, status: SaleStatus): DibsError {
-  return new DibsError(status === 'sold_out' ? 'sold_out' : 'not_live', `sale '${saleId}' is ${status.replace('_', ' ')}`, { details: { sale: saleId, status } });
-}
-
-export function limitReached(saleId: string, customer: string, units: number, quantity: number, limit: number): DibsError {
-  return new DibsError('limit_reached', `customer '${customer}' has ${units} unit(s) of sale '${saleId}'; ${quantity} more would exceed the limit of ${limit}`, {
-    field: 'quantity',
-    details: { sale: saleId, customer, units, limit },
-  });
-}
-
-export function saleSoldOut(saleId: string, available: number): DibsError {
-  return new DibsError('sold_out', `sale '${saleId}' has ${available} unit(s) left`, { details: { sale: saleId, available } });
-}
-
 /**
  * I7 for `sale.sold_out`: it is recorded once per sale, in the step where sold first reaches the cap
  * (a last order, or a cap lowered to exactly what is sold). A cap raised afterwards does not unsay it:
@@ -101,14 +86,4 @@ export function soldOutEventViolation(saleId: string, cap: number | null, sold: 
   if (atCap ? events === 1 : events <= 1) return null;
   const expected = atCap ? 1 : '0 or 1';
   return { invariant: 'I7', sale: saleId, expected, actual: events, message: `expected ${expected} sale.sold_out event(s), found ${events}` };
-}
-
-/**
- * A per-customer limit may be lowered only down to what a customer already has (orders and live
- * holds), as a pool's perClaimantLimit only down to what a claimant holds: what was sold under the
- * old limit is never taken back, so a lower limit that someone is already above would be broken the
- * moment it is set.
- */
-export function limitBelowUnits(saleId: string, limit: number, units: number): DibsError {
-  return new DibsError('conflict', `perCustomerLimit cannot go below ${units}: a customer already has ${units} units of sale '${saleId}' (orders and live holds)`, { field: 'perCustomerLimit', details: { sale: saleId, maxUnits: units, requested: limit } });
 }

@@ -2,7 +2,7 @@
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] parked zset,
 -- KEYS[6] multi-use codes hash
 -- ARGV[1] code, ARGV[2] claimant, ARGV[3] ttl ms
--- Returns code reply | {'not_found', what} | {'multi_use'} | {'already_redeemed', at} | {'conflict', reason, status}
+-- Returns code reply | {'not_found', what} | {'multi_use'} | {'already_redeemed', at} | {'conflict', reason (a refusal id of core/refusals.ts), status}
 --   | {'limit_reached', 'holder', max, claimant} | {'held', until} | {'not_yet_valid'|'expired', at[, 'code']}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
@@ -13,7 +13,7 @@ end
 local rec = cjson.decode(raw)
 local claimant = ARGV[2]
 if rec.s == 'redeemed' then return { 'already_redeemed', tostring(rec.ra) } end
-if rec.s == 'revoked' then return { 'conflict', 'revoked_hold', rec.s } end
+if rec.s == 'revoked' then return { 'conflict', 'revoked', rec.s } end
 if rec.s == 'free' then
   -- only a public code is redeemable unclaimed; its redeemer will need room under the limit
   if redis.call('HGET', KEYS[1], 'public') ~= '1' then return { 'conflict', 'not_held', rec.s } end

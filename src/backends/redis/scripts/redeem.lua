@@ -3,7 +3,7 @@
 -- KEYS[6] parked zset, KEYS[7] claim times zset (held code -> claimed at; the forecasts' index)
 -- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
 -- ARGV[3] order ('' = none)
--- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason}
+-- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason (a refusal id of core/refusals.ts)}
 --   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'limit_reached', which, max, holder}
 --   | {'claimant_required'} | {'held', until} (another claimant's live checkout hold)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end

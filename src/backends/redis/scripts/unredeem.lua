@@ -2,7 +2,7 @@
 -- code.unredeemed event records it.
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] events stream
 -- ARGV[1] code, ARGV[2] order it must have been redeemed for ('' = any), ARGV[3] event nonce
--- Returns code reply | {'not_found', what} | {'conflict', reason, status}
+-- Returns code reply | {'not_found', what} | {'conflict', reason (a refusal id of core/refusals.ts), status}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end

@@ -1,0 +1,17 @@
+/** The pool model check (pool-model.ts) on the shared Redis (own key prefix): the Lua steps answer as the model does. */
+import { describe, it } from 'node:test';
+import { redisForSuite, sharedRedisAvailable } from '../support/redis.js';
+import { checkPools } from './pool-model.js';
+import { checkSales } from './sale-model.js';
+
+const skip = !(await sharedRedisAvailable());
+
+describe('redis: against the reference model', { skip }, () => {
+  const env = redisForSuite();
+  it('coupon pools: every answer and the final state match the model (seeded, shrinking)', async () => {
+    await checkPools(env.dibs, 'redis', { runs: 80, maxCommands: 30 });
+  });
+  it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
+    await checkSales(env.dibs, 'redis', { runs: 50, maxCommands: 25 });
+  });
+});
