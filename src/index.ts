@@ -25,7 +25,12 @@ export { DEFAULT_STORE, redact } from './backends/registry.js';
 export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: BackendOptions = {}): Promise<Dibs> {
   return new Dibs(await openBackend(store, options));
 }
-export { runLoadtest } from './loadtest/run.js';
+type RunLoadtest = typeof import('./loadtest/run.js').runLoadtest;
+/**
+ * The load tester (child processes, CSV, its option schemas) loads on first use: a short-lived
+ * function importing dibs does not pay for it (bench/cold-start.ts measures the import).
+ */
+export const runLoadtest = ((...args: Parameters<RunLoadtest>) => import('./loadtest/run.js').then((m) => m.runLoadtest(...args))) as RunLoadtest;
 export { verifyRun, verifyPool } from './loadtest/verify.js';
 export { FenceGuard } from './core/locks/fence-guard.js';
 export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';
