@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import { DibsError } from '../../core/errors.js';
-import { loadMigrations } from '../shared/sql-files.js';
+import { loadMigrations, newestMigrationId } from '../shared/sql-files.js';
 import { quoteIdent } from './connection.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
@@ -15,7 +15,7 @@ export const MIN_SERVER_VERSION = 130000;
 
 /** The id of the newest migration this build carries. */
 export function latestMigration(): number {
-  return Math.max(...loadMigrations(MIGRATIONS).map((m) => m.id));
+  return newestMigrationId(MIGRATIONS);
 }
 
 /**
