@@ -32,20 +32,29 @@ function load(name: string): string {
   return readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
 }
 
-const LIB = load('lib');
-/** Sale and outbox scripts (sale_*.lua, outbox_*.lua) also get their own fragment, after lib.lua. */
-const FRAGMENTS: Record<string, string> = { sale_: load('sale_lib'), outbox_: load('outbox_lib') };
-const fragmentOf = (name: string) => Object.entries(FRAGMENTS).find(([head]) => name.startsWith(head));
-const SCRIPTS = Object.fromEntries(
-  SCRIPT_NAMES.map((name) => {
-    const fragment = fragmentOf(name);
-    const source = `${LIB}\n${fragment ? `-- ${fragment[0]}lib.lua\n${fragment[1]}\n` : ''}-- ${name}.lua\n${load(name)}`;
-    return [name, { source, sha: createHash('sha1').update(source).digest('hex') }];
-  }),
-) as Record<ScriptName, Script>;
+/**
+ * A script's source (lib.lua, its family's fragment — sale_*.lua and outbox_*.lua have one — and
+ * its own file) and SHA, read on its first use: a cold process that only claims reads and hashes
+ * one script, not all of them.
+ */
+const FRAGMENTS = ['sale_', 'outbox_'] as const;
+const sources = new Map<string, string>();
+const source = (name: string) => sources.get(name) ?? sources.set(name, load(name)).get(name)!;
+const scripts = new Map<ScriptName, Script>();
+
+function scriptOf(name: ScriptName): Script {
+  let script = scripts.get(name);
+  if (!script) {
+    const fragment = FRAGMENTS.find((head) => name.startsWith(head));
+    const text = `${source('lib')}\n${fragment ? `-- ${fragment}lib.lua\n${source(`${fragment}lib`)}\n` : ''}-- ${name}.lua\n${load(name)}`;
+    script = { source: text, sha: createHash('sha1').update(text).digest('hex') };
+    scripts.set(name, script);
+  }
+  return script;
+}
 
 export async function runScript(client: RedisClient, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
-  const script = SCRIPTS[name];
+  const script = scriptOf(name);
   // Under `acks=replicas:N`, a writing script is answered only once replicas have it (acks.ts).
   if (needsAcks(client, name)) return runAcked(client, script.sha, script.source, keys, args);
   try {
