@@ -3,7 +3,7 @@
  * and hands each batch to the backend, so a million codes never sit in memory at once.
  */
 import { Readable } from 'node:stream';
-import type { Options as CsvOptions, Parser } from 'csv-parse';
+import { Parser } from 'csv-parse';
 import type { PoolBackend } from './backend.js';
 import { DibsError } from './errors.js';
 import { csvColumns, parseCsvRow, parseListEntry, type CsvColumns, type ParsedEntry } from './import-entries.js';
@@ -49,7 +49,6 @@ export async function importCsv(
   source: CsvSource,
   options: ImportOptions = {},
 ): Promise<ImportResult> {
-  const LineNumberedParser = await lineNumberedParser();
   const input = typeof source === 'string' || source instanceof Uint8Array ? Readable.from([source]) : Readable.from(source);
   let bytes = 0;
   input.on('data', (chunk: string | Uint8Array) => {
@@ -101,17 +100,12 @@ interface NumberedRecord {
  * Tags each record with its line, to point at the first bad row. csv-parse's own `info` option
  * builds a dozen-field object per record (3× the parse time of a 200k-row file); a record is
  * pushed synchronously while the parser's live `info.lines` is the line it ends on, so reading it
- * there costs one small object. csv-parse loads on the first CSV import, not with dibs.
+ * there costs one small object.
  */
-let parserClass: Promise<new (options: CsvOptions) => Parser> | undefined;
-function lineNumberedParser(): Promise<new (options: CsvOptions) => Parser> {
-  parserClass ??= import('csv-parse').then(({ Parser }) =>
-    class LineNumberedParser extends Parser {
-      override push(record: unknown, encoding?: BufferEncoding): boolean {
-        return super.push(record === null ? null : ({ record: record as string[], line: this.info.lines } satisfies NumberedRecord), encoding);
-      }
-    });
-  return parserClass;
+class LineNumberedParser extends Parser {
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    return super.push(record === null ? null : ({ record: record as string[], line: this.info.lines } satisfies NumberedRecord), encoding);
+  }
 }
 
 class BatchImporter {
