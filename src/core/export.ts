@@ -1,4 +1,3 @@
-import { stringify } from 'csv-stringify';
 import { Readable } from 'node:stream';
 import type { CodeInfo } from './types.js';
 
@@ -17,7 +16,9 @@ export function escapeFormula(cell: string): string {
   return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
 }
 
-export function codesToCsv(batches: AsyncIterable<CodeInfo[]>, options: { escapeFormulas?: boolean } = {}): Readable {
+/** csv-stringify loads on the first export, not with dibs. */
+export async function codesToCsv(batches: AsyncIterable<CodeInfo[]>, options: { escapeFormulas?: boolean } = {}): Promise<Readable> {
+  const { stringify } = await import('csv-stringify');
   const escapeCell = options.escapeFormulas === false ? (s: string) => s : escapeFormula;
   async function* rows() {
     for await (const batch of batches) {

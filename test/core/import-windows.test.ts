@@ -90,7 +90,7 @@ describe('CSV import with windows', () => {
         async function* batches() {
           yield parsed.map(asCodeInfo);
         }
-        const exported = await text(codesToCsv(batches(), { escapeFormulas: false }));
+        const exported = await text(await codesToCsv(batches(), { escapeFormulas: false }));
         assert.deepEqual(await parse(exported), parsed, 'export imports back');
       }),
       { numRuns: 150 },

@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import { DibsError } from '../../core/errors.js';
-import { loadMigrations } from '../shared/sql-files.js';
+import { loadMigrations, newestMigrationId } from '../shared/sql-files.js';
 import { quoteIdent } from './connection.js';
 import { applyFunctions, digestSql, functionsDigest } from './functions.js';
 
@@ -17,7 +17,7 @@ export const MIN_SERVER_VERSION = 130000;
 
 /** The id of the newest migration this build carries. */
 export function latestMigration(): number {
-  return Math.max(...loadMigrations(MIGRATIONS).map((m) => m.id));
+  return newestMigrationId(MIGRATIONS);
 }
 
 /**

@@ -6,7 +6,8 @@
  * - every statement runs inside a transaction that first sets dibs' settings with SET LOCAL
  *   (search_path, statement_timeout, lock_timeout, idle_in_transaction_session_timeout): a BEGIN
  *   gets them in the same round trip; a lone statement is wrapped in BEGIN … COMMIT (two more
- *   round trips) — no startup `options` (PgBouncer refuses that parameter), no session SET;
+ *   round trips; one round trip in all when it has no parameters) — no startup `options`
+ *   (PgBouncer refuses that parameter), no session SET;
  * - no named prepared statement is created (a name would be prepared on one server connection
  *   and executed on another): statements go unnamed, parsed on every execution.
  * Session advisory locks and LISTEN are not used on such connections (see migrate.ts, listener.ts).
@@ -57,6 +58,18 @@ export function scopeToTransactions(client: pg.ClientBase, settings: string): vo
       }
     }
     if (inTransaction) return call(plain);
+    // A lone statement without parameters (the cold-start version check) goes in one round trip
+    // as one simple query: BEGIN, the settings, the statement, COMMIT. A failure leaves the
+    // transaction aborted (the rest of the string is skipped): rolled back below.
+    if (typeof config === 'string' && values === undefined && !config.includes(';')) {
+      try {
+        const results = (await original(`BEGIN; ${settings}; ${config}; COMMIT`)) as unknown[];
+        return results[results.length - 2];
+      } catch (error) {
+        await (original('ROLLBACK') as Promise<unknown>).catch(() => undefined);
+        throw error;
+      }
+    }
     await (original(`BEGIN; ${settings}`) as Promise<unknown>);
     inTransaction = true;
     try {

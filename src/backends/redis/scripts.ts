@@ -33,30 +33,40 @@ function load(name: string, dir = new URL('./scripts/', import.meta.url)): strin
   return readFileSync(new URL(`${name}.lua`, dir), 'utf8');
 }
 
-const LIB = load('lib');
-/** Sale and outbox scripts (sale_*.lua, outbox_*.lua) also get their own fragment, after lib.lua. */
-const FRAGMENTS: Record<string, string> = { sale_: load('sale_lib'), outbox_: load('outbox_lib') };
-const fragmentOf = (name: string) => Object.entries(FRAGMENTS).find(([head]) => name.startsWith(head));
+/**
+ * A script's source (lib.lua, its family's fragment — sale_*.lua and outbox_*.lua have one — and
+ * its own file) and SHA, read on its first use: a cold process that only claims reads and hashes
+ * one script, not all of them.
+ */
+const FRAGMENTS = ['sale_', 'outbox_'] as const;
+const OWN_DIR = new URL('./scripts/', import.meta.url);
+const fragments = new Map<string, string>();
+const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, load(name)).get(name)!;
+
+function build(name: string, dir: URL): Script {
+  const family = FRAGMENTS.find((head) => name.startsWith(head));
+  const source = `${fragment('lib')}
+${family ? `-- ${family}lib.lua
+${fragment(`${family}lib`)}
+` : ''}-- ${name}.lua
+${load(name, dir)}`;
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
 
 /**
  * Loads `<dir>/<name>.lua` for each name, with the shared fragments in front. Scripts of another
  * module (tiered/scripts/) live beside the code that runs them and are loaded through this.
  */
 export function loadScripts<N extends string>(dir: URL, names: readonly N[]): Record<N, Script> {
-  const scripts = {} as Record<N, Script>;
-  for (const name of names) {
-    const fragment = fragmentOf(name);
-    const source = `${LIB}\n${fragment ? `-- ${fragment[0]}lib.lua\n${fragment[1]}\n` : ''}-- ${name}.lua\n${load(name, dir)}`;
-    scripts[name] = { name, source, sha: createHash('sha1').update(source).digest('hex') };
-  }
-  return scripts;
+  return Object.fromEntries(names.map((name) => [name, build(name, dir)])) as Record<N, Script>;
 }
 
-const SCRIPTS = loadScripts(new URL('./scripts/', import.meta.url), SCRIPT_NAMES);
+const own = new Map<ScriptName, Script>();
+const scriptOf = (name: ScriptName) => own.get(name) ?? own.set(name, build(name, OWN_DIR)).get(name)!;
 
 /** Runs one of this module's scripts by name, or a script another module loaded with loadScripts. */
 export async function runScript(client: RedisClient, which: ScriptName | Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-  const script = typeof which === 'string' ? SCRIPTS[which] : which;
+  const script = typeof which === 'string' ? scriptOf(which) : which;
   // Under `acks=replicas:N`, a writing script is answered only once replicas have it (acks.ts).
   if (needsAcks(client, script.name)) return runAcked(client, script.sha, script.source, keys, args);
   try {

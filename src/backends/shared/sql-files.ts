@@ -14,10 +14,17 @@ export interface Migration {
   sql: string;
 }
 
+const MIGRATION_FILE = /^\d{3,}_[\w-]+\.sql$/;
+
+/** The id of the newest migration in `dir`, from the file names alone (a cold start reads no SQL). */
+export function newestMigrationId(dir: URL): number {
+  return Math.max(0, ...readdirSync(fileURLToPath(dir)).filter((file) => MIGRATION_FILE.test(file)).map((file) => Number(file.slice(0, file.indexOf('_')))));
+}
+
 export function loadMigrations(dir: URL): Migration[] {
   const path = fileURLToPath(dir);
   const migrations = readdirSync(path)
-    .filter((file) => /^\d{3,}_[\w-]+\.sql$/.test(file))
+    .filter((file) => MIGRATION_FILE.test(file))
     .sort()
     .map((file) => ({ id: Number(file.slice(0, file.indexOf('_'))), name: file.replace(/\.sql$/, ''), sql: readFileSync(new URL(file, dir), 'utf8') }));
   // Numbers are unique and increasing. A gap is allowed: features land on different branches
