@@ -80,7 +80,7 @@ export class PostgresBackend implements Backend {
   ) {
     this.pools = new PgPools(pool, options);
     this.service = new PgServiceStore(pool);
-    this.sales = new PgSales(pool);
+    this.sales = new PgSales(pool, options);
     this.grants = new PgGrants(pool);
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.forecasts = new PgForecasts(pool);
