@@ -14,8 +14,9 @@
  */
 import pg from 'pg';
 import { openDibs, type Dibs } from '../src/index.js';
-import { printTable, summarise, timeOps, type RunStats } from './lib/measure.js';
-import { interleave, loadNow, perSecond, printRatios, ratio, type Ratio } from './lib/rounds.js';
+import { printTable, summarise, timeOps } from './lib/measure.js';
+import { printRatios } from './lib/rounds.js';
+import { saleRatios, type SaleBench } from './lib/sale-bench.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const BUYS = Number(process.env.BENCH_SALE_BUYS ?? 3000);
@@ -37,15 +38,6 @@ async function admin(sql: string, values: unknown[] = []): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-/** The raw side and dibs on PostgreSQL, each run on a fresh sale (row) of its own schema. */
-export interface SaleBench {
-  rawBuy(callers: number, buys?: number): Promise<RunStats>;
-  dibsBuy(callers: number, buys?: number): Promise<RunStats>;
-  dibsReserveConfirm(callers: number, buys?: number): Promise<RunStats>;
-  dibsRefusals(callers: number, buys?: number): Promise<RunStats>;
-  close(): Promise<void>;
 }
 
 export async function openPgSaleBench(): Promise<SaleBench> {
@@ -78,7 +70,7 @@ export async function openPgSaleBench(): Promise<SaleBench> {
   const warm = await newSale(200);
   await timeOps(200, CONNECTIONS, (i) => dibs.sales.buy(warm.id, `warm-${i}`));
   return {
-    async rawBuy(callers, buys = BUYS) {
+    async rawBuy(callers, buys) {
       const id = ++next;
       await pool.query(`INSERT INTO raw_sales (id, cap) VALUES ($1, $2)`, [id, buys]);
       let sold = 0;
@@ -89,13 +81,13 @@ export async function openPgSaleBench(): Promise<SaleBench> {
       if (sold !== buys) throw new Error(`raw sold ${sold} of ${buys}`);
       return summarise(`raw conditional UPDATE + order, ${callers} callers, ${CONNECTIONS} connections`, run.latencies, run.seconds);
     },
-    async dibsBuy(callers, buys = BUYS) {
+    async dibsBuy(callers, buys) {
       const sale = await newSale(buys);
       const run = await timeOps(buys, callers, (i) => dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}));
       await audited(sale.id, buys);
       return summarise(`dibs sales.buy (half keyed), ${callers} callers`, run.latencies, run.seconds);
     },
-    async dibsReserveConfirm(callers, buys = BUYS) {
+    async dibsReserveConfirm(callers, buys) {
       const sale = await newSale(buys);
       const run = await timeOps(buys, callers, async (i) => {
         const { hold } = await dibs.sales.reserve(sale.id, `user-${i}`, 1, 60_000);
@@ -104,7 +96,7 @@ export async function openPgSaleBench(): Promise<SaleBench> {
       await audited(sale.id, buys);
       return summarise(`dibs reserve + confirm (2 steps per op), ${callers} callers`, run.latencies, run.seconds);
     },
-    async dibsRefusals(callers, buys = BUYS) {
+    async dibsRefusals(callers, buys) {
       const sale = await newSale(1);
       await dibs.sales.buy(sale.id, 'first');
       const run = await timeOps(buys, callers, async (i) => {
@@ -122,30 +114,13 @@ export async function openPgSaleBench(): Promise<SaleBench> {
   };
 }
 
-/** The headline sale ratios at 16 and 128 callers, interleaved. */
-export async function saleRatios(bench: SaleBench, store: string, rounds: number, buys: number): Promise<Ratio[]> {
-  const rows: Ratio[] = [];
-  for (const callers of [16, 128]) {
-    const before = loadNow();
-    const [raw, buy, hold] = await interleave(rounds, [
-      { label: 'raw', run: () => bench.rawBuy(callers, buys) },
-      { label: 'buy', run: () => bench.dibsBuy(callers, buys) },
-      { label: 'reserve+confirm', run: () => bench.dibsReserveConfirm(callers, buys) },
-    ]);
-    const load = `${before} → ${loadNow()}`;
-    rows.push(ratio(`${store} sales.buy vs raw conditional UPDATE + order, ${callers} callers`, '≥ 2×', 'buys/s', raw!, buy!, perSecond, load));
-    rows.push(ratio(`${store} reserve + confirm vs raw, ${callers} callers`, '≥ 1×', 'ops/s', raw!, hold!, perSecond, load));
-  }
-  return rows;
-}
-
 export async function main(): Promise<void> {
   const bench = await openPgSaleBench();
   try {
     const rows = await saleRatios(bench, 'PostgreSQL', ROUNDS, BUYS);
     printRatios(`PostgreSQL flash-sale steps on one hot sale, ${BUYS} ops per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds`, rows);
-    const raw = await bench.rawBuy(CONNECTIONS);
-    printTable('After the sell-out: refusals answered without the row lock (one run, vs the raw buy)', [raw, await bench.dibsRefusals(CONNECTIONS)], raw);
+    const raw = await bench.rawBuy(CONNECTIONS, BUYS);
+    printTable('After the sell-out: refusals answered without the row lock (one run, vs the raw buy)', [raw, await bench.dibsRefusals(CONNECTIONS, BUYS)], raw);
   } finally {
     await bench.close();
   }
