@@ -42,10 +42,11 @@ export interface Ratio {
   target: string;
   /** What `baseline` and `dibs` count (claims/s, ms p50, …). */
   unit: string;
-  baseline: Spread;
+  /** Null for a figure with no baseline (an absolute target: a time, a p99). */
+  baseline: Spread | null;
   dibs: Spread;
-  /** dibs / baseline per round. */
-  ratio: Spread;
+  /** dibs / baseline per round (null without a baseline). */
+  ratio: Spread | null;
   rounds: number;
   load: string;
 }
@@ -61,6 +62,11 @@ export function ratio(path: string, target: string, unit: string, baseline: RunS
   return { path, target, unit, baseline: spread(b), dibs: spread(d), ratio: spread(d.map((x, i) => x / b[i]!)), rounds: d.length, load };
 }
 
+/** A figure with an absolute target (no baseline): the median and spread of `values`. */
+export function figure(path: string, target: string, unit: string, values: number[], load: string): Ratio {
+  return { path, target, unit, baseline: null, dibs: spread(values), ratio: null, rounds: values.length, load };
+}
+
 export function loadNow(): string {
   return loadavg().map((l) => l.toFixed(1)).join(' ');
 }
@@ -74,6 +80,7 @@ export function printRatios(title: string, rows: Ratio[]): void {
   console.log('| path | target | unit | baseline median (min–max) | dibs median (min–max) | ratio median | ratio spread | rounds | load avg during |');
   console.log('|---|---|---|---:|---:|---:|---:|---:|---|');
   for (const r of rows) {
-    console.log(`| ${r.path} | ${r.target} | ${r.unit} | ${fmt(r.baseline)} | ${fmt(r.dibs)} | **${r.ratio.median.toFixed(2)}×** | ${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}× | ${r.rounds} | ${r.load} |`);
+    const ratioCells = r.ratio ? `**${r.ratio.median.toFixed(2)}×** | ${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}×` : '— | —';
+    console.log(`| ${r.path} | ${r.target} | ${r.unit} | ${r.baseline ? fmt(r.baseline) : '—'} | ${fmt(r.dibs)} | ${ratioCells} | ${r.rounds} | ${r.load} |`);
   }
 }
