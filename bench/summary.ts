@@ -7,11 +7,12 @@
  *   npm run bench -- summary                          5 rounds, fuller runs (1M-code imports)
  *   npm run bench -- summary --rounds=7 --only=sales,locks
  *
- * Sections (--only=): postgres-claims, sqlite-claims, redis-claims, sales, locks, seed. The HTTP
- * ratios are not in it (they need built dist/ and autocannon processes): `npm run bench -- http`.
- * A section whose store is unreachable is reported as skipped; the others still run.
+ * Sections (--only=): postgres-claims, sqlite-claims, redis-claims, sales, locks, seed, http (SQLite,
+ * builds dist/ first when it is stale). A section that fails (a store unreachable) is reported as
+ * skipped; the others still run.
  */
 import { cpus, hostname } from 'node:os';
+import { http } from './headlines/http.js';
 import { postgresClaims } from './headlines/postgres-claims.js';
 import { postgresLocks } from './headlines/locks.js';
 import { redisClaims } from './headlines/redis-claims.js';
@@ -28,6 +29,7 @@ const SECTIONS: Record<string, (sizes: Sizes) => Promise<Ratio[]>> = {
   sales,
   locks: postgresLocks,
   seed: seedScenario,
+  http,
 };
 
 /** `--name=value` (run.ts takes every argument without a leading dash for a benchmark name). */
