@@ -9,7 +9,8 @@
  * The hot steps — buy, reserve, confirm — are server-side functions (migration 002 `sale_take`,
  * `sale_confirm`) called in one statement, so the row lock is held for the statements' time, not
  * for client round trips; before them a lock-free read answers idempotent replays and sales that
- * are not live (`peek`). The rarer steps (create, update, cancel, cancel hold, sweep, end) are
+ * are not live (`peek`). With grouping on (the default), the hot steps of one sale waiting in this
+ * process run as one statement (sale-grouper.ts), and the peek runs only for sales last seen refusing. The rarer steps (create, update, cancel, cancel hold, sweep, end) are
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
