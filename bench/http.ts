@@ -175,7 +175,7 @@ interface HttpRun {
  * connections, each a new claimant, and measures it. `key`: the API key to send, if any; `env`:
  * more environment for the server.
  */
-async function driveHttp(args: string[], ready: RegExp, key: string | undefined, env: Record<string, string> = {}): Promise<HttpRun> {
+async function driveHttp(args: string[], ready: RegExp, key: string | undefined, env: Record<string, string> = {}, amounts = { claims: CLAIMS, warmup: WARMUP }): Promise<HttpRun> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   try {
     const url = await new Promise<string>((resolve, reject) => {
@@ -210,12 +210,12 @@ async function driveHttp(args: string[], ready: RegExp, key: string | undefined,
       run.on('response', () => (lastResponse = performance.now()));
       return run;
     };
-    if (WARMUP > 0) await claims(WARMUP, 'warm');
+    if (amounts.warmup > 0) await claims(amounts.warmup, 'warm');
     const processCpuBefore = cpuSeconds(child.pid!);
     const serverCpuBefore = storeServerCpuSeconds();
     const benchCpu = process.cpuUsage();
     const started = performance.now();
-    const result = await claims(CLAIMS, 'user');
+    const result = await claims(amounts.claims, 'user');
     const seconds = (lastResponse - started) / 1000;
     const processCpu = cpuSeconds(child.pid!) - processCpuBefore;
     const serverCpu = storeServerCpuSeconds() - serverCpuBefore;
@@ -242,48 +242,83 @@ async function driveHttp(args: string[], ready: RegExp, key: string | undefined,
   }
 }
 
-export async function main(): Promise<void> {
+/** One run of each side: the library in-process, the bare route, the bare route + library, `dibs serve`. */
+export interface HttpSides {
+  library: ReturnType<typeof summarise>;
+  libUsPerClaim: number;
+  libServerUsPerClaim: number;
+  floor: HttpRun;
+  wrapper: HttpRun;
+  service: HttpRun;
+}
+
+/** Runs every side once on fresh stores in `dir` (`claims` measured after `warmup` unmeasured ones). */
+export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): Promise<HttpSides> {
   if (!process.env.BENCH_DIST) ensureBuilt(); // the bare-route baseline imports the built library even when the service runs through tsx
   const { openDibs } = (await import(SERVE === 'tsx' ? '../src/index.js' : pathToFileURL(join(DIST, 'index.js')).href)) as typeof import('../src/index.js');
   const cli = SERVE === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] : [join(DIST, 'cli', 'main.js')];
+  const amounts = { claims, warmup };
+  const round = ++rounds;
+  // Library, in-process.
+  const libStore = storeUrl(dir, `lib${round}`);
+  await seedDibs(libStore, claims + warmup);
+  const lib = await openDibs(libStore);
+  await timeOps(warmup, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
+  const libCpu = process.cpuUsage();
+  const libServerCpuBefore = storeServerCpuSeconds();
+  const libRun = await timeOps(claims, CONNECTIONS, (i) => lib.pools.claim('bench', `user-${i}`));
+  const libCpuUsage = process.cpuUsage(libCpu);
+  const libServerUsPerClaim = ((storeServerCpuSeconds() - libServerCpuBefore) * 1e6) / claims;
+  await lib.close();
+  const library = summarise('library (dibs.pools.claim)', libRun.latencies, libRun.seconds);
+  const libUsPerClaim = (libCpuUsage.user + libCpuUsage.system) / claims;
+
+  // The HTTP floor: a bare Fastify route, its own process, no store. What any Node HTTP service
+  // costs per request here, measured in this run, so the ratio below has its ceiling beside it.
+  const bare = join(ROOT, 'bench', 'lib', 'bare-fastify.mjs');
+  const bareReady = /bare fastify is serving (http:\/\/\S+)/;
+  const floor = await driveHttp([bare], bareReady, undefined, {}, amounts);
+  // The least an HTTP wrapper of the library can do: the same bare route calling
+  // dibs.pools.claim on a fresh store of the same kind (no auth, tenants, hooks, logs, metrics).
+  const wrapperStore = storeUrl(dir, `bare${round}`);
+  await seedDibs(wrapperStore, claims + warmup);
+  const wrapper = await driveHttp([bare], bareReady, undefined, { DIBS_STORE: wrapperStore, DIBS_INDEX: join(DIST, 'index.js') }, amounts);
+
+  // Service, its own process.
+  const store = storeUrl(dir, `http${round}`);
+  await seedDibs(store, claims + warmup);
+  const keyStore = await openDibs(store);
+  const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
+  await keyStore.close();
+  const service = await driveHttp([...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], /dibs is serving (http:\/\/\S+)/, key, {}, amounts);
+  return { library, libUsPerClaim, libServerUsPerClaim, floor, wrapper, service };
+}
+let rounds = 0;
+
+/** Drops the schemas and key prefixes the runs made (SQLite files go with their directory). */
+export async function dropHttpStores(): Promise<void> {
+  if (prefixes.length > 0) {
+    const redis = new Redis(REDIS);
+    for (const prefix of prefixes.splice(0)) {
+      for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+    }
+    redis.disconnect();
+  }
+  for (const schema of schemas.splice(0)) {
+    const client = new pg.Client({ connectionString: PG });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  }
+}
+
+export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-http-'));
   try {
-    // Library, in-process.
-    const libStore = storeUrl(dir, 'lib');
-    await seedDibs(libStore, CLAIMS + WARMUP);
-    const lib = await openDibs(libStore);
-    await timeOps(WARMUP, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
-    const libCpu = process.cpuUsage();
-    const libServerCpuBefore = storeServerCpuSeconds();
-    const libRun = await timeOps(CLAIMS, CONNECTIONS, (i) => lib.pools.claim('bench', `user-${i}`));
-    const libCpuUsage = process.cpuUsage(libCpu);
-    const libServerUsPerClaim = ((storeServerCpuSeconds() - libServerCpuBefore) * 1e6) / CLAIMS;
-    await lib.close();
-    const library = summarise('library (dibs.pools.claim)', libRun.latencies, libRun.seconds);
-    const libUsPerClaim = (libCpuUsage.user + libCpuUsage.system) / CLAIMS;
-
+    const { library, libUsPerClaim, libServerUsPerClaim, floor, wrapper, service } = await httpSides(dir);
     const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
     const storeName = BACKEND === 'postgres' ? 'PostgreSQL' : BACKEND === 'redis' ? 'Redis' : `SQLite (synchronous=${SYNC})`;
     const serverCell = (us: number) => (BACKEND === 'sqlite' ? 'in-process' : fmt(us));
-
-    // The HTTP floor: a bare Fastify route, its own process, no store. What any Node HTTP service
-    // costs per request here, measured in this run, so the ratio below has its ceiling beside it.
-    const bare = join(ROOT, 'bench', 'lib', 'bare-fastify.mjs');
-    const bareReady = /bare fastify is serving (http:\/\/\S+)/;
-    const floor = await driveHttp([bare], bareReady, undefined);
-    // The least an HTTP wrapper of the library can do: the same bare route calling
-    // dibs.pools.claim on a fresh store of the same kind (no auth, tenants, hooks, logs, metrics).
-    const wrapperStore = storeUrl(dir, 'bare');
-    await seedDibs(wrapperStore, CLAIMS + WARMUP);
-    const wrapper = await driveHttp([bare], bareReady, undefined, { DIBS_STORE: wrapperStore, DIBS_INDEX: join(DIST, 'index.js') });
-
-    // Service, its own process.
-    const store = storeUrl(dir, 'http');
-    await seedDibs(store, CLAIMS + WARMUP);
-    const keyStore = await openDibs(store);
-    const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
-    await keyStore.close();
-    const service = await driveHttp([...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], /dibs is serving (http:\/\/\S+)/, key);
 
     console.log(`\nHTTP claim vs library, ${storeName}${STORE_PARAMS ? ` (${STORE_PARAMS})` : ''}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     console.log('| run | requests | per second | p50 ms | p99 ms | vs library | CPU µs per request: Node process | store server | load generator |');
@@ -298,19 +333,7 @@ export async function main(): Promise<void> {
     console.log(`service RSS: ${service.idleRss.toFixed(0)} MB idle, ${service.peakRss.toFixed(0)} MB peak under load; non-2xx ${service.non2xx}, errors ${service.errors}, timeouts ${service.timeouts}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
-    if (prefixes.length > 0) {
-      const redis = new Redis(REDIS);
-      for (const prefix of prefixes) {
-        for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
-      }
-      redis.disconnect();
-    }
-    for (const schema of schemas) {
-      const client = new pg.Client({ connectionString: PG });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
-    }
+    await dropHttpStores();
   }
 }
 

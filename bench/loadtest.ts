@@ -22,7 +22,7 @@ const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 4);
 const ARRIVAL = (process.env.BENCH_ARRIVAL ?? 'burst') as ArrivalPattern;
 const DURATION = Number(process.env.BENCH_DURATION ?? 30);
 
-interface Target {
+export interface Target {
   label: string;
   port?: number;
   open(): { store: string; cleanup(): Promise<void> };
@@ -30,7 +30,7 @@ interface Target {
 
 const id = () => `bench_lt_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 7)}`;
 
-const TARGETS: Target[] = [
+export const TARGETS: Target[] = [
   {
     label: 'sqlite',
     open() {
@@ -91,7 +91,7 @@ function reachable(port: number): Promise<boolean> {
 }
 
 /** Null when the backend can run here, else why not. */
-async function unavailable(target: Target, store: string): Promise<string | null> {
+export async function unavailable(target: Target, store: string): Promise<string | null> {
   if (target.port !== undefined && !(await reachable(target.port))) return `not reachable on 127.0.0.1:${target.port}`;
   try {
     await (await openDibs(store)).close();

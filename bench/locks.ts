@@ -32,7 +32,7 @@ const STORES = (process.env.LOCK_BENCH_STORES ?? 'sqlite,postgres,redis').split(
 const PG_URL = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:6379/0';
 
-interface Result { label: string; p50: number; p99: number; perSecond: number }
+export interface Result { label: string; p50: number; p99: number; perSecond: number }
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -40,7 +40,7 @@ function pct(xs: number[], p: number): number {
 }
 
 /** `waiter(i)` returns that waiter's acquire/release pair (some baselines need a connection each). */
-async function run<H>(label: string, count: number, waiter: (i: number) => Promise<{ acquire: () => Promise<H>; release: (h: H) => Promise<void> }>): Promise<Result> {
+export async function run<H>(label: string, count: number, waiter: (i: number) => Promise<{ acquire: () => Promise<H>; release: (h: H) => Promise<void> }>): Promise<Result> {
   const pairs = await Promise.all(Array.from({ length: WAITERS }, (_, i) => waiter(i)));
   const handoffs: number[] = [];
   let lastRelease = 0;
@@ -80,7 +80,7 @@ function ratios(dibs: Result, other: Result): void {
   console.log(`  dibs vs ${other.label}: handoff p50 ×${(other.p50 / dibs.p50).toFixed(2)} lower, p99 ×${(other.p99 / dibs.p99).toFixed(2)} lower, throughput ×${(dibs.perSecond / other.perSecond).toFixed(2)}`);
 }
 
-const dibsWaiter = (dibs: Dibs, key: string, fair = false) => async () => ({
+export const dibsWaiter = (dibs: Dibs, key: string, fair = false) => async () => ({
   acquire: () => dibs.locks.acquire(key, { ttlMs: 30_000, waitMs: 120_000, fair }),
   release: (l: Awaited<ReturnType<Dibs['locks']['acquire']>>) => dibs.locks.release(l),
 });

@@ -7,7 +7,9 @@ import { RAW_CLAIM } from './sqlite.js';
 const [mode, target, count, id] = process.argv.slice(2) as [string, string, string, string];
 const claims = Number(count);
 if (mode === 'raw') {
-  const db = new Database(target, { timeout: 10_000 });
+  // A generous busy timeout: on a loaded machine a process can wait seconds for the write lock,
+  // and a baseline that gives up measures nothing.
+  const db = new Database(target, { timeout: 60_000 });
   db.pragma('synchronous = FULL');
   const claim = db.prepare(RAW_CLAIM);
   await barrier();

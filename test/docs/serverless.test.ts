@@ -59,6 +59,7 @@ function appDir(): string {
 }
 
 /** Runs `harness` (TypeScript) in `dir`; its last stdout line is JSON. */
+// biome-ignore lint/suspicious/noExplicitAny: each harness prints its own JSON shape, read by the test that wrote it
 function runHarness(dir: string, harness: string, env: Record<string, string>): Promise<any> {
   writeFileSync(join(dir, 'harness.ts'), harness);
   return new Promise((resolve, reject) => {

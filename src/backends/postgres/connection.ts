@@ -14,9 +14,9 @@ export interface PgOptions {
   schema: string;
   /** Maximum connections of this process. */
   poolSize: number;
-  /** Serve concurrent single claims of one pool with one statement (see claim-group.sql). */
+  /** Serve concurrent single claims of one pool (claim-group.sql), and concurrent steps of one sale (sale-group.sql), with one statement. */
   grouped: boolean;
-  /** Most claims served by one grouped statement. */
+  /** Most claims (or sale steps) served by one grouped statement. */
   groupMax: number;
   /** Grouped statements of one pool running at once in this process. */
   groupConcurrency: number;

@@ -4,8 +4,8 @@
  * every other parameter (sslmode, application_name, …) is passed through.
  *   schema            schema holding dibs' tables (default `dibs`; created on first open)
  *   poolSize          connections of this process (default 10)
- *   grouped           `false` turns grouped claims off (default on)
- *   groupMax          most claims served by one grouped statement (default 64)
+ *   grouped           `false` turns grouped claims and grouped sale steps off (default on)
+ *   groupMax          most claims (or sale steps) served by one grouped statement (default 64)
  *   groupConcurrency  grouped statements of one pool in flight (default poolSize)
  *   connectTimeoutMs  wait for a connection before `unavailable` (default 10000)
  *   queryTimeoutMs    a statement unanswered this long is `unavailable`, its connection dropped (default 60000)
@@ -82,7 +82,7 @@ export class PostgresBackend implements Backend {
   ) {
     this.pools = new PgPools(pool, options);
     this.service = new PgServiceStore(pool);
-    this.sales = new PgSales(pool);
+    this.sales = new PgSales(pool, options);
     this.grants = new PgGrants(pool);
     this.waitingRooms = new PgWaitingRooms(pool, this.sales);
     this.forecasts = new PgForecasts(pool);

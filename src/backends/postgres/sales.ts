@@ -9,7 +9,8 @@
  * The hot steps — buy, reserve, confirm — are server-side functions (functions/sale_take.sql,
  * `sale_confirm`) called in one statement, so the row lock is held for the statements' time, not
  * for client round trips; before them a lock-free read answers idempotent replays and sales that
- * are not live (`peek`). The rarer steps (create, update, cancel, cancel hold, sweep, end) are
+ * are not live (`peek`). With grouping on (the default), the hot steps of one sale waiting in this
+ * process run as one statement (sale-grouper.ts), and the peek runs only for sales last seen refusing. The rarer steps (create, update, cancel, cancel hold, sweep, end) are
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
@@ -21,10 +22,11 @@ import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, SaleStatus, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
+import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now', 'lockSku', 'lockSale', 'peekSale', 'saleView', 'listSales', 'listSalesBySku', 'saleExists', 'skuOf', 'insertSale', 'sameSku',
@@ -58,45 +60,11 @@ interface SaleViewRow extends SaleRow {
   live_held: number;
 }
 
-interface HoldRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  status: Hold['status'];
-  expires_at: Date;
-  created_at: Date;
-  order_id: string | null;
-}
-
-interface OrderRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  hold_id: string | null;
-  created_at: Date;
-}
-
 interface KeyRow {
   kind: 'buy' | 'reserve';
   customer: string;
   quantity: number;
   result_id: string;
-}
-
-/** The one-row answer of `sale_take`. */
-interface TakeRow {
-  outcome: 'ok' | 'replay' | 'not_found' | 'not_live' | 'ticket_required' | 'limit_reached' | 'sold_out';
-  status: SaleStatus | null;
-  result_id: string | null;
-  units: number | null;
-  more: number | null;
-  available: number | null;
-  key_kind: KeyRow['kind'] | null;
-  key_customer: string | null;
-  key_quantity: number | null;
-  lim: number | null;
 }
 
 interface WishRow {
@@ -115,7 +83,22 @@ interface EventRow {
 }
 
 export class PgSales implements SaleBackend {
-  constructor(private readonly pool: pg.Pool) {}
+  /** Groups the buys, reservations and confirmations of a sale waiting in this process (sale-grouper.ts). */
+  private readonly grouper: SaleGrouper | null;
+  /**
+   * Grouped only: sales whose last grouped step in this process was refused as not live or sold
+   * out. Their buys and reservations look first without the lock (`peek`), so the losers of a
+   * sell-out do not queue on the sale row; the others go straight to the group, whose locked step
+   * decides everything the peek would have (a replayed key included).
+   */
+  private readonly refusing = new Set<string>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: { grouped: boolean; groupMax: number } = { grouped: false, groupMax: 1 },
+  ) {
+    this.grouper = options.grouped ? new SaleGrouper(pool, options) : null;
+  }
 
   async createSale(spec: SaleSpec): Promise<Sale> {
     return withTransaction(this.pool, async (client) => {
@@ -186,15 +169,29 @@ export class PgSales implements SaleBackend {
   }
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
-    const early = await this.peek(saleId, key, 'buy', customer, quantity);
+    const early = await this.firstLook(saleId, key, 'buy', customer, quantity);
     if (early) return { order: toOrder(await this.order(this.pool, early.result_id)), replayed: true };
+    if (this.grouper) {
+      const { row, record } = await this.grouper.take(saleId, { customer, quantity, key, newId: newId('ord'), ttlMs: null });
+      this.noteRefusal(saleId, row);
+      const taken = takeOutcome(row, saleId, customer, quantity, key, 'buy');
+      if (!record) throw lostAfterCommit('order', taken.id);
+      return { order: toOrder(record as OrderRow), replayed: taken.replayed };
+    }
     const taken = await this.take(saleId, customer, quantity, key, newId('ord'), null);
     return { order: toOrder(await this.order(this.pool, taken.id)), replayed: taken.replayed };
   }
 
   async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
-    const early = await this.peek(saleId, key, 'reserve', customer, quantity);
+    const early = await this.firstLook(saleId, key, 'reserve', customer, quantity);
     if (early) return { hold: toHold(await this.hold(this.pool, early.result_id)), replayed: true };
+    if (this.grouper) {
+      const { row, record } = await this.grouper.take(saleId, { customer, quantity, key, newId: newId('hold'), ttlMs });
+      this.noteRefusal(saleId, row);
+      const taken = takeOutcome(row, saleId, customer, quantity, key, 'reserve');
+      if (!record) throw lostAfterCommit('hold', taken.id);
+      return { hold: toHold(record as HoldRow), replayed: taken.replayed };
+    }
     const taken = await this.take(saleId, customer, quantity, key, newId('hold'), ttlMs);
     const hold = await this.hold(this.pool, taken.id).catch((error: unknown) => {
       throw isDibsError(error, 'not_found') ? lostAfterCommit('hold', taken.id) : error;
@@ -204,11 +201,21 @@ export class PgSales implements SaleBackend {
 
   async confirmHold(holdId: string): Promise<BuyResult> {
     // One statement (sales.sql `confirm`): lock the hold's sale, expire stale holds, decide, write.
-    const r = (await query<{ outcome: string; result_id: string | null; expires_at: Date | null }>(this.pool, Q.confirm, [holdId, newId('ord')])).rows[0]!;
+    // Grouped: the same step for every confirmation of the sale waiting in this process.
+    let r: ConfirmRow;
+    let order: OrderRow | undefined;
+    if (this.grouper) {
+      const answered = await this.grouper.confirm(holdId, newId('ord'));
+      if (!answered) throw notFound('hold', holdId);
+      ({ row: r, record: order } = answered);
+    } else {
+      r = (await query<ConfirmRow>(this.pool, Q.confirm, [holdId, newId('ord')])).rows[0]!;
+    }
     switch (r.outcome) {
       case 'ok':
       case 'replay':
-        return { order: toOrder(await this.order(this.pool, r.result_id!)), replayed: r.outcome === 'replay' };
+        if (this.grouper && !order) throw lostAfterCommit('order', r.result_id!);
+        return { order: toOrder(order ?? (await this.order(this.pool, r.result_id!))), replayed: r.outcome === 'replay' };
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
@@ -385,6 +392,20 @@ export class PgSales implements SaleBackend {
     return row;
   }
 
+  /** `peek` unless grouped steps of this sale were selling when last seen (see `refusing`). */
+  private async firstLook(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): Promise<KeyRow | null> {
+    if (this.grouper && !this.refusing.has(saleId)) return null;
+    const early = await this.peek(saleId, key, kind, customer, quantity);
+    if (early === null) this.refusing.delete(saleId); // live again (a raised cap, an expired hold)
+    return early;
+  }
+
+  private noteRefusal(saleId: string, row: TakeRow): void {
+    if (row.outcome !== 'sold_out' && row.outcome !== 'not_live') return;
+    if (this.refusing.size >= 10_000) this.refusing.clear(); // only a shortcut: forgetting costs one locked group
+    this.refusing.add(saleId);
+  }
+
   /**
    * The lock-free first look of a buy/reserve (sales.sql `peekSale`): the stored answer of a known
    * idempotency key (immutable once committed), or `not_live`/`sold_out` for a sale that is not live
@@ -418,31 +439,28 @@ export class PgSales implements SaleBackend {
    */
   private async take(saleId: string, customer: string, quantity: number, key: string | null, newIdValue: string, ttlMs: number | null, client: Db = this.pool, viaTicket = false): Promise<{ id: string; replayed: boolean }> {
     const r = (await run<TakeRow>(client, this.pool, Q.take, [saleId, customer, quantity, key, newIdValue, ttlMs, viaTicket])).rows[0]!;
-    switch (r.outcome) {
-      case 'ok':
-        return { id: r.result_id!, replayed: false };
-      case 'replay':
-        return { id: checkKey(key!, { kind: r.key_kind!, customer: r.key_customer!, quantity: r.key_quantity!, result_id: r.result_id! }, ttlMs === null ? 'buy' : 'reserve', customer, quantity).result_id, replayed: true };
-      case 'not_found':
-        throw notFound('sale', saleId);
-      case 'not_live':
-        throw refusal('sale_not_live', { sale: saleId, status: r.status! });
-      case 'ticket_required':
-        throw ticketRequired(saleId);
-      case 'limit_reached':
-        throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
-      case 'sold_out':
-        throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
-    }
+    return takeOutcome(r, saleId, customer, quantity, key, ttlMs === null ? 'buy' : 'reserve');
   }
+}
 
-
-
-
-
-
-
-
+/** What a `sale_take` answer means for the caller: the order/hold it points at, or the refusal. */
+function takeOutcome(r: TakeRow, saleId: string, customer: string, quantity: number, key: string | null, kind: KeyRow['kind']): { id: string; replayed: boolean } {
+  switch (r.outcome) {
+    case 'ok':
+      return { id: r.result_id!, replayed: false };
+    case 'replay':
+      return { id: checkKey(key!, { kind: r.key_kind!, customer: r.key_customer!, quantity: r.key_quantity!, result_id: r.result_id! }, kind, customer, quantity).result_id, replayed: true };
+    case 'not_found':
+      throw notFound('sale', saleId);
+    case 'not_live':
+      throw refusal('sale_not_live', { sale: saleId, status: r.status! });
+    case 'ticket_required':
+      throw ticketRequired(saleId);
+    case 'limit_reached':
+      throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
+    case 'sold_out':
+      throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
+  }
 }
 
 /** A stored key answers only the same request; reusing it for another is a conflict. */

@@ -1,0 +1,39 @@
+-- Grouped sale steps (sale-grouper.ts): the buys and reservations of ONE sale that wait in one
+-- process at the same time, served by ONE statement and so by one transaction and one commit.
+-- Each request is the same server-side step as a single one (migration 002 `sale_take`, as last
+-- replaced by 015; `sale_confirm` of 002), called once per request in request order. A plpgsql
+-- function takes a fresh snapshot for each of its statements and sees the writes of the calls
+-- before it in this statement, so every request is judged on the state its predecessors left
+-- (cap, per-customer limit, idempotency key, holds): the rules hold exactly as if the requests
+-- had come one after another. The first call takes the sale row lock; the rest already hold it.
+
+-- name: takeGroup
+-- $1 sale, $2 customers text[], $3 quantities int[], $4 keys text[] (null: no key), $5 ids for new
+-- orders/holds text[], $6 hold TTLs in ms float8[] (null: a buy).
+-- → one row per request: i (1-based position), sale_take's columns, and the clock of the step:
+-- `at` is now() (the created_at of a new order or hold), `expires_at` the expiry a new or
+-- replaced hold got (the same expression as in sale_take), so the caller builds a new order or
+-- hold without reading it back.
+SELECT r.i, t.*, now() AS at, now() + make_interval(secs => r.ttl_ms / 1000) AS expires_at
+FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::float8[]) WITH ORDINALITY AS r (customer, quantity, key, new_id, ttl_ms, i)
+CROSS JOIN LATERAL sale_take($1, r.customer, r.quantity, r.key, r.new_id, r.ttl_ms, false) AS t
+
+-- name: confirmGroup
+-- $1 hold ids text[] (all holds of one sale), $2 ids for the new orders text[].
+-- → one row per request: i and sale_confirm's columns.
+SELECT r.i, c.*
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r (hold, order_id, i)
+CROSS JOIN LATERAL sale_confirm(r.hold, r.order_id) AS c
+
+-- name: ordersByIds
+-- $1 order ids text[]: the stored results of replayed keys and confirmations, read after the
+-- group committed (a missing one was lost in a failover to a standby).
+SELECT * FROM sale_orders WHERE id = ANY($1::text[])
+
+-- name: holdsByIds
+-- $1 hold ids text[]
+SELECT * FROM sale_holds WHERE id = ANY($1::text[])
+
+-- name: saleOfHold
+-- $1 hold id → the hold's sale (it never changes), read without locking to pick the group.
+SELECT sale_id FROM sale_holds WHERE id = $1

@@ -1,0 +1,173 @@
+/**
+ * Grouped sale steps (shared/group-queue.ts says why and how requests group): the buys and
+ * reservations of one sale waiting in this process at the same time are served by ONE statement
+ * (sale-group.sql `takeGroup`), and so are the confirmations of one sale's holds (`confirmGroup`).
+ * One hot sale row serialises every step of the sale; grouped, the row lock and the commit flush
+ * are paid once per group instead of once per buyer. Each request is still decided by the same
+ * server-side step as a single one, in arrival order, each seeing the ones before it.
+ *
+ * A new order or hold is answered from the statement itself (its id, the request, the step's
+ * clock); what the statement cannot describe — a replayed key's stored result, a replaced hold,
+ * a confirmation's order — is read back after the commit, one statement for the whole group.
+ */
+import type pg from 'pg';
+import { GroupQueue, type Waiting } from '../shared/group-queue.js';
+import { loadQueries } from '../shared/sql-files.js';
+import { prepared, query, translate } from './connection.js';
+
+const G = loadQueries(new URL('./sale-group.sql', import.meta.url), ['takeGroup', 'confirmGroup', 'ordersByIds', 'holdsByIds', 'saleOfHold']);
+
+/** A sale_orders row. */
+export interface OrderRow {
+  id: string;
+  sale_id: string;
+  customer: string;
+  quantity: number;
+  hold_id: string | null;
+  created_at: Date;
+}
+
+/** A sale_holds row. */
+export interface HoldRow {
+  id: string;
+  sale_id: string;
+  customer: string;
+  quantity: number;
+  status: 'active' | 'confirmed' | 'cancelled' | 'expired';
+  expires_at: Date;
+  created_at: Date;
+  order_id: string | null;
+}
+
+/** One buy (ttlMs null) or reservation of a sale. */
+export interface TakeRequest {
+  customer: string;
+  quantity: number;
+  key: string | null;
+  newId: string;
+  ttlMs: number | null;
+}
+
+/** The one-row answer of `sale_take`. */
+export interface TakeRow {
+  outcome: 'ok' | 'replay' | 'not_found' | 'not_live' | 'ticket_required' | 'limit_reached' | 'sold_out';
+  status: 'scheduled' | 'live' | 'sold_out' | 'ended' | 'cancelled' | null;
+  result_id: string | null;
+  units: number | null;
+  more: number | null;
+  available: number | null;
+  key_kind: 'buy' | 'reserve' | null;
+  key_customer: string | null;
+  key_quantity: number | null;
+  lim: number | null;
+}
+
+/** The one-row answer of `sale_confirm`. */
+export interface ConfirmRow {
+  outcome: 'ok' | 'replay' | 'not_found' | 'cancelled' | 'expired' | 'sale_cancelled';
+  result_id: string | null;
+  expires_at: Date | null;
+}
+
+/** A step's answer with the order or hold it points at (undefined: none, or lost after the commit). */
+export interface Answered<Row, Rec> {
+  row: Row;
+  record: Rec | undefined;
+}
+
+interface ConfirmRequest {
+  hold: string;
+  orderId: string;
+}
+
+/** Holds reserved through this process, remembered with their sale so a confirmation needs no lookup. */
+const MAX_REMEMBERED_HOLDS = 50_000;
+
+export class SaleGrouper {
+  private readonly takes: GroupQueue<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>;
+  private readonly confirms: GroupQueue<ConfirmRequest, Answered<ConfirmRow, OrderRow>>;
+  /** hold id → its sale (a hold's sale never changes); only a shortcut, forgotten when full. */
+  private readonly holdSales = new Map<string, string>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: { groupMax: number },
+  ) {
+    // Two groups of a sale in flight: while one commits (holding the row lock), the next is
+    // already queued on the lock.
+    const policy = { max: options.groupMax, concurrency: 2 };
+    this.takes = new GroupQueue(policy, (sale, group) => this.runTakes(sale, group));
+    this.confirms = new GroupQueue(policy, (_sale, group) => this.runConfirms(group));
+  }
+
+  take(sale: string, request: TakeRequest): Promise<Answered<TakeRow, OrderRow | HoldRow>> {
+    return this.takes.add(sale, request);
+  }
+
+  /** Confirms a hold in a group of its sale's confirmations; null when the hold does not exist. */
+  async confirm(hold: string, orderId: string): Promise<Answered<ConfirmRow, OrderRow> | null> {
+    let sale = this.holdSales.get(hold);
+    if (sale === undefined) {
+      sale = (await query<{ sale_id: string }>(this.pool, G.saleOfHold, [hold])).rows[0]?.sale_id;
+      if (sale === undefined) return null;
+    }
+    const answered = await this.confirms.add(sale, { hold, orderId });
+    this.holdSales.delete(hold);
+    return answered;
+  }
+
+  private async runTakes(sale: string, group: readonly Waiting<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>[]): Promise<void> {
+    const r = group.map((w) => w.request);
+    const rows = await this.statement<TakeRow & { i: string; at: Date; expires_at: Date | null }>('dibs_sale_take_group', G.takeGroup, [sale, r.map((x) => x.customer), r.map((x) => x.quantity), r.map((x) => x.key), r.map((x) => x.newId), r.map((x) => x.ttlMs)]);
+    const answers = rows.map((row) => {
+      const request = r[Number(row.i) - 1]!;
+      if (row.outcome !== 'ok' || row.result_id !== request.newId) return { row, record: undefined as OrderRow | HoldRow | undefined, request };
+      const record: OrderRow | HoldRow =
+        request.ttlMs === null
+          ? { id: row.result_id, sale_id: sale, customer: request.customer, quantity: request.quantity, hold_id: null, created_at: row.at }
+          : { id: row.result_id, sale_id: sale, customer: request.customer, quantity: request.quantity, status: 'active', expires_at: row.expires_at!, created_at: row.at, order_id: null };
+      return { row, record, request };
+    });
+    // The rest point at stored results: a replayed key's (of its own kind) or a replaced hold.
+    const orders: string[] = [];
+    const holds: string[] = [];
+    for (const { row, record, request } of answers) {
+      if (record || (row.outcome !== 'ok' && row.outcome !== 'replay')) continue;
+      const kind = row.outcome === 'replay' ? row.key_kind : request.ttlMs === null ? 'buy' : 'reserve';
+      (kind === 'buy' ? orders : holds).push(row.result_id!);
+    }
+    const stored = await this.readBack(orders, holds);
+    for (const { row, record, request } of answers) {
+      const answer = record ?? (row.result_id === null ? undefined : stored.get(row.result_id));
+      if (request.ttlMs !== null && answer && row.outcome === 'ok') this.remember(answer.id, sale);
+      group[Number(row.i) - 1]!.resolve({ row, record: answer });
+    }
+  }
+
+  private async runConfirms(group: readonly Waiting<ConfirmRequest, Answered<ConfirmRow, OrderRow>>[]): Promise<void> {
+    const rows = await this.statement<ConfirmRow & { i: string }>('dibs_sale_confirm_group', G.confirmGroup, [group.map((w) => w.request.hold), group.map((w) => w.request.orderId)]);
+    const orders = rows.filter((row) => row.outcome === 'ok' || row.outcome === 'replay').map((row) => row.result_id!);
+    const stored = await this.readBack(orders, []);
+    for (const row of rows) group[Number(row.i) - 1]!.resolve({ row, record: row.result_id === null ? undefined : (stored.get(row.result_id) as OrderRow | undefined) });
+  }
+
+  private remember(hold: string, sale: string): void {
+    if (this.holdSales.size >= MAX_REMEMBERED_HOLDS) this.holdSales.clear();
+    this.holdSales.set(hold, sale);
+  }
+
+  private async statement<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(prepared(name, text, values))).rows;
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
+  private async readBack(orders: string[], holds: string[]): Promise<Map<string, OrderRow | HoldRow>> {
+    const found = new Map<string, OrderRow | HoldRow>();
+    if (orders.length > 0) for (const o of await this.statement<OrderRow>('dibs_sale_orders_by_ids', G.ordersByIds, [orders])) found.set(o.id, o);
+    if (holds.length > 0) for (const h of await this.statement<HoldRow>('dibs_sale_holds_by_ids', G.holdsByIds, [holds])) found.set(h.id, h);
+    return found;
+  }
+}
