@@ -33,10 +33,16 @@ export async function main(): Promise<void> {
         const opens = new Date(Date.parse(await importer.backend.pools.clock()) + 86_400_000).toISOString();
         const t0 = performance.now();
         for (let from = 0; from < closed; from += IMPORT_BATCH) {
-          const batch = Array.from({ length: Math.min(IMPORT_BATCH, closed - from) }, (_, i) => ({ code: `LATER-${from + i}`, startsAt: opens }));
+          const batch = Array.from({ length: Math.min(IMPORT_BATCH, closed - from) }, (_, i) => ({
+            code: `LATER-${from + i}`,
+            startsAt: opens,
+          }));
           await importer.pools.importCodes(pool, batch);
         }
-        await importer.pools.importCodes(pool, Array.from({ length: OPEN }, (_, i) => `NOW-${i}`));
+        await importer.pools.importCodes(
+          pool,
+          Array.from({ length: OPEN }, (_, i) => `NOW-${i}`),
+        );
         importSeconds = (performance.now() - t0) / 1000;
       } finally {
         await importer.close();
@@ -54,14 +60,18 @@ export async function main(): Promise<void> {
         times.sort((a, b) => a - b);
         const mean = times.reduce((a, b) => a + b, 0) / times.length;
         const p = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
-        rows.push(`| ${label} | ${closed.toLocaleString('en-US')} | ${mean.toFixed(2)} | ${p(0.5).toFixed(2)} | ${p(0.99).toFixed(2)} | ${importSeconds.toFixed(1)} |`);
+        rows.push(
+          `| ${label} | ${closed.toLocaleString('en-US')} | ${mean.toFixed(2)} | ${p(0.5).toFixed(2)} | ${p(0.99).toFixed(2)} | ${importSeconds.toFixed(1)} |`,
+        );
         await dibs.pools.delete(pool);
       } finally {
         await dibs.close();
       }
     }
   });
-  console.log(`Claims on a pool with N not-yet-valid codes ahead of ${OPEN} open ones, ${CLAIMS} sequential claims each (after ${WARM_UP} warm-up claims):`);
+  console.log(
+    `Claims on a pool with N not-yet-valid codes ahead of ${OPEN} open ones, ${CLAIMS} sequential claims each (after ${WARM_UP} warm-up claims):`,
+  );
   console.log('| store | N closed | mean ms | p50 ms | p99 ms | import s |\n|---|---:|---:|---:|---:|---:|');
   for (const row of rows) console.log(row);
 }

@@ -17,7 +17,10 @@ async function postgres() {
   const client = new pg.Client({ connectionString: target });
   client.on('error', () => {});
   await client.connect();
-  const table = name.split('.').map((part) => `"${part}"`).join('.');
+  const table = name
+    .split('.')
+    .map((part) => `"${part}"`)
+    .join('.');
   const claim = async (claimant) => {
     const { rows } = await client.query(
       `UPDATE ${table} SET claimant = $1 WHERE code = (SELECT code FROM ${table} WHERE claimant IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING code`,
@@ -80,4 +83,13 @@ await conn.close();
 // Measured as openDibs is (it loads the driver): importMs the driver's import; openMs driver
 // import + connect; firstClaimMs driver import + connect + first claim; startToFirstMs process
 // start (Node's time origin) → first claim.
-console.log(JSON.stringify({ importMs: conn.tImport - t0, openMs: conn.tOpen - t0, firstClaimMs, startToFirstMs, claims, errors }));
+console.log(
+  JSON.stringify({
+    importMs: conn.tImport - t0,
+    openMs: conn.tOpen - t0,
+    firstClaimMs,
+    startToFirstMs,
+    claims,
+    errors,
+  }),
+);

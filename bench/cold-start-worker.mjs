@@ -26,4 +26,6 @@ for (let i = 0; i < 5; i++) {
   }
 }
 if (mode !== 'client') await dibs.close();
-console.log(JSON.stringify({ importMs: tImport - t0, openMs: tOpen - tImport, firstClaimMs, startToFirstMs, claims, errors }));
+console.log(
+  JSON.stringify({ importMs: tImport - t0, openMs: tOpen - tImport, firstClaimMs, startToFirstMs, claims, errors }),
+);

@@ -42,7 +42,11 @@ interface Row {
 }
 
 /** `count` claims by distinct users, `concurrency` in flight, no new claim after CAP_MS. */
-async function drive(count: number, concurrency: number, claim: (user: string) => Promise<boolean>): Promise<{ ok: number; failed: number; seconds: number; latencies: number[] }> {
+async function drive(
+  count: number,
+  concurrency: number,
+  claim: (user: string) => Promise<boolean>,
+): Promise<{ ok: number; failed: number; seconds: number; latencies: number[] }> {
   const latencies: number[] = [];
   let next = 0;
   let ok = 0;
@@ -74,9 +78,23 @@ async function published(projectId: string, concurrency: number, codes: string[]
   try {
     const baseline = new PublishedCoupons(db, `published-${concurrency}-${Date.now()}`);
     await baseline.seed(codes);
-    const run = await drive(PUBLISHED_X * concurrency, concurrency, async (u) => (await baseline.dbClaimRandomCoupon(u)) !== null);
+    const run = await drive(
+      PUBLISHED_X * concurrency,
+      concurrency,
+      async (u) => (await baseline.dbClaimRandomCoupon(u)) !== null,
+    );
     const doubled = await baseline.usersWithSeveral();
-    return { label: 'published design', concurrency, claims: run.ok, failed: run.failed, seconds: run.seconds, attempts: baseline.attempts, p50: percentile(run.latencies, 50), p99: percentile(run.latencies, 99), violations: doubled.size };
+    return {
+      label: 'published design',
+      concurrency,
+      claims: run.ok,
+      failed: run.failed,
+      seconds: run.seconds,
+      attempts: baseline.attempts,
+      p50: percentile(run.latencies, 50),
+      p99: percentile(run.latencies, 99),
+      violations: doubled.size,
+    };
   } finally {
     await db.terminate();
   }
@@ -89,10 +107,24 @@ async function dibsRun(label: string, store: string, concurrency: number, codes:
     await dibs.pools.create({ name: 'bench', perClaimantLimit: 1 });
     await dibs.pools.importCodes('bench', codes);
     const before = backend.transactionCounters.attempts;
-    const run = await drive(DIBS_X * concurrency, concurrency, async (u) => (await dibs.pools.claim('bench', u)).status === 'claimed');
+    const run = await drive(
+      DIBS_X * concurrency,
+      concurrency,
+      async (u) => (await dibs.pools.claim('bench', u)).status === 'claimed',
+    );
     const attempts = backend.transactionCounters.attempts - before;
     const violations = await dibs.pools.audit('bench');
-    return { label, concurrency, claims: run.ok, failed: run.failed, seconds: run.seconds, attempts, p50: percentile(run.latencies, 50), p99: percentile(run.latencies, 99), violations: violations.length };
+    return {
+      label,
+      concurrency,
+      claims: run.ok,
+      failed: run.failed,
+      seconds: run.seconds,
+      attempts,
+      p50: percentile(run.latencies, 50),
+      p99: percentile(run.latencies, 99),
+      violations: violations.length,
+    };
   } finally {
     await dibs.close();
   }
@@ -104,24 +136,48 @@ export async function main(): Promise<void> {
   const projectId = owned?.projectId ?? `bench-${Date.now().toString(36)}`;
   const codes = Array.from({ length: COUPONS }, (_, i) => `COUPON-${i}`);
   const rows: Row[] = [];
-  console.log(`emulator ${process.env.FIRESTORE_EMULATOR_HOST}; ${COUPONS} coupons per run; load average at start ${loadavg().map((l) => l.toFixed(1)).join(' / ')}`);
+  console.log(
+    `emulator ${process.env.FIRESTORE_EMULATOR_HOST}; ${COUPONS} coupons per run; load average at start ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}`,
+  );
   try {
     for (const c of LEVELS) {
       if (!DIBS_ONLY) rows.push(await published(projectId, c, codes));
-      rows.push(await dibsRun('dibs (grouped claims)', `firestore://${projectId}?prefix=bench-g-${c}-${Date.now()}`, c, codes));
-      rows.push(await dibsRun('dibs (groupMax=1)', `firestore://${projectId}?prefix=bench-1-${c}-${Date.now()}&groupMax=1`, c, codes));
-      for (const r of rows.slice(-3)) console.log(`  ${r.label} @${c}: ${r.claims} claims in ${r.seconds.toFixed(1)} s`);
+      rows.push(
+        await dibsRun('dibs (grouped claims)', `firestore://${projectId}?prefix=bench-g-${c}-${Date.now()}`, c, codes),
+      );
+      rows.push(
+        await dibsRun(
+          'dibs (groupMax=1)',
+          `firestore://${projectId}?prefix=bench-1-${c}-${Date.now()}&groupMax=1`,
+          c,
+          codes,
+        ),
+      );
+      for (const r of rows.slice(-3))
+        console.log(`  ${r.label} @${c}: ${r.claims} claims in ${r.seconds.toFixed(1)} s`);
     }
   } finally {
     await owned?.stop();
   }
-  console.log(`\nload average at end ${loadavg().map((l) => l.toFixed(1)).join(' / ')}`);
-  console.log('| run | claimers | claims | failed | claims/s | tx attempts/claim | p50 ms | p99 ms | one-per-user violations | vs published |');
-  console.log('(failed: the published design answered "no coupon" (all 10 ranges contended or empty) or threw; dibs: errors. dibs attempts count one per group transaction attempt.)');
+  console.log(
+    `\nload average at end ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}`,
+  );
+  console.log(
+    '| run | claimers | claims | failed | claims/s | tx attempts/claim | p50 ms | p99 ms | one-per-user violations | vs published |',
+  );
+  console.log(
+    '(failed: the published design answered "no coupon" (all 10 ranges contended or empty) or threw; dibs: errors. dibs attempts count one per group transaction attempt.)',
+  );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const base = rows.find((b) => b.concurrency === r.concurrency && b.label === 'published design');
     const rate = r.claims / r.seconds;
-    console.log(`| ${r.label} | ${r.concurrency} | ${r.claims} | ${r.failed} | ${rate.toFixed(1)} | ${(r.attempts / Math.max(1, r.claims)).toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.violations} | ${base ? `${(rate / (base.claims / base.seconds)).toFixed(1)}×` : '–'} |`);
+    console.log(
+      `| ${r.label} | ${r.concurrency} | ${r.claims} | ${r.failed} | ${rate.toFixed(1)} | ${(r.attempts / Math.max(1, r.claims)).toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.violations} | ${base ? `${(rate / (base.claims / base.seconds)).toFixed(1)}×` : '–'} |`,
+    );
   }
 }

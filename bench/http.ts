@@ -85,7 +85,8 @@ const childrenOf = (pid: number): number[] => {
   }
 };
 /** CPU seconds of the service: the process plus its cluster workers. */
-const cpuSeconds = (pid: number) => ownCpuSeconds(pid) + childrenOf(pid).reduce((sum, child) => sum + ownCpuSeconds(child), 0);
+const cpuSeconds = (pid: number) =>
+  ownCpuSeconds(pid) + childrenOf(pid).reduce((sum, child) => sum + ownCpuSeconds(child), 0);
 
 /** `sqlite` (default), `postgres` (BENCH_PG, default the test server) or `redis` (BENCH_REDIS). */
 const BACKEND = process.env.BENCH_BACKEND ?? 'sqlite';
@@ -112,13 +113,16 @@ function storeUrl(dir: string, name: string): string {
 
 /** Pids of every process whose command name is `name` (the store's server processes). */
 const pidsNamed = (name: string): number[] =>
-  readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name;
-    } catch {
-      return false; // gone meanwhile
-    }
-  });
+  readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name;
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
 /**
  * CPU seconds the store's server has used so far (PostgreSQL: every postgres process plus what
  * exited backends left in their parents' cutime/cstime; Redis: redis-server). SQLite runs inside
@@ -175,8 +179,18 @@ interface HttpRun {
  * connections, each a new claimant, and measures it. `key`: the API key to send, if any; `env`:
  * more environment for the server.
  */
-async function driveHttp(args: string[], ready: RegExp, key: string | undefined, env: Record<string, string> = {}, amounts = { claims: CLAIMS, warmup: WARMUP }): Promise<HttpRun> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+async function driveHttp(
+  args: string[],
+  ready: RegExp,
+  key: string | undefined,
+  env: Record<string, string> = {},
+  amounts = { claims: CLAIMS, warmup: WARMUP },
+): Promise<HttpRun> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let err = '';
@@ -200,12 +214,14 @@ async function driveHttp(args: string[], ready: RegExp, key: string | undefined,
         url,
         connections: CONNECTIONS,
         amount,
-        requests: [{
-          method: 'POST',
-          path: '/v1/pools/bench/claims',
-          headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
-          setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
-        }],
+        requests: [
+          {
+            method: 'POST',
+            path: '/v1/pools/bench/claims',
+            headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
+            setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
+          },
+        ],
       });
       run.on('response', () => (lastResponse = performance.now()));
       return run;
@@ -255,8 +271,11 @@ export interface HttpSides {
 /** Runs every side once on fresh stores in `dir` (`claims` measured after `warmup` unmeasured ones). */
 export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): Promise<HttpSides> {
   if (!process.env.BENCH_DIST) ensureBuilt(); // the bare-route baseline imports the built library even when the service runs through tsx
-  const { openDibs } = (await import(SERVE === 'tsx' ? '../src/index.js' : pathToFileURL(join(DIST, 'index.js')).href)) as typeof import('../src/index.js');
-  const cli = SERVE === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] : [join(DIST, 'cli', 'main.js')];
+  const { openDibs } = (await import(
+    SERVE === 'tsx' ? '../src/index.js' : pathToFileURL(join(DIST, 'index.js')).href
+  )) as typeof import('../src/index.js');
+  const cli =
+    SERVE === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] : [join(DIST, 'cli', 'main.js')];
   const amounts = { claims, warmup };
   const round = ++rounds;
   // Library, in-process.
@@ -282,7 +301,13 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   // dibs.pools.claim on a fresh store of the same kind (no auth, tenants, hooks, logs, metrics).
   const wrapperStore = storeUrl(dir, `bare${round}`);
   await seedDibs(wrapperStore, claims + warmup);
-  const wrapper = await driveHttp([bare], bareReady, undefined, { DIBS_STORE: wrapperStore, DIBS_INDEX: join(DIST, 'index.js') }, amounts);
+  const wrapper = await driveHttp(
+    [bare],
+    bareReady,
+    undefined,
+    { DIBS_STORE: wrapperStore, DIBS_INDEX: join(DIST, 'index.js') },
+    amounts,
+  );
 
   // Service, its own process.
   const store = storeUrl(dir, `http${round}`);
@@ -290,7 +315,26 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   const keyStore = await openDibs(store);
   const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
   await keyStore.close();
-  const service = await driveHttp([...NODE_ARGS, ...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store], /dibs is serving (http:\/\/\S+)/, key, {}, amounts);
+  const service = await driveHttp(
+    [
+      ...NODE_ARGS,
+      ...cli,
+      'serve',
+      '--port',
+      '0',
+      '--no-jobs',
+      '--rate-limit',
+      '0',
+      '--workers',
+      String(WORKERS),
+      '--store',
+      store,
+    ],
+    /dibs is serving (http:\/\/\S+)/,
+    key,
+    {},
+    amounts,
+  );
   return { library, libUsPerClaim, libServerUsPerClaim, floor, wrapper, service };
 }
 let rounds = 0;
@@ -300,7 +344,8 @@ export async function dropHttpStores(): Promise<void> {
   if (prefixes.length > 0) {
     const redis = new Redis(REDIS);
     for (const prefix of prefixes.splice(0)) {
-      for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+      for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 1000 }))
+        if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
     }
     redis.disconnect();
   }
@@ -317,20 +362,41 @@ export async function main(): Promise<void> {
   try {
     const { library, libUsPerClaim, libServerUsPerClaim, floor, wrapper, service } = await httpSides(dir);
     const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
-    const storeName = BACKEND === 'postgres' ? 'PostgreSQL' : BACKEND === 'redis' ? 'Redis' : `SQLite (synchronous=${SYNC})`;
+    const storeName =
+      BACKEND === 'postgres' ? 'PostgreSQL' : BACKEND === 'redis' ? 'Redis' : `SQLite (synchronous=${SYNC})`;
     const serverCell = (us: number) => (BACKEND === 'sqlite' ? 'in-process' : fmt(us));
 
-    console.log(`\nHTTP claim vs library, ${storeName}${STORE_PARAMS ? ` (${STORE_PARAMS})` : ''}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-    console.log('| run | requests | per second | p50 ms | p99 ms | vs library | CPU µs per request: Node process | store server | load generator |');
+    console.log(
+      `\nHTTP claim vs library, ${storeName}${STORE_PARAMS ? ` (${STORE_PARAMS})` : ''}, ${CLAIMS} claims (after ${WARMUP} warm-up claims), ${CONNECTIONS} in flight, ${WORKERS} service worker(s), LOG_LEVEL=${LOG_LEVEL}, ${SERVE === 'tsx' ? 'TypeScript through tsx' : process.env.BENCH_DIST ? DIST : 'compiled dist/'}, load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
+    console.log(
+      '| run | requests | per second | p50 ms | p99 ms | vs library | CPU µs per request: Node process | store server | load generator |',
+    );
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-    console.log(`| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× | ${fmt(libUsPerClaim)} | ${serverCell(libServerUsPerClaim)} | (in the library's figure) |`);
-    const rows = [['HTTP floor: bare Fastify route, no store', floor], ['bare Fastify route + dibs.pools.claim', wrapper], ['HTTP: dibs serve', service]] as const;
+    console.log(
+      `| ${library.label} | ${library.ops} | ${fmt(library.perSecond)} | ${library.p50.toFixed(2)} | ${library.p99.toFixed(2)} | 1.00× | ${fmt(libUsPerClaim)} | ${serverCell(libServerUsPerClaim)} | (in the library's figure) |`,
+    );
+    const rows = [
+      ['HTTP floor: bare Fastify route, no store', floor],
+      ['bare Fastify route + dibs.pools.claim', wrapper],
+      ['HTTP: dibs serve', service],
+    ] as const;
     for (const [label, run] of rows) {
-      console.log(`| ${label} | ${run.ok} | ${fmt(run.perSecond)} | ${run.p50.toFixed(2)} | ${run.p99.toFixed(2)} | ${(run.perSecond / library.perSecond).toFixed(2)}× | ${fmt(run.processUs)} | ${run === floor ? '–' : serverCell(run.serverUs)} | ${fmt(run.generatorUs)} |`);
+      console.log(
+        `| ${label} | ${run.ok} | ${fmt(run.perSecond)} | ${run.p50.toFixed(2)} | ${run.p99.toFixed(2)} | ${(run.perSecond / library.perSecond).toFixed(2)}× | ${fmt(run.processUs)} | ${run === floor ? '–' : serverCell(run.serverUs)} | ${fmt(run.generatorUs)} |`,
+      );
     }
-    console.log(`\ndibs serve vs the bare route calling the library: ${(service.perSecond / wrapper.perSecond).toFixed(2)}× the throughput, ${fmt(service.processUs - wrapper.processUs)} µs more CPU per request (auth, tenants, validation, idempotency, logging, metrics)`);
-    console.log(`service CPU: ${fmt(service.busyPercent)} % of one core over the run, ${fmt(service.processUs)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(service.processUs - libUsPerClaim)} µs; the bare route alone costs ${fmt(floor.processUs)} µs)`);
-    console.log(`service RSS: ${service.idleRss.toFixed(0)} MB idle, ${service.peakRss.toFixed(0)} MB peak under load; non-2xx ${service.non2xx}, errors ${service.errors}, timeouts ${service.timeouts}`);
+    console.log(
+      `\ndibs serve vs the bare route calling the library: ${(service.perSecond / wrapper.perSecond).toFixed(2)}× the throughput, ${fmt(service.processUs - wrapper.processUs)} µs more CPU per request (auth, tenants, validation, idempotency, logging, metrics)`,
+    );
+    console.log(
+      `service CPU: ${fmt(service.busyPercent)} % of one core over the run, ${fmt(service.processUs)} µs per request (library: ${fmt(libUsPerClaim)} µs per claim, so HTTP adds ${fmt(service.processUs - libUsPerClaim)} µs; the bare route alone costs ${fmt(floor.processUs)} µs)`,
+    );
+    console.log(
+      `service RSS: ${service.idleRss.toFixed(0)} MB idle, ${service.peakRss.toFixed(0)} MB peak under load; non-2xx ${service.non2xx}, errors ${service.errors}, timeouts ${service.timeouts}`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
     await dropHttpStores();

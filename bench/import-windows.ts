@@ -19,8 +19,10 @@ function csvOf(windows: boolean, now: number, run: number): string {
   for (let i = 0; i < ROWS; i++) {
     const code = `IMP-${run}-${String(i).padStart(8, '0')}`;
     if (!windows) lines.push(code);
-    else if (i % 4 === 0) lines.push(`${code},${iso(now + hour)},`); // not yet valid
-    else if (i % 4 === 1) lines.push(`${code},${iso(now - 2 * hour)},${iso(now - hour)}`); // expired
+    else if (i % 4 === 0)
+      lines.push(`${code},${iso(now + hour)},`); // not yet valid
+    else if (i % 4 === 1)
+      lines.push(`${code},${iso(now - 2 * hour)},${iso(now - hour)}`); // expired
     else lines.push(`${code},${iso(now - hour)},${iso(now + 24 * hour)}`); // open
   }
   return `${lines.join('\n')}\n`;
@@ -42,7 +44,10 @@ export async function main(): Promise<void> {
           const result = await dibs.pools.importCsv(pool, csv);
           seconds[kind].push((performance.now() - t0) / 1000);
           if (result.imported !== ROWS) throw new Error(`${label} ${kind}: imported ${result.imported} of ${ROWS}`);
-          if (kind === 'windows' && (await dibs.pools.claimMany(pool, 'probe', 10)).codes.some((c) => Number(c.slice(-8)) % 4 < 2)) {
+          if (
+            kind === 'windows' &&
+            (await dibs.pools.claimMany(pool, 'probe', 10)).codes.some((c) => Number(c.slice(-8)) % 4 < 2)
+          ) {
             throw new Error(`${label}: a code outside its window was handed out`);
           }
         }
@@ -50,12 +55,16 @@ export async function main(): Promise<void> {
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       const rate = (s: number) => Math.round(ROWS / s).toLocaleString('en-US');
       const [plain, windows] = [median(seconds.plain), median(seconds.windows)];
-      rows.push(`| ${label} | ${plain.toFixed(2)} | ${rate(plain)} | ${windows.toFixed(2)} | ${rate(windows)} | ${(windows / plain).toFixed(2)}× |`);
+      rows.push(
+        `| ${label} | ${plain.toFixed(2)} | ${rate(plain)} | ${windows.toFixed(2)} | ${rate(windows)} | ${(windows / plain).toFixed(2)}× |`,
+      );
     } finally {
       await dibs.close();
     }
   });
   console.log(`CSV import of ${ROWS.toLocaleString('en-US')} rows, median of ${RUNS} runs (fresh pool each):`);
-  console.log('| store | plain s | plain rows/s | windows s | windows rows/s | windows / plain time |\n|---|---:|---:|---:|---:|---:|');
+  console.log(
+    '| store | plain s | plain rows/s | windows s | windows rows/s | windows / plain time |\n|---|---:|---:|---:|---:|---:|',
+  );
   for (const row of rows) console.log(row);
 }

@@ -30,7 +30,12 @@ const CONCURRENCY = Number(process.env.LIMITS_BENCH_C ?? 32);
 const LIMIT = Number(process.env.LIMITS_BENCH_LIMIT ?? 200);
 const STORES = (process.env.LIMITS_BENCH_STORES ?? 'redis,postgres').split(',') as ('redis' | 'postgres')[];
 
-interface Run { perSecond: number; used: number; worst: number; worstStore: number | null }
+interface Run {
+  perSecond: number;
+  used: number;
+  worst: number;
+  worstStore: number | null;
+}
 /** Admitted or not; dibs also answers the store's clock of the decision. */
 type Take = (key: string) => Promise<{ ok: boolean; at?: number }>;
 
@@ -40,18 +45,25 @@ async function measure(take: Take, key: string): Promise<Run> {
   let decisions = 0;
   const started = performance.now();
   const end = started + DURATION_MS;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() < end) {
-      const { ok, at } = await take(key);
-      if (ok) {
-        admitted.push(performance.now());
-        if (at !== undefined) atStore.push(at);
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const { ok, at } = await take(key);
+        if (ok) {
+          admitted.push(performance.now());
+          if (at !== undefined) atStore.push(at);
+        }
+        decisions++;
       }
-      decisions++;
-    }
-  }));
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
-  return { perSecond: decisions / seconds, used: admitted.length / (LIMIT * seconds), worst: worstSecond(admitted) / LIMIT, worstStore: atStore.length ? worstSecond(atStore) / LIMIT : null };
+  return {
+    perSecond: decisions / seconds,
+    used: admitted.length / (LIMIT * seconds),
+    worst: worstSecond(admitted) / LIMIT,
+    worstStore: atStore.length ? worstSecond(atStore) / LIMIT : null,
+  };
 }
 
 /** The most admissions in any window [t − 1000 ms, t], closed (as the sliding window promises). */
@@ -66,7 +78,8 @@ function worstSecond(times: number[]): number {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const spread = (xs: number[], digits: number) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+const spread = (xs: number[], digits: number) =>
+  `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 
 function rlfTake(limiter: RateLimiterAbstract): Take {
   return async (key) => {
@@ -80,34 +93,50 @@ function rlfTake(limiter: RateLimiterAbstract): Take {
   };
 }
 
-const dibsTake = (dibs: Dibs, name: string): Take => async (key) => {
-  const d = await dibs.limits.take(name, 1, { key });
-  return { ok: d.allowed, at: d.at };
-};
+const dibsTake =
+  (dibs: Dibs, name: string): Take =>
+  async (key) => {
+    const d = await dibs.limits.take(name, 1, { key });
+    return { ok: d.allowed, at: d.at };
+  };
 
-async function baselineFor(kind: 'redis' | 'postgres', tag: string): Promise<{ limiter: RateLimiterAbstract; close: () => Promise<void> }> {
+async function baselineFor(
+  kind: 'redis' | 'postgres',
+  tag: string,
+): Promise<{ limiter: RateLimiterAbstract; close: () => Promise<void> }> {
   if (kind === 'redis') {
     const client = new Redis(BENCH_REDIS, { enableOfflineQueue: true });
     const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: `${tag}-rlf`, points: LIMIT, duration: 1 });
-    return { limiter, close: async () => {
-      const keys = await client.keys(`${tag}-rlf*`);
-      if (keys.length) await client.del(...keys);
-      client.disconnect();
-    } };
+    return {
+      limiter,
+      close: async () => {
+        const keys = await client.keys(`${tag}-rlf*`);
+        if (keys.length) await client.del(...keys);
+        client.disconnect();
+      },
+    };
   }
   const pool = new pg.Pool({ connectionString: BENCH_PG, max: 10 });
   const table = `${tag}_rlf`;
   const limiter = await new Promise<RateLimiterAbstract>((resolve, reject) => {
-    const l: RateLimiterAbstract = new RateLimiterPostgres({ storeClient: pool, tableName: table, points: LIMIT, duration: 1 }, (error?: unknown) => (error ? reject(error) : resolve(l)));
+    const l: RateLimiterAbstract = new RateLimiterPostgres(
+      { storeClient: pool, tableName: table, points: LIMIT, duration: 1 },
+      (error?: unknown) => (error ? reject(error) : resolve(l)),
+    );
   });
-  return { limiter, close: async () => {
-    await pool.query(`DROP TABLE IF EXISTS "${table}"`);
-    await pool.end();
-  } };
+  return {
+    limiter,
+    close: async () => {
+      await pool.query(`DROP TABLE IF EXISTS "${table}"`);
+      await pool.end();
+    },
+  };
 }
 
 export async function main(): Promise<void> {
-  console.log(`limit ${LIMIT}/s, ${CONCURRENCY} concurrent takers in one process, ${DURATION_MS} ms per run, ${ROUNDS} interleaved rounds`);
+  console.log(
+    `limit ${LIMIT}/s, ${CONCURRENCY} concurrent takers in one process, ${DURATION_MS} ms per run, ${ROUNDS} interleaved rounds`,
+  );
   for (const kind of STORES) {
     await onEachStore('limits', [kind], async (label, store) => {
       const tag = `bench_limits_${process.pid}`;
@@ -115,7 +144,13 @@ export async function main(): Promise<void> {
       const baseline = await baselineFor(kind, tag);
       try {
         await dibs.limits.create({ name: 'quota', algorithm: 'quota', limit: LIMIT, periodMs: 1000 });
-        await dibs.limits.create({ name: 'sliding', algorithm: 'sliding-window', limit: LIMIT, periodMs: 1000, segments: 10 });
+        await dibs.limits.create({
+          name: 'sliding',
+          algorithm: 'sliding-window',
+          limit: LIMIT,
+          periodMs: 1000,
+          segments: 10,
+        });
         const variants: [string, Take][] = [
           ['rate-limiter-flexible', rlfTake(baseline.limiter)],
           ['dibs quota (fixed window)', dibsTake(dibs, 'quota')],
@@ -131,7 +166,9 @@ export async function main(): Promise<void> {
           const used = rs.map((r) => r.used);
           const worst = rs.map((r) => r.worst);
           const store = rs.map((r) => r.worstStore).filter((w): w is number => w !== null);
-          console.log(`  ${name.padEnd(26)} ${median(per).toFixed(0).padStart(6)} decisions/s (${spread(per, 0)})  admitted/s ÷ limit ${median(used).toFixed(3)} (${spread(used, 3)})  worst 1 s ${median(worst).toFixed(3)} × limit (${spread(worst, 3)})${store.length ? `, by the store's clock ${median(store).toFixed(3)} (${spread(store, 3)})` : ''}`);
+          console.log(
+            `  ${name.padEnd(26)} ${median(per).toFixed(0).padStart(6)} decisions/s (${spread(per, 0)})  admitted/s ÷ limit ${median(used).toFixed(3)} (${spread(used, 3)})  worst 1 s ${median(worst).toFixed(3)} × limit (${spread(worst, 3)})${store.length ? `, by the store's clock ${median(store).toFixed(3)} (${spread(store, 3)})` : ''}`,
+          );
         }
       } finally {
         await baseline.close();

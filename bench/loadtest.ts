@@ -35,7 +35,10 @@ export const TARGETS: Target[] = [
     label: 'sqlite',
     open() {
       const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-loadtest-'));
-      return { store: `sqlite:${join(dir, 'dibs.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        store: `sqlite:${join(dir, 'dibs.db')}`,
+        cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
   {
@@ -97,7 +100,8 @@ export async function unavailable(target: Target, store: string): Promise<string
     await (await openDibs(store)).close();
     return null;
   } catch (error) {
-    if (isDibsError(error, 'invalid_input') && /unsupported scheme/.test(error.message)) return 'backend not landed yet';
+    if (isDibsError(error, 'invalid_input') && /unsupported scheme/.test(error.message))
+      return 'backend not landed yet';
     throw error;
   }
 }
@@ -109,7 +113,9 @@ function row(label: string, r: LoadtestReport): string {
 }
 
 export async function main(): Promise<void> {
-  console.log(`\nSeed scenario: ${CLAIMANTS.toLocaleString('en-US')} claimants, ${CODES.toLocaleString('en-US')} codes, ${ARRIVAL}${ARRIVAL === 'burst' ? '' : ` over ${DURATION} s`}, ${PROCESSES} processes, 10% repeats`);
+  console.log(
+    `\nSeed scenario: ${CLAIMANTS.toLocaleString('en-US')} claimants, ${CODES.toLocaleString('en-US')} codes, ${ARRIVAL}${ARRIVAL === 'burst' ? '' : ` over ${DURATION} s`}, ${PROCESSES} processes, 10% repeats`,
+  );
   const rows: string[] = [];
   const skipped: string[] = [];
   for (const target of TARGETS) {
@@ -120,14 +126,23 @@ export async function main(): Promise<void> {
         skipped.push(`${target.label}: ${why}`);
         continue;
       }
-      const report = await runLoadtest({ target: { kind: 'store', store }, claimants: CLAIMANTS, codes: CODES, processes: PROCESSES, arrival: ARRIVAL, durationSec: DURATION });
+      const report = await runLoadtest({
+        target: { kind: 'store', store },
+        claimants: CLAIMANTS,
+        codes: CODES,
+        processes: PROCESSES,
+        arrival: ARRIVAL,
+        durationSec: DURATION,
+      });
       rows.push(row(target.label, report));
       for (const v of report.violations.slice(0, 5)) console.log(`  ${target.label} [${v.check}] ${v.message}`);
     } finally {
       await cleanup().catch(() => {});
     }
   }
-  console.log('\n| backend | answers | wall s | answers/s | p50 ms | p90 ms | p99 ms | max ms | codes given | errors | verdict |');
+  console.log(
+    '\n| backend | answers | wall s | answers/s | p50 ms | p90 ms | p99 ms | max ms | codes given | errors | verdict |',
+  );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(r);
   for (const s of skipped) console.log(`skipped ${s}`);

@@ -32,7 +32,12 @@ const STORES = (process.env.LOCK_BENCH_STORES ?? 'sqlite,postgres,redis').split(
 const PG_URL = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:6379/0';
 
-export interface Result { label: string; p50: number; p99: number; perSecond: number }
+export interface Result {
+  label: string;
+  p50: number;
+  p99: number;
+  perSecond: number;
+}
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -40,7 +45,11 @@ function pct(xs: number[], p: number): number {
 }
 
 /** `waiter(i)` returns that waiter's acquire/release pair (some baselines need a connection each). */
-export async function run<H>(label: string, count: number, waiter: (i: number) => Promise<{ acquire: () => Promise<H>; release: (h: H) => Promise<void> }>): Promise<Result> {
+export async function run<H>(
+  label: string,
+  count: number,
+  waiter: (i: number) => Promise<{ acquire: () => Promise<H>; release: (h: H) => Promise<void> }>,
+): Promise<Result> {
   const pairs = await Promise.all(Array.from({ length: WAITERS }, (_, i) => waiter(i)));
   const handoffs: number[] = [];
   let lastRelease = 0;
@@ -49,41 +58,51 @@ export async function run<H>(label: string, count: number, waiter: (i: number) =
   let granted: (() => void)[] = [];
   const nextGrant = () => new Promise<void>((resolve) => granted.push(resolve));
   const started = performance.now();
-  await Promise.all(pairs.map(async ({ acquire, release }, me) => {
-    while (done < count) {
-      const h = await acquire();
-      if (lastRelease) handoffs.push(performance.now() - lastRelease);
-      lastHolder = me;
-      done++;
-      for (const wake of granted) wake();
-      granted = [];
-      await sleep(1);
-      lastRelease = performance.now();
-      await release(h);
-      // Every grant is a handoff to ANOTHER waiter: the releaser queues again only after someone
-      // else got the lock. (Otherwise an unfair lock re-taken by its releaser shows a fake
-      // sub-millisecond "handoff" and the waiters that actually wait are not measured.)
-      while (lastHolder === me && done < count) await nextGrant();
-    }
-  }));
+  await Promise.all(
+    pairs.map(async ({ acquire, release }, me) => {
+      while (done < count) {
+        const h = await acquire();
+        if (lastRelease) handoffs.push(performance.now() - lastRelease);
+        lastHolder = me;
+        done++;
+        for (const wake of granted) wake();
+        granted = [];
+        await sleep(1);
+        lastRelease = performance.now();
+        await release(h);
+        // Every grant is a handoff to ANOTHER waiter: the releaser queues again only after someone
+        // else got the lock. (Otherwise an unfair lock re-taken by its releaser shows a fake
+        // sub-millisecond "handoff" and the waiters that actually wait are not measured.)
+        while (lastHolder === me && done < count) await nextGrant();
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   const r = { label, p50: pct(handoffs, 50), p99: pct(handoffs, 99), perSecond: done / seconds };
-  console.log(`${label.padEnd(34)} handoff p50 ${r.p50.toFixed(2).padStart(7)} ms  p99 ${r.p99.toFixed(2).padStart(8)} ms  ${r.perSecond.toFixed(1).padStart(7)} acq/s`);
+  console.log(
+    `${label.padEnd(34)} handoff p50 ${r.p50.toFixed(2).padStart(7)} ms  p99 ${r.p99.toFixed(2).padStart(8)} ms  ${r.perSecond.toFixed(1).padStart(7)} acq/s`,
+  );
   return r;
 }
 
 function fairRatio(dibs: Result, fair: Result): void {
-  console.log(`  fair vs default: handoff p50 ×${(fair.p50 / dibs.p50).toFixed(2)}, p99 ×${(fair.p99 / dibs.p99).toFixed(2)}, throughput ×${(fair.perSecond / dibs.perSecond).toFixed(2)}`);
+  console.log(
+    `  fair vs default: handoff p50 ×${(fair.p50 / dibs.p50).toFixed(2)}, p99 ×${(fair.p99 / dibs.p99).toFixed(2)}, throughput ×${(fair.perSecond / dibs.perSecond).toFixed(2)}`,
+  );
 }
 
 function ratios(dibs: Result, other: Result): void {
-  console.log(`  dibs vs ${other.label}: handoff p50 ×${(other.p50 / dibs.p50).toFixed(2)} lower, p99 ×${(other.p99 / dibs.p99).toFixed(2)} lower, throughput ×${(dibs.perSecond / other.perSecond).toFixed(2)}`);
+  console.log(
+    `  dibs vs ${other.label}: handoff p50 ×${(other.p50 / dibs.p50).toFixed(2)} lower, p99 ×${(other.p99 / dibs.p99).toFixed(2)} lower, throughput ×${(dibs.perSecond / other.perSecond).toFixed(2)}`,
+  );
 }
 
-export const dibsWaiter = (dibs: Dibs, key: string, fair = false) => async () => ({
-  acquire: () => dibs.locks.acquire(key, { ttlMs: 30_000, waitMs: 120_000, fair }),
-  release: (l: Awaited<ReturnType<Dibs['locks']['acquire']>>) => dibs.locks.release(l),
-});
+export const dibsWaiter =
+  (dibs: Dibs, key: string, fair = false) =>
+  async () => ({
+    acquire: () => dibs.locks.acquire(key, { ttlMs: 30_000, waitMs: 120_000, fair }),
+    release: (l: Awaited<ReturnType<Dibs['locks']['acquire']>>) => dibs.locks.release(l),
+  });
 
 /** The seed's lock: try once, otherwise sleep 1 s and retry. */
 const pollingWaiter = (dibs: Dibs, key: string) => async () => ({
@@ -124,8 +143,12 @@ async function benchPostgres(): Promise<void> {
       await client.connect();
       clients.push(client);
       return {
-        acquire: async () => { await client.query('SELECT pg_advisory_lock(424242)'); },
-        release: async () => { await client.query('SELECT pg_advisory_unlock(424242)'); },
+        acquire: async () => {
+          await client.query('SELECT pg_advisory_lock(424242)');
+        },
+        release: async () => {
+          await client.query('SELECT pg_advisory_unlock(424242)');
+        },
       };
     });
     const polling = await run('postgres 1 s polling lock', POLL_ACQUISITIONS, pollingWaiter(dibs, 'poll'));
@@ -151,7 +174,11 @@ async function benchRedis(): Promise<void> {
   try {
     const semaphore = await run('redis redis-semaphore Mutex', ACQUISITIONS, async () => ({
       acquire: async () => {
-        const mutex = new Mutex(client, `${prefix}-mutex`, { lockTimeout: 30_000, acquireTimeout: 120_000, refreshInterval: 0 });
+        const mutex = new Mutex(client, `${prefix}-mutex`, {
+          lockTimeout: 30_000,
+          acquireTimeout: 120_000,
+          refreshInterval: 0,
+        });
         await mutex.acquire();
         return mutex;
       },
@@ -172,8 +199,10 @@ async function benchRedis(): Promise<void> {
 
 export async function main(): Promise<void> {
   if (STORES.includes('sqlite')) await benchSqlite();
-  if (STORES.includes('postgres')) await benchPostgres().catch((e: unknown) => console.log(`postgres skipped: ${(e as Error).message}`));
-  if (STORES.includes('redis')) await benchRedis().catch((e: unknown) => console.log(`redis skipped: ${(e as Error).message}`));
+  if (STORES.includes('postgres'))
+    await benchPostgres().catch((e: unknown) => console.log(`postgres skipped: ${(e as Error).message}`));
+  if (STORES.includes('redis'))
+    await benchRedis().catch((e: unknown) => console.log(`redis skipped: ${(e as Error).message}`));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

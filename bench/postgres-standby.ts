@@ -24,7 +24,9 @@ const CALLERS = Number(process.env.BENCH_STANDBY_CALLERS ?? 64);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function main(): Promise<void> {
-  console.log(`${CLAIMS} claims per round, ${ROUNDS} rounds per mode (interleaved), ${CONNECTIONS} connections, ${CALLERS} callers, grouped claims (the default)`);
+  console.log(
+    `${CLAIMS} claims per round, ${ROUNDS} rounds per mode (interleaved), ${CONNECTIONS} connections, ${CALLERS} callers, grouped claims (the default)`,
+  );
   console.log('| link delay (each way) | standby | claims/s median | spread (min–max) | p50 ms | p99 ms |');
   console.log('|---:|---|---:|---:|---:|---:|');
   for (const delayMs of DELAYS) {
@@ -38,7 +40,10 @@ export async function main(): Promise<void> {
             await pair.setSynchronous(mode === 'sync');
             const pool = `p-${delayMs}-${round}-${mode}`;
             await dibs.pools.create({ name: pool });
-            await dibs.pools.importCodes(pool, Array.from({ length: CLAIMS }, (_, i) => `C-${i}`));
+            await dibs.pools.importCodes(
+              pool,
+              Array.from({ length: CLAIMS }, (_, i) => `C-${i}`),
+            );
             const run = await timeOps(CLAIMS, CALLERS, (i) => dibs.pools.claim(pool, `user-${i}`));
             runs[mode].push(summarise(mode, run.latencies, run.seconds));
           }
@@ -48,7 +53,9 @@ export async function main(): Promise<void> {
       }
       for (const mode of ['sync', 'async'] as const) {
         const rates = runs[mode].map((r) => r.perSecond);
-        console.log(`| ${delayMs} ms | ${mode === 'sync' ? 'synchronous (FIRST 1, synchronous_commit=on)' : 'asynchronous'} | ${Math.round(median(rates))} | ${Math.round(Math.min(...rates))}–${Math.round(Math.max(...rates))} | ${median(runs[mode].map((r) => r.p50)).toFixed(1)} | ${median(runs[mode].map((r) => r.p99)).toFixed(1)} |`);
+        console.log(
+          `| ${delayMs} ms | ${mode === 'sync' ? 'synchronous (FIRST 1, synchronous_commit=on)' : 'asynchronous'} | ${Math.round(median(rates))} | ${Math.round(Math.min(...rates))}–${Math.round(Math.max(...rates))} | ${median(runs[mode].map((r) => r.p50)).toFixed(1)} | ${median(runs[mode].map((r) => r.p99)).toFixed(1)} |`,
+        );
       }
     } finally {
       await pair.stop();

@@ -64,9 +64,12 @@ async function timeImport(schema: string): Promise<number> {
   try {
     await dibs.pools.create({ name: 'import' });
     const started = performance.now();
-    const result = await dibs.pools.importCodes('import', (function* () {
-      for (let i = 0; i < CODES; i++) yield `IMPORT-${i.toString(36)}-${(i * 7919).toString(36)}`;
-    })());
+    const result = await dibs.pools.importCodes(
+      'import',
+      (function* () {
+        for (let i = 0; i < CODES; i++) yield `IMPORT-${i.toString(36)}-${(i * 7919).toString(36)}`;
+      })(),
+    );
     const seconds = (performance.now() - started) / 1000;
     if (result.imported !== CODES) throw new Error(`imported ${result.imported} of ${CODES}`);
     await dibs.pools.delete('import');
@@ -76,19 +79,30 @@ async function timeImport(schema: string): Promise<number> {
   }
 }
 
-async function runDibs(schema: string, label: string, grouped: boolean, callers: number, keyed = false): Promise<RunStats> {
+async function runDibs(
+  schema: string,
+  label: string,
+  grouped: boolean,
+  callers: number,
+  keyed = false,
+): Promise<RunStats> {
   const dibs = await openDibs(storeUrl(schema, { poolSize: String(CONNECTIONS), grouped: String(grouped) }));
   try {
     const pool = `bench-${grouped ? 'grouped' : 'single'}-${callers}${keyed ? '-keyed' : ''}`;
     await dibs.pools.create({ name: pool });
-    await dibs.pools.importCodes(pool, (function* () {
-      for (let i = 0; i < CODES; i++) yield `DIBS-${i}`;
-    })());
+    await dibs.pools.importCodes(
+      pool,
+      (function* () {
+        for (let i = 0; i < CODES; i++) yield `DIBS-${i}`;
+      })(),
+    );
     const admin = new pg.Client({ connectionString: URL_BASE });
     await admin.connect();
     await admin.query(`VACUUM ANALYZE ${schema}.codes`);
     await admin.end();
-    const run = await timeOps(CLAIMS, callers, (i) => dibs.pools.claim(pool, `user-${i}`, keyed ? { idempotencyKey: `key-${i}` } : {}));
+    const run = await timeOps(CLAIMS, callers, (i) =>
+      dibs.pools.claim(pool, `user-${i}`, keyed ? { idempotencyKey: `key-${i}` } : {}),
+    );
     const audit = await dibs.pools.audit(pool);
     if (audit.length > 0) throw new Error(`audit after the run: ${JSON.stringify(audit.slice(0, 3))}`);
     await dibs.pools.delete(pool);
@@ -103,18 +117,45 @@ export async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: URL_BASE });
   await admin.connect();
   try {
-    console.log(`PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}; ${CODES.toLocaleString('en-US')} codes per pool, ${CLAIMS.toLocaleString('en-US')} claims per run, ${CONNECTIONS} connections`);
+    console.log(
+      `PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}; ${CODES.toLocaleString('en-US')} codes per pool, ${CLAIMS.toLocaleString('en-US')} claims per run, ${CONNECTIONS} connections`,
+    );
     const importSeconds = await timeImport(`${schema}_imp`);
-    console.log(`\ndibs import of ${CODES.toLocaleString('en-US')} codes (COPY → staging → dedupe into the pool): ${importSeconds.toFixed(2)} s (${Math.round(CODES / importSeconds).toLocaleString('en-US')} codes/s)`);
+    console.log(
+      `\ndibs import of ${CODES.toLocaleString('en-US')} codes (COPY → staging → dedupe into the pool): ${importSeconds.toFixed(2)} s (${Math.round(CODES / importSeconds).toLocaleString('en-US')} codes/s)`,
+    );
     const raw = await runRaw(`${schema}_raw`);
-    const single = await runDibs(`${schema}_dibs`, `dibs claim, single statements, ${CONNECTIONS} callers`, false, CONNECTIONS);
-    const keyed = await runDibs(`${schema}_dibs`, `dibs claim with an idempotency key, single statements, ${CONNECTIONS} callers`, false, CONNECTIONS, true);
+    const single = await runDibs(
+      `${schema}_dibs`,
+      `dibs claim, single statements, ${CONNECTIONS} callers`,
+      false,
+      CONNECTIONS,
+    );
+    const keyed = await runDibs(
+      `${schema}_dibs`,
+      `dibs claim with an idempotency key, single statements, ${CONNECTIONS} callers`,
+      false,
+      CONNECTIONS,
+      true,
+    );
     const grouped16 = await runDibs(`${schema}_dibs`, `dibs claim, grouped, ${CONNECTIONS} callers`, true, CONNECTIONS);
-    const grouped = await runDibs(`${schema}_dibs`, `dibs claim, grouped, ${GROUPED_CALLERS} callers`, true, GROUPED_CALLERS);
-    printTable(`PostgreSQL claims on a ${CODES.toLocaleString('en-US')}-code pool, ${CONNECTIONS} connections (ratio vs raw)`, [raw, single, keyed, grouped16, grouped], raw);
-    console.log(`\nratio vs raw: single ${(single.perSecond / raw.perSecond).toFixed(2)}× (target ≥ 0.9×; with a key ${(keyed.perSecond / raw.perSecond).toFixed(2)}×), grouped ${(grouped.perSecond / raw.perSecond).toFixed(2)}× with ${GROUPED_CALLERS} callers, ${(grouped16.perSecond / raw.perSecond).toFixed(2)}× with ${CONNECTIONS} (target ≥ 2×)`);
+    const grouped = await runDibs(
+      `${schema}_dibs`,
+      `dibs claim, grouped, ${GROUPED_CALLERS} callers`,
+      true,
+      GROUPED_CALLERS,
+    );
+    printTable(
+      `PostgreSQL claims on a ${CODES.toLocaleString('en-US')}-code pool, ${CONNECTIONS} connections (ratio vs raw)`,
+      [raw, single, keyed, grouped16, grouped],
+      raw,
+    );
+    console.log(
+      `\nratio vs raw: single ${(single.perSecond / raw.perSecond).toFixed(2)}× (target ≥ 0.9×; with a key ${(keyed.perSecond / raw.perSecond).toFixed(2)}×), grouped ${(grouped.perSecond / raw.perSecond).toFixed(2)}× with ${GROUPED_CALLERS} callers, ${(grouped16.perSecond / raw.perSecond).toFixed(2)}× with ${CONNECTIONS} (target ≥ 2×)`,
+    );
   } finally {
-    for (const s of ['imp', 'raw', 'dibs']) await admin.query(`DROP SCHEMA IF EXISTS ${schema}_${s} CASCADE`).catch(() => {});
+    for (const s of ['imp', 'raw', 'dibs'])
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema}_${s} CASCADE`).catch(() => {});
     await admin.end();
   }
 }

@@ -30,10 +30,16 @@ export async function main(): Promise<void> {
         const dibs = await openDibs(store);
         const run = await timeOps(CLAIMS, CONCURRENCY, (i) => dibs.pools.claim('bench', `user-${i}`));
         await dibs.close();
-        rows.push(summarise(`round ${round + 1}: ${acks ? 'acks=replicas:1' : 'no acks        '}`, run.latencies, run.seconds));
+        rows.push(
+          summarise(`round ${round + 1}: ${acks ? 'acks=replicas:1' : 'no acks        '}`, run.latencies, run.seconds),
+        );
       }
     }
-    printTable(`Redis claims with and without replica acks (1 replica, loopback; ${CLAIMS} per run, ${CONCURRENCY} in flight; ratio vs round 1 without)`, rows, rows[0]!);
+    printTable(
+      `Redis claims with and without replica acks (1 replica, loopback; ${CLAIMS} per run, ${CONCURRENCY} in flight; ratio vs round 1 without)`,
+      rows,
+      rows[0]!,
+    );
   } finally {
     await replica.stop();
     await master.stop();

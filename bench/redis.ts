@@ -33,7 +33,6 @@ export async function seedRaw(client: Redis, prefix: string, n: number): Promise
   }
 }
 
-
 async function cleanup(client: Redis, prefix: string): Promise<void> {
   let cursor = '0';
   do {
@@ -49,14 +48,20 @@ export async function main(): Promise<void> {
   try {
     const sha = (await client.script('LOAD', RAW_SCRIPT)) as string;
     await seedRaw(client, `${prefix}-raw`, CLAIMS);
-    const raw = await timeOps(CLAIMS, CONCURRENCY, (i) => client.evalsha(sha, 2, `{${prefix}-raw}:free`, `{${prefix}-raw}:holders`, `user-${i}`));
+    const raw = await timeOps(CLAIMS, CONCURRENCY, (i) =>
+      client.evalsha(sha, 2, `{${prefix}-raw}:free`, `{${prefix}-raw}:holders`, `user-${i}`),
+    );
     const baseline = summarise(`raw EVALSHA, 1 process, ${CONCURRENCY} in flight`, raw.latencies, raw.seconds);
 
     await seedDibs(`${REDIS_URL}?prefix=${prefix}-eq`, CLAIMS);
     const k = poolKeys(`${prefix}-eq`, 'bench');
     const keys = [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events, k.parked, k.claimed];
     const eq = await timeOps(CLAIMS, CONCURRENCY, (i) => runScript(client, 'claim', keys, [`user-${i}`, 1, '']));
-    const equivalent = summarise(`raw EVALSHA of dibs' claim.lua, 1 process, ${CONCURRENCY} in flight`, eq.latencies, eq.seconds);
+    const equivalent = summarise(
+      `raw EVALSHA of dibs' claim.lua, 1 process, ${CONCURRENCY} in flight`,
+      eq.latencies,
+      eq.seconds,
+    );
 
     const store = `${REDIS_URL}?prefix=${prefix}-dibs`;
     await seedDibs(store, CLAIMS);
@@ -66,15 +71,33 @@ export async function main(): Promise<void> {
     const one = summarise(`dibs claim, 1 process, ${CONCURRENCY} in flight`, run.latencies, run.seconds);
 
     await seedRaw(client, `${prefix}-rawm`, CLAIMS);
-    const rawMulti = await fanOut(`raw EVALSHA, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => ['raw', REDIS_URL, `${prefix}-rawm`, String(CLAIMS / PROCESSES), String(CONCURRENCY), `p${i}`]);
+    const rawMulti = await fanOut(`raw EVALSHA, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => [
+      'raw',
+      REDIS_URL,
+      `${prefix}-rawm`,
+      String(CLAIMS / PROCESSES),
+      String(CONCURRENCY),
+      `p${i}`,
+    ]);
     const storeMulti = `${REDIS_URL}?prefix=${prefix}-dibsm`;
     await seedDibs(storeMulti, CLAIMS);
-    const dibsMulti = await fanOut(`dibs claim, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => ['dibs', storeMulti, 'bench', String(CLAIMS / PROCESSES), String(CONCURRENCY), `p${i}`]);
+    const dibsMulti = await fanOut(`dibs claim, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => [
+      'dibs',
+      storeMulti,
+      'bench',
+      String(CLAIMS / PROCESSES),
+      String(CONCURRENCY),
+      `p${i}`,
+    ]);
 
     const rows: RunStats[] = [baseline, equivalent, one, rawMulti, dibsMulti];
     printTable(`Redis claims (${CLAIMS} per run, ${REDIS_URL}; ratio vs raw 1 process)`, rows, baseline);
-    console.log(`\nratio dibs / raw equivalent script, 1 process: ${(one.perSecond / equivalent.perSecond).toFixed(2)}×`);
-    console.log(`ratio dibs / raw minimal script: 1 process ${(one.perSecond / baseline.perSecond).toFixed(2)}×, ${PROCESSES} processes ${(dibsMulti.perSecond / rawMulti.perSecond).toFixed(2)}×`);
+    console.log(
+      `\nratio dibs / raw equivalent script, 1 process: ${(one.perSecond / equivalent.perSecond).toFixed(2)}×`,
+    );
+    console.log(
+      `ratio dibs / raw minimal script: 1 process ${(one.perSecond / baseline.perSecond).toFixed(2)}×, ${PROCESSES} processes ${(dibsMulti.perSecond / rawMulti.perSecond).toFixed(2)}×`,
+    );
   } finally {
     await cleanup(client, prefix);
     client.disconnect();

@@ -58,15 +58,25 @@ export async function openPgSaleBench(): Promise<SaleBench> {
     throw error;
   }
   let next = 0;
-  const newSale = (cap: number) => dibs.sales.create({ sku: `BENCH-${++next}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 1 });
+  const newSale = (cap: number) =>
+    dibs.sales.create({
+      sku: `BENCH-${++next}`,
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap,
+      perCustomerLimit: 1,
+    });
   const audited = async (id: string, sold: number) => {
     const audit = await dibs.sales.audit(id);
-    if ((await dibs.sales.get(id)).stats.sold !== sold || audit.length) throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
+    if ((await dibs.sales.get(id)).stats.sold !== sold || audit.length)
+      throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
   };
   // Warm-up (connections, prepared statements, JIT) on both sides, untimed.
   const warmRaw = ++next;
   await pool.query(`INSERT INTO raw_sales (id, cap) VALUES ($1, 200)`, [warmRaw]);
-  await timeOps(200, CONNECTIONS, (i) => pool.query({ name: 'raw_buy', text: RAW_BUY, values: [warmRaw, `warm-${i}`] }));
+  await timeOps(200, CONNECTIONS, (i) =>
+    pool.query({ name: 'raw_buy', text: RAW_BUY, values: [warmRaw, `warm-${i}`] }),
+  );
   const warm = await newSale(200);
   await timeOps(200, CONNECTIONS, (i) => dibs.sales.buy(warm.id, `warm-${i}`));
   return {
@@ -79,11 +89,17 @@ export async function openPgSaleBench(): Promise<SaleBench> {
         sold += rows.length;
       });
       if (sold !== buys) throw new Error(`raw sold ${sold} of ${buys}`);
-      return summarise(`raw conditional UPDATE + order, ${callers} callers, ${CONNECTIONS} connections`, run.latencies, run.seconds);
+      return summarise(
+        `raw conditional UPDATE + order, ${callers} callers, ${CONNECTIONS} connections`,
+        run.latencies,
+        run.seconds,
+      );
     },
     async dibsBuy(callers, buys) {
       const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, (i) => dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}));
+      const run = await timeOps(buys, callers, (i) =>
+        dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}),
+      );
       await audited(sale.id, buys);
       return summarise(`dibs sales.buy (half keyed), ${callers} callers`, run.latencies, run.seconds);
     },
@@ -100,11 +116,20 @@ export async function openPgSaleBench(): Promise<SaleBench> {
       const sale = await newSale(1);
       await dibs.sales.buy(sale.id, 'first');
       const run = await timeOps(buys, callers, async (i) => {
-        await dibs.sales.buy(sale.id, `late-${i}`).then(() => { throw new Error('sold past the cap'); }, (error: { code?: string }) => {
-          if (error.code !== 'sold_out') throw error;
-        });
+        await dibs.sales.buy(sale.id, `late-${i}`).then(
+          () => {
+            throw new Error('sold past the cap');
+          },
+          (error: { code?: string }) => {
+            if (error.code !== 'sold_out') throw error;
+          },
+        );
       });
-      return summarise(`dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`, run.latencies, run.seconds);
+      return summarise(
+        `dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`,
+        run.latencies,
+        run.seconds,
+      );
     },
     async close() {
       await dibs.close().catch(() => {});
@@ -118,9 +143,16 @@ export async function main(): Promise<void> {
   const bench = await openPgSaleBench();
   try {
     const rows = await saleRatios(bench, 'PostgreSQL', ROUNDS, BUYS);
-    printRatios(`PostgreSQL flash-sale steps on one hot sale, ${BUYS} ops per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds`, rows);
+    printRatios(
+      `PostgreSQL flash-sale steps on one hot sale, ${BUYS} ops per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds`,
+      rows,
+    );
     const raw = await bench.rawBuy(CONNECTIONS, BUYS);
-    printTable('After the sell-out: refusals answered without the row lock (one run, vs the raw buy)', [raw, await bench.dibsRefusals(CONNECTIONS, BUYS)], raw);
+    printTable(
+      'After the sell-out: refusals answered without the row lock (one run, vs the raw buy)',
+      [raw, await bench.dibsRefusals(CONNECTIONS, BUYS)],
+      raw,
+    );
   } finally {
     await bench.close();
   }

@@ -36,7 +36,14 @@ async function runRaw(redis: Redis, prefix: string): Promise<RunStats> {
   redis.defineCommand('rawBuy', { numberOfKeys: 2, lua: RAW_BUY });
   let sold = 0;
   const run = await timeOps(BUYS, CONCURRENCY, async (i) => {
-    const took = Number(await (redis as unknown as { rawBuy(...args: string[]): Promise<number> }).rawBuy(sale, orders, `ord-${i}`, `user-${i}`));
+    const took = Number(
+      await (redis as unknown as { rawBuy(...args: string[]): Promise<number> }).rawBuy(
+        sale,
+        orders,
+        `ord-${i}`,
+        `user-${i}`,
+      ),
+    );
     sold += took;
   });
   if (sold !== BUYS) throw new Error(`raw sold ${sold} of ${BUYS}`);
@@ -44,7 +51,13 @@ async function runRaw(redis: Redis, prefix: string): Promise<RunStats> {
 }
 
 async function newSale(dibs: Dibs, sku: string, cap: number) {
-  return dibs.sales.create({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 1 });
+  return dibs.sales.create({
+    sku,
+    startsAt: new Date().toISOString(),
+    endsAt: new Date(Date.now() + HOUR).toISOString(),
+    cap,
+    perCustomerLimit: 1,
+  });
 }
 
 async function runDibs(redis: Redis, prefix: string): Promise<RunStats[]> {
@@ -54,17 +67,30 @@ async function runDibs(redis: Redis, prefix: string): Promise<RunStats[]> {
     const direct = await newSale(dibs, 'BENCH-DIRECT', BUYS);
     const tag = saleTag(prefix, saleGroupOf('BENCH-DIRECT'));
     const scripted = await timeOps(BUYS, CONCURRENCY, async (i) => {
-      const [status] = (await runScript(redis, 'sale_buy', [saleKey(tag, 'sale', direct.id)], [tag, direct.id, `user-${i}`, 1, i % 2 === 0 ? `k-${i}` : '', newId('ord')])) as string[];
+      const [status] = (await runScript(
+        redis,
+        'sale_buy',
+        [saleKey(tag, 'sale', direct.id)],
+        [tag, direct.id, `user-${i}`, 1, i % 2 === 0 ? `k-${i}` : '', newId('ord')],
+      )) as string[];
       if (status !== 'ok') throw new Error(`sale_buy.lua answered ${status}`);
     });
     const sale = await newSale(dibs, 'BENCH-BUY', BUYS);
-    const buys = await timeOps(BUYS, CONCURRENCY, (i) => dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}));
+    const buys = await timeOps(BUYS, CONCURRENCY, (i) =>
+      dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}),
+    );
     const audit = await dibs.sales.audit(sale.id);
-    if ((await dibs.sales.get(sale.id)).stats.sold !== BUYS || audit.length) throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
+    if ((await dibs.sales.get(sale.id)).stats.sold !== BUYS || audit.length)
+      throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
     const refusals = await timeOps(BUYS, CONCURRENCY, async (i) => {
-      await dibs.sales.buy(sale.id, `late-${i}`).then(() => { throw new Error('sold past the cap'); }, (error: { code?: string }) => {
-        if (error.code !== 'sold_out') throw error;
-      });
+      await dibs.sales.buy(sale.id, `late-${i}`).then(
+        () => {
+          throw new Error('sold past the cap');
+        },
+        (error: { code?: string }) => {
+          if (error.code !== 'sold_out') throw error;
+        },
+      );
     });
     const holdSale = await newSale(dibs, 'BENCH-HOLD', BUYS);
     const holds = await timeOps(BUYS, CONCURRENCY, async (i) => {
@@ -73,7 +99,11 @@ async function runDibs(redis: Redis, prefix: string): Promise<RunStats[]> {
     });
     if ((await dibs.sales.audit(holdSale.id)).length) throw new Error('hold audit failed');
     return [
-      summarise(`raw EVALSHA of dibs' sale_buy.lua (half keyed), ${CONCURRENCY} in flight`, scripted.latencies, scripted.seconds),
+      summarise(
+        `raw EVALSHA of dibs' sale_buy.lua (half keyed), ${CONCURRENCY} in flight`,
+        scripted.latencies,
+        scripted.seconds,
+      ),
       summarise(`dibs sales.buy (half keyed), ${CONCURRENCY} in flight`, buys.latencies, buys.seconds),
       summarise('dibs sales.buy after the sell-out (sold_out answers)', refusals.latencies, refusals.seconds),
       summarise('dibs reserve + confirm (2 steps per op)', holds.latencies, holds.seconds),

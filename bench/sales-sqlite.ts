@@ -43,12 +43,22 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
   const insertSale = raw.prepare('INSERT INTO raw_sales (id, cap) VALUES (?, ?)');
   const take = raw.prepare('UPDATE raw_sales SET sold = sold + 1 WHERE id = ? AND sold < cap');
   const order = raw.prepare('INSERT INTO raw_orders (sale_id, customer) VALUES (?, ?)');
-  const rawBuy = raw.transaction((sale: number, customer: string) => (take.run(sale).changes === 1 ? (order.run(sale, customer), 1) : 0));
+  const rawBuy = raw.transaction((sale: number, customer: string) =>
+    take.run(sale).changes === 1 ? (order.run(sale, customer), 1) : 0,
+  );
   let next = 0;
-  const newSale = (cap: number) => d.sales.create({ sku: `BENCH-${++next}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 1 });
+  const newSale = (cap: number) =>
+    d.sales.create({
+      sku: `BENCH-${++next}`,
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap,
+      perCustomerLimit: 1,
+    });
   const audited = async (id: string, sold: number) => {
     const audit = await d.sales.audit(id);
-    if ((await d.sales.get(id)).stats.sold !== sold || audit.length) throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
+    if ((await d.sales.get(id)).stats.sold !== sold || audit.length)
+      throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
   };
   return {
     async rawBuy(callers, buys) {
@@ -60,11 +70,17 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
         sold += rawBuy(id, `user-${i}`);
       });
       if (sold !== buys) throw new Error(`raw sold ${sold} of ${buys}`);
-      return summarise(`raw conditional UPDATE + order (better-sqlite3), ${callers} callers`, run.latencies, run.seconds);
+      return summarise(
+        `raw conditional UPDATE + order (better-sqlite3), ${callers} callers`,
+        run.latencies,
+        run.seconds,
+      );
     },
     async dibsBuy(callers, buys) {
       const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, (i) => d.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}));
+      const run = await timeOps(buys, callers, (i) =>
+        d.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}),
+      );
       await audited(sale.id, buys);
       return summarise(`dibs sales.buy (half keyed), ${callers} callers`, run.latencies, run.seconds);
     },
@@ -81,11 +97,20 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
       const sale = await newSale(1);
       await d.sales.buy(sale.id, 'first');
       const run = await timeOps(buys, callers, async (i) => {
-        await d.sales.buy(sale.id, `late-${i}`).then(() => { throw new Error('sold past the cap'); }, (error: { code?: string }) => {
-          if (error.code !== 'sold_out') throw error;
-        });
+        await d.sales.buy(sale.id, `late-${i}`).then(
+          () => {
+            throw new Error('sold past the cap');
+          },
+          (error: { code?: string }) => {
+            if (error.code !== 'sold_out') throw error;
+          },
+        );
       });
-      return summarise(`dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`, run.latencies, run.seconds);
+      return summarise(
+        `dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`,
+        run.latencies,
+        run.seconds,
+      );
     },
     async close() {
       await d.close().catch(() => {});
@@ -99,7 +124,10 @@ export async function main(): Promise<void> {
   const bench = await openSqliteSaleBench();
   try {
     const rows = await saleRatios(bench, 'SQLite', ROUNDS, BUYS);
-    printRatios(`SQLite flash-sale steps on one hot sale, ${BUYS} ops per run, synchronous=FULL, WAL, one process, ${ROUNDS} interleaved rounds`, rows);
+    printRatios(
+      `SQLite flash-sale steps on one hot sale, ${BUYS} ops per run, synchronous=FULL, WAL, one process, ${ROUNDS} interleaved rounds`,
+      rows,
+    );
     const raw = await bench.rawBuy(16, BUYS);
     printTable('After the sell-out (one run, vs the raw buy)', [raw, await bench.dibsRefusals(16, BUYS)], raw);
   } finally {

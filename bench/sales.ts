@@ -65,9 +65,21 @@ async function runDibs(label: string, store: string, w: Workload): Promise<RunSt
   const dibs = await openDibs(store);
   try {
     // Untimed warm-up on another sale (JIT, connection pools, script cache), as for the baseline.
-    const warm = await dibs.sales.create({ sku: `WARM-${w.name}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: WARMUP, perCustomerLimit: 1 });
+    const warm = await dibs.sales.create({
+      sku: `WARM-${w.name}`,
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap: WARMUP,
+      perCustomerLimit: 1,
+    });
     await timeOps(WARMUP, CONCURRENCY, (i) => dibs.sales.buy(warm.id, `warm-${i}`));
-    const sale = await dibs.sales.create({ sku: `BENCH-${w.name}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: w.cap, perCustomerLimit: 1 });
+    const sale = await dibs.sales.create({
+      sku: `BENCH-${w.name}`,
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap: w.cap,
+      perCustomerLimit: 1,
+    });
     let sold = 0;
     const run = await timeOps(BUYS, CONCURRENCY, async (i) => {
       await dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}).then(
@@ -79,7 +91,8 @@ async function runDibs(label: string, store: string, w: Workload): Promise<RunSt
     });
     const audit = await dibs.sales.audit(sale.id);
     const final = (await dibs.sales.get(sale.id)).stats.sold;
-    if (final !== w.cap || sold !== w.cap || audit.length) throw new Error(`${label}: sold ${final} (acknowledged ${sold}) of ${w.cap}, audit ${JSON.stringify(audit)}`);
+    if (final !== w.cap || sold !== w.cap || audit.length)
+      throw new Error(`${label}: sold ${final} (acknowledged ${sold}) of ${w.cap}, audit ${JSON.stringify(audit)}`);
     return summarise(`dibs ${label}`, run.latencies, run.seconds);
   } finally {
     await dibs.close();
@@ -96,7 +109,9 @@ function tiered(store: string, prefix: string): string {
 }
 
 export async function main(): Promise<void> {
-  const before = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const before = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   for (const w of WORKLOADS) {
     const raw = await runRaw(w);
     const rows: RunStats[] = [raw];
@@ -114,7 +129,15 @@ export async function main(): Promise<void> {
     await onEachStore(`sales_plain_${w.name.replace('-', '_')}`, ['postgres', 'sqlite'], async (label, store) => {
       rows.push(await runDibs(label, store, w));
     });
-    printTable(`Flash-sale buys, ${w.name}: ${BUYS} buyers for ${w.cap} units, ${CONCURRENCY} in flight, one process`, rows, raw);
+    printTable(
+      `Flash-sale buys, ${w.name}: ${BUYS} buyers for ${w.cap} units, ${CONCURRENCY} in flight, one process`,
+      rows,
+      raw,
+    );
   }
-  console.log(`\nload average ${before} (before) → ${loadavg().map((l) => l.toFixed(2)).join(' ')} (after)`);
+  console.log(
+    `\nload average ${before} (before) → ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} (after)`,
+  );
 }

@@ -31,7 +31,6 @@ export function createRawDb(file: string, codes: number): void {
 
 export const RAW_CLAIM = `UPDATE codes SET claimant = ? WHERE id = (SELECT id FROM codes WHERE claimant IS NULL ORDER BY id LIMIT 1) RETURNING code`;
 
-
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-sqlite-'));
   try {
@@ -57,13 +56,29 @@ export async function main(): Promise<void> {
     // Several processes sharing one file.
     const rawMulti = join(dir, 'raw-multi.db');
     createRawDb(rawMulti, CLAIMS);
-    const rawShared = await fanOut(`raw better-sqlite3, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => ['raw', rawMulti, String(CLAIMS / PROCESSES), `p${i}`]);
+    const rawShared = await fanOut(`raw better-sqlite3, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => [
+      'raw',
+      rawMulti,
+      String(CLAIMS / PROCESSES),
+      `p${i}`,
+    ]);
     const storeMulti = `sqlite:${join(dir, 'dibs-multi.db')}`;
     await seedDibs(storeMulti, CLAIMS);
-    const dibsShared = await fanOut(`dibs claim, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => ['dibs', storeMulti, String(CLAIMS / PROCESSES), `p${i}`]);
+    const dibsShared = await fanOut(`dibs claim, ${PROCESSES} processes`, WORKER, PROCESSES, (i) => [
+      'dibs',
+      storeMulti,
+      String(CLAIMS / PROCESSES),
+      `p${i}`,
+    ]);
 
-    printTable(`SQLite claims, ${CLAIMS} claims, synchronous=FULL, WAL (ratio vs raw 1 process)`, [...rows, rawShared, dibsShared], baseline);
-    console.log(`\nratio dibs/raw: 1 process ${(rows[1]!.perSecond / baseline.perSecond).toFixed(2)}×, ${PROCESSES} processes ${(dibsShared.perSecond / rawShared.perSecond).toFixed(2)}×`);
+    printTable(
+      `SQLite claims, ${CLAIMS} claims, synchronous=FULL, WAL (ratio vs raw 1 process)`,
+      [...rows, rawShared, dibsShared],
+      baseline,
+    );
+    console.log(
+      `\nratio dibs/raw: 1 process ${(rows[1]!.perSecond / baseline.perSecond).toFixed(2)}×, ${PROCESSES} processes ${(dibsShared.perSecond / rawShared.perSecond).toFixed(2)}×`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -42,10 +42,13 @@ export async function main(): Promise<void> {
   const rounds = option('rounds');
   const sizes = sizesFor(quick, rounds ? Number(rounds) : undefined);
   const only = option('only')?.split(',') ?? Object.keys(SECTIONS);
-  for (const name of only) if (!SECTIONS[name]) throw new Error(`unknown section '${name}' (sections: ${Object.keys(SECTIONS).join(', ')})`);
+  for (const name of only)
+    if (!SECTIONS[name]) throw new Error(`unknown section '${name}' (sections: ${Object.keys(SECTIONS).join(', ')})`);
   const started = new Date();
   const before = loadNow();
-  console.log(`summary on ${hostname()} (${cpus().length} cores), ${quick ? 'quick' : 'full'}: ${JSON.stringify(sizes)}; load average ${before}`);
+  console.log(
+    `summary on ${hostname()} (${cpus().length} cores), ${quick ? 'quick' : 'full'}: ${JSON.stringify(sizes)}; load average ${before}`,
+  );
   const rows: Ratio[] = [];
   const skipped: string[] = [];
   for (const name of only) {
@@ -59,6 +62,9 @@ export async function main(): Promise<void> {
       console.log(`${name} failed or skipped: ${(error as Error).message}`);
     }
   }
-  printRatios(`Summary, ${started.toISOString()} → ${new Date().toISOString()}, ${sizes.rounds} interleaved rounds per figure, load average ${before} before`, rows);
+  printRatios(
+    `Summary, ${started.toISOString()} → ${new Date().toISOString()}, ${sizes.rounds} interleaved rounds per figure, load average ${before} before`,
+    rows,
+  );
   for (const s of skipped) console.log(`skipped ${s}`);
 }

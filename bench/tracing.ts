@@ -6,7 +6,12 @@
  * `sqlite::memory:` keeps the store cheap, so this is the worst case for the relative cost;
  * with a store on disk or on the network the same cost is a smaller share.
  */
-import { NodeTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import {
+  NodeTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-node';
 import { openDibs, type Dibs } from '../src/index.js';
 import { timeOps } from './lib/measure.js';
 
@@ -22,7 +27,10 @@ async function round(tracing: boolean): Promise<number> {
   const dibs: Dibs = await openDibs('sqlite::memory:', { tracing });
   try {
     await dibs.pools.create({ name: 'bench' });
-    await dibs.pools.importCodes('bench', Array.from({ length: CLAIMS }, (_, i) => `DIBS-${i}`));
+    await dibs.pools.importCodes(
+      'bench',
+      Array.from({ length: CLAIMS }, (_, i) => `DIBS-${i}`),
+    );
     const run = await timeOps(CLAIMS, 1, (i) => dibs.pools.claim('bench', `user-${i}`));
     return CLAIMS / run.seconds;
   } finally {
@@ -44,7 +52,8 @@ export async function main(): Promise<void> {
     traced.push(await round(true));
   }
   await provider.shutdown();
-  const fmt = (xs: number[]) => `median ${Math.round(median(xs))} claims/s (spread ${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))})`;
+  const fmt = (xs: number[]) =>
+    `median ${Math.round(median(xs))} claims/s (spread ${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))})`;
   console.log(`\n${CLAIMS} claims × ${ROUNDS} interleaved rounds, 1 in flight, sqlite::memory:`);
   console.log(`untraced: ${fmt(plain)}`);
   console.log(`traced:   ${fmt(traced)}`);

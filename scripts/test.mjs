@@ -10,24 +10,36 @@ const require = createRequire(import.meta.url);
 
 function findTests(path) {
   if (statSync(path).isFile()) return path.endsWith('.test.ts') ? [path] : [];
-  return readdirSync(path).sort().flatMap((name) => findTests(join(path, name)));
+  return readdirSync(path)
+    .sort()
+    .flatMap((name) => findTests(join(path, name)));
 }
 
 const targets = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const files = (targets.length ? targets : ['test']).flatMap((t) => findTests(join(root, t))).map((f) => relative(root, f));
+const files = (targets.length ? targets : ['test'])
+  .flatMap((t) => findTests(join(root, t)))
+  .map((f) => relative(root, f));
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
 
 if (!process.argv.includes('--no-typecheck')) {
-  const tsc = spawnSync(process.execPath, [join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  const tsc = spawnSync(
+    process.execPath,
+    [join(dirname(require.resolve('typescript/package.json')), 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    { cwd: root, stdio: 'inherit' },
+  );
   if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 }
 
 const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

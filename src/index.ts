@@ -8,9 +8,22 @@ export { Dibs, Pools } from './core/dibs.js';
 export { Sales } from './core/sales/facade.js';
 export { WaitingRooms } from './core/sales/waiting-room-facade.js';
 export { Forecasts } from './core/forecast-facade.js';
-export { CHARSETS, codeShape, luhnCheck, type GenerateInput, type GenerateResult, type GenerateProgress } from './core/generate.js';
+export {
+  CHARSETS,
+  codeShape,
+  luhnCheck,
+  type GenerateInput,
+  type GenerateResult,
+  type GenerateProgress,
+} from './core/generate.js';
 export { forecastFrom, emptySoonStep, type Forecast, type ForecastBackend } from './core/forecast.js';
-export type { Ticket, TicketStatus, WaitingRoom, WaitingRoomSpec, WaitingRoomBackend } from './core/sales/waiting-room.js';
+export type {
+  Ticket,
+  TicketStatus,
+  WaitingRoom,
+  WaitingRoomSpec,
+  WaitingRoomBackend,
+} from './core/sales/waiting-room.js';
 export type * from './core/sales/types.js';
 export type { SaleBackend, SaleViolation } from './core/sales/backend.js';
 export { preflight, type Problem } from './core/sales/rules.js';
@@ -33,7 +46,10 @@ export interface OpenOptions extends BackendOptions {
  * Opens dibs on a store URL: `sqlite:./dibs.db` (default), `sqlite::memory:`, `postgres://…`,
  * `redis://…`. Migrations run on open.
  */
-export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT_STORE, options: OpenOptions = {}): Promise<Dibs> {
+export async function openDibs(
+  store: string = process.env.DIBS_STORE ?? DEFAULT_STORE,
+  options: OpenOptions = {},
+): Promise<Dibs> {
   const { tracing, ...backendOptions } = options;
   // loaded before the store opens: a missing package fails at once, with nothing to close
   const api = tracing === true ? await loadOtel() : null;
@@ -41,7 +57,22 @@ export async function openDibs(store: string = process.env.DIBS_STORE ?? DEFAULT
   return api ? traceDibs(backend, api) : new Dibs(backend);
 }
 export { FenceGuard } from './core/locks/fence-guard.js';
-export type { Lease, LockInfo, LockHolder, AcquireOptions, RunExclusiveOptions, CounterValue } from './core/locks/types.js';
+export type {
+  Lease,
+  LockInfo,
+  LockHolder,
+  AcquireOptions,
+  RunExclusiveOptions,
+  CounterValue,
+} from './core/locks/types.js';
 export type { LockBackend, CounterBackend } from './core/locks/backend.js';
-export type { LimitAlgorithm, LimitDefinition, LimitInput, LimitUpdate, LimitDecision, LimitAllowed, LimitDenied } from './core/limits/types.js';
+export type {
+  LimitAlgorithm,
+  LimitDefinition,
+  LimitInput,
+  LimitUpdate,
+  LimitDecision,
+  LimitAllowed,
+  LimitDenied,
+} from './core/limits/types.js';
 export type { LimitBackend } from './core/limits/backend.js';

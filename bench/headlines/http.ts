@@ -11,7 +11,11 @@ import type { RunStats } from '../lib/measure.js';
 import { loadNow, perSecond, ratio, type Ratio } from '../lib/rounds.js';
 import type { Sizes } from './sizes.js';
 
-const stats = (label: string, r: { perSecond: number; p50: number; p99: number; ok?: number }, ops: number): RunStats => ({ label, ops, seconds: ops / r.perSecond, perSecond: r.perSecond, p50: r.p50, p99: r.p99 });
+const stats = (
+  label: string,
+  r: { perSecond: number; p50: number; p99: number; ok?: number },
+  ops: number,
+): RunStats => ({ label, ops, seconds: ops / r.perSecond, perSecond: r.perSecond, p50: r.p50, p99: r.p99 });
 
 export async function http(sizes: Sizes): Promise<Ratio[]> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-summary-http-'));
@@ -28,8 +32,24 @@ export async function http(sizes: Sizes): Promise<Ratio[]> {
     }
     const during = `${load} → ${loadNow()}`;
     return [
-      ratio('HTTP `dibs serve` vs the library in-process (SQLite)', '—', 'claims/s', library, service, perSecond, during),
-      ratio('HTTP `dibs serve` vs a bare Fastify route calling the library (SQLite)', '≥ 0.95×', 'claims/s', wrapper, service, perSecond, during),
+      ratio(
+        'HTTP `dibs serve` vs the library in-process (SQLite)',
+        '—',
+        'claims/s',
+        library,
+        service,
+        perSecond,
+        during,
+      ),
+      ratio(
+        'HTTP `dibs serve` vs a bare Fastify route calling the library (SQLite)',
+        '≥ 0.95×',
+        'claims/s',
+        wrapper,
+        service,
+        perSecond,
+        during,
+      ),
     ];
   } finally {
     rmSync(dir, { recursive: true, force: true });

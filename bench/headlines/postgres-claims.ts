@@ -55,7 +55,15 @@ export async function postgresClaims(sizes: Sizes): Promise<Ratio[]> {
       imports.push((performance.now() - started) / 1000);
       await single.pools.delete(`import-${r}`);
     }
-    const rows: Ratio[] = [figure(`PostgreSQL import of ${sizes.importCodes.toLocaleString('en-US')} codes`, '1M ≤ 10 s', 's', imports, `${importLoad} → ${loadNow()}`)];
+    const rows: Ratio[] = [
+      figure(
+        `PostgreSQL import of ${sizes.importCodes.toLocaleString('en-US')} codes`,
+        '1M ≤ 10 s',
+        's',
+        imports,
+        `${importLoad} → ${loadNow()}`,
+      ),
+    ];
 
     // The claim pools: enough codes for every round of every side.
     const need = sizes.rounds * sizes.claims + 1000;
@@ -83,8 +91,13 @@ export async function postgresClaims(sizes: Sizes): Promise<Ratio[]> {
         run: async () => {
           const r = round++;
           const run = await timeOps(sizes.claims, CONNECTIONS, async (i) => {
-            const { rows: got } = await rawPool.query({ name: 'raw_claim', text: RAW_CLAIM, values: [`user-${r}-${i}`, Math.random()] });
-            if (got.length === 0) await rawPool.query({ name: 'raw_claim_wrap', text: RAW_CLAIM_WRAP, values: [`user-${r}-${i}`] });
+            const { rows: got } = await rawPool.query({
+              name: 'raw_claim',
+              text: RAW_CLAIM,
+              values: [`user-${r}-${i}`, Math.random()],
+            });
+            if (got.length === 0)
+              await rawPool.query({ name: 'raw_claim_wrap', text: RAW_CLAIM_WRAP, values: [`user-${r}-${i}`] });
           });
           return summarise('raw', run.latencies, run.seconds);
         },
@@ -99,7 +112,15 @@ export async function postgresClaims(sizes: Sizes): Promise<Ratio[]> {
       if (audit.length > 0) throw new Error(`audit of ${name}: ${JSON.stringify(audit.slice(0, 3))}`);
     }
     rows.push(
-      ratio('PostgreSQL single claims vs raw SKIP LOCKED, 16 connections', '≥ 0.9×', 'claims/s', raw!, s!, perSecond, during),
+      ratio(
+        'PostgreSQL single claims vs raw SKIP LOCKED, 16 connections',
+        '≥ 0.9×',
+        'claims/s',
+        raw!,
+        s!,
+        perSecond,
+        during,
+      ),
       ratio('PostgreSQL grouped claims vs raw, 16 callers', '≥ 2×', 'claims/s', raw!, g16!, perSecond, during),
       ratio('PostgreSQL grouped claims vs raw, 128 callers', '≥ 4×', 'claims/s', raw!, g128!, perSecond, during),
     );
@@ -107,7 +128,9 @@ export async function postgresClaims(sizes: Sizes): Promise<Ratio[]> {
   } finally {
     await pool?.end().catch(() => {});
     for (const d of opened) await d.close().catch(() => {});
-    await admin.query(`DROP SCHEMA IF EXISTS ${tag}_raw CASCADE; DROP SCHEMA IF EXISTS ${tag}_dibs CASCADE`).catch(() => {});
+    await admin
+      .query(`DROP SCHEMA IF EXISTS ${tag}_raw CASCADE; DROP SCHEMA IF EXISTS ${tag}_dibs CASCADE`)
+      .catch(() => {});
     await admin.end();
   }
 }

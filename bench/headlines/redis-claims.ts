@@ -27,7 +27,9 @@ export async function redisClaims(sizes: Sizes): Promise<Ratio[]> {
         run: async () => {
           const p = `${prefix}-raw${++n}`;
           await seedRaw(client, p, sizes.claims);
-          const run = await timeOps(sizes.claims, CONCURRENCY, (i) => client.evalsha(sha, 2, `{${p}}:free`, `{${p}}:holders`, `user-${i}`));
+          const run = await timeOps(sizes.claims, CONCURRENCY, (i) =>
+            client.evalsha(sha, 2, `{${p}}:free`, `{${p}}:holders`, `user-${i}`),
+          );
           return summarise('raw', run.latencies, run.seconds);
         },
       },
@@ -46,7 +48,17 @@ export async function redisClaims(sizes: Sizes): Promise<Ratio[]> {
         },
       },
     ]);
-    return [ratio('Redis claim vs the minimal claim script, 1 process, 32 in flight', '≥ 0.7×', 'claims/s', raw!, dibs!, perSecond, `${load} → ${loadNow()}`)];
+    return [
+      ratio(
+        'Redis claim vs the minimal claim script, 1 process, 32 in flight',
+        '≥ 0.7×',
+        'claims/s',
+        raw!,
+        dibs!,
+        perSecond,
+        `${load} → ${loadNow()}`,
+      ),
+    ];
   } finally {
     let cursor = '0';
     do {

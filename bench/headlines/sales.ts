@@ -7,7 +7,10 @@ import type { Sizes } from './sizes.js';
 
 export async function sales(sizes: Sizes): Promise<Ratio[]> {
   const rows: Ratio[] = [];
-  for (const [store, open] of [['PostgreSQL', openPgSaleBench], ['SQLite', openSqliteSaleBench]] as const) {
+  for (const [store, open] of [
+    ['PostgreSQL', openPgSaleBench],
+    ['SQLite', openSqliteSaleBench],
+  ] as const) {
     const bench = await open();
     try {
       rows.push(...(await saleRatios(bench, store, sizes.rounds, sizes.buys)));

@@ -21,7 +21,14 @@ export async function seedScenario(sizes: Sizes): Promise<Ratio[]> {
           skipped.add(target.label);
           continue;
         }
-        const report = await runLoadtest({ target: { kind: 'store', store }, claimants: sizes.claimants, codes: sizes.claimants / 2, processes: 4, arrival: 'burst', durationSec: 30 });
+        const report = await runLoadtest({
+          target: { kind: 'store', store },
+          claimants: sizes.claimants,
+          codes: sizes.claimants / 2,
+          processes: 4,
+          arrival: 'burst',
+          durationSec: 30,
+        });
         if (!report.ok) throw new Error(`seed scenario on ${target.label}: ${report.violations.length} violations`);
         p99s.get(target.label)!.push(report.latencyMs.p99);
       } finally {
@@ -31,7 +38,16 @@ export async function seedScenario(sizes: Sizes): Promise<Ratio[]> {
   }
   const during = `${load} → ${loadNow()}`;
   for (const [label, values] of p99s) {
-    if (values.length) rows.push(figure(`seed scenario p99, ${label} (${sizes.claimants.toLocaleString('en-US')} claimants, 4 processes)`, '< 50 ms', 'ms p99', values, during));
+    if (values.length)
+      rows.push(
+        figure(
+          `seed scenario p99, ${label} (${sizes.claimants.toLocaleString('en-US')} claimants, 4 processes)`,
+          '< 50 ms',
+          'ms p99',
+          values,
+          during,
+        ),
+      );
   }
   return rows;
 }

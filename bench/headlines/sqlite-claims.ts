@@ -29,9 +29,12 @@ export async function sqliteClaims(sizes: Sizes): Promise<Ratio[]> {
       try {
         await dibs.pools.create({ name: 'import' });
         const started = performance.now();
-        await dibs.pools.importCodes('import', (function* () {
-          for (let i = 0; i < sizes.importCodes; i++) yield `IMPORT-${i.toString(36)}-${(i * 7919).toString(36)}`;
-        })());
+        await dibs.pools.importCodes(
+          'import',
+          (function* () {
+            for (let i = 0; i < sizes.importCodes; i++) yield `IMPORT-${i.toString(36)}-${(i * 7919).toString(36)}`;
+          })(),
+        );
         imports.push((performance.now() - started) / 1000);
       } finally {
         await dibs.close();
@@ -74,7 +77,12 @@ export async function sqliteClaims(sizes: Sizes): Promise<Ratio[]> {
         run: async () => {
           const f = file('raw-multi');
           createRawDb(f, sizes.claims);
-          return fanOut('raw 4 processes', WORKER, PROCESSES, (i) => ['raw', f, String(sizes.claims / PROCESSES), `p${i}`]);
+          return fanOut('raw 4 processes', WORKER, PROCESSES, (i) => [
+            'raw',
+            f,
+            String(sizes.claims / PROCESSES),
+            `p${i}`,
+          ]);
         },
       },
       {
@@ -82,13 +90,24 @@ export async function sqliteClaims(sizes: Sizes): Promise<Ratio[]> {
         run: async () => {
           const store = `sqlite:${file('dibs-multi')}`;
           await seedDibs(store, sizes.claims);
-          return fanOut('dibs 4 processes', WORKER, PROCESSES, (i) => ['dibs', store, String(sizes.claims / PROCESSES), `p${i}`]);
+          return fanOut('dibs 4 processes', WORKER, PROCESSES, (i) => [
+            'dibs',
+            store,
+            String(sizes.claims / PROCESSES),
+            `p${i}`,
+          ]);
         },
       },
     ]);
     const during = `${load} → ${loadNow()}`;
     return [
-      figure(`SQLite import of ${sizes.importCodes.toLocaleString('en-US')} codes`, '1M ≤ 10 s', 's', imports, `${importLoad} → ${load}`),
+      figure(
+        `SQLite import of ${sizes.importCodes.toLocaleString('en-US')} codes`,
+        '1M ≤ 10 s',
+        's',
+        imports,
+        `${importLoad} → ${load}`,
+      ),
       ratio('SQLite claims vs raw, 1 process', '≥ 0.9×', 'claims/s', raw1!, dibs1!, perSecond, during),
       ratio('SQLite claims vs raw, 4 processes', '≥ 0.9×', 'claims/s', raw4!, dibs4!, perSecond, during),
       figure('SQLite claim p99, 4 processes', '≤ 10 ms', 'ms', dibs4!.map(p99), during),

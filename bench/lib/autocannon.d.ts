@@ -16,11 +16,19 @@ declare module 'autocannon' {
     pipelining?: number;
     method?: string;
     headers?: Record<string, string>;
-    requests?: { method?: string; path?: string; headers?: Record<string, string>; setupRequest?: (req: { body?: string; [k: string]: unknown }) => unknown }[];
+    requests?: {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      setupRequest?: (req: { body?: string; [k: string]: unknown }) => unknown;
+    }[];
   }
   /** A run: awaitable for its result, and an emitter of each response as it arrives. */
   interface Instance extends PromiseLike<Result> {
-    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void,
+    ): this;
   }
   function autocannon(options: Options): Instance;
   export default autocannon;

@@ -7,14 +7,30 @@
 import Fastify from 'fastify';
 import { pathToFileURL } from 'node:url';
 
-const dibs = process.env.DIBS_STORE ? await (await import(pathToFileURL(process.env.DIBS_INDEX).href)).openDibs(process.env.DIBS_STORE) : undefined;
+const dibs = process.env.DIBS_STORE
+  ? await (await import(pathToFileURL(process.env.DIBS_INDEX).href)).openDibs(process.env.DIBS_STORE)
+  : undefined;
 const app = Fastify({ logger: false });
 let n = 0;
 app.post('/v1/pools/:pool/claims', async (request, reply) => {
   reply.code(201);
   if (dibs) return dibs.pools.claim(request.params.pool, request.body.claimant);
-  return { pool: request.params.pool, claimant: request.body.claimant, status: 'claimed', code: `DIBS-${n++}`, held: [], replayed: false };
+  return {
+    pool: request.params.pool,
+    claimant: request.body.claimant,
+    status: 'claimed',
+    code: `DIBS-${n++}`,
+    held: [],
+    replayed: false,
+  };
 });
 const url = await app.listen({ host: '127.0.0.1', port: 0 });
 process.stderr.write(`bare fastify is serving ${url}\n`);
-process.on('SIGTERM', () => void app.close().then(() => dibs?.close()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => dibs?.close())
+      .then(() => process.exit(0)),
+);

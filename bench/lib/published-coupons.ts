@@ -41,14 +41,19 @@ export class PublishedCoupons {
   async seed(codes: readonly string[]): Promise<void> {
     for (let i = 0; i < codes.length; i += 400) {
       const batch = this.db.batch();
-      for (const code of codes.slice(i, i + 400)) batch.set(this.collection.doc(), { code, isAssigned: false, randomFloat: Math.random() } satisfies Coupon);
+      for (const code of codes.slice(i, i + 400))
+        batch.set(this.collection.doc(), { code, isAssigned: false, randomFloat: Math.random() } satisfies Coupon);
       await batch.commit();
     }
   }
 
   async dbClaimRandomCoupon(phoneNumber: string): Promise<Coupon | null> {
     // First, check if user already has a coupon
-    const existingSnapshot = await this.collection.where('assignedTo', '==', phoneNumber).where('isAssigned', '==', true).limit(1).get();
+    const existingSnapshot = await this.collection
+      .where('assignedTo', '==', phoneNumber)
+      .where('isAssigned', '==', true)
+      .limit(1)
+      .get();
     if (!existingSnapshot.empty) {
       return existingSnapshot.docs[0]!.data() as Coupon;
     }
@@ -80,7 +85,12 @@ export class PublishedCoupons {
       this.attempts++;
       // Query for unassigned coupons within this range
       const unassignedSnapshot = await transaction.get(
-        collection.where('isAssigned', '==', false).where('randomFloat', '>=', rangeStart).where('randomFloat', '<', rangeEnd).orderBy('randomFloat').limit(5), // Fetch 5 for fallback options
+        collection
+          .where('isAssigned', '==', false)
+          .where('randomFloat', '>=', rangeStart)
+          .where('randomFloat', '<', rangeEnd)
+          .orderBy('randomFloat')
+          .limit(5), // Fetch 5 for fallback options
       );
       if (unassignedSnapshot.empty) {
         return null;

@@ -56,10 +56,27 @@ export const p50 = (r: RunStats) => r.p50;
 export const p99 = (r: RunStats) => r.p99;
 
 /** Same-round ratios of `metric` between the baseline's runs and dibs' runs. */
-export function ratio(path: string, target: string, unit: string, baseline: RunStats[], dibs: RunStats[], metric: (r: RunStats) => number, load: string): Ratio {
+export function ratio(
+  path: string,
+  target: string,
+  unit: string,
+  baseline: RunStats[],
+  dibs: RunStats[],
+  metric: (r: RunStats) => number,
+  load: string,
+): Ratio {
   const b = baseline.map(metric);
   const d = dibs.map(metric);
-  return { path, target, unit, baseline: spread(b), dibs: spread(d), ratio: spread(d.map((x, i) => x / b[i]!)), rounds: d.length, load };
+  return {
+    path,
+    target,
+    unit,
+    baseline: spread(b),
+    dibs: spread(d),
+    ratio: spread(d.map((x, i) => x / b[i]!)),
+    rounds: d.length,
+    load,
+  };
 }
 
 /** A figure with an absolute target (no baseline): the median and spread of `values`. */
@@ -68,7 +85,9 @@ export function figure(path: string, target: string, unit: string, values: numbe
 }
 
 export function loadNow(): string {
-  return loadavg().map((l) => l.toFixed(1)).join(' ');
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 }
 
 const num = (x: number) => (Math.abs(x) >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(2));
@@ -77,10 +96,16 @@ const fmt = (s: Spread) => `${num(s.median)} (${num(s.min)}–${num(s.max)})`;
 export function printRatios(title: string, rows: Ratio[]): void {
   console.log(`\n${title}`);
   console.log(`host ${hostname()}, load average now ${loadNow()}`);
-  console.log('| path | target | unit | baseline median (min–max) | dibs median (min–max) | ratio median | ratio spread | rounds | load avg during |');
+  console.log(
+    '| path | target | unit | baseline median (min–max) | dibs median (min–max) | ratio median | ratio spread | rounds | load avg during |',
+  );
   console.log('|---|---|---|---:|---:|---:|---:|---:|---|');
   for (const r of rows) {
-    const ratioCells = r.ratio ? `**${r.ratio.median.toFixed(2)}×** | ${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}×` : '— | —';
-    console.log(`| ${r.path} | ${r.target} | ${r.unit} | ${r.baseline ? fmt(r.baseline) : '—'} | ${fmt(r.dibs)} | ${ratioCells} | ${r.rounds} | ${r.load} |`);
+    const ratioCells = r.ratio
+      ? `**${r.ratio.median.toFixed(2)}×** | ${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)}×`
+      : '— | —';
+    console.log(
+      `| ${r.path} | ${r.target} | ${r.unit} | ${r.baseline ? fmt(r.baseline) : '—'} | ${fmt(r.dibs)} | ${ratioCells} | ${r.rounds} | ${r.load} |`,
+    );
   }
 }

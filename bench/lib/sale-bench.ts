@@ -26,8 +26,20 @@ export async function saleRatios(bench: SaleBench, store: string, rounds: number
       { label: 'reserve+confirm', run: () => bench.dibsReserveConfirm(callers, buys) },
     ]);
     const load = `${before} → ${loadNow()}`;
-    rows.push(ratio(`${store} sales.buy vs raw conditional UPDATE + order, ${callers} callers`, '≥ 2×', 'buys/s', raw!, buy!, perSecond, load));
-    rows.push(ratio(`${store} reserve + confirm vs raw, ${callers} callers`, '≥ 1×', 'ops/s', raw!, hold!, perSecond, load));
+    rows.push(
+      ratio(
+        `${store} sales.buy vs raw conditional UPDATE + order, ${callers} callers`,
+        '≥ 2×',
+        'buys/s',
+        raw!,
+        buy!,
+        perSecond,
+        load,
+      ),
+    );
+    rows.push(
+      ratio(`${store} reserve + confirm vs raw, ${callers} callers`, '≥ 1×', 'ops/s', raw!, hold!, perSecond, load),
+    );
   }
   return rows;
 }

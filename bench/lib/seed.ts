@@ -4,8 +4,11 @@ import { openDibs } from '../../src/index.js';
 export async function seedDibs(store: string, n: number): Promise<void> {
   const dibs = await openDibs(store);
   await dibs.pools.create({ name: 'bench' });
-  await dibs.pools.importCodes('bench', (function* () {
-    for (let i = 0; i < n; i++) yield `DIBS-${i}`;
-  })());
+  await dibs.pools.importCodes(
+    'bench',
+    (function* () {
+      for (let i = 0; i < n; i++) yield `DIBS-${i}`;
+    })(),
+  );
   await dibs.close();
 }

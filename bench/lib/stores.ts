@@ -15,7 +15,11 @@ export const BENCH_REDIS = process.env.BENCH_REDIS ?? 'redis://127.0.0.1:6379/0'
 export type StoreKind = 'sqlite' | 'postgres' | 'redis';
 const LABELS: Record<StoreKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL', redis: 'Redis' };
 
-export async function onEachStore(name: string, kinds: readonly StoreKind[], run: (label: string, store: string) => Promise<void>): Promise<void> {
+export async function onEachStore(
+  name: string,
+  kinds: readonly StoreKind[],
+  run: (label: string, store: string) => Promise<void>,
+): Promise<void> {
   const tag = `bench_${name}_${process.pid}`;
   for (const kind of kinds) {
     if (kind === 'sqlite') {

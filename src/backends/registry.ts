@@ -35,10 +35,16 @@ async function loadDriver<T>(scheme: string, load: () => Promise<T>): Promise<T>
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const message = error instanceof Error ? error.message : '';
-    const missing = (STORE_PACKAGES[scheme] ?? []).find((name) => message.includes(`'${name}'`) || message.includes(`"${name}"`));
+    const missing = (STORE_PACKAGES[scheme] ?? []).find(
+      (name) => message.includes(`'${name}'`) || message.includes(`"${name}"`),
+    );
     if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && missing) {
       const all = STORE_PACKAGES[scheme]!.join(' ');
-      throw new DibsError('unsupported', `store: ${scheme} needs the npm package '${missing}', which is not installed: npm install ${all}`, { field: 'store', details: { package: missing, install: `npm install ${all}` }, cause: error });
+      throw new DibsError(
+        'unsupported',
+        `store: ${scheme} needs the npm package '${missing}', which is not installed: npm install ${all}`,
+        { field: 'store', details: { package: missing, install: `npm install ${all}` }, cause: error },
+      );
     }
     throw error;
   }
@@ -50,7 +56,11 @@ export async function openBackend(store: string, options: BackendOptions = {}): 
   const url = parseStoreUrl(store);
   const load = FACTORIES[schemeOf(url)];
   if (!load) {
-    throw new DibsError('invalid_input', `store: unsupported scheme '${url.protocol}' (supported: ${Object.keys(FACTORIES).join(', ')})`, { field: 'store' });
+    throw new DibsError(
+      'invalid_input',
+      `store: unsupported scheme '${url.protocol}' (supported: ${Object.keys(FACTORIES).join(', ')})`,
+      { field: 'store' },
+    );
   }
   // Tiered mode: `?fastpath=redis://…` on a SQLite or PostgreSQL URL puts a Redis fast path for
   // sale buys over that store, which stays the ledger (backends/tiered/).

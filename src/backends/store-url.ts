@@ -20,7 +20,11 @@ export function parseStoreUrl(store: string): URL {
   try {
     return new URL(hosts ?? store);
   } catch {
-    throw new DibsError('invalid_input', `store: '${redact(store)}' is not a URL (try sqlite:./dibs.db, postgres://…, redis://…)`, { field: 'store' });
+    throw new DibsError(
+      'invalid_input',
+      `store: '${redact(store)}' is not a URL (try sqlite:./dibs.db, postgres://…, redis://…)`,
+      { field: 'store' },
+    );
   }
 }
 

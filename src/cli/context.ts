@@ -17,7 +17,10 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 /** --store, DIBS_STORE, the config file's `store` (--config or DIBS_CONFIG), or the default. */
 export function storeOf(command: Command): string {
   const { store, config } = command.optsWithGlobals() as GlobalOptions;
-  return resolveStore({ ...(store !== undefined ? { flag: store } : {}), ...(config !== undefined ? { file: config } : {}) });
+  return resolveStore({
+    ...(store !== undefined ? { flag: store } : {}),
+    ...(config !== undefined ? { file: config } : {}),
+  });
 }
 
 /** Opens the store for one command and always closes it. */
@@ -46,8 +49,9 @@ export function reportError(error: unknown): number {
   }
   const commanderCode = (error as { code?: string }).code;
   // Commander has already printed its message; help and --version are not errors.
-  if (typeof commanderCode === 'string' && commanderCode.startsWith('commander.')) return (error as { exitCode?: number }).exitCode === 0 ? EXIT.ok : EXIT.usage;
-  process.stderr.write(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  if (typeof commanderCode === 'string' && commanderCode.startsWith('commander.'))
+    return (error as { exitCode?: number }).exitCode === 0 ? EXIT.ok : EXIT.usage;
+  process.stderr.write(`error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.failure;
 }
 
@@ -63,5 +67,10 @@ export function intOption(name: string) {
 /** A compact aligned key: value block for human output. */
 export function block(entries: [string, unknown][]): string {
   const width = Math.max(...entries.map(([k]) => k.length));
-  return entries.map(([k, v]) => `${k.padEnd(width)}  ${v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join('\n');
+  return entries
+    .map(
+      ([k, v]) =>
+        `${k.padEnd(width)}  ${v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v)}`,
+    )
+    .join('\n');
 }

@@ -11,15 +11,22 @@ import { registerLoadtestCommand } from '../loadtest/command.js';
 
 export function buildProgram(): Command {
   const program = new Command('dibs')
-    .description('Hand out scarce things exactly once: coupon pools, flash sales, locks, counters — on SQLite, PostgreSQL, Redis or Firestore.')
+    .description(
+      'Hand out scarce things exactly once: coupon pools, flash sales, locks, counters — on SQLite, PostgreSQL, Redis or Firestore.',
+    )
     .version('0.1.0')
     .option('--store <url>', 'store URL (env DIBS_STORE; default sqlite:./dibs.db)')
-    .option('--config <file>', 'JSON config file (env DIBS_CONFIG): serve reads every setting, other commands its store')
+    .option(
+      '--config <file>',
+      'JSON config file (env DIBS_CONFIG): serve reads every setting, other commands its store',
+    )
     .option('--json', 'machine-readable output')
     .showHelpAfterError('(run with --help for usage)')
     // Throw instead of exiting, so main.ts chooses the exit code (subcommands inherit this).
     .exitOverride()
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Stores:
   sqlite:./dibs.db            embedded, the default
   postgres://user@host/db     PostgreSQL
@@ -32,7 +39,8 @@ Quick start:
   $ dibs stats spring
   $ dibs serve --demo                       # prints a local admin API key
   $ dibs keys create --name backend --scopes pools:read,pools:claim
-  $ dibs loadtest --claimants 10000 --codes 5000 --processes 4   # prove it on your store`);
+  $ dibs loadtest --claimants 10000 --codes 5000 --processes 4   # prove it on your store`,
+    );
   serveCommand(program);
   keysCommand(program);
   poolsCommand(program);

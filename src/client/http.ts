@@ -85,7 +85,8 @@ export class Transport {
     // replays the stored answer instead of claiming, buying or acquiring a second time.
     // A caller's key carried in the body (claim, buy, reserve) is the library's own replay key and
     // covers the retries by itself; the service refuses a header key that differs from it.
-    const key = request.method === 'GET' || request.keyInBody ? undefined : (call.idempotencyKey ?? newIdempotencyKey());
+    const key =
+      request.method === 'GET' || request.keyInBody ? undefined : (call.idempotencyKey ?? newIdempotencyKey());
     const url = this.url(request);
     const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
@@ -102,7 +103,12 @@ export class Transport {
       if (call.signal?.aborted) throw cancelled(call.signal.reason);
       const left = deadline - Date.now();
       if (left <= 0) throw timedOut(request, budget);
-      const outcome = await this.attempt(url, { method: request.method, headers, ...(body !== undefined ? { body } : {}) }, left, call.signal);
+      const outcome = await this.attempt(
+        url,
+        { method: request.method, headers, ...(body !== undefined ? { body } : {}) },
+        left,
+        call.signal,
+      );
       if ('ok' in outcome) {
         if (request.asText) return outcome.ok as T;
         return (outcome.ok === '' ? undefined : JSON.parse(outcome.ok)) as T;
@@ -119,7 +125,12 @@ export class Transport {
   }
 
   /** One HTTP attempt, bounded by `timeoutMs` and the caller's signal. */
-  private async attempt(url: string, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined): Promise<{ ok: string } | { final: DibsError } | { retry: DibsError; retryAfterMs?: number } | { timedOut: true }> {
+  private async attempt(
+    url: string,
+    init: RequestInit,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<{ ok: string } | { final: DibsError } | { retry: DibsError; retryAfterMs?: number } | { timedOut: true }> {
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), timeoutMs);
     const onAbort = () => timeout.abort();
@@ -136,7 +147,12 @@ export class Transport {
       if (timeout.signal.aborted) return { timedOut: true };
       // fetch failed: no connection, a reset, a dropped answer. Safe to retry: the same
       // Idempotency-Key goes with it (or the call is a GET).
-      return { retry: new DibsError('unavailable', `could not reach dibs at ${this.baseUrl}: ${(error as Error).message}`, { retriable: true, cause: error }) };
+      return {
+        retry: new DibsError('unavailable', `could not reach dibs at ${this.baseUrl}: ${(error as Error).message}`, {
+          retriable: true,
+          cause: error,
+        }),
+      };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -144,7 +160,9 @@ export class Transport {
   }
 
   private url(request: Request): string {
-    const query = Object.entries(request.query ?? {}).filter(([, v]) => v !== undefined).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+    const query = Object.entries(request.query ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
     return `${this.baseUrl}${request.path}${query.length ? `?${query.join('&')}` : ''}`;
   }
 }
@@ -168,9 +186,11 @@ function errorFrom(status: number, text: string): DibsError {
   } catch {
     shown = undefined;
   }
-  const code: ErrorCode = typeof shown?.code === 'string' && KNOWN.has(shown.code) ? (shown.code as ErrorCode) : fallbackCode(status);
+  const code: ErrorCode =
+    typeof shown?.code === 'string' && KNOWN.has(shown.code) ? (shown.code as ErrorCode) : fallbackCode(status);
   const message = typeof shown?.message === 'string' ? shown.message : `HTTP ${status}: ${text.slice(0, 200)}`;
-  const details = shown?.details && typeof shown.details === 'object' ? (shown.details as Record<string, unknown>) : undefined;
+  const details =
+    shown?.details && typeof shown.details === 'object' ? (shown.details as Record<string, unknown>) : undefined;
   return new DibsError(code, message, {
     ...(typeof shown?.field === 'string' ? { field: shown.field } : {}),
     ...(details ? { details } : {}),
@@ -196,11 +216,18 @@ function parseRetryAfter(value: string | null): number | undefined {
 }
 
 function timedOut(request: Request, budget: number): DibsError {
-  return new DibsError('unavailable', `${request.method} ${request.path}: no answer within ${budget} ms`, { retriable: true, details: { timeoutMs: budget } });
+  return new DibsError('unavailable', `${request.method} ${request.path}: no answer within ${budget} ms`, {
+    retriable: true,
+    details: { timeoutMs: budget },
+  });
 }
 
 function cancelled(reason: unknown): DibsError {
-  return new DibsError('unavailable', 'the call was cancelled', { retriable: false, cause: reason, details: { aborted: true } });
+  return new DibsError('unavailable', 'the call was cancelled', {
+    retriable: false,
+    cause: reason,
+    details: { aborted: true },
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -94,37 +94,75 @@ export class ClientPools {
     return this.http.call({ method: 'DELETE', path: `/v1/pools/${seg(pool)}` }, o);
   }
   /** Codes, or `{code, startsAt?, expiresAt?}` entries, as one JSON request. */
-  importCodes(pool: string, codes: Iterable<In<'postV1PoolsPoolCodes'>['codes'][number]>, o?: CallOptions): Promise<T.ImportResult> {
+  importCodes(
+    pool: string,
+    codes: Iterable<In<'postV1PoolsPoolCodes'>['codes'][number]>,
+    o?: CallOptions,
+  ): Promise<T.ImportResult> {
     return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/codes`, body: { codes: [...codes] } }, o);
   }
   /** A CSV text (a `code` column, optional `starts_at`/`expires_at`), streamed into the store by the service. */
   importCsv(pool: string, csv: string, o?: CallOptions): Promise<T.ImportResult> {
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/codes`, text: { contentType: 'text/csv', body: csv } }, o);
+    return this.http.call(
+      { method: 'POST', path: `/v1/pools/${seg(pool)}/codes`, text: { contentType: 'text/csv', body: csv } },
+      o,
+    );
   }
   generate(pool: string, spec: In<'postV1PoolsPoolGenerate'>, o?: CallOptions): Promise<T.GenerateResult> {
     return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/generate`, body: spec }, o);
   }
   claim(pool: string, claimant: string, o: CallOptions = {}): Promise<T.ClaimResult & { code: string }> {
     const [key, rest, flag] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, ...key }, ...flag }, rest);
+    return this.http.call(
+      { method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, ...key }, ...flag },
+      rest,
+    );
   }
-  claimMany(pool: string, claimant: string, count: number, o: CallOptions = {}): Promise<T.ClaimResult & { codes: string[] }> {
+  claimMany(
+    pool: string,
+    claimant: string,
+    count: number,
+    o: CallOptions = {},
+  ): Promise<T.ClaimResult & { codes: string[] }> {
     const [key, rest, flag] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, count, ...key }, ...flag }, rest);
+    return this.http.call(
+      { method: 'POST', path: `/v1/pools/${seg(pool)}/claims`, body: { claimant, count, ...key }, ...flag },
+      rest,
+    );
   }
   async holdings(pool: string, claimant: string, o?: CallOptions): Promise<T.Code[]> {
-    return (await this.http.call<Out<'getV1PoolsPoolClaimantsClaimant'>>({ method: 'GET', path: `/v1/pools/${seg(pool)}/claimants/${seg(claimant)}` }, o)).codes;
+    return (
+      await this.http.call<Out<'getV1PoolsPoolClaimantsClaimant'>>(
+        { method: 'GET', path: `/v1/pools/${seg(pool)}/claimants/${seg(claimant)}` },
+        o,
+      )
+    ).codes;
   }
   code(pool: string, code: string, o?: CallOptions): Promise<T.Code> {
     return this.http.call({ method: 'GET', path: `/v1/pools/${seg(pool)}/codes/${seg(code)}` }, o);
   }
-  release(pool: string, code: string, options: In<'postV1PoolsPoolCodesCodeRelease'> = {}, o?: CallOptions): Promise<T.Code> {
+  release(
+    pool: string,
+    code: string,
+    options: In<'postV1PoolsPoolCodesCodeRelease'> = {},
+    o?: CallOptions,
+  ): Promise<T.Code> {
     return this.action(pool, code, 'release', options, o);
   }
-  redeem(pool: string, code: string, options: In<'postV1PoolsPoolCodesCodeRedeem'> = {}, o?: CallOptions): Promise<T.Code> {
+  redeem(
+    pool: string,
+    code: string,
+    options: In<'postV1PoolsPoolCodesCodeRedeem'> = {},
+    o?: CallOptions,
+  ): Promise<T.Code> {
     return this.action(pool, code, 'redeem', options, o);
   }
-  unredeem(pool: string, code: string, options: In<'postV1PoolsPoolCodesCodeUnredeem'> = {}, o?: CallOptions): Promise<T.Code> {
+  unredeem(
+    pool: string,
+    code: string,
+    options: In<'postV1PoolsPoolCodesCodeUnredeem'> = {},
+    o?: CallOptions,
+  ): Promise<T.Code> {
     return this.action(pool, code, 'unredeem', options, o);
   }
   revoke(pool: string, code: string, o?: CallOptions): Promise<T.Code> {
@@ -133,7 +171,12 @@ export class ClientPools {
   hold(pool: string, code: string, claimant: string, ttlMs: number, o?: CallOptions): Promise<T.Code> {
     return this.action(pool, code, 'hold', { claimant, ttlMs }, o);
   }
-  releaseHold(pool: string, code: string, options: In<'postV1PoolsPoolCodesCodeHoldRelease'> = {}, o?: CallOptions): Promise<T.Code> {
+  releaseHold(
+    pool: string,
+    code: string,
+    options: In<'postV1PoolsPoolCodesCodeHoldRelease'> = {},
+    o?: CallOptions,
+  ): Promise<T.Code> {
     return this.action(pool, code, 'hold/release', options, o);
   }
   setCodeWindow(pool: string, code: string, window: In<'patchV1PoolsPoolCodesCode'>, o?: CallOptions): Promise<T.Code> {
@@ -142,7 +185,12 @@ export class ClientPools {
   addMultiUseCode(pool: string, spec: In<'postV1PoolsPoolMultiUseCodes'>, o?: CallOptions): Promise<T.Code> {
     return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/multi-use-codes`, body: spec }, o);
   }
-  validate(pool: string, code: string, options: In<'postV1PoolsPoolCodesCodeValidate'> = {}, o?: CallOptions): Promise<Out<'postV1PoolsPoolCodesCodeValidate'>> {
+  validate(
+    pool: string,
+    code: string,
+    options: In<'postV1PoolsPoolCodesCodeValidate'> = {},
+    o?: CallOptions,
+  ): Promise<Out<'postV1PoolsPoolCodesCodeValidate'>> {
     return this.action(pool, code, 'validate', options, o);
   }
   async stats(pool: string, o?: CallOptions): Promise<T.Pool['stats']> {
@@ -152,8 +200,15 @@ export class ClientPools {
     return (await this.http.call<T.AuditResult>({ method: 'GET', path: `/v1/pools/${seg(pool)}/audit` }, o)).violations;
   }
   /** Every code as CSV text (code,status,claimant,claimed_at,redeemed_at,starts_at,expires_at). */
-  exportCsv(pool: string, options: { status?: 'free' | 'claimed' | 'redeemed' | 'revoked' } = {}, o?: CallOptions): Promise<string> {
-    return this.http.call({ method: 'GET', path: `/v1/pools/${seg(pool)}/export`, query: { ...options }, asText: true }, o);
+  exportCsv(
+    pool: string,
+    options: { status?: 'free' | 'claimed' | 'redeemed' | 'revoked' } = {},
+    o?: CallOptions,
+  ): Promise<string> {
+    return this.http.call(
+      { method: 'GET', path: `/v1/pools/${seg(pool)}/export`, query: { ...options }, asText: true },
+      o,
+    );
   }
   /** Outbox events, oldest first; of one pool, none when the pool does not exist (as in the library). */
   async events(options: { after?: string; limit?: number; pool?: string } = {}, o?: CallOptions): Promise<T.Event[]> {
@@ -165,7 +220,14 @@ export class ClientPools {
     }
   }
   private action<R>(pool: string, code: string, action: string, body: unknown, o?: CallOptions): Promise<R> {
-    return this.http.call({ method: 'POST', path: `/v1/pools/${seg(pool)}/codes/${seg(code)}/${action}`, ...(body === undefined ? {} : { body }) }, o);
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/pools/${seg(pool)}/codes/${seg(code)}/${action}`,
+        ...(body === undefined ? {} : { body }),
+      },
+      o,
+    );
   }
 }
 
@@ -191,11 +253,22 @@ export class ClientSales {
   }
   buy(sale: string, customer: string, quantity = 1, o: CallOptions = {}): Promise<T.OrderResult> {
     const [key, rest, flag] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/claims`, body: { customer, quantity, ...key }, ...flag }, rest);
+    return this.http.call(
+      { method: 'POST', path: `/v1/sales/${seg(sale)}/claims`, body: { customer, quantity, ...key }, ...flag },
+      rest,
+    );
   }
   reserve(sale: string, customer: string, quantity: number, ttlMs: number, o: CallOptions = {}): Promise<T.HoldResult> {
     const [key, rest, flag] = keyed(o);
-    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/reservations`, body: { customer, quantity, ttlMs, ...key }, ...flag }, rest);
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/sales/${seg(sale)}/reservations`,
+        body: { customer, quantity, ttlMs, ...key },
+        ...flag,
+      },
+      rest,
+    );
   }
   hold(holdId: string, o?: CallOptions): Promise<T.Hold> {
     return this.http.call({ method: 'GET', path: `/v1/reservations/${seg(holdId)}` }, o);
@@ -206,14 +279,24 @@ export class ClientSales {
   cancelHold(holdId: string, o?: CallOptions): Promise<T.Hold> {
     return this.http.call({ method: 'POST', path: `/v1/reservations/${seg(holdId)}/cancel` }, o);
   }
-  wish(sku: string, customer: string, channels: Omit<In<'postV1Wishlist'>, 'sku' | 'customer'> = {}, o?: CallOptions): Promise<T.WishlistEntry> {
+  wish(
+    sku: string,
+    customer: string,
+    channels: Omit<In<'postV1Wishlist'>, 'sku' | 'customer'> = {},
+    o?: CallOptions,
+  ): Promise<T.WishlistEntry> {
     return this.http.call({ method: 'POST', path: '/v1/wishlist', body: { sku, customer, ...channels } }, o);
   }
   unwish(sku: string, customer: string, o?: CallOptions): Promise<void> {
     return this.http.call({ method: 'DELETE', path: `/v1/wishlist/${seg(sku)}/${seg(customer)}` }, o);
   }
   async wishlist(sku: string, options: ListOptions = {}, o?: CallOptions): Promise<Page<T.WishlistEntry>> {
-    return page(await this.http.call<T.WishlistPage>({ method: 'GET', path: `/v1/wishlist/${seg(sku)}`, query: { ...options } }, o));
+    return page(
+      await this.http.call<T.WishlistPage>(
+        { method: 'GET', path: `/v1/wishlist/${seg(sku)}`, query: { ...options } },
+        o,
+      ),
+    );
   }
 }
 
@@ -227,13 +310,32 @@ export class ClientSemaphores {
    */
   acquire(key: string, limit: number, options: AcquireOptions = {}): Promise<T.Lease> {
     const { ttlMs, waitMs, fair, ...o } = options;
-    const body = { limit, ...(ttlMs !== undefined ? { ttlMs } : {}), ...(waitMs !== undefined ? { waitMs } : {}), ...(fair !== undefined ? { fair } : {}) };
-    return this.http.call<T.Lease>({ method: 'POST', path: `/v1/locks/${seg(key)}/acquire`, body, serverWaitMs: typeof waitMs === 'number' ? waitMs : 0 }, o).catch((error: unknown) => {
-      // As in the library: a wait cancelled by the caller's signal is a lock_timeout (aborted).
-      // Dropping the request also ends the service's wait, so no lease is granted behind our back.
-      if (isDibsError(error, 'unavailable') && error.details?.aborted === true) throw new DibsError('lock_timeout', `waiting for '${key}' was cancelled`, { details: { key, aborted: true }, cause: error.cause });
-      throw error;
-    });
+    const body = {
+      limit,
+      ...(ttlMs !== undefined ? { ttlMs } : {}),
+      ...(waitMs !== undefined ? { waitMs } : {}),
+      ...(fair !== undefined ? { fair } : {}),
+    };
+    return this.http
+      .call<T.Lease>(
+        {
+          method: 'POST',
+          path: `/v1/locks/${seg(key)}/acquire`,
+          body,
+          serverWaitMs: typeof waitMs === 'number' ? waitMs : 0,
+        },
+        o,
+      )
+      .catch((error: unknown) => {
+        // As in the library: a wait cancelled by the caller's signal is a lock_timeout (aborted).
+        // Dropping the request also ends the service's wait, so no lease is granted behind our back.
+        if (isDibsError(error, 'unavailable') && error.details?.aborted === true)
+          throw new DibsError('lock_timeout', `waiting for '${key}' was cancelled`, {
+            details: { key, aborted: true },
+            cause: error.cause,
+          });
+        throw error;
+      });
   }
   /** A lease, or null when every slot is taken (no waiting). */
   async tryAcquire(key: string, limit: number, options: Omit<AcquireOptions, 'waitMs'> = {}): Promise<T.Lease | null> {
@@ -246,10 +348,20 @@ export class ClientSemaphores {
   }
   renew(lease: T.Lease, options: { ttlMs?: number } & CallOptions = {}): Promise<T.Lease> {
     const { ttlMs, ...o } = options;
-    return this.http.call({ method: 'POST', path: `/v1/locks/${seg(lease.key)}/renew`, body: { token: lease.token, limit: lease.limit, ...(ttlMs !== undefined ? { ttlMs } : {}) } }, o);
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/locks/${seg(lease.key)}/renew`,
+        body: { token: lease.token, limit: lease.limit, ...(ttlMs !== undefined ? { ttlMs } : {}) },
+      },
+      o,
+    );
   }
   release(lease: T.Lease, o?: CallOptions): Promise<void> {
-    return this.http.call({ method: 'POST', path: `/v1/locks/${seg(lease.key)}/release`, body: { token: lease.token } }, o);
+    return this.http.call(
+      { method: 'POST', path: `/v1/locks/${seg(lease.key)}/release`, body: { token: lease.token } },
+      o,
+    );
   }
   inspect(key: string, o?: CallOptions): Promise<T.LockInfo> {
     return this.http.call({ method: 'GET', path: `/v1/locks/${seg(key)}` }, o);
@@ -260,13 +372,23 @@ export class ClientSemaphores {
    * lease is lost (a renewal refused or not answered before the lease lapsed by this process's
    * clock, or `maxHoldMs` reached): stop writing then, the fence may be stale. Released after `fn`.
    */
-  async runExclusive<R>(key: string, limit: number, fn: (signal: AbortSignal, lease: T.Lease) => Promise<R>, options: RunExclusiveOptions = {}): Promise<R> {
+  async runExclusive<R>(
+    key: string,
+    limit: number,
+    fn: (signal: AbortSignal, lease: T.Lease) => Promise<R>,
+    options: RunExclusiveOptions = {},
+  ): Promise<R> {
     const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     const { maxHoldMs, ...acquireOptions } = options;
     let lease = await this.acquire(key, limit, acquireOptions);
     const lost = new AbortController();
     const lose = (reason: string) => {
-      if (!lost.signal.aborted) lost.abort(new DibsError('lease_lost', `lease on '${key}' was lost (${reason}); acquire again`, { details: { key, reason } }));
+      if (!lost.signal.aborted)
+        lost.abort(
+          new DibsError('lease_lost', `lease on '${key}' was lost (${reason}); acquire again`, {
+            details: { key, reason },
+          }),
+        );
     };
     const started = Date.now();
     // The lease lapses validForMs after the grant as the store measured it; measured from the
@@ -276,20 +398,23 @@ export class ClientSemaphores {
     let expiry = expiryTimer();
     let renewTimer: ReturnType<typeof setTimeout> | undefined;
     const schedule = () => {
-      renewTimer = setTimeout(async () => {
-        if (lost.signal.aborted) return;
-        if (maxHoldMs !== undefined && Date.now() - started >= maxHoldMs) return lose('maxHoldMs reached');
-        try {
-          // Bounded by what is left of the lease: an answer after expiry is worthless.
-          lease = await this.renew(lease, { ttlMs, timeoutMs: Math.max(1, lease.validForMs * 0.2) });
+      renewTimer = setTimeout(
+        async () => {
           if (lost.signal.aborted) return;
-          clearTimeout(expiry);
-          expiry = expiryTimer();
-          schedule();
-        } catch {
-          lose('renew failed');
-        }
-      }, Math.max(10, Math.floor(Math.min(ttlMs, lease.validForMs) * 0.8)));
+          if (maxHoldMs !== undefined && Date.now() - started >= maxHoldMs) return lose('maxHoldMs reached');
+          try {
+            // Bounded by what is left of the lease: an answer after expiry is worthless.
+            lease = await this.renew(lease, { ttlMs, timeoutMs: Math.max(1, lease.validForMs * 0.2) });
+            if (lost.signal.aborted) return;
+            clearTimeout(expiry);
+            expiry = expiryTimer();
+            schedule();
+          } catch {
+            lose('renew failed');
+          }
+        },
+        Math.max(10, Math.floor(Math.min(ttlMs, lease.validForMs) * 0.8)),
+      );
     };
     schedule();
     const cap = maxHoldMs !== undefined ? setTimeout(() => lose('maxHoldMs reached'), maxHoldMs) : undefined;
@@ -308,11 +433,21 @@ export class ClientSemaphores {
 /** Mutual exclusion = a semaphore of one. */
 export class ClientLocks {
   constructor(private readonly semaphores: ClientSemaphores) {}
-  acquire(key: string, options?: AcquireOptions) { return this.semaphores.acquire(key, 1, options); }
-  tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitMs'>) { return this.semaphores.tryAcquire(key, 1, options); }
-  renew(lease: T.Lease, options?: { ttlMs?: number } & CallOptions) { return this.semaphores.renew(lease, options); }
-  release(lease: T.Lease, o?: CallOptions) { return this.semaphores.release(lease, o); }
-  inspect(key: string, o?: CallOptions) { return this.semaphores.inspect(key, o); }
+  acquire(key: string, options?: AcquireOptions) {
+    return this.semaphores.acquire(key, 1, options);
+  }
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitMs'>) {
+    return this.semaphores.tryAcquire(key, 1, options);
+  }
+  renew(lease: T.Lease, options?: { ttlMs?: number } & CallOptions) {
+    return this.semaphores.renew(lease, options);
+  }
+  release(lease: T.Lease, o?: CallOptions) {
+    return this.semaphores.release(lease, o);
+  }
+  inspect(key: string, o?: CallOptions) {
+    return this.semaphores.inspect(key, o);
+  }
   runExclusive<R>(key: string, fn: (signal: AbortSignal, lease: T.Lease) => Promise<R>, options?: RunExclusiveOptions) {
     return this.semaphores.runExclusive(key, 1, fn, options);
   }
@@ -361,19 +496,37 @@ export class ClientLimits {
   /** Takes `n` units for `key` now, or answers the exact wait (`allowed: false`, `retryAfterMs`). */
   take(name: string, n = 1, options: { key?: string } & CallOptions = {}): Promise<T.LimitDecision> {
     const { key, ...o } = options;
-    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/take`, body: { n, ...(key !== undefined ? { key } : {}) } }, o);
+    return this.http.call(
+      { method: 'POST', path: `/v1/limits/${seg(name)}/take`, body: { n, ...(key !== undefined ? { key } : {}) } },
+      o,
+    );
   }
   /**
    * Takes `n` units, the service sleeping out the exact wait the store computed, up to `waitMs`
    * (default and most: 60 s); not admitted by then: `rate_limited`.
    */
-  waitFor(name: string, n = 1, options: { key?: string; waitMs?: number } & CallOptions = {}): Promise<T.LimitDecision> {
+  waitFor(
+    name: string,
+    n = 1,
+    options: { key?: string; waitMs?: number } & CallOptions = {},
+  ): Promise<T.LimitDecision> {
     const { key, waitMs = SERVER_WAIT_MAX_MS, ...o } = options;
-    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/wait`, body: { n, waitMs, ...(key !== undefined ? { key } : {}) }, serverWaitMs: waitMs }, o);
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/limits/${seg(name)}/wait`,
+        body: { n, waitMs, ...(key !== undefined ? { key } : {}) },
+        serverWaitMs: waitMs,
+      },
+      o,
+    );
   }
   /** Gives `key` its full allowance back. */
   reset(name: string, options: { key?: string } & CallOptions = {}): Promise<void> {
     const { key, ...o } = options;
-    return this.http.call({ method: 'POST', path: `/v1/limits/${seg(name)}/reset`, body: key !== undefined ? { key } : {} }, o);
+    return this.http.call(
+      { method: 'POST', path: `/v1/limits/${seg(name)}/reset`, body: key !== undefined ? { key } : {} },
+      o,
+    );
   }
 }

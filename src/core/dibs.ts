@@ -5,7 +5,14 @@
  */
 import { WaitingRooms } from './sales/waiting-room-facade.js';
 import { Forecasts } from './forecast-facade.js';
-import { codeShape, generateInto, generateSpecSchema, type GenerateInput, type GenerateProgress, type GenerateResult } from './generate.js';
+import {
+  codeShape,
+  generateInto,
+  generateSpecSchema,
+  type GenerateInput,
+  type GenerateProgress,
+  type GenerateResult,
+} from './generate.js';
 import type { Readable } from 'node:stream';
 import type { Backend, PoolBackend } from './backend.js';
 import { codesToCsv } from './export.js';
@@ -87,7 +94,11 @@ export class Pools {
    * Generates `count` new unique codes from a pattern or length (crypto randomness, optional check
    * character) and imports them; an infeasible request is refused before anything is written.
    */
-  async generate(name: string, spec: GenerateInput, options: { onProgress?: (p: GenerateProgress) => void } = {}): Promise<GenerateResult> {
+  async generate(
+    name: string,
+    spec: GenerateInput,
+    options: { onProgress?: (p: GenerateProgress) => void } = {},
+  ): Promise<GenerateResult> {
     const target = pool(name);
     const existing = await this.backend.getPool(target); // not_found before any work
     const result = await generateInto((codes) => importCodeList(this.backend, target, codes), spec, options.onProgress);
@@ -100,7 +111,11 @@ export class Pools {
   }
 
   /** Adds codes from a list (array, generator, async iterable). Blank/oversized entries are counted as invalid. */
-  async importCodes(name: string, codes: Iterable<unknown> | AsyncIterable<unknown>, options?: ImportOptions): Promise<ImportResult> {
+  async importCodes(
+    name: string,
+    codes: Iterable<unknown> | AsyncIterable<unknown>,
+    options?: ImportOptions,
+  ): Promise<ImportResult> {
     return importCodeList(this.backend, pool(name), codes, options);
   }
 
@@ -114,13 +129,25 @@ export class Pools {
     const { idempotencyKey } = parseInput(claimOptionsSchema, options);
     const result = await this.backend.claim(pool(name), who(claimant), 1, idempotencyKey ?? null);
     const code = result.status === 'claimed' ? result.codes[0] : result.held[0];
-    return { pool: result.pool, claimant: result.claimant, status: result.status, code: code!, held: result.held, replayed: result.replayed };
+    return {
+      pool: result.pool,
+      claimant: result.claimant,
+      status: result.status,
+      code: code!,
+      held: result.held,
+      replayed: result.replayed,
+    };
   }
 
   /** Gives up to `count` codes, bounded by the claimant's remaining limit and by stock. */
   async claimMany(name: string, claimant: string, count: number, options: ClaimOptions = {}): Promise<ClaimManyResult> {
     const { idempotencyKey } = parseInput(claimOptionsSchema, options);
-    return this.backend.claim(pool(name), who(claimant), parseInput(claimCountSchema, count, 'count'), idempotencyKey ?? null);
+    return this.backend.claim(
+      pool(name),
+      who(claimant),
+      parseInput(claimCountSchema, count, 'count'),
+      idempotencyKey ?? null,
+    );
   }
 
   async release(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
@@ -132,7 +159,12 @@ export class Pools {
    * answers with the same redeemed code (a retried checkout), for another order `already_redeemed`.
    */
   async redeem(name: string, code: string, options: { claimant?: string; orderId?: string } = {}): Promise<CodeInfo> {
-    return this.backend.redeem(pool(name), codeArg(code), optionalClaimant(options.claimant), optionalOrder(options.orderId));
+    return this.backend.redeem(
+      pool(name),
+      codeArg(code),
+      optionalClaimant(options.claimant),
+      optionalOrder(options.orderId),
+    );
   }
 
   /** The refund path: a redeemed code goes back to its holder, recorded as a `code.unredeemed` event. */
@@ -148,15 +180,23 @@ export class Pools {
   async validate(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeValidation> {
     const claimant = optionalClaimant(options.claimant);
     const poolInfo = await this.backend.getPool(pool(name));
-    if (poolInfo.codeFormat !== null && !codeShape({ ...poolInfo.codeFormat, count: 1 }).verify(codeArg(code))) return { valid: false, reason: 'malformed', code: null };
+    if (poolInfo.codeFormat !== null && !codeShape({ ...poolInfo.codeFormat, count: 1 }).verify(codeArg(code)))
+      return { valid: false, reason: 'malformed', code: null };
     let info: CodeInfo;
     try {
       info = await this.backend.getCode(pool(name), codeArg(code), claimant);
     } catch (error) {
-      if (error instanceof DibsError && error.code === 'not_found' && error.details !== undefined && 'code' in error.details) return { valid: false, reason: 'not_found', code: null };
+      if (
+        error instanceof DibsError &&
+        error.code === 'not_found' &&
+        error.details !== undefined &&
+        'code' in error.details
+      )
+        return { valid: false, reason: 'not_found', code: null };
       throw error;
     }
-    const windowed = poolInfo.startsAt !== null || poolInfo.expiresAt !== null || info.startsAt != null || info.expiresAt != null;
+    const windowed =
+      poolInfo.startsAt !== null || poolInfo.expiresAt !== null || info.startsAt != null || info.expiresAt != null;
     // without a window only a hold needs the time, and the store reports a hold only while live
     const now = windowed ? await this.backend.clock() : '';
     const outside = windowed ? closedWindow(poolInfo, info, now) : null;
@@ -164,7 +204,11 @@ export class Pools {
       // a multi-use code: its window, then uses left in all and for this claimant
       if (outside !== null) return { valid: false, reason: outside, code: info };
       const mine = info.uses.byClaimant ?? 0;
-      if (info.uses.remaining <= 0 || (info.uses.perClaimant !== null && claimant !== null && mine >= info.uses.perClaimant)) return { valid: false, reason: 'limit_reached', code: info };
+      if (
+        info.uses.remaining <= 0 ||
+        (info.uses.perClaimant !== null && claimant !== null && mine >= info.uses.perClaimant)
+      )
+        return { valid: false, reason: 'limit_reached', code: info };
       return { valid: true, code: info };
     }
     return this.validateSingle(poolInfo, info, claimant, now);
@@ -174,7 +218,12 @@ export class Pools {
    * A single-use code: judged by the redeem's own rules (core/model/pools.ts), on what was just
    * read, so validate answers with the refusal the redeem would give, in the redeem's order.
    */
-  private async validateSingle(poolInfo: Pool, info: CodeInfo, claimant: string | null, now: string): Promise<CodeValidation> {
+  private async validateSingle(
+    poolInfo: Pool,
+    info: CodeInfo,
+    claimant: string | null,
+    now: string,
+  ): Promise<CodeValidation> {
     // the would-be holder's codes: the redeemer of a free public code, else the code's holder
     const redeemer = info.status === 'claimed' ? info.claimant : info.status === 'free' ? claimant : null;
     const held = redeemer === null ? [] : await this.backend.holdings(info.pool, redeemer);
@@ -186,7 +235,10 @@ export class Pools {
         orderId: null,
         now,
         heldBy: () => held.length,
-        redeemed: () => ({ pool: poolInfo.stats.redeemed, claimant: held.filter((h) => h.status === 'redeemed').length }),
+        redeemed: () => ({
+          pool: poolInfo.stats.redeemed,
+          claimant: held.filter((h) => h.status === 'redeemed').length,
+        }),
       });
       return { valid: true, code: info };
     } catch (error) {
@@ -201,7 +253,12 @@ export class Pools {
    * itself. Holding again renews. `redeem` by the holder consumes the hold.
    */
   async hold(name: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
-    return this.lifecycle('hold').hold!(pool(name), codeArg(code), who(claimant), parseInput(holdTtlSchema, ttlMs, 'ttlMs'));
+    return this.lifecycle('hold').hold!(
+      pool(name),
+      codeArg(code),
+      who(claimant),
+      parseInput(holdTtlSchema, ttlMs, 'ttlMs'),
+    );
   }
 
   /** Ends a hold before it expires (a checkout abandoned); `claimant`, when given, must hold it. */
@@ -211,7 +268,11 @@ export class Pools {
 
   /** A code's own validity window (combined with the pool's): outside it the code is neither handed out nor redeemed. */
   async setCodeWindow(name: string, code: string, window: CodeWindowInput): Promise<CodeInfo> {
-    return this.lifecycle('setCodeWindow').setCodeWindow!(pool(name), codeArg(code), parseInput(codeWindowSchema, window));
+    return this.lifecycle('setCodeWindow').setCodeWindow!(
+      pool(name),
+      codeArg(code),
+      parseInput(codeWindowSchema, window),
+    );
   }
 
   /**
@@ -223,7 +284,8 @@ export class Pools {
   }
 
   private lifecycle(operation: 'hold' | 'releaseHold' | 'setCodeWindow' | 'addMultiUseCode'): PoolBackend {
-    if (this.backend[operation] === undefined) throw new DibsError('unsupported', `${operation} is not available on this store yet`);
+    if (this.backend[operation] === undefined)
+      throw new DibsError('unsupported', `${operation} is not available on this store yet`);
     return this.backend;
   }
 
@@ -244,7 +306,10 @@ export class Pools {
   }
 
   /** Every code with its status and holder, in batches (errors surface when iteration starts). */
-  async *exportCodes(name: string, options: { status?: CodeStatus; batchSize?: number } = {}): AsyncIterable<CodeInfo[]> {
+  async *exportCodes(
+    name: string,
+    options: { status?: CodeStatus; batchSize?: number } = {},
+  ): AsyncIterable<CodeInfo[]> {
     const status = options.status === undefined ? undefined : parseInput(codeStatusSchema, options.status, 'status');
     const batchSize = parseInput(z.number().int().min(1).max(100_000), options.batchSize ?? 5000, 'batchSize');
     yield* this.backend.exportCodes(pool(name), { ...(status ? { status } : {}), batchSize });
@@ -265,7 +330,11 @@ export class Pools {
 
   async events(options: { after?: string; limit?: number; pool?: string } = {}): Promise<OutboxEvent[]> {
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
-    return this.backend.listEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.pool ? { pool: pool(options.pool) } : {}) });
+    return this.backend.listEvents({
+      limit,
+      ...(options.after ? { after: options.after } : {}),
+      ...(options.pool ? { pool: pool(options.pool) } : {}),
+    });
   }
 }
 
@@ -273,14 +342,25 @@ export class Pools {
 const ANYONE = '';
 
 const poolRules = (p: Pool): PoolRules => ({
-  name: p.name, perClaimantLimit: p.perClaimantLimit, publicCodes: p.publicCodes, startsAt: p.startsAt, expiresAt: p.expiresAt,
-  maxRedemptions: p.maxRedemptions, maxRedemptionsPerClaimant: p.maxRedemptionsPerClaimant,
+  name: p.name,
+  perClaimantLimit: p.perClaimantLimit,
+  publicCodes: p.publicCodes,
+  startsAt: p.startsAt,
+  expiresAt: p.expiresAt,
+  maxRedemptions: p.maxRedemptions,
+  maxRedemptionsPerClaimant: p.maxRedemptionsPerClaimant,
 });
 
 /** A code as the store reported it; its hold is reported only while live (so it never needs the time to be judged live). */
 const codeState = (c: CodeInfo): CodeState => ({
-  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: c.redeemedAt, order: c.orderId,
-  hold: c.hold ? { claimant: c.hold.claimant, until: '9999-12-31T23:59:59.999Z' } : null, startsAt: c.startsAt ?? null, expiresAt: c.expiresAt ?? null,
+  code: c.code,
+  status: c.status,
+  claimant: c.claimant,
+  redeemedAt: c.redeemedAt,
+  order: c.orderId,
+  hold: c.hold ? { claimant: c.hold.claimant, until: '9999-12-31T23:59:59.999Z' } : null,
+  startsAt: c.startsAt ?? null,
+  expiresAt: c.expiresAt ?? null,
 });
 
 /** The redeem's refusal as a validation reason. */
@@ -314,7 +394,8 @@ const codeArg = (code: string) => parseInput(codeSchema, code, 'code');
 const optionalClaimant = (claimant: string | undefined) => (claimant === undefined ? null : who(claimant));
 /** A code format must describe codes generate could make: the same rules (placeholders, charset). */
 const checkFormat = (format: CodeFormat) => codeShape({ ...format, count: 1 });
-const optionalOrder = (orderId: string | undefined) => (orderId === undefined ? null : parseInput(orderIdSchema, orderId, 'orderId'));
+const optionalOrder = (orderId: string | undefined) =>
+  orderId === undefined ? null : parseInput(orderIdSchema, orderId, 'orderId');
 
 export class Dibs {
   readonly pools: Pools;

@@ -20,7 +20,15 @@ export function lowStockEvent(pool: string, crossing: number, free: number, thre
  * once per unredeem) keys it: two refunds of one code within the same millisecond stay two events,
  * and a redelivery of one is still a duplicate.
  */
-export function unredeemedEvent(pool: string, code: string, claimant: string, orderId: string | null, redeemedAt: string, at: string, nonce: string) {
+export function unredeemedEvent(
+  pool: string,
+  code: string,
+  claimant: string,
+  orderId: string | null,
+  redeemedAt: string,
+  at: string,
+  nonce: string,
+) {
   return {
     type: EVENT_TYPES.codeUnredeemed,
     idempotencyKey: `code.unredeemed:${pool}:${code}:${nonce}`,

@@ -7,13 +7,22 @@ import { poolNameSchema } from './schemas.js';
 import { parseInput } from './validate.js';
 
 /** `withinMs` of an empty-soon alert; null stops watching. */
-export const withinSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1000, 'at least 1000 ms').max(30 * 86_400_000, 'at most 30 days').nullable();
+export const withinSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1000, 'at least 1000 ms')
+  .max(30 * 86_400_000, 'at most 30 days')
+  .nullable();
 
 export class Forecasts {
-  constructor(private readonly backend: ForecastBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: ForecastBackend | undefined,
+    private readonly kind: string,
+  ) {}
 
   private get store(): ForecastBackend {
-    if (!this.backend) throw new DibsError('unsupported', `the ${this.kind} store does not support forecasts yet`, { field: 'store' });
+    if (!this.backend)
+      throw new DibsError('unsupported', `the ${this.kind} store does not support forecasts yet`, { field: 'store' });
     return this.backend;
   }
 
@@ -27,12 +36,20 @@ export class Forecasts {
 
   /** Fire a `pool.empty_soon` event (once per crossing) when the pool is predicted empty within `withinMs`; null stops. */
   watchPool(name: string, withinMs: number | null): Promise<void> {
-    return this.store.watch('pool', parseInput(poolNameSchema, name, 'pool'), parseInput(withinSchema, withinMs, 'withinMs'));
+    return this.store.watch(
+      'pool',
+      parseInput(poolNameSchema, name, 'pool'),
+      parseInput(withinSchema, withinMs, 'withinMs'),
+    );
   }
 
   /** The same for a sale (`sale.empty_soon`); held units count as gone. */
   watchSale(id: string, withinMs: number | null): Promise<void> {
-    return this.store.watch('sale', parseInput(saleIdSchema, id, 'sale'), parseInput(withinSchema, withinMs, 'withinMs'));
+    return this.store.watch(
+      'sale',
+      parseInput(saleIdSchema, id, 'sale'),
+      parseInput(withinSchema, withinMs, 'withinMs'),
+    );
   }
 
   /** The alert job: advances every watch; returns the forecasts whose alert fired now. */

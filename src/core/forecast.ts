@@ -46,19 +46,29 @@ export interface WindowCount {
 /** Rates are never computed over less than this, so a burst of two claims in 5 ms is not 24,000/min. */
 const MIN_SPAN_MS = 1000;
 
-export function forecastFrom(input: { kind: Forecast['kind']; subject: string; windows: readonly WindowCount[]; remaining: number | null; at: string }): Forecast {
+export function forecastFrom(input: {
+  kind: Forecast['kind'];
+  subject: string;
+  windows: readonly WindowCount[];
+  remaining: number | null;
+  at: string;
+}): Forecast {
   const perMsOf = (i: number) => {
     const w = input.windows[i];
     return w && w.taken > 0 ? w.taken / Math.min(FORECAST_WINDOWS[i]!.ms, Math.max(MIN_SPAN_MS, w.spanMs)) : 0;
   };
-  const perMinute = Object.fromEntries(FORECAST_WINDOWS.map((w, i) => [w.label, round(perMsOf(i) * 60_000)])) as Record<WindowLabel, number>;
+  const perMinute = Object.fromEntries(FORECAST_WINDOWS.map((w, i) => [w.label, round(perMsOf(i) * 60_000)])) as Record<
+    WindowLabel,
+    number
+  >;
   const index = FORECAST_WINDOWS.findIndex((_, i) => (input.windows[i]?.taken ?? 0) >= MIN_EVENTS);
   // one event is no pace at all; two give at least an interval
   const fallback = FORECAST_WINDOWS.findIndex((_, i) => (input.windows[i]?.taken ?? 0) >= 2);
   const chosen = index >= 0 ? index : fallback;
   const basis = chosen >= 0 ? FORECAST_WINDOWS[chosen]!.label : null;
   const perMs = chosen >= 0 ? perMsOf(chosen) : 0;
-  const timeToEmptyMs = input.remaining === null ? null : input.remaining <= 0 ? 0 : perMs > 0 ? Math.round(input.remaining / perMs) : null;
+  const timeToEmptyMs =
+    input.remaining === null ? null : input.remaining <= 0 ? 0 : perMs > 0 ? Math.round(input.remaining / perMs) : null;
   return {
     kind: input.kind,
     subject: input.subject,
@@ -76,7 +86,11 @@ export function forecastFrom(input: { kind: Forecast['kind']; subject: string; w
  * drops to `withinMs` or below while armed, and re-arms only once the prediction is comfortably
  * above it again (×1.5, so a pace that hovers at the edge does not page anyone twice).
  */
-export function emptySoonStep(armed: boolean, timeToEmptyMs: number | null, withinMs: number): { fire: boolean; armed: boolean } {
+export function emptySoonStep(
+  armed: boolean,
+  timeToEmptyMs: number | null,
+  withinMs: number,
+): { fire: boolean; armed: boolean } {
   const soon = timeToEmptyMs !== null && timeToEmptyMs <= withinMs;
   if (armed && soon) return { fire: true, armed: false };
   if (!armed && (timeToEmptyMs === null || timeToEmptyMs > withinMs * 1.5)) return { fire: false, armed: true };

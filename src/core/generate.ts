@@ -31,21 +31,38 @@ const PLACEHOLDER = '#';
 
 export const generateSpecSchema = z
   .object({
-    count: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(10_000_000, 'at most 10,000,000 per call'),
+    count: z
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(10_000_000, 'at most 10,000,000 per call'),
     length: z.number({ error: 'must be a number' }).int('must be a whole number').min(1).max(64).optional(),
     pattern: z.string({ error: 'must be a string' }).min(1).max(LIMITS.code).optional(),
-    charset: z.union([z.enum(Object.keys(CHARSETS) as [CharsetName, ...CharsetName[]]), z.string().min(2, 'a custom charset needs at least 2 characters').max(256)]).default('alphanumeric'),
+    charset: z
+      .union([
+        z.enum(Object.keys(CHARSETS) as [CharsetName, ...CharsetName[]]),
+        z.string().min(2, 'a custom charset needs at least 2 characters').max(256),
+      ])
+      .default('alphanumeric'),
     prefix: z.string().max(32).default(''),
     suffix: z.string().max(32).default(''),
     checkChar: z.boolean().default(false),
   })
   .strict()
   .superRefine((s, ctx) => {
-    if ((s.length === undefined) === (s.pattern === undefined)) ctx.addIssue({ code: 'custom', path: ['pattern'], message: 'give either length or pattern' });
-    if (s.pattern !== undefined && !s.pattern.includes(PLACEHOLDER)) ctx.addIssue({ code: 'custom', path: ['pattern'], message: `needs at least one ${PLACEHOLDER} (one random character)` });
+    if ((s.length === undefined) === (s.pattern === undefined))
+      ctx.addIssue({ code: 'custom', path: ['pattern'], message: 'give either length or pattern' });
+    if (s.pattern !== undefined && !s.pattern.includes(PLACEHOLDER))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pattern'],
+        message: `needs at least one ${PLACEHOLDER} (one random character)`,
+      });
     const chars = charsetOf(s.charset);
-    if (new Set(chars).size !== chars.length) ctx.addIssue({ code: 'custom', path: ['charset'], message: 'has repeated characters' });
-    if (chars.includes(PLACEHOLDER)) ctx.addIssue({ code: 'custom', path: ['charset'], message: `must not contain ${PLACEHOLDER}` });
+    if (new Set(chars).size !== chars.length)
+      ctx.addIssue({ code: 'custom', path: ['charset'], message: 'has repeated characters' });
+    if (chars.includes(PLACEHOLDER))
+      ctx.addIssue({ code: 'custom', path: ['charset'], message: `must not contain ${PLACEHOLDER}` });
   });
 
 export type GenerateInput = z.input<typeof generateSpecSchema>;
@@ -69,7 +86,12 @@ export class CodeShape {
     this.randomChars = [...this.template].filter((c) => c === PLACEHOLDER).length;
     this.spaceBits = this.randomChars * Math.log2(this.chars.length);
     const length = spec.prefix.length + this.template.length + (spec.checkChar ? 1 : 0) + spec.suffix.length;
-    if (length > LIMITS.code) throw new DibsError('invalid_input', `pattern: codes would be ${length} characters long, at most ${LIMITS.code}`, { field: 'pattern' });
+    if (length > LIMITS.code)
+      throw new DibsError(
+        'invalid_input',
+        `pattern: codes would be ${length} characters long, at most ${LIMITS.code}`,
+        { field: 'pattern' },
+      );
   }
 
   /** Distinct codes possible (Infinity beyond 2^53). */
@@ -116,7 +138,8 @@ export class CodeShape {
           body += this.chars[k];
         } else body += c;
       }
-      out[i] = this.spec.prefix + body + (this.spec.checkChar ? this.chars[luhnCheck(picks, N)] : '') + this.spec.suffix;
+      out[i] =
+        this.spec.prefix + body + (this.spec.checkChar ? this.chars[luhnCheck(picks, N)] : '') + this.spec.suffix;
     }
     return out;
   }
@@ -221,7 +244,11 @@ export async function generateInto(
     barren = fruitless ? barren + 1 : 0;
     barrenDraws = fruitless ? barrenDraws + asked : 0;
     if (barren >= BARREN_ROUNDS && barrenDraws >= BARREN_DRAWS && generated < count) {
-      throw new DibsError('conflict', `count: only ${generated.toLocaleString('en-US')} of ${count.toLocaleString('en-US')} codes could be generated — the pattern's space is nearly used up by codes already in the pool; use a longer pattern`, { field: 'count', details: { generated, collisions } });
+      throw new DibsError(
+        'conflict',
+        `count: only ${generated.toLocaleString('en-US')} of ${count.toLocaleString('en-US')} codes could be generated — the pattern's space is nearly used up by codes already in the pool; use a longer pattern`,
+        { field: 'count', details: { generated, collisions } },
+      );
     }
   }
   return { generated, collisions };

@@ -22,7 +22,11 @@ const HEADER_NAMES: Record<'code' | WindowField, readonly string[]> = {
   expiresAt: ['expiresat', 'validuntil'],
 };
 
-const headerKey = (cell: string) => cell.trim().toLowerCase().replace(/[\s_-]+/g, '');
+const headerKey = (cell: string) =>
+  cell
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_-]+/g, '');
 
 /** Where each field sits in a CSV row, and the header's own name for each (for messages). */
 export interface CsvColumns {
@@ -42,13 +46,19 @@ export function csvColumns(header: readonly string[]): CsvColumns | null {
     for (const [field, names] of Object.entries(HEADER_NAMES) as [keyof typeof HEADER_NAMES, readonly string[]][]) {
       if (!names.includes(key)) continue;
       const earlier = found.get(field);
-      if (earlier) throw headerError(`columns '${earlier.name}' and '${cell.trim()}' both give the ${field === 'code' ? 'code' : field}`);
+      if (earlier)
+        throw headerError(
+          `columns '${earlier.name}' and '${cell.trim()}' both give the ${field === 'code' ? 'code' : field}`,
+        );
       found.set(field, { index, name: cell.trim() });
     }
   });
   if (found.size === 0) return null;
   const code = found.get('code');
-  if (!code) throw headerError(`the header names ${[...found.values()].map((c) => `'${c.name}'`).join(', ')} but no 'code' column`);
+  if (!code)
+    throw headerError(
+      `the header names ${[...found.values()].map((c) => `'${c.name}'`).join(', ')} but no 'code' column`,
+    );
   const windows = (['startsAt', 'expiresAt'] as const).flatMap((field) => {
     const column = found.get(field);
     return column ? [{ field, ...column }] : [];
@@ -71,7 +81,8 @@ export function parseCsvRow(record: readonly string[], columns: CsvColumns | nul
 /** One list element: a code, or `{code, startsAt?, expiresAt?}`. */
 export function parseListEntry(raw: unknown): ParsedEntry {
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) return parseWindowed(raw);
-  if (typeof raw !== 'string') return { ok: false, field: 'code', message: 'must be a string or an object {code, startsAt?, expiresAt?}' };
+  if (typeof raw !== 'string')
+    return { ok: false, field: 'code', message: 'must be a string or an object {code, startsAt?, expiresAt?}' };
   return parseCode(raw);
 }
 
@@ -91,7 +102,11 @@ function parseWindowed(raw: unknown): ParsedEntry {
 function skipped(error: z.ZodError): ParsedEntry {
   const issue = error.issues[0]!;
   if (issue.code === 'unrecognized_keys') return { ok: false, field: issue.keys[0]!, message: 'unknown field' };
-  return { ok: false, field: issue.path.length > 0 ? issue.path.map(String).join('.') : 'code', message: issue.message };
+  return {
+    ok: false,
+    field: issue.path.length > 0 ? issue.path.map(String).join('.') : 'code',
+    message: issue.message,
+  };
 }
 
 function headerError(message: string): DibsError {

@@ -49,7 +49,8 @@ export async function importCsv(
   source: CsvSource,
   options: ImportOptions = {},
 ): Promise<ImportResult> {
-  const input = typeof source === 'string' || source instanceof Uint8Array ? Readable.from([source]) : Readable.from(source);
+  const input =
+    typeof source === 'string' || source instanceof Uint8Array ? Readable.from([source]) : Readable.from(source);
   let bytes = 0;
   input.on('data', (chunk: string | Uint8Array) => {
     bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
@@ -104,7 +105,10 @@ interface NumberedRecord {
  */
 class LineNumberedParser extends Parser {
   override push(record: unknown, encoding?: BufferEncoding): boolean {
-    return super.push(record === null ? null : ({ record: record as string[], line: this.info.lines } satisfies NumberedRecord), encoding);
+    return super.push(
+      record === null ? null : ({ record: record as string[], line: this.info.lines } satisfies NumberedRecord),
+      encoding,
+    );
   }
 }
 
@@ -139,7 +143,12 @@ class BatchImporter {
 
   /** Per-code windows need a store that judges them at claim and redeem time (`setCodeWindow`). */
   assertWindowsSupported(): void {
-    if (this.backend.setCodeWindow === undefined) throw new DibsError('unsupported', 'codes with their own validity window (starts_at/expires_at) cannot be imported into this store yet', { field: 'codes' });
+    if (this.backend.setCodeWindow === undefined)
+      throw new DibsError(
+        'unsupported',
+        'codes with their own validity window (starts_at/expires_at) cannot be imported into this store yet',
+        { field: 'codes' },
+      );
   }
 
   progress(): ImportProgress {
@@ -149,7 +158,8 @@ class BatchImporter {
 
   async finish(): Promise<ImportResult> {
     // An empty import still checks that the pool exists, so a typo is not a silent no-op.
-    if (this.batch.length > 0 || (this.totals.imported + this.totals.duplicates === 0 && this.inFlight.size === 0)) await this.flush();
+    if (this.batch.length > 0 || (this.totals.imported + this.totals.duplicates === 0 && this.inFlight.size === 0))
+      await this.flush();
     await Promise.all(this.inFlight);
     this.throwIfFailed();
     if (this.totals.imported > 0) await this.backend.importFinished?.(this.pool, this.totals.imported);

@@ -27,7 +27,10 @@ export const LIMITS = {
 export const TENANT_SEPARATOR = '~';
 export const tenantIdSchema = z
   .string({ error: 'must be a string' })
-  .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'use 1–32 lower-case letters, digits, "_" or "-", starting with a letter or digit');
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,31}$/,
+    'use 1–32 lower-case letters, digits, "_" or "-", starting with a letter or digit',
+  );
 const TENANT_PREFIX = /^[a-z0-9][a-z0-9_-]{0,31}~/;
 /** Longest namespace prefix (`<tenant>~`). */
 export const TENANT_PREFIX_MAX = 33;
@@ -97,12 +100,20 @@ const lowStockThresholdSchema = z
   .nullable();
 
 /** An instant as ISO 8601 with an offset, stored normalised to UTC with milliseconds. */
-const instantSchema = z
-  .iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' })
+const instantSchema = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' })
   .transform((s) => new Date(s).toISOString());
 
-const maxRedemptionsSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(0, 'must be 0 or more').max(1_000_000_000, 'at most 1000000000');
-const maxRedemptionsPerClaimantSchema = z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be 1 or more').max(1_000_000, 'at most 1000000');
+const maxRedemptionsSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(0, 'must be 0 or more')
+  .max(1_000_000_000, 'at most 1000000000');
+const maxRedemptionsPerClaimantSchema = z
+  .number({ error: 'must be a number' })
+  .int('must be a whole number')
+  .min(1, 'must be 1 or more')
+  .max(1_000_000, 'at most 1000000');
 
 /** A code format's fields; its deeper rules (pattern placeholders, charset) are checked by generate.ts' codeShape. */
 export const codeFormatSchema = z
@@ -116,7 +127,8 @@ export const codeFormatSchema = z
   })
   .strict();
 
-const windowIsOrdered = (w: { startsAt?: string | null; expiresAt?: string | null }) => !(w.startsAt && w.expiresAt && w.startsAt >= w.expiresAt);
+const windowIsOrdered = (w: { startsAt?: string | null; expiresAt?: string | null }) =>
+  !(w.startsAt && w.expiresAt && w.startsAt >= w.expiresAt);
 const windowOrderError = { message: 'must be after startsAt', path: ['expiresAt'] };
 
 export const createPoolSchema = z
@@ -178,16 +190,24 @@ export const importEntrySchema = z.union([codeSchema, windowedCodeSchema]);
 export const multiUseCodeSchema = z
   .object({
     code: z.lazy(() => codeSchema),
-    uses: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000_000, 'at most 1000000000'),
-    usesPerClaimant: z.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(1_000_000, 'at most 1000000').nullable().default(1),
+    uses: z
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000_000, 'at most 1000000000'),
+    usesPerClaimant: z
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'at most 1000000')
+      .nullable()
+      .default(1),
     ...windowFields,
   })
   .strict()
   .refine(windowIsOrdered, windowOrderError);
 
-export const claimOptionsSchema = z
-  .object({ idempotencyKey: idempotencyKeySchema.optional() })
-  .strict();
+export const claimOptionsSchema = z.object({ idempotencyKey: idempotencyKeySchema.optional() }).strict();
 
 export const claimCountSchema = z
   .number({ error: 'must be a number' })

@@ -126,9 +126,21 @@ export interface CodeWindow {
 }
 
 /** Why a code cannot be redeemed now (`Dibs.pools.validate`). */
-export type CodeInvalidReason = 'not_found' | 'not_claimed' | 'other_holder' | 'already_redeemed' | 'revoked' | 'not_yet_valid' | 'expired' | 'limit_reached' | 'malformed' | 'held';
+export type CodeInvalidReason =
+  | 'not_found'
+  | 'not_claimed'
+  | 'other_holder'
+  | 'already_redeemed'
+  | 'revoked'
+  | 'not_yet_valid'
+  | 'expired'
+  | 'limit_reached'
+  | 'malformed'
+  | 'held';
 
-export type CodeValidation = { valid: true; code: CodeInfo } | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
+export type CodeValidation =
+  | { valid: true; code: CodeInfo }
+  | { valid: false; reason: CodeInvalidReason; code: CodeInfo | null };
 
 export type ClaimStatus = 'claimed' | 'already-held';
 

@@ -11,7 +11,10 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, field
   const issue = result.error.issues[0]!;
   const path = [field, ...issue.path.map(String)].filter((p) => p !== undefined && p !== '').join('.');
   const name = path || 'input';
-  const message = issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}` : issue.message;
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? `unknown field(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`
+      : issue.message;
   return fail(name, message, result.error.issues.length);
 }
 

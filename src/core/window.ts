@@ -22,13 +22,16 @@ export function assertInWindow(pool: string, window: ValidityWindow, now: string
 
 /** The error for a pool whose window the store found closed. */
 export function outsideWindow(pool: string, window: ValidityWindow, state: 'not_yet_valid' | 'expired'): DibsError {
-  return state === 'not_yet_valid' ? refusal('pool_not_yet_valid', { pool, startsAt: window.startsAt }) : refusal('pool_expired', { pool, expiresAt: window.expiresAt });
+  return state === 'not_yet_valid'
+    ? refusal('pool_not_yet_valid', { pool, startsAt: window.startsAt })
+    : refusal('pool_expired', { pool, expiresAt: window.expiresAt });
 }
 
 /** Throws `not_yet_valid` / `expired` when `now` is outside a code's own window (after the pool's). */
 export function assertCodeInWindow(code: string, window: ValidityWindow, now: string): void {
   const state = windowState(window, now);
-  if (state !== 'open') throw codeOutsideWindow(code, state, state === 'not_yet_valid' ? window.startsAt! : window.expiresAt!);
+  if (state !== 'open')
+    throw codeOutsideWindow(code, state, state === 'not_yet_valid' ? window.startsAt! : window.expiresAt!);
 }
 
 /** The error for a code whose own window the store found closed (`at`: its start or its end). */

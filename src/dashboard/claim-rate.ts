@@ -51,7 +51,10 @@ export class ClaimRateSampler {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
 
-  constructor(private readonly dibs: Dibs, options: ClaimRateOptions = {}) {
+  constructor(
+    private readonly dibs: Dibs,
+    options: ClaimRateOptions = {},
+  ) {
     this.everyMs = options.everyMs ?? 5000;
     this.keep = options.keep ?? 120;
     this.watchMs = options.watchMs ?? 10 * 60_000;
@@ -73,7 +76,11 @@ export class ClaimRateSampler {
       // The live point's rate is measured over at least one sampling interval when history allows,
       // so a refresh just after a tick does not extrapolate one claim into a spike.
       const base = [...entry.samples].reverse().find((s) => s.t <= now - this.everyMs) ?? entry.samples[0]!;
-      points.push({ at: new Date(now).toISOString(), handedOut: current, perMinute: ratePerMinute(base, { t: now, handedOut: current }) });
+      points.push({
+        at: new Date(now).toISOString(),
+        handedOut: current,
+        perMinute: ratePerMinute(base, { t: now, handedOut: current }),
+      });
     }
     return { pool, everyMs: this.everyMs, points };
   }
@@ -118,7 +125,11 @@ export class ClaimRateSampler {
 function toPoints(samples: Sample[]): RatePoint[] {
   return samples.map((sample, i) => {
     const previous = samples[i - 1];
-    return { at: new Date(sample.t).toISOString(), handedOut: sample.handedOut, perMinute: previous ? ratePerMinute(previous, sample) : 0 };
+    return {
+      at: new Date(sample.t).toISOString(),
+      handedOut: sample.handedOut,
+      perMinute: previous ? ratePerMinute(previous, sample) : 0,
+    };
   });
 }
 

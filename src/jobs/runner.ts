@@ -42,7 +42,11 @@ export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatche
   const pools = dibs.backend.pools;
   if (pools.finishDeletions) {
     // a deletion's leftovers cost storage but answer no request: once a minute, a bounded amount of work
-    jobs.push({ name: 'pools.finish-deletions', everyMs: Math.max(every, FINISH_DELETIONS_EVERY_MS), run: () => pools.finishDeletions!(FINISH_DELETIONS_BUDGET) });
+    jobs.push({
+      name: 'pools.finish-deletions',
+      everyMs: Math.max(every, FINISH_DELETIONS_EVERY_MS),
+      run: () => pools.finishDeletions!(FINISH_DELETIONS_BUDGET),
+    });
   }
   if (options.dispatcher) {
     const dispatcher = options.dispatcher;
@@ -56,7 +60,10 @@ export class JobRunner {
   private readonly inFlight = new Set<Promise<unknown>>();
   private stopped = true;
 
-  constructor(private readonly jobs: JobSpec[], private readonly events: JobEvents = {}) {}
+  constructor(
+    private readonly jobs: JobSpec[],
+    private readonly events: JobEvents = {},
+  ) {}
 
   start(): void {
     this.stopped = false;

@@ -14,23 +14,34 @@ import { BOUNDS, DEFAULTS } from './options.js';
 import { runLoadtest } from './run.js';
 import { LoadtestInterrupted } from './spawn.js';
 import { renderSvg } from './svg.js';
-import { ARRIVAL_PATTERNS, type ArrivalPattern, type LoadTarget, type LoadtestOptions, type LoadtestReport } from './types.js';
+import {
+  ARRIVAL_PATTERNS,
+  type ArrivalPattern,
+  type LoadTarget,
+  type LoadtestOptions,
+  type LoadtestReport,
+} from './types.js';
 
 /** The CLI's exit codes (0 ok, 1 failure/violation, 2 user mistake), plus 130 for Ctrl-C. */
 export const EXIT = { ...CLI_EXIT, interrupted: 130 } as const;
 
 const integer = (min: number, max: number) => (raw: string) => {
   const value = Number(raw);
-  if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max)
+    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
   return value;
 };
-const decimal = (min: number, max: number, exclusiveMin = false) => (raw: string) => {
-  const value = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max || (exclusiveMin && value === min)) {
-    throw new InvalidArgumentError(`expected a number ${exclusiveMin ? 'above' : 'from'} ${min} ${exclusiveMin ? 'and up to' : 'to'} ${max}.`);
-  }
-  return value;
-};
+const decimal =
+  (min: number, max: number, exclusiveMin = false) =>
+  (raw: string) => {
+    const value = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max || (exclusiveMin && value === min)) {
+      throw new InvalidArgumentError(
+        `expected a number ${exclusiveMin ? 'above' : 'from'} ${min} ${exclusiveMin ? 'and up to' : 'to'} ${max}.`,
+      );
+    }
+    return value;
+  };
 
 interface CliOptions {
   store?: string;
@@ -98,21 +109,63 @@ Exit codes: 0 clean · 1 a violation (or the run could not complete) · 2 bad in
 export function registerLoadtestCommand(program: Command): Command {
   const command = program
     .command('loadtest')
-    .description('Hammer a coupon pool (or a flash sale, or locks) from many processes like a flash campaign, then prove every code went out exactly once')
-    .option('--store <url>', `store to load through the library, one openDibs per process (env DIBS_STORE; default ${DEFAULT_STORE})`)
+    .description(
+      'Hammer a coupon pool (or a flash sale, or locks) from many processes like a flash campaign, then prove every code went out exactly once',
+    )
+    .option(
+      '--store <url>',
+      `store to load through the library, one openDibs per process (env DIBS_STORE; default ${DEFAULT_STORE})`,
+    )
     .option('--url <url>', 'base URL of a running dibs service to load over HTTP instead (e.g. http://127.0.0.1:3000)')
     .option('--key <key>', 'API key for --url, sent as "Authorization: Bearer <key>" (default: $DIBS_API_KEY)')
-    .option('--request-timeout <ms>', 'with --url: a claim without an answer after this long counts as a timeout error (default: 30000)', integer(1, 600_000))
-    .option('--processes <n>', 'worker OS processes, like serverless instances', integer(1, BOUNDS.processes), DEFAULTS.processes)
+    .option(
+      '--request-timeout <ms>',
+      'with --url: a claim without an answer after this long counts as a timeout error (default: 30000)',
+      integer(1, 600_000),
+    )
+    .option(
+      '--processes <n>',
+      'worker OS processes, like serverless instances',
+      integer(1, BOUNDS.processes),
+      DEFAULTS.processes,
+    )
     .option('--claimants <n>', 'distinct simulated users', integer(1, BOUNDS.claimants), DEFAULTS.claimants)
     .option('--codes <n>', `codes to put in the fresh pool (default: ${DEFAULTS.codes})`, integer(0, BOUNDS.codes))
-    .option('--pool <name>', 'claim from this existing pool instead of creating one (nobody else should use it meanwhile)')
-    .addOption(new Option('--arrival <pattern>', 'burst: everyone at once · uniform: evenly over --duration · ramp: arrivals growing linearly over --duration').choices([...ARRIVAL_PATTERNS]).default(DEFAULTS.arrival))
-    .option('--duration <seconds>', 'window for uniform and ramp arrivals', decimal(0, BOUNDS.durationSec, true), DEFAULTS.durationSec)
-    .option('--repeat-ratio <ratio>', 'fraction of claimants that double-click or retry with the same idempotency key (0..1)', decimal(0, 1), DEFAULTS.repeatRatio)
-    .option('--limit <n>', 'per-claimant limit of the fresh pool; each claimant asks for that many codes (default 1)', integer(1, BOUNDS.limit))
+    .option(
+      '--pool <name>',
+      'claim from this existing pool instead of creating one (nobody else should use it meanwhile)',
+    )
+    .addOption(
+      new Option(
+        '--arrival <pattern>',
+        'burst: everyone at once · uniform: evenly over --duration · ramp: arrivals growing linearly over --duration',
+      )
+        .choices([...ARRIVAL_PATTERNS])
+        .default(DEFAULTS.arrival),
+    )
+    .option(
+      '--duration <seconds>',
+      'window for uniform and ramp arrivals',
+      decimal(0, BOUNDS.durationSec, true),
+      DEFAULTS.durationSec,
+    )
+    .option(
+      '--repeat-ratio <ratio>',
+      'fraction of claimants that double-click or retry with the same idempotency key (0..1)',
+      decimal(0, 1),
+      DEFAULTS.repeatRatio,
+    )
+    .option(
+      '--limit <n>',
+      'per-claimant limit of the fresh pool; each claimant asks for that many codes (default 1)',
+      integer(1, BOUNDS.limit),
+    )
     .option('--concurrency <n>', 'claims in flight per process', integer(1, BOUNDS.concurrency), DEFAULTS.concurrency)
-    .option('--timeout <seconds>', 'stop everything after this long (default: the window + 300)', decimal(0, BOUNDS.timeoutSec, true))
+    .option(
+      '--timeout <seconds>',
+      'stop everything after this long (default: the window + 300)',
+      decimal(0, BOUNDS.timeoutSec, true),
+    )
     .option('--seed <n>', 'seed of the plan (who repeats, who goes first), to replay a run', integer(0, 2 ** 31 - 1))
     .option('--json', 'print the report as JSON on stdout')
     .option('--svg <file>', 'write the chart (latency over time, outcomes) as SVG to this file')
@@ -122,7 +175,11 @@ export function registerLoadtestCommand(program: Command): Command {
     .option('--qty <n>', 'with --sale: units per buy (default 1)', integer(1, BOUNDS.limit))
     .option('--locks', 'load locks instead of a pool: every claimant acquires one of --keys, holds it, releases it')
     .option('--keys <n>', 'with --locks: lock keys the claimants contend for (default 8)', integer(1, BOUNDS.keys))
-    .option('--hold-ms <ms>', 'with --locks: how long each holder keeps its lease (default 2)', integer(0, BOUNDS.holdMs))
+    .option(
+      '--hold-ms <ms>',
+      'with --locks: how long each holder keeps its lease (default 2)',
+      integer(0, BOUNDS.holdMs),
+    )
     .option('--no-progress', 'no live progress line on stderr')
     // A module exporting openDibs(store, options) used instead of dibs' own: load-test a wrapper.
     .addOption(new Option('--store-module <file>').hideHelp())
@@ -131,7 +188,11 @@ export function registerLoadtestCommand(program: Command): Command {
       // `--store` and `--json` are also the program's global options, which commander lets the
       // program consume wherever they appear: read them with the globals.
       const { store } = self.optsWithGlobals() as GlobalOptions;
-      process.exitCode = await loadtestAction({ ...options, ...(store !== undefined ? { store } : {}), json: wantsJson(self) });
+      process.exitCode = await loadtestAction({
+        ...options,
+        ...(store !== undefined ? { store } : {}),
+        json: wantsJson(self),
+      });
     });
   // Bad input (commander's parse errors and invalid_input DibsErrors) is left to the program's
   // error handler, which maps it to exit code 2 like every other dibs command.
@@ -144,13 +205,23 @@ function toOptions(cli: CliOptions): LoadtestOptions {
     if (cli.store !== undefined) throw new UsageError('give either --store or --url, not both');
     if (cli.storeModule !== undefined) throw new UsageError('--store-module works with --store only');
     const key = cli.key ?? process.env.DIBS_API_KEY;
-    target = { kind: 'url', url: cli.url, ...(key ? { key } : {}), ...(cli.requestTimeout !== undefined ? { requestTimeoutMs: cli.requestTimeout } : {}) };
+    target = {
+      kind: 'url',
+      url: cli.url,
+      ...(key ? { key } : {}),
+      ...(cli.requestTimeout !== undefined ? { requestTimeoutMs: cli.requestTimeout } : {}),
+    };
   } else {
     if (cli.key !== undefined) throw new UsageError('--key works with --url only');
     if (cli.requestTimeout !== undefined) throw new UsageError('--request-timeout works with --url only');
-    target = { kind: 'store', store: cli.store ?? process.env.DIBS_STORE ?? DEFAULT_STORE, ...(cli.storeModule ? { storeModule: cli.storeModule } : {}) };
+    target = {
+      kind: 'store',
+      store: cli.store ?? process.env.DIBS_STORE ?? DEFAULT_STORE,
+      ...(cli.storeModule ? { storeModule: cli.storeModule } : {}),
+    };
   }
-  if (cli.pool !== undefined && cli.codes !== undefined) throw new UsageError('--codes fills a fresh pool; it cannot be combined with --pool');
+  if (cli.pool !== undefined && cli.codes !== undefined)
+    throw new UsageError('--codes fills a fresh pool; it cannot be combined with --pool');
   if (cli.sale && cli.locks) throw new UsageError('give either --sale or --locks, not both');
   const mode = cli.sale ? 'sale' : cli.locks ? 'locks' : 'pool';
   const misplaced = (
@@ -229,7 +300,9 @@ export async function loadtestAction(cli: CliOptions): Promise<number> {
       written.push(svgFile);
     }
   } catch (error) {
-    process.stderr.write(`error: could not write the report: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `error: could not write the report: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return EXIT.failure;
   }
 

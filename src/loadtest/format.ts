@@ -11,18 +11,41 @@ export function formatReport(r: LoadtestReport): string {
   const errorCount = errors.reduce((a, [, c]) => a + c, 0);
   const lines: [string, string][] = [
     ['target', `${r.target.backend} (${r.target.address})`],
-    [r.scenario.mode === 'locks' ? 'keys' : r.scenario.mode, `${r.pool}${r.scenario.mode === 'locks' ? '-k*' : ''}${r.poolCreated ? ' (created for this run)' : ' (existing)'}`],
-    ['scenario', `${describeWorkload(r)}, ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`}, ${plural(s.processes, 'process', 'processes')} × ${s.concurrency} in flight, ${Math.round(s.repeatRatio * 100)}% repeat`],
-    ['machine', `${r.environment.cpus} CPUs, ${r.environment.platform}, Node ${r.environment.node}, load average ${r.environment.loadAverage.join(' ')} (at the end); replay with --seed ${r.scenario.seed}`],
-    ['requests', `${n(r.requests.planned)} planned, ${n(r.requests.answered)} answered in ${r.wallSeconds.toFixed(2)} s → ${n(r.throughput)} answers/s`],
-    ['latency', `p50 ${ms(r.latencyMs.p50)} · p90 ${ms(r.latencyMs.p90)} · p99 ${ms(r.latencyMs.p99)} · max ${ms(r.latencyMs.max)}  (each call)`],
-    ['waited', `p50 ${ms(r.arrivalToAnswerMs.p50)} · p90 ${ms(r.arrivalToAnswerMs.p90)} · p99 ${ms(r.arrivalToAnswerMs.p99)} · max ${ms(r.arrivalToAnswerMs.max)}  (click to answer, incl. queueing in the instance)`],
+    [
+      r.scenario.mode === 'locks' ? 'keys' : r.scenario.mode,
+      `${r.pool}${r.scenario.mode === 'locks' ? '-k*' : ''}${r.poolCreated ? ' (created for this run)' : ' (existing)'}`,
+    ],
+    [
+      'scenario',
+      `${describeWorkload(r)}, ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`}, ${plural(s.processes, 'process', 'processes')} × ${s.concurrency} in flight, ${Math.round(s.repeatRatio * 100)}% repeat`,
+    ],
+    [
+      'machine',
+      `${r.environment.cpus} CPUs, ${r.environment.platform}, Node ${r.environment.node}, load average ${r.environment.loadAverage.join(' ')} (at the end); replay with --seed ${r.scenario.seed}`,
+    ],
+    [
+      'requests',
+      `${n(r.requests.planned)} planned, ${n(r.requests.answered)} answered in ${r.wallSeconds.toFixed(2)} s → ${n(r.throughput)} answers/s`,
+    ],
+    [
+      'latency',
+      `p50 ${ms(r.latencyMs.p50)} · p90 ${ms(r.latencyMs.p90)} · p99 ${ms(r.latencyMs.p99)} · max ${ms(r.latencyMs.max)}  (each call)`,
+    ],
+    [
+      'waited',
+      `p50 ${ms(r.arrivalToAnswerMs.p50)} · p90 ${ms(r.arrivalToAnswerMs.p90)} · p99 ${ms(r.arrivalToAnswerMs.p99)} · max ${ms(r.arrivalToAnswerMs.max)}  (click to answer, incl. queueing in the instance)`,
+    ],
     [
       'outcomes',
       `claimed ${n(r.outcomes.claimed)} (${n(r.outcomes.replayed)} replayed) · already-held ${n(r.outcomes.alreadyHeld)} · sold_out ${n(r.outcomes.soldOut)} · errors ${n(errorCount)}${errors.length ? ` (${errors.map(([code, c]) => `${code} ${n(c)}`).join(', ')})` : ''}`,
     ],
     ['numbers', describeNumbers(r)],
-    ['final', Object.entries(r.finalStats).map(([k, v]) => `${k} ${n(v)}`).join(' · ')],
+    [
+      'final',
+      Object.entries(r.finalStats)
+        .map(([k, v]) => `${k} ${n(v)}`)
+        .join(' · '),
+    ],
     ['audit', r.audit.length === 0 ? 'clean' : plural(r.audit.length, 'finding')],
   ];
   const width = Math.max(...lines.map(([label]) => label.length));
@@ -51,7 +74,12 @@ export function describeWorkload(r: LoadtestReport): string {
 
 function describeNumbers(r: LoadtestReport): string {
   const x = r.numbers;
-  const [unit, verb] = r.scenario.mode === 'sale' ? ['unit', 'sold'] : r.scenario.mode === 'locks' ? ['lease', 'granted'] : ['code', 'handed out'];
+  const [unit, verb] =
+    r.scenario.mode === 'sale'
+      ? ['unit', 'sold']
+      : r.scenario.mode === 'locks'
+        ? ['lease', 'granted']
+        : ['code', 'handed out'];
   return `demand ${n(x.demand)}, supply ${n(x.supply)} → expected ${plural(x.expectedCodesGiven, unit)} ${verb}; ${verb} ${n(x.codesGiven)} to ${plural(x.winners, 'winner')}; ${plural(x.losers, 'claimant')} left with nothing`;
 }
 

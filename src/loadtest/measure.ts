@@ -17,7 +17,13 @@ export function summariseLatency(latencies: readonly number[]): LatencySummary {
   const sorted = Float64Array.from(latencies).sort();
   const arr = Array.from(sorted);
   const mean = arr.length === 0 ? 0 : arr.reduce((a, b) => a + b, 0) / arr.length;
-  return { p50: round2(percentile(arr, 50)), p90: round2(percentile(arr, 90)), p99: round2(percentile(arr, 99)), max: round2(arr.at(-1) ?? 0), mean: round2(mean) };
+  return {
+    p50: round2(percentile(arr, 50)),
+    p90: round2(percentile(arr, 90)),
+    p99: round2(percentile(arr, 99)),
+    max: round2(arr.at(-1) ?? 0),
+    mean: round2(mean),
+  };
 }
 
 const NICE_BUCKETS_SEC = [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300];

@@ -7,7 +7,14 @@ import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { poolNameSchema } from '../core/schemas.js';
 import { parseInput } from '../core/validate.js';
-import { ARRIVAL_PATTERNS, LOAD_MODES, type ArrivalPattern, type LoadMode, type LoadTarget, type LoadtestOptions } from './types.js';
+import {
+  ARRIVAL_PATTERNS,
+  LOAD_MODES,
+  type ArrivalPattern,
+  type LoadMode,
+  type LoadTarget,
+  type LoadtestOptions,
+} from './types.js';
 
 export const DEFAULTS = {
   processes: 4,
@@ -60,7 +67,12 @@ export interface ResolvedOptions {
   seed: number;
 }
 
-const int = (min: number, max: number) => z.number({ error: 'must be a number' }).int('must be a whole number').min(min, `must be at least ${min}`).max(max, `at most ${max}`);
+const int = (min: number, max: number) =>
+  z
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(max, `at most ${max}`);
 
 const targetSchema = z.discriminatedUnion('kind', [
   z.object({
@@ -83,7 +95,9 @@ const targetSchema = z.discriminatedUnion('kind', [
 const optionsSchema = z
   .object({
     target: targetSchema,
-    mode: z.enum(LOAD_MODES as [LoadMode, ...LoadMode[]], { error: `must be one of ${LOAD_MODES.join(', ')}` }).default(DEFAULTS.mode),
+    mode: z
+      .enum(LOAD_MODES as [LoadMode, ...LoadMode[]], { error: `must be one of ${LOAD_MODES.join(', ')}` })
+      .default(DEFAULTS.mode),
     cap: int(0, BOUNDS.cap).optional(),
     qty: int(1, BOUNDS.limit).optional(),
     keys: int(1, BOUNDS.keys).optional(),
@@ -92,22 +106,44 @@ const optionsSchema = z
     claimants: int(1, BOUNDS.claimants).default(DEFAULTS.claimants),
     codes: int(0, BOUNDS.codes).optional(),
     pool: poolNameSchema.optional(),
-    arrival: z.enum(ARRIVAL_PATTERNS as [ArrivalPattern, ...ArrivalPattern[]], { error: `must be one of ${ARRIVAL_PATTERNS.join(', ')}` }).default(DEFAULTS.arrival),
-    durationSec: z.number({ error: 'must be a number' }).positive('must be more than 0').max(BOUNDS.durationSec, `at most ${BOUNDS.durationSec}`).default(DEFAULTS.durationSec),
-    repeatRatio: z.number({ error: 'must be a number' }).min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1').default(DEFAULTS.repeatRatio),
+    arrival: z
+      .enum(ARRIVAL_PATTERNS as [ArrivalPattern, ...ArrivalPattern[]], {
+        error: `must be one of ${ARRIVAL_PATTERNS.join(', ')}`,
+      })
+      .default(DEFAULTS.arrival),
+    durationSec: z
+      .number({ error: 'must be a number' })
+      .positive('must be more than 0')
+      .max(BOUNDS.durationSec, `at most ${BOUNDS.durationSec}`)
+      .default(DEFAULTS.durationSec),
+    repeatRatio: z
+      .number({ error: 'must be a number' })
+      .min(0, 'must be between 0 and 1')
+      .max(1, 'must be between 0 and 1')
+      .default(DEFAULTS.repeatRatio),
     limit: int(1, BOUNDS.limit).optional(),
     concurrency: int(1, BOUNDS.concurrency).default(DEFAULTS.concurrency),
-    timeoutSec: z.number({ error: 'must be a number' }).positive('must be more than 0').max(BOUNDS.timeoutSec).optional(),
+    timeoutSec: z
+      .number({ error: 'must be a number' })
+      .positive('must be more than 0')
+      .max(BOUNDS.timeoutSec)
+      .optional(),
     seed: z.number().int().optional(),
   })
   .strict()
   .superRefine((o, ctx) => {
     // Options of another mode are a mistake worth naming, not something to ignore silently.
-    const foreign: Record<LoadMode, (keyof typeof o)[]> = { pool: ['cap', 'qty', 'keys', 'holdMs'], sale: ['codes', 'pool', 'keys', 'holdMs'], locks: ['codes', 'pool', 'cap', 'qty', 'limit'] };
+    const foreign: Record<LoadMode, (keyof typeof o)[]> = {
+      pool: ['cap', 'qty', 'keys', 'holdMs'],
+      sale: ['codes', 'pool', 'keys', 'holdMs'],
+      locks: ['codes', 'pool', 'cap', 'qty', 'limit'],
+    };
     for (const field of foreign[o.mode]) {
-      if (o[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `does not apply to ${o.mode} mode` });
+      if (o[field] !== undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: `does not apply to ${o.mode} mode` });
     }
-    if (o.mode === 'sale' && o.qty !== undefined && o.limit !== undefined && o.qty > o.limit) ctx.addIssue({ code: 'custom', path: ['qty'], message: `must not exceed the per-customer limit (${o.limit})` });
+    if (o.mode === 'sale' && o.qty !== undefined && o.limit !== undefined && o.qty > o.limit)
+      ctx.addIssue({ code: 'custom', path: ['qty'], message: `must not exceed the per-customer limit (${o.limit})` });
   });
 
 export function resolveOptions(input: LoadtestOptions): ResolvedOptions {
@@ -131,6 +167,6 @@ export function resolveOptions(input: LoadtestOptions): ResolvedOptions {
     pool: o.pool,
     limit: o.limit,
     timeoutSec: o.timeoutSec ?? window + 300,
-    seed: o.seed ?? (Date.now() & 0x7fffffff),
+    seed: o.seed ?? Date.now() & 0x7fffffff,
   };
 }

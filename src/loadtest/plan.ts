@@ -63,7 +63,9 @@ export function planLoad(options: PlanOptions): PlannedClaim[][] {
   // Who arrives in which order: a shuffled permutation, so arrival order is not claimant order.
   const order = shuffled(claimants, rnd);
   const arrivalOf = new Array<number>(claimants);
-  order.forEach((claimant, rank) => (arrivalOf[claimant] = arrivalOffset(options.arrival, rank, claimants, options.durationSec)));
+  order.forEach(
+    (claimant, rank) => (arrivalOf[claimant] = arrivalOffset(options.arrival, rank, claimants, options.durationSec)),
+  );
 
   // Who repeats: a random subset, so repeaters are spread over the population and over
   // keyed and unkeyed claimants alike.
@@ -77,7 +79,12 @@ export function planLoad(options: PlanOptions): PlannedClaim[][] {
     const home = i % processes;
     const at = arrivalOf[i]!;
     for (let k = 0; k < claimsPerClaimant; k++) {
-      const first: PlannedClaim = { claimant, attempt: k, at: options.arrival === 'burst' ? 0 : at + k * 10, ...(keyed ? { key: `${claimant}/order-${k}` } : {}) };
+      const first: PlannedClaim = {
+        claimant,
+        attempt: k,
+        at: options.arrival === 'burst' ? 0 : at + k * 10,
+        ...(keyed ? { key: `${claimant}/order-${k}` } : {}),
+      };
       lanes[(home + k) % processes]!.push(first);
       if (repeats && k === 0) {
         const delay = REPEAT_DELAY_MS[0] + rnd() * (REPEAT_DELAY_MS[1] - REPEAT_DELAY_MS[0]);

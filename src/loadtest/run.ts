@@ -10,7 +10,18 @@ import { resolveOptions, type ResolvedOptions } from './options.js';
 import { planLoad } from './plan.js';
 import { runWorkers } from './spawn.js';
 import { openControlClient, type ControlClient, type WorkMode } from './targets/target.js';
-import type { AuditFinding, LoadtestHooks, LoadtestOptions, LoadtestReport, LockLoadtestReport, PlannedClaim, PoolLoadtestReport, RunViolation, SaleLoadtestReport, TimedOutcome } from './types.js';
+import type {
+  AuditFinding,
+  LoadtestHooks,
+  LoadtestOptions,
+  LoadtestReport,
+  LockLoadtestReport,
+  PlannedClaim,
+  PoolLoadtestReport,
+  RunViolation,
+  SaleLoadtestReport,
+  TimedOutcome,
+} from './types.js';
 import { verifyRun } from './verify.js';
 import { verifyLockRun, verifySaleRun, type ModeSummary } from './verify-modes.js';
 
@@ -32,16 +43,33 @@ interface PreparedPool {
 }
 
 /** A fresh, uniquely named pool filled with `codes` codes — or the existing pool the user named. */
-async function preparePool(control: ControlClient, o: ResolvedOptions, id: string, startedAt: Date, hooks: LoadtestHooks): Promise<PreparedPool> {
+async function preparePool(
+  control: ControlClient,
+  o: ResolvedOptions,
+  id: string,
+  startedAt: Date,
+  hooks: LoadtestHooks,
+): Promise<PreparedPool> {
   if (o.pool !== undefined) {
     hooks.onPhase?.('setup', `using existing pool ${o.pool}`);
     const info = await control.poolInfo(o.pool);
     if (o.limit !== undefined && o.limit !== info.perClaimantLimit) {
-      throw new DibsError('invalid_input', `limit: pool ${o.pool} has perClaimantLimit ${info.perClaimantLimit}; drop --limit or use a fresh pool`, { field: 'limit' });
+      throw new DibsError(
+        'invalid_input',
+        `limit: pool ${o.pool} has perClaimantLimit ${info.perClaimantLimit}; drop --limit or use a fresh pool`,
+        { field: 'limit' },
+      );
     }
     // Codes held before the run are not this run's answers.
     const heldBefore = (await control.exportCodes(o.pool)).filter((c) => c.claimant !== null).map((c) => c.code);
-    return { pool: o.pool, created: false, perClaimantLimit: info.perClaimantLimit, supply: info.stats.free, total: undefined, heldBefore };
+    return {
+      pool: o.pool,
+      created: false,
+      perClaimantLimit: info.perClaimantLimit,
+      supply: info.stats.free,
+      total: undefined,
+      heldBefore,
+    };
   }
   const pool = `loadtest-${stamp(startedAt)}-${id}`;
   const perClaimantLimit = o.limit ?? 1;
@@ -50,7 +78,8 @@ async function preparePool(control: ControlClient, o: ResolvedOptions, id: strin
   hooks.onPhase?.('import', `importing ${o.codes.toLocaleString('en-US')} codes`);
   const codes = Array.from({ length: o.codes }, (_, i) => `LT-${id}-${String(i).padStart(7, '0')}`);
   const imported = await control.importCodes(pool, codes);
-  if (imported.imported !== o.codes) throw new DibsError('internal', `imported ${imported.imported} of ${o.codes} codes into ${pool}`);
+  if (imported.imported !== o.codes)
+    throw new DibsError('internal', `imported ${imported.imported} of ${o.codes} codes into ${pool}`);
   const info = await control.poolInfo(pool);
   return { pool, created: true, perClaimantLimit, supply: info.stats.free, total: o.codes, heldBefore: [] };
 }
@@ -62,20 +91,53 @@ interface ModeRun {
   work: WorkMode;
   lanes: PlannedClaim[][];
   scenario: LoadtestReport['scenario'];
-  verify(outcomes: TimedOutcome[]): Promise<{ violations: RunViolation[]; summary: ModeSummary; finalStats: LoadtestReport['finalStats']; audit: AuditFinding[] }>;
+  verify(outcomes: TimedOutcome[]): Promise<{
+    violations: RunViolation[];
+    summary: ModeSummary;
+    finalStats: LoadtestReport['finalStats'];
+    audit: AuditFinding[];
+  }>;
 }
 
-function planFor(o: ResolvedOptions, id: string, claimsPerClaimant: number, repeatRatio = o.repeatRatio): PlannedClaim[][] {
-  return planLoad({ processes: o.processes, claimants: o.claimants, claimsPerClaimant, repeatRatio, arrival: o.arrival, durationSec: o.durationSec, seed: o.seed, claimantPrefix: `lt${id}-c` });
+function planFor(
+  o: ResolvedOptions,
+  id: string,
+  claimsPerClaimant: number,
+  repeatRatio = o.repeatRatio,
+): PlannedClaim[][] {
+  return planLoad({
+    processes: o.processes,
+    claimants: o.claimants,
+    claimsPerClaimant,
+    repeatRatio,
+    arrival: o.arrival,
+    durationSec: o.durationSec,
+    seed: o.seed,
+    claimantPrefix: `lt${id}-c`,
+  });
 }
 
 function scenarioBase(o: ResolvedOptions) {
-  return { processes: o.processes, claimants: o.claimants, arrival: o.arrival, durationSec: o.arrival === 'burst' ? 0 : o.durationSec, repeatRatio: o.repeatRatio, concurrency: o.concurrency, seed: o.seed };
+  return {
+    processes: o.processes,
+    claimants: o.claimants,
+    arrival: o.arrival,
+    durationSec: o.arrival === 'burst' ? 0 : o.durationSec,
+    repeatRatio: o.repeatRatio,
+    concurrency: o.concurrency,
+    seed: o.seed,
+  };
 }
 
 const planned = (lanes: PlannedClaim[][]) => lanes.reduce((n, lane) => n + lane.length, 0);
 
-async function poolMode(control: ControlClient, o: ResolvedOptions, id: string, startedAt: Date, hooks: LoadtestHooks): Promise<ModeRun> {
+async function poolMode(
+  control: ControlClient,
+  o: ResolvedOptions,
+  id: string,
+  startedAt: Date,
+  hooks: LoadtestHooks,
+): Promise<ModeRun> {
   const prepared = await preparePool(control, o, id, startedAt, hooks);
   const { pool, perClaimantLimit } = prepared;
   const lanes = planFor(o, id, perClaimantLimit);
@@ -84,12 +146,30 @@ async function poolMode(control: ControlClient, o: ResolvedOptions, id: string, 
     created: prepared.created,
     work: { kind: 'pool' },
     lanes,
-    scenario: { mode: 'pool', ...scenarioBase(o), claimsPerClaimant: perClaimantLimit, perClaimantLimit, codes: prepared.supply },
+    scenario: {
+      mode: 'pool',
+      ...scenarioBase(o),
+      claimsPerClaimant: perClaimantLimit,
+      perClaimantLimit,
+      codes: prepared.supply,
+    },
     async verify(outcomes) {
       const codes = await control.exportCodes(pool);
       const { stats } = await control.poolInfo(pool);
       const audit = await control.audit(pool);
-      const v = verifyRun({ outcomes, codes, stats, audit, expect: { codes: prepared.supply, perClaimantLimit, total: prepared.total, requests: planned(lanes), heldBefore: prepared.heldBefore } });
+      const v = verifyRun({
+        outcomes,
+        codes,
+        stats,
+        audit,
+        expect: {
+          codes: prepared.supply,
+          perClaimantLimit,
+          total: prepared.total,
+          requests: planned(lanes),
+          heldBefore: prepared.heldBefore,
+        },
+      });
       const s = v.summary;
       const summary: ModeSummary = { ...s, given: s.codesGiven, expectedGiven: s.expectedCodesGiven };
       return { violations: v.violations, summary, finalStats: stats, audit };
@@ -97,16 +177,33 @@ async function poolMode(control: ControlClient, o: ResolvedOptions, id: string, 
   };
 }
 
-function controlFor<K extends 'createSale' | 'saleInfo' | 'auditSale' | 'lockHolders'>(control: ControlClient, mode: string, ...methods: K[]): Required<Pick<ControlClient, K>> {
-  for (const m of methods) if (!control[m]) throw new DibsError('invalid_input', `${mode} mode is not available for a ${control.backend} target`, { field: 'mode' });
+function controlFor<K extends 'createSale' | 'saleInfo' | 'auditSale' | 'lockHolders'>(
+  control: ControlClient,
+  mode: string,
+  ...methods: K[]
+): Required<Pick<ControlClient, K>> {
+  for (const m of methods)
+    if (!control[m])
+      throw new DibsError('invalid_input', `${mode} mode is not available for a ${control.backend} target`, {
+        field: 'mode',
+      });
   return control as unknown as Required<Pick<ControlClient, K>>;
 }
 
-async function saleMode(control: ControlClient, o: ResolvedOptions, id: string, startedAt: Date, hooks: LoadtestHooks): Promise<ModeRun> {
+async function saleMode(
+  control: ControlClient,
+  o: ResolvedOptions,
+  id: string,
+  startedAt: Date,
+  hooks: LoadtestHooks,
+): Promise<ModeRun> {
   const c = controlFor(control, 'sale', 'createSale', 'saleInfo', 'auditSale');
   const sale = `loadtest-${stamp(startedAt)}-${id}`;
   const perCustomerLimit = o.limit ?? o.qty;
-  hooks.onPhase?.('setup', `creating sale ${sale} (${o.cap.toLocaleString('en-US')} units, ${o.qty} per buy, limit ${perCustomerLimit} per customer)`);
+  hooks.onPhase?.(
+    'setup',
+    `creating sale ${sale} (${o.cap.toLocaleString('en-US')} units, ${o.qty} per buy, limit ${perCustomerLimit} per customer)`,
+  );
   await c.createSale(sale, o.cap, perCustomerLimit);
   const lanes = planFor(o, id, 1);
   return {
@@ -118,7 +215,12 @@ async function saleMode(control: ControlClient, o: ResolvedOptions, id: string, 
     async verify(outcomes) {
       const finalStats = await c.saleInfo(sale);
       const audit = await c.auditSale(sale);
-      const v = verifySaleRun({ outcomes, final: finalStats, audit, expect: { cap: o.cap, qty: o.qty, perCustomerLimit, requests: planned(lanes) } });
+      const v = verifySaleRun({
+        outcomes,
+        final: finalStats,
+        audit,
+        expect: { cap: o.cap, qty: o.qty, perCustomerLimit, requests: planned(lanes) },
+      });
       return { violations: v.violations, summary: v.summary, finalStats, audit };
     },
   };
@@ -130,7 +232,9 @@ async function lockMode(control: ControlClient, o: ResolvedOptions, id: string, 
   const keys = Array.from({ length: o.keys }, (_, i) => `${prefix}-k${i}`);
   // Everyone wants one critical section on one key; keys are dealt round-robin so each is contended.
   let next = 0;
-  const lanes = planFor(o, id, 1, 0).map((lane) => lane.map((op) => ({ ...op, resource: keys[next++ % keys.length]! })));
+  const lanes = planFor(o, id, 1, 0).map((lane) =>
+    lane.map((op) => ({ ...op, resource: keys[next++ % keys.length]! })),
+  );
   return {
     name: prefix,
     created: true,
@@ -146,9 +250,18 @@ async function lockMode(control: ControlClient, o: ResolvedOptions, id: string, 
   };
 }
 
-export function runLoadtest(options: LoadtestOptions & { mode?: 'pool' }, hooks?: LoadtestHooks): Promise<PoolLoadtestReport>;
-export function runLoadtest(options: LoadtestOptions & { mode: 'sale' }, hooks?: LoadtestHooks): Promise<SaleLoadtestReport>;
-export function runLoadtest(options: LoadtestOptions & { mode: 'locks' }, hooks?: LoadtestHooks): Promise<LockLoadtestReport>;
+export function runLoadtest(
+  options: LoadtestOptions & { mode?: 'pool' },
+  hooks?: LoadtestHooks,
+): Promise<PoolLoadtestReport>;
+export function runLoadtest(
+  options: LoadtestOptions & { mode: 'sale' },
+  hooks?: LoadtestHooks,
+): Promise<SaleLoadtestReport>;
+export function runLoadtest(
+  options: LoadtestOptions & { mode: 'locks' },
+  hooks?: LoadtestHooks,
+): Promise<LockLoadtestReport>;
 export function runLoadtest(options: LoadtestOptions, hooks?: LoadtestHooks): Promise<LoadtestReport>;
 export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks = {}): Promise<LoadtestReport> {
   const o = resolveOptions(options);
@@ -157,7 +270,12 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
   hooks.onPhase?.('setup', `connecting to ${o.target.kind === 'url' ? o.target.url : 'the store'}`);
   const control = await openControlClient(o.target);
   try {
-    const mode = o.mode === 'sale' ? await saleMode(control, o, id, startedAt, hooks) : o.mode === 'locks' ? await lockMode(control, o, id, startedAt) : await poolMode(control, o, id, startedAt, hooks);
+    const mode =
+      o.mode === 'sale'
+        ? await saleMode(control, o, id, startedAt, hooks)
+        : o.mode === 'locks'
+          ? await lockMode(control, o, id, startedAt)
+          : await poolMode(control, o, id, startedAt, hooks);
     const requests = planned(mode.lanes);
 
     hooks.onPhase?.('spawn', `starting ${o.processes} worker process${o.processes === 1 ? '' : 'es'}`);
@@ -172,8 +290,12 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
       timeoutMs: o.timeoutSec * 1000,
       onStart: () => {
         tally.markStart();
-        hooks.onPhase?.('run', `${requests.toLocaleString('en-US')} requests from ${o.claimants.toLocaleString('en-US')} claimants, ${o.arrival}`);
-        if (hooks.onProgress) ticker = setInterval(() => hooks.onProgress!(tally.snapshot()), hooks.progressIntervalMs ?? 250);
+        hooks.onPhase?.(
+          'run',
+          `${requests.toLocaleString('en-US')} requests from ${o.claimants.toLocaleString('en-US')} claimants, ${o.arrival}`,
+        );
+        if (hooks.onProgress)
+          ticker = setInterval(() => hooks.onProgress!(tally.snapshot()), hooks.progressIntervalMs ?? 250);
       },
       onOutcomes: (batch) => tally.add(batch),
     }).finally(() => clearInterval(ticker));
@@ -194,20 +316,41 @@ export async function runLoadtest(options: LoadtestOptions, hooks: LoadtestHooks
       pool: mode.name,
       poolCreated: mode.created,
       scenario: mode.scenario,
-      environment: { node: process.version, platform: `${process.platform}-${process.arch}`, cpus: availableParallelism(), loadAverage: loadavg().map((l) => Math.round(l * 100) / 100) },
+      environment: {
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        cpus: availableParallelism(),
+        loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
+      },
       requests: { planned: requests, answered: outcomes.length },
       wallSeconds: Math.round(wallSeconds * 1000) / 1000,
       throughput: wallSeconds > 0 ? Math.round(outcomes.length / wallSeconds) : 0,
       latencyMs: summariseLatency(outcomes.map((x) => x.ms)),
       arrivalToAnswerMs: summariseLatency(outcomes.map((x) => Math.max(0, x.sent - x.at) + x.ms)),
-      outcomes: { claimed: outcomes.filter((x) => x.status === 'claimed').length, alreadyHeld: s.alreadyHeld, replayed: s.replayed, soldOut: s.soldOut, errors: Object.fromEntries(Object.entries(s.errors).filter(([code]) => code !== 'sold_out')) },
-      numbers: { demand: s.demand, supply: s.supply, expectedCodesGiven: s.expectedGiven, codesGiven: s.given, winners: s.winners, losers: s.losers },
+      outcomes: {
+        claimed: outcomes.filter((x) => x.status === 'claimed').length,
+        alreadyHeld: s.alreadyHeld,
+        replayed: s.replayed,
+        soldOut: s.soldOut,
+        errors: Object.fromEntries(Object.entries(s.errors).filter(([code]) => code !== 'sold_out')),
+      },
+      numbers: {
+        demand: s.demand,
+        supply: s.supply,
+        expectedCodesGiven: s.expectedGiven,
+        codesGiven: s.given,
+        winners: s.winners,
+        losers: s.losers,
+      },
       finalStats: verdict.finalStats,
       audit: verdict.audit,
       violations,
       timeline: timeline(outcomes),
     } as LoadtestReport;
-    hooks.onPhase?.('done', report.ok ? 'clean' : `${violations.length} violation${violations.length === 1 ? '' : 's'}`);
+    hooks.onPhase?.(
+      'done',
+      report.ok ? 'clean' : `${violations.length} violation${violations.length === 1 ? '' : 's'}`,
+    );
     return report;
   } finally {
     await control.close();

@@ -75,7 +75,8 @@ function tsxImport(): string {
 }
 
 export function workerCommand(target: LoadTarget): { file: string; args: string[] } {
-  const needsTsx = TS.test(WORKER) || (target.kind === 'store' && target.storeModule !== undefined && TS.test(target.storeModule));
+  const needsTsx =
+    TS.test(WORKER) || (target.kind === 'store' && target.storeModule !== undefined && TS.test(target.storeModule));
   return { file: process.execPath, args: [...(needsTsx ? ['--import', tsxImport()] : []), WORKER] };
 }
 
@@ -117,7 +118,8 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
   const command = workerCommand(options.target);
   const workers: Worker[] = [];
   let timedOut = false;
-  const killAll = () => workers.forEach((w) => w.child.exitCode === null && w.child.signalCode === null && w.child.kill('SIGKILL'));
+  const killAll = () =>
+    workers.forEach((w) => w.child.exitCode === null && w.child.signalCode === null && w.child.kill('SIGKILL'));
   const timer = setTimeout(() => {
     timedOut = true;
     killAll();
@@ -132,21 +134,36 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
   process.once('SIGTERM', onSignal);
   try {
     options.lanes.forEach((ops, index) => {
-      const config: WorkerConfig = { index, target: options.target, mode: options.mode ?? { kind: 'pool' }, pool: options.pool, ops, concurrency: options.concurrency, resultFile: join(dir, `worker-${index}.jsonl`) };
+      const config: WorkerConfig = {
+        index,
+        target: options.target,
+        mode: options.mode ?? { kind: 'pool' },
+        pool: options.pool,
+        ops,
+        concurrency: options.concurrency,
+        resultFile: join(dir, `worker-${index}.jsonl`),
+      };
       const configFile = join(dir, `worker-${index}.config.json`);
       // The config may carry an API key: readable by this user only.
       writeFileSync(configFile, JSON.stringify(config), { mode: 0o600 });
-      const child = spawn(command.file, [...command.args, configFile], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(command.file, [...command.args, configFile], {
+        cwd: process.cwd(),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr = (stderr + String(d)).slice(-4000)));
-      const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+      const exited = new Promise<number | string>((resolve) =>
+        child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+      );
       const ready = new Promise<void>((resolve, reject) => {
         let out = '';
         child.stdout.on('data', (d: Buffer) => {
           out += String(d);
           if (out.includes('ready\n')) resolve();
         });
-        void exited.then((code) => reject(new Error(`loadtest worker ${index} exited (${code}) before it was ready:\n${stderr.trim()}`)));
+        void exited.then((code) =>
+          reject(new Error(`loadtest worker ${index} exited (${code}) before it was ready:\n${stderr.trim()}`)),
+        );
       });
       ready.catch(() => {});
       workers.push({ child, ready, exited, stderr: () => stderr, tail: new Tail(config.resultFile) });
@@ -171,7 +188,13 @@ export async function runWorkers(options: WorkersOptions): Promise<WorkersResult
     const seconds = (performance.now() - started) / 1000;
     if (interrupted) throw new LoadtestInterrupted();
     drain();
-    const failures = codes.flatMap((code, i) => (code === 0 ? [] : [`worker ${i} ${timedOut ? 'was stopped by the time limit' : `exited with ${code}`}${workers[i]!.stderr().trim() ? `: ${workers[i]!.stderr().trim().split('\n').slice(-5).join(' | ')}` : ''}`]));
+    const failures = codes.flatMap((code, i) =>
+      code === 0
+        ? []
+        : [
+            `worker ${i} ${timedOut ? 'was stopped by the time limit' : `exited with ${code}`}${workers[i]!.stderr().trim() ? `: ${workers[i]!.stderr().trim().split('\n').slice(-5).join(' | ')}` : ''}`,
+          ],
+    );
     return { outcomes, seconds, failures, timedOut };
   } finally {
     clearTimeout(timer);

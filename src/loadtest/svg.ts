@@ -11,7 +11,18 @@ const H = 620;
 const M = { left: 78, right: 24 };
 const LAT = { top: 96, bottom: 336 };
 const BARS = { top: 392, bottom: 552 };
-const COLORS = { p50: '#2563eb', p99: '#ea580c', claimed: '#16a34a', alreadyHeld: '#0891b2', soldOut: '#a3a3a3', errors: '#dc2626', grid: '#e5e7eb', axis: '#374151', text: '#111827', muted: '#6b7280' };
+const COLORS = {
+  p50: '#2563eb',
+  p99: '#ea580c',
+  claimed: '#16a34a',
+  alreadyHeld: '#0891b2',
+  soldOut: '#a3a3a3',
+  errors: '#dc2626',
+  grid: '#e5e7eb',
+  axis: '#374151',
+  text: '#111827',
+  muted: '#6b7280',
+};
 
 export function escapeXml(s: string): string {
   return s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
@@ -28,7 +39,8 @@ export function niceTicks(max: number, count = 5): number[] {
   return ticks;
 }
 
-const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n >= 10 ? n.toFixed(0) : n.toFixed(n >= 1 ? 1 : 2));
+const fmt = (n: number) =>
+  Number.isInteger(n) ? n.toLocaleString('en-US') : n >= 10 ? n.toFixed(0) : n.toFixed(n >= 1 ? 1 : 2);
 /** Axis ticks are round already: print them as short as they are (0.5, 1, 2.5). */
 const tick = (n: number) => (n >= 1000 ? n.toLocaleString('en-US') : String(Number(n.toPrecision(6))));
 const num = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -44,19 +56,44 @@ export function renderSvg(report: LoadtestReport): string {
   const spanSec = Math.max(bucketSec, buckets.length * bucketSec);
   const x = (t: number) => M.left + (t / spanSec) * (W - M.left - M.right);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif" font-size="12" fill="${COLORS.text}">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif" font-size="12" fill="${COLORS.text}">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
 
   // Title and the one-line verdict.
   const title = `dibs loadtest · ${report.target.backend} · ${describeWorkload(report)} · ${s.arrival}${s.arrival === 'burst' ? '' : ` over ${s.durationSec} s`} · ${s.processes} process${s.processes === 1 ? '' : 'es'}`;
   out.push(text(M.left, 30, title, 'font-size="17" font-weight="600"'));
-  const verdict = report.ok ? '✓ exactly-once verified, audit clean' : `✗ ${report.violations.length} violation${report.violations.length === 1 ? '' : 's'}: ${report.violations[0]?.message ?? ''}`;
-  out.push(text(M.left, 54, verdict.length > 120 ? `${verdict.slice(0, 117)}…` : verdict, `font-weight="600" fill="${report.ok ? COLORS.claimed : COLORS.errors}"`));
+  const verdict = report.ok
+    ? '✓ exactly-once verified, audit clean'
+    : `✗ ${report.violations.length} violation${report.violations.length === 1 ? '' : 's'}: ${report.violations[0]?.message ?? ''}`;
+  out.push(
+    text(
+      M.left,
+      54,
+      verdict.length > 120 ? `${verdict.slice(0, 117)}…` : verdict,
+      `font-weight="600" fill="${report.ok ? COLORS.claimed : COLORS.errors}"`,
+    ),
+  );
   const l = report.latencyMs;
-  out.push(text(M.left, 74, `${num(report.requests.answered)} answers in ${report.wallSeconds.toFixed(2)} s · ${num(report.throughput)} answers/s · latency p50 ${fmt(l.p50)} ms · p90 ${fmt(l.p90)} ms · p99 ${fmt(l.p99)} ms · max ${fmt(l.max)} ms`, `fill="${COLORS.muted}"`));
+  out.push(
+    text(
+      M.left,
+      74,
+      `${num(report.requests.answered)} answers in ${report.wallSeconds.toFixed(2)} s · ${num(report.throughput)} answers/s · latency p50 ${fmt(l.p50)} ms · p90 ${fmt(l.p90)} ms · p99 ${fmt(l.p99)} ms · max ${fmt(l.max)} ms`,
+      `fill="${COLORS.muted}"`,
+    ),
+  );
 
   if (buckets.length === 0) {
-    out.push(text(W / 2, (LAT.top + BARS.bottom) / 2, 'no answers were recorded', `text-anchor="middle" fill="${COLORS.muted}" font-size="16"`));
+    out.push(
+      text(
+        W / 2,
+        (LAT.top + BARS.bottom) / 2,
+        'no answers were recorded',
+        `text-anchor="middle" fill="${COLORS.muted}" font-size="16"`,
+      ),
+    );
     out.push('</svg>');
     return out.join('\n');
   }
@@ -70,7 +107,14 @@ export function renderSvg(report: LoadtestReport): string {
     }
     return parts.join('');
   };
-  const yAxis = (top: number, bottom: number, max: number, label: string, format: (n: number) => string, logFrom?: number) => {
+  const yAxis = (
+    top: number,
+    bottom: number,
+    max: number,
+    label: string,
+    format: (n: number) => string,
+    logFrom?: number,
+  ) => {
     let ticks: number[];
     let y: (v: number) => number;
     if (logFrom !== undefined) {
@@ -86,10 +130,19 @@ export function renderSvg(report: LoadtestReport): string {
     }
     const parts = [`<line x1="${M.left}" y1="${top}" x2="${M.left}" y2="${bottom}" stroke="${COLORS.axis}"/>`];
     for (const v of ticks) {
-      parts.push(`<line x1="${M.left}" y1="${px(y(v))}" x2="${W - M.right}" y2="${px(y(v))}" stroke="${COLORS.grid}"/>`);
+      parts.push(
+        `<line x1="${M.left}" y1="${px(y(v))}" x2="${W - M.right}" y2="${px(y(v))}" stroke="${COLORS.grid}"/>`,
+      );
       parts.push(text(M.left - 8, y(v) + 4, format(v), 'text-anchor="end"'));
     }
-    parts.push(text(18, (top + bottom) / 2, label, `text-anchor="middle" transform="rotate(-90 18 ${px((top + bottom) / 2)})" fill="${COLORS.axis}"`));
+    parts.push(
+      text(
+        18,
+        (top + bottom) / 2,
+        label,
+        `text-anchor="middle" transform="rotate(-90 18 ${px((top + bottom) / 2)})" fill="${COLORS.axis}"`,
+      ),
+    );
     return { svg: parts.join(''), y };
   };
 
@@ -99,7 +152,14 @@ export function renderSvg(report: LoadtestReport): string {
   // p50 to zero: switch to a log axis so both lines stay readable.
   const latMin = Math.min(...buckets.filter((b) => b.answered > 0).map((b) => Math.max(b.p50, 0.001)));
   const logScale = latMax / latMin >= 50;
-  const lat = yAxis(LAT.top + 14, LAT.bottom, latMax, logScale ? 'latency (ms, log scale)' : 'latency (ms)', tick, logScale ? latMin : undefined);
+  const lat = yAxis(
+    LAT.top + 14,
+    LAT.bottom,
+    latMax,
+    logScale ? 'latency (ms, log scale)' : 'latency (ms)',
+    tick,
+    logScale ? latMin : undefined,
+  );
   out.push(lat.svg);
   out.push(xAxis(LAT.bottom));
   const mid = (i: number) => x((i + 0.5) * bucketSec);
@@ -108,12 +168,29 @@ export function renderSvg(report: LoadtestReport): string {
     // Empty buckets break the line instead of drawing a false zero.
     const runs: string[][] = [[]];
     for (const p of points) p === null ? runs.push([]) : runs.at(-1)!.push(p);
-    const lines = runs.filter((r) => r.length > 1).map((r) => `<polyline points="${r.join(' ')}" fill="none" stroke="${color}" stroke-width="2" stroke-linejoin="round"/>`);
-    const dots = points.filter((p): p is string => p !== null).map((p) => `<circle cx="${p.split(',')[0]}" cy="${p.split(',')[1]}" r="2.6" fill="${color}"/>`);
+    const lines = runs
+      .filter((r) => r.length > 1)
+      .map(
+        (r) =>
+          `<polyline points="${r.join(' ')}" fill="none" stroke="${color}" stroke-width="2" stroke-linejoin="round"/>`,
+      );
+    const dots = points
+      .filter((p): p is string => p !== null)
+      .map((p) => `<circle cx="${p.split(',')[0]}" cy="${p.split(',')[1]}" r="2.6" fill="${color}"/>`);
     return lines.join('') + dots.join('');
   };
   out.push(series('p99', COLORS.p99), series('p50', COLORS.p50));
-  out.push(legend(W - M.right - 190, LAT.top - 2, [['p50', COLORS.p50], ['p99', COLORS.p99]], 'line'));
+  out.push(
+    legend(
+      W - M.right - 190,
+      LAT.top - 2,
+      [
+        ['p50', COLORS.p50],
+        ['p99', COLORS.p99],
+      ],
+      'line',
+    ),
+  );
 
   // Panel 2: answers per bucket, stacked by outcome.
   const counts: [keyof Pick<TimelineBucket, 'claimed' | 'alreadyHeld' | 'soldOut' | 'errors'>, string, string][] = [
@@ -123,7 +200,9 @@ export function renderSvg(report: LoadtestReport): string {
     ['errors', 'errors', COLORS.errors],
   ];
   const barMax = Math.max(...buckets.map((b) => b.answered), 1);
-  const bars = yAxis(BARS.top + 14, BARS.bottom, barMax, `answers per ${tick(bucketSec)} s`, (n) => (n >= 10_000 ? `${tick(n / 1000)}k` : tick(n)));
+  const bars = yAxis(BARS.top + 14, BARS.bottom, barMax, `answers per ${tick(bucketSec)} s`, (n) =>
+    n >= 10_000 ? `${tick(n / 1000)}k` : tick(n),
+  );
   out.push(bars.svg);
   const barWidth = Math.max(1, (x(bucketSec) - x(0)) * 0.8);
   buckets.forEach((b, i) => {
@@ -133,17 +212,45 @@ export function renderSvg(report: LoadtestReport): string {
       if (n === 0) continue;
       const y0 = bars.y(base);
       const y1 = bars.y(base + n);
-      out.push(`<rect x="${px(mid(i) - barWidth / 2)}" y="${px(y1)}" width="${px(barWidth)}" height="${px(Math.max(0.5, y0 - y1))}" fill="${color}"><title>${escapeXml(`${fmt(b.t)}–${fmt(b.t + bucketSec)} s: ${num(n)} ${label}`)}</title></rect>`);
+      out.push(
+        `<rect x="${px(mid(i) - barWidth / 2)}" y="${px(y1)}" width="${px(barWidth)}" height="${px(Math.max(0.5, y0 - y1))}" fill="${color}"><title>${escapeXml(`${fmt(b.t)}–${fmt(b.t + bucketSec)} s: ${num(n)} ${label}`)}</title></rect>`,
+      );
       base += n;
     }
   });
   out.push(xAxis(BARS.bottom));
-  out.push(text((M.left + W - M.right) / 2, BARS.bottom + 38, 'time since start (s), by send time', `text-anchor="middle" fill="${COLORS.axis}"`));
+  out.push(
+    text(
+      (M.left + W - M.right) / 2,
+      BARS.bottom + 38,
+      'time since start (s), by send time',
+      `text-anchor="middle" fill="${COLORS.axis}"`,
+    ),
+  );
   const totals = report.outcomes;
   const errorTotal = Object.values(totals.errors).reduce((a, b) => a + b, 0);
-  const totalOf = { claimed: totals.claimed, alreadyHeld: totals.alreadyHeld, soldOut: totals.soldOut, errors: errorTotal };
-  out.push(legend(M.left + 10, BARS.top - 2, counts.map(([key, label, color]) => [`${label} ${num(totalOf[key])}`, color]), 'box'));
-  out.push(text(W - M.right, H - 10, `pool ${report.pool} · ${report.startedAt}`, `text-anchor="end" fill="${COLORS.muted}" font-size="10"`));
+  const totalOf = {
+    claimed: totals.claimed,
+    alreadyHeld: totals.alreadyHeld,
+    soldOut: totals.soldOut,
+    errors: errorTotal,
+  };
+  out.push(
+    legend(
+      M.left + 10,
+      BARS.top - 2,
+      counts.map(([key, label, color]) => [`${label} ${num(totalOf[key])}`, color]),
+      'box',
+    ),
+  );
+  out.push(
+    text(
+      W - M.right,
+      H - 10,
+      `pool ${report.pool} · ${report.startedAt}`,
+      `text-anchor="end" fill="${COLORS.muted}" font-size="10"`,
+    ),
+  );
   out.push('</svg>');
   return out.join('\n');
 }
@@ -152,7 +259,11 @@ function legend(x0: number, y: number, items: [string, string][], kind: 'line' |
   let x = x0;
   const parts: string[] = [];
   for (const [label, color] of items) {
-    parts.push(kind === 'line' ? `<line x1="${px(x)}" y1="${px(y - 4)}" x2="${px(x + 18)}" y2="${px(y - 4)}" stroke="${color}" stroke-width="2.5"/>` : `<rect x="${px(x)}" y="${px(y - 10)}" width="12" height="12" fill="${color}"/>`);
+    parts.push(
+      kind === 'line'
+        ? `<line x1="${px(x)}" y1="${px(y - 4)}" x2="${px(x + 18)}" y2="${px(y - 4)}" stroke="${color}" stroke-width="2.5"/>`
+        : `<rect x="${px(x)}" y="${px(y - 10)}" width="12" height="12" fill="${color}"/>`,
+    );
     parts.push(text(x + (kind === 'line' ? 24 : 17), y, label));
     x += (kind === 'line' ? 30 : 23) + label.length * 6.6 + 14;
   }

@@ -84,7 +84,8 @@ export class Findings {
 
   close(): RunViolation[] {
     for (const [check, n] of this.counts) {
-      if (n > this.maxPerCheck) this.list.push({ check, message: `${check}: … and ${n - this.maxPerCheck} more ${check} violations` });
+      if (n > this.maxPerCheck)
+        this.list.push({ check, message: `${check}: … and ${n - this.maxPerCheck} more ${check} violations` });
     }
     return this.list;
   }
@@ -124,7 +125,8 @@ export function verifyRun(input: VerifyInput): VerifyResult {
     const codes = o.status === 'claimed' ? [o.code] : held;
     for (const code of codes) {
       const holder = acknowledged.get(code);
-      if (holder !== undefined && holder !== o.claimant) found.add('I1', `I1: code ${code} was acknowledged to ${holder} and to ${o.claimant}`);
+      if (holder !== undefined && holder !== o.claimant)
+        found.add('I1', `I1: code ${code} was acknowledged to ${holder} and to ${o.claimant}`);
       else acknowledged.set(code, o.claimant);
       const set = byClaimant.get(o.claimant) ?? new Set<string>();
       set.add(code);
@@ -133,7 +135,8 @@ export function verifyRun(input: VerifyInput): VerifyResult {
     if (o.key !== undefined && o.status === 'claimed') {
       const id = `${o.claimant}\u0000${o.key}`;
       const previous = byKey.get(id);
-      if (previous !== undefined && previous !== o.code) found.add('I2', `I2: retry of key ${o.key} answered ${o.code}, the original answer was ${previous}`);
+      if (previous !== undefined && previous !== o.code)
+        found.add('I2', `I2: retry of key ${o.key} answered ${o.code}, the original answer was ${previous}`);
       if (previous === undefined) byKey.set(id, o.code);
     }
   }
@@ -143,10 +146,14 @@ export function verifyRun(input: VerifyInput): VerifyResult {
     found.add('errors', `unexpected errors: ${JSON.stringify(errors)} (first: ${JSON.stringify(first)})`);
   }
   for (const [claimant, codes] of byClaimant) {
-    if (codes.size > expect.perClaimantLimit) found.add('I2', `I2: ${claimant} was acknowledged ${codes.size} codes, limit ${expect.perClaimantLimit}`);
+    if (codes.size > expect.perClaimantLimit)
+      found.add('I2', `I2: ${claimant} was acknowledged ${codes.size} codes, limit ${expect.perClaimantLimit}`);
   }
   if (expect.requests !== undefined && outcomes.length < expect.requests && !expect.allowUnacknowledged) {
-    found.add('numbers', `${outcomes.length} of ${expect.requests} requests were answered; ${expect.requests - outcomes.length} got no answer at all`);
+    found.add(
+      'numbers',
+      `${outcomes.length} of ${expect.requests} requests were answered; ${expect.requests - outcomes.length} got no answer at all`,
+    );
   }
 
   // 2. What the store holds.
@@ -159,29 +166,37 @@ export function verifyRun(input: VerifyInput): VerifyResult {
   }
   for (const [code, claimant] of acknowledged) {
     const holder = held.get(code);
-    if (holder !== claimant) found.add('I5', `I5: acknowledged code ${code} of ${claimant} is held by ${holder ?? 'nobody'} now`);
+    if (holder !== claimant)
+      found.add('I5', `I5: acknowledged code ${code} of ${claimant} is held by ${holder ?? 'nobody'} now`);
   }
   const given = new Map<string, string>(); // code -> holder, only codes handed out in this run
   for (const [code, claimant] of held) if (!before.has(code)) given.set(code, claimant);
   if (!expect.allowUnacknowledged) {
     for (const [code, claimant] of given) {
-      if (acknowledged.get(code) !== claimant) found.add('I5', `I5: code ${code} is held by ${claimant} but no answer said so`);
+      if (acknowledged.get(code) !== claimant)
+        found.add('I5', `I5: code ${code} is held by ${claimant} but no answer said so`);
     }
   }
   const heldPerClaimant = new Map<string, number>();
   for (const claimant of held.values()) heldPerClaimant.set(claimant, (heldPerClaimant.get(claimant) ?? 0) + 1);
   for (const [claimant, n] of heldPerClaimant) {
-    if (n > expect.perClaimantLimit) found.add('I2', `I2: ${claimant} holds ${n} codes, limit ${expect.perClaimantLimit}`);
+    if (n > expect.perClaimantLimit)
+      found.add('I2', `I2: ${claimant} holds ${n} codes, limit ${expect.perClaimantLimit}`);
   }
 
   // 3. Counters against the ledger (I4).
   const { stats } = input;
-  if (expect.total !== undefined && stats.total !== expect.total) found.add('I4', `I4: total counter is ${stats.total}, the pool was filled with ${expect.total} codes`);
+  if (expect.total !== undefined && stats.total !== expect.total)
+    found.add('I4', `I4: total counter is ${stats.total}, the pool was filled with ${expect.total} codes`);
   for (const field of ['total', 'free', 'claimed', 'redeemed', 'revoked'] as const) {
-    if (stats[field] !== ledger[field]) found.add('I4', `I4: ${field} counter is ${stats[field]} but the ledger has ${ledger[field]}`);
+    if (stats[field] !== ledger[field])
+      found.add('I4', `I4: ${field} counter is ${stats[field]} but the ledger has ${ledger[field]}`);
   }
   if (stats.free !== expect.codes - given.size && !expect.allowUnacknowledged) {
-    found.add('I4', `I4: free counter is ${stats.free}, expected ${expect.codes - given.size} (${expect.codes} free at the start, ${given.size} handed out)`);
+    found.add(
+      'I4',
+      `I4: free counter is ${stats.free}, expected ${expect.codes - given.size} (${expect.codes} free at the start, ${given.size} handed out)`,
+    );
   }
 
   // 4. The numbers add up: exactly min(demand, supply) codes handed out.
@@ -194,18 +209,25 @@ export function verifyRun(input: VerifyInput): VerifyResult {
   const expectedCodesGiven = Math.min(demand, expect.codes);
   const onlySoldOut = !Object.keys(errors).some((e) => e !== 'sold_out');
   if (!expect.allowUnacknowledged && onlySoldOut && given.size !== expectedCodesGiven) {
-    found.add('numbers', `handed out ${given.size} codes for demand ${demand} and supply ${expect.codes} (expected ${expectedCodesGiven})`);
+    found.add(
+      'numbers',
+      `handed out ${given.size} codes for demand ${demand} and supply ${expect.codes} (expected ${expectedCodesGiven})`,
+    );
   }
   const soldOut = errors.sold_out ?? 0;
   if (!expect.allowUnacknowledged && soldOut > 0 && stats.free > 0) {
-    found.add('numbers', `sold_out: ${plural(soldOut, 'answer')} said sold_out while ${stats.free} codes were still free`);
+    found.add(
+      'numbers',
+      `sold_out: ${plural(soldOut, 'answer')} said sold_out while ${stats.free} codes were still free`,
+    );
   }
   let losers = 0;
   for (const [claimant, answers] of answersOf) {
     if (heldPerClaimant.has(claimant)) continue;
     losers++;
     const other = answers.find((o) => !(o.status === 'error' && o.error === 'sold_out'));
-    if (other && other.status !== 'error') found.add('numbers', `${claimant} holds nothing but was answered ${other.status} ${other.code ?? ''}`.trimEnd());
+    if (other && other.status !== 'error')
+      found.add('numbers', `${claimant} holds nothing but was answered ${other.status} ${other.code ?? ''}`.trimEnd());
   }
 
   // 5. The store's own audit.
@@ -233,7 +255,12 @@ export function verifyRun(input: VerifyInput): VerifyResult {
 }
 
 /** Reads a pool's final state through the library (export, counters, audit) and verifies the outcomes against it. */
-export async function verifyPool(dibs: Dibs, pool: string, outcomes: readonly ClaimOutcome[], expect: VerifyExpectations): Promise<VerifyResult> {
+export async function verifyPool(
+  dibs: Dibs,
+  pool: string,
+  outcomes: readonly ClaimOutcome[],
+  expect: VerifyExpectations,
+): Promise<VerifyResult> {
   const codes: CodeState[] = [];
   for await (const batch of dibs.pools.exportCodes(pool, { batchSize: 5000 })) {
     for (const c of batch) codes.push({ code: c.code, status: c.status, claimant: c.claimant });

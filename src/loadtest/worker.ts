@@ -42,7 +42,13 @@ if (go) {
         if (wait > 0) await sleep(wait);
         const sent = performance.now() - start;
         const answer = await client.run(op);
-        const outcome: TimedOutcome = { ...op, ...answer, process: config.index, sent: round(sent), ms: round(performance.now() - start - sent) };
+        const outcome: TimedOutcome = {
+          ...op,
+          ...answer,
+          process: config.index,
+          sent: round(sent),
+          ms: round(performance.now() - start - sent),
+        };
         writeSync(out, `${JSON.stringify(outcome)}\n`);
       }
     }),

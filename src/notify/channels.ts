@@ -20,7 +20,11 @@ const webpush = () => require('web-push') as typeof import('web-push');
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
   /** `retryInMs`: when to try again, if the channel knows better than the dispatcher's backoff. */
-  constructor(message: string, readonly retriable: boolean, readonly retryInMs?: number) {
+  constructor(
+    message: string,
+    readonly retriable: boolean,
+    readonly retryInMs?: number,
+  ) {
     super(message);
   }
 }
@@ -43,7 +47,13 @@ export interface Destination {
 
 /** The JSON body every webhook receives: the event envelope, its payload under `data`. */
 export function webhookBody(event: DueEvent): string {
-  return JSON.stringify({ id: event.id, type: event.type, idempotencyKey: event.idempotencyKey, createdAt: event.createdAt, data: event.payload });
+  return JSON.stringify({
+    id: event.id,
+    type: event.type,
+    idempotencyKey: event.idempotencyKey,
+    createdAt: event.createdAt,
+    data: event.payload,
+  });
 }
 
 export class WebhookChannel implements Channel {
@@ -57,7 +67,13 @@ export class WebhookChannel implements Channel {
       response = await fetch(url, {
         method: 'POST',
         // traceparent: the receiver's spans join this delivery's trace (when dibs traces)
-        headers: { 'content-type': 'application/json', 'user-agent': 'dibs-webhooks/1', 'idempotency-key': event.idempotencyKey, [SIGNATURE_HEADER]: sign(this.options.secret, body), ...traceHeaders() },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'dibs-webhooks/1',
+          'idempotency-key': event.idempotencyKey,
+          [SIGNATURE_HEADER]: sign(this.options.secret, body),
+          ...traceHeaders(),
+        },
         body,
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 10_000),
       });
@@ -107,11 +123,24 @@ export class EmailChannel implements Channel {
 
 export class WebPushChannel implements Channel {
   /** `agent`: an https.Agent for push services behind a private CA or proxy. */
-  constructor(private readonly options: { vapid: { subject: string; publicKey: string; privateKey: string }; ttlSec?: number; timeoutMs?: number; agent?: HttpsAgent }) {}
+  constructor(
+    private readonly options: {
+      vapid: { subject: string; publicKey: string; privateKey: string };
+      ttlSec?: number;
+      timeoutMs?: number;
+      agent?: HttpsAgent;
+    },
+  ) {}
 
   async deliver(event: DueEvent, to: unknown): Promise<string> {
     const { subject, text } = describe(event);
-    const payload = JSON.stringify({ title: subject, body: text, type: event.type, idempotencyKey: event.idempotencyKey, data: event.payload });
+    const payload = JSON.stringify({
+      title: subject,
+      body: text,
+      type: event.type,
+      idempotencyKey: event.idempotencyKey,
+      data: event.payload,
+    });
     try {
       const result = await webpush().sendNotification(to as PushSubscription, payload, {
         vapidDetails: this.options.vapid,
@@ -124,7 +153,10 @@ export class WebPushChannel implements Channel {
     } catch (error) {
       const status = (error as { statusCode?: number }).statusCode;
       // 404/410: the subscription is gone for good.
-      throw new DeliveryError(`web push: ${status ? `HTTP ${status}` : (error as Error).message}`, !(status === 404 || status === 410));
+      throw new DeliveryError(
+        `web push: ${status ? `HTTP ${status}` : (error as Error).message}`,
+        !(status === 404 || status === 410),
+      );
     }
   }
 }
@@ -134,9 +166,15 @@ export function describe(event: DueEvent): { subject: string; text: string } {
   const p = event.payload;
   switch (event.type) {
     case 'sale.live.notify':
-      return { subject: `${String(p.sku)} is on sale now`, text: `The sale of ${String(p.sku)} you asked about is live until ${String(p.endsAt)}.` };
+      return {
+        subject: `${String(p.sku)} is on sale now`,
+        text: `The sale of ${String(p.sku)} you asked about is live until ${String(p.endsAt)}.`,
+      };
     case 'pool.low_stock':
-      return { subject: `Pool ${String(p.pool)} is running low`, text: `Only ${String(p.free)} codes left (threshold ${String(p.threshold)}).` };
+      return {
+        subject: `Pool ${String(p.pool)} is running low`,
+        text: `Only ${String(p.free)} codes left (threshold ${String(p.threshold)}).`,
+      };
     default:
       return { subject: `dibs: ${event.type}`, text: JSON.stringify(p) };
   }

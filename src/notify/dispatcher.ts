@@ -42,10 +42,12 @@ export class OutboxDispatcher {
   async runOnce(): Promise<DispatchResult> {
     const result: DispatchResult = { delivered: 0, retried: 0, dead: 0 };
     const events = await this.options.outbox.claimDue(this.options.batchSize ?? 50, this.options.leaseMs ?? 60_000);
-    await Promise.all(events.map(async (event) => {
-      const outcome = await this.deliver(event);
-      result[outcome]++;
-    }));
+    await Promise.all(
+      events.map(async (event) => {
+        const outcome = await this.deliver(event);
+        result[outcome]++;
+      }),
+    );
     return result;
   }
 
@@ -101,13 +103,20 @@ export class OutboxDispatcher {
       const attempt = event.attempts + 1;
       const give = !retriable || attempt >= (this.options.maxAttempts ?? 10);
       const hint = error instanceof DeliveryError ? error.retryInMs : undefined;
-      await this.options.outbox.markFailed(event.id, (error as Error).message, give ? null : hint ?? this.backoff(attempt));
+      await this.options.outbox.markFailed(
+        event.id,
+        (error as Error).message,
+        give ? null : (hint ?? this.backoff(attempt)),
+      );
       return give ? 'dead' : 'retried';
     }
   }
 
   private async send(event: DueEvent): Promise<string> {
-    const { channel, to } = event.payload as { channel?: keyof NonNullable<DispatcherOptions['channels']>; to?: unknown };
+    const { channel, to } = event.payload as {
+      channel?: keyof NonNullable<DispatcherOptions['channels']>;
+      to?: unknown;
+    };
     if (channel !== undefined) {
       const handler = this.options.channels?.[channel];
       if (!handler) throw new DeliveryError(`no ${channel} channel is configured`, true);
@@ -152,5 +161,9 @@ function worstOf(failures: unknown[]): unknown {
   if (failures.length === 1) return failures[0];
   const retriable = failures.every((f) => !(f instanceof DeliveryError) || f.retriable);
   const hints = failures.flatMap((f) => (f instanceof DeliveryError && f.retryInMs !== undefined ? [f.retryInMs] : []));
-  return new DeliveryError(failures.map((f) => (f as Error).message).join('; '), retriable, hints.length > 0 ? Math.max(...hints) : undefined);
+  return new DeliveryError(
+    failures.map((f) => (f as Error).message).join('; '),
+    retriable,
+    hints.length > 0 ? Math.max(...hints) : undefined,
+  );
 }

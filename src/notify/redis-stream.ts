@@ -45,18 +45,32 @@ export function parseStreamTarget(spec: string, field = 'DIBS_EVENT_STREAMS'): S
   try {
     url = new URL(spec);
   } catch {
-    throw new DibsError('invalid_input', `${field}: '${redactUrl(spec)}' is not a URL (e.g. redis://127.0.0.1:6379/0?stream=dibs:events)`, { field });
+    throw new DibsError(
+      'invalid_input',
+      `${field}: '${redactUrl(spec)}' is not a URL (e.g. redis://127.0.0.1:6379/0?stream=dibs:events)`,
+      { field },
+    );
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw new DibsError('invalid_input', `${field}: unsupported destination '${url.protocol}' (supported: redis://, rediss://)`, { field });
+    throw new DibsError(
+      'invalid_input',
+      `${field}: unsupported destination '${url.protocol}' (supported: redis://, rediss://)`,
+      { field },
+    );
   }
   const stream = url.searchParams.get('stream') ?? 'dibs:events';
   const maxRaw = url.searchParams.get('maxlen');
   const maxLen = maxRaw === null ? null : Number(maxRaw);
   const unknown = [...url.searchParams.keys()].filter((k) => k !== 'stream' && k !== 'maxlen');
-  if (unknown.length > 0) throw new DibsError('invalid_input', `${field}: unknown parameter(s) '${unknown.join("', '")}' (known: stream, maxlen)`, { field });
+  if (unknown.length > 0)
+    throw new DibsError(
+      'invalid_input',
+      `${field}: unknown parameter(s) '${unknown.join("', '")}' (known: stream, maxlen)`,
+      { field },
+    );
   if (stream === '') throw new DibsError('invalid_input', `${field}: stream must not be empty`, { field });
-  if (maxLen !== null && !(Number.isInteger(maxLen) && maxLen > 0)) throw new DibsError('invalid_input', `${field}: maxlen must be a positive integer`, { field });
+  if (maxLen !== null && !(Number.isInteger(maxLen) && maxLen > 0))
+    throw new DibsError('invalid_input', `${field}: maxlen must be a positive integer`, { field });
   url.search = '';
   return { redisUrl: url.toString(), stream, maxLen };
 }
@@ -83,7 +97,11 @@ export class RedisStreamDestination implements Destination {
   /** The next due time to hand out: each event given back is due after every one before it. */
   private nextSlot = 0;
 
-  private constructor(private readonly client: RedisClient, readonly target: StreamTarget, private readonly options: RedisStreamOptions) {}
+  private constructor(
+    private readonly client: RedisClient,
+    readonly target: StreamTarget,
+    private readonly options: RedisStreamOptions,
+  ) {}
 
   /** Connects lazily (at the first event); ioredis missing is `unsupported`, naming the package. */
   static async open(spec: string, options: RedisStreamOptions = {}): Promise<RedisStreamDestination> {
@@ -94,7 +112,15 @@ export class RedisStreamDestination implements Destination {
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-        throw new DibsError('unsupported', "event streams to Redis need the npm package 'ioredis', which is not installed: npm install ioredis", { field: 'DIBS_EVENT_STREAMS', details: { package: 'ioredis', install: 'npm install ioredis' }, cause: error });
+        throw new DibsError(
+          'unsupported',
+          "event streams to Redis need the npm package 'ioredis', which is not installed: npm install ioredis",
+          {
+            field: 'DIBS_EVENT_STREAMS',
+            details: { package: 'ioredis', install: 'npm install ioredis' },
+            cause: error,
+          },
+        );
       }
       throw error;
     }
@@ -131,16 +157,47 @@ export class RedisStreamDestination implements Destination {
     this.forgetLost(now);
     const mine = this.waiting.findIndex((w) => w.id === event.id);
     const ahead = mine === -1 ? this.waiting.length : mine;
-    if (now < this.heldUntil) return this.giveBack(event, now, lastAttempt, `XADD ${this.target.stream}: held back after a failure (events keep their order)`);
-    if (ahead > 0) return this.giveBack(event, now, lastAttempt, `XADD ${this.target.stream}: held back behind ${ahead} earlier event(s) (events keep their order)`);
+    if (now < this.heldUntil)
+      return this.giveBack(
+        event,
+        now,
+        lastAttempt,
+        `XADD ${this.target.stream}: held back after a failure (events keep their order)`,
+      );
+    if (ahead > 0)
+      return this.giveBack(
+        event,
+        now,
+        lastAttempt,
+        `XADD ${this.target.stream}: held back behind ${ahead} earlier event(s) (events keep their order)`,
+      );
     try {
       if (this.client.status === 'wait' || this.client.status === 'end') await this.client.connect();
-      const fields = ['id', event.id, 'type', event.type, 'idempotencyKey', event.idempotencyKey, 'createdAt', event.createdAt, 'data', JSON.stringify(event.payload)];
+      const fields = [
+        'id',
+        event.id,
+        'type',
+        event.type,
+        'idempotencyKey',
+        event.idempotencyKey,
+        'createdAt',
+        event.createdAt,
+        'data',
+        JSON.stringify(event.payload),
+      ];
       for (const [name, value] of Object.entries(traceHeaders())) fields.push(name, value);
-      const [added, entry] = (await (this.client as unknown as Appender).dibsStreamAppend(this.target.stream, markerKey(this.target.stream, event.id), MARKER_TTL_MS, this.target.maxLen ?? '', ...fields)) as [number, string];
+      const [added, entry] = (await (this.client as unknown as Appender).dibsStreamAppend(
+        this.target.stream,
+        markerKey(this.target.stream, event.id),
+        MARKER_TTL_MS,
+        this.target.maxLen ?? '',
+        ...fields,
+      )) as [number, string];
       this.failures = 0;
       if (mine !== -1) this.waiting.splice(mine, 1);
-      return added === 1 ? `XADD ${this.target.stream}: ${entry}` : `XADD ${this.target.stream}: already there as ${entry}`;
+      return added === 1
+        ? `XADD ${this.target.stream}: ${entry}`
+        : `XADD ${this.target.stream}: already there as ${entry}`;
     } catch (error) {
       this.failures++;
       const { baseMs, maxMs } = this.options.backoff ?? { baseMs: 1000, maxMs: 15 * 60_000 };
@@ -174,7 +231,8 @@ export class RedisStreamDestination implements Destination {
    */
   private forgetLost(now: number): void {
     const graceMs = this.options.orderGraceMs ?? 60_000;
-    for (let i = this.waiting.length - 1; i >= 0; i--) if (now > this.waiting[i]!.dueAt + graceMs) this.waiting.splice(i, 1);
+    for (let i = this.waiting.length - 1; i >= 0; i--)
+      if (now > this.waiting[i]!.dueAt + graceMs) this.waiting.splice(i, 1);
   }
 
   async close(): Promise<void> {

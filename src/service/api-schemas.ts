@@ -4,8 +4,28 @@
  * on the wire and exist for the OpenAPI document (openapi.ts).
  */
 import { z } from 'zod';
-import { claimantSchema, codeFormatSchema, codeStatusSchema, codeWindowSchema, createPoolSchema, holdTtlSchema, idempotencyKeySchema, importEntrySchema, LIMITS, localPoolNameSchema, metadataSchema, multiUseCodeSchema, updatePoolSchema } from '../core/schemas.js';
-import { createSaleSchema, quantitySchema, ttlSchema, updateSaleSchema, wishlistChannelsSchema } from '../core/sales/schemas.js';
+import {
+  claimantSchema,
+  codeFormatSchema,
+  codeStatusSchema,
+  codeWindowSchema,
+  createPoolSchema,
+  holdTtlSchema,
+  idempotencyKeySchema,
+  importEntrySchema,
+  LIMITS,
+  localPoolNameSchema,
+  metadataSchema,
+  multiUseCodeSchema,
+  updatePoolSchema,
+} from '../core/schemas.js';
+import {
+  createSaleSchema,
+  quantitySchema,
+  ttlSchema,
+  updateSaleSchema,
+  wishlistChannelsSchema,
+} from '../core/sales/schemas.js';
 import { counterStepSchema, semaphoreLimitSchema, ttlMsSchema, waitMsSchema } from '../core/locks/schemas.js';
 import { waitingRoomSpecSchema } from '../core/sales/waiting-room.js';
 import { generateSpecSchema } from '../core/generate.js';
@@ -14,7 +34,9 @@ import { withinSchema } from '../core/forecast-facade.js';
 export const errorSchema = z
   .object({
     error: z.object({
-      code: z.string().meta({ description: 'Stable machine-readable code (never parse the message)', example: 'not_found' }),
+      code: z
+        .string()
+        .meta({ description: 'Stable machine-readable code (never parse the message)', example: 'not_found' }),
       message: z.string(),
       field: z.string().optional().meta({ description: 'The input field the error is about' }),
       details: z.record(z.string(), z.unknown()).optional(),
@@ -23,7 +45,15 @@ export const errorSchema = z
   .meta({ id: 'Error' });
 
 export const page = <T extends z.ZodType>(item: T, id: string) =>
-  z.object({ data: z.array(item), nextCursor: z.string().nullable().meta({ description: 'Pass as `after` for the next page; null on the last page' }) }).meta({ id });
+  z
+    .object({
+      data: z.array(item),
+      nextCursor: z
+        .string()
+        .nullable()
+        .meta({ description: 'Pass as `after` for the next page; null on the last page' }),
+    })
+    .meta({ id });
 
 export const pageQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(1000).optional().meta({ description: 'Page size (default 100)' }),
@@ -32,20 +62,63 @@ export const pageQuerySchema = z.object({
 
 const timestamp = z.string().meta({ format: 'date-time' });
 
-export const poolStatsSchema = z.object({ total: z.number().int(), free: z.number().int(), claimed: z.number().int(), redeemed: z.number().int(), revoked: z.number().int() });
+export const poolStatsSchema = z.object({
+  total: z.number().int(),
+  free: z.number().int(),
+  claimed: z.number().int(),
+  redeemed: z.number().int(),
+  revoked: z.number().int(),
+});
 export const poolSchema = z
-  .object({ name: localPoolNameSchema, perClaimantLimit: z.number().int(), lowStockThreshold: z.number().int().nullable(), metadata: metadataSchema, startsAt: timestamp.nullable(), expiresAt: timestamp.nullable(), maxRedemptions: z.number().int().nullable(), maxRedemptionsPerClaimant: z.number().int().nullable(), publicCodes: z.boolean(), codeFormat: codeFormatSchema.nullable(), createdAt: timestamp, stats: poolStatsSchema })
+  .object({
+    name: localPoolNameSchema,
+    perClaimantLimit: z.number().int(),
+    lowStockThreshold: z.number().int().nullable(),
+    metadata: metadataSchema,
+    startsAt: timestamp.nullable(),
+    expiresAt: timestamp.nullable(),
+    maxRedemptions: z.number().int().nullable(),
+    maxRedemptionsPerClaimant: z.number().int().nullable(),
+    publicCodes: z.boolean(),
+    codeFormat: codeFormatSchema.nullable(),
+    createdAt: timestamp,
+    stats: poolStatsSchema,
+  })
   .meta({ id: 'Pool' });
 export const codeInfoSchema = z
   .object({
-    pool: z.string(), code: z.string(), status: codeStatusSchema, claimant: z.string().nullable(), claimedAt: timestamp.nullable(), redeemedAt: timestamp.nullable(), orderId: z.string().nullable(),
+    pool: z.string(),
+    code: z.string(),
+    status: codeStatusSchema,
+    claimant: z.string().nullable(),
+    claimedAt: timestamp.nullable(),
+    redeemedAt: timestamp.nullable(),
+    orderId: z.string().nullable(),
     startsAt: timestamp.nullable().optional().meta({ description: "The code's own validity window (with the pool's)" }),
     expiresAt: timestamp.nullable().optional(),
-    hold: z.object({ claimant: z.string(), expiresAt: timestamp }).nullable().optional().meta({ description: 'A live checkout hold: only its claimant may redeem the code until it expires' }),
-    uses: z.object({ max: z.number().int(), used: z.number().int(), remaining: z.number().int(), perClaimant: z.number().int().nullable(), byClaimant: z.number().int().optional() }).optional().meta({ description: 'A multi-use code: its uses (for a redeem, the answer describes this use)' }),
+    hold: z
+      .object({ claimant: z.string(), expiresAt: timestamp })
+      .nullable()
+      .optional()
+      .meta({ description: 'A live checkout hold: only its claimant may redeem the code until it expires' }),
+    uses: z
+      .object({
+        max: z.number().int(),
+        used: z.number().int(),
+        remaining: z.number().int(),
+        perClaimant: z.number().int().nullable(),
+        byClaimant: z.number().int().optional(),
+      })
+      .optional()
+      .meta({ description: 'A multi-use code: its uses (for a redeem, the answer describes this use)' }),
   })
   .meta({ id: 'Code' });
-export const holdBodySchema = z.object({ claimant: claimantSchema, ttlMs: holdTtlSchema.meta({ description: 'How long the hold lasts (ms, by the store clock)' }) }).strict();
+export const holdBodySchema = z
+  .object({
+    claimant: claimantSchema,
+    ttlMs: holdTtlSchema.meta({ description: 'How long the hold lasts (ms, by the store clock)' }),
+  })
+  .strict();
 export const codeWindowBodySchema = codeWindowSchema;
 export const multiUseCodeBodySchema = multiUseCodeSchema;
 export const importResultSchema = z
@@ -54,93 +127,231 @@ export const importResultSchema = z
     duplicates: z.number().int(),
     invalid: z.number().int(),
     firstInvalid: z
-      .object({ line: z.number().int().optional(), index: z.number().int().optional(), field: z.string(), message: z.string() })
+      .object({
+        line: z.number().int().optional(),
+        index: z.number().int().optional(),
+        field: z.string(),
+        message: z.string(),
+      })
       .optional()
-      .meta({ description: 'The first skipped entry: `line` of the CSV (1-based) or `index` of the JSON list (0-based), the column/field, and why' }),
+      .meta({
+        description:
+          'The first skipped entry: `line` of the CSV (1-based) or `index` of the JSON list (0-based), the column/field, and why',
+      }),
   })
   .meta({ id: 'ImportResult' });
 export const claimBodySchema = z
   .object({
     claimant: claimantSchema,
-    count: z.number().int().min(1).max(LIMITS.claimMany).optional().meta({ description: 'Claim up to this many codes at once (answer has `codes`)' }),
+    count: z
+      .number()
+      .int()
+      .min(1)
+      .max(LIMITS.claimMany)
+      .optional()
+      .meta({ description: 'Claim up to this many codes at once (answer has `codes`)' }),
     idempotencyKey: idempotencyKeySchema.optional().meta({ description: 'Same as the Idempotency-Key header' }),
   })
   .strict();
 export const claimResultSchema = z
-  .object({ pool: z.string(), claimant: z.string(), status: z.enum(['claimed', 'already-held']), code: z.string().optional(), codes: z.array(z.string()).optional(), held: z.array(z.string()), replayed: z.boolean() })
+  .object({
+    pool: z.string(),
+    claimant: z.string(),
+    status: z.enum(['claimed', 'already-held']),
+    code: z.string().optional(),
+    codes: z.array(z.string()).optional(),
+    held: z.array(z.string()),
+    replayed: z.boolean(),
+  })
   .meta({ id: 'ClaimResult' });
 export const importBodySchema = z
-  .object({ codes: z.array(importEntrySchema).max(1_000_000).meta({ description: 'Codes, or `{code, startsAt?, expiresAt?}` for a code with its own validity window; a bad entry is skipped and counted as `invalid`' }) })
+  .object({
+    codes: z.array(importEntrySchema).max(1_000_000).meta({
+      description:
+        'Codes, or `{code, startsAt?, expiresAt?}` for a code with its own validity window; a bad entry is skipped and counted as `invalid`',
+    }),
+  })
   .strict();
 export const claimantBodySchema = z.object({ claimant: claimantSchema.optional() }).strict();
-export const redeemBodySchema = z.object({ claimant: claimantSchema.optional(), orderId: z.string().optional() }).strict();
+export const redeemBodySchema = z
+  .object({ claimant: claimantSchema.optional(), orderId: z.string().optional() })
+  .strict();
 export const unredeemBodySchema = z.object({ orderId: z.string().optional() }).strict();
 export const validationSchema = z.object({
   valid: z.boolean(),
-  reason: z.enum(['not_found', 'not_claimed', 'other_holder', 'already_redeemed', 'revoked', 'not_yet_valid', 'expired', 'limit_reached', 'malformed', 'held']).optional(),
+  reason: z
+    .enum([
+      'not_found',
+      'not_claimed',
+      'other_holder',
+      'already_redeemed',
+      'revoked',
+      'not_yet_valid',
+      'expired',
+      'limit_reached',
+      'malformed',
+      'held',
+    ])
+    .optional(),
   code: codeInfoSchema.nullable(),
 });
 export const holdingsSchema = z.object({ claimant: z.string(), codes: z.array(codeInfoSchema) });
-export const violationsSchema = z.object({ violations: z.array(z.object({ invariant: z.string(), message: z.string() }).loose()) }).meta({ id: 'AuditResult' });
-export const eventSchema = z.object({ id: z.string(), type: z.string(), idempotencyKey: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'Event' });
+export const violationsSchema = z
+  .object({ violations: z.array(z.object({ invariant: z.string(), message: z.string() }).loose()) })
+  .meta({ id: 'AuditResult' });
+export const eventSchema = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    idempotencyKey: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'Event' });
 export { createPoolSchema, updatePoolSchema };
 
 export const saleSchema = z
   .object({
-    id: z.string(), sku: z.string(), startsAt: timestamp, endsAt: timestamp, cap: z.number().int().nullable(), perCustomerLimit: z.number().int(), metadata: metadataSchema,
-    status: z.enum(['scheduled', 'live', 'ended', 'sold_out', 'cancelled']), cancelledAt: timestamp.nullable(), createdAt: timestamp,
+    id: z.string(),
+    sku: z.string(),
+    startsAt: timestamp,
+    endsAt: timestamp,
+    cap: z.number().int().nullable(),
+    perCustomerLimit: z.number().int(),
+    metadata: metadataSchema,
+    status: z.enum(['scheduled', 'live', 'ended', 'sold_out', 'cancelled']),
+    cancelledAt: timestamp.nullable(),
+    createdAt: timestamp,
     stats: z.object({ sold: z.number().int(), held: z.number().int(), available: z.number().int().nullable() }),
   })
   .meta({ id: 'Sale' });
-export const orderSchema = z.object({ id: z.string(), saleId: z.string(), customer: z.string(), quantity: z.number().int(), holdId: z.string().nullable(), createdAt: timestamp }).meta({ id: 'Order' });
+export const orderSchema = z
+  .object({
+    id: z.string(),
+    saleId: z.string(),
+    customer: z.string(),
+    quantity: z.number().int(),
+    holdId: z.string().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'Order' });
 export const holdSchema = z
-  .object({ id: z.string(), saleId: z.string(), customer: z.string(), quantity: z.number().int(), status: z.enum(['active', 'confirmed', 'cancelled', 'expired']), expiresAt: timestamp, createdAt: timestamp, orderId: z.string().nullable() })
+  .object({
+    id: z.string(),
+    saleId: z.string(),
+    customer: z.string(),
+    quantity: z.number().int(),
+    status: z.enum(['active', 'confirmed', 'cancelled', 'expired']),
+    expiresAt: timestamp,
+    createdAt: timestamp,
+    orderId: z.string().nullable(),
+  })
   .meta({ id: 'Hold' });
 export const orderResultSchema = z.object({ order: orderSchema, replayed: z.boolean() }).meta({ id: 'OrderResult' });
 export const holdResultSchema = z.object({ hold: holdSchema, replayed: z.boolean() }).meta({ id: 'HoldResult' });
-export const buyBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), idempotencyKey: idempotencyKeySchema.optional() }).strict();
-export const reserveBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema, idempotencyKey: idempotencyKeySchema.optional() }).strict();
+export const buyBodySchema = z
+  .object({
+    customer: claimantSchema,
+    quantity: quantitySchema.optional(),
+    idempotencyKey: idempotencyKeySchema.optional(),
+  })
+  .strict();
+export const reserveBodySchema = z
+  .object({
+    customer: claimantSchema,
+    quantity: quantitySchema.optional(),
+    ttlMs: ttlSchema,
+    idempotencyKey: idempotencyKeySchema.optional(),
+  })
+  .strict();
 export const wishBodySchema = z.object({ sku: z.string(), customer: claimantSchema }).and(wishlistChannelsSchema);
-export const wishlistEntrySchema = z.object({ sku: z.string(), customer: z.string(), channels: z.record(z.string(), z.unknown()), createdAt: timestamp }).meta({ id: 'WishlistEntry' });
+export const wishlistEntrySchema = z
+  .object({ sku: z.string(), customer: z.string(), channels: z.record(z.string(), z.unknown()), createdAt: timestamp })
+  .meta({ id: 'WishlistEntry' });
 export { createSaleSchema, updateSaleSchema };
 
 // Fences are max(last + 1, the store's clock in µs): integers around 1.8e15, below 2^53 (exact in
 // a JSON/JavaScript number; 64-bit integer columns hold them).
-const fenceSchema = z.number().int().min(1).meta({ description: 'Fencing token: strictly increasing per key, also across a store that lost data (max(last + 1, the store clock in microseconds)); a large integer below 2^53' });
+const fenceSchema = z.number().int().min(1).meta({
+  description:
+    'Fencing token: strictly increasing per key, also across a store that lost data (max(last + 1, the store clock in microseconds)); a large integer below 2^53',
+});
 export const leaseSchema = z
   .object({
     key: z.string(),
     token: z.string(),
     fence: fenceSchema,
     expiresAt: timestamp,
-    validForMs: z.number().int().meta({ description: 'Validity left, counted conservatively from when the service sent the request to the store; count your own deadline from when YOU sent yours' }),
+    validForMs: z.number().int().meta({
+      description:
+        'Validity left, counted conservatively from when the service sent the request to the store; count your own deadline from when YOU sent yours',
+    }),
     limit: z.number().int(),
     ttlMs: z.number().int(),
-    ticket: z.number().int().optional().meta({ description: 'Place in the fair line (the store sequence of the line, on the scale of fences)' }),
+    ticket: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'Place in the fair line (the store sequence of the line, on the scale of fences)' }),
   })
   .meta({ id: 'Lease' });
 export const lockInfoSchema = z
-  .object({ key: z.string(), holders: z.array(z.object({ tokenPrefix: z.string(), fence: fenceSchema, expiresAt: timestamp })), waiters: z.number().int(), lastFence: z.number().int().min(0).meta({ description: 'Highest fence ever granted for the key (0 if never)' }) })
+  .object({
+    key: z.string(),
+    holders: z.array(z.object({ tokenPrefix: z.string(), fence: fenceSchema, expiresAt: timestamp })),
+    waiters: z.number().int(),
+    lastFence: z.number().int().min(0).meta({ description: 'Highest fence ever granted for the key (0 if never)' }),
+  })
   .meta({ id: 'LockInfo' });
-export const acquireBodySchema = z.object({ ttlMs: ttlMsSchema.optional(), waitMs: waitMsSchema.optional(), limit: semaphoreLimitSchema.optional(), fair: z.boolean().optional() }).strict();
-const leaseTokenSchema = z.string().meta({ description: 'The token acquire answered (a semaphore slot\'s carries its limit: `….s<limit>`)' });
-export const renewBodySchema = z.object({ token: leaseTokenSchema, ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() }).strict();
+export const acquireBodySchema = z
+  .object({
+    ttlMs: ttlMsSchema.optional(),
+    waitMs: waitMsSchema.optional(),
+    limit: semaphoreLimitSchema.optional(),
+    fair: z.boolean().optional(),
+  })
+  .strict();
+const leaseTokenSchema = z
+  .string()
+  .meta({ description: "The token acquire answered (a semaphore slot's carries its limit: `….s<limit>`)" });
+export const renewBodySchema = z
+  .object({ token: leaseTokenSchema, ttlMs: ttlMsSchema.optional(), limit: semaphoreLimitSchema.optional() })
+  .strict();
 export const releaseBodySchema = z.object({ token: leaseTokenSchema }).strict();
-export const counterSchema = z.object({ name: z.string(), value: z.number().int(), shards: z.number().int() }).meta({ id: 'Counter' });
+export const counterSchema = z
+  .object({ name: z.string(), value: z.number().int(), shards: z.number().int() })
+  .meta({ id: 'Counter' });
 export const counterBodySchema = z.object({ by: counterStepSchema.optional() }).strict();
 
 export const keySchema = z
-  .object({ id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.string()), createdAt: timestamp, revokedAt: timestamp.nullable() })
+  .object({
+    id: z.string(),
+    tenant: z.string(),
+    name: z.string(),
+    scopes: z.array(z.string()),
+    createdAt: timestamp,
+    revokedAt: timestamp.nullable(),
+  })
   .meta({ id: 'ApiKey' });
-export const createKeyBodySchema = z.object({ name: z.string().min(1).max(100), scopes: z.array(z.string()).min(1) }).strict();
-export const createdKeySchema = z.object({ key: z.string().meta({ description: 'The API key. Shown once: it is stored hashed.' }), apiKey: keySchema });
+export const createKeyBodySchema = z
+  .object({ name: z.string().min(1).max(100), scopes: z.array(z.string()).min(1) })
+  .strict();
+export const createdKeySchema = z.object({
+  key: z.string().meta({ description: 'The API key. Shown once: it is stored hashed.' }),
+  apiKey: keySchema,
+});
 export const meSchema = z.object({ keyId: z.string(), tenant: z.string(), scopes: z.array(z.string()) });
 
 export const healthSchema = z.object({ ok: z.literal(true) });
 export const readinessSchema = z
   .object({
-    ok: z.boolean(), backend: z.string(), details: z.record(z.string(), z.unknown()),
-    migrations: z.object({ applied: z.number().int().nullable(), expected: z.number().int() }).optional().meta({ description: 'Schema version of the store and the one this build needs' }),
+    ok: z.boolean(),
+    backend: z.string(),
+    details: z.record(z.string(), z.unknown()),
+    migrations: z
+      .object({ applied: z.number().int().nullable(), expected: z.number().int() })
+      .optional()
+      .meta({ description: 'Schema version of the store and the one this build needs' }),
   })
   .meta({ id: 'Readiness' });
 
@@ -149,46 +360,94 @@ const ticketStatusSchema = z.enum(['waiting', 'admitted', 'used', 'expired', 'so
 // One property per status (not a record keyed by the enum): z.toJSONSchema renders a record as
 // `required` names with no `properties`, which OpenAPI linters rightly flag as undefined.
 const ticketCountsSchema = z
-  .object(Object.fromEntries(ticketStatusSchema.options.map((status) => [status, z.number().int()])) as Record<z.infer<typeof ticketStatusSchema>, z.ZodNumber>)
+  .object(
+    Object.fromEntries(ticketStatusSchema.options.map((status) => [status, z.number().int()])) as Record<
+      z.infer<typeof ticketStatusSchema>,
+      z.ZodNumber
+    >,
+  )
   .meta({ description: 'Tickets by status right now' });
 export const waitingRoomSchema = z
-  .object({ saleId: z.string(), admitPerSecond: z.number(), windowMs: z.number().int(), createdAt: timestamp, tickets: ticketCountsSchema })
+  .object({
+    saleId: z.string(),
+    admitPerSecond: z.number(),
+    windowMs: z.number().int(),
+    createdAt: timestamp,
+    tickets: ticketCountsSchema,
+  })
   .meta({ id: 'WaitingRoom' });
 export const ticketSchema = z
   .object({
-    saleId: z.string(), customer: z.string(), number: z.number().int().meta({ description: 'Arrival number, 1-based, in the order the store saw the arrivals' }), status: ticketStatusSchema,
+    saleId: z.string(),
+    customer: z.string(),
+    number: z.number().int().meta({ description: 'Arrival number, 1-based, in the order the store saw the arrivals' }),
+    status: ticketStatusSchema,
     position: z.number().int().meta({ description: 'Waiting tickets ahead (0 once admitted)' }),
-    estimatedWaitMs: z.number().nullable().meta({ description: 'Rough wait until admission at the room\'s rate; null when it will never be' }),
-    admittedUntil: timestamp.nullable(), holdId: z.string().nullable(),
-    token: z.string().optional().meta({ description: 'The bearer token (send it as Dibs-Ticket); in the answer to joining the line' }),
+    estimatedWaitMs: z
+      .number()
+      .nullable()
+      .meta({ description: "Rough wait until admission at the room's rate; null when it will never be" }),
+    admittedUntil: timestamp.nullable(),
+    holdId: z.string().nullable(),
+    token: z
+      .string()
+      .optional()
+      .meta({ description: 'The bearer token (send it as Dibs-Ticket); in the answer to joining the line' }),
   })
   .meta({ id: 'Ticket' });
 export const joinBodySchema = z.object({ customer: claimantSchema }).strict();
-export const roomReserveBodySchema = z.object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema }).strict();
+export const roomReserveBodySchema = z
+  .object({ customer: claimantSchema, quantity: quantitySchema.optional(), ttlMs: ttlSchema })
+  .strict();
 
 const perMinuteSchema = z.object({ '1m': z.number(), '5m': z.number(), '15m': z.number() });
 export const forecastSchema = z
   .object({
-    kind: z.enum(['pool', 'sale']), subject: z.string(), remaining: z.number().int().nullable().meta({ description: 'Units available now; null for an unlimited sale' }),
+    kind: z.enum(['pool', 'sale']),
+    subject: z.string(),
+    remaining: z.number().int().nullable().meta({ description: 'Units available now; null for an unlimited sale' }),
     perMinute: perMinuteSchema.meta({ description: 'Units taken per minute over the last 1, 5 and 15 minutes' }),
-    basis: z.enum(['1m', '5m', '15m']).nullable(), timeToEmptyMs: z.number().nullable(), emptyAt: timestamp.nullable(), at: timestamp,
+    basis: z.enum(['1m', '5m', '15m']).nullable(),
+    timeToEmptyMs: z.number().nullable(),
+    emptyAt: timestamp.nullable(),
+    at: timestamp,
   })
   .meta({ id: 'Forecast' });
 export const forecastAlertBodySchema = z
-  .object({ withinMs: withinSchema.optional().meta({ description: 'Record `<kind>.empty_soon` (once per crossing) when predicted empty within this many ms; null or absent stops watching' }) })
+  .object({
+    withinMs: withinSchema.optional().meta({
+      description:
+        'Record `<kind>.empty_soon` (once per crossing) when predicted empty within this many ms; null or absent stops watching',
+    }),
+  })
   .strict();
 
 export const generateBodySchema = generateSpecSchema;
 export const generateResultSchema = z
-  .object({ generated: z.number().int(), collisions: z.number().int().meta({ description: 'Draws that collided with an existing code and were redrawn' }) })
+  .object({
+    generated: z.number().int(),
+    collisions: z.number().int().meta({ description: 'Draws that collided with an existing code and were redrawn' }),
+  })
   .meta({ id: 'GenerateResult' });
 
 export const claimRateSchema = z
-  .object({ pool: z.string(), everyMs: z.number().int(), points: z.array(z.object({ at: timestamp, handedOut: z.number().int(), perMinute: z.number() })) })
+  .object({
+    pool: z.string(),
+    everyMs: z.number().int(),
+    points: z.array(z.object({ at: timestamp, handedOut: z.number().int(), perMinute: z.number() })),
+  })
   .meta({ id: 'ClaimRate' });
 export const outboxStatusSchema = z
-  .object({ pending: z.number().int(), delivered: z.number().int(), dead: z.number().int(), oldestPendingMs: z.number().meta({ description: 'Age of the oldest undelivered event (the dispatcher\'s lag)' }) })
+  .object({
+    pending: z.number().int(),
+    delivered: z.number().int(),
+    dead: z.number().int(),
+    oldestPendingMs: z.number().meta({ description: "Age of the oldest undelivered event (the dispatcher's lag)" }),
+  })
   .meta({ id: 'OutboxStatus' });
 export const deliveriesSchema = z
-  .object({ event: z.string(), data: z.array(z.object({ attempt: z.number().int(), ok: z.boolean(), detail: z.string(), at: timestamp })) })
+  .object({
+    event: z.string(),
+    data: z.array(z.object({ attempt: z.number().int(), ok: z.boolean(), detail: z.string(), at: timestamp })),
+  })
   .meta({ id: 'Deliveries' });

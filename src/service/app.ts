@@ -8,7 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import type { Dibs } from '../core/dibs.js';
 import { DibsError } from '../core/errors.js';
@@ -60,7 +66,9 @@ export interface ServerOptions {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 const REFERENCE_PAGE = readFileSync(new URL('./reference-page.html', import.meta.url), 'utf8');
 
 /**
@@ -74,7 +82,8 @@ class AccessLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    if (error)
+      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 }
@@ -84,7 +93,8 @@ export const DEFAULT_RATE_LIMIT: RateLimitOptions = { max: 6000, timeWindowMs: 6
 export function buildServer(options: ServerOptions): FastifyInstance {
   const { dibs, logger = false, bodyLimit = 1024 * 1024 } = options;
   const store = options.serviceStore ?? dibs.backend.service;
-  if (!store) throw new DibsError('unsupported', `the ${dibs.kind} store has no service store (API keys); pass serviceStore`);
+  if (!store)
+    throw new DibsError('unsupported', `the ${dibs.kind} store has no service store (API keys); pass serviceStore`);
   // Aborted when closing begins (preClose below): requests that only wait stop, new ones are refused.
   const closing = new AbortController();
   const app = Fastify({
@@ -101,7 +111,12 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     // Errors raised before routing (a malformed URL such as `/v1/pools/%`) skip the error
     // handler: give them the error shape too. (Found by the fuzz test.)
     frameworkErrors: (error, _request, reply) => {
-      void (reply as unknown as FastifyReply).status(400).send({ error: { code: 'invalid_input', message: error.code === 'FST_ERR_BAD_URL' ? `the URL is malformed: ${error.message}` : error.message } });
+      void (reply as unknown as FastifyReply).status(400).send({
+        error: {
+          code: 'invalid_input',
+          message: error.code === 'FST_ERR_BAD_URL' ? `the URL is malformed: ${error.message}` : error.message,
+        },
+      });
     },
   });
   app.decorate('routeDocs', []);
@@ -126,7 +141,11 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // as long: they are told to stop waiting (503, retriable) when closing begins.
   app.addHook('preClose', (done) => {
     app.server.keepAliveTimeout = 1;
-    closing.abort(new DibsError('unavailable', 'the service is shutting down; retry (another instance will answer)', { retriable: true }));
+    closing.abort(
+      new DibsError('unavailable', 'the service is shutting down; retry (another instance will answer)', {
+        retriable: true,
+      }),
+    );
     done();
   });
   // CSV imports: hand the raw request stream to the importer, which streams it into the store.
@@ -140,7 +159,9 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   registerAuth(app, verifier);
   metrics.register(app);
   // Answers carry the caller's names, never the namespaced ones.
-  app.addHook('preSerialization', (request, _reply, payload, done) => done(null, request.tenant?.prefix ? request.tenant.external(payload) : payload));
+  app.addHook('preSerialization', (request, _reply, payload, done) =>
+    done(null, request.tenant?.prefix ? request.tenant.external(payload) : payload),
+  );
 
   const limits = options.rateLimit === undefined ? DEFAULT_RATE_LIMIT : options.rateLimit;
   if (limits) {
@@ -152,10 +173,17 @@ export function buildServer(options: ServerOptions): FastifyInstance {
       keyGenerator: (request) => (request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`),
       ...(store.hitRateLimit ? { store: sharedRateLimitStore(store) as never } : {}),
       errorResponseBuilder: (_request, context) =>
-        new DibsError('rate_limited', `rate limit of ${context.max} requests per ${context.after} exceeded; retry after the Retry-After seconds`, { retriable: true, details: { limit: context.max } }),
+        new DibsError(
+          'rate_limited',
+          `rate limit of ${context.max} requests per ${context.after} exceeded; retry after the Retry-After seconds`,
+          { retriable: true, details: { limit: context.max } },
+        ),
     });
   }
-  registerIdempotency(app, store, { ttlMs: options.idempotency?.ttlMs ?? 24 * 3600_000, inFlightTtlMs: inFlightTtl(options.idempotency?.inFlightTtlMs, dibs.backend.operationTimeoutMs) });
+  registerIdempotency(app, store, {
+    ttlMs: options.idempotency?.ttlMs ?? 24 * 3600_000,
+    inFlightTtlMs: inFlightTtl(options.idempotency?.inFlightTtlMs, dibs.backend.operationTimeoutMs),
+  });
 
   // Routes in a plugin registered after the rate limiter, so its onRoute hook sees every route.
   void app.register(async (api) => {
@@ -169,12 +197,36 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     forecastRoutes(api, context);
     lifecycleRoutes(api, context);
     dashboardRoutes(api, context);
-    route(api, { method: 'GET', url: '/metrics', scope: options.metricsPublic ? 'public' : 'metrics:read', noRateLimit: true, tag: 'Operations', summary: 'Prometheus metrics (text exposition format)', responses: { 200: { description: 'Metrics', contentType: 'text/plain' } } }, async (_request, reply) =>
-      reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    route(
+      api,
+      {
+        method: 'GET',
+        url: '/metrics',
+        scope: options.metricsPublic ? 'public' : 'metrics:read',
+        noRateLimit: true,
+        tag: 'Operations',
+        summary: 'Prometheus metrics (text exposition format)',
+        responses: { 200: { description: 'Metrics', contentType: 'text/plain' } },
+      },
+      async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    );
     let openapi: unknown;
-    route(api, { method: 'GET', url: '/openapi.json', scope: 'public', noRateLimit: true, tag: 'Operations', summary: 'This OpenAPI 3.1 document', responses: { 200: { description: 'OpenAPI document' } } }, async () =>
-      (openapi ??= buildOpenApi(app.routeDocs, VERSION)));
-    api.get('/docs', { config: { rateLimit: false } as never }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(REFERENCE_PAGE));
+    route(
+      api,
+      {
+        method: 'GET',
+        url: '/openapi.json',
+        scope: 'public',
+        noRateLimit: true,
+        tag: 'Operations',
+        summary: 'This OpenAPI 3.1 document',
+        responses: { 200: { description: 'OpenAPI document' } },
+      },
+      async () => (openapi ??= buildOpenApi(app.routeDocs, VERSION)),
+    );
+    api.get('/docs', { config: { rateLimit: false } as never }, async (_request, reply) =>
+      reply.type('text/html; charset=utf-8').send(REFERENCE_PAGE),
+    );
   });
   return app;
 }

@@ -86,7 +86,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<Primary> {
       });
       worker.on('exit', (code, signal) => {
         live.delete(worker);
-        if (!listening) reject(new Error(`worker ${worker.process.pid} exited before listening (${signal ?? `code ${code}`})`));
+        if (!listening)
+          reject(new Error(`worker ${worker.process.pid} exited before listening (${signal ?? `code ${code}`})`));
         if (stopping) {
           // A worker still starting has answered nothing: however it ends, nothing is lost.
           if (code !== 0 && listening) {

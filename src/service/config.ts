@@ -9,8 +9,12 @@ import { DibsError } from '../core/errors.js';
 import { parseInput } from '../core/validate.js';
 import { DEFAULT_STORE } from '../backends/registry.js';
 
-const int = (min: number, max: number) => z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min).max(max);
-const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v))]);
+const int = (min: number, max: number) =>
+  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(min).max(max);
+const bool = z.union([
+  z.boolean(),
+  z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v)),
+]);
 
 export const serviceConfigSchema = z
   .object({
@@ -72,7 +76,9 @@ export const ENV: Record<string, keyof ServiceConfig> = {
   DIBS_WORKERS: 'workers',
 };
 
-export function loadServiceConfig(options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {}): ServiceConfig {
+export function loadServiceConfig(
+  options: { file?: string; env?: NodeJS.ProcessEnv; flags?: Partial<Record<keyof ServiceConfig, unknown>> } = {},
+): ServiceConfig {
   const env = options.env ?? process.env;
   const fromFile = readConfigFile(options.file ?? env.DIBS_CONFIG);
   const fromFlags = Object.fromEntries(Object.entries(options.flags ?? {}).filter(([, v]) => v !== undefined));
@@ -82,7 +88,8 @@ export function loadServiceConfig(options: { file?: string; env?: NodeJS.Process
 /** The settings the environment gives (ENV); a variable set to the empty string counts as unset. */
 function settingsFromEnv(env: NodeJS.ProcessEnv): Partial<Record<keyof ServiceConfig, string>> {
   const settings: Partial<Record<keyof ServiceConfig, string>> = {};
-  for (const [name, key] of Object.entries(ENV)) if (env[name] !== undefined && env[name] !== '') settings[key] = env[name];
+  for (const [name, key] of Object.entries(ENV))
+    if (env[name] !== undefined && env[name] !== '') settings[key] = env[name];
   return settings;
 }
 
@@ -93,9 +100,12 @@ function readConfigFile(file: string | undefined): Record<string, unknown> {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new DibsError('invalid_input', `config: cannot read ${file}: ${(error as Error).message}`, { field: 'config' });
+    throw new DibsError('invalid_input', `config: cannot read ${file}: ${(error as Error).message}`, {
+      field: 'config',
+    });
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DibsError('invalid_input', `config: ${file} must hold a JSON object`, { field: 'config' });
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new DibsError('invalid_input', `config: ${file} must hold a JSON object`, { field: 'config' });
   return parsed as Record<string, unknown>;
 }
 

@@ -19,10 +19,22 @@ export function toDibsError(error: unknown): DibsError | null {
   if (isDibsError(error)) return error;
   const fastify = error as FastifyError;
   const code = fastify.code ? FASTIFY_CODES[fastify.code] : undefined;
-  if (code) return new DibsError(code, fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? `body is not valid JSON: ${fastify.message}` : fastify.message);
-  if (error instanceof SyntaxError && 'body' in error) return new DibsError('invalid_input', `body is not valid JSON: ${error.message}`);
+  if (code)
+    return new DibsError(
+      code,
+      fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? `body is not valid JSON: ${fastify.message}` : fastify.message,
+    );
+  if (error instanceof SyntaxError && 'body' in error)
+    return new DibsError('invalid_input', `body is not valid JSON: ${error.message}`);
   if (typeof fastify.statusCode === 'number' && fastify.statusCode >= 400 && fastify.statusCode < 500) {
-    return new DibsError(fastify.statusCode === 413 ? 'payload_too_large' : fastify.statusCode === 415 ? 'unsupported_media_type' : 'invalid_input', fastify.message);
+    return new DibsError(
+      fastify.statusCode === 413
+        ? 'payload_too_large'
+        : fastify.statusCode === 415
+          ? 'unsupported_media_type'
+          : 'invalid_input',
+      fastify.message,
+    );
   }
   return null;
 }
@@ -42,5 +54,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return reply.status(500).send({ error: { code: 'internal', message: `internal error (request ${request.id})` } });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: { code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }));
+    reply
+      .status(404)
+      .send({ error: { code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
+  );
 }

@@ -7,8 +7,12 @@ import { parseInput } from '../core/validate.js';
 /** The JSON body as an object; anything else (array, string, missing) is an `invalid_input`. */
 export function bodyObject(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
-  if (body === undefined || body === null) throw new DibsError('invalid_input', 'body: a JSON object is required (content-type: application/json)', { field: 'body' });
-  if (typeof body !== 'object' || Array.isArray(body)) throw new DibsError('invalid_input', 'body: must be a JSON object', { field: 'body' });
+  if (body === undefined || body === null)
+    throw new DibsError('invalid_input', 'body: a JSON object is required (content-type: application/json)', {
+      field: 'body',
+    });
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new DibsError('invalid_input', 'body: must be a JSON object', { field: 'body' });
   return body as Record<string, unknown>;
 }
 
@@ -27,7 +31,8 @@ export function pageQuery(request: FastifyRequest): { limit?: number; after?: st
 export function queryString(request: FastifyRequest, name: string): string | undefined {
   const value = (request.query as Record<string, unknown> | undefined)?.[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new DibsError('invalid_input', `query.${name}: give it once`, { field: `query.${name}` });
+  if (typeof value !== 'string')
+    throw new DibsError('invalid_input', `query.${name}: give it once`, { field: `query.${name}` });
   return value;
 }
 
@@ -39,17 +44,26 @@ export function idempotencyKey(request: FastifyRequest, fromBody: unknown): stri
   const header = request.headers['idempotency-key'];
   const fromHeader = Array.isArray(header) ? header[0] : header;
   if (fromBody !== undefined && fromHeader !== undefined && fromBody !== fromHeader) {
-    throw new DibsError('invalid_input', 'idempotencyKey: the body field and the Idempotency-Key header differ', { field: 'idempotencyKey' });
+    throw new DibsError('invalid_input', 'idempotencyKey: the body field and the Idempotency-Key header differ', {
+      field: 'idempotencyKey',
+    });
   }
   const key = fromBody ?? fromHeader;
-  if (key !== undefined && typeof key !== 'string') throw new DibsError('invalid_input', 'idempotencyKey: must be a string', { field: 'idempotencyKey' });
+  if (key !== undefined && typeof key !== 'string')
+    throw new DibsError('invalid_input', 'idempotencyKey: must be a string', { field: 'idempotencyKey' });
   return key;
 }
 
 /** Picks the known fields of a body, refusing unknown ones (typos should not pass silently). */
-export function pick<const K extends string>(body: Record<string, unknown>, allowed: readonly K[]): Partial<Record<K, unknown>> {
+export function pick<const K extends string>(
+  body: Record<string, unknown>,
+  allowed: readonly K[],
+): Partial<Record<K, unknown>> {
   const unknown = Object.keys(body).filter((k) => !(allowed as readonly string[]).includes(k));
-  if (unknown.length > 0) throw new DibsError('invalid_input', `body: unknown field(s) ${unknown.map((k) => `'${k}'`).join(', ')}`, { field: unknown[0] });
+  if (unknown.length > 0)
+    throw new DibsError('invalid_input', `body: unknown field(s) ${unknown.map((k) => `'${k}'`).join(', ')}`, {
+      field: unknown[0],
+    });
   return body as Partial<Record<K, unknown>>;
 }
 

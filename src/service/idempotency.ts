@@ -35,7 +35,10 @@ const IN_FLIGHT_MARGIN_MS = 30_000;
  * request still waits on the store; a retry would then run beside the original, and both could act.
  */
 export function inFlightTtl(configuredMs: number | undefined, storeOperationMs: number | undefined): number {
-  return Math.max(configuredMs ?? DEFAULT_IN_FLIGHT_TTL_MS, storeOperationMs === undefined ? 0 : storeOperationMs + IN_FLIGHT_MARGIN_MS);
+  return Math.max(
+    configuredMs ?? DEFAULT_IN_FLIGHT_TTL_MS,
+    storeOperationMs === undefined ? 0 : storeOperationMs + IN_FLIGHT_MARGIN_MS,
+  );
 }
 
 declare module 'fastify' {
@@ -57,7 +60,8 @@ export function registerIdempotency(app: FastifyInstance, store: ServiceStore, o
     const fingerprint = fingerprintOf(request);
     // A lock acquire may wait up to `waitMs` before answering: keep its key in flight that long too.
     const waitMs = (request.body as { waitMs?: unknown } | null)?.waitMs;
-    const inFlightTtlMs = options.inFlightTtlMs + (typeof waitMs === 'number' && waitMs > 0 ? Math.min(waitMs, 86_400_000) : 0);
+    const inFlightTtlMs =
+      options.inFlightTtlMs + (typeof waitMs === 'number' && waitMs > 0 ? Math.min(waitMs, 86_400_000) : 0);
     const begun = await store.beginIdempotent(scope, key, fingerprint, inFlightTtlMs);
     if (begun.state === 'started') {
       request.idempotency = { scope, key };
@@ -65,10 +69,18 @@ export function registerIdempotency(app: FastifyInstance, store: ServiceStore, o
     }
     if (begun.state === 'in_flight') {
       void reply.header('retry-after', '1');
-      throw new DibsError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry later', { field: 'Idempotency-Key', retriable: true });
+      throw new DibsError(
+        'idempotency_key_in_use',
+        'a request with this Idempotency-Key is still being processed; retry later',
+        { field: 'Idempotency-Key', retriable: true },
+      );
     }
     if (begun.fingerprint !== fingerprint) {
-      throw new DibsError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request', { field: 'Idempotency-Key' });
+      throw new DibsError(
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request',
+        { field: 'Idempotency-Key' },
+      );
     }
     const { statusCode, headers, body } = begun.response;
     for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
@@ -77,14 +89,24 @@ export function registerIdempotency(app: FastifyInstance, store: ServiceStore, o
   };
   app.addHook('preHandler', (request, reply, done) => {
     if (request.headers['idempotency-key'] === undefined || !request.routeOptions.config.doc?.idempotent) return done();
-    begin(request, reply).then(() => {
-      if (!reply.sent) done();
-    }, (error: unknown) => done(error as Error));
+    begin(request, reply).then(
+      () => {
+        if (!reply.sent) done();
+      },
+      (error: unknown) => done(error as Error),
+    );
   });
 
-  const finish = async (request: FastifyRequest, reply: FastifyReply, payload: unknown, idem: { scope: string; key: string }) => {
+  const finish = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    idem: { scope: string; key: string },
+  ) => {
     if (reply.statusCode >= 500) {
-      await store.abandonIdempotent(idem.scope, idem.key).catch((error: unknown) => request.log.warn({ err: error }, 'could not release an idempotency key'));
+      await store
+        .abandonIdempotent(idem.scope, idem.key)
+        .catch((error: unknown) => request.log.warn({ err: error }, 'could not release an idempotency key'));
       return payload;
     }
     const headers: Record<string, string> = {};
@@ -94,21 +116,30 @@ export function registerIdempotency(app: FastifyInstance, store: ServiceStore, o
     }
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
     // Stored before the answer leaves: an answer the client saw is always replayable.
-    await store.completeIdempotent(idem.scope, idem.key, { statusCode: reply.statusCode, headers, body }, options.ttlMs);
+    await store.completeIdempotent(
+      idem.scope,
+      idem.key,
+      { statusCode: reply.statusCode, headers, body },
+      options.ttlMs,
+    );
     return payload;
   };
   app.addHook('onSend', (request, reply, payload, done) => {
     const idem = request.idempotency;
     if (!idem) return done(null, payload);
     request.idempotency = null;
-    finish(request, reply, payload, idem).then((p) => done(null, p), (error: unknown) => done(error as Error));
+    finish(request, reply, payload, idem).then(
+      (p) => done(null, p),
+      (error: unknown) => done(error as Error),
+    );
   });
 }
 
 function fingerprintOf(request: FastifyRequest): string {
   const hash = createHash('sha256').update(`${request.method} ${request.url.split('?')[0]}\n`);
   const body = request.body as unknown;
-  if (body && typeof (body as { pipe?: unknown }).pipe === 'function') hash.update(`stream ${request.headers['content-type'] ?? ''} ${request.headers['content-length'] ?? ''}`);
+  if (body && typeof (body as { pipe?: unknown }).pipe === 'function')
+    hash.update(`stream ${request.headers['content-type'] ?? ''} ${request.headers['content-length'] ?? ''}`);
   else hash.update(stableJson(body ?? null));
   return hash.digest('hex');
 }
@@ -116,6 +147,10 @@ function fingerprintOf(request: FastifyRequest): string {
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same request. */
 function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(value) ?? 'null';
 }

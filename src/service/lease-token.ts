@@ -22,10 +22,16 @@ export function shellLease<L extends Lease>(lease: L): L {
  * plain lock's token or a library lease's); `field` names the input in errors (`token`, `--token`).
  */
 export function parseShellToken(value: unknown, field: string): { token: string; limit?: number } {
-  if (typeof value !== 'string') throw new DibsError('invalid_input', `${field}: required, the token of the lease`, { field });
+  if (typeof value !== 'string')
+    throw new DibsError('invalid_input', `${field}: required, the token of the lease`, { field });
   const match = SUFFIX.exec(value);
   const token = match ? match[1]! : value;
   const parsed = libraryToken.safeParse(token);
-  if (!parsed.success) throw new DibsError('invalid_input', `${field}: not a lease token (${parsed.error.issues[0]?.message ?? 'invalid'})`, { field });
+  if (!parsed.success)
+    throw new DibsError(
+      'invalid_input',
+      `${field}: not a lease token (${parsed.error.issues[0]?.message ?? 'invalid'})`,
+      { field },
+    );
   return match ? { token, limit: Number(match[2]) } : { token };
 }

@@ -26,10 +26,31 @@ export class ServiceMetrics {
     // `serve --workers N`: each worker answers scrapes with its own series, told apart by this label.
     if (cluster.isWorker) this.registry.setDefaultLabels({ worker: String(cluster.worker!.id) });
     collectDefaultMetrics({ register: this.registry, prefix: 'dibs_' });
-    this.claims = new Counter({ name: 'dibs_claims_total', help: 'Claims (pool codes, sale purchases and reservations) by outcome', labelNames: ['kind', 'outcome'], registers });
-    this.claimSeconds = new Histogram({ name: 'dibs_claim_duration_seconds', help: 'Time to answer a claim, store included', labelNames: ['kind'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers });
-    this.requestSeconds = new Histogram({ name: 'dibs_http_request_duration_seconds', help: 'HTTP request latency by route', labelNames: ['method', 'route', 'status'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers });
-    this.lockWaiters = new Gauge({ name: 'dibs_lock_waiters', help: 'Lock/semaphore acquire requests of this instance waiting for a slot', registers });
+    this.claims = new Counter({
+      name: 'dibs_claims_total',
+      help: 'Claims (pool codes, sale purchases and reservations) by outcome',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
+    this.claimSeconds = new Histogram({
+      name: 'dibs_claim_duration_seconds',
+      help: 'Time to answer a claim, store included',
+      labelNames: ['kind'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+    this.requestSeconds = new Histogram({
+      name: 'dibs_http_request_duration_seconds',
+      help: 'HTTP request latency by route',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.lockWaiters = new Gauge({
+      name: 'dibs_lock_waiters',
+      help: 'Lock/semaphore acquire requests of this instance waiting for a slot',
+      registers,
+    });
     new Gauge({
       name: 'dibs_pool_free_units',
       help: `Free codes per pool and tenant (first ${MAX_POOLS} pools)`,
@@ -42,7 +63,13 @@ export class ServiceMetrics {
           const page = await dibs.pools.list({ limit: Math.min(1000, MAX_POOLS - seen), ...(after ? { after } : {}) });
           for (const pool of page.items) {
             const local = localName(pool.name);
-            this.set({ tenant: local === pool.name ? DEFAULT_TENANT : pool.name.slice(0, pool.name.length - local.length - 1), pool: local }, pool.stats.free);
+            this.set(
+              {
+                tenant: local === pool.name ? DEFAULT_TENANT : pool.name.slice(0, pool.name.length - local.length - 1),
+                pool: local,
+              },
+              pool.stats.free,
+            );
           }
           seen += page.items.length;
           if (!page.nextCursor) break;
@@ -52,7 +79,11 @@ export class ServiceMetrics {
     });
     const outbox = dibs.backend.outbox;
     if (outbox) {
-      const lag = new Gauge({ name: 'dibs_outbox_lag_seconds', help: 'Age of the oldest undelivered outbox event (0 when none)', registers });
+      const lag = new Gauge({
+        name: 'dibs_outbox_lag_seconds',
+        help: 'Age of the oldest undelivered outbox event (0 when none)',
+        registers,
+      });
       new Gauge({
         name: 'dibs_outbox_pending_events',
         help: 'Outbox events waiting for delivery',
@@ -67,7 +98,11 @@ export class ServiceMetrics {
   }
 
   /** Times a claim and counts its outcome: the result's status, or the error code. */
-  async claim<T>(kind: 'pool' | 'sale' | 'reservation', fn: () => Promise<T>, outcomeOf: (result: T) => string): Promise<T> {
+  async claim<T>(
+    kind: 'pool' | 'sale' | 'reservation',
+    fn: () => Promise<T>,
+    outcomeOf: (result: T) => string,
+  ): Promise<T> {
     const end = this.claimSeconds.startTimer({ kind });
     try {
       const result = await fn();
@@ -84,7 +119,10 @@ export class ServiceMetrics {
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unknown';
-      this.requestSeconds.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      this.requestSeconds.observe(
+        { method: request.method, route, status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
       done();
     });
   }

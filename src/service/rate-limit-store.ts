@@ -5,14 +5,23 @@
 import type { ServiceStore } from '../core/service-store.js';
 
 interface Incr {
-  incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void;
+  incr(
+    key: string,
+    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+    timeWindow: number,
+    max: number,
+  ): void;
   child(): Incr;
 }
 
 export function sharedRateLimitStore(store: ServiceStore): new () => Incr {
   const hit = store.hitRateLimit!.bind(store);
   return class SharedStore implements Incr {
-    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+    ): void {
       hit(key, timeWindow).then(
         ({ current, ttlMs }) => callback(null, { current, ttl: ttlMs }),
         (error: unknown) => callback(error as Error),

@@ -45,9 +45,16 @@ declare module 'fastify' {
   }
 }
 
-export type Handler = (request: FastifyRequest<{ Params: Record<string, string> }>, reply: FastifyReply) => Promise<unknown>;
+export type Handler = (
+  request: FastifyRequest<{ Params: Record<string, string> }>,
+  reply: FastifyReply,
+) => Promise<unknown>;
 
-export function route(app: FastifyInstance, doc: Omit<RouteDoc, 'idempotent'> & { idempotent?: boolean }, handler: Handler): void {
+export function route(
+  app: FastifyInstance,
+  doc: Omit<RouteDoc, 'idempotent'> & { idempotent?: boolean },
+  handler: Handler,
+): void {
   const full: RouteDoc = { ...doc, idempotent: doc.idempotent ?? (doc.method !== 'GET' && doc.url.startsWith('/v1/')) };
   app.routeDocs.push(full);
   app.route({

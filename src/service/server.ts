@@ -19,7 +19,8 @@ import { buildServer, VERSION } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
 import type { ServiceConfig } from './config.js';
 
-export interface StartOptions extends Partial<Omit<ServiceConfig, 'store' | 'port' | 'host' | 'jobs' | 'demo' | 'workers'>> {
+export interface StartOptions
+  extends Partial<Omit<ServiceConfig, 'store' | 'port' | 'host' | 'jobs' | 'demo' | 'workers'>> {
   store: string;
   port: number;
   host: string;
@@ -70,14 +71,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 
   const destinations = dibs.backend.outbox && options.jobs !== false ? await destinationsFromEnv(env) : [];
   const dispatcher = dibs.backend.outbox
-    ? new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: channelsFromEnv(env), webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS), destinations, onError: (error) => app.log.error({ err: error }, 'outbox delivery failed') })
+    ? new OutboxDispatcher({
+        outbox: dibs.backend.outbox,
+        channels: channelsFromEnv(env),
+        webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS),
+        destinations,
+        onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
+      })
     : undefined;
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
   const service = dibs.backend.service;
-  const jobSpecs = options.jobs === false ? [] : [
-    ...standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: every }),
-    ...(service ? [{ name: 'idempotency.purge', everyMs: 60_000, run: () => service.purgeExpired() }] : []),
-  ];
+  const jobSpecs =
+    options.jobs === false
+      ? []
+      : [
+          ...standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: every }),
+          ...(service ? [{ name: 'idempotency.purge', everyMs: 60_000, run: () => service.purgeExpired() }] : []),
+        ];
   const jobs = new JobRunner(jobSpecs, {
     onError: (name, error) => app.log.error({ err: error, job: name }, 'job failed'),
   });
@@ -85,7 +95,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   await app.listen({ port: options.port, host: options.host });
   jobs.start();
   const address = app.server.address();
-  const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address);
+  const url =
+    typeof address === 'object' && address
+      ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+      : String(address);
   app.log.info({ store: redact(options.store), url }, 'dibs is serving');
 
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 25_000;
@@ -95,12 +108,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       // A request that never ends (a stalled upload) must not hold the shutdown until the
       // orchestrator's SIGKILL: past the deadline its connection is closed. It was never
       // answered, so nothing acknowledged is lost; the store still closes cleanly.
-      const deadline = shutdownTimeoutMs > 0
-        ? setTimeout(() => {
-            app.log.warn({ shutdownTimeoutMs }, 'shutdown deadline reached: closing the connections of requests still in flight (none of them was answered)');
-            app.server.closeAllConnections();
-          }, shutdownTimeoutMs)
-        : undefined;
+      const deadline =
+        shutdownTimeoutMs > 0
+          ? setTimeout(() => {
+              app.log.warn(
+                { shutdownTimeoutMs },
+                'shutdown deadline reached: closing the connections of requests still in flight (none of them was answered)',
+              );
+              app.server.closeAllConnections();
+            }, shutdownTimeoutMs)
+          : undefined;
       try {
         await app.close(); // stops accepting, waits for requests in flight
       } finally {
@@ -132,7 +149,8 @@ export async function prepareDemo(dibs: Dibs): Promise<string | undefined> {
 async function demoAdminKey(dibs: Dibs): Promise<string | undefined> {
   const store = dibs.backend.service;
   if (!store) return undefined;
-  for (const old of await store.listKeys(DEFAULT_TENANT)) if (old.name === DEMO_KEY_NAME && !old.revokedAt) await store.revokeKey(old.id);
+  for (const old of await store.listKeys(DEFAULT_TENANT))
+    if (old.name === DEMO_KEY_NAME && !old.revokedAt) await store.revokeKey(old.id);
   return (await createApiKey(store, { tenant: DEFAULT_TENANT, name: DEMO_KEY_NAME, scopes: ['admin'] })).key;
 }
 
@@ -179,7 +197,10 @@ export function onShutdownSignals(shutdown: (signal: string) => void, now: () =>
 }
 
 function listEnv(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /**
@@ -189,7 +210,11 @@ function listEnv(value: string | undefined): string[] {
  */
 export function checkDeliveryEnv(env: NodeJS.ProcessEnv): void {
   if (listEnv(env.DIBS_WEBHOOK_URLS).length > 0 && !env.DIBS_WEBHOOK_SECRET) {
-    throw new DibsError('invalid_input', 'DIBS_WEBHOOK_URLS is set but DIBS_WEBHOOK_SECRET is not: webhooks are signed (header Dibs-Signature); set a secret, e.g. `openssl rand -hex 32`', { field: 'DIBS_WEBHOOK_SECRET' });
+    throw new DibsError(
+      'invalid_input',
+      'DIBS_WEBHOOK_URLS is set but DIBS_WEBHOOK_SECRET is not: webhooks are signed (header Dibs-Signature); set a secret, e.g. `openssl rand -hex 32`',
+      { field: 'DIBS_WEBHOOK_SECRET' },
+    );
   }
   for (const spec of listEnv(env.DIBS_EVENT_STREAMS)) parseStreamTarget(spec);
 }
@@ -205,23 +230,46 @@ function channelsFromEnv(env: NodeJS.ProcessEnv): { email?: Channel; webPush?: C
   checkDeliveryEnv(env);
   const channels: { email?: Channel; webPush?: Channel; webhook?: Channel } = {};
   if (env.DIBS_WEBHOOK_SECRET) channels.webhook = new WebhookChannel({ secret: env.DIBS_WEBHOOK_SECRET });
-  if (env.DIBS_SMTP_URL) channels.email = new EmailChannel({ smtpUrl: env.DIBS_SMTP_URL, from: env.DIBS_EMAIL_FROM ?? 'dibs@localhost' });
+  if (env.DIBS_SMTP_URL)
+    channels.email = new EmailChannel({ smtpUrl: env.DIBS_SMTP_URL, from: env.DIBS_EMAIL_FROM ?? 'dibs@localhost' });
   if (env.DIBS_VAPID_PUBLIC_KEY && env.DIBS_VAPID_PRIVATE_KEY) {
-    channels.webPush = new WebPushChannel({ vapid: { subject: env.DIBS_VAPID_SUBJECT ?? 'mailto:dibs@localhost', publicKey: env.DIBS_VAPID_PUBLIC_KEY, privateKey: env.DIBS_VAPID_PRIVATE_KEY } });
+    channels.webPush = new WebPushChannel({
+      vapid: {
+        subject: env.DIBS_VAPID_SUBJECT ?? 'mailto:dibs@localhost',
+        publicKey: env.DIBS_VAPID_PUBLIC_KEY,
+        privateKey: env.DIBS_VAPID_PRIVATE_KEY,
+      },
+    });
   }
   return channels;
 }
 
 async function seedDemo(dibs: Dibs): Promise<void> {
   try {
-    await dibs.pools.create({ name: 'demo', perClaimantLimit: 1, lowStockThreshold: 10, metadata: { note: 'created by --demo' } });
-    await dibs.pools.importCodes('demo', Array.from({ length: 100 }, (_, i) => `DEMO-${String(i + 1).padStart(4, '0')}`));
+    await dibs.pools.create({
+      name: 'demo',
+      perClaimantLimit: 1,
+      lowStockThreshold: 10,
+      metadata: { note: 'created by --demo' },
+    });
+    await dibs.pools.importCodes(
+      'demo',
+      Array.from({ length: 100 }, (_, i) => `DEMO-${String(i + 1).padStart(4, '0')}`),
+    );
   } catch (error) {
     if (!isDibsError(error, 'already_exists')) throw error;
   }
   if (!dibs.backend.sales) return;
   try {
-    await dibs.sales.create({ id: 'demo', sku: 'DEMO-SKU', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 7 * 86_400_000).toISOString(), cap: 50, perCustomerLimit: 2, metadata: { note: 'created by --demo' } });
+    await dibs.sales.create({
+      id: 'demo',
+      sku: 'DEMO-SKU',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+      cap: 50,
+      perCustomerLimit: 2,
+      metadata: { note: 'created by --demo' },
+    });
   } catch (error) {
     if (!isDibsError(error, 'already_exists') && !isDibsError(error, 'invalid_input')) throw error;
   }

@@ -14,10 +14,19 @@ export async function inDeliverySpan(event: DueEvent, deliver: () => Promise<str
   const api = activeOtel();
   if (!api) return deliver();
   // from the root: the job that runs deliveries is untraced, and an attempt is its own trace
-  const span = api.trace.getTracer(TRACER_NAME).startSpan(`dibs.outbox deliver ${event.type}`, {
-    kind: api.SpanKind.PRODUCER,
-    attributes: { 'dibs.operation': 'outbox.deliver', 'dibs.event.id': event.id, 'dibs.event.type': event.type, 'dibs.event.attempt': event.attempts + 1 },
-  }, api.ROOT_CONTEXT);
+  const span = api.trace.getTracer(TRACER_NAME).startSpan(
+    `dibs.outbox deliver ${event.type}`,
+    {
+      kind: api.SpanKind.PRODUCER,
+      attributes: {
+        'dibs.operation': 'outbox.deliver',
+        'dibs.event.id': event.id,
+        'dibs.event.type': event.type,
+        'dibs.event.attempt': event.attempts + 1,
+      },
+    },
+    api.ROOT_CONTEXT,
+  );
   try {
     const outcome = await api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), deliver);
     span.setAttribute('dibs.outcome', outcome);

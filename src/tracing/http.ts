@@ -19,15 +19,19 @@ export function registerHttpTracing(app: FastifyInstance, api: OtelApi, version:
     const route = request.routeOptions.url;
     if (route !== undefined && QUIET_ROUTES.has(route)) return done();
     const parent = api.propagation.extract(api.ROOT_CONTEXT, request.headers);
-    const span = tracer.startSpan(route ? `${request.method} ${route}` : request.method, {
-      kind: api.SpanKind.SERVER,
-      attributes: {
-        'http.request.method': request.method,
-        'url.path': request.url.split('?')[0],
-        ...(route ? { 'http.route': route } : {}),
-        'dibs.request_id': request.id,
+    const span = tracer.startSpan(
+      route ? `${request.method} ${route}` : request.method,
+      {
+        kind: api.SpanKind.SERVER,
+        attributes: {
+          'http.request.method': request.method,
+          'url.path': request.url.split('?')[0],
+          ...(route ? { 'http.route': route } : {}),
+          'dibs.request_id': request.id,
+        },
       },
-    }, parent);
+      parent,
+    );
     spans.set(request, { span, ctx: api.trace.setSpan(parent, span) });
     done();
   });
@@ -38,7 +42,9 @@ export function registerHttpTracing(app: FastifyInstance, api: OtelApi, version:
     const handler = options.handler as (...args: unknown[]) => unknown;
     options.handler = function (this: unknown, request: FastifyRequest, ...rest: unknown[]) {
       const entry = spans.get(request);
-      return entry ? api.context.with(entry.ctx, handler, this, request, ...rest) : handler.call(this, request, ...rest);
+      return entry
+        ? api.context.with(entry.ctx, handler, this, request, ...rest)
+        : handler.call(this, request, ...rest);
     } as RouteHandlerMethod;
   });
 

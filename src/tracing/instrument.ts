@@ -27,7 +27,12 @@ const STORE_PARTS = ['pools', 'sales', 'locks', 'counters', 'waitingRooms', 'for
 /** Synchronous, or not a step: no span. */
 const NOT_STEPS = new Set<PropertyKey>(['constructor', 'onRelease', 'close']);
 
-const DB_SYSTEM: Record<string, string> = { sqlite: 'sqlite', postgres: 'postgresql', redis: 'redis', firestore: 'gcp.firestore' };
+const DB_SYSTEM: Record<string, string> = {
+  sqlite: 'sqlite',
+  postgres: 'postgresql',
+  redis: 'redis',
+  firestore: 'gcp.firestore',
+};
 
 const traced = new WeakSet<Dibs>();
 
@@ -46,35 +51,49 @@ export function traceDibs(backend: Backend, api: OtelApi): Dibs {
   const tracer = api.trace.getTracer(TRACER_NAME);
   const store = backend.kind;
   const base: Attributes = { 'dibs.store': store, ...(DB_SYSTEM[store] ? { 'db.system.name': DB_SYSTEM[store] } : {}) };
-  const tracedBackend = proxyParts(backend, STORE_PARTS, (part, method) => ({
-    name: `${store} ${part}.${method}`,
-    kind: api.SpanKind.CLIENT,
-    operation: `${part}.${method}`,
-    around: (ctx, run, target) => {
-      // the same step on the same name again within one call: a retry (a waiting lock acquire)
-      const key = `${part}.${method} ${target ?? ''}`;
-      const step = { retries: 0 };
-      const call = ctx.getValue(contextKeys().call) as CallScope | undefined;
-      if (call) {
-        const seen = (call.steps.get(key) ?? 0) + 1;
-        call.steps.set(key, seen);
-        if (seen > 1) call.retries++;
-      }
-      return run(ctx.setValue(contextKeys().step, step), () => {
-        if (call) call.retries += step.retries;
-        return step.retries;
-      });
-    },
-  }), api, tracer, base);
-  const dibs = proxyParts(new Dibs(tracedBackend), FACADES, (part, method) => ({
-    name: `dibs ${part}.${method}`,
-    kind: api.SpanKind.INTERNAL,
-    operation: `${part}.${method}`,
-    around: (ctx, run) => {
-      const call: CallScope = { retries: 0, steps: new Map() };
-      return run(ctx.setValue(contextKeys().call, call), () => call.retries);
-    },
-  }), api, tracer, base);
+  const tracedBackend = proxyParts(
+    backend,
+    STORE_PARTS,
+    (part, method) => ({
+      name: `${store} ${part}.${method}`,
+      kind: api.SpanKind.CLIENT,
+      operation: `${part}.${method}`,
+      around: (ctx, run, target) => {
+        // the same step on the same name again within one call: a retry (a waiting lock acquire)
+        const key = `${part}.${method} ${target ?? ''}`;
+        const step = { retries: 0 };
+        const call = ctx.getValue(contextKeys().call) as CallScope | undefined;
+        if (call) {
+          const seen = (call.steps.get(key) ?? 0) + 1;
+          call.steps.set(key, seen);
+          if (seen > 1) call.retries++;
+        }
+        return run(ctx.setValue(contextKeys().step, step), () => {
+          if (call) call.retries += step.retries;
+          return step.retries;
+        });
+      },
+    }),
+    api,
+    tracer,
+    base,
+  );
+  const dibs = proxyParts(
+    new Dibs(tracedBackend),
+    FACADES,
+    (part, method) => ({
+      name: `dibs ${part}.${method}`,
+      kind: api.SpanKind.INTERNAL,
+      operation: `${part}.${method}`,
+      around: (ctx, run) => {
+        const call: CallScope = { retries: 0, steps: new Map() };
+        return run(ctx.setValue(contextKeys().call, call), () => call.retries);
+      },
+    }),
+    api,
+    tracer,
+    base,
+  );
   traced.add(dibs);
   return dibs;
 }
@@ -88,7 +107,14 @@ interface SpanPlan {
 }
 
 /** `owner` with the listed parts replaced by proxies whose methods run in a span. */
-function proxyParts<T extends object>(owner: T, parts: readonly string[], plan: (part: string, method: string) => SpanPlan, api: OtelApi, tracer: Tracer, base: Attributes): T {
+function proxyParts<T extends object>(
+  owner: T,
+  parts: readonly string[],
+  plan: (part: string, method: string) => SpanPlan,
+  api: OtelApi,
+  tracer: Tracer,
+  base: Attributes,
+): T {
   const proxies = new Map<string, object>();
   for (const part of parts) {
     const target = (owner as Record<string, unknown>)[part];
@@ -101,7 +127,14 @@ function proxyParts<T extends object>(owner: T, parts: readonly string[], plan: 
   });
 }
 
-function proxyMethods(target: object, part: string, plan: (part: string, method: string) => SpanPlan, api: OtelApi, tracer: Tracer, base: Attributes): object {
+function proxyMethods(
+  target: object,
+  part: string,
+  plan: (part: string, method: string) => SpanPlan,
+  api: OtelApi,
+  tracer: Tracer,
+  base: Attributes,
+): object {
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(target, {
     get(obj, prop) {
@@ -125,42 +158,67 @@ function proxyMethods(target: object, part: string, plan: (part: string, method:
   });
 }
 
-function inSpan(api: OtelApi, tracer: Tracer, plan: SpanPlan, base: Attributes, args: unknown[], call: () => unknown): unknown {
+function inSpan(
+  api: OtelApi,
+  tracer: Tracer,
+  plan: SpanPlan,
+  base: Attributes,
+  args: unknown[],
+  call: () => unknown,
+): unknown {
   const parent = api.context.active();
   if (isUntraced(api)) return call();
   const target = typeof args[0] === 'string' ? args[0] : undefined;
-  const span = tracer.startSpan(plan.name, { kind: plan.kind, attributes: { ...base, 'dibs.operation': plan.operation, ...(target !== undefined ? { 'dibs.target': target } : {}) } }, parent);
-  return plan.around(api.trace.setSpan(parent, span), (ctx, retries) => {
-    const finish = (outcome: string, error?: unknown) => {
-      span.setAttributes({ 'dibs.outcome': outcome, 'dibs.retries': retries() });
-      if (error !== undefined && failed(error)) {
-        span.recordException(error instanceof Error ? error : String(error));
-        span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  const span = tracer.startSpan(
+    plan.name,
+    {
+      kind: plan.kind,
+      attributes: {
+        ...base,
+        'dibs.operation': plan.operation,
+        ...(target !== undefined ? { 'dibs.target': target } : {}),
+      },
+    },
+    parent,
+  );
+  return plan.around(
+    api.trace.setSpan(parent, span),
+    (ctx, retries) => {
+      const finish = (outcome: string, error?: unknown) => {
+        span.setAttributes({ 'dibs.outcome': outcome, 'dibs.retries': retries() });
+        if (error !== undefined && failed(error)) {
+          span.recordException(error instanceof Error ? error : String(error));
+          span.setStatus({
+            code: api.SpanStatusCode.ERROR,
+            message: error instanceof Error ? error.message : String(error),
+          });
+        }
+        span.end();
+      };
+      let result: unknown;
+      try {
+        result = api.context.with(ctx, call);
+      } catch (error) {
+        finish(outcomeOfError(error), error);
+        throw error;
       }
-      span.end();
-    };
-    let result: unknown;
-    try {
-      result = api.context.with(ctx, call);
-    } catch (error) {
-      finish(outcomeOfError(error), error);
-      throw error;
-    }
-    if (isThenable(result)) {
-      return result.then(
-        (value) => {
-          finish(outcomeOf(value));
-          return value;
-        },
-        (error: unknown) => {
-          finish(outcomeOfError(error), error);
-          throw error;
-        },
-      );
-    }
-    finish(outcomeOf(result));
-    return result;
-  }, target);
+      if (isThenable(result)) {
+        return result.then(
+          (value) => {
+            finish(outcomeOf(value));
+            return value;
+          },
+          (error: unknown) => {
+            finish(outcomeOfError(error), error);
+            throw error;
+          },
+        );
+      }
+      finish(outcomeOf(result));
+      return result;
+    },
+    target,
+  );
 }
 
 /** The answer's status (claimed, already-held, …), bought (an order), held (a hold), `none` for null, else `ok`. */

@@ -36,12 +36,22 @@ export async function loadOtel(): Promise<OtelApi> {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-      throw new DibsError('unsupported', `tracing needs the npm package '${OTEL_API_PACKAGE}', which is not installed: npm install ${OTEL_API_PACKAGE}`, { field: 'tracing', details: { package: OTEL_API_PACKAGE, install: `npm install ${OTEL_API_PACKAGE}` }, cause: error });
+      throw new DibsError(
+        'unsupported',
+        `tracing needs the npm package '${OTEL_API_PACKAGE}', which is not installed: npm install ${OTEL_API_PACKAGE}`,
+        {
+          field: 'tracing',
+          details: { package: OTEL_API_PACKAGE, install: `npm install ${OTEL_API_PACKAGE}` },
+          cause: error,
+        },
+      );
     }
     throw error;
   }
   // An ESM import of the CommonJS build puts the API on `default` too; either shape works.
-  const resolved = ((api as unknown as { trace?: unknown }).trace ? api : (api as unknown as { default: OtelApi }).default);
+  const resolved = (api as unknown as { trace?: unknown }).trace
+    ? api
+    : (api as unknown as { default: OtelApi }).default;
   keys = {
     untraced: resolved.createContextKey('dibs.untraced') as symbol,
     step: resolved.createContextKey('dibs.store-step') as symbol,

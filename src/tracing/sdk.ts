@@ -16,7 +16,12 @@
  */
 import { DibsError } from '../core/errors.js';
 
-export const SDK_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace-node', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-http'] as const;
+export const SDK_PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/sdk-trace-node',
+  '@opentelemetry/resources',
+  '@opentelemetry/exporter-trace-otlp-http',
+] as const;
 
 export interface TracingSdk {
   /** Exports the spans still batched, then stops (bounded: a dead collector never holds a shutdown). */
@@ -27,7 +32,10 @@ const EXPORTERS = new Set(['otlp', 'console', 'none']);
 const SHUTDOWN_TIMEOUT_MS = 5000;
 
 function list(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 }
 
 /** The exporters the environment asks for; empty = tracing off. Refuses settings that cannot work. */
@@ -36,13 +44,22 @@ export function tracingExporters(env: NodeJS.ProcessEnv): string[] {
   let exporters = list(env.OTEL_TRACES_EXPORTER);
   const unknown = exporters.filter((e) => !EXPORTERS.has(e));
   if (unknown.length > 0) {
-    throw new DibsError('invalid_input', `OTEL_TRACES_EXPORTER: unsupported exporter(s) '${unknown.join("', '")}' (dibs serve supports otlp, console, none)`, { field: 'OTEL_TRACES_EXPORTER' });
+    throw new DibsError(
+      'invalid_input',
+      `OTEL_TRACES_EXPORTER: unsupported exporter(s) '${unknown.join("', '")}' (dibs serve supports otlp, console, none)`,
+      { field: 'OTEL_TRACES_EXPORTER' },
+    );
   }
-  if (exporters.length === 0 && (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT)) exporters = ['otlp'];
+  if (exporters.length === 0 && (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT))
+    exporters = ['otlp'];
   exporters = exporters.filter((e) => e !== 'none');
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || '').trim();
   if (exporters.includes('otlp') && protocol === 'grpc') {
-    throw new DibsError('invalid_input', 'OTEL_EXPORTER_OTLP_PROTOCOL=grpc: dibs serve exports OTLP over HTTP only (http/json, usually port 4318)', { field: 'OTEL_EXPORTER_OTLP_PROTOCOL' });
+    throw new DibsError(
+      'invalid_input',
+      'OTEL_EXPORTER_OTLP_PROTOCOL=grpc: dibs serve exports OTLP over HTTP only (http/json, usually port 4318)',
+      { field: 'OTEL_EXPORTER_OTLP_PROTOCOL' },
+    );
   }
   return exporters;
 }
@@ -62,7 +79,8 @@ export async function startTracingSdk(env: NodeJS.ProcessEnv, version: string): 
     processors.push(new node.BatchSpanProcessor(new OTLPTraceExporter()));
   }
   if (exporters.includes('console')) processors.push(new node.BatchSpanProcessor(new node.ConsoleSpanExporter()));
-  const resource = resources.defaultResource()
+  const resource = resources
+    .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': 'dibs', 'service.version': version }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new node.NodeTracerProvider({ resource, spanProcessors: processors });
@@ -86,7 +104,11 @@ async function need<T>(load: () => Promise<T>): Promise<T> {
     const code = (error as { code?: unknown }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
       const install = `npm install ${SDK_PACKAGES.join(' ')}`;
-      throw new DibsError('unsupported', `tracing (OTEL_* settings) needs the OpenTelemetry SDK packages, which are not all installed: ${install}`, { field: 'OTEL_TRACES_EXPORTER', details: { install }, cause: error });
+      throw new DibsError(
+        'unsupported',
+        `tracing (OTEL_* settings) needs the OpenTelemetry SDK packages, which are not all installed: ${install}`,
+        { field: 'OTEL_TRACES_EXPORTER', details: { install }, cause: error },
+      );
     }
     throw error;
   }

@@ -14,7 +14,8 @@ describe('dibs CLI', () => {
   it('prints useful help for the program and every command', async () => {
     const help = await runCli(['--help']);
     assert.equal(help.code, 0);
-    for (const word of ['serve', 'pools', 'import', 'claim', 'stats', 'export', 'audit', 'sales', 'Quick start']) assert.match(help.stdout, new RegExp(word));
+    for (const word of ['serve', 'pools', 'import', 'claim', 'stats', 'export', 'audit', 'sales', 'Quick start'])
+      assert.match(help.stdout, new RegExp(word));
     const claimHelp = await runCli(['claim', '--help']);
     assert.match(claimHelp.stdout, /--key <key>/);
     assert.match(claimHelp.stdout, /Examples:/);
@@ -23,12 +24,14 @@ describe('dibs CLI', () => {
   });
 
   it('serve refuses webhook endpoints without a signing secret (they used to be marked delivered and never sent)', async () => {
-    const refused = await runCli(['serve', '--port', '0', '--workers', '2'], { env: { ...env, DIBS_WEBHOOK_URLS: 'http://127.0.0.1:9/hooks' } });
+    const refused = await runCli(['serve', '--port', '0', '--workers', '2'], {
+      env: { ...env, DIBS_WEBHOOK_URLS: 'http://127.0.0.1:9/hooks' },
+    });
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /DIBS_WEBHOOK_SECRET/);
   });
 
-  it('every command opens the config file\'s store unless --store or DIBS_STORE names one', async () => {
+  it("every command opens the config file's store unless --store or DIBS_STORE names one", async () => {
     const other = tempSqliteStore();
     try {
       const config = join(temp.dir, 'dibs.json');
@@ -38,10 +41,19 @@ describe('dibs CLI', () => {
       assert.equal(created.code, 0, created.stderr);
       const viaEnv = await runCli(['pools', 'list', '--json'], { env: { ...noStore, DIBS_CONFIG: config } });
       assert.match(viaEnv.stdout, /from-config/);
-      assert.match((await runCli(['pools', 'list', '--json'], { env: { DIBS_STORE: other.store } })).stdout, /from-config/);
+      assert.match(
+        (await runCli(['pools', 'list', '--json'], { env: { DIBS_STORE: other.store } })).stdout,
+        /from-config/,
+      );
       // --store and DIBS_STORE outrank the file
-      assert.doesNotMatch((await runCli(['pools', 'list', '--json', '--config', config], { env })).stdout, /from-config/);
-      assert.doesNotMatch((await runCli(['pools', 'list', '--json', '--config', config, '--store', temp.store], { env: noStore })).stdout, /from-config/);
+      assert.doesNotMatch(
+        (await runCli(['pools', 'list', '--json', '--config', config], { env })).stdout,
+        /from-config/,
+      );
+      assert.doesNotMatch(
+        (await runCli(['pools', 'list', '--json', '--config', config, '--store', temp.store], { env: noStore })).stdout,
+        /from-config/,
+      );
       const broken = join(temp.dir, 'broken.json');
       writeFileSync(broken, '{"store": ');
       const refused = await runCli(['pools', 'list', '--config', broken], { env: noStore });
@@ -77,9 +89,28 @@ describe('dibs CLI', () => {
   });
 
   it('runs a sale behind a waiting room: enable, join, reserve with the ticket, plain reserve refused', async () => {
-    const sale = JSON.parse((await runCli(['sales', 'create', 'ROOM-CLI', '--ends', new Date(Date.now() + 3_600_000).toISOString(), '--cap', '1', '--json'], { env })).stdout) as { id: string };
+    const sale = JSON.parse(
+      (
+        await runCli(
+          [
+            'sales',
+            'create',
+            'ROOM-CLI',
+            '--ends',
+            new Date(Date.now() + 3_600_000).toISOString(),
+            '--cap',
+            '1',
+            '--json',
+          ],
+          { env },
+        )
+      ).stdout,
+    ) as { id: string };
     assert.equal((await runCli(['sales', 'room', 'enable', sale.id, '--rate', '5'], { env })).code, 0);
-    const ann = JSON.parse((await runCli(['sales', 'room', 'join', sale.id, 'ann', '--json'], { env })).stdout) as { status: string; token: string };
+    const ann = JSON.parse((await runCli(['sales', 'room', 'join', sale.id, 'ann', '--json'], { env })).stdout) as {
+      status: string;
+      token: string;
+    };
     const bob = await runCli(['sales', 'room', 'join', sale.id, 'bob'], { env });
     assert.equal(ann.status, 'admitted');
     assert.match(bob.stdout, /status +waiting/);
@@ -108,11 +139,21 @@ describe('dibs CLI', () => {
     const example = /\$ printf '([^']+)' \| dibs import spring -/.exec((await runCli(['import', '--help'])).stdout);
     assert.ok(example, 'import --help shows a CSV with window columns');
     assert.equal((await runCli(['pools', 'create', 'cli-windows'], { env })).code, 0);
-    const windowed = await runCli(['import', 'cli-windows', '-'], { env, input: `${example[1]!.replaceAll('\\n', '\n')}BAD,tomorrow,\n` });
+    const windowed = await runCli(['import', 'cli-windows', '-'], {
+      env,
+      input: `${example[1]!.replaceAll('\\n', '\n')}BAD,tomorrow,\n`,
+    });
     assert.equal(windowed.code, 0, windowed.stderr);
-    assert.match(windowed.stdout, /imported 2, duplicates 0, invalid 1 \(first: line 4, starts_at: must be an ISO 8601 timestamp/);
+    assert.match(
+      windowed.stdout,
+      /imported 2, duplicates 0, invalid 1 \(first: line 4, starts_at: must be an ISO 8601 timestamp/,
+    );
     const windows = await runCli(['export', 'cli-windows'], { env });
-    assert.match(windows.stdout, /^WKND-1,free,,,,2026-11-28T00:00:00\.000Z,2026-11-30T00:00:00\.000Z$/m, windows.stderr);
+    assert.match(
+      windows.stdout,
+      /^WKND-1,free,,,,2026-11-28T00:00:00\.000Z,2026-11-30T00:00:00\.000Z$/m,
+      windows.stderr,
+    );
 
     const claim = await runCli(['claim', 'cli-pool', 'alice', '--key', 'k1', '--json'], { env });
     assert.equal(claim.code, 0, claim.stderr);
@@ -161,11 +202,16 @@ describe('dibs CLI', () => {
 
   it('runs flash sales from the command line', async () => {
     const ends = new Date(Date.now() + 3_600_000).toISOString();
-    const created = await runCli(['sales', 'create', 'CLI-SKU', '--ends', ends, '--cap', '2', '--id', 'cli-sale', '--json'], { env });
+    const created = await runCli(
+      ['sales', 'create', 'CLI-SKU', '--ends', ends, '--cap', '2', '--id', 'cli-sale', '--json'],
+      { env },
+    );
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(created.stdout).status, 'live');
     assert.match((await runCli(['sales', 'buy', 'cli-sale', 'alice'], { env })).stdout, /1 unit\(s\) for alice/);
-    const hold = JSON.parse((await runCli(['sales', 'reserve', 'cli-sale', 'bob', '--ttl', '60', '--json'], { env })).stdout) as { id: string };
+    const hold = JSON.parse(
+      (await runCli(['sales', 'reserve', 'cli-sale', 'bob', '--ttl', '60', '--json'], { env })).stdout,
+    ) as { id: string };
     assert.match((await runCli(['sales', 'confirm', hold.id], { env })).stdout, /for bob/);
     const soldOut = await runCli(['sales', 'buy', 'cli-sale', 'carol'], { env });
     assert.equal(soldOut.code, 2);
@@ -174,7 +220,10 @@ describe('dibs CLI', () => {
   });
 
   it('takes, inspects and releases leases, and counts', async () => {
-    const lease = JSON.parse((await runCli(['locks', 'acquire', 'nightly', '--ttl', '60000'], { env })).stdout) as { token: string; fence: number };
+    const lease = JSON.parse((await runCli(['locks', 'acquire', 'nightly', '--ttl', '60000'], { env })).stdout) as {
+      token: string;
+      fence: number;
+    };
     assert.ok(lease.token.length > 8);
     const busy = await runCli(['locks', 'acquire', 'nightly', '--wait', '0'], { env });
     assert.equal(busy.code, 2);
@@ -186,14 +235,24 @@ describe('dibs CLI', () => {
     // A waiter in another process is shown by `locks inspect` (waiters register in the store).
     const waiter = runCli(['locks', 'acquire', 'nightly', '--wait', '60000', '--ttl', '60000', '--fair'], { env });
     let shown = '';
-    for (const deadline = Date.now() + 60_000; Date.now() < deadline && !/waiters\s+1\b/.test(shown);) shown = (await runCli(['locks', 'inspect', 'nightly'], { env })).stdout;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline && !/waiters\s+1\b/.test(shown); )
+      shown = (await runCli(['locks', 'inspect', 'nightly'], { env })).stdout;
     assert.match(shown, /waiters\s+1\b/);
-    assert.match((await runCli(['locks', 'release', 'nightly', '--token', lease.token], { env })).stdout, /released nightly/);
+    assert.match(
+      (await runCli(['locks', 'release', 'nightly', '--token', lease.token], { env })).stdout,
+      /released nightly/,
+    );
     const next = JSON.parse((await waiter).stdout) as { token: string; fence: number; ticket?: number };
     assert.ok(next.fence > lease.fence);
-    assert.equal(typeof next.ticket, 'number', '--fair waited in the store\'s line');
-    assert.match((await runCli(['locks', 'renew', 'nightly', '--token', next.token, '--json'], { env })).stdout, /"ttlMs": 60000/);
-    assert.match((await runCli(['locks', 'release', 'nightly', '--token', next.token], { env })).stdout, /released nightly/);
+    assert.equal(typeof next.ticket, 'number', "--fair waited in the store's line");
+    assert.match(
+      (await runCli(['locks', 'renew', 'nightly', '--token', next.token, '--json'], { env })).stdout,
+      /"ttlMs": 60000/,
+    );
+    assert.match(
+      (await runCli(['locks', 'release', 'nightly', '--token', next.token], { env })).stdout,
+      /released nightly/,
+    );
     await runCli(['counters', 'incr', 'views', '--by', '3'], { env });
     await runCli(['counters', 'decr', 'views'], { env });
     assert.match((await runCli(['counters', 'get', 'views'], { env })).stdout, /views = 2/);

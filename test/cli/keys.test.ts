@@ -12,9 +12,22 @@ describe('dibs keys', () => {
   const dibs = (...args: string[]) => runCli(['--store', temp.store, ...args]);
 
   it('creates (shown once), lists (never the key) and revokes keys that the service honours', async () => {
-    const created = await dibs('--json', 'keys', 'create', '--name', 'checkout', '--tenant', 'acme', '--scopes', 'pools:read,pools:claim');
+    const created = await dibs(
+      '--json',
+      'keys',
+      'create',
+      '--name',
+      'checkout',
+      '--tenant',
+      'acme',
+      '--scopes',
+      'pools:read,pools:claim',
+    );
     assert.equal(created.code, 0, created.stderr);
-    const { key, apiKey } = JSON.parse(created.stdout) as { key: string; apiKey: { id: string; tenant: string; scopes: string[] } };
+    const { key, apiKey } = JSON.parse(created.stdout) as {
+      key: string;
+      apiKey: { id: string; tenant: string; scopes: string[] };
+    };
     assert.match(key, /^dibs_[a-f0-9]{16}_[A-Za-z0-9_-]{32}$/);
     assert.deepEqual([apiKey.tenant, apiKey.scopes], ['acme', ['pools:read', 'pools:claim']]);
 
@@ -27,18 +40,36 @@ describe('dibs keys', () => {
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, new RegExp(apiKey.id));
     assert.ok(!listed.stdout.includes(key.slice(22)), 'the list never shows a key');
-    const acmeOnly = JSON.parse((await dibs('--json', 'keys', 'list', '--tenant', 'acme')).stdout) as { data: { tenant: string }[] };
-    assert.deepEqual(acmeOnly.data.map((k) => k.tenant), ['acme']);
+    const acmeOnly = JSON.parse((await dibs('--json', 'keys', 'list', '--tenant', 'acme')).stdout) as {
+      data: { tenant: string }[];
+    };
+    assert.deepEqual(
+      acmeOnly.data.map((k) => k.tenant),
+      ['acme'],
+    );
 
     const store = await openDibs(temp.store);
     const app = buildServer({ dibs: store, keyCacheMs: 0 });
     try {
       const me = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization: `Bearer ${key}` } });
       assert.equal(me.json().tenant, 'acme');
-      assert.equal((await app.inject({ method: 'POST', url: '/v1/pools', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: '{"name":"x"}' })).statusCode, 403);
+      assert.equal(
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/v1/pools',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            payload: '{"name":"x"}',
+          })
+        ).statusCode,
+        403,
+      );
       const revoked = await dibs('keys', 'revoke', apiKey.id);
       assert.equal(revoked.code, 0, revoked.stderr);
-      assert.equal((await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization: `Bearer ${key}` } })).statusCode, 401);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization: `Bearer ${key}` } })).statusCode,
+        401,
+      );
     } finally {
       await app.close();
       await store.close();

@@ -13,10 +13,16 @@ describe('dibs limits (CLI)', () => {
     const help = await runCli(['limits', 'create', '--help']);
     assert.match(help.stdout, /Examples:/);
     assert.match(help.stdout, /--algorithm token-bucket --limit 30 --period 1000 --burst 5/);
-    const created = await runCli(['limits', 'create', 'sms', '--algorithm', 'quota', '--limit', '2', '--period', '86400000'], { env });
+    const created = await runCli(
+      ['limits', 'create', 'sms', '--algorithm', 'quota', '--limit', '2', '--period', '86400000'],
+      { env },
+    );
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, /2 per 86400000 ms/);
-    assert.match((await runCli(['limits', 'take', 'sms', '--count', '2', '--key', 'u'], { env })).stdout, /allowed \(0 left\)/);
+    assert.match(
+      (await runCli(['limits', 'take', 'sms', '--count', '2', '--key', 'u'], { env })).stdout,
+      /allowed \(0 left\)/,
+    );
     const denied = await runCli(['limits', 'take', 'sms', '--key', 'u'], { env });
     assert.equal(denied.code, 3);
     assert.match(denied.stdout, /denied: retry in \d+ ms/);

@@ -13,7 +13,8 @@ describe('dibs/client: retries, idempotency, timeouts, runExclusive', () => {
   let env: Awaited<ReturnType<typeof openTempSqlite>>;
   let served: ServedDibs;
   let proxy: HttpFaultProxy;
-  const client = (options = {}) => served.client({ baseUrl: proxy.baseUrl, retry: { baseDelayMs: 20, maxDelayMs: 200 }, ...options });
+  const client = (options = {}) =>
+    served.client({ baseUrl: proxy.baseUrl, retry: { baseDelayMs: 20, maxDelayMs: 200 }, ...options });
 
   before(async () => {
     env = await openTempSqlite();
@@ -36,9 +37,15 @@ describe('dibs/client: retries, idempotency, timeouts, runExclusive', () => {
     const attempts = proxy.seen.slice(from);
     assert.equal(attempts.length, 3, 'two lost answers, then the replay');
     assert.ok(attempts[0]!.idempotencyKey, 'the call carries a key');
-    assert.ok(attempts.every((a) => a.idempotencyKey === attempts[0]!.idempotencyKey), `one key for every attempt: ${attempts.map((a) => a.idempotencyKey).join(', ')}`);
+    assert.ok(
+      attempts.every((a) => a.idempotencyKey === attempts[0]!.idempotencyKey),
+      `one key for every attempt: ${attempts.map((a) => a.idempotencyKey).join(', ')}`,
+    );
     assert.equal((await c.pools.stats('lost-answer')).claimed, 1, 'one code claimed, not three');
-    assert.deepEqual((await c.pools.holdings('lost-answer', 'alice')).map((h) => h.code), [claim.code]);
+    assert.deepEqual(
+      (await c.pools.holdings('lost-answer', 'alice')).map((h) => h.code),
+      [claim.code],
+    );
 
     await c.counters.reset('lost-answer');
     proxy.script('drop-answer');
@@ -66,7 +73,11 @@ describe('dibs/client: retries, idempotency, timeouts, runExclusive', () => {
     assert.equal(claim.code, 'ONLY');
     const attempts = proxy.seen.slice(from);
     assert.equal(attempts.length, 3);
-    for (let i = 1; i < 3; i++) assert.ok(attempts[i]!.at - attempts[i - 1]!.at >= 950, `waited Retry-After (1 s): ${attempts[i]!.at - attempts[i - 1]!.at} ms`);
+    for (let i = 1; i < 3; i++)
+      assert.ok(
+        attempts[i]!.at - attempts[i - 1]!.at >= 950,
+        `waited Retry-After (1 s): ${attempts[i]!.at - attempts[i - 1]!.at} ms`,
+      );
     assert.ok(Date.now() - started < 10_000);
 
     from = proxy.seen.length;
@@ -86,7 +97,10 @@ describe('dibs/client: retries, idempotency, timeouts, runExclusive', () => {
     const c = client();
     proxy.script('stall');
     const started = Date.now();
-    await assert.rejects(c.pools.get('retry-after', { timeoutMs: 500 }), (e) => isDibsError(e, 'unavailable') && /within 500 ms/.test(e.message));
+    await assert.rejects(
+      c.pools.get('retry-after', { timeoutMs: 500 }),
+      (e) => isDibsError(e, 'unavailable') && /within 500 ms/.test(e.message),
+    );
     const took = Date.now() - started;
     assert.ok(took >= 450 && took < 5_000, `ended near its timeout: ${took} ms`);
   });
@@ -94,26 +108,39 @@ describe('dibs/client: retries, idempotency, timeouts, runExclusive', () => {
   it('answers carry the library error codes and fields', async () => {
     const c = client();
     await assert.rejects(c.pools.get('no-such-pool'), (e) => isDibsError(e, 'not_found') && e.status === 404);
-    await assert.rejects(c.pools.create({ name: 'has space' }), (e) => isDibsError(e, 'invalid_input') && e.field === 'name');
+    await assert.rejects(
+      c.pools.create({ name: 'has space' }),
+      (e) => isDibsError(e, 'invalid_input') && e.field === 'name',
+    );
   });
 
   it('runExclusive renews past the TTL, and fires the lost-lease signal when the lease is taken away', async () => {
     const c = client();
     const fences: number[] = [];
-    const result = await c.locks.runExclusive('client-run', async (signal, lease) => {
-      fences.push(lease.fence);
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
-      assert.equal(signal.aborted, false, 'renewed: the lease outlived its 1 s TTL');
-      return 'done';
-    }, { ttlMs: 1_000 });
+    const result = await c.locks.runExclusive(
+      'client-run',
+      async (signal, lease) => {
+        fences.push(lease.fence);
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        assert.equal(signal.aborted, false, 'renewed: the lease outlived its 1 s TTL');
+        return 'done';
+      },
+      { ttlMs: 1_000 },
+    );
     assert.equal(result, 'done');
     assert.equal((await c.locks.inspect('client-run')).holders.length, 0, 'released after fn');
 
     // The lease is lost: its renewals are refused (the store's lease is gone: released behind our back).
-    const reason = await c.locks.runExclusive('client-run', async (signal, lease) => {
-      await env.dibs.locks.release({ ...lease, limit: 1 } as never);
-      return await new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
-    }, { ttlMs: 1_000 });
+    const reason = await c.locks.runExclusive(
+      'client-run',
+      async (signal, lease) => {
+        await env.dibs.locks.release({ ...lease, limit: 1 } as never);
+        return await new Promise<unknown>((resolve) =>
+          signal.addEventListener('abort', () => resolve(signal.reason), { once: true }),
+        );
+      },
+      { ttlMs: 1_000 },
+    );
     assert.ok(isDibsError(reason, 'lease_lost'), String(reason));
   });
 

@@ -23,14 +23,20 @@ describe('dibs/client: limits', () => {
     // one unit per 2 s, two at once: a loaded machine's round trips do not refill it mid-test
     const def = await c.limits.create({ name: 'api', algorithm: 'token-bucket', limit: 1, periodMs: 2000, burst: 2 });
     assert.equal(def.burst, 2);
-    assert.deepEqual((await c.limits.list()).map((d) => d.name), ['api']);
+    assert.deepEqual(
+      (await c.limits.list()).map((d) => d.name),
+      ['api'],
+    );
     assert.equal((await c.limits.take('api', 2, { key: 'u1' })).allowed, true);
     const denied = await c.limits.take('api', 1, { key: 'u1' });
     assert.ok(!denied.allowed && denied.retryAfterMs > 0 && denied.retryAfterMs <= 2000, JSON.stringify(denied));
     assert.equal((await c.limits.waitFor('api', 1, { key: 'u1', waitMs: 10_000 })).allowed, true);
     await c.limits.update('api', { limit: 1, periodMs: 3_600_000, burst: 1 });
     assert.equal((await c.limits.take('api', 1, { key: 'u2' })).allowed, true);
-    await assert.rejects(c.limits.waitFor('api', 1, { key: 'u2', waitMs: 100, retry: { attempts: 1 } } as never), (e: unknown) => isDibsError(e, 'rate_limited'));
+    await assert.rejects(
+      c.limits.waitFor('api', 1, { key: 'u2', waitMs: 100, retry: { attempts: 1 } } as never),
+      (e: unknown) => isDibsError(e, 'rate_limited'),
+    );
     await c.limits.reset('api', { key: 'u2' });
     assert.equal((await c.limits.take('api', 1, { key: 'u2' })).allowed, true);
     await c.limits.delete('api');

@@ -13,7 +13,16 @@ const skip = await requirePostgres();
 if (skip) {
   it('client against dibs serve on postgres', { skip }, () => {});
 } else {
-  poolConformance('client → dibs serve (postgres)', throughServe(() => openTempPg()));
-  saleConformance('client → dibs serve (postgres)', throughServe(() => openTempPg()));
-  lockConformance('client → dibs serve (postgres)', throughServe(() => openTempPg()));
+  poolConformance(
+    'client → dibs serve (postgres)',
+    throughServe(() => openTempPg()),
+  );
+  saleConformance(
+    'client → dibs serve (postgres)',
+    throughServe(() => openTempPg()),
+  );
+  lockConformance(
+    'client → dibs serve (postgres)',
+    throughServe(() => openTempPg()),
+  );
 }

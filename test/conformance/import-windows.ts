@@ -39,8 +39,14 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     }
     const result = await dibs.pools.importCsv(name, csv);
     assert.deepEqual(result, {
-      imported: 4, duplicates: 1, invalid: 2,
-      firstInvalid: { line: 6, field: 'starts_at', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' },
+      imported: 4,
+      duplicates: 1,
+      invalid: 2,
+      firstInvalid: {
+        line: 6,
+        field: 'starts_at',
+        message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
+      },
     });
     assert.equal((await dibs.pools.code(name, 'FUTURE')).startsAt, soon);
     assert.equal((await dibs.pools.code(name, 'NOW')).expiresAt, later, 'the first occurrence wins');
@@ -70,11 +76,24 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     const dibs = dibsOf();
     const name = await freshPool({ perClaimantLimit: 10, prefix: 'win' });
     const soon = await storeTime(hour);
-    const entries = ['J1', { code: 'J2' }, { code: 'J3', startsAt: 'soon' }, { code: 'J4', expiresAt: null, extra: 1 }, 42, ...(windowsSupported() ? [{ code: 'J5', startsAt: soon }] : [])];
+    const entries = [
+      'J1',
+      { code: 'J2' },
+      { code: 'J3', startsAt: 'soon' },
+      { code: 'J4', expiresAt: null, extra: 1 },
+      42,
+      ...(windowsSupported() ? [{ code: 'J5', startsAt: soon }] : []),
+    ];
     const result = await dibs.pools.importCodes(name, entries);
     assert.deepEqual(result, {
-      imported: windowsSupported() ? 3 : 2, duplicates: 0, invalid: 3,
-      firstInvalid: { index: 2, field: 'startsAt', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' },
+      imported: windowsSupported() ? 3 : 2,
+      duplicates: 0,
+      invalid: 3,
+      firstInvalid: {
+        index: 2,
+        field: 'startsAt',
+        message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
+      },
     });
     if (!windowsSupported()) {
       await rejectsWith(dibs.pools.importCodes(name, [{ code: 'J5', startsAt: soon }]), 'unsupported', 'codes');
@@ -103,12 +122,17 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     const [past, recent, later] = await Promise.all([storeTime(-2 * hour), storeTime(-hour), storeTime(hour)]);
     const total = 5000;
     // even rows open now, odd rows expired an hour ago
-    const rows = Array.from({ length: total }, (_, i) => (i % 2 === 0 ? `W-${i},${past},${later}` : `W-${i},${past},${recent}`));
+    const rows = Array.from({ length: total }, (_, i) =>
+      i % 2 === 0 ? `W-${i},${past},${later}` : `W-${i},${past},${recent}`,
+    );
     const result = await dibs.pools.importCsv(name, `code,starts_at,expires_at\n${rows.join('\n')}\n`);
     assert.deepEqual(result, { imported: total, duplicates: 0, invalid: 0 });
     const claimed = await dibs.pools.claimMany(name, 'bulk', 1000);
     assert.equal(claimed.codes.length, 1000);
-    assert.ok(claimed.codes.every((c) => Number(c.slice(2)) % 2 === 0), 'no expired code was handed out');
+    assert.ok(
+      claimed.codes.every((c) => Number(c.slice(2)) % 2 === 0),
+      'no expired code was handed out',
+    );
     const exported = await collect(dibs.pools.exportCodes(name));
     assert.equal(exported.filter((c) => c.expiresAt === recent).length, total / 2);
     // export → import into a fresh pool keeps every window
@@ -116,7 +140,9 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     for await (const chunk of await dibs.pools.exportCsv(name)) csv += chunk.toString();
     const copy = await freshPool({ prefix: 'win' });
     assert.deepEqual(await dibs.pools.importCsv(copy, csv), { imported: total, duplicates: 0, invalid: 0 });
-    const copied = new Map((await collect(dibs.pools.exportCodes(copy))).map((c) => [c.code, [c.startsAt, c.expiresAt]]));
+    const copied = new Map(
+      (await collect(dibs.pools.exportCodes(copy))).map((c) => [c.code, [c.startsAt, c.expiresAt]]),
+    );
     for (const c of exported) assert.deepEqual(copied.get(c.code), [c.startsAt, c.expiresAt], c.code);
     assert.deepEqual(await dibs.pools.audit(name), []);
   });

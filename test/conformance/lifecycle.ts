@@ -17,15 +17,24 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
     let n = 0;
     const fresh = async (options: { codes?: number; publicCodes?: boolean; perClaimantLimit?: number } = {}) => {
       const name = `life-${++n}`;
-      await dibs.pools.create({ name, publicCodes: options.publicCodes ?? false, perClaimantLimit: options.perClaimantLimit ?? 1 });
-      if (options.codes) await dibs.pools.importCodes(name, Array.from({ length: options.codes }, (_, i) => `L${i + 1}`));
+      await dibs.pools.create({
+        name,
+        publicCodes: options.publicCodes ?? false,
+        perClaimantLimit: options.perClaimantLimit ?? 1,
+      });
+      if (options.codes)
+        await dibs.pools.importCodes(
+          name,
+          Array.from({ length: options.codes }, (_, i) => `L${i + 1}`),
+        );
       return name;
     };
     /** The store's clock, shifted by `ms`: windows are judged by it, not by this process's clock. */
     const storeTime = async (ms = 0) => new Date(Date.parse(await dibs.backend.pools.clock()) + ms).toISOString();
     /** Waits until the store's clock has passed `at` (waits on state, not a fixed sleep). */
     const untilStorePasses = async (at: string) => {
-      for (let i = 0; i < 200 && (await storeTime()) <= at; i++) await sleep(Math.max(20, Math.min(500, Date.parse(at) - Date.now() + 20)));
+      for (let i = 0; i < 200 && (await storeTime()) <= at; i++)
+        await sleep(Math.max(20, Math.min(500, Date.parse(at) - Date.now() + 20)));
     };
 
     before(async () => {
@@ -163,9 +172,17 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         const waiting = 210; // more than one batch of every store (Redis 100, SQL 200)
         const name = await fresh({ codes: waiting + 1, perClaimantLimit: 1 });
         const opens = await storeTime(3000);
-        await Promise.all(Array.from({ length: waiting }, (_, i) => dibs.pools.setCodeWindow(name, `L${i + 1}`, { startsAt: opens })));
+        await Promise.all(
+          Array.from({ length: waiting }, (_, i) => dibs.pools.setCodeWindow(name, `L${i + 1}`, { startsAt: opens })),
+        );
         await dibs.pools.setCodeWindow(name, `L${waiting + 1}`, { expiresAt: await storeTime(-1) });
-        assert.deepEqual(await dibs.pools.stats(name), { total: waiting + 1, free: waiting + 1, claimed: 0, redeemed: 0, revoked: 0 });
+        assert.deepEqual(await dibs.pools.stats(name), {
+          total: waiting + 1,
+          free: waiting + 1,
+          claimed: 0,
+          redeemed: 0,
+          revoked: 0,
+        });
         if ((await storeTime()) < opens) await rejectsWith(dibs.pools.claim(name, 'early'), 'sold_out');
         await untilStorePasses(opens);
         const taken = new Set<string>();
@@ -173,7 +190,13 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         assert.equal(taken.size, waiting);
         assert.ok(!taken.has(`L${waiting + 1}`), 'the expired code is never handed out');
         await rejectsWith(dibs.pools.claim(name, 'late'), 'sold_out');
-        assert.deepEqual(await dibs.pools.stats(name), { total: waiting + 1, free: 1, claimed: waiting, redeemed: 0, revoked: 0 });
+        assert.deepEqual(await dibs.pools.stats(name), {
+          total: waiting + 1,
+          free: 1,
+          claimed: waiting,
+          redeemed: 0,
+          revoked: 0,
+        });
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
 
@@ -199,7 +222,11 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         await dibs.pools.update(name, { expiresAt: await storeTime(-1) });
         await dibs.pools.setCodeWindow(name, 'L1', { expiresAt: await storeTime(3_600_000) });
         await rejectsWith(dibs.pools.claim(name, 'a'), 'expired');
-        await rejectsWith(dibs.pools.setCodeWindow(name, 'L1', { startsAt: await storeTime(10_000), expiresAt: await storeTime(0) }), 'invalid_input', 'expiresAt');
+        await rejectsWith(
+          dibs.pools.setCodeWindow(name, 'L1', { startsAt: await storeTime(10_000), expiresAt: await storeTime(0) }),
+          'invalid_input',
+          'expiresAt',
+        );
         await rejectsWith(dibs.pools.setCodeWindow(name, 'L1', { expiresAt: 'soon' }), 'invalid_input', 'expiresAt');
         await rejectsWith(dibs.pools.setCodeWindow(name, 'NOPE', {}), 'not_found');
       });
@@ -217,8 +244,16 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         assert.equal(first.uses?.remaining, 2);
         const retry = await dibs.pools.redeem(name, 'WELCOME10', { claimant: 'a', orderId: 'o-a' });
         assert.deepEqual(retry, first, 'a retried checkout answers the same');
-        await rejectsWith(dibs.pools.redeem(name, 'WELCOME10', { claimant: 'x', orderId: 'o-a' }), 'conflict', 'orderId');
-        await rejectsWith(dibs.pools.redeem(name, 'WELCOME10', { claimant: 'a', orderId: 'o-a2' }), 'limit_reached', 'usesPerClaimant');
+        await rejectsWith(
+          dibs.pools.redeem(name, 'WELCOME10', { claimant: 'x', orderId: 'o-a' }),
+          'conflict',
+          'orderId',
+        );
+        await rejectsWith(
+          dibs.pools.redeem(name, 'WELCOME10', { claimant: 'a', orderId: 'o-a2' }),
+          'limit_reached',
+          'usesPerClaimant',
+        );
         await dibs.pools.redeem(name, 'WELCOME10', { claimant: 'b', orderId: 'o-b' });
         const v = await dibs.pools.validate(name, 'WELCOME10', { claimant: 'c' });
         assert.equal(v.valid, true);
@@ -226,7 +261,11 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         const mine = await dibs.pools.validate(name, 'WELCOME10', { claimant: 'a' });
         assert.equal(mine.valid === false && mine.reason, 'limit_reached');
         await dibs.pools.redeem(name, 'WELCOME10', { claimant: 'c', orderId: 'o-c' });
-        await rejectsWith(dibs.pools.redeem(name, 'WELCOME10', { claimant: 'd', orderId: 'o-d' }), 'limit_reached', 'uses');
+        await rejectsWith(
+          dibs.pools.redeem(name, 'WELCOME10', { claimant: 'd', orderId: 'o-d' }),
+          'limit_reached',
+          'uses',
+        );
         const used = await dibs.pools.code(name, 'WELCOME10');
         assert.equal(used.status, 'redeemed');
         assert.deepEqual(used.uses, { max: 3, used: 3, remaining: 0, perClaimant: 1 });
@@ -256,7 +295,11 @@ export function lifecycleConformance(label: string, open: () => Promise<Conforma
         const name = await fresh({ codes: 1 });
         await dibs.pools.addMultiUseCode(name, { code: 'SPRING', uses: 10, startsAt: await storeTime(3_600_000) });
         await rejectsWith(dibs.pools.redeem(name, 'SPRING', { claimant: 'a' }), 'invalid_input', 'orderId');
-        await rejectsWith(dibs.pools.redeem(name, 'SPRING', { claimant: 'a', orderId: 'o-1' }), 'not_yet_valid', 'code');
+        await rejectsWith(
+          dibs.pools.redeem(name, 'SPRING', { claimant: 'a', orderId: 'o-1' }),
+          'not_yet_valid',
+          'code',
+        );
         const early = await dibs.pools.validate(name, 'SPRING', { claimant: 'a' });
         assert.equal(early.valid === false && early.reason, 'not_yet_valid');
         await dibs.pools.setCodeWindow(name, 'SPRING', {});

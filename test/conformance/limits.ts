@@ -31,7 +31,10 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       assert.equal(created.segments, 1);
       assert.deepEqual(await dibs.limits.get(a), created);
       assert.ok((await dibs.limits.list()).some((d) => d.name === a));
-      await rejectsWith(dibs.limits.create({ name: a, algorithm: 'quota', limit: 1, periodMs: 1000 }), 'already_exists');
+      await rejectsWith(
+        dibs.limits.create({ name: a, algorithm: 'quota', limit: 1, periodMs: 1000 }),
+        'already_exists',
+      );
       const updated = await dibs.limits.update(a, { limit: 20 });
       assert.equal(updated.limit, 20);
       assert.equal(updated.burst, 20, 'a default burst follows the limit');
@@ -47,13 +50,40 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
     });
 
     it('bad definitions and takes are invalid_input naming the field', async () => {
-      await rejectsWith(dibs.limits.create({ name: 'bad name!', algorithm: 'quota', limit: 1, periodMs: 1000 }), 'invalid_input', 'name');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'leaky' as never, limit: 1, periodMs: 1000 }), 'invalid_input', 'algorithm');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'quota', limit: 0, periodMs: 1000 }), 'invalid_input', 'limit');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'quota', limit: 1, periodMs: 1.5 }), 'invalid_input', 'periodMs');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'quota', limit: 5, periodMs: 1000, burst: 9 }), 'invalid_input', 'burst');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'sliding-window', limit: 5, periodMs: 1000, segments: 7 }), 'invalid_input', 'segments');
-      await rejectsWith(dibs.limits.create({ name: name(), algorithm: 'quota', limit: 5, periodMs: 1000, extra: 1 } as never), 'invalid_input');
+      await rejectsWith(
+        dibs.limits.create({ name: 'bad name!', algorithm: 'quota', limit: 1, periodMs: 1000 }),
+        'invalid_input',
+        'name',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'leaky' as never, limit: 1, periodMs: 1000 }),
+        'invalid_input',
+        'algorithm',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'quota', limit: 0, periodMs: 1000 }),
+        'invalid_input',
+        'limit',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'quota', limit: 1, periodMs: 1.5 }),
+        'invalid_input',
+        'periodMs',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'quota', limit: 5, periodMs: 1000, burst: 9 }),
+        'invalid_input',
+        'burst',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'sliding-window', limit: 5, periodMs: 1000, segments: 7 }),
+        'invalid_input',
+        'segments',
+      );
+      await rejectsWith(
+        dibs.limits.create({ name: name(), algorithm: 'quota', limit: 5, periodMs: 1000, extra: 1 } as never),
+        'invalid_input',
+      );
       const a = name();
       await dibs.limits.create({ name: a, algorithm: 'token-bucket', limit: 5, periodMs: 60_000, burst: 3 });
       await rejectsWith(dibs.limits.take(a, 4), 'invalid_input', 'n');
@@ -78,10 +108,16 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const denied = await dibs.limits.take(a);
       assert.equal(denied.allowed, false);
       const exact = (ms: number, at: number) => Math.ceil(ms - (at - first));
-      assert.ok(!denied.allowed && Math.abs(denied.retryAfterMs - exact(6000, denied.at)) <= 1, `${JSON.stringify(denied)}, first at ${first}`);
+      assert.ok(
+        !denied.allowed && Math.abs(denied.retryAfterMs - exact(6000, denied.at)) <= 1,
+        `${JSON.stringify(denied)}, first at ${first}`,
+      );
       // n > 1: the wait covers all of them
       const two = await dibs.limits.take(a, 2);
-      assert.ok(!two.allowed && Math.abs(two.retryAfterMs - exact(12_000, two.at)) <= 1, `${JSON.stringify(two)}, first at ${first}`);
+      assert.ok(
+        !two.allowed && Math.abs(two.retryAfterMs - exact(12_000, two.at)) <= 1,
+        `${JSON.stringify(two)}, first at ${first}`,
+      );
       // another key has its own bucket
       assert.equal((await dibs.limits.take(a, 4, { key: 'other' })).allowed, true);
     });
@@ -104,7 +140,10 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const denied = await dibs.limits.take(a, 1, { key: 'k' });
       assert.equal(denied.allowed, false);
       // the oldest admission's 10 s bucket leaves 60–70 s after its start
-      assert.ok(!denied.allowed && denied.retryAfterMs > 50_000 && denied.retryAfterMs <= 70_000, JSON.stringify(denied));
+      assert.ok(
+        !denied.allowed && denied.retryAfterMs > 50_000 && denied.retryAfterMs <= 70_000,
+        JSON.stringify(denied),
+      );
       assert.equal(denied.remaining, 0);
       const fresh = await dibs.limits.take(a, 5, { key: 'k2' });
       assert.ok(fresh.allowed && fresh.remaining === 0);
@@ -119,7 +158,10 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const denied = await dibs.limits.take(a, 2);
       assert.equal(denied.allowed, false);
       const dayEnd = (Math.floor(denied.at / day) + 1) * day;
-      assert.ok(!denied.allowed && denied.retryAfterMs === Math.max(1, Math.ceil(dayEnd - denied.at)), JSON.stringify(denied));
+      assert.ok(
+        !denied.allowed && denied.retryAfterMs === Math.max(1, Math.ceil(dayEnd - denied.at)),
+        JSON.stringify(denied),
+      );
       assert.ok(!denied.allowed && denied.remaining === 1);
       assert.equal((await dibs.limits.take(a, 1)).allowed, true);
       assert.equal((await dibs.limits.take(a, 1)).allowed, false);

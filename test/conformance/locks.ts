@@ -143,11 +143,15 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it('runExclusive releases after fn and keeps the lease alive past its TTL by renewing', async () => {
       const k = key();
       // Renewal runs at 0.8×TTL; a TTL of 2 s leaves 400 ms of slack for a loaded machine.
-      const result = await dibs.locks.runExclusive(k, async (signal) => {
-        await sleep(4500);
-        assert.equal(signal.aborted, false);
-        return 42;
-      }, { ttlMs: 2000 });
+      const result = await dibs.locks.runExclusive(
+        k,
+        async (signal) => {
+          await sleep(4500);
+          assert.equal(signal.aborted, false);
+          return 42;
+        },
+        { ttlMs: 2000 },
+      );
       assert.equal(result, 42);
       assert.equal((await dibs.locks.inspect(k)).holders.length, 0);
     });
@@ -156,11 +160,15 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       const k = key();
       const guard = new FenceGuard();
       let firstFence = 0;
-      await dibs.locks.runExclusive(k, async (signal, lease) => {
-        firstFence = lease.fence;
-        guard.check('row', lease.fence);
-        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-      }, { ttlMs: 5_000, maxHoldMs: 200 });
+      await dibs.locks.runExclusive(
+        k,
+        async (signal, lease) => {
+          firstFence = lease.fence;
+          guard.check('row', lease.fence);
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        },
+        { ttlMs: 5_000, maxHoldMs: 200 },
+      );
       const next = await dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 10_000 });
       guard.check('row', next.fence);
       assert.throws(() => guard.check('row', firstFence), { code: 'lease_lost' });
@@ -177,7 +185,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       assert.fail(`${k}: ${seen} waiters, expected ${expected}`);
     }
 
-    it('fair: waiters of two instances are granted in the order of their tickets (the store\'s sequence)', async () => {
+    it("fair: waiters of two instances are granted in the order of their tickets (the store's sequence)", async () => {
       const k = key('fair');
       const other = new Dibs(dibs.backend); // a second facade over the same store: its own in-process queue
       const holder = await dibs.locks.acquire(k, { ttlMs: 30_000 });
@@ -185,11 +193,13 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       const waiters: Promise<void>[] = [];
       for (let i = 0; i < 6; i++) {
         const d = i % 2 === 0 ? dibs : other;
-        waiters.push(d.locks.acquire(k, { ttlMs: 30_000, waitMs: 60_000, fair: true }).then(async (lease) => {
-          granted.push(lease);
-          await sleep(5);
-          await d.locks.release(lease);
-        }));
+        waiters.push(
+          d.locks.acquire(k, { ttlMs: 30_000, waitMs: 60_000, fair: true }).then(async (lease) => {
+            granted.push(lease);
+            await sleep(5);
+            await d.locks.release(lease);
+          }),
+        );
         await waitersBecome(dibs, k, i + 1); // each in line before the next starts
       }
       await dibs.locks.release(holder);
@@ -197,22 +207,34 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       assert.equal(granted.length, 6);
       for (const lease of granted) assert.equal(typeof lease.ticket, 'number', 'every waiter queued with a ticket');
       const byFence = [...granted].sort((a, b) => a.fence - b.fence);
-      for (let i = 1; i < byFence.length; i++) assert.ok(byFence[i]!.ticket! > byFence[i - 1]!.ticket!, `grants out of ticket order: ${JSON.stringify(byFence.map((l) => [l.fence, l.ticket]))}`);
+      for (let i = 1; i < byFence.length; i++)
+        assert.ok(
+          byFence[i]!.ticket! > byFence[i - 1]!.ticket!,
+          `grants out of ticket order: ${JSON.stringify(byFence.map((l) => [l.fence, l.ticket]))}`,
+        );
       await waitersBecome(dibs, k, 0);
     });
 
-    it('fair: a dead waiter\'s ticket blocks the line only until it lapses; fair tryAcquire never jumps the line', async () => {
+    it("fair: a dead waiter's ticket blocks the line only until it lapses; fair tryAcquire never jumps the line", async () => {
       const k = key('fair-dead');
       // A waiter that died right after taking its ticket: a ticket nobody renews (short TTL).
       const dead = await dibs.backend.locks!.tryAcquire(fairQueueKey(k), 1_000_000, 1_500);
       assert.ok(dead);
-      assert.equal(await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true }), null, 'the slot is free but the line is not empty');
+      assert.equal(
+        await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true }),
+        null,
+        'the slot is free but the line is not empty',
+      );
       const plain = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 }); // the non-fair path ignores the line
       assert.ok(plain);
       await dibs.locks.release(plain);
       const lease = await dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000, fair: true });
       assert.ok(lease.ticket! > dead.fence, 'queued behind the dead ticket, granted once it lapsed');
-      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'the grant removed its ticket');
+      assert.equal(
+        (await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length,
+        0,
+        'the grant removed its ticket',
+      );
       await dibs.locks.release(lease);
       const again = await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true });
       assert.ok(again, 'an empty line and a free slot: fair tryAcquire gets it');
@@ -287,8 +309,15 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       if (!locks?.listKeys) {
         await rejectsWith(dibs.semaphores.list(), 'unsupported');
       } else {
-        const mine = async (after?: string) => (await dibs.semaphores.list({ limit: 1000, ...(after ? { after } : {}) })).items.filter((k) => k.startsWith(run));
-        assert.deepEqual(await mine(), [a, b, c], 'released keys stay listed (their fence lives on), internal keys never');
+        const mine = async (after?: string) =>
+          (await dibs.semaphores.list({ limit: 1000, ...(after ? { after } : {}) })).items.filter((k) =>
+            k.startsWith(run),
+          );
+        assert.deepEqual(
+          await mine(),
+          [a, b, c],
+          'released keys stay listed (their fence lives on), internal keys never',
+        );
         const first = await dibs.semaphores.list({ limit: 1, after: `${run}-` });
         assert.deepEqual(first, { items: [a], nextCursor: a });
         assert.deepEqual((await dibs.semaphores.list({ limit: 2, after: a })).items, [b, c]);
@@ -297,8 +326,14 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       if (!dibs.backend.counters?.listNames) {
         await rejectsWith(dibs.counters.list(), 'unsupported');
       } else {
-        assert.deepEqual((await dibs.counters.list({ limit: 1000, after: `${run}-` })).items.filter((k) => k.startsWith(run)), [`${run}-x`, `${run}-y`]);
-        assert.deepEqual(await dibs.counters.list({ limit: 1, after: `${run}-` }), { items: [`${run}-x`], nextCursor: `${run}-x` });
+        assert.deepEqual(
+          (await dibs.counters.list({ limit: 1000, after: `${run}-` })).items.filter((k) => k.startsWith(run)),
+          [`${run}-x`, `${run}-y`],
+        );
+        assert.deepEqual(await dibs.counters.list({ limit: 1, after: `${run}-` }), {
+          items: [`${run}-x`],
+          nextCursor: `${run}-x`,
+        });
       }
       await rejectsWith(dibs.semaphores.list({ limit: 0 }), locks?.listKeys ? 'invalid_input' : 'unsupported');
       await dibs.locks.release(fair);

@@ -13,12 +13,24 @@ import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
 /** Opens a store, makes `fans` + 1 events (one sale.live, one notification per fan), runs `fn`. */
-async function withEvents(open: () => Promise<ConformanceTarget>, fans: number, fn: (outbox: OutboxBackend, dibs: Dibs) => Promise<void>): Promise<void> {
+async function withEvents(
+  open: () => Promise<ConformanceTarget>,
+  fans: number,
+  fn: (outbox: OutboxBackend, dibs: Dibs) => Promise<void>,
+): Promise<void> {
   const target = await open();
   try {
     const { dibs } = target;
-    for (let i = 0; i < fans; i++) await dibs.sales.wish('OUTBOX-SKU', `fan-${String(i).padStart(3, '0')}`, { webhook: `http://127.0.0.1:9/fan-${i}` });
-    await dibs.sales.create({ sku: 'OUTBOX-SKU', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 10 });
+    for (let i = 0; i < fans; i++)
+      await dibs.sales.wish('OUTBOX-SKU', `fan-${String(i).padStart(3, '0')}`, {
+        webhook: `http://127.0.0.1:9/fan-${i}`,
+      });
+    await dibs.sales.create({
+      sku: 'OUTBOX-SKU',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: 10,
+    });
     assert.equal((await dibs.sales.activateDue()).notifications, fans);
     await fn(dibs.backend.outbox!, dibs);
   } finally {
@@ -32,9 +44,15 @@ export function outboxConformance(label: string, open: () => Promise<Conformance
       await withEvents(open, 11, async (outbox) => {
         const first = await outbox.claimDue(4, 60_000);
         assert.equal(first.length, 4);
-        assert.deepEqual(first.map((e) => Number(e.id)), [...first.map((e) => Number(e.id))].sort((a, b) => a - b), 'oldest first');
+        assert.deepEqual(
+          first.map((e) => Number(e.id)),
+          [...first.map((e) => Number(e.id))].sort((a, b) => a - b),
+          'oldest first',
+        );
         assert.equal(first[0]!.type, 'sale.live');
-        assert.ok(first.every((e) => e.attempts === 0 && typeof e.idempotencyKey === 'string' && e.payload.sale !== undefined));
+        assert.ok(
+          first.every((e) => e.attempts === 0 && typeof e.idempotencyKey === 'string' && e.payload.sale !== undefined),
+        );
         // Concurrent callers split the rest between them: no event is leased twice.
         const batches = await Promise.all(Array.from({ length: 4 }, () => outbox.claimDue(3, 60_000)));
         const ids = [...first, ...batches.flat()].map((e) => e.id);
@@ -54,7 +72,10 @@ export function outboxConformance(label: string, open: () => Promise<Conformance
         assert.deepEqual(await outbox.claimDue(10, 1000), []);
         await sleep(1300);
         const again = await outbox.claimDue(10, 60_000);
-        assert.deepEqual(again.map((e) => e.id), leased.map((e) => e.id));
+        assert.deepEqual(
+          again.map((e) => e.id),
+          leased.map((e) => e.id),
+        );
       });
     });
 
@@ -64,17 +85,37 @@ export function outboxConformance(label: string, open: () => Promise<Conformance
         await outbox.markFailed(a!.id, 'HTTP 503', 1000);
         await outbox.markFailed(b!.id, 'HTTP 410', null);
         await outbox.markDelivered(c!.id, 'HTTP 200');
-        assert.deepEqual(await outbox.claimDue(10, 60_000), [], 'the retry is not due yet; dead and delivered never are');
+        assert.deepEqual(
+          await outbox.claimDue(10, 60_000),
+          [],
+          'the retry is not due yet; dead and delivered never are',
+        );
         await sleep(1300);
         const retry = await outbox.claimDue(10, 60_000);
-        assert.deepEqual(retry.map((e) => [e.id, e.attempts]), [[a!.id, 1]]);
+        assert.deepEqual(
+          retry.map((e) => [e.id, e.attempts]),
+          [[a!.id, 1]],
+        );
         await outbox.markDelivered(a!.id, 'HTTP 200');
         await outbox.markDelivered(a!.id, 'HTTP 200 (late duplicate)');
-        assert.deepEqual((await outbox.deliveries(a!.id)).map((d) => [d.attempt, d.ok, d.detail]), [[1, false, 'HTTP 503'], [2, true, 'HTTP 200']], 'a second success is not logged');
-        assert.deepEqual((await outbox.deliveries(b!.id)).map((d) => [d.attempt, d.ok]), [[1, false]]);
+        assert.deepEqual(
+          (await outbox.deliveries(a!.id)).map((d) => [d.attempt, d.ok, d.detail]),
+          [
+            [1, false, 'HTTP 503'],
+            [2, true, 'HTTP 200'],
+          ],
+          'a second success is not logged',
+        );
+        assert.deepEqual(
+          (await outbox.deliveries(b!.id)).map((d) => [d.attempt, d.ok]),
+          [[1, false]],
+        );
         assert.ok((await outbox.deliveries(c!.id)).every((d) => !Number.isNaN(Date.parse(d.at))));
         const status = await outbox.status();
-        assert.deepEqual({ pending: status.pending, delivered: status.delivered, dead: status.dead }, { pending: 0, delivered: 2, dead: 1 });
+        assert.deepEqual(
+          { pending: status.pending, delivered: status.delivered, dead: status.dead },
+          { pending: 0, delivered: 2, dead: 1 },
+        );
         assert.equal(status.oldestPendingMs, 0, 'no lag when nothing is pending');
         await rejectsWith(outbox.deliveries('not-an-id'), 'invalid_input', 'id');
       });

@@ -21,11 +21,21 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
     let dibs: Dibs;
     let n = 0;
     /** A fresh pool with `codes` imported (C1, C2, …) for one test. */
-    const freshPool = async (options: { codes?: number; perClaimantLimit?: number; lowStockThreshold?: number | null; prefix?: string } = {}) => {
+    const freshPool = async (
+      options: { codes?: number; perClaimantLimit?: number; lowStockThreshold?: number | null; prefix?: string } = {},
+    ) => {
       const name = `${options.prefix ?? 'pool'}-${++n}`;
-      await dibs.pools.create({ name, perClaimantLimit: options.perClaimantLimit ?? 1, lowStockThreshold: options.lowStockThreshold ?? null });
+      await dibs.pools.create({
+        name,
+        perClaimantLimit: options.perClaimantLimit ?? 1,
+        lowStockThreshold: options.lowStockThreshold ?? null,
+      });
       const count = options.codes ?? 0;
-      if (count > 0) await dibs.pools.importCodes(name, Array.from({ length: count }, (_, i) => `C${i + 1}`));
+      if (count > 0)
+        await dibs.pools.importCodes(
+          name,
+          Array.from({ length: count }, (_, i) => `C${i + 1}`),
+        );
       return name;
     };
 
@@ -49,7 +59,12 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       });
 
       it('keeps limit, threshold and metadata', async () => {
-        await dibs.pools.create({ name: 'configured', perClaimantLimit: 3, lowStockThreshold: 10, metadata: { campaign: 'spring', discount: 15 } });
+        await dibs.pools.create({
+          name: 'configured',
+          perClaimantLimit: 3,
+          lowStockThreshold: 10,
+          metadata: { campaign: 'spring', discount: 15 },
+        });
         const pool = await dibs.pools.get('configured');
         assert.equal(pool.perClaimantLimit, 3);
         assert.equal(pool.lowStockThreshold, 10);
@@ -66,8 +81,16 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         await rejectsWith(dibs.pools.create({ name: 'has space' }), 'invalid_input', 'name');
         await rejectsWith(dibs.pools.create({ name: 'x'.repeat(65) }), 'invalid_input', 'name');
         await rejectsWith(dibs.pools.create({ name: 'ok', perClaimantLimit: 0 }), 'invalid_input', 'perClaimantLimit');
-        await rejectsWith(dibs.pools.create({ name: 'ok', perClaimantLimit: 1.5 }), 'invalid_input', 'perClaimantLimit');
-        await rejectsWith(dibs.pools.create({ name: 'ok', lowStockThreshold: -1 }), 'invalid_input', 'lowStockThreshold');
+        await rejectsWith(
+          dibs.pools.create({ name: 'ok', perClaimantLimit: 1.5 }),
+          'invalid_input',
+          'perClaimantLimit',
+        );
+        await rejectsWith(
+          dibs.pools.create({ name: 'ok', lowStockThreshold: -1 }),
+          'invalid_input',
+          'lowStockThreshold',
+        );
         await rejectsWith(dibs.pools.create({ name: 'ok', colour: 'red' } as never), 'invalid_input');
         await rejectsWith(dibs.pools.get('ok'), 'not_found');
       });
@@ -94,10 +117,16 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       it('lists pools by name with a cursor', async () => {
         for (const name of ['zzzz-list-b', 'zzzz-list-a', 'zzzz-list-c']) await dibs.pools.create({ name });
         const first = await dibs.pools.list({ limit: 2, after: 'zzzz-list-' });
-        assert.deepEqual(first.items.map((p) => p.name), ['zzzz-list-a', 'zzzz-list-b']);
+        assert.deepEqual(
+          first.items.map((p) => p.name),
+          ['zzzz-list-a', 'zzzz-list-b'],
+        );
         assert.equal(first.nextCursor, 'zzzz-list-b');
         const second = await dibs.pools.list({ limit: 2, after: first.nextCursor! });
-        assert.deepEqual(second.items.map((p) => p.name), ['zzzz-list-c']);
+        assert.deepEqual(
+          second.items.map((p) => p.name),
+          ['zzzz-list-c'],
+        );
         assert.equal(second.nextCursor, null);
         assert.ok(second.items[0]!.stats, 'listed pools carry stats');
         const all = await dibs.pools.list();
@@ -106,7 +135,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
 
       it('updates limit, threshold and metadata', async () => {
         const name = await freshPool({ codes: 5 });
-        const updated = await dibs.pools.update(name, { perClaimantLimit: 4, lowStockThreshold: 2, metadata: { v: 2 } });
+        const updated = await dibs.pools.update(name, {
+          perClaimantLimit: 4,
+          lowStockThreshold: 2,
+          metadata: { v: 2 },
+        });
         assert.equal(updated.perClaimantLimit, 4);
         assert.equal(updated.lowStockThreshold, 2);
         assert.deepEqual(updated.metadata, { v: 2 });
@@ -143,8 +176,26 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
     describe('import', () => {
       it('counts imported, duplicate and invalid entries of a list', async () => {
         const name = await freshPool();
-        const result = await dibs.pools.importCodes(name, ['A', 'B', ' C ', 'A', '', '   ', 'x'.repeat(129), 'x'.repeat(128), 42, null, 'B', 'bad\u0000code']);
-        assert.deepEqual(result, { imported: 4, duplicates: 2, invalid: 6, firstInvalid: { index: 4, field: 'code', message: 'must not be blank' } });
+        const result = await dibs.pools.importCodes(name, [
+          'A',
+          'B',
+          ' C ',
+          'A',
+          '',
+          '   ',
+          'x'.repeat(129),
+          'x'.repeat(128),
+          42,
+          null,
+          'B',
+          'bad\u0000code',
+        ]);
+        assert.deepEqual(result, {
+          imported: 4,
+          duplicates: 2,
+          invalid: 6,
+          firstInvalid: { index: 4, field: 'code', message: 'must not be blank' },
+        });
         assert.deepEqual(await dibs.pools.stats(name), { total: 4, free: 4, claimed: 0, redeemed: 0, revoked: 0 });
         assert.equal((await dibs.pools.code(name, 'C')).status, 'free', 'codes are trimmed');
       });
@@ -158,12 +209,25 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
 
       it('reads CSV: plain lines, a header, several columns, BOM, CRLF and quotes', async () => {
         const plain = await freshPool();
-        assert.deepEqual(await dibs.pools.importCsv(plain, 'P1\nP2\n\nP3\n'), { imported: 3, duplicates: 0, invalid: 0 });
+        assert.deepEqual(await dibs.pools.importCsv(plain, 'P1\nP2\n\nP3\n'), {
+          imported: 3,
+          duplicates: 0,
+          invalid: 0,
+        });
         const header = await freshPool();
-        assert.deepEqual(await dibs.pools.importCsv(header, '\uFEFFcode\r\nH1\r\nH2\r\nH1\r\n'), { imported: 2, duplicates: 1, invalid: 0 });
+        assert.deepEqual(await dibs.pools.importCsv(header, '\uFEFFcode\r\nH1\r\nH2\r\nH1\r\n'), {
+          imported: 2,
+          duplicates: 1,
+          invalid: 0,
+        });
         const columns = await freshPool();
         const csv = 'id,Code,note\n1,K1,first\n2,"K,2","quoted, with comma"\n3,,empty\n';
-        assert.deepEqual(await dibs.pools.importCsv(columns, csv), { imported: 2, duplicates: 0, invalid: 1, firstInvalid: { line: 4, field: 'code', message: 'must not be blank' } });
+        assert.deepEqual(await dibs.pools.importCsv(columns, csv), {
+          imported: 2,
+          duplicates: 0,
+          invalid: 1,
+          firstInvalid: { line: 4, field: 'code', message: 'must not be blank' },
+        });
         assert.equal((await dibs.pools.code(columns, 'K,2')).code, 'K,2');
       });
 
@@ -176,7 +240,9 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
           }
         }
         const progress: number[] = [];
-        const result = await dibs.pools.importCsv(name, chunks(), { onProgress: (p) => progress.push(p.imported + p.duplicates) });
+        const result = await dibs.pools.importCsv(name, chunks(), {
+          onProgress: (p) => progress.push(p.imported + p.duplicates),
+        });
         assert.deepEqual(result, { imported: total, duplicates: 0, invalid: 0 });
         assert.ok(progress.length >= 2, `progress reported per batch (${progress.length} reports)`);
         assert.equal(progress.at(-1), total);
@@ -236,7 +302,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const name = await freshPool({ codes: 5, perClaimantLimit: 3 });
         await dibs.pools.claim(name, 'alice', { idempotencyKey: 'shared' });
         await rejectsWith(dibs.pools.claim(name, 'bob', { idempotencyKey: 'shared' }), 'conflict', 'idempotencyKey');
-        await rejectsWith(dibs.pools.claimMany(name, 'alice', 2, { idempotencyKey: 'shared' }), 'conflict', 'idempotencyKey');
+        await rejectsWith(
+          dibs.pools.claimMany(name, 'alice', 2, { idempotencyKey: 'shared' }),
+          'conflict',
+          'idempotencyKey',
+        );
         assert.equal((await dibs.pools.stats(name)).claimed, 1);
       });
 
@@ -309,7 +379,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         await rejectsWith(dibs.pools.claim(name, 'a'.repeat(257)), 'invalid_input', 'claimant');
         await rejectsWith(dibs.pools.claim(name, 'tab\there'), 'invalid_input', 'claimant');
         await rejectsWith(dibs.pools.claim(name, 'alice', { idempotencyKey: '' }), 'invalid_input', 'idempotencyKey');
-        await rejectsWith(dibs.pools.claim(name, 'alice', { idempotencyKey: 'k'.repeat(256) }), 'invalid_input', 'idempotencyKey');
+        await rejectsWith(
+          dibs.pools.claim(name, 'alice', { idempotencyKey: 'k'.repeat(256) }),
+          'invalid_input',
+          'idempotencyKey',
+        );
         assert.equal((await dibs.pools.stats(name)).free, 1, 'nothing was taken by a refused call');
       });
 
@@ -333,7 +407,10 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
             continue;
           }
           const previous = holders.get(s.value.code);
-          assert.ok(previous === undefined || previous === s.value.claimant, `code ${s.value.code} given to ${previous} and ${s.value.claimant}`);
+          assert.ok(
+            previous === undefined || previous === s.value.claimant,
+            `code ${s.value.code} given to ${previous} and ${s.value.claimant}`,
+          );
           holders.set(s.value.code, s.value.claimant);
         }
         assert.equal(holders.size, 100);
@@ -405,7 +482,7 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
 
-      it('reports a code and a claimant\'s holdings', async () => {
+      it("reports a code and a claimant's holdings", async () => {
         const name = await freshPool({ codes: 4, perClaimantLimit: 2 });
         const [a, b] = (await dibs.pools.claimMany(name, 'alice', 2)).codes;
         const info = await dibs.pools.code(name, a!);
@@ -426,7 +503,10 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const name = await freshPool({ codes: 3 });
         const { code } = await dibs.pools.claim(name, 'alice');
         const free = (await collect(dibs.pools.exportCodes(name, { status: 'free' })))[0]!.code;
-        assert.deepEqual(await dibs.pools.validate(name, code, { claimant: 'alice' }), { valid: true, code: await dibs.pools.code(name, code) });
+        assert.deepEqual(await dibs.pools.validate(name, code, { claimant: 'alice' }), {
+          valid: true,
+          code: await dibs.pools.code(name, code),
+        });
         assert.equal((await dibs.pools.validate(name, code)).valid, true);
         const other = await dibs.pools.validate(name, code, { claimant: 'bob' });
         assert.equal(other.valid === false && other.reason, 'other_holder');
@@ -446,9 +526,20 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       it('a pool of generated codes catches a mistyped code before the lookup (malformed)', async () => {
         const name = `format-${++n}`;
         await dibs.pools.create({ name });
-        await dibs.pools.generate(name, { count: 20, pattern: 'GIFT-####-####', charset: 'alphanumeric', checkChar: true });
+        await dibs.pools.generate(name, {
+          count: 20,
+          pattern: 'GIFT-####-####',
+          charset: 'alphanumeric',
+          checkChar: true,
+        });
         const pool = await dibs.pools.get(name);
-        assert.deepEqual(pool.codeFormat, { pattern: 'GIFT-####-####', charset: 'alphanumeric', prefix: '', suffix: '', checkChar: true });
+        assert.deepEqual(pool.codeFormat, {
+          pattern: 'GIFT-####-####',
+          charset: 'alphanumeric',
+          prefix: '',
+          suffix: '',
+          checkChar: true,
+        });
         const { code } = await dibs.pools.claim(name, 'alice');
         assert.equal((await dibs.pools.validate(name, code!, { claimant: 'alice' })).valid, true);
         // one character changed: the check character no longer fits
@@ -457,7 +548,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const typo = code!.slice(0, at) + other + code!.slice(at + 1);
         assert.deepEqual(await dibs.pools.validate(name, typo), { valid: false, reason: 'malformed', code: null });
         assert.deepEqual(await dibs.pools.validate(name, 'GIFT-12'), { valid: false, reason: 'malformed', code: null });
-        await rejectsWith(dibs.pools.create({ name: `format-${++n}`, codeFormat: { pattern: 'NO-PLACEHOLDER' } }), 'invalid_input', 'pattern');
+        await rejectsWith(
+          dibs.pools.create({ name: `format-${++n}`, codeFormat: { pattern: 'NO-PLACEHOLDER' } }),
+          'invalid_input',
+          'pattern',
+        );
       });
 
       it('redeem for an order is idempotent per order; another order is already_redeemed', async () => {
@@ -499,7 +594,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const again = await dibs.pools.redeem(name, code, { orderId: 'order-2' });
         assert.equal(again.orderId, 'order-2');
         await dibs.pools.unredeem(name, code);
-        assert.equal((await dibs.pools.events({ pool: name })).filter((e) => e.type === 'code.unredeemed').length, 2, 'each refund is its own event');
+        assert.equal(
+          (await dibs.pools.events({ pool: name })).filter((e) => e.type === 'code.unredeemed').length,
+          2,
+          'each refund is its own event',
+        );
         await rejectsWith(dibs.pools.unredeem(name, 'NOPE'), 'not_found');
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
@@ -548,17 +647,34 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
       });
 
       it('a window that ends before it starts is bad input', async () => {
-        await rejectsWith(dibs.pools.create({ name: `window-${++n}`, startsAt: at(60_000), expiresAt: at(1000) }), 'invalid_input', 'expiresAt');
-        await rejectsWith(dibs.pools.create({ name: `window-${++n}`, expiresAt: 'tomorrow' }), 'invalid_input', 'expiresAt');
+        await rejectsWith(
+          dibs.pools.create({ name: `window-${++n}`, startsAt: at(60_000), expiresAt: at(1000) }),
+          'invalid_input',
+          'expiresAt',
+        );
+        await rejectsWith(
+          dibs.pools.create({ name: `window-${++n}`, expiresAt: 'tomorrow' }),
+          'invalid_input',
+          'expiresAt',
+        );
         const { name } = await windowed({});
-        await rejectsWith(dibs.pools.update(name, { startsAt: at(60_000), expiresAt: at(0) }), 'invalid_input', 'expiresAt');
+        await rejectsWith(
+          dibs.pools.update(name, { startsAt: at(60_000), expiresAt: at(0) }),
+          'invalid_input',
+          'expiresAt',
+        );
       });
     });
 
     describe('redemption limits', () => {
       it('maxRedemptions caps the pool, maxRedemptionsPerClaimant each claimant; refunds free room', async () => {
         const name = `limits-${++n}`;
-        const pool = await dibs.pools.create({ name, perClaimantLimit: 3, maxRedemptions: 3, maxRedemptionsPerClaimant: 2 });
+        const pool = await dibs.pools.create({
+          name,
+          perClaimantLimit: 3,
+          maxRedemptions: 3,
+          maxRedemptionsPerClaimant: 2,
+        });
         assert.deepEqual([pool.maxRedemptions, pool.maxRedemptionsPerClaimant], [3, 2]);
         await dibs.pools.importCodes(name, ['L1', 'L2', 'L3', 'L4', 'L5', 'L6']);
         const alice = (await dibs.pools.claimMany(name, 'alice', 3)).codes;
@@ -578,7 +694,11 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         const lifted = await dibs.pools.update(name, { maxRedemptions: null });
         assert.equal(lifted.maxRedemptions, null);
         assert.equal((await dibs.pools.redeem(name, alice[2]!)).status, 'redeemed');
-        await rejectsWith(dibs.pools.create({ name: `limits-${++n}`, maxRedemptionsPerClaimant: 0 }), 'invalid_input', 'maxRedemptionsPerClaimant');
+        await rejectsWith(
+          dibs.pools.create({ name: `limits-${++n}`, maxRedemptionsPerClaimant: 0 }),
+          'invalid_input',
+          'maxRedemptionsPerClaimant',
+        );
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
     });
@@ -590,19 +710,34 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal(pool.publicCodes, true);
         await dibs.pools.importCodes(name, ['PUB-1', 'PUB-2', 'PUB-3']);
         await rejectsWith(dibs.pools.redeem(name, 'PUB-1'), 'invalid_input', 'claimant');
-        assert.equal((await dibs.pools.validate(name, 'PUB-1', { claimant: 'walk-in' })).valid, true, 'a public code is valid before anyone claimed it');
+        assert.equal(
+          (await dibs.pools.validate(name, 'PUB-1', { claimant: 'walk-in' })).valid,
+          true,
+          'a public code is valid before anyone claimed it',
+        );
         const used = await dibs.pools.redeem(name, 'PUB-1', { claimant: 'walk-in', orderId: 'till-7' });
         assert.deepEqual([used.status, used.claimant, used.orderId], ['redeemed', 'walk-in', 'till-7']);
         assert.ok(used.claimedAt && used.redeemedAt);
-        assert.deepEqual((await dibs.pools.holdings(name, 'walk-in')).map((h) => h.code), ['PUB-1']);
+        assert.deepEqual(
+          (await dibs.pools.holdings(name, 'walk-in')).map((h) => h.code),
+          ['PUB-1'],
+        );
         // the redeemer's limit counts: one code per claimant here
         const full = await dibs.pools.validate(name, 'PUB-2', { claimant: 'walk-in' });
         assert.equal(full.valid === false && full.reason, 'limit_reached');
-        await rejectsWith(dibs.pools.redeem(name, 'PUB-2', { claimant: 'walk-in' }), 'limit_reached', 'perClaimantLimit');
+        await rejectsWith(
+          dibs.pools.redeem(name, 'PUB-2', { claimant: 'walk-in' }),
+          'limit_reached',
+          'perClaimantLimit',
+        );
         assert.equal((await dibs.pools.claim(name, 'walk-in')).status, 'already-held');
         await dibs.pools.redeem(name, 'PUB-2', { claimant: 'second' });
         assert.deepEqual(await dibs.pools.stats(name), { total: 3, free: 1, claimed: 0, redeemed: 2, revoked: 0 });
-        assert.equal((await dibs.pools.events({ pool: name })).filter((e) => e.type === 'pool.low_stock').length, 1, 'free dropping to the threshold is noticed');
+        assert.equal(
+          (await dibs.pools.events({ pool: name })).filter((e) => e.type === 'pool.low_stock').length,
+          1,
+          'free dropping to the threshold is noticed',
+        );
         // not public: a free code cannot be redeemed
         const closed = await dibs.pools.update(name, { publicCodes: false });
         assert.equal(closed.publicCodes, false);
@@ -633,9 +768,16 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal(all.length, 5);
         assert.deepEqual(all.map((c) => c.code).sort(), ['C1', 'C2', 'C3', 'C4', 'C5']);
         const claimed = await collect(dibs.pools.exportCodes(name, { status: 'claimed' }));
-        assert.deepEqual(claimed.map((c) => [c.code, c.claimant]), [[code, 'alice']]);
+        assert.deepEqual(
+          claimed.map((c) => [c.code, c.claimant]),
+          [[code, 'alice']],
+        );
         assert.equal((await collect(dibs.pools.exportCodes(name, { status: 'free' }))).length, 4);
-        await rejectsWith(collect(dibs.pools.exportCodes(name, { status: 'lost' as never })), 'invalid_input', 'status');
+        await rejectsWith(
+          collect(dibs.pools.exportCodes(name, { status: 'lost' as never })),
+          'invalid_input',
+          'status',
+        );
       });
 
       it('exports CSV with a header and formula cells escaped', async () => {
@@ -659,7 +801,8 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
 
       it('records one low-stock event per crossing of the threshold, re-armed by a refill', async () => {
         const name = await freshPool({ codes: 4, lowStockThreshold: 2, prefix: 'low' });
-        const lowStock = async () => (await dibs.pools.events({ pool: name, limit: 100 })).filter((e) => e.type === 'pool.low_stock');
+        const lowStock = async () =>
+          (await dibs.pools.events({ pool: name, limit: 100 })).filter((e) => e.type === 'pool.low_stock');
         await dibs.pools.claim(name, 'a');
         assert.equal((await lowStock()).length, 0, 'free 3 > threshold 2');
         await dibs.pools.claim(name, 'b');
@@ -679,7 +822,10 @@ export function poolConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal(events[1]!.payload.crossing, 2);
         assert.notEqual(events[0]!.idempotencyKey, events[1]!.idempotencyKey);
         const after = await dibs.pools.events({ pool: name, after: events[0]!.id, limit: 10 });
-        assert.deepEqual(after.map((e) => e.id), [events[1]!.id]);
+        assert.deepEqual(
+          after.map((e) => e.id),
+          [events[1]!.id],
+        );
         assert.deepEqual(await dibs.pools.audit(name), []);
       });
 

@@ -19,7 +19,13 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
     let dibs: Dibs;
     let n = 0;
     const liveSale = (options: { cap?: number | null; perCustomerLimit?: number; endsInMs?: number } = {}) =>
-      dibs.sales.create({ sku: `SKU-${++n}`, startsAt: iso(0), endsAt: iso(options.endsInMs ?? HOUR), cap: options.cap === undefined ? 10 : options.cap, perCustomerLimit: options.perCustomerLimit ?? 2 });
+      dibs.sales.create({
+        sku: `SKU-${++n}`,
+        startsAt: iso(0),
+        endsAt: iso(options.endsInMs ?? HOUR),
+        cap: options.cap === undefined ? 10 : options.cap,
+        perCustomerLimit: options.perCustomerLimit ?? 2,
+      });
 
     before(async () => {
       target = await open();
@@ -42,34 +48,82 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
 
       it('takes an explicit id once', async () => {
         await dibs.sales.create({ id: 'black-friday', sku: 'TV-55', startsAt: iso(0), endsAt: iso(HOUR), cap: 3 });
-        await rejectsWith(dibs.sales.create({ id: 'black-friday', sku: 'TV-56', startsAt: iso(0), endsAt: iso(HOUR), cap: 3 }), 'already_exists', 'id');
+        await rejectsWith(
+          dibs.sales.create({ id: 'black-friday', sku: 'TV-56', startsAt: iso(0), endsAt: iso(HOUR), cap: 3 }),
+          'already_exists',
+          'id',
+        );
       });
 
       it('names every preflight problem with its field', async () => {
-        await rejectsWith(dibs.sales.create({ sku: 'P-1', startsAt: iso(HOUR), endsAt: iso(HOUR / 2), cap: 1 }), 'invalid_input', 'endsAt');
-        await rejectsWith(dibs.sales.create({ sku: 'P-2', startsAt: iso(-2 * HOUR), endsAt: iso(HOUR), cap: 1 }), 'invalid_input', 'startsAt');
-        await rejectsWith(dibs.sales.create({ sku: 'P-3', startsAt: iso(0), endsAt: iso(HOUR), cap: 2, perCustomerLimit: 3 }), 'invalid_input', 'perCustomerLimit');
-        await rejectsWith(dibs.sales.create({ sku: 'P-4', startsAt: iso(0), endsAt: iso(HOUR), cap: -1 }), 'invalid_input', 'cap');
-        await rejectsWith(dibs.sales.create({ sku: 'P-5', startsAt: 'tomorrow', endsAt: iso(HOUR) }), 'invalid_input', 'startsAt');
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-1', startsAt: iso(HOUR), endsAt: iso(HOUR / 2), cap: 1 }),
+          'invalid_input',
+          'endsAt',
+        );
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-2', startsAt: iso(-2 * HOUR), endsAt: iso(HOUR), cap: 1 }),
+          'invalid_input',
+          'startsAt',
+        );
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-3', startsAt: iso(0), endsAt: iso(HOUR), cap: 2, perCustomerLimit: 3 }),
+          'invalid_input',
+          'perCustomerLimit',
+        );
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-4', startsAt: iso(0), endsAt: iso(HOUR), cap: -1 }),
+          'invalid_input',
+          'cap',
+        );
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-5', startsAt: 'tomorrow', endsAt: iso(HOUR) }),
+          'invalid_input',
+          'startsAt',
+        );
         await dibs.sales.create({ sku: 'P-6', startsAt: iso(0), endsAt: iso(HOUR), cap: 1 });
-        await rejectsWith(dibs.sales.create({ sku: 'P-6', startsAt: iso(HOUR / 2), endsAt: iso(2 * HOUR), cap: 1 }), 'invalid_input', 'sku');
+        await rejectsWith(
+          dibs.sales.create({ sku: 'P-6', startsAt: iso(HOUR / 2), endsAt: iso(2 * HOUR), cap: 1 }),
+          'invalid_input',
+          'sku',
+        );
         const next = await dibs.sales.create({ sku: 'P-6', startsAt: iso(HOUR + 1000), endsAt: iso(2 * HOUR), cap: 1 });
         assert.equal(next.status, 'scheduled', 'a later window for the same SKU is fine');
-        await assert.rejects(dibs.sales.create({ sku: 'P-7', startsAt: iso(HOUR), endsAt: iso(HOUR / 2), cap: 1, perCustomerLimit: 2 }), (error: unknown) => {
-          assert.ok(isDibsError(error, 'invalid_input'));
-          const problems = (error.details as { problems: { field: string }[] }).problems;
-          assert.deepEqual(problems.map((p) => p.field).sort(), ['endsAt', 'perCustomerLimit']);
-          return true;
-        });
+        await assert.rejects(
+          dibs.sales.create({ sku: 'P-7', startsAt: iso(HOUR), endsAt: iso(HOUR / 2), cap: 1, perCustomerLimit: 2 }),
+          (error: unknown) => {
+            assert.ok(isDibsError(error, 'invalid_input'));
+            const problems = (error.details as { problems: { field: string }[] }).problems;
+            assert.deepEqual(problems.map((p) => p.field).sort(), ['endsAt', 'perCustomerLimit']);
+            return true;
+          },
+        );
       });
 
       it('lists sales by id with a cursor and by SKU', async () => {
-        for (const id of ['zz-list-1', 'zz-list-2', 'zz-list-3']) await dibs.sales.create({ id, sku: `LIST-${id}`, startsAt: iso(0), endsAt: iso(HOUR), cap: 1, perCustomerLimit: 1 });
+        for (const id of ['zz-list-1', 'zz-list-2', 'zz-list-3'])
+          await dibs.sales.create({
+            id,
+            sku: `LIST-${id}`,
+            startsAt: iso(0),
+            endsAt: iso(HOUR),
+            cap: 1,
+            perCustomerLimit: 1,
+          });
         const page = await dibs.sales.list({ after: 'zz-list-', limit: 2 });
-        assert.deepEqual(page.items.map((s) => s.id), ['zz-list-1', 'zz-list-2']);
+        assert.deepEqual(
+          page.items.map((s) => s.id),
+          ['zz-list-1', 'zz-list-2'],
+        );
         const rest = await dibs.sales.list({ after: page.nextCursor!, limit: 2 });
-        assert.deepEqual(rest.items.map((s) => s.id), ['zz-list-3']);
-        assert.deepEqual((await dibs.sales.list({ sku: 'LIST-zz-list-2' })).items.map((s) => s.id), ['zz-list-2']);
+        assert.deepEqual(
+          rest.items.map((s) => s.id),
+          ['zz-list-3'],
+        );
+        assert.deepEqual(
+          (await dibs.sales.list({ sku: 'LIST-zz-list-2' })).items.map((s) => s.id),
+          ['zz-list-2'],
+        );
       });
 
       it('refuses a cap below what is sold and held, accepts a raise', async () => {
@@ -130,13 +184,30 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         assert.equal(again.replayed, true);
         assert.deepEqual(again.order, first.order);
         assert.equal((await dibs.sales.get(sale.id)).stats.sold, 2);
-        await rejectsWith(dibs.sales.buy(sale.id, 'alice', 3, { idempotencyKey: 'checkout-1' }), 'conflict', 'idempotencyKey');
-        await rejectsWith(dibs.sales.buy(sale.id, 'bob', 2, { idempotencyKey: 'checkout-1' }), 'conflict', 'idempotencyKey');
-        await rejectsWith(dibs.sales.reserve(sale.id, 'alice', 2, 5000, { idempotencyKey: 'checkout-1' }), 'conflict', 'idempotencyKey');
+        await rejectsWith(
+          dibs.sales.buy(sale.id, 'alice', 3, { idempotencyKey: 'checkout-1' }),
+          'conflict',
+          'idempotencyKey',
+        );
+        await rejectsWith(
+          dibs.sales.buy(sale.id, 'bob', 2, { idempotencyKey: 'checkout-1' }),
+          'conflict',
+          'idempotencyKey',
+        );
+        await rejectsWith(
+          dibs.sales.reserve(sale.id, 'alice', 2, 5000, { idempotencyKey: 'checkout-1' }),
+          'conflict',
+          'idempotencyKey',
+        );
       });
 
       it('refuses scheduled, ended and cancelled sales with not_live', async () => {
-        const scheduled = await dibs.sales.create({ sku: `SKU-${++n}`, startsAt: iso(HOUR), endsAt: iso(2 * HOUR), cap: 5 });
+        const scheduled = await dibs.sales.create({
+          sku: `SKU-${++n}`,
+          startsAt: iso(HOUR),
+          endsAt: iso(2 * HOUR),
+          cap: 5,
+        });
         assert.equal(scheduled.status, 'scheduled');
         await rejectsWith(dibs.sales.buy(scheduled.id, 'alice'), 'not_live');
         await rejectsWith(dibs.sales.reserve(scheduled.id, 'alice', 1, 5000), 'not_live');
@@ -168,11 +239,19 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
 
       it('serves concurrent buyers of the last units exactly once', async () => {
         const sale = await liveSale({ cap: 10, perCustomerLimit: 1 });
-        const settled = await Promise.allSettled(Array.from({ length: 120 }, (_, i) => dibs.sales.buy(sale.id, `buyer-${i % 100}`)));
+        const settled = await Promise.allSettled(
+          Array.from({ length: 120 }, (_, i) => dibs.sales.buy(sale.id, `buyer-${i % 100}`)),
+        );
         const won = settled.filter((s) => s.status === 'fulfilled');
         assert.equal(won.length, 10);
-        for (const s of settled) if (s.status === 'rejected') assert.ok(['sold_out', 'limit_reached'].includes((s.reason as { code: string }).code), String(s.reason));
-        assert.equal(new Set(won.map((w) => (w as PromiseFulfilledResult<{ order: { customer: string } }>).value.order.customer)).size, 10);
+        for (const s of settled)
+          if (s.status === 'rejected')
+            assert.ok(['sold_out', 'limit_reached'].includes((s.reason as { code: string }).code), String(s.reason));
+        assert.equal(
+          new Set(won.map((w) => (w as PromiseFulfilledResult<{ order: { customer: string } }>).value.order.customer))
+            .size,
+          10,
+        );
         assert.deepEqual(await dibs.sales.audit(sale.id), []);
       });
     });
@@ -201,7 +280,7 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual(await dibs.sales.audit(sale.id), []);
       });
 
-      it('replaces a customer\'s hold when they reserve again', async () => {
+      it("replaces a customer's hold when they reserve again", async () => {
         const sale = await liveSale({ cap: 3, perCustomerLimit: 3 });
         const first = await dibs.sales.reserve(sale.id, 'alice', 1, 60_000);
         const second = await dibs.sales.reserve(sale.id, 'alice', 3, 60_000);
@@ -254,8 +333,16 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         await rejectsWith(dibs.sales.holds('no-such-sale'), 'not_found');
         await rejectsWith(dibs.sales.holds(sale.id, { limit: 0 }), 'invalid_input', 'limit');
         await sleep(Math.max(0, started + 1100 - Date.now()));
-        assert.deepEqual((await dibs.sales.holds(sale.id)).map((x) => x.id), [early.id, late.id], 'an expired hold is not listed, before any sweep');
-        assert.deepEqual(await dibs.sales.holds(sale.id, { customer: 'erin' }), [], "nor is an expired customer's hold");
+        assert.deepEqual(
+          (await dibs.sales.holds(sale.id)).map((x) => x.id),
+          [early.id, late.id],
+          'an expired hold is not listed, before any sweep',
+        );
+        assert.deepEqual(
+          await dibs.sales.holds(sale.id, { customer: 'erin' }),
+          [],
+          "nor is an expired customer's hold",
+        );
       });
 
       it('stops counting an expired hold at once, refuses to confirm it and records the expiry once', async () => {

@@ -17,9 +17,20 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
     let dibs: Dibs;
     let n = 0;
     /** A live capped sale behind a waiting room. */
-    const room = async (options: { cap?: number; limit?: number; rate?: number; windowMs?: number; startsInMs?: number } = {}) => {
-      const sale = await dibs.sales.create({ sku: `WR-${++n}`, startsAt: iso(options.startsInMs ?? 0), endsAt: iso(3_600_000), cap: options.cap ?? 2, perCustomerLimit: options.limit ?? 1 });
-      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: options.rate ?? 1000, windowMs: options.windowMs ?? 60_000 });
+    const room = async (
+      options: { cap?: number; limit?: number; rate?: number; windowMs?: number; startsInMs?: number } = {},
+    ) => {
+      const sale = await dibs.sales.create({
+        sku: `WR-${++n}`,
+        startsAt: iso(options.startsInMs ?? 0),
+        endsAt: iso(3_600_000),
+        cap: options.cap ?? 2,
+        perCustomerLimit: options.limit ?? 1,
+      });
+      await dibs.waitingRooms.enable(sale.id, {
+        admitPerSecond: options.rate ?? 1000,
+        windowMs: options.windowMs ?? 60_000,
+      });
       return sale.id;
     };
     const line = async (sale: string, count: number): Promise<Ticket[]> => {
@@ -51,8 +62,14 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       const sale = await room({ cap: 2 });
       const tickets = await line(sale, 5);
       const now = await Promise.all(tickets.map((t) => status(sale, t)));
-      assert.deepEqual(now.map((t) => t.status), ['admitted', 'admitted', 'waiting', 'waiting', 'waiting']);
-      assert.deepEqual(now.map((t) => t.position), [0, 0, 0, 1, 2]);
+      assert.deepEqual(
+        now.map((t) => t.status),
+        ['admitted', 'admitted', 'waiting', 'waiting', 'waiting'],
+      );
+      assert.deepEqual(
+        now.map((t) => t.position),
+        [0, 0, 0, 1, 2],
+      );
       assert.ok(now[4]!.estimatedWaitMs! > 0);
       await rejectsWith(dibs.waitingRooms.reserve(sale, 'c3', tickets[2]!.token, 1, 60_000), 'not_admitted');
     });
@@ -149,10 +166,20 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
     });
 
     it('rejects bad settings and unknown rooms', async () => {
-      const sale = await dibs.sales.create({ sku: `WR-${++n}`, startsAt: iso(0), endsAt: iso(3_600_000), cap: null, perCustomerLimit: 1 });
+      const sale = await dibs.sales.create({
+        sku: `WR-${++n}`,
+        startsAt: iso(0),
+        endsAt: iso(3_600_000),
+        cap: null,
+        perCustomerLimit: 1,
+      });
       await rejectsWith(dibs.waitingRooms.enable(sale.id, { admitPerSecond: 10, windowMs: 60_000 }), 'invalid_input');
       const capped = await room();
-      await rejectsWith(dibs.waitingRooms.enable(capped, { admitPerSecond: 0, windowMs: 60_000 }), 'invalid_input', 'admitPerSecond');
+      await rejectsWith(
+        dibs.waitingRooms.enable(capped, { admitPerSecond: 0, windowMs: 60_000 }),
+        'invalid_input',
+        'admitPerSecond',
+      );
       await rejectsWith(dibs.waitingRooms.join('sale_000000000000000000000000', 'c1'), 'not_found');
     });
   });

@@ -14,10 +14,17 @@ function steady(perSecond: number, startedSecAgo: number): WindowCount[] {
 
 describe('forecast', () => {
   it('recovers a steady rate and the time to empty (within 2%)', () => {
-    for (const [rate, ago, remaining] of [[2, 3600, 600], [50, 20, 10_000], [0.5, 700, 30]] as const) {
+    for (const [rate, ago, remaining] of [
+      [2, 3600, 600],
+      [50, 20, 10_000],
+      [0.5, 700, 30],
+    ] as const) {
       const f = forecastFrom({ kind: 'pool', subject: 'p', windows: steady(rate, ago), remaining, at: AT });
       const expectedMs = (remaining / rate) * 1000;
-      assert.ok(Math.abs(f.timeToEmptyMs! - expectedMs) / expectedMs < 0.02, `${rate}/s for ${ago}s: ${f.timeToEmptyMs} vs ${expectedMs}`);
+      assert.ok(
+        Math.abs(f.timeToEmptyMs! - expectedMs) / expectedMs < 0.02,
+        `${rate}/s for ${ago}s: ${f.timeToEmptyMs} vs ${expectedMs}`,
+      );
       assert.equal(Date.parse(f.emptyAt!) - Date.parse(AT), f.timeToEmptyMs);
     }
   });
@@ -30,13 +37,39 @@ describe('forecast', () => {
   });
 
   it('thin traffic falls back to a longer window; none at all never empties; empty is 0', () => {
-    const thin = forecastFrom({ kind: 'pool', subject: 'p', windows: [{ taken: 2, spanMs: 30_000 }, { taken: 12, spanMs: 290_000 }, { taken: 30, spanMs: 890_000 }], remaining: 100, at: AT });
+    const thin = forecastFrom({
+      kind: 'pool',
+      subject: 'p',
+      windows: [
+        { taken: 2, spanMs: 30_000 },
+        { taken: 12, spanMs: 290_000 },
+        { taken: 30, spanMs: 890_000 },
+      ],
+      remaining: 100,
+      at: AT,
+    });
     assert.equal(thin.basis, '5m');
-    const none = forecastFrom({ kind: 'pool', subject: 'p', windows: [{ taken: 0, spanMs: 0 }, { taken: 0, spanMs: 0 }, { taken: 0, spanMs: 0 }], remaining: 100, at: AT });
+    const none = forecastFrom({
+      kind: 'pool',
+      subject: 'p',
+      windows: [
+        { taken: 0, spanMs: 0 },
+        { taken: 0, spanMs: 0 },
+        { taken: 0, spanMs: 0 },
+      ],
+      remaining: 100,
+      at: AT,
+    });
     assert.equal(none.timeToEmptyMs, null);
     assert.equal(none.basis, null);
-    assert.equal(forecastFrom({ kind: 'pool', subject: 'p', windows: steady(1, 60), remaining: 0, at: AT }).timeToEmptyMs, 0);
-    assert.equal(forecastFrom({ kind: 'sale', subject: 's', windows: steady(1, 60), remaining: null, at: AT }).timeToEmptyMs, null);
+    assert.equal(
+      forecastFrom({ kind: 'pool', subject: 'p', windows: steady(1, 60), remaining: 0, at: AT }).timeToEmptyMs,
+      0,
+    );
+    assert.equal(
+      forecastFrom({ kind: 'sale', subject: 's', windows: steady(1, 60), remaining: null, at: AT }).timeToEmptyMs,
+      null,
+    );
   });
 
   it('the empty-soon alert fires exactly once per crossing, with hysteresis', () => {

@@ -7,26 +7,37 @@ import { isDibsError } from '../../src/core/errors.js';
 
 const charsetArb = fc.oneof(
   fc.constantFrom<keyof typeof CHARSETS>('numeric', 'alpha', 'alphanumeric'),
-  fc.uniqueArray(fc.constantFrom(...'abcdefghijkmnpqrstuvwxyz23456789!$%'.split('')), { minLength: 2, maxLength: 20 }).map((a) => a.join('')),
+  fc
+    .uniqueArray(fc.constantFrom(...'abcdefghijkmnpqrstuvwxyz23456789!$%'.split('')), { minLength: 2, maxLength: 20 })
+    .map((a) => a.join('')),
 );
-const patternArb = fc.array(fc.oneof(fc.constant('#'), fc.constantFrom('-', '_', 'X', '.')), { minLength: 1, maxLength: 16 }).filter((p) => p.includes('#')).map((p) => p.join(''));
+const patternArb = fc
+  .array(fc.oneof(fc.constant('#'), fc.constantFrom('-', '_', 'X', '.')), { minLength: 1, maxLength: 16 })
+  .filter((p) => p.includes('#'))
+  .map((p) => p.join(''));
 
 describe('code generator', () => {
   it('every code matches its pattern, prefix, suffix and charset, and verifies', () => {
     fc.assert(
-      fc.property(patternArb, charsetArb, fc.boolean(), fc.string({ maxLength: 5 }).filter((s) => !s.includes('#')), (pattern, charset, checkChar, prefix) => {
-        const shape = codeShape({ count: 1, pattern, charset, checkChar, prefix, suffix: '-Z' });
-        for (const code of shape.generate(20)) {
-          assert.ok(code.startsWith(prefix) && code.endsWith('-Z'), code);
-          const middle = code.slice(prefix.length, code.length - 2);
-          assert.equal(middle.length, pattern.length + (checkChar ? 1 : 0));
-          for (let i = 0; i < pattern.length; i++) {
-            if (pattern[i] === '#') assert.ok(shape.chars.includes(middle[i]!), `${middle[i]} in ${shape.chars}`);
-            else assert.equal(middle[i], pattern[i]);
+      fc.property(
+        patternArb,
+        charsetArb,
+        fc.boolean(),
+        fc.string({ maxLength: 5 }).filter((s) => !s.includes('#')),
+        (pattern, charset, checkChar, prefix) => {
+          const shape = codeShape({ count: 1, pattern, charset, checkChar, prefix, suffix: '-Z' });
+          for (const code of shape.generate(20)) {
+            assert.ok(code.startsWith(prefix) && code.endsWith('-Z'), code);
+            const middle = code.slice(prefix.length, code.length - 2);
+            assert.equal(middle.length, pattern.length + (checkChar ? 1 : 0));
+            for (let i = 0; i < pattern.length; i++) {
+              if (pattern[i] === '#') assert.ok(shape.chars.includes(middle[i]!), `${middle[i]} in ${shape.chars}`);
+              else assert.equal(middle[i], pattern[i]);
+            }
+            assert.ok(shape.verify(code), `verifies: ${code}`);
           }
-          assert.ok(shape.verify(code), `verifies: ${code}`);
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -52,7 +63,16 @@ describe('code generator', () => {
   it('Luhn mod N: for every N, changing any one value changes the check value', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 2, max: 64 }).chain((N) => fc.tuple(fc.constant(N), fc.array(fc.integer({ min: 0, max: N - 1 }), { minLength: 1, maxLength: 12 }), fc.nat(), fc.integer({ min: 1, max: N - 1 }))),
+        fc
+          .integer({ min: 2, max: 64 })
+          .chain((N) =>
+            fc.tuple(
+              fc.constant(N),
+              fc.array(fc.integer({ min: 0, max: N - 1 }), { minLength: 1, maxLength: 12 }),
+              fc.nat(),
+              fc.integer({ min: 1, max: N - 1 }),
+            ),
+          ),
         ([N, values, at, delta]) => {
           const check = luhnCheck(values, N);
           assert.ok(check >= 0 && check < N);
@@ -72,14 +92,19 @@ describe('code generator', () => {
     const counts = new Map<string, number>();
     for (const code of codes) for (const c of code) counts.set(c, (counts.get(c) ?? 0) + 1);
     const expected = (codes.length * 10) / shape.chars.length;
-    for (const [c, n] of counts) assert.ok(Math.abs(n - expected) / expected < 0.05, `${c}: ${n} vs ${expected} (no modulo bias)`);
+    for (const [c, n] of counts)
+      assert.ok(Math.abs(n - expected) / expected < 0.05, `${c}: ${n} vs ${expected} (no modulo bias)`);
     assert.equal(counts.size, shape.chars.length);
   });
 
   it('generateInto fills a pool with exactly `count` unique codes, even in small spaces with codes already there', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('numeric', 'alpha'), fc.integer({ min: 2, max: 3 }), fc.boolean(), fc.double({ min: 0.05, max: 0.5, noNaN: true }), fc.double({ min: 0, max: 0.2, noNaN: true }),
+        fc.constantFrom('numeric', 'alpha'),
+        fc.integer({ min: 2, max: 3 }),
+        fc.boolean(),
+        fc.double({ min: 0.05, max: 0.5, noNaN: true }),
+        fc.double({ min: 0, max: 0.2, noNaN: true }),
         async (charset, length, checkChar, fill, preFill) => {
           const shape = codeShape({ count: 1, length, charset, checkChar });
           const space = shape.chars.length ** length;
@@ -89,7 +114,7 @@ describe('code generator', () => {
           // the pool dedupes like every store does: a code already there is a duplicate
           const sink = async (codes: string[]) => {
             let imported = 0;
-            for (const code of codes) if (!pool.has(code)) (pool.add(code), imported++);
+            for (const code of codes) if (!pool.has(code)) pool.add(code), imported++;
             return { imported, duplicates: codes.length - imported };
           };
           const result = await generateInto(sink, { count, length, charset, checkChar });
@@ -108,7 +133,10 @@ describe('code generator', () => {
         const space = 10 ** length;
         let writes = 0;
         const sink = async (codes: string[]) => ((writes += codes.length), { imported: codes.length, duplicates: 0 });
-        await assert.rejects(generateInto(sink, { count: Math.floor(space / 2) + extra, length, charset: 'numeric' }), (e: unknown) => isDibsError(e, 'invalid_input') && e.field === 'count');
+        await assert.rejects(
+          generateInto(sink, { count: Math.floor(space / 2) + extra, length, charset: 'numeric' }),
+          (e: unknown) => isDibsError(e, 'invalid_input') && e.field === 'count',
+        );
         assert.equal(writes, 0);
       }),
       { numRuns: 100 },

@@ -43,13 +43,29 @@ async function text(stream: Readable): Promise<string> {
 
 const asCodeInfo = (entry: ImportedCode): CodeInfo => {
   const { code, startsAt = null, expiresAt = null } = typeof entry === 'string' ? { code: entry } : entry;
-  return { pool: 'p', code, status: 'free', claimant: null, claimedAt: null, redeemedAt: null, orderId: null, ...(startsAt || expiresAt ? { startsAt, expiresAt } : {}) };
+  return {
+    pool: 'p',
+    code,
+    status: 'free',
+    claimant: null,
+    claimedAt: null,
+    redeemedAt: null,
+    orderId: null,
+    ...(startsAt || expiresAt ? { startsAt, expiresAt } : {}),
+  };
 };
 
 // codes as a user's export may hold them: commas, quotes, spaces inside, non-ASCII; never blank,
 // never padded (the importer trims), no control characters
 const codeArb = fc
-  .string({ minLength: 1, maxLength: 40, unit: fc.oneof(fc.constantFrom(...'AZaz09-_,"\' ;=@é€'.split('')), fc.string({ minLength: 1, maxLength: 1, unit: 'grapheme' })) })
+  .string({
+    minLength: 1,
+    maxLength: 40,
+    unit: fc.oneof(
+      fc.constantFrom(...'AZaz09-_,"\' ;=@é€'.split('')),
+      fc.string({ minLength: 1, maxLength: 1, unit: 'grapheme' }),
+    ),
+  })
   .map((s) => s.replace(/[\u0000-\u001f\u007f-\u009f]/g, 'x').trim())
   .filter((s) => s.length > 0 && s.length <= 128);
 const instantArb = fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2099, 0, 1) });
@@ -71,41 +87,55 @@ const rowArb = fc.record({
 describe('CSV import with windows', () => {
   it('parse → export → parse keeps every code and window (any code text, any UTC offset)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(rowArb, { selector: (r) => r.code, minLength: 1, maxLength: 30 }), async (rows) => {
-        const expected: ImportedCode[] = rows.map(({ code, starts, length, expires }) => {
-          const startsAt = starts ? new Date(starts[0]).toISOString() : null;
-          const expiresAt = expires ? new Date((starts?.[0] ?? Date.UTC(2000, 0, 1)) + length).toISOString() : null;
-          return startsAt === null && expiresAt === null ? code : { code, startsAt, expiresAt };
-        });
-        const input = stringify([
-          ['code', 'starts_at', 'expires_at'],
-          ...rows.map(({ code, starts, length, expires, expiresOffset }) => [
-            code,
-            starts ? withOffset(starts[0], starts[1]) : '',
-            expires ? withOffset((starts?.[0] ?? Date.UTC(2000, 0, 1)) + length, expiresOffset) : '',
-          ]),
-        ]);
-        const parsed = await parse(input);
-        assert.deepEqual(parsed, expected, 'parsed to UTC');
-        async function* batches() {
-          yield parsed.map(asCodeInfo);
-        }
-        const exported = await text(await codesToCsv(batches(), { escapeFormulas: false }));
-        assert.deepEqual(await parse(exported), parsed, 'export imports back');
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(rowArb, { selector: (r) => r.code, minLength: 1, maxLength: 30 }),
+        async (rows) => {
+          const expected: ImportedCode[] = rows.map(({ code, starts, length, expires }) => {
+            const startsAt = starts ? new Date(starts[0]).toISOString() : null;
+            const expiresAt = expires ? new Date((starts?.[0] ?? Date.UTC(2000, 0, 1)) + length).toISOString() : null;
+            return startsAt === null && expiresAt === null ? code : { code, startsAt, expiresAt };
+          });
+          const input = stringify([
+            ['code', 'starts_at', 'expires_at'],
+            ...rows.map(({ code, starts, length, expires, expiresOffset }) => [
+              code,
+              starts ? withOffset(starts[0], starts[1]) : '',
+              expires ? withOffset((starts?.[0] ?? Date.UTC(2000, 0, 1)) + length, expiresOffset) : '',
+            ]),
+          ]);
+          const parsed = await parse(input);
+          assert.deepEqual(parsed, expected, 'parsed to UTC');
+          async function* batches() {
+            yield parsed.map(asCodeInfo);
+          }
+          const exported = await text(await codesToCsv(batches(), { escapeFormulas: false }));
+          assert.deepEqual(await parse(exported), parsed, 'export imports back');
+        },
+      ),
       { numRuns: 150 },
     );
   });
 
   it('reports the file line of the first bad row, also after a quoted field spanning lines', async () => {
     const { backend, stored } = recordingBackend();
-    const csv = 'code,note,expires_at\nA,"two\nlines",\nB,,2026-11-30\nC,,2026-11-30T00:00:00\nD,,2026-11-30T00:00:00Z\n';
+    const csv =
+      'code,note,expires_at\nA,"two\nlines",\nB,,2026-11-30\nC,,2026-11-30T00:00:00\nD,,2026-11-30T00:00:00Z\n';
     const result = await importCsv(backend, 'p', csv);
     assert.deepEqual(result, {
-      imported: 2, duplicates: 0, invalid: 2,
-      firstInvalid: { line: 4, field: 'expires_at', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' },
+      imported: 2,
+      duplicates: 0,
+      invalid: 2,
+      firstInvalid: {
+        line: 4,
+        field: 'expires_at',
+        message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
+      },
     });
-    assert.deepEqual(stored, ['A', { code: 'D', startsAt: null, expiresAt: '2026-11-30T00:00:00.000Z' }], 'a date or a time without an offset is not guessed');
+    assert.deepEqual(
+      stored,
+      ['A', { code: 'D', startsAt: null, expiresAt: '2026-11-30T00:00:00.000Z' }],
+      'a date or a time without an offset is not guessed',
+    );
   });
 
   it('refuses window columns for a store without per-code windows before storing anything', async () => {
@@ -113,6 +143,10 @@ describe('CSV import with windows', () => {
     delete (backend as { setCodeWindow?: unknown }).setCodeWindow;
     await rejectsWith(importCsv(backend, 'p', 'code,valid_until\nA,\n'), 'unsupported', 'codes');
     assert.deepEqual(stored, []);
-    assert.deepEqual(await importCsv(backend, 'p', 'code\nA\n'), { imported: 1, duplicates: 0, invalid: 0 }, 'bare codes still import');
+    assert.deepEqual(
+      await importCsv(backend, 'p', 'code\nA\n'),
+      { imported: 1, duplicates: 0, invalid: 0 },
+      'bare codes still import',
+    );
   });
 });

@@ -21,7 +21,7 @@ function scriptedBackend(importConcurrency: number, failOnBatch?: number) {
         await sleep(5 + (batch % 3) * 3);
         if (batch === failOnBatch) throw new Error(`batch ${batch} failed`);
         let inserted = 0;
-        for (const code of codes) if (!seen.codes.has(code)) (seen.codes.add(code), inserted++);
+        for (const code of codes) if (!seen.codes.has(code)) seen.codes.add(code), inserted++;
         return { inserted, duplicates: codes.length - inserted };
       } finally {
         inFlight--;
@@ -36,7 +36,10 @@ describe('batch importer', () => {
     const { backend, seen } = scriptedBackend(3);
     const codes = Array.from({ length: 1050 }, (_, i) => `C${i % 1000}`);
     const progress: number[] = [];
-    const result = await importCodeList(backend, 'p', codes, { batchSize: 100, onProgress: (p) => progress.push(p.imported + p.duplicates) });
+    const result = await importCodeList(backend, 'p', codes, {
+      batchSize: 100,
+      onProgress: (p) => progress.push(p.imported + p.duplicates),
+    });
     assert.deepEqual(result, { imported: 1000, duplicates: 50, invalid: 0 });
     assert.equal(seen.maxInFlight, 3);
     assert.equal(seen.batches, 11);
@@ -46,13 +49,26 @@ describe('batch importer', () => {
 
   it('writes one batch at a time by default', async () => {
     const { backend, seen } = scriptedBackend(1);
-    await importCodeList(backend, 'p', Array.from({ length: 500 }, (_, i) => `C${i}`), { batchSize: 100 });
+    await importCodeList(
+      backend,
+      'p',
+      Array.from({ length: 500 }, (_, i) => `C${i}`),
+      { batchSize: 100 },
+    );
     assert.equal(seen.maxInFlight, 1);
   });
 
   it('rejects with the first failed batch and stops reading', async () => {
     const { backend, seen } = scriptedBackend(3, 4);
-    await assert.rejects(importCodeList(backend, 'p', Array.from({ length: 5000 }, (_, i) => `C${i}`), { batchSize: 100 }), /batch 4 failed/);
+    await assert.rejects(
+      importCodeList(
+        backend,
+        'p',
+        Array.from({ length: 5000 }, (_, i) => `C${i}`),
+        { batchSize: 100 },
+      ),
+      /batch 4 failed/,
+    );
     assert.ok(seen.batches < 50, `stopped early (${seen.batches} batches started)`);
   });
 });

@@ -11,9 +11,16 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 function run(hide: string, script: string): { code: string; message: string; details: unknown; sqliteOk: boolean } {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--import', './test/support/hide-package.mjs', '--input-type=module', '-e', script], {
-    cwd: root, env: { ...process.env, DIBS_HIDE_PACKAGES: hide }, encoding: 'utf8', timeout: 60_000,
-  });
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', '--import', './test/support/hide-package.mjs', '--input-type=module', '-e', script],
+    {
+      cwd: root,
+      env: { ...process.env, DIBS_HIDE_PACKAGES: hide },
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
   return JSON.parse(out.trim().split('\n').pop()!);
 }
 
@@ -46,7 +53,9 @@ it('firestore:// without @google-cloud/firestore: unsupported, naming the packag
 });
 
 it('tracing without @opentelemetry/api, event streams without ioredis: unsupported, naming the package; untraced use never loads it', () => {
-  const r = run('@opentelemetry/api,ioredis', `
+  const r = run(
+    '@opentelemetry/api,ioredis',
+    `
 import { openDibs, isDibsError } from './src/index.ts';
 import { RedisStreamDestination } from './src/notify/redis-stream.ts';
 const plain = await openDibs('sqlite::memory:');
@@ -56,7 +65,8 @@ const failure = (e) => ({ code: isDibsError(e) ? e.code : 'untyped:' + e.code, m
 let stream;
 try { await RedisStreamDestination.open('redis://127.0.0.1:6379/0'); stream = { code: 'opened' }; } catch (e) { stream = failure(e); }
 try { const d = await openDibs('sqlite::memory:', { tracing: true }); await d.close(); console.log(JSON.stringify({ code: 'opened', message: '', sqliteOk: true, stream })); }
-catch (e) { console.log(JSON.stringify({ ...failure(e), sqliteOk: true, stream })); }`) as ReturnType<typeof run> & { stream: { code: string; message: string } };
+catch (e) { console.log(JSON.stringify({ ...failure(e), sqliteOk: true, stream })); }`,
+  ) as ReturnType<typeof run> & { stream: { code: string; message: string } };
   assert.equal(r.code, 'unsupported', r.message);
   assert.match(r.message, /npm install @opentelemetry\/api/);
   assert.ok(r.sqliteOk);

@@ -32,7 +32,9 @@ describe('dashboard: files and read endpoints', () => {
     assert.match(String(page.headers['content-security-policy']), /default-src 'none'.*connect-src 'self'/);
     assert.match(page.body, /<title>dibs<\/title>/);
     // Every file the page references is served; no reference leaves the origin.
-    const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!).filter((r) => !r.startsWith('#') && !r.startsWith('data:'));
+    const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)]
+      .map((m) => m[1]!)
+      .filter((r) => !r.startsWith('#') && !r.startsWith('data:'));
     assert.ok(refs.length >= 2);
     for (const ref of refs) {
       assert.match(ref, /^\/dashboard\//);
@@ -42,8 +44,14 @@ describe('dashboard: files and read endpoints', () => {
     }
     const script = await app.inject({ method: 'GET', url: '/dashboard/dashboard.js' });
     assert.match(String(script.headers['content-type']), /^text\/javascript/);
-    for (const imported of script.body.matchAll(/from '\.\/([\w.-]+)'/g)) assert.equal((await app.inject({ method: 'GET', url: `/dashboard/${imported[1]}` })).statusCode, 200);
-    for (const bad of ['/dashboard/index.html', '/dashboard/..%2Fapp.js', '/dashboard/%2e%2e%2f%2e%2e%2fpackage.json', '/dashboard/nope.js']) {
+    for (const imported of script.body.matchAll(/from '\.\/([\w.-]+)'/g))
+      assert.equal((await app.inject({ method: 'GET', url: `/dashboard/${imported[1]}` })).statusCode, 200);
+    for (const bad of [
+      '/dashboard/index.html',
+      '/dashboard/..%2Fapp.js',
+      '/dashboard/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/dashboard/nope.js',
+    ]) {
       const res = await app.inject({ method: 'GET', url: bad });
       assert.equal(res.statusCode, 404, bad);
       assert.equal(res.json().error.code, 'not_found');
@@ -57,7 +65,10 @@ describe('dashboard: files and read endpoints', () => {
     assert.equal(first.statusCode, 200);
     assert.equal(first.json().pool, 'rate');
     assert.equal(first.json().everyMs, 5000);
-    assert.deepEqual(first.json().points.map((p: { handedOut: number; perMinute: number }) => [p.handedOut, p.perMinute]), [[0, 0]]);
+    assert.deepEqual(
+      first.json().points.map((p: { handedOut: number; perMinute: number }) => [p.handedOut, p.perMinute]),
+      [[0, 0]],
+    );
     await env.dibs.pools.claim('rate', 'a');
     await env.dibs.pools.claim('rate', 'b');
     await sleep(5); // the live point needs a later timestamp than the first sample
@@ -83,7 +94,10 @@ describe('dashboard: files and read endpoints', () => {
     await outbox.markFailed(due.id, 'HTTP 500 from receiver', 1000);
     const deliveries = await get(`/v1/events/${due.id}/deliveries`);
     assert.equal(deliveries.statusCode, 200);
-    assert.deepEqual(deliveries.json().data.map((d: { attempt: number; ok: boolean; detail: string }) => [d.attempt, d.ok, d.detail]), [[1, false, 'HTTP 500 from receiver']]);
+    assert.deepEqual(
+      deliveries.json().data.map((d: { attempt: number; ok: boolean; detail: string }) => [d.attempt, d.ok, d.detail]),
+      [[1, false, 'HTTP 500 from receiver']],
+    );
     assert.equal((await get('/v1/events/not-an-id/deliveries')).statusCode, 400);
   });
 });
@@ -98,7 +112,10 @@ describe('ClaimRateSampler', () => {
   it('samples watched pools on its own, computes a net per-minute rate, and forgets deleted pools', async () => {
     const sampler = new ClaimRateSampler(env.dibs, { everyMs: 20, keep: 5 });
     await env.dibs.pools.create({ name: 's' });
-    await env.dibs.pools.importCodes('s', Array.from({ length: 50 }, (_, i) => `S${i}`));
+    await env.dibs.pools.importCodes(
+      's',
+      Array.from({ length: 50 }, (_, i) => `S${i}`),
+    );
     await sampler.series('s');
     for (let i = 0; i < 10; i++) await env.dibs.pools.claim('s', `c${i}`);
     // Wait (bounded, generously) for ticks to record the claims; no timing is asserted.

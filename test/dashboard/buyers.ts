@@ -11,17 +11,38 @@ export interface BuyerOutcome {
   holdId?: string;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the crowd reads many routes' bodies loosely, as a browser script would
-async function call(url: string, key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+/** A route's JSON body, read loosely (as a browser script would) by a crowd that calls many routes. */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type Body = any;
+
+async function call(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: Body }> {
   const response = await fetch(url + path, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, json: await response.json().catch(() => null) };
 }
 
-export async function runBuyers(options: { url: string; key: string; sale: string; customers: string[]; signal: AbortSignal; pollMs?: number }): Promise<BuyerOutcome[]> {
+export async function runBuyers(options: {
+  url: string;
+  key: string;
+  sale: string;
+  customers: string[];
+  signal: AbortSignal;
+  pollMs?: number;
+}): Promise<BuyerOutcome[]> {
   const { url, key, sale, signal } = options;
   const pollMs = options.pollMs ?? 250;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -33,17 +54,36 @@ export async function runBuyers(options: { url: string; key: string; sale: strin
     let status = joined.json.status as string;
     while (status === 'waiting' && !signal.aborted) {
       await sleep(pollMs);
-      const ticket = await call(url, key, 'GET', `/v1/sales/${sale}/waiting-room/tickets/${encodeURIComponent(customer)}`, undefined, { 'dibs-ticket': token });
+      const ticket = await call(
+        url,
+        key,
+        'GET',
+        `/v1/sales/${sale}/waiting-room/tickets/${encodeURIComponent(customer)}`,
+        undefined,
+        { 'dibs-ticket': token },
+      );
       status = ticket.json?.status ?? 'error';
     }
     if (status !== 'admitted') return { customer, result: signal.aborted ? 'aborted' : status };
-    const held = await call(url, key, 'POST', `/v1/sales/${sale}/waiting-room/reservations`, { customer, quantity: 1, ttlMs: 120_000 }, { 'dibs-ticket': token });
-    if (held.status !== 201 && held.status !== 200) return { customer, result: held.json?.error?.code ?? String(held.status) };
+    const held = await call(
+      url,
+      key,
+      'POST',
+      `/v1/sales/${sale}/waiting-room/reservations`,
+      { customer, quantity: 1, ttlMs: 120_000 },
+      { 'dibs-ticket': token },
+    );
+    if (held.status !== 201 && held.status !== 200)
+      return { customer, result: held.json?.error?.code ?? String(held.status) };
     const holdId = held.json.hold.id as string;
     if (index % 2 === 1) return { customer, result: 'held', holdId };
     await sleep(300);
     const order = await call(url, key, 'POST', `/v1/reservations/${holdId}/confirm`);
-    return { customer, result: order.status === 201 ? 'bought' : (order.json?.error?.code ?? String(order.status)), holdId };
+    return {
+      customer,
+      result: order.status === 201 ? 'bought' : (order.json?.error?.code ?? String(order.status)),
+      holdId,
+    };
   };
   return Promise.all(options.customers.map(buyer));
 }

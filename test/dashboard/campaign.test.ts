@@ -62,9 +62,14 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     try {
       await page.waitForTimeout(100);
       await shot(`${name}-phone`);
-      const overflow = Number(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'));
-      const culprits = overflow > 0 ? await page.evaluate(`[...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-        .slice(0, 5).map((el) => el.tagName + '#' + el.id + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))`) : [];
+      const overflow = Number(
+        await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
+      );
+      const culprits =
+        overflow > 0
+          ? await page.evaluate(`[...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+        .slice(0, 5).map((el) => el.tagName + '#' + el.id + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))`)
+          : [];
       assert.ok(overflow <= 0, `${name} is ${overflow}px wider than a 390px phone screen: ${JSON.stringify(culprits)}`);
     } finally {
       await page.setViewportSize({ width: 1280, height: 900 });
@@ -73,12 +78,21 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
 
   it('creates a sale with a waiting room, watches the crowd arrive, finds a customer and cancels the hold', async () => {
     // the sale starts a few seconds from now: the page counts down to its start, then to its end
-    const startsAt = await page.evaluate('new Date(Date.now() + 5000).toISOString()') as string;
-    const local = (iso: string) => page.evaluate(`((d) => { const p = (n) => String(n).padStart(2, '0'); return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()); })(new Date(${JSON.stringify(iso)}))`) as Promise<string>;
+    const startsAt = (await page.evaluate('new Date(Date.now() + 5000).toISOString()')) as string;
+    const local = (iso: string) =>
+      page.evaluate(
+        `((d) => { const p = (n) => String(n).padStart(2, '0'); return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()); })(new Date(${JSON.stringify(iso)}))`,
+      ) as Promise<string>;
     await page.getByLabel('Sale id').fill('launch');
     await page.getByLabel('SKU').fill('SNEAKER-RED');
-    await page.getByLabel('Starts').first().fill(await local(startsAt));
-    await page.getByLabel('Ends').first().fill(await local(new Date(Date.parse(startsAt) + 3_600_000).toISOString()));
+    await page
+      .getByLabel('Starts')
+      .first()
+      .fill(await local(startsAt));
+    await page
+      .getByLabel('Ends')
+      .first()
+      .fill(await local(new Date(Date.parse(startsAt) + 3_600_000).toISOString()));
     await page.getByLabel('Units (cap)').first().fill('40');
     await page.getByLabel('Units per customer').first().fill('1');
     await page.getByLabel('Waiting room: admit per second').fill('5');
@@ -88,9 +102,20 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.waitForURL(/#\/sale\/launch$/);
     const heading = page.getByRole('heading', { name: 'Sale launch' });
     await heading.waitFor();
-    assert.equal(await heading.evaluate((node) => node === (node.ownerDocument as unknown as { activeElement: unknown }).activeElement), true);
-    await page.locator('#sale-summary').getByText(/starts in \d+s/).waitFor();
-    await page.locator('#room-summary').getByText(/Admits up to 5\/s/).waitFor();
+    assert.equal(
+      await heading.evaluate(
+        (node) => node === (node.ownerDocument as unknown as { activeElement: unknown }).activeElement,
+      ),
+      true,
+    );
+    await page
+      .locator('#sale-summary')
+      .getByText(/starts in \d+s/)
+      .waitFor();
+    await page
+      .locator('#room-summary')
+      .getByText(/Admits up to 5\/s/)
+      .waitFor();
     await shot('10-sale-scheduled');
 
     const load = new AbortController();
@@ -98,10 +123,17 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     const crowd = runBuyers({ url: server.url, key: buyerKey, sale: 'launch', customers, signal: load.signal });
     let outcomes: BuyerOutcome[] = [];
     try {
-      await page.locator('#sale-summary').getByText(/ends in \d+m/).waitFor();
+      await page
+        .locator('#sale-summary')
+        .getByText(/ends in \d+m/)
+        .waitFor();
       // people in line, then admitted at the room's pace, holding and buying: the chart moves
-      await page.locator('#sale-chart[data-latest-sold]:not([data-latest-sold="0"]):not([data-latest-sold=""])').waitFor({ state: 'attached' });
-      await page.locator('#sale-chart:not([data-latest-held="0"]):not([data-latest-held=""])').waitFor({ state: 'attached' });
+      await page
+        .locator('#sale-chart[data-latest-sold]:not([data-latest-sold="0"]):not([data-latest-sold=""])')
+        .waitFor({ state: 'attached' });
+      await page
+        .locator('#sale-chart:not([data-latest-held="0"]):not([data-latest-held=""])')
+        .waitFor({ state: 'attached' });
       outcomes = await crowd;
     } finally {
       load.abort();
@@ -113,14 +145,23 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
 
     await page.locator('#sale-sold').getByText(String(bought), { exact: true }).waitFor();
     await page.locator('#sale-held').getByText(String(held.length), { exact: true }).waitFor();
-    await page.locator('#sale-available').getByText(String(40 - 30), { exact: true }).waitFor();
+    await page
+      .locator('#sale-available')
+      .getByText(String(40 - 30), { exact: true })
+      .waitFor();
     await page.locator('#room-used').getByText('30', { exact: true }).waitFor();
     assert.match(String(await page.locator('#room-summary').textContent()), /Admitted lately: \d+\/min/);
-    assert.match(String(await page.locator('#sale-forecast').textContent()), /sold out in ~.+ at [\d.]+\/min|not emptying/);
+    assert.match(
+      String(await page.locator('#sale-forecast').textContent()),
+      /sold out in ~.+ at [\d.]+\/min|not emptying/,
+    );
     const points = Number(await page.locator('#sale-chart').getAttribute('data-points'));
     assert.ok(points >= 3, `the chart has a series (${points} points)`);
     assert.equal(await page.locator('#sale-chart svg polyline[data-series]').count(), 3);
-    assert.match(String(await page.locator('#sale-chart').getAttribute('aria-label')), new RegExp(`sold ${bought}, held ${held.length}, available 10`));
+    assert.match(
+      String(await page.locator('#sale-chart').getAttribute('aria-label')),
+      new RegExp(`sold ${bought}, held ${held.length}, available 10`),
+    );
     assert.equal(await page.locator('#hold-rows tr[data-hold]').count(), held.length);
     await shot('11-sale-live');
 
@@ -133,10 +174,16 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     assert.equal(await page.locator('#hold-rows tr[data-hold]').getAttribute('data-customer'), caller.customer);
     await shot('12-sale-customer');
     await page.getByRole('button', { name: `Cancel the hold of ${caller.customer}` }).click();
-    await page.locator('#hold-result').getByText(`Cancelled the hold of ${caller.customer} (1 unit back on sale).`).waitFor();
+    await page
+      .locator('#hold-result')
+      .getByText(`Cancelled the hold of ${caller.customer} (1 unit back on sale).`)
+      .waitFor();
     await page.locator('#holds-summary').getByText(`${caller.customer} has no active hold.`).waitFor();
     assert.equal((await server.dibs.sales.hold(caller.holdId!)).status, 'cancelled');
-    await page.locator('#sale-held').getByText(String(held.length - 1), { exact: true }).waitFor();
+    await page
+      .locator('#sale-held')
+      .getByText(String(held.length - 1), { exact: true })
+      .waitFor();
     await page.locator('#sale-available').getByText('11', { exact: true }).waitFor();
     await accessibleAndPhoneSized('13-sale');
   });
@@ -144,7 +191,10 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
   it('edits and cancels the sale from its page', async () => {
     await page.getByLabel('Units (cap)').last().fill('45');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.locator('#sale-edit-result').getByText(/Saved: launch .*cap 45/).waitFor();
+    await page
+      .locator('#sale-edit-result')
+      .getByText(/Saved: launch .*cap 45/)
+      .waitFor();
     await page.locator('#sale-cap').getByText('45', { exact: true }).waitFor();
     assert.equal((await server.dibs.sales.get('launch')).cap, 45);
 
@@ -154,7 +204,10 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.getByRole('button', { name: 'Cancel this sale…' }).click();
     await page.getByRole('button', { name: 'Yes, cancel the sale' }).click();
     await page.locator('#sale-cancel-result').getByText('Sale launch is cancelled.').waitFor();
-    await page.locator('#sale-summary').getByText(/cancelled/).waitFor();
+    await page
+      .locator('#sale-summary')
+      .getByText(/cancelled/)
+      .waitFor();
     assert.equal((await server.dibs.sales.get('launch')).status, 'cancelled');
     await page.getByLabel('Find a customer').fill('');
     await page.getByRole('button', { name: 'Find' }).click();
@@ -172,15 +225,22 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.locator('#pool-total').getByText('0', { exact: true }).waitFor();
 
     const csv = join(temp.dir, 'spring.csv');
-    writeFileSync(csv, `code\n${Array.from({ length: 2000 }, (_, i) => `SPRING-${String(i).padStart(4, '0')}`).join('\n')}\n`);
+    writeFileSync(
+      csv,
+      `code\n${Array.from({ length: 2000 }, (_, i) => `SPRING-${String(i).padStart(4, '0')}`).join('\n')}\n`,
+    );
     await page.getByLabel('Codes file (CSV or text, one per line; streamed)').setInputFiles(csv);
     await page.getByRole('button', { name: 'Import into this pool' }).click();
-    await page.locator('#pool-import-result').getByText('Imported 2,000 codes into spring (0 duplicates, 0 invalid).').waitFor();
+    await page
+      .locator('#pool-import-result')
+      .getByText('Imported 2,000 codes into spring (0 duplicates, 0 invalid).')
+      .waitFor();
     await page.locator('#pool-free').getByText('2,000', { exact: true }).waitFor();
 
     // claims from the storefront (another client): the counts, the rate and the forecast move
     const held: Record<string, string> = {};
-    for (const who of ['alice', 'bob', 'carol', 'dan', 'eve', 'fay', 'gus', 'hal']) held[who] = (await server.dibs.pools.claim('spring', who)).code;
+    for (const who of ['alice', 'bob', 'carol', 'dan', 'eve', 'fay', 'gus', 'hal'])
+      held[who] = (await server.dibs.pools.claim('spring', who)).code;
     await page.locator('#pool-claimed').getByText('8', { exact: true }).waitFor();
     await page.locator('#pool-chart[data-pool="spring"][data-handed-out="8"]').waitFor({ state: 'attached' });
     await page.locator('#pool-chart[data-forecast]').waitFor({ state: 'attached' });
@@ -219,10 +279,16 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.locator('#pool-revoked').getByText('1', { exact: true }).waitFor();
 
     await page.getByRole('button', { name: 'Run the audit' }).click();
-    await page.locator('#pool-audit-result').getByText(/^Clean: no violations in spring/).waitFor();
+    await page
+      .locator('#pool-audit-result')
+      .getByText(/^Clean: no violations in spring/)
+      .waitFor();
 
     await page.getByLabel('Codes to export').selectOption('redeemed');
-    const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const [file] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
     const saved = join(temp.dir, 'redeemed.csv');
     await file.saveAs(saved);
     const lines = readFileSync(saved, 'utf8').trim().split('\n');
@@ -232,7 +298,10 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.getByLabel('Random characters').fill('8');
     await page.getByLabel('Prefix').fill('GEN-');
     await page.getByRole('button', { name: 'Generate into this pool' }).click();
-    await page.locator('#pool-generate-result').getByText(/^Generated 100 codes into spring/).waitFor();
+    await page
+      .locator('#pool-generate-result')
+      .getByText(/^Generated 100 codes into spring/)
+      .waitFor();
     await page.locator('#pool-total').getByText('2,100', { exact: true }).waitFor();
     let free = '';
     for await (const chunk of await server.dibs.pools.exportCsv('spring', { status: 'free' })) free += String(chunk);
@@ -244,7 +313,10 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
   it('manages API keys: create one (shown once) with scopes, use it, list, revoke', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
-    await page.locator('#keys-me').getByText(/Logged in with key [0-9a-f]{16} \(tenant default; scopes admin\)/).waitFor();
+    await page
+      .locator('#keys-me')
+      .getByText(/Logged in with key [0-9a-f]{16} \(tenant default; scopes admin\)/)
+      .waitFor();
     await page.locator('#key-rows tr[data-key]').nth(1).waitFor(); // operator and storefront
     await page.getByLabel('Key name').fill('checkout service');
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -252,7 +324,10 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.getByRole('checkbox', { name: /^pools:claim/ }).check();
     await page.getByRole('checkbox', { name: /^pools:read/ }).check();
     await page.getByRole('button', { name: 'Create key' }).click();
-    await page.locator('#key-create-result').getByText(/^Created key checkout service \([0-9a-f]{16}\) with pools:read, pools:claim\.$/).waitFor();
+    await page
+      .locator('#key-create-result')
+      .getByText(/^Created key checkout service \([0-9a-f]{16}\) with pools:read, pools:claim\.$/)
+      .waitFor();
     const secret = String(await page.locator('#key-secret-value').textContent());
     assert.match(secret, /^dibs_[0-9a-f]{16}_/);
     const id = secret.split('_')[1]!;
@@ -261,7 +336,8 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await shot('30-keys-created');
 
     // the key works, with exactly its scopes
-    const call = (path: string) => fetch(server.url + path, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status);
+    const call = (path: string) =>
+      fetch(server.url + path, { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status);
     assert.equal(await call('/v1/pools/spring'), 200);
     assert.equal(await call('/v1/sales'), 403);
 
@@ -279,14 +355,17 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await accessibleAndPhoneSized('31-keys');
   });
 
-  it('lists the store\'s locks and counters on the overview without typing their names; passes axe there too', async () => {
+  it("lists the store's locks and counters on the overview without typing their names; passes axe there too", async () => {
     const lease = await server.dibs.locks.acquire('nightly-export', { ttlMs: 60_000 });
     await server.dibs.counters.incr('signups', 7);
     await page.getByRole('link', { name: 'Locks & counters' }).click();
     await page.getByRole('heading', { name: 'Locks & counters' }).waitFor();
     await page.locator('tr[data-lock="nightly-export"]').getByText(`fence ${lease.fence}`).waitFor();
     await page.locator('tr[data-counter="signups"]').getByText('7', { exact: true }).waitFor();
-    await page.locator('#watch-hint').getByText(/^Listed by the store/).waitFor();
+    await page
+      .locator('#watch-hint')
+      .getByText(/^Listed by the store/)
+      .waitFor();
     await server.dibs.locks.release(lease);
     await page.locator('tr[data-lock="nightly-export"]').getByText('free').waitFor();
     await page.locator('tr[data-sale="launch"]').waitFor();
@@ -295,10 +374,30 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
 
   it('used only the public API with the logged-in key, and never left the origin', async () => {
     const origin = new URL(server.url).origin;
-    assert.deepEqual(requests.map((r) => r.url()).filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')), []);
+    assert.deepEqual(
+      requests
+        .map((r) => r.url())
+        .filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')),
+      [],
+    );
     const calls = requests.filter((r) => new URL(r.url()).pathname.startsWith('/v1/'));
-    const paths = new Set(calls.map((r) => `${r.method()} ${new URL(r.url()).pathname.replace(/hold_\w+/, ':hold').replace(/[0-9a-f]{16}$/, ':id')}`));
-    for (const expected of ['GET /v1/sales/launch/holds', 'POST /v1/reservations/:hold/cancel', 'PATCH /v1/sales/launch', 'POST /v1/sales/launch/cancel', 'GET /v1/sales/launch/waiting-room', 'GET /v1/pools/spring/audit', 'DELETE /v1/keys/:id', 'GET /v1/locks', 'GET /v1/counters']) {
+    const paths = new Set(
+      calls.map(
+        (r) =>
+          `${r.method()} ${new URL(r.url()).pathname.replace(/hold_\w+/, ':hold').replace(/[0-9a-f]{16}$/, ':id')}`,
+      ),
+    );
+    for (const expected of [
+      'GET /v1/sales/launch/holds',
+      'POST /v1/reservations/:hold/cancel',
+      'PATCH /v1/sales/launch',
+      'POST /v1/sales/launch/cancel',
+      'GET /v1/sales/launch/waiting-room',
+      'GET /v1/pools/spring/audit',
+      'DELETE /v1/keys/:id',
+      'GET /v1/locks',
+      'GET /v1/counters',
+    ]) {
       assert.ok(paths.has(expected), `${expected} among ${[...paths].join(', ')}`);
     }
     for (const call of calls) assert.equal(call.headers().authorization, `Bearer ${adminKey}`, call.url());

@@ -70,11 +70,17 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(await page.getByLabel('Working on pool').inputValue(), 'spring-sale');
 
     const csv = join(temp.dir, 'codes.csv');
-    writeFileSync(csv, `code\n${Array.from({ length: 500 }, (_, i) => `SPRING-${String(i).padStart(4, '0')}`).join('\n')}\n`);
+    writeFileSync(
+      csv,
+      `code\n${Array.from({ length: 500 }, (_, i) => `SPRING-${String(i).padStart(4, '0')}`).join('\n')}\n`,
+    );
     await page.getByLabel('CSV or text file, one code per line').setInputFiles(csv);
     await page.getByRole('button', { name: 'Import into selected pool' }).click();
     await page.getByText(/Imported 500 codes into spring-sale/).waitFor();
-    assert.equal(await page.locator('#import-progress').evaluate((bar) => (bar as unknown as { value: number }).value), 100);
+    assert.equal(
+      await page.locator('#import-progress').evaluate((bar) => (bar as unknown as { value: number }).value),
+      100,
+    );
     await cell('spring-sale', 'free').filter({ hasText: /^500$/ }).waitFor();
     await shot('02-imported');
 
@@ -90,7 +96,12 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     await cell('spring-sale', 'claimed').filter({ hasText: /^10$/ }).waitFor();
     await cell('spring-sale', 'free').filter({ hasText: /^490$/ }).waitFor();
     // redemptions at checkout show up as the pool's redemption count
-    for (let i = 0; i < 2; i++) await server.dibs.pools.redeem('spring-sale', (await server.dibs.pools.holdings('spring-sale', `api-${i}`))[0]!.code, { orderId: `order-${i}` });
+    for (let i = 0; i < 2; i++)
+      await server.dibs.pools.redeem(
+        'spring-sale',
+        (await server.dibs.pools.holdings('spring-sale', `api-${i}`))[0]!.code,
+        { orderId: `order-${i}` },
+      );
     await cell('spring-sale', 'redeemed').filter({ hasText: /^2$/ }).waitFor();
 
     // The chart reaches 10 handed out with a positive rate somewhere in its series.
@@ -98,19 +109,28 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     const peak = Number(await page.locator('#chart').getAttribute('data-peak'));
     assert.ok(peak > 0, `the chart shows a positive claim rate (peak ${peak}/min)`);
     assert.equal(await page.locator('#chart svg polyline').count(), 1);
-    assert.match(String(await page.locator('#chart').getAttribute('aria-label')), /Claim rate of spring-sale: now [\d.]+ per minute/);
+    assert.match(
+      String(await page.locator('#chart').getAttribute('aria-label')),
+      /Claim rate of spring-sale: now [\d.]+ per minute/,
+    );
     // The store's forecast is drawn on the chart (its pace as a dashed line, labelled with the
     // predicted time to empty) and told in the caption.
     await page.locator('#chart[data-pool="spring-sale"][data-forecast]').waitFor({ state: 'attached' });
     assert.ok(Number(await page.locator('#chart').getAttribute('data-forecast')) > 0);
     assert.equal(await page.locator('#chart svg line.forecast').count(), 1);
-    assert.match(String(await page.locator('#chart svg text.forecast-label').textContent()), /^forecast: empty in ~.+ at [\d.]+\/min/);
+    assert.match(
+      String(await page.locator('#chart svg text.forecast-label').textContent()),
+      /^forecast: empty in ~.+ at [\d.]+\/min/,
+    );
     assert.match(String(await page.locator('#chart-caption').textContent()), /Forecast: empty in ~/);
     await shot('03-claimed');
   });
 
   it('downloads the export with the key (not a bare link)', async () => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export spring-sale as CSV' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export spring-sale as CSV' }).click(),
+    ]);
     const file = join(temp.dir, 'export.csv');
     await download.saveAs(file);
     const lines = readFileSync(file, 'utf8').trim().split('\n');
@@ -120,7 +140,14 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
 
   it('shows sales, watched locks and counters, and recent events', async () => {
     const now = Date.now();
-    await server.dibs.sales.create({ id: 'drop-1', sku: 'SNEAKER', startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), cap: 20, perCustomerLimit: 2 });
+    await server.dibs.sales.create({
+      id: 'drop-1',
+      sku: 'SNEAKER',
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+      cap: 20,
+      perCustomerLimit: 2,
+    });
     await server.dibs.sales.buy('drop-1', 'dana', 2);
     await server.dibs.sales.reserve('drop-1', 'erin', 1, 60_000);
     const lease = await server.dibs.locks.acquire('nightly-report', { ttlMs: 60_000 });
@@ -142,9 +169,18 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.locator('#counter-rows').getByText('42').waitFor();
 
     await page.locator('#event-rows').getByText('tiny').first().waitFor();
-    await page.locator('#outbox').getByText(/pending/).waitFor();
-    await page.getByRole('button', { name: /Show deliveries of event/ }).first().click();
-    await page.locator('#deliveries').getByText(/No delivery attempts yet|delivered|failed/).waitFor();
+    await page
+      .locator('#outbox')
+      .getByText(/pending/)
+      .waitFor();
+    await page
+      .getByRole('button', { name: /Show deliveries of event/ })
+      .first()
+      .click();
+    await page
+      .locator('#deliveries')
+      .getByText(/No delivery attempts yet|delivered|failed/)
+      .waitFor();
     await shot('04-sales-locks-events');
     await server.dibs.locks.release(lease);
   });
@@ -156,7 +192,9 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
       .map((el) => el.outerHTML)`);
     assert.deepEqual(unlabelled, []);
     const origin = new URL(server.url).origin;
-    const foreign = requests.map((r) => r.url()).filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:'));
+    const foreign = requests
+      .map((r) => r.url())
+      .filter((url) => !url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:'));
     assert.deepEqual(foreign, []);
     const apiCalls = requests.filter((r) => new URL(r.url()).pathname.startsWith('/v1/'));
     assert.ok(apiCalls.length > 10);
@@ -177,11 +215,22 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
   });
 
   it('returns to the log-in screen when the service answers 401', async () => {
-    await page.route('**/v1/pools?*', (route) => route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unauthorized', message: 'key revoked' } }) }));
+    await page.route('**/v1/pools?*', (route) =>
+      route.fulfill({
+        status: 401,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'unauthorized', message: 'key revoked' } }),
+      }),
+    );
     await page.getByRole('button', { name: 'Log in' }).waitFor();
     await page.getByText(/was not accepted/).waitFor();
     assert.equal(await page.locator('#app-view').isVisible(), false);
-    assert.equal(await page.getByLabel('API key', { exact: true }).evaluate((input) => input === (input.ownerDocument as unknown as { activeElement: unknown }).activeElement), true);
+    assert.equal(
+      await page
+        .getByLabel('API key', { exact: true })
+        .evaluate((input) => input === (input.ownerDocument as unknown as { activeElement: unknown }).activeElement),
+      true,
+    );
     assert.equal(await page.evaluate("sessionStorage.getItem('dibs.apiKey')"), null);
     await shot('06-logged-out');
     await page.unroute('**/v1/pools?*');

@@ -39,7 +39,13 @@ export function codeBlocks(markdown: string): Block[] {
     for (i++; i < lines.length && !/^```\s*$/.test(lines[i]!); i++) body.push(lines[i]!);
     let b = start - 1;
     while (b >= 0 && lines[b]!.trim() === '') b--;
-    blocks.push({ lang: fence[1]!, body: body.join('\n'), line: start + 1, headings: [...headings], before: b >= 0 ? lines[b]!.trim() : '' });
+    blocks.push({
+      lang: fence[1]!,
+      body: body.join('\n'),
+      line: start + 1,
+      headings: [...headings],
+      before: b >= 0 ? lines[b]!.trim() : '',
+    });
   }
   return blocks;
 }
@@ -74,7 +80,12 @@ export function shellCommands(body: string, firstLine: number): Command[] {
     const heredoc = /<<-?\s*'?(\w+)'?/.exec(text);
     if (heredoc) while (i + 1 < lines.length && lines[i] !== heredoc[1]) text = `${text}\n${lines[++i]}`;
     const split = splitComment(text);
-    commands.push({ text: split.code, comment: split.comment, expect: /^→/.test(split.comment) ? [expectation(split.comment.slice(1))] : [], line: lineNo });
+    commands.push({
+      text: split.code,
+      comment: split.comment,
+      expect: /^→/.test(split.comment) ? [expectation(split.comment.slice(1))] : [],
+      line: lineNo,
+    });
   }
   return commands;
 }
@@ -136,7 +147,10 @@ export function matchJsonShape(actual: unknown, expected: unknown, path = '$'): 
     expected.forEach((e, i) => matchJsonShape(actual[i], e, `${path}[${i}]`));
     return;
   }
-  assert.ok(actual !== null && typeof actual === 'object' && !Array.isArray(actual), `${path}: an object, got ${JSON.stringify(actual)}`);
+  assert.ok(
+    actual !== null && typeof actual === 'object' && !Array.isArray(actual),
+    `${path}: an object, got ${JSON.stringify(actual)}`,
+  );
   for (const [key, value] of Object.entries(expected)) {
     assert.ok(key in (actual as object), `${path}.${key}: missing from ${JSON.stringify(actual)}`);
     if (value !== SOME) matchJsonShape((actual as Record<string, unknown>)[key], value, `${path}.${key}`);
@@ -172,7 +186,10 @@ export function parseShape(text: string): unknown {
   for (const p of parts.map((x) => x.trim()).filter((x) => x && x !== '…')) {
     const [key, ...rest] = p.split(':');
     const value = rest.join(':').trim();
-    out[key!.trim()] = value === '' || value.startsWith('{') || value.startsWith('[') ? SOME : JSON.parse(value.replace(/^'(.*)'$/, '"$1"'));
+    out[key!.trim()] =
+      value === '' || value.startsWith('{') || value.startsWith('[')
+        ? SOME
+        : JSON.parse(value.replace(/^'(.*)'$/, '"$1"'));
   }
   return out;
 }

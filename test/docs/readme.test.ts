@@ -19,18 +19,50 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BLOCK_NOT_RUN, NOT_RUN, codeBlocks, leadingShape, matchJsonShape, parseShape, shellCommands, textPattern, type Block, type Command } from './markdown.js';
+import {
+  BLOCK_NOT_RUN,
+  NOT_RUN,
+  codeBlocks,
+  leadingShape,
+  matchJsonShape,
+  parseShape,
+  shellCommands,
+  textPattern,
+  type Block,
+  type Command,
+} from './markdown.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 /** What a clone holds that the examples need (the working tree's, so uncommitted edits count). */
-const TREE = ['package.json', 'package-lock.json', 'README.md', 'LICENSE', 'scripts', 'src', 'docs', 'tsconfig.json', 'tsconfig.build.json', 'firestore.indexes.json'];
+const TREE = [
+  'package.json',
+  'package-lock.json',
+  'README.md',
+  'LICENSE',
+  'scripts',
+  'src',
+  'docs',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'firestore.indexes.json',
+];
 const TSX = import.meta.resolve('tsx');
 const MARKDOWN = new URL('./markdown.ts', import.meta.url).href;
 /** A bound for a hung step, not a speed check (a CLI spawn once took 30 s at load 20). */
@@ -42,12 +74,31 @@ interface Run {
   stderr: string;
 }
 
-function run(file: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Run> {
+function run(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? STEP_TIMEOUT_MS, maxBuffer: 16 << 20, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null) : 0;
-      resolve({ code, stdout, stderr: stderr + (error && code === null ? `\n${error.message}` : '') });
-    });
+    execFile(
+      file,
+      args,
+      {
+        cwd: options.cwd,
+        env: options.env,
+        timeout: options.timeoutMs ?? STEP_TIMEOUT_MS,
+        maxBuffer: 16 << 20,
+        encoding: 'utf8',
+      },
+      (error, stdout, stderr) => {
+        const code = error
+          ? typeof (error as { code?: unknown }).code === 'number'
+            ? (error as { code: number }).code
+            : null
+          : 0;
+        resolve({ code, stdout, stderr: stderr + (error && code === null ? `\n${error.message}` : '') });
+      },
+    );
   });
 }
 
@@ -105,17 +156,36 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     mkdirSync(join(app, 'node_modules'), { recursive: true });
     symlinkSync(clone, join(app, 'node_modules', 'dibs'));
     // what `npm init` + `npm install ../dibs` leave, in an ES module project (the examples use top-level await)
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module', dependencies: { dibs: 'file:../dibs' } }, null, 2));
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify({ name: 'app', type: 'module', dependencies: { dibs: 'file:../dibs' } }, null, 2),
+    );
     // `npx dibs …` execs the bin target itself, as npx does once it has linked the bin.
     const shims = join(tmp, 'bin');
     mkdirSync(shims);
     const bin = (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { bin: { dibs: string } }).bin.dibs;
-    writeFileSync(join(shims, 'npx'), `#!/bin/sh\nif [ "$1" = dibs ]; then shift; exec "${join(clone, bin)}" "$@"; fi\necho "npx $1: not simulated by the README test" >&2\nexit 127\n`, { mode: 0o755 });
+    writeFileSync(
+      join(shims, 'npx'),
+      `#!/bin/sh\nif [ "$1" = dibs ]; then shift; exec "${join(clone, bin)}" "$@"; fi\necho "npx $1: not simulated by the README test" >&2\nexit 127\n`,
+      { mode: 0o755 },
+    );
     port = await freePort();
-    env = { PATH: `${shims}:${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: tmp, PORT: String(port), LANG: 'C.UTF-8', NO_COLOR: '1' };
+    env = {
+      PATH: `${shims}:${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      HOME: tmp,
+      PORT: String(port),
+      LANG: 'C.UTF-8',
+      NO_COLOR: '1',
+    };
     for (const name of ['TMPDIR', 'CI']) if (process.env[name]) env[name] = process.env[name];
     // npm itself (npm start, the real npx): offline, a private cache, no notices.
-    Object.assign(env, { npm_config_cache: join(tmp, 'npm-cache'), npm_config_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' });
+    Object.assign(env, {
+      npm_config_cache: join(tmp, 'npm-cache'),
+      npm_config_offline: 'true',
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+      npm_config_audit: 'false',
+    });
   });
 
   after(async () => {
@@ -125,7 +195,8 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
 
   const npm = (args: string[], cwd = clone) => run('npm', args, { cwd, env });
   /** The real npx (not the shim): the PATH without the shim directory. */
-  const realNpx = (args: string[]) => run('npx', args, { cwd: clone, env: { ...env, PATH: env.PATH!.split(':').slice(1).join(':') } });
+  const realNpx = (args: string[]) =>
+    run('npx', args, { cwd: clone, env: { ...env, PATH: env.PATH!.split(':').slice(1).join(':') } });
 
   async function npmInstall(): Promise<void> {
     const build = await npm(['run', 'prepare']);
@@ -139,7 +210,11 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     const build = await npm(['run', 'build']);
     assert.equal(build.code, 0, `the rebuild npm test starts with: ${build.stderr}`);
     const again = await realNpx(['--offline', 'dibs', '--version']);
-    assert.equal(again.code, 0, `npx dibs --version after npm test rebuilt dist/ (exit ${again.code}): ${again.stderr.trim()}`);
+    assert.equal(
+      again.code,
+      0,
+      `npx dibs --version after npm test rebuilt dist/ (exit ${again.code}): ${again.stderr.trim()}`,
+    );
   }
 
   async function npmStart(): Promise<void> {
@@ -151,12 +226,20 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     for (;;) {
       assert.ok(child.exitCode === null, `npm start exited ${child.exitCode}: ${serverLog}`);
       const key = /\b(dibs_[0-9a-f]{16}_[A-Za-z0-9_-]+)/.exec(serverLog);
-      const ready = key ? await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false) : false;
+      const ready = key
+        ? await fetch(`http://127.0.0.1:${port}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        : false;
       if (key && ready) {
         apiKey = key[1]!;
         return;
       }
-      assert.ok(Date.now() < deadline, `npm start: no key printed or /healthz not answering within ${STEP_TIMEOUT_MS} ms: ${serverLog}`);
+      assert.ok(
+        Date.now() < deadline,
+        `npm start: no key printed or /healthz not answering within ${STEP_TIMEOUT_MS} ms: ${serverLog}`,
+      );
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -169,7 +252,10 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
       '<id>': /^id\s+([0-9a-f]{16})$/m,
     };
     return text.replace(/<(code|sale|id)>/g, (placeholder) => {
-      const found = outputs.map((o) => sources[placeholder]!.exec(o)?.[1]).filter(Boolean).at(-1);
+      const found = outputs
+        .map((o) => sources[placeholder]!.exec(o)?.[1])
+        .filter(Boolean)
+        .at(-1);
       assert.ok(found, `${where}: no earlier output shows ${placeholder}`);
       return found!;
     });
@@ -188,7 +274,9 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
         try {
           matchJsonShape(actual, parseShape(expected));
         } catch (error) {
-          assert.fail(`${where}: expected ${expected}, got ${out.stdout.trim().slice(0, 500)} (${(error as Error).message.split('\n')[0]})`);
+          assert.fail(
+            `${where}: expected ${expected}, got ${out.stdout.trim().slice(0, 500)} (${(error as Error).message.split('\n')[0]})`,
+          );
         }
       } else if (expected.startsWith('CSV: ')) {
         assert.equal(out.stdout.split('\n')[0]!.trim(), expected.slice(5), `${where}: the CSV header`);
@@ -247,7 +335,9 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
       `import { parseShape as __parse, matchJsonShape as __match } from ${JSON.stringify(MARKDOWN)};`,
       // biome-ignore lint/suspicious/noTemplateCurlyInString: generated TypeScript source that contains a template literal
       'const __check = (value: unknown, shape: string, at: string) => { try { __match(JSON.parse(JSON.stringify(value)), __parse(shape)); } catch (error) { throw new Error(`${at}: ${(error as Error).message}`); } };',
-      ...(opens ? [] : ["import { openDibs, isDibsError } from 'dibs';", "const dibs = await openDibs('sqlite:./dibs.db');"]),
+      ...(opens
+        ? []
+        : ["import { openDibs, isDibsError } from 'dibs';", "const dibs = await openDibs('sqlite:./dibs.db');"]),
       ...lines,
       ...(opens ? [] : ['await dibs.close();']),
     ].join('\n');
@@ -263,8 +353,12 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     for (const block of codeBlocks(README)) {
       if (/prints something like/.test(block.before)) {
         assert.ok(apiKey, `README.md:${block.line}: the banner block comes after npm start`);
-        for (const line of block.body.split('\n').map((l) => l.trim()).filter(Boolean)) {
-          if (line.startsWith('dibs_')) assert.match(serverLog, /\bdibs_[0-9a-f]{16}_[A-Za-z0-9_-]{20,}/, 'the banner shows the key');
+        for (const line of block.body
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)) {
+          if (line.startsWith('dibs_'))
+            assert.match(serverLog, /\bdibs_[0-9a-f]{16}_[A-Za-z0-9_-]{20,}/, 'the banner shows the key');
           else assert.match(serverLog, textPattern(line), `README.md:${block.line}: the banner`);
         }
         continue;
@@ -278,14 +372,23 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
       if (block.lang === 'sh') await runShell(block, cwd);
       else await runTs(block, cwd);
     }
-    assert.equal(server?.exitCode ?? null, null, `npm start's server died while the examples ran: ${serverLog.slice(-3000)}`);
+    assert.equal(
+      server?.exitCode ?? null,
+      null,
+      `npm start's server died while the examples ran: ${serverLog.slice(-3000)}`,
+    );
     assert.ok(ran.length >= 40, `only ${ran.length} examples ran: ${ran.join(', ')}`);
     assert.ok(notRun.length <= 6, `more examples are marked not run than expected: ${notRun.join(', ')}`);
   });
 
   it('every `dibs …` command of README.md and docs/*.md names only flags its --help shows', async () => {
     assert.ok(apiKey, 'the examples ran first');
-    const texts = [README, ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => readFileSync(join(ROOT, 'docs', f), 'utf8'))];
+    const texts = [
+      README,
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => readFileSync(join(ROOT, 'docs', f), 'utf8')),
+    ];
     const commands = new Set<string>();
     for (const text of texts) {
       for (const block of codeBlocks(text).filter((b) => b.lang === 'sh' || b.lang === 'console')) {
@@ -299,7 +402,8 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     const help = new Map<string, Promise<Run>>();
     const helpOf = (words: string[]) => {
       const key = words.join(' ');
-      if (!help.has(key)) help.set(key, run(join(clone, 'dist/cli/main.js'), [...words, '--help'], { cwd: clone, env }));
+      if (!help.has(key))
+        help.set(key, run(join(clone, 'dist/cli/main.js'), [...words, '--help'], { cwd: clone, env }));
       return help.get(key)!;
     };
     const root = await helpOf([]);
@@ -313,9 +417,11 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     });
     // Three --help runs at a time: each is a Node start-up, and the machine has few cores.
     const queue = parsed.flatMap((p) => p.variants);
-    await Promise.all([0, 1, 2].map(async () => {
-      for (let words = queue.shift(); words; words = queue.shift()) await helpOf(words);
-    }));
+    await Promise.all(
+      [0, 1, 2].map(async () => {
+        for (let words = queue.shift(); words; words = queue.shift()) await helpOf(words);
+      }),
+    );
     for (const { command, tokens, variants } of parsed) {
       for (const expanded of variants) {
         const out = await helpOf(expanded);
@@ -324,7 +430,8 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
           continue;
         }
         for (const flag of tokens.filter((t) => /^--[a-z]/.test(t)).map((t) => t.split('=')[0]!)) {
-          if (!new RegExp(`(^|[\\s,])${flag}\\b`, 'm').test(out.stdout + root.stdout)) problems.push(`dibs ${command}: ${flag} is not in \`dibs ${expanded.join(' ')} --help\``);
+          if (!new RegExp(`(^|[\\s,])${flag}\\b`, 'm').test(out.stdout + root.stdout))
+            problems.push(`dibs ${command}: ${flag} is not in \`dibs ${expanded.join(' ')} --help\``);
         }
       }
     }
@@ -332,11 +439,20 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     assert.deepEqual(problems, []);
   });
 
-  it('every route of the README\'s HTTP table is in /openapi.json, and /docs serves the reference page', async () => {
+  it("every route of the README's HTTP table is in /openapi.json, and /docs serves the reference page", async () => {
     assert.ok(apiKey, 'the examples ran first');
-    const doc = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{\w+\}/g, '{}')}`)));
-    const section = README.slice(README.indexOf('## HTTP API'), README.indexOf('\n## ', README.indexOf('## HTTP API') + 5));
+    const doc = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{\w+\}/g, '{}')}`),
+      ),
+    );
+    const section = README.slice(
+      README.indexOf('## HTTP API'),
+      README.indexOf('\n## ', README.indexOf('## HTTP API') + 5),
+    );
     const routes: string[] = [];
     for (const row of section.split('\n').filter((l) => l.startsWith('| `'))) {
       let previous = '';
@@ -363,12 +479,17 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
 
 /** `room join|ticket|reserve` → three commands. */
 function expandAlternatives(words: string[]): string[][] {
-  return words.reduce<string[][]>((acc, word) => acc.flatMap((prefix) => word.split('|').map((w) => [...prefix, w])), [[]]);
+  return words.reduce<string[][]>(
+    (acc, word) => acc.flatMap((prefix) => word.split('|').map((w) => [...prefix, w])),
+    [[]],
+  );
 }
 
 /** `/v1/locks/:key/acquire|renew|release` → three paths. */
 function expandPath(path: string): string[] {
   const at = path.lastIndexOf('/');
-  return path.slice(at + 1).split('|').map((last) => path.slice(0, at + 1) + last);
+  return path
+    .slice(at + 1)
+    .split('|')
+    .map((last) => path.slice(0, at + 1) + last);
 }
-

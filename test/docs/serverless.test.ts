@@ -35,7 +35,10 @@ const find = (what: string, test: (body: string) => boolean) => {
 };
 const WORKER = find('Cloudflare Worker', (b) => /export default\s*\{/.test(b) && b.includes("from 'dibs/client'"));
 const LAMBDA = find('Lambda handler', (b) => b.includes('export const handler') && b.includes("from 'dibs'"));
-const CLAIM = find('client claim', (b) => !/^export /m.test(b) && b.includes('createClient(') && b.includes('.pools.claim('));
+const CLAIM = find(
+  'client claim',
+  (b) => !/^export /m.test(b) && b.includes('createClient(') && b.includes('.pools.claim('),
+);
 const LOCK = find('runExclusive', (b) => !/^export /m.test(b) && b.includes('.locks.runExclusive('));
 
 /** A fragment as a module: its imports on top, its body inside `run(scope)` given the names it uses but does not define. */
@@ -43,7 +46,11 @@ function fragmentModule(body: string): string {
   const lines = body.split('\n');
   const imports = lines.filter((l) => /^import /.test(l));
   const rest = lines.filter((l) => !/^import /.test(l)).join('\n');
-  const given = ['env', 'userId', 'dibs', 'id', 'writeInvoice'].filter((name) => new RegExp(`\\b${name}\\b`).test(rest) && !new RegExp(`\\b(const|let|var)\\s+(\\{[^}]*\\b${name}\\b[^}]*\\}|${name})\\s*=`).test(rest));
+  const given = ['env', 'userId', 'dibs', 'id', 'writeInvoice'].filter(
+    (name) =>
+      new RegExp(`\\b${name}\\b`).test(rest) &&
+      !new RegExp(`\\b(const|let|var)\\s+(\\{[^}]*\\b${name}\\b[^}]*\\}|${name})\\s*=`).test(rest),
+  );
   return `${imports.join('\n')}\nexport async function run(scope: any) {\n  const { ${given.join(', ')} } = scope;\n  {\n${rest}\n  }\n}\n`;
 }
 
@@ -53,7 +60,14 @@ function appDir(): string {
   const pkg = join(dir, 'node_modules', 'dibs');
   mkdirSync(pkg, { recursive: true });
   symlinkSync(join(ROOT, 'src'), join(pkg, 'src'));
-  writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'dibs', type: 'module', exports: { '.': './src/index.ts', './client': './src/client/index.ts' } }));
+  writeFileSync(
+    join(pkg, 'package.json'),
+    JSON.stringify({
+      name: 'dibs',
+      type: 'module',
+      exports: { '.': './src/index.ts', './client': './src/client/index.ts' },
+    }),
+  );
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'app', type: 'module', private: true }));
   return dir;
 }
@@ -63,14 +77,19 @@ function appDir(): string {
 function runHarness(dir: string, harness: string, env: Record<string, string>): Promise<any> {
   writeFileSync(join(dir, 'harness.ts'), harness);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', TSX, 'harness.ts'], { cwd: dir, env: { ...process.env, ...env }, timeout: 120_000, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`${error.message}\n${stderr}`));
-      try {
-        resolve(JSON.parse(stdout.trim().split('\n').pop()!));
-      } catch {
-        reject(new Error(`no JSON from the harness: ${stdout}\n${stderr}`));
-      }
-    });
+    execFile(
+      process.execPath,
+      ['--import', TSX, 'harness.ts'],
+      { cwd: dir, env: { ...process.env, ...env }, timeout: 120_000, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`${error.message}\n${stderr}`));
+        try {
+          resolve(JSON.parse(stdout.trim().split('\n').pop()!));
+        } catch {
+          reject(new Error(`no JSON from the harness: ${stdout}\n${stderr}`));
+        }
+      },
+    );
   });
 }
 
@@ -87,7 +106,12 @@ describe('docs/serverless.md examples: client and Worker against the service', (
     await dibs.pools.create({ name: 'spring', perClaimantLimit: 1 });
     await dibs.pools.importCodes('spring', ['S-1', 'S-2', 'S-3']);
     served = await serveOverHttp(dibs);
-    key = (await createApiKey(dibs.backend.service!, { name: 'function', scopes: ['pools:claim', 'locks:write', 'locks:read'] })).key;
+    key = (
+      await createApiKey(dibs.backend.service!, {
+        name: 'function',
+        scopes: ['pools:claim', 'locks:write', 'locks:read'],
+      })
+    ).key;
   });
   after(async () => {
     await served?.close();
@@ -99,7 +123,9 @@ describe('docs/serverless.md examples: client and Worker against the service', (
     writeFileSync(join(dir, 'worker.ts'), WORKER);
     writeFileSync(join(dir, 'claim.ts'), fragmentModule(CLAIM));
     writeFileSync(join(dir, 'lock.ts'), fragmentModule(LOCK));
-    const result = await runHarness(dir, `
+    const result = await runHarness(
+      dir,
+      `
 import worker from './worker.ts';
 import { run as claim } from './claim.ts';
 import { run as lock } from './lock.ts';
@@ -112,7 +138,9 @@ const soldOut = await claim({ env, userId: 'f3' });
 const fences: unknown[] = [];
 await lock({ dibs: createClient({ baseUrl: env.DIBS_URL, apiKey: env.DIBS_KEY }), id: 'inv-7', writeInvoice: async ({ fence, signal }: { fence: unknown; signal: AbortSignal }) => { fences.push(fence, signal.aborted); } });
 console.log(JSON.stringify({ fromWorker, claimed: claimed.map((r) => r === undefined ? 'undefined' : 'answered'), soldOut: soldOut instanceof Response ? { status: soldOut.status, body: await soldOut.text() } : String(soldOut), fences }));
-`, { DIBS_URL: served.baseUrl, DIBS_KEY: key });
+`,
+      { DIBS_URL: served.baseUrl, DIBS_KEY: key },
+    );
     assert.equal(result.fromWorker.status, 200, JSON.stringify(result));
     assert.match(result.fromWorker.body.code, /^S-\d$/);
     assert.deepEqual(result.claimed, ['undefined', 'undefined'], 'a successful claim falls through the fragment');
@@ -121,7 +149,9 @@ console.log(JSON.stringify({ fromWorker, claimed: claimed.map((r) => r === undef
     assert.ok(Number(result.fences[0]) > 0, `a fence: ${result.fences[0]}`);
     assert.equal(result.fences[1], false, 'the lease was not lost during the work');
     // The store agrees: the Worker's claimant and both fragment claimants hold the three codes.
-    const holders = await Promise.all(['w1', 'f1', 'f2', 'f3'].map(async (c) => (await dibs.pools.holdings('spring', c)).length));
+    const holders = await Promise.all(
+      ['w1', 'f1', 'f2', 'f3'].map(async (c) => (await dibs.pools.holdings('spring', c)).length),
+    );
     assert.deepEqual(holders, [1, 1, 1, 0]);
     assert.deepEqual(await dibs.pools.audit('spring'), []);
   });
@@ -150,7 +180,9 @@ describe('docs/serverless.md examples: the Lambda handler through PgBouncer', { 
 
   it('claims, replays the same order, claims again, then answers 410 sold out', async () => {
     writeFileSync(join(dir, 'lambda.ts'), LAMBDA);
-    const result = await runHarness(dir, `
+    const result = await runHarness(
+      dir,
+      `
 import { handler } from './lambda.ts';
 const call = async (user: string, order: string) => {
   const r = await handler({ body: JSON.stringify({ user, order }) });
@@ -159,7 +191,9 @@ const call = async (user: string, order: string) => {
 const answers = [await call('u1', 'o1'), await call('u1', 'o1'), await call('u2', 'o2'), await call('u3', 'o3')];
 console.log(JSON.stringify(answers));
 process.exit(0); // the platform freezes the instance; dibs stays open at module scope as the page says
-`, { DIBS_STORE: bouncer.url({ schema: temp.schema, pooler: 'transaction', poolSize: '1' }) });
+`,
+      { DIBS_STORE: bouncer.url({ schema: temp.schema, pooler: 'transaction', poolSize: '1' }) },
+    );
     const [first, replay, second, soldOut] = result;
     assert.equal(first.statusCode, 200, JSON.stringify(result));
     assert.match(first.body.code, /^L-\d$/);

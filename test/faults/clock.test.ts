@@ -33,7 +33,12 @@ function skewClock(skewMs: number): () => void {
   };
 }
 
-const stores: { label: string; skip: string | false; sales: boolean; open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }> }[] = [
+const stores: {
+  label: string;
+  skip: string | false;
+  sales: boolean;
+  open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }>;
+}[] = [
   { label: 'sqlite', skip: false, sales: true, open: openTempSqlite },
   { label: 'postgres', skip: await requirePostgres(), sales: true, open: () => openTempPg() },
   {
@@ -76,11 +81,19 @@ for (const store of stores) {
         restore();
       });
 
-      it('sale windows and hold expiry follow the store clock', { skip: store.sales ? false : 'no sales on this store' }, async () => {
+      it('sale windows and hold expiry follow the store clock', {
+        skip: store.sales ? false : 'no sales on this store',
+      }, async () => {
         const { dibs } = env;
         const realNow = RealDate.now();
         // created with real timestamps: live now, ends in a minute
-        const sale = await dibs.sales.create({ sku: `CLOCK-${skewMs}`, startsAt: new RealDate(realNow).toISOString(), endsAt: new RealDate(realNow + 60_000).toISOString(), cap: 10, perCustomerLimit: 2 });
+        const sale = await dibs.sales.create({
+          sku: `CLOCK-${skewMs}`,
+          startsAt: new RealDate(realNow).toISOString(),
+          endsAt: new RealDate(realNow + 60_000).toISOString(),
+          cap: 10,
+          perCustomerLimit: 2,
+        });
         restore = skewClock(skewMs);
         // an hour fast, the client would think the sale ended; an hour slow, that it has not begun
         assert.equal((await dibs.sales.get(sale.id)).status, 'live');
@@ -91,7 +104,11 @@ for (const store of stores) {
         assert.ok(expiresIn > 0 && expiresIn <= 4000, `a hold expires at the store's now + TTL (in ${expiresIn} ms)`);
         assert.equal((await dibs.sales.get(sale.id)).stats.held, 1, 'the hold counts while it lives');
         await sleep(new RealDate(hold.expiresAt).getTime() - RealDate.now() + 500);
-        assert.equal((await dibs.sales.get(sale.id)).stats.held, 0, 'and stops counting once the store clock passes it');
+        assert.equal(
+          (await dibs.sales.get(sale.id)).stats.held,
+          0,
+          'and stops counting once the store clock passes it',
+        );
         assert.deepEqual(await dibs.sales.audit(sale.id), []);
         restore();
       });

@@ -33,14 +33,21 @@ const CAP = LONG ? 2000 : 400;
 
 /** Whether a node's own line of CLUSTER NODES lists `slot` among its ranges. */
 const ownsSlot = (nodes: string, slot: number) =>
-  (nodes.split('\n').find((line) => line.includes('myself')) ?? '').split(' ').slice(8).some((range) => {
-    const [from, to = from] = range.split('-').map(Number);
-    return slot >= from! && slot <= to!;
-  });
+  (nodes.split('\n').find((line) => line.includes('myself')) ?? '')
+    .split(' ')
+    .slice(8)
+    .some((range) => {
+      const [from, to = from] = range.split('-').map(Number);
+      return slot >= from! && slot <= to!;
+    });
 
-const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() ?? '';
+const cli = (port: number, ...args: string[]) =>
+  spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() ?? '';
 
-describe('redis cluster with replicas: the pool\'s master is killed for good', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 400_000 }, () => {
+describe("redis cluster with replicas: the pool's master is killed for good", {
+  skip: redisServerInstalled() ? false : 'redis-server is not installed',
+  timeout: 400_000,
+}, () => {
   it('with acks=replicas:1: the replica is promoted, dibs follows it, nothing acknowledged is lost', async () => {
     const cluster = await startCluster(['--appendonly', 'no'], { replicas: 1, nodeTimeoutMs: 2000 });
     let opened: Awaited<ReturnType<typeof openDibs>> | undefined;
@@ -51,9 +58,25 @@ describe('redis cluster with replicas: the pool\'s master is killed for good', {
       const health = await dibs.health();
       assert.equal((health.details.masters as unknown[]).length, 3, 'health asks every master');
       await dibs.pools.create({ name: 'clr' });
-      await dibs.pools.importCodes('clr', Array.from({ length: CODES }, (_, i) => `CLR-${i}`));
-      const sale = await dibs.sales.create({ sku: 'CLR', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 2 });
-      const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({ customer: `buyer-${i % (BUYS / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 3, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+      await dibs.pools.importCodes(
+        'clr',
+        Array.from({ length: CODES }, (_, i) => `CLR-${i}`),
+      );
+      const sale = await dibs.sales.create({
+        sku: 'CLR',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: CAP,
+        perCustomerLimit: 2,
+      });
+      const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({
+        customer: `buyer-${i % (BUYS / 2)}`,
+        kind: 'buy',
+        quantity: 1,
+        thinkMs: 0,
+        delayMs: 3,
+        ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+      }));
       const owner = cluster.ownerOf('{clr:clr}');
       // A lock on the same master: its fence must only grow across the failover.
       let lockKey = 'l0';
@@ -78,36 +101,89 @@ describe('redis cluster with replicas: the pool\'s master is killed for good', {
         let promoted: (typeof survivors)[number] | undefined;
         for (const deadline = Date.now() + 60_000; !promoted; await sleep(200)) {
           if (Date.now() > deadline) throw new Error('no replica was promoted');
-          promoted = survivors.find((n) => cli(n.port, 'role').startsWith('master') && ownsSlot(cli(n.port, 'cluster', 'nodes'), Number(slot)));
+          promoted = survivors.find(
+            (n) => cli(n.port, 'role').startsWith('master') && ownsSlot(cli(n.port, 'cluster', 'nodes'), Number(slot)),
+          );
         }
         const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
-        const fresh = await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '2000', '--appendonly', 'no'], dir);
+        const fresh = await startRedis(
+          [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            join(dir, 'nodes.conf'),
+            '--cluster-node-timeout',
+            '2000',
+            '--appendonly',
+            'no',
+          ],
+          dir,
+        );
         cluster.nodes.push(fresh);
-        const add = spawnSync('redis-cli', ['--cluster', 'add-node', `127.0.0.1:${fresh.port}`, `127.0.0.1:${promoted.port}`, '--cluster-slave', '--cluster-master-id', cli(promoted.port, 'cluster', 'myid')], { encoding: 'utf8', timeout: 30_000 });
+        const add = spawnSync(
+          'redis-cli',
+          [
+            '--cluster',
+            'add-node',
+            `127.0.0.1:${fresh.port}`,
+            `127.0.0.1:${promoted.port}`,
+            '--cluster-slave',
+            '--cluster-master-id',
+            cli(promoted.port, 'cluster', 'myid'),
+          ],
+          { encoding: 'utf8', timeout: 30_000 },
+        );
         if (add.status !== 0) throw new Error(`add-node failed: ${add.stdout}${add.stderr}`);
-        for (const deadline = Date.now() + 60_000; !/slave0:.*state=online/.test(cli(promoted.port, 'info', 'replication')); await sleep(200)) {
+        for (
+          const deadline = Date.now() + 60_000;
+          !/slave0:.*state=online/.test(cli(promoted.port, 'info', 'replication'));
+          await sleep(200)
+        ) {
           if (Date.now() > deadline) throw new Error('the replacement replica did not sync');
         }
         replaced = Date.now();
       };
       let crashing: Promise<void> = Promise.resolve();
       const [claims, orders] = await Promise.all([
-        runClaimStorm({ store, pool: 'clr', processes: 4, claimants: CLAIMANTS, concurrency: 8, timeoutMs: 240_000, onStart: () => (crashing = crash()) }),
+        runClaimStorm({
+          store,
+          pool: 'clr',
+          processes: 4,
+          claimants: CLAIMANTS,
+          concurrency: 8,
+          timeoutMs: 240_000,
+          onStart: () => (crashing = crash()),
+        }),
         runSaleStorm({ store, sale: sale.id, lanes: spread(ops, 4), concurrency: 4, timeoutMs: 240_000 }),
       ]);
       await crashing;
       assert.ok(crashed, 'the master was killed while the storms ran');
       assert.ok(replaced > 0, 'a replacement replica joined');
       const survivors = cluster.nodes.filter((n) => n !== owner);
-      for (const deadline = Date.now() + 60_000; !survivors.every((n) => cli(n.port, 'cluster', 'info').includes('cluster_state:ok')); await sleep(200)) {
+      for (
+        const deadline = Date.now() + 60_000;
+        !survivors.every((n) => cli(n.port, 'cluster', 'info').includes('cluster_state:ok'));
+        await sleep(200)
+      ) {
         if (Date.now() > deadline) throw new Error('the cluster did not recover after the failover');
       }
-      const errors = [...claims, ...orders].filter((o) => o.status === 'error' && !['sold_out', 'limit_reached'].includes(o.error!));
-      assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'failures are the retriable unavailable');
+      const errors = [...claims, ...orders].filter(
+        (o) => o.status === 'error' && !['sold_out', 'limit_reached'].includes(o.error!),
+      );
+      assert.deepEqual(
+        [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
+        [],
+        'failures are the retriable unavailable',
+      );
       // The same Dibs instance, never restarted, follows the new topology.
       const fenceAfter = (await dibs.locks.acquire(lockKey, { ttlMs: 1000, waitMs: 65_000 })).fence;
       assert.ok(fenceAfter > fenceBefore, `fence ${fenceAfter} after the failover > ${fenceBefore} before`);
-      const summary = await assertStormInvariants(dibs, 'clr', claims, { codes: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+      const summary = await assertStormInvariants(dibs, 'clr', claims, {
+        codes: CODES,
+        perClaimantLimit: 1,
+        allowedErrors: ['unavailable'],
+        allowUnacknowledged: true,
+      });
       const tag = saleTag('clr', saleGroupOf('CLR'));
       const storedOrders = async () => {
         const raw = new Redis.Cluster(survivors.map((n) => ({ host: '127.0.0.1', port: n.port })));
@@ -119,7 +195,9 @@ describe('redis cluster with replicas: the pool\'s master is killed for good', {
       };
       const seen = await assertBuysSurvived(dibs, storedOrders, sale.id, CAP, orders);
       const replication = String((await dibs.health()).details.replication);
-      console.log(`cluster+replicas failover with acks=replicas:1: claimed answers ${claims.filter((o) => o.status === 'claimed').length}, codes given ${summary.codesGiven}, unavailable ${errors.length}; sold ${seen.sold}, ${seen.retried} keyed buys retried; fence ${fenceBefore} → ${fenceAfter}; lost 0\n  replication now: ${replication}`);
+      console.log(
+        `cluster+replicas failover with acks=replicas:1: claimed answers ${claims.filter((o) => o.status === 'claimed').length}, codes given ${summary.codesGiven}, unavailable ${errors.length}; sold ${seen.sold}, ${seen.retried} keyed buys retried; fence ${fenceBefore} → ${fenceAfter}; lost 0\n  replication now: ${replication}`,
+      );
     } finally {
       // closed even when the test fails: a Cluster client left open reconnects forever and keeps the file's process alive
       await opened?.close();

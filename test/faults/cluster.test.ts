@@ -15,14 +15,20 @@ import { openDibs } from '../../src/index.js';
 import { redisServerInstalled, startCluster } from '../support/redis.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
-describe('redis cluster: the pool\'s master crashes mid-storm', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 240_000 }, () => {
+describe("redis cluster: the pool's master crashes mid-storm", {
+  skip: redisServerInstalled() ? false : 'redis-server is not installed',
+  timeout: 240_000,
+}, () => {
   it('every acknowledged claim survives SIGKILL and restart of the master; audit clean', async () => {
     const cluster = await startCluster(['--appendonly', 'yes', '--appendfsync', 'always']);
     try {
       const store = `${cluster.url}?prefix=crash`;
       const dibs = await openDibs(store);
       await dibs.pools.create({ name: 'cl' });
-      await dibs.pools.importCodes('cl', Array.from({ length: 3000 }, (_, i) => `CL-${i}`));
+      await dibs.pools.importCodes(
+        'cl',
+        Array.from({ length: 3000 }, (_, i) => `CL-${i}`),
+      );
       await dibs.close();
       // the node holding the pool's slot: its keys carry the hash tag of the pool
       const owner = await (async () => {
@@ -57,11 +63,22 @@ describe('redis cluster: the pool\'s master crashes mid-storm', { skip: redisSer
       await crash;
       const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
       assert.ok(errors.length > 0, 'the crash was felt by the clients');
-      assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'failures are the retriable unavailable');
+      assert.deepEqual(
+        [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
+        [],
+        'failures are the retriable unavailable',
+      );
       const after = await openDibs(store);
       try {
-        const summary = await assertStormInvariants(after, 'cl', outcomes, { codes: 3000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
-        console.log(`cluster: master SIGKILLed and restarted; answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, violations 0`);
+        const summary = await assertStormInvariants(after, 'cl', outcomes, {
+          codes: 3000,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
+        console.log(
+          `cluster: master SIGKILLed and restarted; answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, violations 0`,
+        );
       } finally {
         await after.close();
       }

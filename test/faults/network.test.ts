@@ -44,7 +44,11 @@ const TARGETS: Target[] = [
     skip: pgSkip,
     upstream: { host: '127.0.0.1', port: 5432 },
     async open(proxy) {
-      const temp = tempPgStore({ poolSize: '4', queryTimeoutMs: String(TIMEOUT_MS), connectTimeoutMs: String(TIMEOUT_MS) });
+      const temp = tempPgStore({
+        poolSize: '4',
+        queryTimeoutMs: String(TIMEOUT_MS),
+        connectTimeoutMs: String(TIMEOUT_MS),
+      });
       const via = new URL(temp.store);
       via.port = String(proxy.port);
       return { viaProxy: via.toString(), direct: temp.store, cleanup: () => temp.drop() };
@@ -82,7 +86,10 @@ for (const target of TARGETS) {
 
     it(`resets, stalls, black holes and refusals for ${FAULT_WINDOW_MS / 1000} s: nothing lost, nothing doubled, no hang`, async () => {
       await dibs.pools.create({ name: 'net' });
-      await dibs.pools.importCodes('net', Array.from({ length: CODES }, (_, i) => `NET-${i}`));
+      await dibs.pools.importCodes(
+        'net',
+        Array.from({ length: CODES }, (_, i) => `NET-${i}`),
+      );
       let faults: Promise<FaultLog> = Promise.resolve({ injected: { reset: 0, stall: 0, blackhole: 0, refuse: 0 } });
       const outcomes = await runClaimStorm({
         store: stores.viaProxy,
@@ -96,21 +103,42 @@ for (const target of TARGETS) {
         },
       });
       const log = await faults;
-      assert.ok(log.injected.reset > 0 && log.injected.stall > 0 && log.injected.blackhole > 0 && log.injected.refuse > 0, `every kind of fault was injected: ${JSON.stringify(log)}`);
+      assert.ok(
+        log.injected.reset > 0 && log.injected.stall > 0 && log.injected.blackhole > 0 && log.injected.refuse > 0,
+        `every kind of fault was injected: ${JSON.stringify(log)}`,
+      );
       const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
       assert.ok(errors.length > 0, 'the faults were felt by the clients');
-      assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'every failure is the retriable unavailable');
+      assert.deepEqual(
+        [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
+        [],
+        'every failure is the retriable unavailable',
+      );
       // nothing hung: a call never took much longer than the store timeouts plus a stall
       const slowest = Math.max(...outcomes.map((o) => o.ms));
       assert.ok(slowest < 30_000, `slowest call ${Math.round(slowest)} ms`);
-      const summary = await assertStormInvariants(dibs, 'net', outcomes, { codes: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+      const summary = await assertStormInvariants(dibs, 'net', outcomes, {
+        codes: CODES,
+        perClaimantLimit: 1,
+        allowedErrors: ['unavailable'],
+        allowUnacknowledged: true,
+      });
       assert.ok(summary.codesGiven > 0);
-      console.log(`${target.label}: faults ${JSON.stringify(log.injected)}, answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, violations 0`);
+      console.log(
+        `${target.label}: faults ${JSON.stringify(log.injected)}, answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, violations 0`,
+      );
     });
 
     it('a 4-process lock storm behind the same faults: no two holders of a key, fences grow, every key usable after', async () => {
       const keys = Array.from({ length: 8 }, (_, i) => `net-lock-${i}`);
-      const storm = runLockStormUnderFaults({ store: stores.viaProxy, processes: 4, keys, rounds: LONG ? 200 : 24, holdMs: 10, ttlMs: 3_000 });
+      const storm = runLockStormUnderFaults({
+        store: stores.viaProxy,
+        processes: 4,
+        keys,
+        rounds: LONG ? 200 : 24,
+        holdMs: 10,
+        ttlMs: 3_000,
+      });
       // Faults start once the storm is under way (the workers have opened and taken a lock).
       // (Direct calls of this process may time out too on a loaded machine: they are retried.)
       const retried = async <T>(call: () => Promise<T>): Promise<T> => {
@@ -123,7 +151,8 @@ for (const target of TARGETS) {
           }
         }
       };
-      for (let i = 0; i < 1200 && (await retried(() => dibs.locks.inspect(keys[0]!))).lastFence === 0; i++) await sleep(50);
+      for (let i = 0; i < 1200 && (await retried(() => dibs.locks.inspect(keys[0]!))).lastFence === 0; i++)
+        await sleep(50);
       const log = await networkFaults(proxy, { timeoutMs: TIMEOUT_MS });
       const result = await storm;
       assert.ok(log.injected.reset > 0 && log.injected.blackhole > 0, JSON.stringify(log));
@@ -135,18 +164,26 @@ for (const target of TARGETS) {
         assert.ok(lease.fence > lastFence, `${key}: fence ${lease.fence} after ${lastFence}`);
         await retried(() => dibs.locks.release(lease));
       }
-      console.log(`${target.label} locks: faults ${JSON.stringify(log.injected)}, sections ${result.sections.length}, unavailable ${result.unavailable} (retried), leases lost ${result.lost}, violations 0`);
+      console.log(
+        `${target.label} locks: faults ${JSON.stringify(log.injected)}, sections ${result.sections.length}, unavailable ${result.unavailable} (retried), leases lost ${result.lost}, violations 0`,
+      );
     });
 
     it('a process that lived through the faults claims normally again', async () => {
       const client = await openDibs(stores.viaProxy);
       try {
         await client.pools.create({ name: 'after' });
-        await client.pools.importCodes('after', Array.from({ length: 50 }, (_, i) => `AFT-${i}`));
+        await client.pools.importCodes(
+          'after',
+          Array.from({ length: 50 }, (_, i) => `AFT-${i}`),
+        );
         // break every connection this process holds, several ways, then use it
         await client.pools.claim('after', 'warm');
         proxy.blackhole(true);
-        await assert.rejects(client.pools.claim('after', 'lost-in-the-hole'), (e: { code?: string }) => e.code === 'unavailable');
+        await assert.rejects(
+          client.pools.claim('after', 'lost-in-the-hole'),
+          (e: { code?: string }) => e.code === 'unavailable',
+        );
         proxy.blackhole(false);
         proxy.reset();
         let ok = 0;
@@ -155,7 +192,11 @@ for (const target of TARGETS) {
             await client.pools.claim('after', `user-${i}`);
             ok++;
           } catch (error) {
-            assert.equal((error as { code?: string }).code, 'unavailable', 'only the first calls after a reset may fail, retriably');
+            assert.equal(
+              (error as { code?: string }).code,
+              'unavailable',
+              'only the first calls after a reset may fail, retriably',
+            );
           }
         }
         assert.ok(ok >= 18, `claims succeed again after the faults (${ok}/20)`);
@@ -183,9 +224,21 @@ describe('postgres: network faults under a flash sale', { skip: pgSkip, timeout:
 
   it('every acknowledged order kept, interrupted keyed buys replay or buy once, sold ≤ cap, audit clean', async () => {
     const cap = 300;
-    const sale = await dibs.sales.create({ sku: 'NETSALE', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+    const sale = await dibs.sales.create({
+      sku: 'NETSALE',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap,
+      perCustomerLimit: 2,
+    });
     const buyers = LONG ? 6000 : 1200;
-    const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({ customer: `buyer-${i % (buyers / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+    const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({
+      customer: `buyer-${i % (buyers / 2)}`,
+      kind: 'buy',
+      quantity: 1,
+      thinkMs: 0,
+      ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+    }));
     const via = new URL(temp.store);
     via.port = String(proxy.port);
     let faults: Promise<FaultLog> = Promise.resolve({ injected: { reset: 0, stall: 0, blackhole: 0, refuse: 0 } });
@@ -202,8 +255,13 @@ describe('postgres: network faults under a flash sale', { skip: pgSkip, timeout:
     });
     const log = await faults;
 
-    assert.ok(outcomes.some((o) => o.error === 'unavailable'), 'the faults were felt');
+    assert.ok(
+      outcomes.some((o) => o.error === 'unavailable'),
+      'the faults were felt',
+    );
     const seen = await assertBuysSurvived(dibs, pgStoredOrders(temp.schema), sale.id, cap, outcomes);
-    console.log(`postgres sale: faults ${JSON.stringify(log.injected)}, answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`);
+    console.log(
+      `postgres sale: faults ${JSON.stringify(log.injected)}, answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`,
+    );
   });
 });

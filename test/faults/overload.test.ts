@@ -25,7 +25,10 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const liveHeapMb = () => (gc(), process.memoryUsage().heapUsed / 1024 / 1024);
 
-async function listen(dibs: Dibs, rateLimit: { max: number; timeWindowMs: number } | false): Promise<{ app: FastifyInstance; base: string; auth: string }> {
+async function listen(
+  dibs: Dibs,
+  rateLimit: { max: number; timeWindowMs: number } | false,
+): Promise<{ app: FastifyInstance; base: string; auth: string }> {
   const { key } = await createApiKey(dibs.backend.service!, { name: 'overload', scopes: ['admin'] });
   const app = buildServer({ dibs, rateLimit });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -44,7 +47,8 @@ async function storm(total: number, inFlight: number, send: (i: number) => Promi
         const res = await send(i);
         await res.arrayBuffer();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if ((res.status === 429 || res.status === 503) && !res.headers.get('retry-after')) missingRetryAfter.push(res.status);
+        if ((res.status === 429 || res.status === 503) && !res.headers.get('retry-after'))
+          missingRetryAfter.push(res.status);
       }
     }),
   );
@@ -65,29 +69,47 @@ describe('overload: far beyond capacity', { timeout: 180_000 }, () => {
 
   it('3,000 requests, 200 in flight, for 100 codes: 201, 409 sold_out or 429 with Retry-After — never 5xx, no memory retained', async () => {
     await env.dibs.pools.create({ name: 'crowd' });
-    await env.dibs.pools.importCodes('crowd', Array.from({ length: 100 }, (_, i) => `C-${i}`));
+    await env.dibs.pools.importCodes(
+      'crowd',
+      Array.from({ length: 100 }, (_, i) => `C-${i}`),
+    );
     const total = LONG ? 30_000 : 3000;
     const heapBefore = liveHeapMb();
     const result = await storm(total, 200, (i) =>
-      fetch(`${server.base}/v1/pools/crowd/claims`, { method: 'POST', headers: { authorization: server.auth, 'content-type': 'application/json' }, body: JSON.stringify({ claimant: `u${i}` }) }),
+      fetch(`${server.base}/v1/pools/crowd/claims`, {
+        method: 'POST',
+        headers: { authorization: server.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ claimant: `u${i}` }),
+      }),
     );
     // live heap after the storm: what is still retained once every answer went out (an unbounded
     // queue or a leak per request would stay here); RSS only for the record
     const heapGrowthMb = liveHeapMb() - heapBefore;
     const rssMb = process.memoryUsage().rss / 1024 / 1024;
-    assert.deepEqual(Object.keys(result.statuses).map(Number).filter((s) => ![201, 409, 429].includes(s)), [], `statuses: ${JSON.stringify(result.statuses)}`);
+    assert.deepEqual(
+      Object.keys(result.statuses)
+        .map(Number)
+        .filter((s) => ![201, 409, 429].includes(s)),
+      [],
+      `statuses: ${JSON.stringify(result.statuses)}`,
+    );
     assert.equal(result.statuses[201], 100, 'exactly the 100 codes were handed out');
     assert.ok((result.statuses[429] ?? 0) > 0, 'the rate limit pushed back');
     assert.deepEqual(result.missingRetryAfter, [], 'every 429 says when to retry');
     assert.ok(heapGrowthMb < 40, `live heap grew by ${heapGrowthMb.toFixed(1)} MB`);
     assert.deepEqual(await env.dibs.pools.audit('crowd'), []);
-    console.log(`overload: ${JSON.stringify(result.statuses)}, live heap +${heapGrowthMb.toFixed(1)} MB, RSS ${rssMb.toFixed(0)} MB (test process: service + client)`);
+    console.log(
+      `overload: ${JSON.stringify(result.statuses)}, live heap +${heapGrowthMb.toFixed(1)} MB, RSS ${rssMb.toFixed(0)} MB (test process: service + client)`,
+    );
   });
 });
 
 const pgSkip = await requirePostgres();
 
-describe('overload: the store goes away and comes back (postgres behind a fault proxy)', { skip: pgSkip, timeout: 180_000 }, () => {
+describe('overload: the store goes away and comes back (postgres behind a fault proxy)', {
+  skip: pgSkip,
+  timeout: 180_000,
+}, () => {
   const TIMEOUT_MS = 1000;
   const temp = tempPgStore({ poolSize: '4', queryTimeoutMs: String(TIMEOUT_MS), connectTimeoutMs: String(TIMEOUT_MS) });
   let proxy: FaultProxy;
@@ -107,11 +129,19 @@ describe('overload: the store goes away and comes back (postgres behind a fault 
     await temp.drop();
   });
 
-  const claim = (claimant: string) => fetch(`${server.base}/v1/pools/outage/claims`, { method: 'POST', headers: { authorization: server.auth, 'content-type': 'application/json' }, body: JSON.stringify({ claimant }) });
+  const claim = (claimant: string) =>
+    fetch(`${server.base}/v1/pools/outage/claims`, {
+      method: 'POST',
+      headers: { authorization: server.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ claimant }),
+    });
 
   it('503 with Retry-After while the store is down or black-holed, normal service once it is back', async () => {
     await dibs.pools.create({ name: 'outage' });
-    await dibs.pools.importCodes('outage', Array.from({ length: 500 }, (_, i) => `O-${i}`));
+    await dibs.pools.importCodes(
+      'outage',
+      Array.from({ length: 500 }, (_, i) => `O-${i}`),
+    );
     assert.equal((await claim('before')).status, 201);
 
     for (const fault of ['refused', 'black hole'] as const) {
@@ -120,7 +150,13 @@ describe('overload: the store goes away and comes back (postgres behind a fault 
       proxy.reset();
       const started = Date.now();
       const down = await storm(100, 20, (i) => claim(`${fault}-${i}`));
-      assert.deepEqual(Object.keys(down.statuses).map(Number).filter((s) => s !== 503 && s !== 201), [], `${fault}: ${JSON.stringify(down.statuses)}`);
+      assert.deepEqual(
+        Object.keys(down.statuses)
+          .map(Number)
+          .filter((s) => s !== 503 && s !== 201),
+        [],
+        `${fault}: ${JSON.stringify(down.statuses)}`,
+      );
       assert.ok((down.statuses[503] ?? 0) > 0, `${fault}: the outage was reported`);
       assert.deepEqual(down.missingRetryAfter, [], `${fault}: every 503 says when to retry`);
       assert.ok(Date.now() - started < 60_000, `${fault}: requests did not queue behind the outage`);

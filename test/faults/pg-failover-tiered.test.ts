@@ -30,7 +30,10 @@ const BUYERS = 240;
 // CI runs the synchronous round; the asynchronous one (its loss is already proven by
 // pg-failover.test.ts) joins under FAULTS_LONG=1.
 for (const sync of LONG ? [true, false] : [true]) {
-  describe(`tiered over a PostgreSQL ledger failing over, ${sync ? 'synchronous' : 'asynchronous'} standby`, { skip, timeout: 300_000 }, () => {
+  describe(`tiered over a PostgreSQL ledger failing over, ${sync ? 'synchronous' : 'asynchronous'} standby`, {
+    skip,
+    timeout: 300_000,
+  }, () => {
     let pair: ReplicatedPair | undefined;
     let dibs: Dibs | undefined;
     const prefix = testPrefix();
@@ -47,8 +50,21 @@ for (const sync of LONG ? [true, false] : [true]) {
       const fast = `${SHARED_REDIS}?${new URLSearchParams({ prefix, chunk: '8', breakerMs: '300', recheckMs: '100', commandTimeoutMs: '1000', grantTtlMs: '3000' })}`;
       const store = `${pair!.store({ schema: SCHEMA, poolSize: '4', connectTimeoutMs: '3000', queryTimeoutMs: '10000' })}&fastpath=${encodeURIComponent(fast)}`;
       dibs = await openDibs(store);
-      const sale = await dibs.sales.create({ sku: `TIERED-FO-${sync}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 1 });
-      const ops: SaleOp[] = Array.from({ length: BUYERS }, (_, i) => ({ customer: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 20, ...(i % 2 === 0 ? { key: `buyer-${i}/checkout` } : {}) }));
+      const sale = await dibs.sales.create({
+        sku: `TIERED-FO-${sync}`,
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: CAP,
+        perCustomerLimit: 1,
+      });
+      const ops: SaleOp[] = Array.from({ length: BUYERS }, (_, i) => ({
+        customer: `buyer-${i}`,
+        kind: 'buy',
+        quantity: 1,
+        thinkMs: 0,
+        delayMs: 20,
+        ...(i % 2 === 0 ? { key: `buyer-${i}/checkout` } : {}),
+      }));
       let faulted = false;
       const outcomes = await runSaleStorm({
         store,
@@ -57,7 +73,15 @@ for (const sync of LONG ? [true, false] : [true]) {
         concurrency: 3,
         timeoutMs: 240_000,
         during: async (done) => {
-          while (!done() && (await dibs!.sales.get(sale.id).then((s) => s.stats.sold, () => 0)) < CAP / 5) await sleep(5);
+          while (
+            !done() &&
+            (await dibs!.sales.get(sale.id).then(
+              (s) => s.stats.sold,
+              () => 0,
+            )) <
+              CAP / 5
+          )
+            await sleep(5);
           if (done()) return;
           await pair!.failover();
           faulted = true;
@@ -67,7 +91,13 @@ for (const sync of LONG ? [true, false] : [true]) {
       const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'unavailable'].includes(o.error!));
       assert.deepEqual(wrong, [], 'buyers hear only sold_out or unavailable');
 
-      const stored = new Set((await pair!.standby.query<{ id: string }>(`SELECT id FROM "${SCHEMA}".sale_orders WHERE sale_id = $1`, [sale.id])).map((r) => r.id));
+      const stored = new Set(
+        (
+          await pair!.standby.query<{ id: string }>(`SELECT id FROM "${SCHEMA}".sale_orders WHERE sale_id = $1`, [
+            sale.id,
+          ])
+        ).map((r) => r.id),
+      );
       const acknowledged = outcomes.filter((o) => o.status === 'ok');
       const lost = acknowledged.filter((o) => !stored.has(o.orderId!)).length;
       const sold = async () => {
@@ -103,8 +133,13 @@ for (const sync of LONG ? [true, false] : [true]) {
         }
       }
       const final = await sold();
-      const grants = await pair!.standby.query<{ open: number; revoked: number }>(`SELECT count(*) FILTER (WHERE revoked_at IS NULL AND size > used)::int AS open, count(*) FILTER (WHERE revoked_at IS NOT NULL)::int AS revoked FROM "${SCHEMA}".sale_grants WHERE sale_id = $1`, [sale.id]);
-      process.stderr.write(`tiered, ${sync ? 'sync' : 'async'} standby: ${acknowledged.length} buys acknowledged, ${outcomes.filter((o) => o.error === 'unavailable').length} unavailable, LOST ${lost} acknowledged orders; ${late} late buyers; sold ${final} of ${CAP}; grants open ${grants[0]!.open}, revoked ${grants[0]!.revoked}\n`);
+      const grants = await pair!.standby.query<{ open: number; revoked: number }>(
+        `SELECT count(*) FILTER (WHERE revoked_at IS NULL AND size > used)::int AS open, count(*) FILTER (WHERE revoked_at IS NOT NULL)::int AS revoked FROM "${SCHEMA}".sale_grants WHERE sale_id = $1`,
+        [sale.id],
+      );
+      process.stderr.write(
+        `tiered, ${sync ? 'sync' : 'async'} standby: ${acknowledged.length} buys acknowledged, ${outcomes.filter((o) => o.error === 'unavailable').length} unavailable, LOST ${lost} acknowledged orders; ${late} late buyers; sold ${final} of ${CAP}; grants open ${grants[0]!.open}, revoked ${grants[0]!.revoked}\n`,
+      );
       assert.equal(final, CAP, 'late buyers drained the sale: no unit stranded');
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
       if (sync) assert.equal(lost, 0, 'no acknowledged order lost with a synchronous standby');

@@ -52,10 +52,26 @@ interface Round {
 async function stormThroughFailover(pair: ReplicatedPair, dibs: Dibs): Promise<Round> {
   const store = pair.store(PARAMS);
   await dibs.pools.create({ name: 'fo' });
-  await dibs.pools.importCodes('fo', Array.from({ length: CODES }, (_, i) => `FO-${i}`));
-  const sale = await dibs.sales.create({ sku: 'FAILOVER', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 2 });
+  await dibs.pools.importCodes(
+    'fo',
+    Array.from({ length: CODES }, (_, i) => `FO-${i}`),
+  );
+  const sale = await dibs.sales.create({
+    sku: 'FAILOVER',
+    startsAt: new Date().toISOString(),
+    endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    cap: CAP,
+    perCustomerLimit: 2,
+  });
   // paced, so buys are under way before, during and after the failover
-  const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({ customer: `buyer-${i % (BUYS / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 15, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+  const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({
+    customer: `buyer-${i % (BUYS / 2)}`,
+    kind: 'buy',
+    quantity: 1,
+    thinkMs: 0,
+    delayMs: 15,
+    ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+  }));
   // the failover strikes once both storms' workers are all under way (on a loaded machine their
   // start-up takes seconds, and a worker still opening its store would fail its open instead)
   let claimsGo!: () => void;
@@ -71,8 +87,23 @@ async function stormThroughFailover(pair: ReplicatedPair, dibs: Dibs): Promise<R
     return { promotedMs, fenceBefore: lease.fence };
   })();
   struck.catch(() => {});
-  const claims = runClaimStorm({ store, pool: 'fo', processes: 4, claimants: CLAIMANTS, concurrency: 4, timeoutMs: 240_000, onStart: () => claimsGo() });
-  const buys = runSaleStorm({ store, sale: sale.id, lanes: spread(ops, 4), concurrency: 4, timeoutMs: 240_000, during: async () => buysGo() });
+  const claims = runClaimStorm({
+    store,
+    pool: 'fo',
+    processes: 4,
+    claimants: CLAIMANTS,
+    concurrency: 4,
+    timeoutMs: 240_000,
+    onStart: () => claimsGo(),
+  });
+  const buys = runSaleStorm({
+    store,
+    sale: sale.id,
+    lanes: spread(ops, 4),
+    concurrency: 4,
+    timeoutMs: 240_000,
+    during: async () => buysGo(),
+  });
   const [claimOutcomes, buyOutcomes] = await Promise.all([claims, buys]);
   const { promotedMs, fenceBefore } = await struck;
   assert.ok(fired, 'the failover happened');
@@ -82,13 +113,15 @@ async function stormThroughFailover(pair: ReplicatedPair, dibs: Dibs): Promise<R
 /** Acknowledged claims whose claimant does not hold the code on the new primary, and how many of those codes someone else holds. */
 async function lostClaims(dibs: Dibs, claims: StormOutcome[]): Promise<{ lost: number; reissued: number }> {
   const holder = new Map<string, string | null>();
-  for await (const batch of dibs.pools.exportCodes('fo', { batchSize: 5000 })) for (const c of batch) holder.set(c.code, c.claimant ?? null);
+  for await (const batch of dibs.pools.exportCodes('fo', { batchSize: 5000 }))
+    for (const c of batch) holder.set(c.code, c.claimant ?? null);
   const acknowledged = claims.filter((o) => o.status !== 'error' && o.code);
   const lost = acknowledged.filter((o) => holder.get(o.code!) !== o.claimant);
   return { lost: lost.length, reissued: lost.filter((o) => holder.get(o.code!) != null).length };
 }
 
-const storedOrders = (pair: ReplicatedPair) => async () => new Set((await pair.standby.query<{ id: string }>(`SELECT id FROM "${SCHEMA}".sale_orders`)).map((r) => r.id));
+const storedOrders = (pair: ReplicatedPair) => async () =>
+  new Set((await pair.standby.query<{ id: string }>(`SELECT id FROM "${SCHEMA}".sale_orders`)).map((r) => r.id));
 
 /** A fresh Dibs on the multi-host URL, retried while the failover settles. */
 async function reopen(pair: ReplicatedPair): Promise<Dibs> {
@@ -103,7 +136,10 @@ async function reopen(pair: ReplicatedPair): Promise<Dibs> {
 }
 
 for (const sync of [true, false]) {
-  describe(`postgres failover mid-storm, ${sync ? 'synchronous' : 'asynchronous'} standby`, { skip, timeout: 300_000 }, () => {
+  describe(`postgres failover mid-storm, ${sync ? 'synchronous' : 'asynchronous'} standby`, {
+    skip,
+    timeout: 300_000,
+  }, () => {
     let pair: ReplicatedPair | undefined;
     let dibs: Dibs | undefined;
     before(async () => {
@@ -114,56 +150,97 @@ for (const sync of [true, false]) {
       await pair?.stop();
     });
 
-    it(sync ? 'loses nothing: every acknowledged claim and order on the new primary, ledger matched, fences grow' : 'loses acknowledged answers, and the checker sees them', async () => {
-      const first = await openDibs(pair!.store(PARAMS));
-      let round: Round;
-      try {
-        round = await stormThroughFailover(pair!, first);
-      } finally {
-        await first.close().catch(() => {});
-      }
-      dibs = await reopen(pair!);
-      const health = await dibs.health();
-      assert.equal(health.details.primary, `127.0.0.1:${pair!.standby.port}`, 'the multi-host URL reaches the promoted standby');
-      const unavailable = round.claims.filter((o) => o.error === 'unavailable').length + round.buys.filter((o) => o.error === 'unavailable').length;
-      const strange = [...round.claims, ...round.buys].filter((o) => o.status === 'error' && !['unavailable', 'sold_out', 'limit_reached'].includes(o.error!));
-      assert.deepEqual(strange, [], 'errors are unavailable (or sold_out / limit_reached), never raw');
-      assert.ok(unavailable > 0, 'the failover struck while the storms were running');
-      const { lost, reissued } = await lostClaims(dibs, round.claims);
-      const stored = await storedOrders(pair!)();
-      const lostOrders = round.buys.filter((o) => o.status === 'ok' && !stored.has(o.orderId!)).length;
-      const fenceAfter = (await dibs.locks.acquire('fenced', { ttlMs: 1000, waitMs: 5000 })).fence;
-      const acknowledged = round.claims.filter((o) => o.status !== 'error').length;
-      process.stderr.write(`${sync ? 'sync' : 'async'} standby: promoted in ${Math.round(round.promotedMs)} ms; ${acknowledged} claims and ${round.buys.filter((o) => o.status === 'ok').length} buys acknowledged, ${unavailable} answered unavailable; LOST ${lost} acknowledged claims (${reissued} of their codes re-issued) and ${lostOrders} acknowledged orders; fence ${round.fenceBefore} before, ${fenceAfter} after; relay moved ${pair!.relay.stats.bytes} bytes, dropped ${pair!.relay.stats.dropped} at the cut\n`);
-
-      if (sync) {
-        assert.equal(lost, 0, 'no acknowledged claim lost');
-        assert.equal(lostOrders, 0, 'no acknowledged order lost');
-        await assertStormInvariants(dibs, 'fo', round.claims, { codes: CODES, perClaimantLimit: 1, allowUnacknowledged: true, allowedErrors: ['unavailable'] });
-        // interrupted keyed claims, retried with their key, answer one code each (a replay or a first claim)
-        for (const o of round.claims.filter((c) => c.error === 'unavailable' && c.key)) {
-          const again = await dibs.pools.claim('fo', o.claimant, { idempotencyKey: o.key! });
-          assert.equal(again.held.length, 1, `${o.claimant} holds one code after the retry`);
+    it(
+      sync
+        ? 'loses nothing: every acknowledged claim and order on the new primary, ledger matched, fences grow'
+        : 'loses acknowledged answers, and the checker sees them',
+      async () => {
+        const first = await openDibs(pair!.store(PARAMS));
+        let round: Round;
+        try {
+          round = await stormThroughFailover(pair!, first);
+        } finally {
+          await first.close().catch(() => {});
         }
-        await assertBuysSurvived(dibs, storedOrders(pair!), round.saleId, CAP, round.buys);
-        assert.deepEqual(await dibs.pools.audit('fo'), []);
-        assert.ok(fenceAfter > round.fenceBefore, `fence after the failover (${fenceAfter}) > before (${round.fenceBefore})`);
-      } else {
-        // The proof that this test can see a loss: the product's verifier, given the client record, reports it.
-        const { violations } = await verifyPool(dibs, 'fo', round.claims, { codes: CODES, total: CODES, perClaimantLimit: 1, allowUnacknowledged: true, allowedErrors: ['unavailable'] });
-        process.stderr.write(`async standby: the verifier reports ${violations.length} violations, e.g. ${violations[0]?.message ?? '-'}\n`);
-        assert.ok(lost + lostOrders > 0, 'an asynchronous standby loses acknowledged answers when its link is slow and the primary dies');
-        assert.equal(violations.length > 0, lost > 0, 'the verifier sees exactly when claims were lost');
-        // what the new primary holds is consistent in itself: the loss is invisible to the store
-        assert.deepEqual(await dibs.pools.audit('fo'), []);
-        assert.deepEqual(await dibs.sales.audit(round.saleId), []);
-        assert.ok((await dibs.sales.get(round.saleId)).stats.sold <= CAP);
-        // The grant before the failover may be lost with the rest; a fence taken from the server's
-        // clock (µs since the epoch, > 1e12) still grows. A per-key counter repeats it: reported.
-        if (round.fenceBefore > 1e12) assert.ok(fenceAfter > round.fenceBefore, `fence after the failover (${fenceAfter}) > before (${round.fenceBefore})`);
-        else if (fenceAfter <= round.fenceBefore) process.stderr.write(`async standby: fences are per-key counters in this build: the fence ${fenceAfter} was granted again after the failover\n`);
-      }
-    });
+        dibs = await reopen(pair!);
+        const health = await dibs.health();
+        assert.equal(
+          health.details.primary,
+          `127.0.0.1:${pair!.standby.port}`,
+          'the multi-host URL reaches the promoted standby',
+        );
+        const unavailable =
+          round.claims.filter((o) => o.error === 'unavailable').length +
+          round.buys.filter((o) => o.error === 'unavailable').length;
+        const strange = [...round.claims, ...round.buys].filter(
+          (o) => o.status === 'error' && !['unavailable', 'sold_out', 'limit_reached'].includes(o.error!),
+        );
+        assert.deepEqual(strange, [], 'errors are unavailable (or sold_out / limit_reached), never raw');
+        assert.ok(unavailable > 0, 'the failover struck while the storms were running');
+        const { lost, reissued } = await lostClaims(dibs, round.claims);
+        const stored = await storedOrders(pair!)();
+        const lostOrders = round.buys.filter((o) => o.status === 'ok' && !stored.has(o.orderId!)).length;
+        const fenceAfter = (await dibs.locks.acquire('fenced', { ttlMs: 1000, waitMs: 5000 })).fence;
+        const acknowledged = round.claims.filter((o) => o.status !== 'error').length;
+        process.stderr.write(
+          `${sync ? 'sync' : 'async'} standby: promoted in ${Math.round(round.promotedMs)} ms; ${acknowledged} claims and ${round.buys.filter((o) => o.status === 'ok').length} buys acknowledged, ${unavailable} answered unavailable; LOST ${lost} acknowledged claims (${reissued} of their codes re-issued) and ${lostOrders} acknowledged orders; fence ${round.fenceBefore} before, ${fenceAfter} after; relay moved ${pair!.relay.stats.bytes} bytes, dropped ${pair!.relay.stats.dropped} at the cut\n`,
+        );
+
+        if (sync) {
+          assert.equal(lost, 0, 'no acknowledged claim lost');
+          assert.equal(lostOrders, 0, 'no acknowledged order lost');
+          await assertStormInvariants(dibs, 'fo', round.claims, {
+            codes: CODES,
+            perClaimantLimit: 1,
+            allowUnacknowledged: true,
+            allowedErrors: ['unavailable'],
+          });
+          // interrupted keyed claims, retried with their key, answer one code each (a replay or a first claim)
+          for (const o of round.claims.filter((c) => c.error === 'unavailable' && c.key)) {
+            const again = await dibs.pools.claim('fo', o.claimant, { idempotencyKey: o.key! });
+            assert.equal(again.held.length, 1, `${o.claimant} holds one code after the retry`);
+          }
+          await assertBuysSurvived(dibs, storedOrders(pair!), round.saleId, CAP, round.buys);
+          assert.deepEqual(await dibs.pools.audit('fo'), []);
+          assert.ok(
+            fenceAfter > round.fenceBefore,
+            `fence after the failover (${fenceAfter}) > before (${round.fenceBefore})`,
+          );
+        } else {
+          // The proof that this test can see a loss: the product's verifier, given the client record, reports it.
+          const { violations } = await verifyPool(dibs, 'fo', round.claims, {
+            codes: CODES,
+            total: CODES,
+            perClaimantLimit: 1,
+            allowUnacknowledged: true,
+            allowedErrors: ['unavailable'],
+          });
+          process.stderr.write(
+            `async standby: the verifier reports ${violations.length} violations, e.g. ${violations[0]?.message ?? '-'}\n`,
+          );
+          assert.ok(
+            lost + lostOrders > 0,
+            'an asynchronous standby loses acknowledged answers when its link is slow and the primary dies',
+          );
+          assert.equal(violations.length > 0, lost > 0, 'the verifier sees exactly when claims were lost');
+          // what the new primary holds is consistent in itself: the loss is invisible to the store
+          assert.deepEqual(await dibs.pools.audit('fo'), []);
+          assert.deepEqual(await dibs.sales.audit(round.saleId), []);
+          assert.ok((await dibs.sales.get(round.saleId)).stats.sold <= CAP);
+          // The grant before the failover may be lost with the rest; a fence taken from the server's
+          // clock (µs since the epoch, > 1e12) still grows. A per-key counter repeats it: reported.
+          if (round.fenceBefore > 1e12)
+            assert.ok(
+              fenceAfter > round.fenceBefore,
+              `fence after the failover (${fenceAfter}) > before (${round.fenceBefore})`,
+            );
+          else if (fenceAfter <= round.fenceBefore)
+            process.stderr.write(
+              `async standby: fences are per-key counters in this build: the fence ${fenceAfter} was granted again after the failover\n`,
+            );
+        }
+      },
+    );
   });
 }
 
@@ -187,8 +264,14 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
     await pair!.primary.query('ALTER SYSTEM SET default_transaction_read_only = on');
     await pair!.primary.query('SELECT pg_reload_conf()');
     await sleep(300);
-    const refused = await dibs.pools.claim('ro', 'during').then(() => null, (error: unknown) => error);
-    assert.ok(isDibsError(refused, 'unavailable'), `a write on a read-only primary is unavailable, got ${String(refused)}`);
+    const refused = await dibs.pools.claim('ro', 'during').then(
+      () => null,
+      (error: unknown) => error,
+    );
+    assert.ok(
+      isDibsError(refused, 'unavailable'),
+      `a write on a read-only primary is unavailable, got ${String(refused)}`,
+    );
     await pair!.standby.query('SELECT pg_promote(true, 60)');
     let answer: Awaited<ReturnType<typeof dibs.pools.claim>> | undefined;
     for (let i = 0; i < 50 && !answer; i++) {
@@ -200,7 +283,9 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
     }
     assert.equal(answer?.status, 'claimed', 'the next connection found the promoted standby');
     assert.equal((await dibs.health()).details.primary, `127.0.0.1:${pair!.standby.port}`);
-    const onOldPrimary = await pair!.primary.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".codes WHERE claimant = 'after'`).catch(() => [{ n: -1 }]);
+    const onOldPrimary = await pair!.primary
+      .query<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".codes WHERE claimant = 'after'`)
+      .catch(() => [{ n: -1 }]);
     assert.equal(onOldPrimary[0]!.n, 0, 'nothing was written to the old primary');
   });
 });
@@ -212,10 +297,14 @@ describe('postgres: a primary turned read-only under open connections', { skip, 
 function germanMessages(): { env: NodeJS.ProcessEnv; dir: string } | null {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-locale-'));
   chmodSync(dir, 0o755);
-  const built = spawnSync('localedef', ['-i', 'de_DE', '-f', 'UTF-8', join(dir, 'de_DE.UTF-8')], { encoding: 'utf8', timeout: 30_000 });
+  const built = spawnSync('localedef', ['-i', 'de_DE', '-f', 'UTF-8', join(dir, 'de_DE.UTF-8')], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (built.status === 0 || existsSync(join(dir, 'de_DE.UTF-8', 'LC_MESSAGES'))) return { env: { LOCPATH: dir }, dir };
   rmSync(dir, { recursive: true, force: true });
-  if (process.env.CI) throw new Error(`localedef could not build de_DE.UTF-8 (Debian package locales): ${built.stderr ?? built.error}`);
+  if (process.env.CI)
+    throw new Error(`localedef could not build de_DE.UTF-8 (Debian package locales): ${built.stderr ?? built.error}`);
   return null;
 }
 
@@ -237,7 +326,13 @@ describe('postgres: the synchronous standby unreachable, the primary alive', { s
     dibs = await openDibs(pair!.store({ ...PARAMS, queryTimeoutMs: '20000' }));
     await dibs.pools.create({ name: 'wait' });
     await dibs.pools.importCodes('wait', ['W-1', 'W-2', 'W-3']);
-    const sale = await dibs.sales.create({ sku: 'WAIT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 5, perCustomerLimit: 1 });
+    const sale = await dibs.sales.create({
+      sku: 'WAIT',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: 5,
+      perCustomerLimit: 1,
+    });
     assert.equal((await dibs.pools.claim('wait', 'linked')).status, 'claimed');
     pair!.relay.cut();
     // Each commit now waits for a standby that no longer hears the primary; an operator (or a
@@ -245,10 +340,17 @@ describe('postgres: the synchronous standby unreachable, the primary alive', { s
     // cancels every commit waiting for the standby until `call` has answered (bounded)
     const cancelling = async (call: Promise<unknown>) => {
       let answered = false;
-      const answer = call.then((r) => r, (error: unknown) => error).finally(() => (answered = true));
+      const answer = call
+        .then(
+          (r) => r,
+          (error: unknown) => error,
+        )
+        .finally(() => (answered = true));
       let cancelled = 0;
       for (let i = 0; i < 150 && !answered; i++) {
-        const rows = await pair!.primary.query<{ ok: boolean }>(`SELECT pg_cancel_backend(pid) AS ok FROM pg_stat_activity WHERE wait_event = 'SyncRep'`);
+        const rows = await pair!.primary.query<{ ok: boolean }>(
+          `SELECT pg_cancel_backend(pid) AS ok FROM pg_stat_activity WHERE wait_event = 'SyncRep'`,
+        );
         cancelled += rows.filter((r) => r.ok).length;
         await sleep(100);
       }
@@ -256,20 +358,35 @@ describe('postgres: the synchronous standby unreachable, the primary alive', { s
       return answer;
     };
     const claim = await cancelling(dibs.pools.claim('wait', 'cut', { idempotencyKey: 'cut-1' }));
-    assert.ok(isDibsError(claim, 'unavailable'), `a claim the synchronous standby never confirmed is unavailable, got ${JSON.stringify(claim)}`);
+    assert.ok(
+      isDibsError(claim, 'unavailable'),
+      `a claim the synchronous standby never confirmed is unavailable, got ${JSON.stringify(claim)}`,
+    );
     const buy = await cancelling(dibs.sales.buy(sale.id, 'cut', 1, { idempotencyKey: 'buy-1' }));
-    assert.ok(isDibsError(buy, 'unavailable'), `a buy the synchronous standby never confirmed is unavailable, got ${JSON.stringify(buy)}`);
+    assert.ok(
+      isDibsError(buy, 'unavailable'),
+      `a buy the synchronous standby never confirmed is unavailable, got ${JSON.stringify(buy)}`,
+    );
 
     // The cancelled wait's WARNING has no SQLSTATE of its own and its text is translated: a server
     // speaking German must be recognised all the same.
     if (!locale) return;
     await pair!.primary.query(`ALTER SYSTEM SET lc_messages = 'de_DE.UTF-8'`);
     await pair!.primary.query('SELECT pg_reload_conf()');
-    const german = await pair!.primary.query('SELECT 1/0').then(() => '', (error: Error) => error.message);
+    const german = await pair!.primary.query('SELECT 1/0').then(
+      () => '',
+      (error: Error) => error.message,
+    );
     assert.match(german, /Division durch Null/i, 'the server now answers in German');
     const claimDe = await cancelling(dibs.pools.claim('wait', 'cut-de', { idempotencyKey: 'cut-de-1' }));
-    assert.ok(isDibsError(claimDe, 'unavailable'), `with German server messages, an unconfirmed claim is unavailable, got ${JSON.stringify(claimDe)}`);
+    assert.ok(
+      isDibsError(claimDe, 'unavailable'),
+      `with German server messages, an unconfirmed claim is unavailable, got ${JSON.stringify(claimDe)}`,
+    );
     const buyDe = await cancelling(dibs.sales.buy(sale.id, 'cut-de', 1, { idempotencyKey: 'buy-de-1' }));
-    assert.ok(isDibsError(buyDe, 'unavailable'), `with German server messages, an unconfirmed buy is unavailable, got ${JSON.stringify(buyDe)}`);
+    assert.ok(
+      isDibsError(buyDe, 'unavailable'),
+      `with German server messages, an unconfirmed buy is unavailable, got ${JSON.stringify(buyDe)}`,
+    );
   });
 });

@@ -22,16 +22,24 @@ import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 const CODES = 1000;
 const CLAIMANTS = 400;
 
-describe('redis sentinel: the master is partitioned away while stale clients still reach it', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 300_000 }, () => {
-  it('with acks the stale master\'s writes are refused and nothing acknowledged is lost; without acks they are lost', async () => {
+describe('redis sentinel: the master is partitioned away while stale clients still reach it', {
+  skip: redisServerInstalled() ? false : 'redis-server is not installed',
+  timeout: 300_000,
+}, () => {
+  it("with acks the stale master's writes are refused and nothing acknowledged is lost; without acks they are lost", async () => {
     const setup = await startSentinelSetup({ replicas: 2, delayMs: 20, partitionable: true });
     try {
-      const viaSentinel = (acks: boolean) => `${setup.url}?prefix=part&commandTimeoutMs=3000${acks ? '&acks=replicas:1&acksTimeoutMs=500' : ''}`;
-      const direct = (acks: boolean) => `${setup.master.url}?prefix=part&commandTimeoutMs=3000${acks ? '&acks=replicas:1&acksTimeoutMs=500' : ''}`;
+      const viaSentinel = (acks: boolean) =>
+        `${setup.url}?prefix=part&commandTimeoutMs=3000${acks ? '&acks=replicas:1&acksTimeoutMs=500' : ''}`;
+      const direct = (acks: boolean) =>
+        `${setup.master.url}?prefix=part&commandTimeoutMs=3000${acks ? '&acks=replicas:1&acksTimeoutMs=500' : ''}`;
       const stale = await openDibs(direct(false));
       for (const pool of ['pa', 'pn']) {
         await stale.pools.create({ name: pool });
-        await stale.pools.importCodes(pool, Array.from({ length: CODES }, (_, i) => `${pool}-${i}`));
+        await stale.pools.importCodes(
+          pool,
+          Array.from({ length: CODES }, (_, i) => `${pool}-${i}`),
+        );
       }
       let partitioned = false;
       let promotedPort = 0;
@@ -46,8 +54,27 @@ describe('redis sentinel: the master is partitioned away while stale clients sti
       };
       let partitioning: Promise<void> = Promise.resolve();
       const [acked, plain] = await Promise.all([
-        runClaimStorm({ store: viaSentinel(true), storeFor: (i) => (i < 2 ? viaSentinel(true) : direct(true)), pool: 'pa', processes: 4, claimants: CLAIMANTS, concurrency: 8, paceMs: 20, timeoutMs: 200_000, onStart: () => (partitioning = partition()) }),
-        runClaimStorm({ store: viaSentinel(false), storeFor: (i) => (i < 2 ? viaSentinel(false) : direct(false)), pool: 'pn', processes: 4, claimants: CLAIMANTS, concurrency: 8, paceMs: 100, timeoutMs: 200_000 }),
+        runClaimStorm({
+          store: viaSentinel(true),
+          storeFor: (i) => (i < 2 ? viaSentinel(true) : direct(true)),
+          pool: 'pa',
+          processes: 4,
+          claimants: CLAIMANTS,
+          concurrency: 8,
+          paceMs: 20,
+          timeoutMs: 200_000,
+          onStart: () => (partitioning = partition()),
+        }),
+        runClaimStorm({
+          store: viaSentinel(false),
+          storeFor: (i) => (i < 2 ? viaSentinel(false) : direct(false)),
+          pool: 'pn',
+          processes: 4,
+          claimants: CLAIMANTS,
+          concurrency: 8,
+          paceMs: 100,
+          timeoutMs: 200_000,
+        }),
       ]);
       await partitioning;
       assert.ok(partitioned, 'the partition happened while the storms ran');
@@ -58,16 +85,37 @@ describe('redis sentinel: the master is partitioned away while stale clients sti
       const after = await openDibs(`${setup.url}?prefix=part`);
       try {
         const errors = acked.filter((o) => o.status === 'error' && o.error !== 'sold_out');
-        assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'failures are the retriable unavailable');
-        const summary = await assertStormInvariants(after, 'pa', acked, { codes: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
-        const { violations } = await verifyPool(after, 'pn', plain, { codes: CODES, total: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true, maxPerCheck: 1_000_000 });
+        assert.deepEqual(
+          [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
+          [],
+          'failures are the retriable unavailable',
+        );
+        const summary = await assertStormInvariants(after, 'pa', acked, {
+          codes: CODES,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
+        const { violations } = await verifyPool(after, 'pn', plain, {
+          codes: CODES,
+          total: CODES,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+          maxPerCheck: 1_000_000,
+        });
         const lost = violations.filter((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code')).length;
         const twice = violations.filter((v) => v.check === 'I1').length;
-        console.log(`sentinel partition (new master :${promotedPort}): with acks ${acked.filter((o) => o.status === 'claimed').length} claimed answers, ${errors.length} unavailable (the old master applied ${staleClaimsOnOldMaster} claims in all), codes given ${summary.codesGiven}, lost 0; WITHOUT acks ${lost} acknowledged claims lost, ${twice} codes acknowledged to two claimants`);
+        console.log(
+          `sentinel partition (new master :${promotedPort}): with acks ${acked.filter((o) => o.status === 'claimed').length} claimed answers, ${errors.length} unavailable (the old master applied ${staleClaimsOnOldMaster} claims in all), codes given ${summary.codesGiven}, lost 0; WITHOUT acks ${lost} acknowledged claims lost, ${twice} codes acknowledged to two claimants`,
+        );
         assert.ok(errors.length > 0, 'the stale master refused to acknowledge');
         // a claim the stale master acknowledged and the new master never saw shows either as lost or,
         // once its code went to someone else, as a code acknowledged to two claimants
-        assert.ok(lost + twice > 0, 'without acks the stale master\'s acknowledged claims are lost (the test can see a loss)');
+        assert.ok(
+          lost + twice > 0,
+          "without acks the stale master's acknowledged claims are lost (the test can see a loss)",
+        );
       } finally {
         await after.close();
       }

@@ -44,17 +44,35 @@ async function failoverRound(acks: boolean, use: (round: Round) => Promise<void>
     const store = `${setup.url}?prefix=${prefix}&commandTimeoutMs=5000${acks ? '&acks=replicas:1&acksTimeoutMs=1500' : ''}`;
     const dibs = await openDibs(store);
     await dibs.pools.create({ name: 'sen' });
-    await dibs.pools.importCodes('sen', Array.from({ length: CODES }, (_, i) => `SEN-${i}`));
+    await dibs.pools.importCodes(
+      'sen',
+      Array.from({ length: CODES }, (_, i) => `SEN-${i}`),
+    );
     const sku = `SEN-${prefix}`;
-    const sale = await dibs.sales.create({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 2 });
+    const sale = await dibs.sales.create({
+      sku,
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: CAP,
+      perCustomerLimit: 2,
+    });
     // Paced buys (a few ms apart) so the sale is still selling when the master dies.
-    const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({ customer: `buyer-${i % (BUYS / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 3, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+    const ops: SaleOp[] = Array.from({ length: BUYS }, (_, i) => ({
+      customer: `buyer-${i % (BUYS / 2)}`,
+      kind: 'buy',
+      quantity: 1,
+      thinkMs: 0,
+      delayMs: 3,
+      ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+    }));
     let crashed = false;
     let promotedPort = 0;
     const crash = async () => {
       // Once both storms have acknowledged something, so the crash lands in the middle of them.
       for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(20)) {
-        const [pool, s] = await Promise.all([dibs.pools.stats('sen'), dibs.sales.get(sale.id)]).catch(() => [undefined, undefined] as const);
+        const [pool, s] = await Promise.all([dibs.pools.stats('sen'), dibs.sales.get(sale.id)]).catch(
+          () => [undefined, undefined] as const,
+        );
         if (pool && s && pool.claimed >= 100 && s.stats.sold >= 20) break;
       }
       await setup.crashMaster();
@@ -63,14 +81,23 @@ async function failoverRound(acks: boolean, use: (round: Round) => Promise<void>
     };
     let crashing: Promise<void> = Promise.resolve();
     const [claims, orders] = await Promise.all([
-      runClaimStorm({ store, pool: 'sen', processes: 4, claimants: CLAIMANTS, concurrency: 8, timeoutMs: 240_000, onStart: () => (crashing = crash()) }),
+      runClaimStorm({
+        store,
+        pool: 'sen',
+        processes: 4,
+        claimants: CLAIMANTS,
+        concurrency: 8,
+        timeoutMs: 240_000,
+        onStart: () => (crashing = crash()),
+      }),
       runSaleStorm({ store, sale: sale.id, lanes: spread(ops, 4), concurrency: 4, timeoutMs: 240_000 }),
     ]);
     await crashing;
     await dibs.close();
     assert.ok(crashed, 'the master was killed while the storms ran');
     const tag = saleTag(prefix, saleGroupOf(sku));
-    const storedOrders = () => withNode(promotedPort, async (raw) => new Set(await raw.hkeys(saleKey(tag, 'orders', sale.id))));
+    const storedOrders = () =>
+      withNode(promotedPort, async (raw) => new Set(await raw.hkeys(saleKey(tag, 'orders', sale.id))));
     const after = await openDibs(`${setup.url}?prefix=${prefix}`);
     try {
       await use({ claims, orders, after, saleId: sale.id, storedOrders, promotedPort });
@@ -82,29 +109,60 @@ async function failoverRound(acks: boolean, use: (round: Round) => Promise<void>
   }
 }
 
-describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promoted', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 600_000 }, () => {
+describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promoted', {
+  skip: redisServerInstalled() ? false : 'redis-server is not installed',
+  timeout: 600_000,
+}, () => {
   it('with acks=replicas:1: nothing acknowledged is lost, nothing handed out twice, audits clean', async () => {
     await failoverRound(true, async ({ claims, orders, after, saleId, storedOrders, promotedPort }) => {
-      const errors = [...claims, ...orders].filter((o) => o.status === 'error' && !['sold_out', 'limit_reached'].includes(o.error!));
+      const errors = [...claims, ...orders].filter(
+        (o) => o.status === 'error' && !['sold_out', 'limit_reached'].includes(o.error!),
+      );
       assert.ok(errors.length > 0, 'the failover was felt by the clients');
-      assert.deepEqual([...new Set(errors.map((o) => o.error))], ['unavailable'], 'failures are the retriable unavailable');
+      assert.deepEqual(
+        [...new Set(errors.map((o) => o.error))],
+        ['unavailable'],
+        'failures are the retriable unavailable',
+      );
       const acknowledgedAfter = claims.filter((o) => o.status === 'claimed').length;
-      const summary = await assertStormInvariants(after, 'sen', claims, { codes: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+      const summary = await assertStormInvariants(after, 'sen', claims, {
+        codes: CODES,
+        perClaimantLimit: 1,
+        allowedErrors: ['unavailable'],
+        allowUnacknowledged: true,
+      });
       const seen = await assertBuysSurvived(after, storedOrders, saleId, CAP, orders);
-      console.log(`sentinel failover with acks=replicas:1 (new master :${promotedPort}): claimed answers ${acknowledgedAfter}, codes given ${summary.codesGiven}, unavailable ${errors.length}; orders: sold ${seen.sold}, ${seen.retried} keyed buys retried; lost 0, violations 0`);
+      console.log(
+        `sentinel failover with acks=replicas:1 (new master :${promotedPort}): claimed answers ${acknowledgedAfter}, codes given ${summary.codesGiven}, unavailable ${errors.length}; orders: sold ${seen.sold}, ${seen.retried} keyed buys retried; lost 0, violations 0`,
+      );
     });
   });
 
   it('without acks: the failover loses acknowledged answers, and the test counts them', async () => {
     await failoverRound(false, async ({ claims, orders, after, storedOrders }) => {
-      const { violations } = await verifyPool(after, 'sen', claims, { codes: CODES, total: CODES, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true, maxPerCheck: 1_000_000 });
-      const lostClaims = violations.filter((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code')).length;
+      const { violations } = await verifyPool(after, 'sen', claims, {
+        codes: CODES,
+        total: CODES,
+        perClaimantLimit: 1,
+        allowedErrors: ['unavailable'],
+        allowUnacknowledged: true,
+        maxPerCheck: 1_000_000,
+      });
+      const lostClaims = violations.filter(
+        (v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'),
+      ).length;
       const twoHolders = violations.filter((v) => v.check === 'I1').length;
       const stored = await storedOrders();
       const lostOrders = orders.filter((o) => o.status === 'ok' && !stored.has(o.orderId!)).length;
-      const acknowledged = claims.filter((o) => o.status === 'claimed').length + orders.filter((o) => o.status === 'ok').length;
-      console.log(`sentinel failover WITHOUT acks: ${lostClaims} acknowledged claims and ${lostOrders} acknowledged orders lost (of ${acknowledged} acknowledged answers); ${twoHolders} codes acknowledged to two claimants`);
-      assert.ok(lostClaims + lostOrders > 0, 'the delayed link and the cut make the loss visible (otherwise this test proves nothing)');
+      const acknowledged =
+        claims.filter((o) => o.status === 'claimed').length + orders.filter((o) => o.status === 'ok').length;
+      console.log(
+        `sentinel failover WITHOUT acks: ${lostClaims} acknowledged claims and ${lostOrders} acknowledged orders lost (of ${acknowledged} acknowledged answers); ${twoHolders} codes acknowledged to two claimants`,
+      );
+      assert.ok(
+        lostClaims + lostOrders > 0,
+        'the delayed link and the cut make the loss visible (otherwise this test proves nothing)',
+      );
     });
   });
 });

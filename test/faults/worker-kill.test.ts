@@ -12,7 +12,11 @@ import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '..
 import { openTempSqlite } from '../support/sqlite.js';
 import { assertStormInvariants, planStorm, runClaimStorm, type StormOptions } from '../support/storm.js';
 
-const stores: { label: string; skip: string | false; open: () => Promise<{ dibs: Dibs; store: string; cleanup(): Promise<void> }> }[] = [
+const stores: {
+  label: string;
+  skip: string | false;
+  open: () => Promise<{ dibs: Dibs; store: string; cleanup(): Promise<void> }>;
+}[] = [
   { label: 'sqlite', skip: false, open: openTempSqlite },
   { label: 'postgres', skip: await requirePostgres(), open: () => openTempPg({ poolSize: '4' }) },
   {
@@ -38,16 +42,32 @@ for (const target of stores) {
     it('keeps every acknowledged claim and a clean audit after SIGKILL of 2 of 4 workers', async () => {
       const { dibs, store } = env;
       await dibs.pools.create({ name: 'crash' });
-      await dibs.pools.importCodes('crash', Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
-      const options: StormOptions = { store, pool: 'crash', processes: 4, claimants: 10_000, concurrency: 4, kill: { processes: 2, afterMs: 200 } };
+      await dibs.pools.importCodes(
+        'crash',
+        Array.from({ length: 5000 }, (_, i) => `CODE-${i}`),
+      );
+      const options: StormOptions = {
+        store,
+        pool: 'crash',
+        processes: 4,
+        claimants: 10_000,
+        concurrency: 4,
+        kill: { processes: 2, afterMs: 200 },
+      };
       const outcomes = await runClaimStorm(options);
       const planned = planStorm(options).flat().length;
       assert.ok(outcomes.length > 0, 'some claims were answered before the kill');
       assert.ok(outcomes.length < planned, `the kill cut the storm short (${outcomes.length} of ${planned} answered)`);
-      const summary = await assertStormInvariants(dibs, 'crash', outcomes, { codes: 5000, perClaimantLimit: 1, allowUnacknowledged: true });
+      const summary = await assertStormInvariants(dibs, 'crash', outcomes, {
+        codes: 5000,
+        perClaimantLimit: 1,
+        allowUnacknowledged: true,
+      });
       assert.ok(summary.codesGiven > 0);
       // the store goes on serving after the crash (SQLite: the dead processes' locks are gone)
-      await dibs.pools.claim('crash', 'after-the-crash').catch((error: { code?: string }) => assert.equal(error.code, 'sold_out'));
+      await dibs.pools
+        .claim('crash', 'after-the-crash')
+        .catch((error: { code?: string }) => assert.equal(error.code, 'sold_out'));
       assert.deepEqual(await dibs.pools.audit('crash'), []);
     });
   });

@@ -22,5 +22,26 @@ describe('firestore emulator: admin storms', { skip: !firestoreEmulatorInstalled
     await emulator?.stop();
   });
 
-  adminStormSuite('firestore emulator', { get dibs() { return dibs; }, get store() { return store; } }, { processes: 3, claimants: 30, claimsPerClaimant: 4, buys: 120, durationMs: 6000, timeoutMs: 240_000, waitingRooms: false, endLeadMs: 1500, closedMs: 1500 });
+  adminStormSuite(
+    'firestore emulator',
+    {
+      get dibs() {
+        return dibs;
+      },
+      get store() {
+        return store;
+      },
+    },
+    {
+      processes: 3,
+      claimants: 30,
+      claimsPerClaimant: 4,
+      buys: 120,
+      durationMs: 6000,
+      timeoutMs: 240_000,
+      waitingRooms: false,
+      endLeadMs: 1500,
+      closedMs: 1500,
+    },
+  );
 });

@@ -14,7 +14,8 @@ import { isDibsError } from '../../src/core/errors.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { injectCommitFaults, writtenPaths, type CommitFaultOptions } from '../support/firestore-faults.js';
 
-const writes = (fragment: string) => (request: Parameters<NonNullable<CommitFaultOptions['when']>>[0]) => writtenPaths(request).some((p) => p.includes(fragment));
+const writes = (fragment: string) => (request: Parameters<NonNullable<CommitFaultOptions['when']>>[0]) =>
+  writtenPaths(request).some((p) => p.includes(fragment));
 
 describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInstalled() }, () => {
   const emulator = firestoreForSuite();
@@ -28,10 +29,15 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     }
   }
 
-  it('an unkeyed claim whose commit answer is lost hands out one code, and answers it', { timeout: 120_000 }, async () => {
+  it('an unkeyed claim whose commit answer is lost hands out one code, and answers it', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
-      await dibs.pools.importCodes('p', Array.from({ length: 10 }, (_, i) => `C${i}`));
+      await dibs.pools.importCodes(
+        'p',
+        Array.from({ length: 10 }, (_, i) => `C${i}`),
+      );
       const faults = injectCommitFaults(db, { when: writes('/codes/') });
       const result = await dibs.pools.claim('p', 'alice');
       faults.stop();
@@ -44,22 +50,39 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('a claim whose commit never left the client is run again (nothing was applied)', { timeout: 120_000 }, async () => {
+  it('a claim whose commit never left the client is run again (nothing was applied)', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
-      await dibs.pools.importCodes('p', Array.from({ length: 10 }, (_, i) => `C${i}`));
+      await dibs.pools.importCodes(
+        'p',
+        Array.from({ length: 10 }, (_, i) => `C${i}`),
+      );
       const faults = injectCommitFaults(db, { when: writes('/codes/'), mode: 'not-sent' });
       const result = await dibs.pools.claim('p', 'bob');
       faults.stop();
       assert.equal(faults.injected, 1);
-      assert.deepEqual((await dibs.pools.holdings('p', 'bob')).map((c) => c.code), [result.code]);
+      assert.deepEqual(
+        (await dibs.pools.holdings('p', 'bob')).map((c) => c.code),
+        [result.code],
+      );
       assert.deepEqual(await dibs.pools.audit('p'), []);
     });
   });
 
-  it('an unkeyed buy whose commit answer is lost sells once, and answers that order', { timeout: 120_000 }, async () => {
+  it('an unkeyed buy whose commit answer is lost sells once, and answers that order', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
-      await dibs.sales.create({ id: 's1', sku: 'SKU-1', startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 10, perCustomerLimit: 5 });
+      await dibs.sales.create({
+        id: 's1',
+        sku: 'SKU-1',
+        startsAt: new Date(Date.now() - 1000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: 10,
+        perCustomerLimit: 5,
+      });
       const faults = injectCommitFaults(db, { when: writes('/orders/') });
       const result = await dibs.sales.buy('s1', 'carol', 1);
       faults.stop();
@@ -87,7 +110,9 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('renew and release whose commit answers are lost are answered from the lock document', { timeout: 120_000 }, async () => {
+  it('renew and release whose commit answers are lost are answered from the lock document', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       const lease = await dibs.locks.acquire('job', { ttlMs: 5_000 });
       let faults = injectCommitFaults(db, { when: writes('/locks/') });
@@ -107,7 +132,9 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('a counter increment whose commit answer is lost counts once (or answers unavailable)', { timeout: 120_000 }, async () => {
+  it('a counter increment whose commit answer is lost counts once (or answers unavailable)', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       const faults = injectCommitFaults(db, { when: writes('/counters/') });
       let answered: number | null = null;
@@ -124,7 +151,9 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('release, redeem and revoke whose commit answers are lost are answered from the code', { timeout: 120_000 }, async () => {
+  it('release, redeem and revoke whose commit answers are lost are answered from the code', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
       await dibs.pools.importCodes('p', ['R1', 'R2', 'R3']);
@@ -147,7 +176,9 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('a step that cannot read its outcome back answers unavailable (ambiguous), applied once', { timeout: 120_000 }, async () => {
+  it('a step that cannot read its outcome back answers unavailable (ambiguous), applied once', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       await dibs.pools.create({ name: 'p', perClaimantLimit: 3 });
       await dibs.pools.importCodes('p', ['H1']);
@@ -167,20 +198,36 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
     });
   });
 
-  it('concurrent claims and buys from two clients, with lost and unsent commits: every call takes effect at most once', { timeout: 300_000 }, async () => {
+  it('concurrent claims and buys from two clients, with lost and unsent commits: every call takes effect at most once', {
+    timeout: 300_000,
+  }, async () => {
     // one claim per transaction: 40 claim commits to hit
     const store = `${emulator.storeUrl()}&groupMax=1`;
     const a = await openDibs(store);
     const b = await openDibs(store);
     try {
       await a.pools.create({ name: 'p', perClaimantLimit: 3 });
-      await a.pools.importCodes('p', Array.from({ length: 80 }, (_, i) => `M${i}`));
-      await a.sales.create({ id: 's', sku: 'SKU-M', startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 200, perCustomerLimit: 5 });
+      await a.pools.importCodes(
+        'p',
+        Array.from({ length: 80 }, (_, i) => `M${i}`),
+      );
+      await a.sales.create({
+        id: 's',
+        sku: 'SKU-M',
+        startsAt: new Date(Date.now() - 1000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: 200,
+        perCustomerLimit: 5,
+      });
       const faults = [a, b].flatMap((d) => {
         const db = (d.backend as FirestoreBackend).layout.db;
         let seen = 0; // every third matching commit, whichever injector sees it first
-        const hit = (request: Parameters<NonNullable<CommitFaultOptions['when']>>[0]) => (writes('/codes/')(request) || writes('/sales/')(request)) && seen++ % 3 === 0;
-        return [injectCommitFaults(db, { when: hit, times: 12 }), injectCommitFaults(db, { when: hit, times: 4, mode: 'not-sent' })];
+        const hit = (request: Parameters<NonNullable<CommitFaultOptions['when']>>[0]) =>
+          (writes('/codes/')(request) || writes('/sales/')(request)) && seen++ % 3 === 0;
+        return [
+          injectCommitFaults(db, { when: hit, times: 12 }),
+          injectCommitFaults(db, { when: hit, times: 4, mode: 'not-sent' }),
+        ];
       });
       const claimants = Array.from({ length: 40 }, (_, i) => `c${i}`);
       const claims = await Promise.allSettled(claimants.map((c, i) => (i % 2 ? a : b).pools.claim('p', c)));
@@ -195,7 +242,10 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
           assert.deepEqual(held, [outcome.value.code], `${claimants[i]} claimed once and holds ${held.join(', ')}`);
         } else {
           assert.ok(isDibsError(outcome.reason, 'unavailable'), String(outcome.reason));
-          assert.ok(held.length <= 1, `${claimants[i]} claimed once, was answered unavailable and holds ${held.length}`);
+          assert.ok(
+            held.length <= 1,
+            `${claimants[i]} claimed once, was answered unavailable and holds ${held.length}`,
+          );
           unclear++;
         }
       }
@@ -206,7 +256,8 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       for (const [i, outcome] of buys.entries()) {
         const ordered = Number((await saleRefs.customer(claimants[i]!).get()).get('o') ?? 0);
         units += ordered;
-        if (outcome.status === 'fulfilled') assert.equal(ordered, 1, `${claimants[i]} bought 1 once and has ${ordered} units`);
+        if (outcome.status === 'fulfilled')
+          assert.equal(ordered, 1, `${claimants[i]} bought 1 once and has ${ordered} units`);
         else {
           assert.ok(isDibsError(outcome.reason, 'unavailable'), String(outcome.reason));
           assert.ok(ordered <= 1, `${claimants[i]} bought 1 once, was answered unavailable and has ${ordered} units`);
@@ -215,13 +266,17 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       const sold = (await a.sales.get('s')).stats.sold;
       assert.equal(sold, units);
       assert.deepEqual(await a.sales.audit('s'), []);
-      console.log(`  faults injected: ${injected}; claims answered unavailable: ${unclear}; buys answered: ${boughtOk}/40, sold ${sold}`);
+      console.log(
+        `  faults injected: ${injected}; claims answered unavailable: ${unclear}; buys answered: ${boughtOk}/40, sold ${sold}`,
+      );
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
   });
 
-  it('an idempotency record whose create answer is lost starts its request (not in flight to itself)', { timeout: 120_000 }, async () => {
+  it('an idempotency record whose create answer is lost starts its request (not in flight to itself)', {
+    timeout: 120_000,
+  }, async () => {
     await withDibs(async (dibs, db) => {
       const faults = injectCommitFaults(db, { when: writes('/idempotency/') });
       const begun = await dibs.backend.service!.beginIdempotent('scope', 'order-9', 'fp', 60_000);

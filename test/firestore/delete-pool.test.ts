@@ -34,14 +34,19 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     /** Codes, claims with keys (holders, keys, shards), a redemption, a multi-use code with uses, events. */
     async function populate(name: string, codes: number, claimants: number, uses: number) {
       await dibs.pools.create({ name, perClaimantLimit: 2, lowStockThreshold: codes - 1 }); // the first claim records pool.low_stock
-      await dibs.pools.importCodes(name, Array.from({ length: codes }, (_, i) => `OLD${i}`));
+      await dibs.pools.importCodes(
+        name,
+        Array.from({ length: codes }, (_, i) => `OLD${i}`),
+      );
       const held: Record<string, string[]> = {};
-      for (let i = 0; i < claimants; i++) held[`c${i}`] = (await dibs.pools.claimMany(name, `c${i}`, 2, { idempotencyKey: `key-${i}` })).codes;
+      for (let i = 0; i < claimants; i++)
+        held[`c${i}`] = (await dibs.pools.claimMany(name, `c${i}`, 2, { idempotencyKey: `key-${i}` })).codes;
       await dibs.pools.redeem(name, held.c0![0]!, { claimant: 'c0' });
       await dibs.pools.unredeem(name, held.c0![0]!); // code.unredeemed
       await dibs.pools.redeem(name, held.c0![0]!, { claimant: 'c0' });
       await dibs.pools.addMultiUseCode(name, { code: 'MULTI', uses: 1000, usesPerClaimant: 1 });
-      for (let i = 0; i < uses; i++) await dibs.pools.redeem(name, 'MULTI', { claimant: `u${i}`, orderId: `order-${i}` });
+      for (let i = 0; i < uses; i++)
+        await dibs.pools.redeem(name, 'MULTI', { claimant: `u${i}`, orderId: `order-${i}` });
       await dibs.pools.unredeem(name, 'MULTI', { orderId: 'order-0' }); // code.unredeemed
       await dibs.pools.redeem(name, 'MULTI', { claimant: 'u0', orderId: 'order-0' });
       assert.ok((await documentsUnder(poolRef(name))) > codes);
@@ -85,7 +90,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     if (batch === atBatch) throw new Error(`simulated crash before batch ${atBatch}`);
   };
 
-  it('(a) delete then re-create the same name: the new pool is empty, no holder, key, code or event carried over', { timeout: 120_000 }, async () => {
+  it('(a) delete then re-create the same name: the new pool is empty, no holder, key, code or event carried over', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       const held = await s.populate('p', 20, 3, 4);
@@ -102,7 +109,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(b) a deleter that died half-way: its lease expires, createPool finishes the cleanup, the new pool inherits nothing', { timeout: 120_000 }, async () => {
+  it('(b) a deleter that died half-way: its lease expires, createPool finishes the cleanup, the new pool inherits nothing', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       const held = await s.populate('p', 40, 5, 9);
@@ -124,7 +133,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(c) createPool while a deleter holds a live lease: a retriable conflict, nothing created or deleted', { timeout: 120_000 }, async () => {
+  it('(c) createPool while a deleter holds a live lease: a retriable conflict, nothing created or deleted', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('p', 10, 2, 2);
@@ -151,7 +162,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(d) a pool of more documents than one batch (1,200 codes, claims, keys, uses, events) is deleted completely', { timeout: 300_000 }, async () => {
+  it('(d) a pool of more documents than one batch (1,200 codes, claims, keys, uses, events) is deleted completely', {
+    timeout: 300_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('big', 1200, 150, 5);
@@ -162,12 +175,30 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
         const batch = s.db.batch();
         for (let i = 0; i < 150; i++) {
           const id = String(BigInt(at.toMillis()) * 1000000n + BigInt(chunk * 1000 + i)).padStart(26, '0');
-          batch.set(s.layout.events.doc(id), { pool: 'big', type: 'code.unredeemed', key: `synthetic:${chunk}:${i}`, payload: {}, at, p: at.toMillis(), d: at.toMillis(), a: 0 });
+          batch.set(s.layout.events.doc(id), {
+            pool: 'big',
+            type: 'code.unredeemed',
+            key: `synthetic:${chunk}:${i}`,
+            payload: {},
+            at,
+            p: at.toMillis(),
+            d: at.toMillis(),
+            a: 0,
+          });
         }
         await batch.commit();
       }
       await s.dibs.pools.create({ name: 'other' });
-      await s.layout.events.doc('9'.repeat(26)).set({ pool: 'other', type: 'code.unredeemed', key: 'other', payload: {}, at, p: at.toMillis(), d: at.toMillis(), a: 0 });
+      await s.layout.events.doc('9'.repeat(26)).set({
+        pool: 'other',
+        type: 'code.unredeemed',
+        key: 'other',
+        payload: {},
+        at,
+        p: at.toMillis(),
+        d: at.toMillis(),
+        a: 0,
+      });
       const before = await documentsUnder(s.poolRef('big'));
       assert.ok(before > 1200 + 300, `${before} documents`);
       assert.ok((await s.events('big')) > 450, 'more events than one batch');
@@ -181,7 +212,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(e) a deleter whose lease was taken over deletes nothing of the re-created pool', { timeout: 120_000 }, async () => {
+  it('(e) a deleter whose lease was taken over deletes nothing of the re-created pool', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       const held = await s.populate('p', 12, 2, 2);
@@ -204,7 +237,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(f) a deleter whose lease a creator took over, while that creator is still at work, stops at once', { timeout: 120_000 }, async () => {
+  it('(f) a deleter whose lease a creator took over, while that creator is still at work, stops at once', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('p', 12, 2, 2);
@@ -232,7 +267,9 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
     }
   });
 
-  it('(g) two creators after a dead deleter: one takes over and creates, the other is refused; the pool is fresh', { timeout: 120_000 }, async () => {
+  it('(g) two creators after a dead deleter: one takes over and creates, the other is refused; the pool is fresh', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     const other = await openDibs(emulator.storeUrl(s.prefix));
     try {
@@ -241,11 +278,17 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
       await assert.rejects(dying.pools.deletePool('p'), /simulated crash/);
       await dying.close();
       await sleep(500);
-      const results = await Promise.allSettled([s.dibs.pools.create({ name: 'p', perClaimantLimit: 2 }), other.pools.create({ name: 'p', perClaimantLimit: 2 })]);
+      const results = await Promise.allSettled([
+        s.dibs.pools.create({ name: 'p', perClaimantLimit: 2 }),
+        other.pools.create({ name: 'p', perClaimantLimit: 2 }),
+      ]);
       const won = results.filter((r) => r.status === 'fulfilled');
       const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       assert.equal(won.length, 1, JSON.stringify(results.map((r) => r.status)));
-      assert.ok(isDibsError(lost[0]!.reason, 'conflict') || isDibsError(lost[0]!.reason, 'already_exists'), String(lost[0]!.reason));
+      assert.ok(
+        isDibsError(lost[0]!.reason, 'conflict') || isDibsError(lost[0]!.reason, 'already_exists'),
+        String(lost[0]!.reason),
+      );
       await s.assertFresh('p', held);
     } finally {
       await other.close();

@@ -22,7 +22,9 @@ import { tempSqliteStore } from '../support/sqlite.js';
 
 const ALL = { deletions: 100, batches: 100_000 };
 
-describe('firestore emulator: finishing pool deletions whose deleter died', { skip: !firestoreEmulatorInstalled() }, () => {
+describe('firestore emulator: finishing pool deletions whose deleter died', {
+  skip: !firestoreEmulatorInstalled(),
+}, () => {
   const emulator = firestoreForSuite();
   const raw = () => new Firestore({ projectId: emulator.projectId, ignoreUndefinedProperties: true });
 
@@ -38,7 +40,10 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     /** Codes, claims with keys, a redemption and unredeem (events), a multi-use code with uses. */
     async function populate(name: string, codes: number, uses: number) {
       await dibs.pools.create({ name, perClaimantLimit: 2, lowStockThreshold: codes - 1 });
-      await dibs.pools.importCodes(name, Array.from({ length: codes }, (_, i) => `${name}-${i}`));
+      await dibs.pools.importCodes(
+        name,
+        Array.from({ length: codes }, (_, i) => `${name}-${i}`),
+      );
       const held = (await dibs.pools.claimMany(name, 'c0', 2, { idempotencyKey: 'k0' })).codes;
       await dibs.pools.claimMany(name, 'c1', 2, { idempotencyKey: 'k1' });
       await dibs.pools.redeem(name, held[0]!, { claimant: 'c0' });
@@ -51,12 +56,17 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     }
     /** Deletes `name` with a deleter that crashes before batch `atBatch` (leaving a tombstone and documents). */
     async function crashDelete(name: string, atBatch: number, options: PoolDeletionOptions = {}) {
-      const dying = new FirestoreBackend(raw(), prefix, {}, {
-        ...options,
-        beforeBatch: (batch) => {
-          if (batch === atBatch) throw new Error(`simulated crash before batch ${atBatch}`);
+      const dying = new FirestoreBackend(
+        raw(),
+        prefix,
+        {},
+        {
+          ...options,
+          beforeBatch: (batch) => {
+            if (batch === atBatch) throw new Error(`simulated crash before batch ${atBatch}`);
+          },
         },
-      });
+      );
       await assert.rejects(dying.pools.deletePool(name), /simulated crash/);
       await dying.close();
       assert.equal((await tombstone(name)).exists, true);
@@ -69,7 +79,9 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     return { prefix, dibs, db, layout, poolRef, events, tombstone, finish, populate, crashDelete, close };
   }
 
-  it('a crashed deleter’s leftovers are gone after the job runs: no document under the pool, no event, no tombstone, no pool', { timeout: 120_000 }, async () => {
+  it('a crashed deleter’s leftovers are gone after the job runs: no document under the pool, no event, no tombstone, no pool', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('gone', 30, 6);
@@ -80,7 +92,9 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
       const tomb = await s.tombstone('gone');
       assert.ok((await s.events('gone')) > 0, 'and events');
       await sleep(500); // the dead deleter's lease runs out
-      const runner = new JobRunner(standardJobs(s.dibs), { onError: (name, error) => assert.fail(`${name}: ${String(error)}`) });
+      const runner = new JobRunner(standardJobs(s.dibs), {
+        onError: (name, error) => assert.fail(`${name}: ${String(error)}`),
+      });
       const results = await runner.runAll();
       assert.deepEqual(results['pools.finish-deletions'], { finished: 1, paused: 0 });
       assert.equal(await documentsUnder(s.poolRef('gone')), 0, 'no document left under the pool path');
@@ -103,7 +117,9 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     }
   });
 
-  it('a live lease is left alone: nothing deleted, the tombstone’s owner, lease and takeovers unchanged', { timeout: 120_000 }, async () => {
+  it('a live lease is left alone: nothing deleted, the tombstone’s owner, lease and takeovers unchanged', {
+    timeout: 120_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('p', 12, 3);
@@ -114,7 +130,11 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
       const counters = (s.dibs.backend as FirestoreBackend).transactionCounters;
       const transactions = counters.transactions;
       assert.deepEqual(await s.finish(), { finished: 0, paused: 0 });
-      assert.equal(counters.transactions, transactions, 'the listing (by the server clock) skips a live lease without a transaction');
+      assert.equal(
+        counters.transactions,
+        transactions,
+        'the listing (by the server clock) skips a live lease without a transaction',
+      );
       // and the takeover transaction itself refuses it (a lease renewed after the listing)
       assert.deepEqual(await new PoolDeletions(s.layout, new TxRunner(s.db)).finish('p'), 'skipped');
       assert.equal(await documentsUnder(s.poolRef('p')), before, 'nothing deleted');
@@ -128,16 +148,21 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     }
   });
 
-  it('a pool re-created meanwhile is untouched — by a run that lists it late and by a finisher whose own lease was taken over', { timeout: 180_000 }, async () => {
+  it('a pool re-created meanwhile is untouched — by a run that lists it late and by a finisher whose own lease was taken over', {
+    timeout: 180_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('p', 12, 3);
       await s.crashDelete('p', 3, { leaseMs: 300, batch: 4 });
       await sleep(500);
       // a finisher takes the expired lease over, then stalls (here: dies) before its first batch
-      const stalled = new PoolDeletions(s.layout, new TxRunner(s.db), { leaseMs: 300, beforeBatch: () => {
-        throw new Error('finisher stalled');
-      } });
+      const stalled = new PoolDeletions(s.layout, new TxRunner(s.db), {
+        leaseMs: 300,
+        beforeBatch: () => {
+          throw new Error('finisher stalled');
+        },
+      });
       await assert.rejects(stalled.finish('p'), /finisher stalled/);
       const taken = (await s.tombstone('p')).data()!;
       assert.equal(taken.n, 1, 'the finisher took the lease over');
@@ -159,7 +184,9 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     }
   });
 
-  it('the work per run is bounded: a run that spends its batches gives its lease back, the next runs go on until done', { timeout: 180_000 }, async () => {
+  it('the work per run is bounded: a run that spends its batches gives its lease back, the next runs go on until done', {
+    timeout: 180_000,
+  }, async () => {
     const s = await store();
     try {
       await s.populate('a', 40, 4);
@@ -193,7 +220,9 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
     }
   });
 
-  it('two services running the job at once: each deletion finished once, the other finds it gone or leased', { timeout: 180_000 }, async () => {
+  it('two services running the job at once: each deletion finished once, the other finds it gone or leased', {
+    timeout: 180_000,
+  }, async () => {
     const s = await store();
     const other = await openDibs(`${emulator.storeUrl(s.prefix)}`);
     try {
@@ -219,11 +248,21 @@ describe('firestore emulator: finishing pool deletions whose deleter died', { sk
       assert.ok(job, 'Firestore: registered');
       assert.equal(job.everyMs, FINISH_DELETIONS_EVERY_MS);
       assert.equal(FINISH_DELETIONS_EVERY_MS, 60_000);
-      assert.equal(standardJobs(s.dibs, { everyMs: 50 }).find((j) => j.name === 'pools.finish-deletions')?.everyMs, 60_000, 'not every tick of the fast jobs');
+      assert.equal(
+        standardJobs(s.dibs, { everyMs: 50 }).find((j) => j.name === 'pools.finish-deletions')?.everyMs,
+        60_000,
+        'not every tick of the fast jobs',
+      );
       assert.equal(typeof sqlite.backend.pools.finishDeletions, 'undefined');
-      assert.deepEqual(standardJobs(sqlite).filter((j) => j.name === 'pools.finish-deletions'), [], 'SQLite deletes a pool in one transaction: no job');
+      assert.deepEqual(
+        standardJobs(sqlite).filter((j) => j.name === 'pools.finish-deletions'),
+        [],
+        'SQLite deletes a pool in one transaction: no job',
+      );
       // a backend without the step, whatever its kind
-      const pools = new Proxy(s.dibs.backend.pools, { get: (t, p) => (p === 'finishDeletions' ? undefined : Reflect.get(t, p)) });
+      const pools = new Proxy(s.dibs.backend.pools, {
+        get: (t, p) => (p === 'finishDeletions' ? undefined : Reflect.get(t, p)),
+      });
       const without = new Dibs({ ...s.dibs.backend, pools } as never);
       assert.ok(!standardJobs(without).some((j) => j.name === 'pools.finish-deletions'));
     } finally {

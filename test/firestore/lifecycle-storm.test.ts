@@ -38,7 +38,9 @@ const EXPECTED: Record<LifecycleOutcome['step'], string[]> = {
 describe('firestore emulator: holds and windows from 4 processes', { skip: !firestoreEmulatorInstalled() }, () => {
   const emulator = firestoreForSuite();
 
-  it('no code twice, none outside its window, every acknowledged step kept; audit clean', { timeout: 600_000 }, async () => {
+  it('no code twice, none outside its window, every acknowledged step kept; audit clean', {
+    timeout: 600_000,
+  }, async () => {
     const store = emulator.storeUrl();
     const pool = 'life';
     const dibs = await openDibs(store);
@@ -55,12 +57,27 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
       assert.deepEqual(imported, { imported: ALL.length, duplicates: 0, invalid: 0 });
 
       const phase = (n: number): SaleOp[] => {
-        const claims = Array.from({ length: CLAIMS_PER_PHASE }, (_, i): SaleOp => ({ customer: '', key: `c${n}-${i}`, kind: 'buy', quantity: 1, thinkMs: 0 }));
-        const holds = ALL.map((code): SaleOp => ({ customer: code, key: `h${n}-${code}`, kind: 'reserve', quantity: 1, thinkMs: 0 }));
+        const claims = Array.from(
+          { length: CLAIMS_PER_PHASE },
+          (_, i): SaleOp => ({ customer: '', key: `c${n}-${i}`, kind: 'buy', quantity: 1, thinkMs: 0 }),
+        );
+        const holds = ALL.map(
+          (code): SaleOp => ({ customer: code, key: `h${n}-${code}`, kind: 'reserve', quantity: 1, thinkMs: 0 }),
+        );
         // interleaved, so claims and checkouts race for the same codes
-        return claims.flatMap((c, i) => [c, ...holds.slice(i * 2, i * 2 + 2)]).concat(holds.slice(CLAIMS_PER_PHASE * 2));
+        return claims
+          .flatMap((c, i) => [c, ...holds.slice(i * 2, i * 2 + 2)])
+          .concat(holds.slice(CLAIMS_PER_PHASE * 2));
       };
-      const storm = (ops: SaleOp[]) => runSaleStorm<LifecycleOutcome>({ store, sale: pool, lanes: spread(ops, PROCESSES), concurrency: 4, worker: WORKER, timeoutMs: 270_000 });
+      const storm = (ops: SaleOp[]) =>
+        runSaleStorm<LifecycleOutcome>({
+          store,
+          sale: pool,
+          lanes: spread(ops, PROCESSES),
+          concurrency: 4,
+          worker: WORKER,
+          timeoutMs: 270_000,
+        });
 
       const started = Date.now();
       const first = await storm(phase(1));
@@ -68,9 +85,17 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
       const second = await storm(phase(2));
       const stormMs = Date.now() - started;
       const outcomes = [...first, ...second];
-      assert.equal(outcomes.filter((o) => o.step !== 'redeem').length, 2 * (CLAIMS_PER_PHASE + ALL.length), 'every claim and hold was answered');
+      assert.equal(
+        outcomes.filter((o) => o.step !== 'redeem').length,
+        2 * (CLAIMS_PER_PHASE + ALL.length),
+        'every claim and hold was answered',
+      );
 
-      for (const o of outcomes.filter((o) => o.status === 'error')) assert.ok(EXPECTED[o.step].includes(o.error!), `${o.step} of ${o.code ?? 'a code'} by ${o.claimant}: unexpected ${o.error}`);
+      for (const o of outcomes.filter((o) => o.status === 'error'))
+        assert.ok(
+          EXPECTED[o.step].includes(o.error!),
+          `${o.step} of ${o.code ?? 'a code'} by ${o.claimant}: unexpected ${o.error}`,
+        );
 
       // who got each code: a claim that answered it, or a checkout whose redeem went through
       const winners = new Map<string, string[]>();
@@ -85,13 +110,25 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
         assert.equal(info.claimant, who[0], `${code}: the store names its winner`);
         const at = info.claimedAt!;
         assert.ok(!GONE.includes(code), `${code}: an expired code was handed out`);
-        if (LATE.includes(code)) assert.ok(at >= switchAt, `${code}: handed out at ${at}, before its window opened at ${switchAt}`);
-        if (CLOSING.includes(code)) assert.ok(at < switchAt, `${code}: handed out at ${at}, after its window closed at ${switchAt}`);
+        if (LATE.includes(code))
+          assert.ok(at >= switchAt, `${code}: handed out at ${at}, before its window opened at ${switchAt}`);
+        if (CLOSING.includes(code))
+          assert.ok(at < switchAt, `${code}: handed out at ${at}, after its window closed at ${switchAt}`);
       }
       for (const o of outcomes.filter((o) => o.step === 'redeem')) {
         const info = stored.get(o.code!)!;
-        if (o.status === 'ok') assert.deepEqual([info.status, info.claimant, info.hold ?? null], ['redeemed', o.claimant, null], `${o.code}: redeemed by its checkout, hold consumed`);
-        else assert.equal(info.hold?.claimant, o.claimant, `${o.code}: the acknowledged hold of ${o.claimant} is still there`);
+        if (o.status === 'ok')
+          assert.deepEqual(
+            [info.status, info.claimant, info.hold ?? null],
+            ['redeemed', o.claimant, null],
+            `${o.code}: redeemed by its checkout, hold consumed`,
+          );
+        else
+          assert.equal(
+            info.hold?.claimant,
+            o.claimant,
+            `${o.code}: the acknowledged hold of ${o.claimant} is still there`,
+          );
       }
       // the codes that opened were brought back: once a claim of phase 2 found none left, every
       // open code (plain or late) is taken or held
@@ -99,15 +136,21 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
       assert.ok(soldOutLate, 'phase 2 ran the pool dry (else this test proves less than it says)');
       for (const code of [...OPEN, ...LATE]) {
         const info = stored.get(code)!;
-        assert.ok(info.status !== 'free' || info.hold, `${code} is still free and unheld after claims answered sold_out`);
+        assert.ok(
+          info.status !== 'free' || info.hold,
+          `${code} is still free and unheld after claims answered sold_out`,
+        );
       }
       const given = [...winners.values()].length;
       const stats = await dibs.pools.stats(pool);
       assert.equal(stats.claimed + stats.redeemed, given);
       assert.equal(stats.total, ALL.length);
       assert.deepEqual(await dibs.pools.audit(pool), []);
-      const count = (step: string, status = 'ok') => outcomes.filter((o) => o.step === step && o.status === status).length;
-      console.log(`lifecycle storm: ${outcomes.length} outcomes in ${stormMs} ms; claims ok ${count('claim')}, holds ok ${count('hold')}, redeems ok ${count('redeem')}, redeems refused ${count('redeem', 'error')}`);
+      const count = (step: string, status = 'ok') =>
+        outcomes.filter((o) => o.step === step && o.status === status).length;
+      console.log(
+        `lifecycle storm: ${outcomes.length} outcomes in ${stormMs} ms; claims ok ${count('claim')}, holds ok ${count('hold')}, redeems ok ${count('redeem')}, redeems refused ${count('redeem', 'error')}`,
+      );
     } finally {
       await dibs.close();
     }
@@ -116,7 +159,9 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
   const USES = 50;
   const REDEEMERS = 200;
   const RETRIED = 40;
-  it(`a multi-use code with ${USES} uses, ${REDEEMERS} redeemers (${RETRIED} retried) from ${PROCESSES} processes: exactly ${USES} uses, once per order`, { timeout: 300_000 }, async () => {
+  it(`a multi-use code with ${USES} uses, ${REDEEMERS} redeemers (${RETRIED} retried) from ${PROCESSES} processes: exactly ${USES} uses, once per order`, {
+    timeout: 300_000,
+  }, async () => {
     const store = emulator.storeUrl();
     const pool = 'welcome';
     const dibs = await openDibs(store);
@@ -124,13 +169,33 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
       await dibs.pools.create({ name: pool });
       await dibs.pools.addMultiUseCode(pool, { code: 'WELCOME', uses: USES });
       // each redeemer is its own claimant and order; the first RETRIED checkouts are sent twice
-      const op = (i: number): SaleOp => ({ customer: 'WELCOME', key: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0 });
-      const ops = [...Array.from({ length: REDEEMERS }, (_, i) => op(i)), ...Array.from({ length: RETRIED }, (_, i) => op(i))];
+      const op = (i: number): SaleOp => ({
+        customer: 'WELCOME',
+        key: `buyer-${i}`,
+        kind: 'buy',
+        quantity: 1,
+        thinkMs: 0,
+      });
+      const ops = [
+        ...Array.from({ length: REDEEMERS }, (_, i) => op(i)),
+        ...Array.from({ length: RETRIED }, (_, i) => op(i)),
+      ];
       const started = Date.now();
-      const outcomes = await runSaleStorm<LifecycleOutcome>({ store, sale: pool, lanes: spread(ops, PROCESSES), concurrency: 4, worker: WORKER, timeoutMs: 280_000 });
+      const outcomes = await runSaleStorm<LifecycleOutcome>({
+        store,
+        sale: pool,
+        lanes: spread(ops, PROCESSES),
+        concurrency: 4,
+        worker: WORKER,
+        timeoutMs: 280_000,
+      });
       const stormMs = Date.now() - started;
       assert.equal(outcomes.length, REDEEMERS + RETRIED, 'every attempt was answered');
-      assert.deepEqual([...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))], ['limit_reached'], 'only limit_reached refusals');
+      assert.deepEqual(
+        [...new Set(outcomes.filter((o) => o.status === 'error').map((o) => o.error))],
+        ['limit_reached'],
+        'only limit_reached refusals',
+      );
       const won = new Set(outcomes.filter((o) => o.status === 'ok').map((o) => o.claimant));
       assert.equal(won.size, USES, `exactly ${USES} orders used the code`);
       for (let i = 0; i < RETRIED; i++) {
@@ -138,7 +203,12 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
         assert.equal(both.length, 2);
         assert.equal(both[0]!.status, both[1]!.status, `buyer-${i}: a retried checkout gets the same answer`);
       }
-      assert.deepEqual((await dibs.pools.code(pool, 'WELCOME')).uses, { max: USES, used: USES, remaining: 0, perClaimant: 1 });
+      assert.deepEqual((await dibs.pools.code(pool, 'WELCOME')).uses, {
+        max: USES,
+        used: USES,
+        remaining: 0,
+        perClaimant: 1,
+      });
       assert.deepEqual(await dibs.pools.audit(pool), []);
       console.log(`multi-use storm: ${outcomes.length} redeems in ${stormMs} ms`);
     } finally {

@@ -18,7 +18,18 @@ describe('firestore emulator: rate limits', { skip: !firestoreEmulatorInstalled(
     const dibs = await openDibs(store);
     try {
       // the emulator serialises commits of one document: a smaller limit keeps demand above it
-      console.log('firestore limit storm', JSON.stringify(await assertLimitStorm(dibs, store, { prefix: 'storm', scale: 0.05, processes: 2, concurrency: 2, durationMs: 2500 })));
+      console.log(
+        'firestore limit storm',
+        JSON.stringify(
+          await assertLimitStorm(dibs, store, {
+            prefix: 'storm',
+            scale: 0.05,
+            processes: 2,
+            concurrency: 2,
+            durationMs: 2500,
+          }),
+        ),
+      );
     } finally {
       await dibs.close();
     }

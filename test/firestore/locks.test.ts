@@ -25,7 +25,9 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
     await assertReleaseWakesOtherInstance(emulator.storeUrl());
   });
 
-  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', { timeout: 120_000 }, async () => {
+  it('a last fence ahead of the clock (the clock stepped back) is continued, never restarted', {
+    timeout: 120_000,
+  }, async () => {
     const prefix = 'clock-ahead';
     const db = new Firestore({ projectId: emulator.projectId });
     try {
@@ -37,11 +39,15 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
     }
   });
 
-  it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder renews in time, never overlapping the next one', { timeout: 120_000 }, async () => {
+  it('runExclusive: the loop blocked for 60% of the TTL after the grant — the holder renews in time, never overlapping the next one', {
+    timeout: 120_000,
+  }, async () => {
     await assertBlockedLoopFiresSignalFirst(emulator.storeUrl());
   });
 
-  it('lock history lost (the lock documents deleted behind its back): fences still grow, the old holder\'s write is refused', { timeout: 120_000 }, async () => {
+  it("lock history lost (the lock documents deleted behind its back): fences still grow, the old holder's write is refused", {
+    timeout: 120_000,
+  }, async () => {
     const prefix = 'lost-history';
     const db = new Firestore({ projectId: emulator.projectId });
     try {

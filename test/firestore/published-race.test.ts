@@ -38,29 +38,44 @@ describe('the published design’s same-user race, on the emulator', { skip: !fi
         if (doubled.size > 0) break;
       }
       assert.ok(doubled.size >= 1, `the baseline should let a user win twice within ${USERS} pairs`);
-      console.log(`  baseline: ${doubled.size} of the first ${pairs} users got two coupons (${published.attempts} transaction attempts)`);
+      console.log(
+        `  baseline: ${doubled.size} of the first ${pairs} users got two coupons (${published.attempts} transaction attempts)`,
+      );
     } finally {
       await db.terminate();
     }
   });
 
-  it('dibs: the same pairs, and all of them at once, sent to two instances at once, never give one user two codes', { timeout: 600_000 }, async () => {
+  it('dibs: the same pairs, and all of them at once, sent to two instances at once, never give one user two codes', {
+    timeout: 600_000,
+  }, async () => {
     const store = emulator.storeUrl();
     const [a, b] = [await openDibs(store), await openDibs(store)];
     try {
       await a.pools.create({ name: 'coupons', perClaimantLimit: 1 });
       await a.pools.importCodes('coupons', codes);
       const answers = [];
-      for (const u of users) answers.push(await Promise.all([a.pools.claim('coupons', u), b.pools.claim('coupons', u)]));
+      for (const u of users)
+        answers.push(await Promise.all([a.pools.claim('coupons', u), b.pools.claim('coupons', u)]));
       // and all at once, on a second set of users
       const crowd = users.map((u) => `${u}-b`);
-      answers.push(...(await Promise.all(crowd.map((u) => Promise.all([a.pools.claim('coupons', u), b.pools.claim('coupons', u)])))));
+      answers.push(
+        ...(await Promise.all(
+          crowd.map((u) => Promise.all([a.pools.claim('coupons', u), b.pools.claim('coupons', u)])),
+        )),
+      );
       for (const [first, second] of answers) {
         assert.equal(first.code, second.code, `${first.claimant} got ${first.code} and ${second.code}`);
         assert.deepEqual([first.status, second.status].sort(), ['already-held', 'claimed']);
       }
       for (const u of [...users, ...crowd]) assert.equal((await a.pools.holdings('coupons', u)).length, 1);
-      assert.deepEqual(await a.pools.stats('coupons'), { total: COUPONS, free: COUPONS - 2 * USERS, claimed: 2 * USERS, redeemed: 0, revoked: 0 });
+      assert.deepEqual(await a.pools.stats('coupons'), {
+        total: COUPONS,
+        free: COUPONS - 2 * USERS,
+        claimed: 2 * USERS,
+        redeemed: 0,
+        revoked: 0,
+      });
       assert.deepEqual(await a.pools.audit('coupons'), []);
     } finally {
       await a.close();

@@ -33,10 +33,29 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
 
   // The storms every selling store runs (support/sale-storm-suite.ts), smaller: 400 buyers on the
   // last 10 units; 200 hold flows of 120 customers.
-  saleStormSuite('firestore emulator', { get dibs() { return dibs; }, get store() { return store; } }, { buyers: 400, flows: 200, customers: 120, timeoutMs: 150_000 });
+  saleStormSuite(
+    'firestore emulator',
+    {
+      get dibs() {
+        return dibs;
+      },
+      get store() {
+        return store;
+      },
+    },
+    { buyers: 400, flows: 200, customers: 120, timeoutMs: 150_000 },
+  );
 
-  it('one process, 300 concurrent buyers on 30 units: transactions per buy (logged, not asserted)', { timeout: 180_000 }, async () => {
-    const sale = await dibs.sales.create({ sku: 'ONE-PROCESS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 30, perCustomerLimit: 1 });
+  it('one process, 300 concurrent buyers on 30 units: transactions per buy (logged, not asserted)', {
+    timeout: 180_000,
+  }, async () => {
+    const sale = await dibs.sales.create({
+      sku: 'ONE-PROCESS',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap: 30,
+      perCustomerLimit: 1,
+    });
     const counters = (dibs.backend as FirestoreBackend).transactionCounters;
     const before = { ...counters };
     const started = Date.now();
@@ -45,7 +64,9 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
     const won = settled.filter((s) => s.status === 'fulfilled').length;
     const transactions = counters.transactions - before.transactions;
     const attempts = counters.attempts - before.attempts;
-    console.log(`# firestore one-process burst: 300 buys in ${ms} ms, ${won} orders, ${transactions} read-write transactions, ${attempts} attempts`);
+    console.log(
+      `# firestore one-process burst: 300 buys in ${ms} ms, ${won} orders, ${transactions} read-write transactions, ${attempts} attempts`,
+    );
     assert.equal(won, 30);
     for (const s of settled) if (s.status === 'rejected') assert.equal((s.reason as { code: string }).code, 'sold_out');
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
@@ -53,7 +74,9 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
 
   // The storms' mid-run audits once reported `sold counter says 15 but orders hold 16 units`: the
   // emulator's unpinned read-only transactions let a query see half of a commit still being applied.
-  it('the snapshot an audit reads never shows half of a commit, while 4 writers commit', { timeout: 60_000 }, async () => {
+  it('the snapshot an audit reads never shows half of a commit, while 4 writers commit', {
+    timeout: 60_000,
+  }, async () => {
     const db = new Firestore({ projectId: emulator.projectId });
     const root = db.collection('snapshot-test').doc(String(Date.now()));
     const counter = root.collection('c').doc('n');
@@ -80,7 +103,9 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
     try {
       const until = Date.now() + 6_000;
       while (Date.now() < until && snapshots < 150) {
-        const [c, o, h] = await runner.snapshot(counter, (tx) => Promise.all([tx.get(counter), tx.get(orders.count()), tx.get(holds.count())]));
+        const [c, o, h] = await runner.snapshot(counter, (tx) =>
+          Promise.all([tx.get(counter), tx.get(orders.count()), tx.get(holds.count())]),
+        );
         snapshots++;
         const seen = [c.get('n') as number, o.data().count, h.data().count];
         if (new Set(seen).size !== 1) torn.push(seen.join('/'));

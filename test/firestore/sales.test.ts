@@ -8,7 +8,9 @@ import { outboxConformance } from '../conformance/outbox.js';
 import { saleConformance } from '../conformance/sales.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 
-describe('firestore sales (the official emulator, started by the test)', { skip: !firestoreEmulatorInstalled() }, () => {
+describe('firestore sales (the official emulator, started by the test)', {
+  skip: !firestoreEmulatorInstalled(),
+}, () => {
   const emulator = firestoreForSuite();
   const open = async () => {
     const dibs = await openDibs(emulator.storeUrl());

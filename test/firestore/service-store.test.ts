@@ -11,7 +11,9 @@ import { createApiKey } from '../../src/service/auth/keys.js';
 import { serviceStoreConformance } from '../conformance/service-store.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 
-describe('firestore service store (the official emulator, started by the test)', { skip: !firestoreEmulatorInstalled() }, () => {
+describe('firestore service store (the official emulator, started by the test)', {
+  skip: !firestoreEmulatorInstalled(),
+}, () => {
   const emulator = firestoreForSuite();
   serviceStoreConformance('firestore', async () => {
     const dibs = await openDibs(emulator.storeUrl());
@@ -25,13 +27,28 @@ describe('firestore service store (the official emulator, started by the test)',
       await dibs.pools.create({ name: 'web' });
       await dibs.pools.importCodes('web', ['W-1', 'W-2']);
       const { key } = await createApiKey(dibs.backend.service!, { name: 'ci', scopes: ['admin'] });
-      const claim = () => app.inject({ method: 'POST', url: '/v1/pools/web/claims', headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'order-1' }, payload: { claimant: 'ann' } });
+      const claim = () =>
+        app.inject({
+          method: 'POST',
+          url: '/v1/pools/web/claims',
+          headers: { authorization: `Bearer ${key}`, 'idempotency-key': 'order-1' },
+          payload: { claimant: 'ann' },
+        });
       const first = await claim();
       assert.equal(first.statusCode, 201, first.body);
       const again = await claim();
       assert.equal(again.statusCode, 201);
       assert.equal(again.json().code, first.json().code, 'the replay answers the same code');
-      assert.equal((await app.inject({ method: 'GET', url: '/v1/pools/web', headers: { authorization: 'Bearer dibs_0000000000000000_nope' } })).statusCode, 401);
+      assert.equal(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/v1/pools/web',
+            headers: { authorization: 'Bearer dibs_0000000000000000_nope' },
+          })
+        ).statusCode,
+        401,
+      );
       assert.deepEqual(await dibs.pools.audit('web'), []);
     } finally {
       await app.close();

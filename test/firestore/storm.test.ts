@@ -19,8 +19,18 @@ describe('firestore emulator: 4 processes', { skip: !firestoreEmulatorInstalled(
     const dibs = await openDibs(store);
     try {
       await dibs.pools.create({ name: pool, perClaimantLimit: 1, lowStockThreshold: 100 });
-      await dibs.pools.importCodes(pool, Array.from({ length: 1000 }, (_, i) => `CODE-${i}`));
-      const outcomes = await runClaimStorm({ store, pool, processes: 4, claimants: 2000, concurrency: 16, timeoutMs: 480_000 });
+      await dibs.pools.importCodes(
+        pool,
+        Array.from({ length: 1000 }, (_, i) => `CODE-${i}`),
+      );
+      const outcomes = await runClaimStorm({
+        store,
+        pool,
+        processes: 4,
+        claimants: 2000,
+        concurrency: 16,
+        timeoutMs: 480_000,
+      });
       const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 1000, perClaimantLimit: 1 });
       assert.equal(summary.codesGiven, 1000);
       assert.equal((await dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock').length, 1);

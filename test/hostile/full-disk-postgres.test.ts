@@ -58,15 +58,27 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
   });
 
   const httpClaim = async (claimant: string) => {
-    const res = await app.inject({ method: 'POST', url: '/v1/pools/disk/claims', headers: { authorization: auth, 'content-type': 'application/json' }, payload: JSON.stringify({ claimant }) });
-    return { status: res.statusCode, retryAfter: res.headers['retry-after'], body: res.json() as { status?: string; code?: string; error?: { code: string } } };
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/pools/disk/claims',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      payload: JSON.stringify({ claimant }),
+    });
+    return {
+      status: res.statusCode,
+      retryAfter: res.headers['retry-after'],
+      body: res.json() as { status?: string; code?: string; error?: { code: string } },
+    };
   };
 
   it('a claim storm (3 processes + the service) while the WAL disk fills: only `unavailable` / 503 + Retry-After, nothing acknowledged lost, back by itself after the restart', async () => {
     // more codes than claims: the storm keeps writing WAL until the server stops
     const codes = LONG ? 40_000 : 8000;
     await dibs.pools.create({ name: 'disk' });
-    await dibs.pools.importCodes('disk', Array.from({ length: codes }, (_, i) => `W-${i}`));
+    await dibs.pools.importCodes(
+      'disk',
+      Array.from({ length: codes }, (_, i) => `W-${i}`),
+    );
 
     let faultLog = '';
     let fault: Promise<void> = Promise.resolve();
@@ -92,13 +104,28 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
       for (let i = 0; !stormDone; i++) {
         const claimant = `http-${i}`;
         const res = await httpClaim(claimant);
-        http.push({ claimant, status: res.status, retryAfter: res.retryAfter, code: res.body.code, error: res.body.error?.code });
+        http.push({
+          claimant,
+          status: res.status,
+          retryAfter: res.retryAfter,
+          code: res.body.code,
+          error: res.body.error?.code,
+        });
         await sleep(20);
       }
     })();
     let outcomes: StormOutcome[];
     try {
-      outcomes = await runClaimStorm({ store, pool: 'disk', processes: 3, claimants: LONG ? 30_000 : 4500, paceMs: 2, concurrency: 4, timeoutMs: 240_000, onStart: start });
+      outcomes = await runClaimStorm({
+        store,
+        pool: 'disk',
+        processes: 3,
+        claimants: LONG ? 30_000 : 4500,
+        paceMs: 2,
+        concurrency: 4,
+        timeoutMs: 240_000,
+        onStart: start,
+      });
     } finally {
       await fault;
       stormDone = true;
@@ -109,11 +136,30 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     const statuses = [...new Set(http.map((h) => h.status))].sort();
     const unavailableHttp = http.filter((h) => h.status === 503);
     // PostgreSQL's own account, for the record: the PANIC, the failed recovery, the shutdown
-    process.stderr.write(`${server.log().split('\n').filter((l) => /PANIC|could not write|shutting down|system is shut down|ready to accept/.test(l)).join('\n')}\n`);
-    console.log(`[disk] postgres WAL: ${faultLog}; library answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'}); service answers ${http.length}: ${statuses.map((s) => `${s} ×${http.filter((h) => h.status === s).length}`).join(', ')}`);
-    assert.deepEqual(kinds.filter((e) => e !== 'unavailable'), [], 'every failure of the library is the retriable unavailable');
-    assert.deepEqual(statuses.filter((s) => s !== 201 && s !== 503), [], `the service answers 201 or 503, never a 500: ${JSON.stringify(http.filter((h) => h.status !== 201 && h.status !== 503).slice(0, 3))}`);
-    assert.ok(unavailableHttp.every((h) => h.error === 'unavailable' && h.retryAfter !== undefined), 'every 503 is `unavailable` with Retry-After');
+    process.stderr.write(
+      `${server
+        .log()
+        .split('\n')
+        .filter((l) => /PANIC|could not write|shutting down|system is shut down|ready to accept/.test(l))
+        .join('\n')}\n`,
+    );
+    console.log(
+      `[disk] postgres WAL: ${faultLog}; library answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'}); service answers ${http.length}: ${statuses.map((s) => `${s} ×${http.filter((h) => h.status === s).length}`).join(', ')}`,
+    );
+    assert.deepEqual(
+      kinds.filter((e) => e !== 'unavailable'),
+      [],
+      'every failure of the library is the retriable unavailable',
+    );
+    assert.deepEqual(
+      statuses.filter((s) => s !== 201 && s !== 503),
+      [],
+      `the service answers 201 or 503, never a 500: ${JSON.stringify(http.filter((h) => h.status !== 201 && h.status !== 503).slice(0, 3))}`,
+    );
+    assert.ok(
+      unavailableHttp.every((h) => h.error === 'unavailable' && h.retryAfter !== undefined),
+      'every 503 is `unavailable` with Retry-After',
+    );
     assert.ok(errors.length + unavailableHttp.length > 0, 'the full disk was felt by the clients');
 
     // Back by itself: the same handle and the same service, nothing reopened (PostgreSQL restarted
@@ -131,9 +177,23 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     assert.equal(libraryAfter.status, 'claimed', 'the library handle claims again');
 
     // The ledger: library and service answers together (an HTTP 201 is an acknowledged claim).
-    const fromHttp: StormOutcome[] = [...http, { claimant: 'after-the-disk-was-freed', status: 201, code: again.body.code }, { claimant: 'library-after', status: 201, code: libraryAfter.code }]
-      .map((h) => (h.status === 201 ? { claimant: h.claimant, attempt: 0, status: 'claimed' as const, code: h.code!, ms: 0 } : { claimant: h.claimant, attempt: 0, status: 'error' as const, error: 'unavailable', ms: 0 }));
-    const summary = await assertStormInvariants(dibs, 'disk', [...outcomes, ...fromHttp], { codes, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
-    console.log(`[disk] postgres WAL: after the restart the same library handle and the same service claim again; codes given ${summary.codesGiven}, ledger violations 0`);
+    const fromHttp: StormOutcome[] = [
+      ...http,
+      { claimant: 'after-the-disk-was-freed', status: 201, code: again.body.code },
+      { claimant: 'library-after', status: 201, code: libraryAfter.code },
+    ].map((h) =>
+      h.status === 201
+        ? { claimant: h.claimant, attempt: 0, status: 'claimed' as const, code: h.code!, ms: 0 }
+        : { claimant: h.claimant, attempt: 0, status: 'error' as const, error: 'unavailable', ms: 0 },
+    );
+    const summary = await assertStormInvariants(dibs, 'disk', [...outcomes, ...fromHttp], {
+      codes,
+      perClaimantLimit: 1,
+      allowedErrors: ['unavailable'],
+      allowUnacknowledged: true,
+    });
+    console.log(
+      `[disk] postgres WAL: after the restart the same library handle and the same service claim again; codes given ${summary.codesGiven}, ledger violations 0`,
+    );
   });
 });

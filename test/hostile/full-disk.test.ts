@@ -45,14 +45,31 @@ describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () 
   it('a claim storm while the disk fills up and is freed: only `unavailable`, nothing acknowledged lost, recovers by itself', async () => {
     const codes = LONG ? 20_000 : 3000;
     await dibs.pools.create({ name: 'disk' });
-    await dibs.pools.importCodes('disk', Array.from({ length: codes }, (_, i) => `D-${i}`));
+    await dibs.pools.importCodes(
+      'disk',
+      Array.from({ length: codes }, (_, i) => `D-${i}`),
+    );
     const fault = fillDuring(disk, 200);
-    const outcomes = await runClaimStorm({ store, pool: 'disk', processes: 3, claimants: LONG ? 30_000 : 4000, concurrency: 4, timeoutMs: 240_000, onStart: fault.start });
+    const outcomes = await runClaimStorm({
+      store,
+      pool: 'disk',
+      processes: 3,
+      claimants: LONG ? 30_000 : 4000,
+      concurrency: 4,
+      timeoutMs: 240_000,
+      onStart: fault.start,
+    });
     const taken = await fault.filled();
     const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
     const kinds = [...new Set(errors.map((o) => o.error))];
-    console.log(`[disk] sqlite claims: disk filled 200 ms into the storm (${(taken / 1e6).toFixed(1)} MB taken); answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`);
-    assert.deepEqual(kinds.filter((e) => e !== 'unavailable'), [], 'every failure on the full disk is the retriable unavailable');
+    console.log(
+      `[disk] sqlite claims: disk filled 200 ms into the storm (${(taken / 1e6).toFixed(1)} MB taken); answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`,
+    );
+    assert.deepEqual(
+      kinds.filter((e) => e !== 'unavailable'),
+      [],
+      'every failure on the full disk is the retriable unavailable',
+    );
     assert.ok(errors.length > 0, 'the full disk was felt by the clients');
     // still full: this process' handle fails the same way; freed: the same handle works again
     await assert.rejects(dibs.pools.claim('disk', 'while-full'), (e: { code?: string }) => e.code === 'unavailable');
@@ -60,15 +77,33 @@ describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () 
     const again = await dibs.pools.claim('disk', 'after-the-disk-was-freed');
     assert.equal(again.status, 'claimed', 'the same handle claims again once space is freed');
     // a second wave from new processes: no failures at all
-    const wave = await runClaimStorm({ store, pool: 'disk', processes: 3, claimants: 600, claimantPrefix: 'after', concurrency: 4, timeoutMs: 240_000 });
-    assert.deepEqual(wave.filter((o) => o.status === 'error' && o.error !== 'sold_out'), [], 'after the disk was freed every claim succeeds');
-    const all = [...outcomes, ...wave, { claimant: 'after-the-disk-was-freed', attempt: 0, status: 'claimed' as const, code: again.code, ms: 0 }];
+    const wave = await runClaimStorm({
+      store,
+      pool: 'disk',
+      processes: 3,
+      claimants: 600,
+      claimantPrefix: 'after',
+      concurrency: 4,
+      timeoutMs: 240_000,
+    });
+    assert.deepEqual(
+      wave.filter((o) => o.status === 'error' && o.error !== 'sold_out'),
+      [],
+      'after the disk was freed every claim succeeds',
+    );
+    const all = [
+      ...outcomes,
+      ...wave,
+      { claimant: 'after-the-disk-was-freed', attempt: 0, status: 'claimed' as const, code: again.code, ms: 0 },
+    ];
     const expect = { codes, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true };
     const summary = await assertStormInvariants(dibs, 'disk', all, expect);
     await dibs.close();
     dibs = await openDibs(store);
     await assertStormInvariants(dibs, 'disk', all, expect);
-    console.log(`[disk] sqlite: after freeing, ${wave.length} claims from new processes without a failure; codes given ${summary.codesGiven}, ledger violations 0 (also after reopening)`);
+    console.log(
+      `[disk] sqlite: after freeing, ${wave.length} claims from new processes without a failure; codes given ${summary.codesGiven}, ledger violations 0 (also after reopening)`,
+    );
   });
 });
 
@@ -80,7 +115,10 @@ describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () 
  * `appendfsync everysec` — Redis stays up and refuses writes while the AOF cannot be written
  * (MISCONF), and accepts them again once it can.
  */
-describe('Redis AOF on a full disk', { skip: skip ?? (redisServerInstalled() ? false : 'redis-server missing'), timeout: 300_000 }, () => {
+describe('Redis AOF on a full disk', {
+  skip: skip ?? (redisServerInstalled() ? false : 'redis-server missing'),
+  timeout: 300_000,
+}, () => {
   let disk: SmallDisk;
   const owned: OwnedRedis[] = [];
   before(() => {
@@ -102,7 +140,10 @@ describe('Redis AOF on a full disk', { skip: skip ?? (redisServerInstalled() ? f
       try {
         const codes = LONG ? 20_000 : 3000;
         await dibs.pools.create({ name: 'disk' });
-        await dibs.pools.importCodes('disk', Array.from({ length: codes }, (_, i) => `R-${i}`));
+        await dibs.pools.importCodes(
+          'disk',
+          Array.from({ length: codes }, (_, i) => `R-${i}`),
+        );
         // The fault: fill the disk 150 ms in, keep it full for 2 s, free it; a Redis that exited is
         // restarted on its port once space is back, as its supervisor would.
         let faultLog = '';
@@ -119,11 +160,21 @@ describe('Redis AOF on a full disk', { skip: skip ?? (redisServerInstalled() ? f
             faultLog = `disk filled 150 ms into the storm (${(taken / 1e6).toFixed(1)} MB) for 2 s; redis ${exited ? 'exited, restarted after the disk was freed' : 'stayed up'}`;
           })();
         };
-        const outcomes = await runClaimStorm({ store, pool: 'disk', processes: 3, claimants: LONG ? 30_000 : 3000, concurrency: 4, timeoutMs: 240_000, onStart: start });
+        const outcomes = await runClaimStorm({
+          store,
+          pool: 'disk',
+          processes: 3,
+          claimants: LONG ? 30_000 : 3000,
+          concurrency: 4,
+          timeoutMs: 240_000,
+          onStart: start,
+        });
         await fault;
         const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
         const kinds = [...new Set(errors.map((o) => o.error))];
-        console.log(`[disk] redis AOF ${policy}: ${faultLog}; answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`);
+        console.log(
+          `[disk] redis AOF ${policy}: ${faultLog}; answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`,
+        );
         assert.ok(errors.length > 0, 'the full disk was felt by the clients');
         if (down()) await redis.restart();
         // recovers: this process' handle, open through it all, claims again (reconnecting by itself)
@@ -137,9 +188,18 @@ describe('Redis AOF on a full disk', { skip: skip ?? (redisServerInstalled() ? f
           }
         }
         // (the claim of 'after-free' is one the ledger has no answer for: allowUnacknowledged)
-        const summary = await assertStormInvariants(dibs, 'disk', outcomes, { codes, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+        const summary = await assertStormInvariants(dibs, 'disk', outcomes, {
+          codes,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
         console.log(`[disk] redis AOF ${policy}: codes given ${summary.codesGiven}, ledger violations 0`);
-        assert.deepEqual(kinds.filter((e) => e !== 'unavailable'), [], 'every failure on the full disk is the retriable unavailable');
+        assert.deepEqual(
+          kinds.filter((e) => e !== 'unavailable'),
+          [],
+          'every failure on the full disk is the retriable unavailable',
+        );
       } finally {
         disk.free();
         await dibs.close();

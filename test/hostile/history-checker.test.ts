@@ -32,7 +32,10 @@ describe('history checker on hand-made histories', () => {
       { seq: 2, key: 'k', writeId: 'b1', fence: 2, lease: 'b' },
     ],
   });
-  const kinds = (h: History) => checkHistory(h).violations.map((v) => v.kind).sort();
+  const kinds = (h: History) =>
+    checkHistory(h)
+      .violations.map((v) => v.kind)
+      .sort();
 
   it('a valid history passes', () => assert.deepEqual(kinds(base()), []));
   it('two holders writing in one critical section', () => {
@@ -42,7 +45,10 @@ describe('history checker on hand-made histories', () => {
     h.writes[1]!.completeAt = 7;
     h.writes[0]!.invokeAt = 8;
     h.writes[0]!.completeAt = 9;
-    h.log = [{ seq: 1, key: 'k', writeId: 'b1', fence: 2, lease: 'b' }, { seq: 2, key: 'k', writeId: 'a1', fence: 1, lease: 'a' }];
+    h.log = [
+      { seq: 1, key: 'k', writeId: 'b1', fence: 2, lease: 'b' },
+      { seq: 2, key: 'k', writeId: 'a1', fence: 1, lease: 'a' },
+    ];
     assert.deepEqual(kinds(h), ['fence-order', 'two-holders']);
   });
   it('a holder whose lease was lost may overlap, but its late write must not be applied', () => {
@@ -87,23 +93,64 @@ describe('history checker on hand-made histories', () => {
 const pgSkip = await requirePostgres();
 const redisSkip = (await sharedRedisAvailable()) ? false : 'redis on 127.0.0.1:6379 is not reachable';
 
-interface LockStore { label: string; skip: string | false; open(): { store: string; cleanup(): Promise<void> } }
+interface LockStore {
+  label: string;
+  skip: string | false;
+  open(): { store: string; cleanup(): Promise<void> };
+}
 const STORES: LockStore[] = [
-  { label: 'sqlite', skip: false, open: () => { const t = tempSqliteStore(); return { store: t.store, cleanup: async () => t.cleanup() }; } },
-  { label: 'postgres', skip: pgSkip, open: () => { const t = tempPgStore(); return { store: t.store, cleanup: () => t.drop() }; } },
-  { label: 'redis', skip: redisSkip, open: () => { const p = testPrefix(); return { store: `${SHARED_REDIS}?prefix=${p}`, cleanup: () => deletePrefix(SHARED_REDIS, p) }; } },
+  {
+    label: 'sqlite',
+    skip: false,
+    open: () => {
+      const t = tempSqliteStore();
+      return { store: t.store, cleanup: async () => t.cleanup() };
+    },
+  },
+  {
+    label: 'postgres',
+    skip: pgSkip,
+    open: () => {
+      const t = tempPgStore();
+      return { store: t.store, cleanup: () => t.drop() };
+    },
+  },
+  {
+    label: 'redis',
+    skip: redisSkip,
+    open: () => {
+      const p = testPrefix();
+      return { store: `${SHARED_REDIS}?prefix=${p}`, cleanup: () => deletePrefix(SHARED_REDIS, p) };
+    },
+  },
 ];
 
 /** 3 processes, one key: 8 sections each of 3 writes; `pause` adds a 4th that stalls past its TTL. */
-function workers(store: string, resource: HistoryWorkerConfig['resource'], options: { brokenLock?: boolean; pause?: boolean } = {}): WorkerRun[] {
-  const config: HistoryWorkerConfig = { store, resource, keys: ['invoice'], rounds: 8, writes: 3, holdMs: 10, ttlMs: 5000, ...(options.brokenLock ? { brokenLock: true } : {}) };
+function workers(
+  store: string,
+  resource: HistoryWorkerConfig['resource'],
+  options: { brokenLock?: boolean; pause?: boolean } = {},
+): WorkerRun[] {
+  const config: HistoryWorkerConfig = {
+    store,
+    resource,
+    keys: ['invoice'],
+    rounds: 8,
+    writes: 3,
+    holdMs: 10,
+    ttlMs: 5000,
+    ...(options.brokenLock ? { brokenLock: true } : {}),
+  };
   const runs: WorkerRun[] = Array.from({ length: 3 }, () => ({ config }));
   if (options.pause) runs.unshift({ config: { ...config, rounds: 1, ttlMs: 1000, pauseMs: 3000 } });
   return runs;
 }
 
 for (const lockStore of STORES) {
-  describe(`${lockStore.label}: lock histories on a fenced PostgreSQL resource`, { skip: lockStore.skip || pgSkip, timeout: 240_000 }, () => {
+  describe(`${lockStore.label}: lock histories on a fenced PostgreSQL resource`, {
+    skip: lockStore.skip || pgSkip,
+    timeout: 240_000,
+  }, () => {
     let store: ReturnType<LockStore['open']>;
     const resources: GuardedResource[] = [];
     const resource = async (broken = false) => {
@@ -112,9 +159,15 @@ for (const lockStore of STORES) {
       await r.create();
       return r;
     };
-    before(() => { store = lockStore.open(); });
+    before(() => {
+      store = lockStore.open();
+    });
     after(async () => {
-      for (const r of resources) await r.drop().catch(() => undefined).then(() => r.close());
+      for (const r of resources)
+        await r
+          .drop()
+          .catch(() => undefined)
+          .then(() => r.close());
       await store?.cleanup();
     });
 
@@ -123,22 +176,35 @@ for (const lockStore of STORES) {
       const { verdict } = await runHistory(workers(store.store, r.config, { pause: true }), () => r.log());
       console.log(formatVerdict(`${lockStore.label}, dibs lock + fence guard`, verdict));
       assert.deepEqual(verdict.violations, []);
-      assert.equal(verdict.writes.accepted, 3 * 8 * 3 + 1, 'every section of the 3 well-behaved workers wrote, plus the stalled one before its pause');
-      assert.ok(verdict.writes.refused >= 1 && verdict.lost >= 1, 'the stalled holder lost its lease and its late writes were refused');
+      assert.equal(
+        verdict.writes.accepted,
+        3 * 8 * 3 + 1,
+        'every section of the 3 well-behaved workers wrote, plus the stalled one before its pause',
+      );
+      assert.ok(
+        verdict.writes.refused >= 1 && verdict.lost >= 1,
+        'the stalled holder lost its lease and its late writes were refused',
+      );
     });
 
     it('the checker fails on a lock that does not exclude', async () => {
       const r = await resource();
       const { verdict } = await runHistory(workers(store.store, r.config, { brokenLock: true }), () => r.log());
       console.log(formatVerdict(`${lockStore.label}, broken lock`, verdict));
-      assert.ok(verdict.violations.some((v) => v.kind === 'two-holders'), JSON.stringify(verdict.violations.slice(0, 3)));
+      assert.ok(
+        verdict.violations.some((v) => v.kind === 'two-holders'),
+        JSON.stringify(verdict.violations.slice(0, 3)),
+      );
     });
 
     it('the checker fails on a guard that ignores fences', async () => {
       const r = await resource(true);
       const { verdict } = await runHistory(workers(store.store, r.config, { pause: true }), () => r.log());
       console.log(formatVerdict(`${lockStore.label}, broken fence guard`, verdict));
-      assert.ok(verdict.violations.some((v) => v.kind === 'fence-order'), JSON.stringify(verdict.violations.slice(0, 3)));
+      assert.ok(
+        verdict.violations.some((v) => v.kind === 'fence-order'),
+        JSON.stringify(verdict.violations.slice(0, 3)),
+      );
     });
   });
 }

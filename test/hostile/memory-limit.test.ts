@@ -21,17 +21,37 @@ import { LONG } from '../support/faults.js';
 const HEAP_MB = 64;
 const CODES = LONG ? 1_000_000 : 60_000;
 
-describe(`dibs serve with a ${HEAP_MB} MB heap`, { skip: process.platform !== 'linux' ? 'reads /proc' : false, timeout: LONG ? 900_000 : 300_000 }, () => {
+describe(`dibs serve with a ${HEAP_MB} MB heap`, {
+  skip: process.platform !== 'linux' ? 'reads /proc' : false,
+  timeout: LONG ? 900_000 : 300_000,
+}, () => {
   it(`imports ${CODES.toLocaleString('en')} codes as a CSV stream and exports them twice at once without running out of memory`, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dibs-memory-'));
-    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, ...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', `sqlite:${join(dir, 'dibs.db')}`], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        `--max-old-space-size=${HEAP_MB}`,
+        ...CLI_ARGS,
+        'serve',
+        '--port',
+        '0',
+        '--demo',
+        '--rate-limit',
+        '0',
+        '--store',
+        `sqlite:${join(dir, 'dibs.db')}`,
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<string>((resolve) => child.on('exit', (code, signal) => resolve(String(code ?? signal))));
+    const exited = new Promise<string>((resolve) =>
+      child.on('exit', (code, signal) => resolve(String(code ?? signal))),
+    );
     let gone: string | undefined;
     void exited.then((how) => (gone = how));
     const killer = setTimeout(() => child.kill('SIGKILL'), LONG ? 850_000 : 280_000);
@@ -47,7 +67,16 @@ describe(`dibs serve with a ${HEAP_MB} MB heap`, { skip: process.platform !== 'l
       });
       const auth = { authorization: `Bearer ${key}` };
       const idleMb = peakMb();
-      assert.equal((await fetch(`${url}/v1/pools`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'big' }) })).status, 201);
+      assert.equal(
+        (
+          await fetch(`${url}/v1/pools`, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'big' }),
+          })
+        ).status,
+        201,
+      );
 
       // the import: generated as it is sent, 5,000 lines per chunk
       let next = 0;
@@ -55,12 +84,18 @@ describe(`dibs serve with a ${HEAP_MB} MB heap`, { skip: process.platform !== 'l
         pull(controller) {
           if (next >= CODES) return controller.close();
           let chunk = '';
-          for (let j = 0; j < 5000 && next < CODES; j++, next++) chunk += `CODE-${String(next).padStart(10, '0')}-XYZ\n`;
+          for (let j = 0; j < 5000 && next < CODES; j++, next++)
+            chunk += `CODE-${String(next).padStart(10, '0')}-XYZ\n`;
           controller.enqueue(new TextEncoder().encode(chunk));
         },
       });
       let started = performance.now();
-      const imported = await fetch(`${url}/v1/pools/big/codes`, { method: 'POST', headers: { ...auth, 'content-type': 'text/csv' }, body: csv, duplex: 'half' } as RequestInit);
+      const imported = await fetch(`${url}/v1/pools/big/codes`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'text/csv' },
+        body: csv,
+        duplex: 'half',
+      } as RequestInit);
       assert.equal(imported.status, 200);
       assert.deepEqual(await imported.json(), { imported: CODES, duplicates: 0, invalid: 0 });
       const importS = (performance.now() - started) / 1000;
@@ -72,22 +107,40 @@ describe(`dibs serve with a ${HEAP_MB} MB heap`, { skip: process.platform !== 'l
         const res = await fetch(`${url}/v1/pools/big/export`, { headers: auth });
         assert.equal(res.status, 200);
         let lines = 0;
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines++;
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+          for (const byte of chunk) if (byte === 10) lines++;
         return lines;
       };
-      assert.deepEqual(await Promise.all([exportAll(), exportAll()]), [CODES + 1, CODES + 1], 'both exports complete: a header and every code');
+      assert.deepEqual(
+        await Promise.all([exportAll(), exportAll()]),
+        [CODES + 1, CODES + 1],
+        'both exports complete: a header and every code',
+      );
       const exportS = (performance.now() - started) / 1000;
 
       // a JSON body over the 1 MiB limit is refused, not buffered
       const huge = JSON.stringify({ codes: Array.from({ length: 120_000 }, (_, i) => `J-${i}-PADDING`) });
-      const refused = await fetch(`${url}/v1/pools/big/codes`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: huge });
+      const refused = await fetch(`${url}/v1/pools/big/codes`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: huge,
+      });
       assert.equal(refused.status, 413, await refused.text());
 
-      const pool = (await (await fetch(`${url}/v1/pools/big`, { headers: auth })).json()) as { stats?: { total?: number }; total?: number };
+      const pool = (await (await fetch(`${url}/v1/pools/big`, { headers: auth })).json()) as {
+        stats?: { total?: number };
+        total?: number;
+      };
       assert.equal(gone, undefined, `the service is still up:\n${stderr.slice(-2000)}`);
-      const claimed = await fetch(`${url}/v1/pools/big/claims`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ claimant: 'after' }) });
+      const claimed = await fetch(`${url}/v1/pools/big/claims`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ claimant: 'after' }),
+      });
       assert.equal(claimed.status, 201, 'and answers claims');
-      console.log(`[memory] dibs serve, --max-old-space-size=${HEAP_MB}: imported ${CODES} codes (${((CODES * 20) / 1e6).toFixed(1)} MB CSV) in ${importS.toFixed(1)} s, two concurrent exports in ${exportS.toFixed(1)} s, a ${(huge.length / 1e6).toFixed(1)} MB JSON body refused 413; peak RSS ${idleMb.toFixed(0)} MB idle → ${afterImportMb.toFixed(0)} MB after the import → ${peakMb().toFixed(0)} MB after the exports; still serving (${JSON.stringify(pool.stats ?? pool.total ?? '')})`);
+      console.log(
+        `[memory] dibs serve, --max-old-space-size=${HEAP_MB}: imported ${CODES} codes (${((CODES * 20) / 1e6).toFixed(1)} MB CSV) in ${importS.toFixed(1)} s, two concurrent exports in ${exportS.toFixed(1)} s, a ${(huge.length / 1e6).toFixed(1)} MB JSON body refused 413; peak RSS ${idleMb.toFixed(0)} MB idle → ${afterImportMb.toFixed(0)} MB after the import → ${peakMb().toFixed(0)} MB after the exports; still serving (${JSON.stringify(pool.stats ?? pool.total ?? '')})`,
+      );
     } finally {
       clearTimeout(killer);
       if (gone === undefined) child.kill('SIGTERM');

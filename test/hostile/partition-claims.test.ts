@@ -43,11 +43,29 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
   });
 
   /** Phases of 2 s, both worker hosts cut at once (each its own way) so that no host finishes the storm alone; 300 ms healed between. */
-  const CLAIM_FAULTS: Array<Array<[number, Direction]>> = [[[0, 'to-store'], [1, 'from-store']], [[0, 'both'], [1, 'reject']], [[0, 'from-store'], [1, 'to-store']]];
-  const CLAIM_TARGETS: Array<{ label: string; store: (address: string, tag: string) => string; local: (tag: string) => Promise<{ url: string; close(): Promise<void> }> }> = [
+  const CLAIM_FAULTS: Array<Array<[number, Direction]>> = [
+    [
+      [0, 'to-store'],
+      [1, 'from-store'],
+    ],
+    [
+      [0, 'both'],
+      [1, 'reject'],
+    ],
+    [
+      [0, 'from-store'],
+      [1, 'to-store'],
+    ],
+  ];
+  const CLAIM_TARGETS: Array<{
+    label: string;
+    store: (address: string, tag: string) => string;
+    local: (tag: string) => Promise<{ url: string; close(): Promise<void> }>;
+  }> = [
     {
       label: 'postgres',
-      store: (address, tag) => `${pgHost.urlAt(address)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
+      store: (address, tag) =>
+        `${pgHost.urlAt(address)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
       local: async (tag) => ({ url: `${pgHost.localUrl}&schema=${tag}`, close: async () => undefined }),
     },
     {
@@ -72,7 +90,10 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
       try {
         const codes = LONG ? 20_000 : 4000;
         await dibs.pools.create({ name: 'part' });
-        await dibs.pools.importCodes('part', Array.from({ length: codes }, (_, i) => `P-${i}`));
+        await dibs.pools.importCodes(
+          'part',
+          Array.from({ length: codes }, (_, i) => `P-${i}`),
+        );
         const faultLog: string[] = [];
         let faulting: Promise<void> = Promise.resolve();
         const outcomes = await runClaimStorm({
@@ -102,9 +123,20 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
         await faulting;
         assert.equal(stormEnded, CLAIM_FAULTS.length * (LONG ? 6 : 1), 'every fault phase began while the storm ran');
         const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
-        assert.deepEqual([...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'), [], 'every failure is the retriable unavailable');
-        const summary = await assertStormInvariants(dibs, 'part', outcomes, { codes, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
-        console.log(`[partition] ${target.label} claims: 2 s phases ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, ledger violations 0`);
+        assert.deepEqual(
+          [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
+          [],
+          'every failure is the retriable unavailable',
+        );
+        const summary = await assertStormInvariants(dibs, 'part', outcomes, {
+          codes,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
+        console.log(
+          `[partition] ${target.label} claims: 2 s phases ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${errors.length}, codes given ${summary.codesGiven}, ledger violations 0`,
+        );
         assert.ok(errors.length > 0, 'the faults were felt by the clients');
       } finally {
         await dibs.close();
@@ -127,13 +159,21 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
   }
 
   /** Where a flash sale's workers (on the worker hosts) and the test process (outside) reach each store; its orders read raw. */
-  const SALE_TARGETS: Array<{ label: string; store: (address: string, tag: string) => string; local: (tag: string) => Promise<{ url: string; storedOrders(saleId: string): Promise<Set<string>>; close(): Promise<void> }> }> = [
+  const SALE_TARGETS: Array<{
+    label: string;
+    store: (address: string, tag: string) => string;
+    local: (
+      tag: string,
+    ) => Promise<{ url: string; storedOrders(saleId: string): Promise<Set<string>>; close(): Promise<void> }>;
+  }> = [
     {
       label: 'postgres',
-      store: (address, tag) => `${pgHost.urlAt(address)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
+      store: (address, tag) =>
+        `${pgHost.urlAt(address)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
       local: async (tag) => ({
         url: `${pgHost.localUrl}&schema=${tag}`,
-        storedOrders: async () => new Set((await pgHost.admin<{ id: string }>(`SELECT id FROM "${tag}".sale_orders`)).map((r) => r.id)),
+        storedOrders: async () =>
+          new Set((await pgHost.admin<{ id: string }>(`SELECT id FROM "${tag}".sale_orders`)).map((r) => r.id)),
         close: async () => undefined,
       }),
     },
@@ -180,10 +220,23 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
       const dibs = await openDibs(local.url);
       try {
         const cap = 300;
-        const sale = await dibs.sales.create({ sku: 'PART', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
+        const sale = await dibs.sales.create({
+          sku: 'PART',
+          startsAt: new Date().toISOString(),
+          endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+          cap,
+          perCustomerLimit: 2,
+        });
         const buyers = LONG ? 6000 : 1200;
         // paced, so the storm is still running in every phase
-        const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({ customer: `buyer-${i % (buyers / 2)}`, kind: 'buy', quantity: 1, thinkMs: 0, delayMs: 40, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+        const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({
+          customer: `buyer-${i % (buyers / 2)}`,
+          kind: 'buy',
+          quantity: 1,
+          thinkMs: 0,
+          delayMs: 40,
+          ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+        }));
         const faultLog: string[] = [];
         const outcomes = await runSaleStorm({
           store: '',
@@ -195,9 +248,14 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
           timeoutMs: 240_000,
           during: () => phases(faultLog),
         });
-        assert.ok(outcomes.some((o) => o.error === 'unavailable'), 'the faults were felt');
+        assert.ok(
+          outcomes.some((o) => o.error === 'unavailable'),
+          'the faults were felt',
+        );
         const seen = await assertBuysSurvived(dibs, () => local.storedOrders(sale.id), sale.id, cap, outcomes);
-        console.log(`[partition] ${target.label} buys: 2 s phases ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`);
+        console.log(
+          `[partition] ${target.label} buys: 2 s phases ${faultLog.join(', ')}; answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`,
+        );
       } finally {
         await dibs.close();
         await local.close();

@@ -57,7 +57,11 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
   async function vanish(params: string, idleOverride: string, limitMs: number): Promise<number | null> {
     const link = links[0]!;
     const url = `${pgHost.urlAt(link.addressA)}?${params}`;
-    const child: ChildProcess = hosts[0]!.spawn(process.execPath, ['--import', 'tsx', VANISH, url, idleOverride, 'invoice'], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+    const child: ChildProcess = hosts[0]!.spawn(
+      process.execPath,
+      ['--import', 'tsx', VANISH, url, idleOverride, 'invoice'],
+      { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT },
+    );
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
     await new Promise<void>((resolve, reject) => {
@@ -97,17 +101,34 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
     await setup.close();
 
     const freed = await vanish(params, '', 15_000);
-    console.log(`[partition] postgres, client vanished holding a row lock (idle_in_transaction_session_timeout ${IDLE} ms): freed after ${freed?.toFixed(0)} ms`);
-    assert.ok(freed !== null && freed >= IDLE * 0.75 && freed <= IDLE + 3000, `row lock freed after ${freed} ms, expected about ${IDLE}`);
+    console.log(
+      `[partition] postgres, client vanished holding a row lock (idle_in_transaction_session_timeout ${IDLE} ms): freed after ${freed?.toFixed(0)} ms`,
+    );
+    assert.ok(
+      freed !== null && freed >= IDLE * 0.75 && freed <= IDLE + 3000,
+      `row lock freed after ${freed} ms, expected about ${IDLE}`,
+    );
 
     const control = await vanish(params, '0', 2 * IDLE + 3000);
-    console.log(`[partition] postgres, control without the limit: ${control === null ? `still locked after ${2 * IDLE + 3000} ms` : `freed after ${control.toFixed(0)} ms`}`);
-    assert.equal(control, null, 'without idle_in_transaction_session_timeout the vanished transaction keeps its lock (the measurement can fail)');
+    console.log(
+      `[partition] postgres, control without the limit: ${control === null ? `still locked after ${2 * IDLE + 3000} ms` : `freed after ${control.toFixed(0)} ms`}`,
+    );
+    assert.equal(
+      control,
+      null,
+      'without idle_in_transaction_session_timeout the vanished transaction keeps its lock (the measurement can fail)',
+    );
     await pgHost.admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE state = 'idle in transaction'");
   });
 
   /** The fault schedule: each entry cuts one link one way, then heals it. */
-  const SCHEDULE: Array<[number, Direction, number]> = [[0, 'to-store', 3000], [0, 'from-store', 3000], [1, 'both', 3000], [0, 'reject', 2000], [1, 'from-store', 2500]];
+  const SCHEDULE: Array<[number, Direction, number]> = [
+    [0, 'to-store', 3000],
+    [0, 'from-store', 3000],
+    [1, 'both', 3000],
+    [0, 'reject', 2000],
+    [1, 'from-store', 2500],
+  ];
   async function faults(stop: () => boolean): Promise<string[]> {
     const log: string[] = [];
     await sleep(2000);
@@ -125,8 +146,15 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
   }
 
   const TARGETS: Array<{ label: string; lockStore: (link: Link, tag: string) => string }> = [
-    { label: 'postgres', lockStore: (link, tag) => `${pgHost.urlAt(link.addressA)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000` },
-    { label: 'redis', lockStore: (link, tag) => `${redisHost.urlAt(link.addressA)}?prefix=${tag}&commandTimeoutMs=1000` },
+    {
+      label: 'postgres',
+      lockStore: (link, tag) =>
+        `${pgHost.urlAt(link.addressA)}?schema=${tag}&poolSize=4&queryTimeoutMs=2000&connectTimeoutMs=2000`,
+    },
+    {
+      label: 'redis',
+      lockStore: (link, tag) => `${redisHost.urlAt(link.addressA)}?prefix=${tag}&commandTimeoutMs=1000`,
+    },
     // through the worker host's forwarder, over its own link (test/support/netns-cluster.ts)
     { label: 'redis cluster', lockStore: (_link, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000` },
   ];
@@ -142,20 +170,33 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
         const config: HistoryWorkerConfig = {
           store: target.lockStore(links[i]!, tag),
           resource: { url: pgHost.urlAt(links[i]!.addressA), schema: tag },
-          keys: ['invoice', 'ledger'], rounds: 0, writes: 3, holdMs: 20, ttlMs: 2500, durationMs,
+          keys: ['invoice', 'ledger'],
+          rounds: 0,
+          writes: 3,
+          holdMs: 20,
+          ttlMs: 2500,
+          durationMs,
         };
-        return [{ config, prefix: host.prefix }, { config, prefix: host.prefix }];
+        return [
+          { config, prefix: host.prefix },
+          { config, prefix: host.prefix },
+        ];
       });
       let done = false;
       const injected = faults(() => done);
       const result = await runHistory(runs, () => resource.log(), durationMs + 120_000).finally(() => (done = true));
       const faultLog = await injected;
       await resource.drop().finally(() => resource.close());
-      console.log(`[partition] ${target.label}: faults ${faultLog.join(', ')}; rounds retried after unavailable/timeout: ${result.unavailable}`);
+      console.log(
+        `[partition] ${target.label}: faults ${faultLog.join(', ')}; rounds retried after unavailable/timeout: ${result.unavailable}`,
+      );
       console.log(formatVerdict(`${target.label} lock storm through partitions`, result.verdict));
       assert.deepEqual(result.verdict.violations, []);
       assert.ok(result.verdict.writes.accepted >= 40, 'the storm made progress');
-      assert.ok(result.unavailable + result.verdict.writes.unknown + result.verdict.lost > 0, 'the faults interrupted something');
+      assert.ok(
+        result.unavailable + result.verdict.writes.unknown + result.verdict.lost > 0,
+        'the faults interrupted something',
+      );
     });
   }
 });

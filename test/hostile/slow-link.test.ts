@@ -37,7 +37,12 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
         r.child.kill('SIGTERM');
         await Promise.race([exited, sleep(5000)]);
       }
-      console.log(`[slow-link] relay: ${r.stats.split('\n').filter((l) => l.startsWith('{')).join('')}`);
+      console.log(
+        `[slow-link] relay: ${r.stats
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .join('')}`,
+      );
     }
   });
   const env = hostileNetworkForSuite();
@@ -45,8 +50,15 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
   const ports = { postgres: 5433, redis: 6380 };
   before(async () => {
     net = env();
-    for (const [listen, target] of [[ports.postgres, 5432], [ports.redis, 6379]] as const) {
-      const child = net.store.spawn(process.execPath, ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const [listen, target] of [
+      [ports.postgres, 5432],
+      [ports.redis, 6379],
+    ] as const) {
+      const child = net.store.spawn(
+        process.execPath,
+        ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       const relay = { child, stats: '' };
       child.stdout!.on('data', (d) => (relay.stats += d));
       await new Promise<void>((resolve, reject) => {
@@ -57,8 +69,16 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
     }
   });
   const TARGETS = [
-    { label: 'postgres', lockStore: (address: string, tag: string) => `postgres://postgres@${address}:${ports.postgres}/postgres?schema=${tag}&poolSize=4&queryTimeoutMs=3000&connectTimeoutMs=3000` },
-    { label: 'redis', lockStore: (address: string, tag: string) => `redis://${address}:${ports.redis}/0?prefix=${tag}&commandTimeoutMs=2000` },
+    {
+      label: 'postgres',
+      lockStore: (address: string, tag: string) =>
+        `postgres://postgres@${address}:${ports.postgres}/postgres?schema=${tag}&poolSize=4&queryTimeoutMs=3000&connectTimeoutMs=3000`,
+    },
+    {
+      label: 'redis',
+      lockStore: (address: string, tag: string) =>
+        `redis://${address}:${ports.redis}/0?prefix=${tag}&commandTimeoutMs=2000`,
+    },
   ];
   for (const target of TARGETS) {
     it(`${target.label}: 2 hosts × 2 processes, TTL 1.5 s, through the relay — history valid`, async () => {
@@ -72,13 +92,23 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
         const config: HistoryWorkerConfig = {
           store: target.lockStore(address, tag),
           resource: { url: `postgres://postgres@${address}:${ports.postgres}/postgres`, schema: tag },
-          keys: ['invoice', 'ledger'], rounds: 0, writes: 3, holdMs: 20, ttlMs: 1500, durationMs,
+          keys: ['invoice', 'ledger'],
+          rounds: 0,
+          writes: 3,
+          holdMs: 20,
+          ttlMs: 1500,
+          durationMs,
         };
-        return [{ config, prefix: host.prefix }, { config, prefix: host.prefix }];
+        return [
+          { config, prefix: host.prefix },
+          { config, prefix: host.prefix },
+        ];
       });
       try {
         const result = await runHistory(runs, () => resource.log(), durationMs + 120_000);
-        console.log(`[slow-link] ${target.label}: delay ${LINK.delayMs} ms + ≤ ${LINK.jitterMs} ms jitter each way, ${LINK.stallP * 100} % of chunks stalled ${LINK.stallMs} ms; rounds retried ${result.unavailable}`);
+        console.log(
+          `[slow-link] ${target.label}: delay ${LINK.delayMs} ms + ≤ ${LINK.jitterMs} ms jitter each way, ${LINK.stallP * 100} % of chunks stalled ${LINK.stallMs} ms; rounds retried ${result.unavailable}`,
+        );
         console.log(formatVerdict(`${target.label} lock storm over a slow, lossy link`, result.verdict));
         assert.deepEqual(result.verdict.violations, []);
         assert.ok(result.verdict.writes.accepted >= 30, 'the storm made progress');

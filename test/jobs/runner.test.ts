@@ -23,14 +23,16 @@ runnerSuite('sqlite', () => {
   const temp = tempSqliteStore();
   return { store: temp.store, cleanup: async () => temp.cleanup() };
 });
-if (!pgSkip) runnerSuite('postgres', () => {
-  const temp = tempPgStore({ poolSize: '4' });
-  return { store: temp.store, cleanup: () => temp.drop() };
-});
-if (await sharedRedisAvailable()) runnerSuite('redis', () => {
-  const prefix = testPrefix();
-  return { store: `${SHARED_REDIS}?prefix=${prefix}`, cleanup: () => deletePrefix(SHARED_REDIS, prefix) };
-});
+if (!pgSkip)
+  runnerSuite('postgres', () => {
+    const temp = tempPgStore({ poolSize: '4' });
+    return { store: temp.store, cleanup: () => temp.drop() };
+  });
+if (await sharedRedisAvailable())
+  runnerSuite('redis', () => {
+    const prefix = testPrefix();
+    return { store: `${SHARED_REDIS}?prefix=${prefix}`, cleanup: () => deletePrefix(SHARED_REDIS, prefix) };
+  });
 
 function runnerSuite(label: string, makeStore: () => { store: string; cleanup(): Promise<void> }): void {
   describe(`${label}: three job runners sharing one store`, () => {
@@ -49,15 +51,30 @@ function runnerSuite(label: string, makeStore: () => { store: string; cleanup():
       const [admin] = instances as [Dibs];
       try {
         for (let i = 0; i < 25; i++) await admin.sales.wish('JOB-SKU', `fan-${i}`, { webhook: receiver.url('/fans') });
-        const sale = await admin.sales.create({ sku: 'JOB-SKU', startsAt: new Date(Date.now() + 300).toISOString(), endsAt: new Date(Date.now() + 2500).toISOString(), cap: 5 });
+        const sale = await admin.sales.create({
+          sku: 'JOB-SKU',
+          startsAt: new Date(Date.now() + 300).toISOString(),
+          endsAt: new Date(Date.now() + 2500).toISOString(),
+          cap: 5,
+        });
         assert.equal(sale.status, 'scheduled');
         const runners = instances.map((dibs) => {
-          const dispatcher = new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels: { webhook: new WebhookChannel({ secret: 's' }) }, batchSize: 5 });
-          return new JobRunner(standardJobs(dibs, { dispatcher, everyMs: 50 }), { onError: (name, error) => assert.fail(`${name}: ${String(error)}`) });
+          const dispatcher = new OutboxDispatcher({
+            outbox: dibs.backend.outbox!,
+            channels: { webhook: new WebhookChannel({ secret: 's' }) },
+            batchSize: 5,
+          });
+          return new JobRunner(standardJobs(dibs, { dispatcher, everyMs: 50 }), {
+            onError: (name, error) => assert.fail(`${name}: ${String(error)}`),
+          });
         });
         runners.forEach((r) => r.start());
         // Once live, a hold is placed and left to expire.
-        for (const deadline = Date.now() + 5000; (await admin.sales.get(sale.id)).status !== 'live' && Date.now() < deadline; ) await sleep(20);
+        for (
+          const deadline = Date.now() + 5000;
+          (await admin.sales.get(sale.id)).status !== 'live' && Date.now() < deadline;
+        )
+          await sleep(20);
         const { hold } = await admin.sales.reserve(sale.id, 'shopper', 1, 1000);
         for (const deadline = Date.now() + 8000; Date.now() < deadline; await sleep(50)) {
           const ended = (await admin.sales.events({ sale: sale.id })).some((e) => e.type === 'sale.ended');
@@ -72,7 +89,9 @@ function runnerSuite(label: string, makeStore: () => { store: string; cleanup():
         assert.equal(count('hold.expired'), 1);
         assert.equal(count('sale.ended'), 1);
         assert.equal((await admin.sales.hold(hold.id)).status, 'expired');
-        const fans = receiver.received.filter((r) => r.path === '/fans').map((r) => String(r.headers['idempotency-key']));
+        const fans = receiver.received
+          .filter((r) => r.path === '/fans')
+          .map((r) => String(r.headers['idempotency-key']));
         assert.equal(new Set(fans).size, 25, 'every fan notified');
         assert.equal(fans.length, 25, 'and only once, with three dispatchers running');
         assert.deepEqual(await admin.sales.audit(sale.id), []);

@@ -64,7 +64,8 @@ async function unavailable(c: BackendCase, store: string): Promise<string | null
     await (await openDibs(store)).close();
     return null;
   } catch (error) {
-    if (isDibsError(error, 'invalid_input') && /unsupported scheme/.test(error.message)) return `the ${c.label} backend is not on this branch yet: merge main once it has landed`;
+    if (isDibsError(error, 'invalid_input') && /unsupported scheme/.test(error.message))
+      return `the ${c.label} backend is not on this branch yet: merge main once it has landed`;
     throw error;
   }
 }
@@ -85,10 +86,23 @@ for (const c of CASES) {
         return;
       }
       opened = true;
-      const report = await runLoadtest({ target: { kind: 'store', store }, processes: 2, claimants: 500, codes: 200, repeatRatio: 0.2 });
+      const report = await runLoadtest({
+        target: { kind: 'store', store },
+        processes: 2,
+        claimants: 500,
+        codes: 200,
+        repeatRatio: 0.2,
+      });
       assert.deepEqual(report.violations, []);
       assert.equal(report.target.backend, c.label);
-      assert.deepEqual(report.numbers, { demand: 500, supply: 200, expectedCodesGiven: 200, codesGiven: 200, winners: 200, losers: 300 });
+      assert.deepEqual(report.numbers, {
+        demand: 500,
+        supply: 200,
+        expectedCodesGiven: 200,
+        codesGiven: 200,
+        winners: 200,
+        losers: 300,
+      });
       const dibs = await openDibs(store);
       try {
         assert.deepEqual(report.finalStats, await dibs.pools.stats(report.pool));

@@ -12,7 +12,15 @@
  * Loaded by `runLoadtest` / `dibs loadtest` through `storeModule` / `--store-module`, in the
  * coordinator and in every worker process.
  */
-import { Dibs, openDibs as openRealDibs, type Backend, type BackendOptions, type BuyResult, type ClaimManyResult, type PoolBackend } from '../../src/index.js';
+import {
+  Dibs,
+  openDibs as openRealDibs,
+  type Backend,
+  type BackendOptions,
+  type BuyResult,
+  type ClaimManyResult,
+  type PoolBackend,
+} from '../../src/index.js';
 import type { SaleBackend } from '../../src/core/sales/backend.js';
 
 type Bug = 'double-issue' | 'lose-ack' | 'phantom-order' | 'oversell';
@@ -31,7 +39,8 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
     const result = await real.pools.claim(pool, claimant, count, key);
     if (result.status === 'claimed' && result.codes[0] !== undefined) {
       lastWinner = { claimant, code: result.codes[0] };
-      if (bug === 'lose-ack' && calls % 5 === 0 && !result.replayed) setTimeout(() => void real.pools.release(pool, result.codes[0]!, claimant).catch(() => {}), 0);
+      if (bug === 'lose-ack' && calls % 5 === 0 && !result.replayed)
+        setTimeout(() => void real.pools.release(pool, result.codes[0]!, claimant).catch(() => {}), 0);
     }
     return result;
   }
@@ -46,8 +55,16 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
         if (sale.cap !== null) await real.sales!.updateSale(saleId, { cap: sale.cap + quantity });
         return real.sales!.buy(saleId, customer, quantity, key);
       }
-      if (bug !== 'phantom-order' || (error as { code?: string }).code !== 'sold_out' || ++refusals % 3 !== 0) throw error;
-      const order = { id: `ord_phantom_${refusals}_${process.pid}`, saleId, customer, quantity, holdId: null, createdAt: new Date().toISOString() };
+      if (bug !== 'phantom-order' || (error as { code?: string }).code !== 'sold_out' || ++refusals % 3 !== 0)
+        throw error;
+      const order = {
+        id: `ord_phantom_${refusals}_${process.pid}`,
+        saleId,
+        customer,
+        quantity,
+        holdId: null,
+        createdAt: new Date().toISOString(),
+      };
       return { order, replayed: false };
     }
   }
@@ -62,6 +79,13 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
     });
   const pools = override(real.pools, { claim }) as PoolBackend;
   const sales = real.sales ? (override(real.sales, { buy }) as SaleBackend) : undefined;
-  const backend: Backend = { kind: real.kind, pools, ...(sales ? { sales } : {}), ...(real.outbox ? { outbox: real.outbox } : {}), health: () => real.health(), close: () => real.close() };
+  const backend: Backend = {
+    kind: real.kind,
+    pools,
+    ...(sales ? { sales } : {}),
+    ...(real.outbox ? { outbox: real.outbox } : {}),
+    health: () => real.health(),
+    close: () => real.close(),
+  };
   return new Dibs(backend);
 }

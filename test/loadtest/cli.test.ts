@@ -19,7 +19,10 @@ const BROKEN = fileURLToPath(new URL('./broken-store.ts', import.meta.url));
 /** Runs the CLI with a time bound; returns exit code and output. */
 function dibs(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -38,12 +41,35 @@ describe('dibs loadtest (CLI)', () => {
   after(() => temp.cleanup());
 
   it('--sale and --locks run their modes; options of another mode are bad input (exit 2)', async () => {
-    const sale = await dibs(['loadtest', '--store', temp.store, '--sale', '--cap', '50', '--processes', '2', '--claimants', '120', '--json']);
+    const sale = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--sale',
+      '--cap',
+      '50',
+      '--processes',
+      '2',
+      '--claimants',
+      '120',
+      '--json',
+    ]);
     assert.equal(sale.code, 0, sale.stderr);
     const report = JSON.parse(sale.stdout) as LoadtestReport;
     assert.equal(report.scenario.mode, 'sale');
     assert.equal(report.numbers.codesGiven, 50);
-    const locks = await dibs(['loadtest', '--store', temp.store, '--locks', '--keys', '3', '--processes', '2', '--claimants', '60']);
+    const locks = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--locks',
+      '--keys',
+      '3',
+      '--processes',
+      '2',
+      '--claimants',
+      '60',
+    ]);
     assert.equal(locks.code, 0, locks.stderr);
     assert.match(locks.stdout, /OK {2}mutual exclusion held/);
     const wrong = await dibs(['loadtest', '--store', temp.store, '--keys', '3']);
@@ -53,10 +79,25 @@ describe('dibs loadtest (CLI)', () => {
 
   it('a clean run exits 0, prints the report and writes <pool>.json and <pool>.svg with --out', async () => {
     const out = join(temp.dir, 'results');
-    const r = await dibs(['loadtest', '--store', temp.store, '--processes', '2', '--claimants', '300', '--codes', '120', '--out', out]);
+    const r = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--processes',
+      '2',
+      '--claimants',
+      '300',
+      '--codes',
+      '120',
+      '--out',
+      out,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /OK {2}exactly-once held/);
-    assert.match(r.stdout, /numbers +demand 300, supply 120 → expected 120 codes handed out; handed out 120 to 120 winners/);
+    assert.match(
+      r.stdout,
+      /numbers +demand 300, supply 120 → expected 120 codes handed out; handed out 120 to 120 winners/,
+    );
     const files = readdirSync(out).sort();
     assert.equal(files.length, 2);
     const report = JSON.parse(readFileSync(join(out, files[0]!), 'utf8')) as LoadtestReport;
@@ -71,7 +112,24 @@ describe('dibs loadtest (CLI)', () => {
 
   it('--json prints only the report object', async () => {
     const svg = join(temp.dir, 'chart', 'run.svg');
-    const r = await dibs(['loadtest', '--store', temp.store, '--processes', '2', '--claimants', '100', '--codes', '100', '--arrival', 'uniform', '--duration', '0.5', '--json', '--svg', svg]);
+    const r = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--processes',
+      '2',
+      '--claimants',
+      '100',
+      '--codes',
+      '100',
+      '--arrival',
+      'uniform',
+      '--duration',
+      '0.5',
+      '--json',
+      '--svg',
+      svg,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout) as LoadtestReport;
     assert.equal(report.ok, true);
@@ -81,7 +139,20 @@ describe('dibs loadtest (CLI)', () => {
   });
 
   it('a store that double-issues makes it report I1 and exit 1', async () => {
-    const r = await dibs(['loadtest', '--store', temp.store, '--store-module', BROKEN, '--processes', '2', '--claimants', '300', '--codes', '200', '--json']);
+    const r = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--store-module',
+      BROKEN,
+      '--processes',
+      '2',
+      '--claimants',
+      '300',
+      '--codes',
+      '200',
+      '--json',
+    ]);
     assert.equal(r.code, 1, r.stderr);
     const report = JSON.parse(r.stdout) as LoadtestReport;
     assert.equal(report.ok, false);
@@ -93,7 +164,19 @@ describe('dibs loadtest (CLI)', () => {
   });
 
   it('the text report lists the violations', async () => {
-    const r = await dibs(['loadtest', '--store', temp.store, '--store-module', BROKEN, '--processes', '2', '--claimants', '100', '--codes', '100']);
+    const r = await dibs([
+      'loadtest',
+      '--store',
+      temp.store,
+      '--store-module',
+      BROKEN,
+      '--processes',
+      '2',
+      '--claimants',
+      '100',
+      '--codes',
+      '100',
+    ]);
     assert.equal(r.code, 1);
     assert.match(r.stdout, /FAILED {2}\d+ violations:/);
     assert.match(r.stdout, /\[I1\] I1: code/);
@@ -117,7 +200,18 @@ describe('dibs loadtest (CLI)', () => {
   }
 
   it('takes --store and --json as the program global options too (dibs --store … --json loadtest)', async () => {
-    const r = await dibs(['--store', temp.store, '--json', 'loadtest', '--processes', '1', '--claimants', '20', '--codes', '10']);
+    const r = await dibs([
+      '--store',
+      temp.store,
+      '--json',
+      'loadtest',
+      '--processes',
+      '1',
+      '--claimants',
+      '20',
+      '--codes',
+      '10',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout) as LoadtestReport;
     assert.equal(report.target.address, temp.store);
@@ -127,7 +221,23 @@ describe('dibs loadtest (CLI)', () => {
   it('--help explains the options and shows examples', async () => {
     const r = await dibs(['loadtest', '--help']);
     assert.equal(r.code, 0);
-    for (const option of ['--store', '--url', '--key', '--processes', '--claimants', '--codes', '--pool', '--arrival', '--duration', '--repeat-ratio', '--limit', '--concurrency', '--json', '--svg', '--out']) {
+    for (const option of [
+      '--store',
+      '--url',
+      '--key',
+      '--processes',
+      '--claimants',
+      '--codes',
+      '--pool',
+      '--arrival',
+      '--duration',
+      '--repeat-ratio',
+      '--limit',
+      '--concurrency',
+      '--json',
+      '--svg',
+      '--out',
+    ]) {
       assert.ok(r.stdout.includes(option), option);
     }
     assert.match(r.stdout, /Examples:/);
@@ -141,7 +251,12 @@ describe('runLoadtest with a store that double-issues', () => {
   after(() => temp.cleanup());
 
   it('returns ok: false with I1 violations and the evidence', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, processes: 2, claimants: 500, codes: 200 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store, storeModule: BROKEN },
+      processes: 2,
+      claimants: 500,
+      codes: 200,
+    });
     assert.equal(report.ok, false);
     const i1 = report.violations.filter((v) => v.check === 'I1');
     assert.ok(i1.length > 0);
@@ -160,25 +275,51 @@ describe('runLoadtest with a store that loses acknowledgements or promises phant
     return temp.cleanup();
   });
 
-  it('lose-ack: acknowledged codes released behind the claimant\'s back are reported as I5', async () => {
+  it("lose-ack: acknowledged codes released behind the claimant's back are reported as I5", async () => {
     process.env.DIBS_BROKEN = 'lose-ack';
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, processes: 2, claimants: 300, codes: 400 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store, storeModule: BROKEN },
+      processes: 2,
+      claimants: 300,
+      codes: 400,
+    });
     assert.equal(report.ok, false);
-    assert.ok(report.violations.some((v) => v.check === 'I5'), JSON.stringify(report.violations.slice(0, 3)));
+    assert.ok(
+      report.violations.some((v) => v.check === 'I5'),
+      JSON.stringify(report.violations.slice(0, 3)),
+    );
   });
 
   it('phantom-order: buys acknowledged beyond the cap are reported', async () => {
     process.env.DIBS_BROKEN = 'phantom-order';
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, mode: 'sale', processes: 2, claimants: 300, cap: 50 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store, storeModule: BROKEN },
+      mode: 'sale',
+      processes: 2,
+      claimants: 300,
+      cap: 50,
+    });
     assert.equal(report.ok, false);
-    assert.ok(report.violations.some((v) => v.check === 'I5' || v.check === 'I3'), JSON.stringify(report.violations.slice(0, 3)));
+    assert.ok(
+      report.violations.some((v) => v.check === 'I5' || v.check === 'I3'),
+      JSON.stringify(report.violations.slice(0, 3)),
+    );
   });
 
   it('oversell: a store that really sells beyond the cap (quietly lifting it) is reported as I3', async () => {
     process.env.DIBS_BROKEN = 'oversell';
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store, storeModule: BROKEN }, mode: 'sale', processes: 2, claimants: 300, cap: 50 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store, storeModule: BROKEN },
+      mode: 'sale',
+      processes: 2,
+      claimants: 300,
+      cap: 50,
+    });
     assert.equal(report.ok, false);
-    assert.ok(report.violations.some((v) => v.check === 'I3'), JSON.stringify(report.violations.slice(0, 3)));
+    assert.ok(
+      report.violations.some((v) => v.check === 'I3'),
+      JSON.stringify(report.violations.slice(0, 3)),
+    );
     // The store's own state is consistent with its lifted cap: only the plan-versus-store check sees it.
     assert.deepEqual(report.audit, []);
   });

@@ -34,9 +34,19 @@ describe('loadtest from dist/ (plain node, no tsx)', () => {
     // A clean environment: no NODE_OPTIONS carrying a tsx loader into the child.
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: temp.dir, env, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: temp.dir,
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { args: string[]; ok: boolean; violations: unknown[]; winners: number };
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as {
+      args: string[];
+      ok: boolean;
+      violations: unknown[];
+      winners: number;
+    };
     assert.ok(!out.args.includes('--import'), `worker spawned with ${out.args.join(' ')}`);
     assert.ok(out.args[0]!.endsWith('worker.js'));
     assert.deepEqual(out.violations, []);

@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { arrivalOffset, planLoad, type PlanOptions } from '../../src/loadtest/plan.js';
 
-const base: PlanOptions = { processes: 4, claimants: 1000, claimsPerClaimant: 1, repeatRatio: 0.1, arrival: 'burst', durationSec: 10, seed: 7, claimantPrefix: 'c' };
+const base: PlanOptions = {
+  processes: 4,
+  claimants: 1000,
+  claimsPerClaimant: 1,
+  repeatRatio: 0.1,
+  arrival: 'burst',
+  durationSec: 10,
+  seed: 7,
+  claimantPrefix: 'c',
+};
 const all = (o: Partial<PlanOptions> = {}) => planLoad({ ...base, ...o }).flat();
 
 describe('loadtest plan', () => {
@@ -13,13 +22,19 @@ describe('loadtest plan', () => {
 
   it('uniform: a constant rate over the window', () => {
     const firsts = all({ arrival: 'uniform', repeatRatio: 0 }).map((op) => op.at);
-    const perSecond = Array.from({ length: 10 }, (_, s) => firsts.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length);
+    const perSecond = Array.from(
+      { length: 10 },
+      (_, s) => firsts.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length,
+    );
     assert.deepEqual(perSecond, Array(10).fill(100));
   });
 
   it('ramp: arrivals per second grow linearly', () => {
     const firsts = all({ arrival: 'ramp', repeatRatio: 0 }).map((op) => op.at);
-    const perSecond = Array.from({ length: 10 }, (_, s) => firsts.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length);
+    const perSecond = Array.from(
+      { length: 10 },
+      (_, s) => firsts.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length,
+    );
     // Cumulative arrivals ∝ t², so second s gets ≈ (2s+1)% of them: 10, 30, 50, …, 190.
     perSecond.forEach((n, s) => assert.ok(Math.abs(n - (2 * s + 1) * 10) <= 1, `second ${s}: ${n} arrivals`));
     assert.equal(arrivalOffset('ramp', 250, 1000, 10), 5000);
@@ -33,15 +48,22 @@ describe('loadtest plan', () => {
     const repeaters = [...byClaimant.values()].filter((list) => list.length === 2);
     assert.equal(repeaters.length, 200);
     const retries = repeaters.filter(([a, b]) => a!.key !== undefined && a!.key === b!.key);
-    const doubleClicks = repeaters.filter(([a, b]) => a!.key === undefined && b!.key === undefined && a!.attempt !== b!.attempt);
+    const doubleClicks = repeaters.filter(
+      ([a, b]) => a!.key === undefined && b!.key === undefined && a!.attempt !== b!.attempt,
+    );
     assert.equal(retries.length + doubleClicks.length, 200);
-    assert.ok(retries.length > 50 && doubleClicks.length > 50, `${retries.length} retries, ${doubleClicks.length} double clicks`);
+    assert.ok(
+      retries.length > 50 && doubleClicks.length > 50,
+      `${retries.length} retries, ${doubleClicks.length} double clicks`,
+    );
   });
 
   it('a repeat comes from another process than the original, shortly after it', () => {
     const lanes = planLoad({ ...base, arrival: 'uniform', repeatRatio: 0.5 });
     const where = new Map<string, { lane: number; at: number }[]>();
-    lanes.forEach((lane, i) => lane.forEach((op) => where.set(op.claimant, [...(where.get(op.claimant) ?? []), { lane: i, at: op.at }])));
+    lanes.forEach((lane, i) =>
+      lane.forEach((op) => where.set(op.claimant, [...(where.get(op.claimant) ?? []), { lane: i, at: op.at }])),
+    );
     for (const list of where.values()) {
       if (list.length < 2) continue;
       assert.notEqual(list[0]!.lane, list[1]!.lane);

@@ -25,23 +25,45 @@ describe('loadtest on SQLite: 2 processes', () => {
     assert.equal(report.numbers.codesGiven, heldByRun.length);
     assert.equal(report.numbers.winners, new Set(heldByRun.map((c) => c.claimant)).size);
     assert.equal(report.requests.answered, report.requests.planned);
-    const answered = report.outcomes.claimed + report.outcomes.alreadyHeld + report.outcomes.soldOut + Object.values(report.outcomes.errors).reduce((a, b) => a + b, 0);
+    const answered =
+      report.outcomes.claimed +
+      report.outcomes.alreadyHeld +
+      report.outcomes.soldOut +
+      Object.values(report.outcomes.errors).reduce((a, b) => a + b, 0);
     assert.equal(answered, report.requests.answered, 'every answer is counted once');
-    assert.equal(report.timeline.buckets.reduce((a, b) => a + b.answered, 0), report.requests.answered, 'the timeline covers every answer');
+    assert.equal(
+      report.timeline.buckets.reduce((a, b) => a + b.answered, 0),
+      report.requests.answered,
+      'the timeline covers every answer',
+    );
     return codes;
   }
 
   it('burst, 500 claimants vs 200 codes: clean, and the report matches the audit', async () => {
     const progress: Progress[] = [];
     const report = await runLoadtest(
-      { target: { kind: 'store', store: temp.store }, processes: 2, claimants: 500, codes: 200, repeatRatio: 0.2, arrival: 'burst' },
+      {
+        target: { kind: 'store', store: temp.store },
+        processes: 2,
+        claimants: 500,
+        codes: 200,
+        repeatRatio: 0.2,
+        arrival: 'burst',
+      },
       { onProgress: (p) => progress.push(p), progressIntervalMs: 50 },
     );
     assert.deepEqual(report.violations, []);
     assert.equal(report.ok, true);
     await assertReportMatchesStore(report);
     assert.equal(report.scenario.codes, 200);
-    assert.deepEqual(report.numbers, { demand: 500, supply: 200, expectedCodesGiven: 200, codesGiven: 200, winners: 200, losers: 300 });
+    assert.deepEqual(report.numbers, {
+      demand: 500,
+      supply: 200,
+      expectedCodesGiven: 200,
+      codesGiven: 200,
+      winners: 200,
+      losers: 300,
+    });
     assert.deepEqual(report.finalStats, { total: 200, free: 0, claimed: 200, redeemed: 0, revoked: 0 });
     assert.ok(report.outcomes.soldOut >= 300, 'every loser heard sold_out');
     assert.deepEqual(report.outcomes.errors, {});
@@ -52,7 +74,16 @@ describe('loadtest on SQLite: 2 processes', () => {
   });
 
   it('uniform over 1 s, limit 2: each claimant gets at most 2, exactly min(demand, supply) handed out', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, processes: 2, claimants: 300, codes: 400, limit: 2, repeatRatio: 0.2, arrival: 'uniform', durationSec: 1 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      processes: 2,
+      claimants: 300,
+      codes: 400,
+      limit: 2,
+      repeatRatio: 0.2,
+      arrival: 'uniform',
+      durationSec: 1,
+    });
     assert.deepEqual(report.violations, []);
     const codes = await assertReportMatchesStore(report);
     assert.equal(report.numbers.demand, 600);
@@ -64,7 +95,14 @@ describe('loadtest on SQLite: 2 processes', () => {
   });
 
   it('ramp over 1 s with more codes than claimants: everyone wins, nobody hears sold_out', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, processes: 2, claimants: 200, codes: 300, arrival: 'ramp', durationSec: 1 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      processes: 2,
+      claimants: 200,
+      codes: 300,
+      arrival: 'ramp',
+      durationSec: 1,
+    });
     assert.deepEqual(report.violations, []);
     await assertReportMatchesStore(report);
     assert.equal(report.numbers.winners, 200);
@@ -74,9 +112,18 @@ describe('loadtest on SQLite: 2 processes', () => {
 
   it('an existing pool with earlier holders: only this run is judged, supply is what was free', async () => {
     await temp.dibs.pools.create({ name: 'existing' });
-    await temp.dibs.pools.importCodes('existing', Array.from({ length: 150 }, (_, i) => `E-${i}`));
+    await temp.dibs.pools.importCodes(
+      'existing',
+      Array.from({ length: 150 }, (_, i) => `E-${i}`),
+    );
     for (let i = 0; i < 30; i++) await temp.dibs.pools.claim('existing', `earlier-${i}`);
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'existing', processes: 2, claimants: 200, repeatRatio: 0.1 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      pool: 'existing',
+      processes: 2,
+      claimants: 200,
+      repeatRatio: 0.1,
+    });
     assert.deepEqual(report.violations, []);
     assert.equal(report.poolCreated, false);
     assert.equal(report.numbers.supply, 120);
@@ -85,10 +132,18 @@ describe('loadtest on SQLite: 2 processes', () => {
   });
 
   it('bad input is refused before anything happens', async () => {
-    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, processes: 0 }), { code: 'invalid_input', field: 'processes' });
+    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, processes: 0 }), {
+      code: 'invalid_input',
+      field: 'processes',
+    });
     await assert.rejects(runLoadtest({ target: { kind: 'url', url: 'ftp://127.0.0.1' } }), { code: 'invalid_input' });
-    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'existing', limit: 3 }), { code: 'invalid_input', field: 'limit' });
-    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'no-such-pool' }), { code: 'not_found' });
+    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'existing', limit: 3 }), {
+      code: 'invalid_input',
+      field: 'limit',
+    });
+    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, pool: 'no-such-pool' }), {
+      code: 'not_found',
+    });
   });
 });
 
@@ -96,7 +151,14 @@ describe('loadtest on SQLite: sale and lock modes, 2 processes', () => {
   const temp = sqliteForSuite();
 
   it('sale: 600 customers (20% retrying) on 150 units, 1 per customer — exactly 150 sold, the rest sold_out', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', processes: 2, claimants: 600, cap: 150, repeatRatio: 0.2 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      mode: 'sale',
+      processes: 2,
+      claimants: 600,
+      cap: 150,
+      repeatRatio: 0.2,
+    });
     assert.deepEqual(report.violations, []);
     const sale = await temp.dibs.sales.get(report.pool);
     assert.deepEqual(report.finalStats, { cap: 150, sold: sale.stats.sold, held: 0, available: 0 });
@@ -108,14 +170,29 @@ describe('loadtest on SQLite: sale and lock modes, 2 processes', () => {
   });
 
   it('sale: 2 units per buy, limit 2, cap not a multiple of 2 — stops at the last full buy', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', processes: 2, claimants: 200, cap: 101, qty: 2, repeatRatio: 0 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      mode: 'sale',
+      processes: 2,
+      claimants: 200,
+      cap: 101,
+      qty: 2,
+      repeatRatio: 0,
+    });
     assert.deepEqual(report.violations, []);
     assert.equal(report.finalStats.sold, 100);
     assert.equal(report.numbers.winners, 50);
   });
 
   it('locks: 240 holders over 4 keys — no overlap on a key, fences grow, keys ran in parallel', async () => {
-    const report = await runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'locks', processes: 2, claimants: 240, keys: 4, holdMs: 1 });
+    const report = await runLoadtest({
+      target: { kind: 'store', store: temp.store },
+      mode: 'locks',
+      processes: 2,
+      claimants: 240,
+      keys: 4,
+      holdMs: 1,
+    });
     assert.deepEqual(report.violations, []);
     assert.equal(report.finalStats.acquisitions, 240);
     assert.equal(report.finalStats.overlapMs, 0);
@@ -129,7 +206,13 @@ describe('loadtest on SQLite: sale and lock modes, 2 processes', () => {
   });
 
   it('refuses options of another mode', async () => {
-    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', codes: 10 }), (e: Error & { code?: string }) => e.code === 'invalid_input' && /codes/.test(e.message));
-    await assert.rejects(runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'locks', cap: 10 }), (e: Error & { code?: string }) => e.code === 'invalid_input' && /cap/.test(e.message));
+    await assert.rejects(
+      runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'sale', codes: 10 }),
+      (e: Error & { code?: string }) => e.code === 'invalid_input' && /codes/.test(e.message),
+    );
+    await assert.rejects(
+      runLoadtest({ target: { kind: 'store', store: temp.store }, mode: 'locks', cap: 10 }),
+      (e: Error & { code?: string }) => e.code === 'invalid_input' && /cap/.test(e.message),
+    );
   });
 });

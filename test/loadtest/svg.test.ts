@@ -12,7 +12,19 @@ function report(buckets: TimelineBucket[], extra: Partial<PoolLoadtestReport> = 
     target: { kind: 'store', address: 'sqlite:/tmp/x.db', backend: 'sqlite' },
     pool: 'loadtest-<&>',
     poolCreated: true,
-    scenario: { mode: 'pool', processes: 4, claimants: 100, claimsPerClaimant: 1, perClaimantLimit: 1, codes: 50, arrival: 'uniform', durationSec: 2, repeatRatio: 0.1, concurrency: 16, seed: 1 },
+    scenario: {
+      mode: 'pool',
+      processes: 4,
+      claimants: 100,
+      claimsPerClaimant: 1,
+      perClaimantLimit: 1,
+      codes: 50,
+      arrival: 'uniform',
+      durationSec: 2,
+      repeatRatio: 0.1,
+      concurrency: 16,
+      seed: 1,
+    },
     environment: { node: 'v20', platform: 'linux-x64', cpus: 2, loadAverage: [0, 0, 0] },
     requests: { planned: 110, answered: 110 },
     wallSeconds: 2,
@@ -28,7 +40,16 @@ function report(buckets: TimelineBucket[], extra: Partial<PoolLoadtestReport> = 
     ...extra,
   };
 }
-const bucket = (t: number, p50: number, p99: number): TimelineBucket => ({ t, answered: 27, p50, p99, claimed: 12, alreadyHeld: 1, soldOut: 14, errors: 0 });
+const bucket = (t: number, p50: number, p99: number): TimelineBucket => ({
+  t,
+  answered: 27,
+  p50,
+  p99,
+  claimed: 12,
+  alreadyHeld: 1,
+  soldOut: 14,
+  errors: 0,
+});
 
 describe('loadtest SVG', () => {
   it('draws both panels with axes, labels and a legend', () => {
@@ -52,7 +73,12 @@ describe('loadtest SVG', () => {
   });
 
   it('escapes names and shows violations in the verdict', () => {
-    const svg = renderSvg(report([bucket(0, 1, 2)], { ok: false, violations: [{ check: 'I1', message: 'I1: code <A> was acknowledged to u1 and to u2' }] }));
+    const svg = renderSvg(
+      report([bucket(0, 1, 2)], {
+        ok: false,
+        violations: [{ check: 'I1', message: 'I1: code <A> was acknowledged to u1 and to u2' }],
+      }),
+    );
     assert.match(svg, /pool loadtest-&lt;&amp;&gt;/);
     assert.match(svg, /✗ 1 violation: I1: code &lt;A&gt;/);
   });

@@ -7,8 +7,23 @@ import { describe, it } from 'node:test';
 import type { ClaimOutcome, SaleFinalStats } from '../../src/loadtest/types.js';
 import { verifyLockRun, verifySaleRun } from '../../src/loadtest/verify-modes.js';
 
-const order = (claimant: string, id: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({ claimant, attempt: 0, status: 'claimed', code: id, units: 1, replayed: false, ms: 1, ...extra });
-const soldOut = (claimant: string): ClaimOutcome => ({ claimant, attempt: 0, status: 'error', error: 'sold_out', ms: 1 });
+const order = (claimant: string, id: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({
+  claimant,
+  attempt: 0,
+  status: 'claimed',
+  code: id,
+  units: 1,
+  replayed: false,
+  ms: 1,
+  ...extra,
+});
+const soldOut = (claimant: string): ClaimOutcome => ({
+  claimant,
+  attempt: 0,
+  status: 'error',
+  error: 'sold_out',
+  ms: 1,
+});
 const final = (sold: number, held = 0, cap = 2): SaleFinalStats => ({ cap, sold, held, available: cap - sold - held });
 const expectSale = { cap: 2, qty: 1, perCustomerLimit: 1, requests: 3 };
 const checksOf = (r: { violations: { check: string }[] }) => [...new Set(r.violations.map((v) => v.check))].sort();
@@ -24,19 +39,52 @@ describe('sale checker', () => {
   });
 
   it('catches oversell (I3), also through holds', () => {
-    assert.ok(checksOf(verifySaleRun({ outcomes: [...clean, order('u4', 'o3')], final: final(3), audit: [], expect: { ...expectSale, requests: 4 } })).includes('I3'));
-    assert.ok(checksOf(verifySaleRun({ outcomes: clean, final: final(2, 1), audit: [], expect: expectSale })).includes('I3'));
+    assert.ok(
+      checksOf(
+        verifySaleRun({
+          outcomes: [...clean, order('u4', 'o3')],
+          final: final(3),
+          audit: [],
+          expect: { ...expectSale, requests: 4 },
+        }),
+      ).includes('I3'),
+    );
+    assert.ok(
+      checksOf(verifySaleRun({ outcomes: clean, final: final(2, 1), audit: [], expect: expectSale })).includes('I3'),
+    );
   });
 
   it('catches oversell by a store that lifted its own cap (I3 against the cap the sale was created with)', () => {
-    const r = verifySaleRun({ outcomes: [...clean, order('u4', 'o3')], final: final(3, 0, 3), audit: [], expect: { ...expectSale, requests: 4 } });
-    assert.ok(r.violations.some((v) => v.check === 'I3' && /created with a cap of 2/.test(v.message)), JSON.stringify(r.violations));
-    assert.ok(r.violations.some((v) => v.check === 'I3' && /3 units were acknowledged for a cap of 2/.test(v.message)), JSON.stringify(r.violations));
+    const r = verifySaleRun({
+      outcomes: [...clean, order('u4', 'o3')],
+      final: final(3, 0, 3),
+      audit: [],
+      expect: { ...expectSale, requests: 4 },
+    });
+    assert.ok(
+      r.violations.some((v) => v.check === 'I3' && /created with a cap of 2/.test(v.message)),
+      JSON.stringify(r.violations),
+    );
+    assert.ok(
+      r.violations.some((v) => v.check === 'I3' && /3 units were acknowledged for a cap of 2/.test(v.message)),
+      JSON.stringify(r.violations),
+    );
   });
 
   it('catches a lost acknowledged order and a phantom sale (I5)', () => {
-    assert.ok(checksOf(verifySaleRun({ outcomes: clean, final: final(1), audit: [], expect: expectSale })).includes('I5'));
-    assert.ok(checksOf(verifySaleRun({ outcomes: [order('u1', 'o1'), soldOut('u2'), soldOut('u3')], final: final(2), audit: [], expect: expectSale })).includes('I5'));
+    assert.ok(
+      checksOf(verifySaleRun({ outcomes: clean, final: final(1), audit: [], expect: expectSale })).includes('I5'),
+    );
+    assert.ok(
+      checksOf(
+        verifySaleRun({
+          outcomes: [order('u1', 'o1'), soldOut('u2'), soldOut('u3')],
+          final: final(2),
+          audit: [],
+          expect: expectSale,
+        }),
+      ).includes('I5'),
+    );
   });
 
   it('catches a customer over the limit and a retry answered with another order (I2)', () => {
@@ -47,19 +95,48 @@ describe('sale checker', () => {
   });
 
   it('catches one order acknowledged to two customers (I1) and sold_out while units were left', () => {
-    assert.ok(checksOf(verifySaleRun({ outcomes: [order('u1', 'o1'), order('u2', 'o1'), soldOut('u3')], final: final(1), audit: [], expect: expectSale })).includes('I1'));
-    const early = verifySaleRun({ outcomes: [order('u1', 'o1'), soldOut('u2'), soldOut('u3')], final: final(1), audit: [], expect: expectSale });
+    assert.ok(
+      checksOf(
+        verifySaleRun({
+          outcomes: [order('u1', 'o1'), order('u2', 'o1'), soldOut('u3')],
+          final: final(1),
+          audit: [],
+          expect: expectSale,
+        }),
+      ).includes('I1'),
+    );
+    const early = verifySaleRun({
+      outcomes: [order('u1', 'o1'), soldOut('u2'), soldOut('u3')],
+      final: final(1),
+      audit: [],
+      expect: expectSale,
+    });
     assert.ok(early.violations.some((v) => v.check === 'numbers' && /still available/.test(v.message)));
   });
 
   it('reports the audit and unexpected errors', () => {
-    const r = verifySaleRun({ outcomes: [order('u1', 'o1'), order('u2', 'o2'), { ...soldOut('u3'), error: 'unavailable' }], final: final(2), audit: [{ invariant: 'I4', message: 'counter off' }], expect: expectSale });
+    const r = verifySaleRun({
+      outcomes: [order('u1', 'o1'), order('u2', 'o2'), { ...soldOut('u3'), error: 'unavailable' }],
+      final: final(2),
+      audit: [{ invariant: 'I4', message: 'counter off' }],
+      expect: expectSale,
+    });
     assert.deepEqual(checksOf(r), ['audit', 'errors']);
   });
 });
 
 describe('lock checker', () => {
-  const section = (who: string, key: string, fence: number, start: number, end: number): ClaimOutcome => ({ claimant: who, attempt: 0, status: 'claimed', code: `${key}#${fence}`, resource: key, fence, start, end, ms: 1 });
+  const section = (who: string, key: string, fence: number, start: number, end: number): ClaimOutcome => ({
+    claimant: who,
+    attempt: 0,
+    status: 'claimed',
+    code: `${key}#${fence}`,
+    resource: key,
+    fence,
+    start,
+    end,
+    ms: 1,
+  });
   const clean = [section('a', 'k1', 1, 0, 10), section('b', 'k1', 2, 10, 20), section('c', 'k2', 1, 5, 15)];
 
   it('passes exclusive sections and measures parallelism across keys', () => {
@@ -70,15 +147,27 @@ describe('lock checker', () => {
   });
 
   it('catches overlapping holders of one key and fences out of order (I6)', () => {
-    const overlap = verifyLockRun({ outcomes: [section('a', 'k1', 1, 0, 10), section('b', 'k1', 2, 9, 20)], liveHolders: 0, expect: { requests: 2 } });
+    const overlap = verifyLockRun({
+      outcomes: [section('a', 'k1', 1, 0, 10), section('b', 'k1', 2, 9, 20)],
+      liveHolders: 0,
+      expect: { requests: 2 },
+    });
     assert.ok(overlap.violations.some((v) => v.check === 'I6' && /before a \(fence 1\) left/.test(v.message)));
     assert.equal(overlap.final.overlapMs, 1);
-    const fences = verifyLockRun({ outcomes: [section('a', 'k1', 2, 0, 10), section('b', 'k1', 1, 10, 20)], liveHolders: 0, expect: { requests: 2 } });
+    const fences = verifyLockRun({
+      outcomes: [section('a', 'k1', 2, 0, 10), section('b', 'k1', 1, 10, 20)],
+      liveHolders: 0,
+      expect: { requests: 2 },
+    });
     assert.ok(fences.violations.some((v) => v.check === 'I6' && /fence 1/.test(v.message)));
   });
 
   it('catches leftover leases, missing answers and errors', () => {
-    const r = verifyLockRun({ outcomes: [clean[0]!, { claimant: 'x', attempt: 0, status: 'error', error: 'lock_timeout', ms: 1 }], liveHolders: 1, expect: { requests: 3 } });
+    const r = verifyLockRun({
+      outcomes: [clean[0]!, { claimant: 'x', attempt: 0, status: 'error', error: 'lock_timeout', ms: 1 }],
+      liveHolders: 1,
+      expect: { requests: 3 },
+    });
     assert.deepEqual(checksOf(r), ['errors', 'numbers']);
     assert.equal(r.violations.filter((v) => v.check === 'numbers').length, 2);
   });

@@ -10,8 +10,24 @@ import type { ClaimOutcome, CodeState } from '../../src/loadtest/types.js';
 import { verifyPool, verifyRun, type VerifyExpectations } from '../../src/loadtest/verify.js';
 import { openTempSqlite } from '../support/sqlite.js';
 
-const won = (claimant: string, code: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({ claimant, attempt: 0, status: 'claimed', code, held: [code], replayed: false, ms: 1, ...extra });
-const lost = (claimant: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({ claimant, attempt: 0, status: 'error', error: 'sold_out', ms: 1, ...extra });
+const won = (claimant: string, code: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({
+  claimant,
+  attempt: 0,
+  status: 'claimed',
+  code,
+  held: [code],
+  replayed: false,
+  ms: 1,
+  ...extra,
+});
+const lost = (claimant: string, extra: Partial<ClaimOutcome> = {}): ClaimOutcome => ({
+  claimant,
+  attempt: 0,
+  status: 'error',
+  error: 'sold_out',
+  ms: 1,
+  ...extra,
+});
 const held = (code: string, claimant: string): CodeState => ({ code, status: 'claimed', claimant });
 const free = (code: string): CodeState => ({ code, status: 'free', claimant: null });
 
@@ -35,7 +51,14 @@ describe('verifyRun: pure checks', () => {
     assert.deepEqual(r.violations, []);
     assert.equal(r.ok, true);
     assert.deepEqual(
-      { winners: r.summary.winners, losers: r.summary.losers, codesGiven: r.summary.codesGiven, demand: r.summary.demand, expected: r.summary.expectedCodesGiven, soldOut: r.summary.soldOut },
+      {
+        winners: r.summary.winners,
+        losers: r.summary.losers,
+        codesGiven: r.summary.codesGiven,
+        demand: r.summary.demand,
+        expected: r.summary.expectedCodesGiven,
+        soldOut: r.summary.soldOut,
+      },
       { winners: 2, losers: 1, codesGiven: 2, demand: 3, expected: 2, soldOut: 1 },
     );
   });
@@ -120,7 +143,10 @@ describe('verifyRun: pure checks', () => {
 
   it('answers: an already-held answer naming a code the claimant does not hold', () => {
     const run = cleanRun();
-    run.outcomes = [...run.outcomes, { claimant: 'u1', attempt: 1, status: 'already-held', code: 'B', held: ['A'], replayed: false, ms: 1 }];
+    run.outcomes = [
+      ...run.outcomes,
+      { claimant: 'u1', attempt: 1, status: 'already-held', code: 'B', held: ['A'], replayed: false, ms: 1 },
+    ];
     run.expect = { ...run.expect, requests: 4 };
     assert.match(text(verifyRun(run)), /already-held answer for u1 names a code it does not hold/);
   });
@@ -134,7 +160,13 @@ describe('verifyRun: pure checks', () => {
 
   it('keeps the list readable when thousands break: capped per check, with a count', () => {
     const outcomes = Array.from({ length: 50 }, (_, i) => won(`u${i}`, 'A'));
-    const r = verifyRun({ outcomes, codes: [held('A', 'u0')], stats: { total: 1, free: 0, claimed: 1, redeemed: 0, revoked: 0 }, audit: [], expect: { codes: 1, perClaimantLimit: 1, maxPerCheck: 5 } });
+    const r = verifyRun({
+      outcomes,
+      codes: [held('A', 'u0')],
+      stats: { total: 1, free: 0, claimed: 1, redeemed: 0, revoked: 0 },
+      audit: [],
+      expect: { codes: 1, perClaimantLimit: 1, maxPerCheck: 5 },
+    });
     const i1 = r.violations.filter((v) => v.check === 'I1');
     assert.equal(i1.length, 6);
     assert.match(i1.at(-1)!.message, /and 44 more I1 violations/);
@@ -171,11 +203,18 @@ describe('verifyPool: the storm checker cases, against a real SQLite pool', () =
   /** The codes SQLite actually handed out, so the "clean" outcomes are true answers. */
   async function answers(name: string): Promise<ClaimOutcome[]> {
     const out: ClaimOutcome[] = [];
-    for await (const batch of dibs.pools.exportCodes(name)) for (const c of batch) if (c.claimant) out.push(won(c.claimant, c.code));
+    for await (const batch of dibs.pools.exportCodes(name))
+      for (const c of batch) if (c.claimant) out.push(won(c.claimant, c.code));
     return out.sort((a, b) => a.claimant.localeCompare(b.claimant));
   }
-  const expect = (extra: Partial<VerifyExpectations> = {}): VerifyExpectations => ({ codes: 2, total: 2, perClaimantLimit: 1, ...extra });
-  const messages = async (name: string, outcomes: ClaimOutcome[], e = expect()) => (await verifyPool(dibs, name, outcomes, e)).violations.map((v) => v.message).join('\n');
+  const expect = (extra: Partial<VerifyExpectations> = {}): VerifyExpectations => ({
+    codes: 2,
+    total: 2,
+    perClaimantLimit: 1,
+    ...extra,
+  });
+  const messages = async (name: string, outcomes: ClaimOutcome[], e = expect()) =>
+    (await verifyPool(dibs, name, outcomes, e)).violations.map((v) => v.message).join('\n');
 
   it('accepts a clean storm', async () => {
     await poolWith('clean', ['u1', 'u2']);
@@ -197,7 +236,14 @@ describe('verifyPool: the storm checker cases, against a real SQLite pool', () =
 
   it('rejects a retried key answered with another code (I2)', async () => {
     await poolWith('retry', ['u1', 'u2']);
-    assert.match(await messages('retry', [won('u1', 'A', { key: 'k' }), won('u1', 'B', { key: 'k' })], expect({ perClaimantLimit: 2 })), /I2/);
+    assert.match(
+      await messages(
+        'retry',
+        [won('u1', 'A', { key: 'k' }), won('u1', 'B', { key: 'k' })],
+        expect({ perClaimantLimit: 2 }),
+      ),
+      /I2/,
+    );
   });
 
   it('rejects an acknowledged claim the backend no longer has (I5)', async () => {
@@ -213,7 +259,10 @@ describe('verifyPool: the storm checker cases, against a real SQLite pool', () =
 
   it('rejects unexpected errors', async () => {
     await poolWith('errors', ['u1', 'u2']);
-    assert.match(await messages('errors', [...(await answers('errors')), lost('u3', { error: 'unavailable' })]), /unexpected errors/);
+    assert.match(
+      await messages('errors', [...(await answers('errors')), lost('u3', { error: 'unavailable' })]),
+      /unexpected errors/,
+    );
   });
 
   it('reports what the backend audit finds (I4 counter drift)', async () => {

@@ -19,7 +19,23 @@ import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
 import { notFound } from '../../src/core/errors.js';
 import { attempt, judged, sameAnswer, tally, type Outcome } from './outcome.js';
-import { judgeClaim, judgeClaimKey, judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, judgeUse, holdIsLive, type CodeState, type MultiUseState, type PoolRules } from '../../src/core/model/pools.js';
+import {
+  judgeClaim,
+  judgeClaimKey,
+  judgeHold,
+  judgeLimitChange,
+  judgeRedeem,
+  judgeRelease,
+  judgeReleaseHold,
+  judgeRevoke,
+  judgeUnredeem,
+  judgeUnuse,
+  judgeUse,
+  holdIsLive,
+  type CodeState,
+  type MultiUseState,
+  type PoolRules,
+} from '../../src/core/model/pools.js';
 import { windowState } from '../../src/core/window.js';
 import { refusal } from '../../src/core/refusals.js';
 import type { CodeInfo, PoolStats } from '../../src/core/types.js';
@@ -69,19 +85,77 @@ const anyCode = fc.constantFrom(...CODES, ...MULTI);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null, freq: 3 });
 
 const command: fc.Arbitrary<PoolCommand> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('import' as const), codes: fc.array(code, { minLength: 1, maxLength: 4 }) }) },
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('claim' as const), claimant, count: fc.integer({ min: 1, max: 3 }), many: fc.boolean(), key: maybe(fc.constantFrom(...KEYS)) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('import' as const), codes: fc.array(code, { minLength: 1, maxLength: 4 }) }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant('claim' as const),
+      claimant,
+      count: fc.integer({ min: 1, max: 3 }),
+      many: fc.boolean(),
+      key: maybe(fc.constantFrom(...KEYS)),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), code, claimant: maybe(claimant) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('redeem' as const), code: anyCode, claimant: maybe(claimant), orderId: maybe(fc.constantFrom(...ORDERS)) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('unredeem' as const), code: anyCode, orderId: maybe(fc.constantFrom(...ORDERS)) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('addMulti' as const), code: fc.constantFrom(...MULTI, 'C0'), uses: fc.integer({ min: 1, max: 3 }), usesPerClaimant: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('codeWindow' as const), code: anyCode, window: fc.constantFrom('open', 'later', 'past') as fc.Arbitrary<'open' | 'later' | 'past'> }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('redeem' as const),
+      code: anyCode,
+      claimant: maybe(claimant),
+      orderId: maybe(fc.constantFrom(...ORDERS)),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('unredeem' as const),
+      code: anyCode,
+      orderId: maybe(fc.constantFrom(...ORDERS)),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('addMulti' as const),
+      code: fc.constantFrom(...MULTI, 'C0'),
+      uses: fc.integer({ min: 1, max: 3 }),
+      usesPerClaimant: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('codeWindow' as const),
+      code: anyCode,
+      window: fc.constantFrom('open', 'later', 'past') as fc.Arbitrary<'open' | 'later' | 'past'>,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), code }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('hold' as const), code: anyCode, claimant }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('releaseHold' as const), code, claimant: maybe(claimant) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('limit' as const), perClaimantLimit: fc.integer({ min: 1, max: 3 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('window' as const), window: fc.constantFrom('open', 'later', 'past', 'bounded') as fc.Arbitrary<keyof typeof WINDOWS> }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('redemptions' as const), maxRedemptions: maybe(fc.integer({ min: 1, max: 3 })), maxRedemptionsPerClaimant: maybe(fc.integer({ min: 1, max: 2 })) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('limit' as const), perClaimantLimit: fc.integer({ min: 1, max: 3 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('window' as const),
+      window: fc.constantFrom('open', 'later', 'past', 'bounded') as fc.Arbitrary<keyof typeof WINDOWS>,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('redemptions' as const),
+      maxRedemptions: maybe(fc.integer({ min: 1, max: 3 })),
+      maxRedemptionsPerClaimant: maybe(fc.integer({ min: 1, max: 2 })),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('public' as const), publicCodes: fc.boolean() }) },
 );
 
@@ -110,7 +184,9 @@ class PoolModel {
   constructor(readonly rules: PoolRules) {}
 
   held(who: string): ModelCode[] {
-    return [...this.codes.values()].filter((c) => c.claimant === who && (c.status === 'claimed' || c.status === 'redeemed'));
+    return [...this.codes.values()].filter(
+      (c) => c.claimant === who && (c.status === 'claimed' || c.status === 'redeemed'),
+    );
   }
 
   code(value: string): ModelCode {
@@ -127,26 +203,53 @@ class PoolModel {
 }
 
 /** What is compared of a code answer. */
-const codeView = (c: Pick<CodeInfo, 'status' | 'claimant' | 'orderId'> & { hold?: { claimant: string } | null }) => ({ status: c.status, claimant: c.claimant, orderId: c.orderId, hold: c.hold?.claimant ?? null });
-const modelView = (c: ModelCode, now: string) => ({ status: c.status, claimant: c.claimant, orderId: c.order, hold: holdIsLive(c, now) ? c.hold!.claimant : null });
+const codeView = (c: Pick<CodeInfo, 'status' | 'claimant' | 'orderId'> & { hold?: { claimant: string } | null }) => ({
+  status: c.status,
+  claimant: c.claimant,
+  orderId: c.orderId,
+  hold: c.hold?.claimant ?? null,
+});
+const modelView = (c: ModelCode, now: string) => ({
+  status: c.status,
+  claimant: c.claimant,
+  orderId: c.order,
+  hold: holdIsLive(c, now) ? c.hold!.claimant : null,
+});
 
 const sameRefusal = (what: string, store: Outcome, model: Outcome) => sameAnswer(what, store, model);
 
 /** Runs one scenario on a fresh pool of `dibs`; throws (an assertion) at the first disagreement. */
 export async function runPoolScenario(dibs: Dibs, name: string, scenario: PoolScenario): Promise<void> {
   await dibs.pools.create({ name, perClaimantLimit: scenario.perClaimantLimit, publicCodes: scenario.publicCodes });
-  const model = new PoolModel({ name, perClaimantLimit: scenario.perClaimantLimit, publicCodes: scenario.publicCodes, startsAt: null, expiresAt: null, maxRedemptions: null, maxRedemptionsPerClaimant: null });
+  const model = new PoolModel({
+    name,
+    perClaimantLimit: scenario.perClaimantLimit,
+    publicCodes: scenario.publicCodes,
+    startsAt: null,
+    expiresAt: null,
+    maxRedemptions: null,
+    maxRedemptionsPerClaimant: null,
+  });
   for (const [i, cmd] of [{ op: 'import' as const, codes: scenario.initial }, ...scenario.commands].entries()) {
     const what = `step ${i} ${JSON.stringify(cmd)}`;
     const now = new Date().toISOString();
     await step(dibs, model, cmd, now, what);
   }
   const now = new Date().toISOString();
-  for (const c of model.codes.values()) assert.deepEqual(codeView(await dibs.pools.code(name, c.code)), modelView(c, now), `final state of code ${c.code}`);
-  for (const u of model.multis.values()) assert.equal((await dibs.pools.code(name, u.code)).uses?.used, u.uses, `final uses of multi-use code ${u.code}`);
+  for (const c of model.codes.values())
+    assert.deepEqual(codeView(await dibs.pools.code(name, c.code)), modelView(c, now), `final state of code ${c.code}`);
+  for (const u of model.multis.values())
+    assert.equal((await dibs.pools.code(name, u.code)).uses?.used, u.uses, `final uses of multi-use code ${u.code}`);
   assert.deepEqual(await dibs.pools.stats(name), model.stats(), 'final counters');
   for (const who of CLAIMANTS) {
-    assert.deepEqual((await dibs.pools.holdings(name, who)).map((c) => c.code).sort(), model.held(who).map((c) => c.code).sort(), `final holdings of ${who}`);
+    assert.deepEqual(
+      (await dibs.pools.holdings(name, who)).map((c) => c.code).sort(),
+      model
+        .held(who)
+        .map((c) => c.code)
+        .sort(),
+      `final holdings of ${who}`,
+    );
   }
   assert.deepEqual(await dibs.pools.audit(name), [], 'the audit finds the pool clean');
 }
@@ -157,8 +260,23 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
     case 'import': {
       const got = await dibs.pools.importCodes(pool, cmd.codes);
       const fresh = [...new Set(cmd.codes)].filter((c) => !m.codes.has(c));
-      for (const c of fresh) m.codes.set(c, { code: c, status: 'free', claimant: null, redeemedAt: null, order: null, hold: null, startsAt: null, expiresAt: null, key: null });
-      assert.deepEqual({ imported: got.imported, duplicates: got.duplicates }, { imported: fresh.length, duplicates: cmd.codes.length - fresh.length }, what);
+      for (const c of fresh)
+        m.codes.set(c, {
+          code: c,
+          status: 'free',
+          claimant: null,
+          redeemedAt: null,
+          order: null,
+          hold: null,
+          startsAt: null,
+          expiresAt: null,
+          key: null,
+        });
+      assert.deepEqual(
+        { imported: got.imported, duplicates: got.duplicates },
+        { imported: fresh.length, duplicates: cmd.codes.length - fresh.length },
+        what,
+      );
       return;
     }
     case 'claim': {
@@ -179,29 +297,67 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
       if (want.replayed) assert.deepEqual([...got.codes].sort(), [...want.codes].sort(), `${what}: replayed codes`);
       else {
         assert.equal(got.codes.length, want.take, `${what}: how many codes`);
-        for (const c of got.codes) assert.ok(want.claimable.includes(c), `${what}: the store handed out ${c}, which the model holds unclaimable (claimable: ${want.claimable.join(',')})`);
+        for (const c of got.codes)
+          assert.ok(
+            want.claimable.includes(c),
+            `${what}: the store handed out ${c}, which the model holds unclaimable (claimable: ${want.claimable.join(',')})`,
+          );
         assert.equal(new Set(got.codes).size, got.codes.length, `${what}: a code twice in one answer`);
-        for (const c of got.codes) Object.assign(m.code(c), { status: 'claimed', claimant: cmd.claimant, key: cmd.key, order: null, redeemedAt: null });
+        for (const c of got.codes)
+          Object.assign(m.code(c), {
+            status: 'claimed',
+            claimant: cmd.claimant,
+            key: cmd.key,
+            order: null,
+            redeemedAt: null,
+          });
         if (cmd.key !== null && got.codes.length > 0) m.keys.set(cmd.key, { claimant: cmd.claimant, count });
       }
-      assert.deepEqual([...got.held].sort(), m.held(cmd.claimant).map((c) => c.code).sort(), `${what}: held`);
+      assert.deepEqual(
+        [...got.held].sort(),
+        m
+          .held(cmd.claimant)
+          .map((c) => c.code)
+          .sort(),
+        `${what}: held`,
+      );
       return;
     }
     case 'release': {
-      const store = await attempt(() => dibs.pools.release(pool, cmd.code, cmd.claimant === null ? {} : { claimant: cmd.claimant }));
+      const store = await attempt(() =>
+        dibs.pools.release(pool, cmd.code, cmd.claimant === null ? {} : { claimant: cmd.claimant }),
+      );
       const model = judged(() => judgeRelease(m.code(cmd.code), cmd.claimant));
       sameRefusal(what, store, model);
       if (!model.ok) return;
-      Object.assign(m.code(cmd.code), { status: 'free', claimant: null, key: null, order: null, redeemedAt: null, hold: null });
+      Object.assign(m.code(cmd.code), {
+        status: 'free',
+        claimant: null,
+        key: null,
+        order: null,
+        redeemedAt: null,
+        hold: null,
+      });
       break;
     }
     case 'redeem': {
       const multi = m.multis.get(cmd.code);
       if (multi) {
-        const store = await attempt(() => dibs.pools.redeem(pool, cmd.code, { ...(cmd.claimant === null ? {} : { claimant: cmd.claimant }), ...(cmd.orderId === null ? {} : { orderId: cmd.orderId }) }));
+        const store = await attempt(() =>
+          dibs.pools.redeem(pool, cmd.code, {
+            ...(cmd.claimant === null ? {} : { claimant: cmd.claimant }),
+            ...(cmd.orderId === null ? {} : { orderId: cmd.orderId }),
+          }),
+        );
         const model = judged(() => {
           const prior = cmd.orderId === null ? undefined : multi.orders.get(cmd.orderId);
-          return judgeUse(m.rules, multi, { claimant: cmd.claimant, orderId: cmd.orderId, now, prior: prior === undefined ? null : { claimant: prior }, usesBy: (who) => [...multi.orders.values()].filter((c) => c === who).length });
+          return judgeUse(m.rules, multi, {
+            claimant: cmd.claimant,
+            orderId: cmd.orderId,
+            now,
+            prior: prior === undefined ? null : { claimant: prior },
+            usesBy: (who) => [...multi.orders.values()].filter((c) => c === who).length,
+          });
         });
         sameRefusal(what, store, model);
         if (model.ok && model.value === 'use') {
@@ -210,13 +366,23 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
         }
         return;
       }
-      const store = await attempt(() => dibs.pools.redeem(pool, cmd.code, { ...(cmd.claimant === null ? {} : { claimant: cmd.claimant }), ...(cmd.orderId === null ? {} : { orderId: cmd.orderId }) }));
+      const store = await attempt(() =>
+        dibs.pools.redeem(pool, cmd.code, {
+          ...(cmd.claimant === null ? {} : { claimant: cmd.claimant }),
+          ...(cmd.orderId === null ? {} : { orderId: cmd.orderId }),
+        }),
+      );
       const model = judged(() => {
         const c = m.code(cmd.code);
         return judgeRedeem(m.rules, c, {
-          claimant: cmd.claimant, orderId: cmd.orderId, now,
+          claimant: cmd.claimant,
+          orderId: cmd.orderId,
+          now,
           heldBy: (who) => m.held(who).length,
-          redeemed: (holder) => ({ pool: m.stats().redeemed, claimant: m.held(holder).filter((h) => h.status === 'redeemed').length }),
+          redeemed: (holder) => ({
+            pool: m.stats().redeemed,
+            claimant: m.held(holder).filter((h) => h.status === 'redeemed').length,
+          }),
         });
       });
       sameRefusal(what, store, model);
@@ -224,15 +390,26 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
       const j = model.value as ReturnType<typeof judgeRedeem>;
       if (j.kind === 'redeem') {
         const c = m.code(cmd.code);
-        Object.assign(c, { status: 'redeemed', claimant: j.holder, order: cmd.orderId, redeemedAt: (store.value as CodeInfo).redeemedAt, hold: null, key: j.direct ? null : c.key });
+        Object.assign(c, {
+          status: 'redeemed',
+          claimant: j.holder,
+          order: cmd.orderId,
+          redeemedAt: (store.value as CodeInfo).redeemedAt,
+          hold: null,
+          key: j.direct ? null : c.key,
+        });
       }
       break;
     }
     case 'unredeem': {
       const multi = m.multis.get(cmd.code);
       if (multi) {
-        const store = await attempt(() => dibs.pools.unredeem(pool, cmd.code, cmd.orderId === null ? {} : { orderId: cmd.orderId }));
-        const model = judged(() => judgeUnuse(cmd.code, cmd.orderId, cmd.orderId !== null && multi.orders.has(cmd.orderId) ? true : null));
+        const store = await attempt(() =>
+          dibs.pools.unredeem(pool, cmd.code, cmd.orderId === null ? {} : { orderId: cmd.orderId }),
+        );
+        const model = judged(() =>
+          judgeUnuse(cmd.code, cmd.orderId, cmd.orderId !== null && multi.orders.has(cmd.orderId) ? true : null),
+        );
         sameRefusal(what, store, model);
         if (model.ok) {
           multi.uses -= 1;
@@ -240,7 +417,9 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
         }
         return;
       }
-      const store = await attempt(() => dibs.pools.unredeem(pool, cmd.code, cmd.orderId === null ? {} : { orderId: cmd.orderId }));
+      const store = await attempt(() =>
+        dibs.pools.unredeem(pool, cmd.code, cmd.orderId === null ? {} : { orderId: cmd.orderId }),
+      );
       const model = judged(() => judgeUnredeem(m.code(cmd.code), cmd.orderId));
       sameRefusal(what, store, model);
       if (!model.ok) return;
@@ -252,19 +431,34 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
       const model = judged(() => judgeRevoke(m.code(cmd.code)));
       sameRefusal(what, store, model);
       if (!model.ok) return;
-      Object.assign(m.code(cmd.code), { status: 'revoked', claimant: null, key: null, order: null, redeemedAt: null, hold: null });
+      Object.assign(m.code(cmd.code), {
+        status: 'revoked',
+        claimant: null,
+        key: null,
+        order: null,
+        redeemedAt: null,
+        hold: null,
+      });
       break;
     }
     case 'hold': {
       const store = await attempt(() => dibs.pools.hold(pool, cmd.code, cmd.claimant, HOLD_MS));
-      const model = judged(() => m.multis.has(cmd.code) ? (() => { throw refusal('multi_use_not_holdable', { code: cmd.code }); })() : judgeHold(m.rules, m.code(cmd.code), cmd.claimant, now, (who) => m.held(who).length));
+      const model = judged(() =>
+        m.multis.has(cmd.code)
+          ? (() => {
+              throw refusal('multi_use_not_holdable', { code: cmd.code });
+            })()
+          : judgeHold(m.rules, m.code(cmd.code), cmd.claimant, now, (who) => m.held(who).length),
+      );
       sameRefusal(what, store, model);
       if (!model.ok || !store.ok) return;
       m.code(cmd.code).hold = { claimant: cmd.claimant, until: (store.value as CodeInfo).hold!.expiresAt };
       break;
     }
     case 'releaseHold': {
-      const store = await attempt(() => dibs.pools.releaseHold(pool, cmd.code, cmd.claimant === null ? {} : { claimant: cmd.claimant }));
+      const store = await attempt(() =>
+        dibs.pools.releaseHold(pool, cmd.code, cmd.claimant === null ? {} : { claimant: cmd.claimant }),
+      );
       const model = judged(() => judgeReleaseHold(m.code(cmd.code), cmd.claimant, now));
       sameRefusal(what, store, model);
       if (model.ok && model.value === 'drop') m.code(cmd.code).hold = null;
@@ -273,12 +467,23 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
     case 'addMulti': {
       // a single-use name only to see it refused (a multi-use code whose name imports also use is not modelled)
       if (!(MULTI as readonly string[]).includes(cmd.code) && !m.codes.has(cmd.code)) return;
-      const store = await attempt(() => dibs.pools.addMultiUseCode(pool, { code: cmd.code, uses: cmd.uses, usesPerClaimant: cmd.usesPerClaimant }));
+      const store = await attempt(() =>
+        dibs.pools.addMultiUseCode(pool, { code: cmd.code, uses: cmd.uses, usesPerClaimant: cmd.usesPerClaimant }),
+      );
       const model = judged(() => {
         if (m.codes.has(cmd.code) || m.multis.has(cmd.code)) throw refusal('code_exists', { code: cmd.code });
       });
       sameRefusal(what, store, model);
-      if (model.ok) m.multis.set(cmd.code, { code: cmd.code, maxUses: cmd.uses, perClaimant: cmd.usesPerClaimant, uses: 0, startsAt: null, expiresAt: null, orders: new Map() });
+      if (model.ok)
+        m.multis.set(cmd.code, {
+          code: cmd.code,
+          maxUses: cmd.uses,
+          perClaimant: cmd.usesPerClaimant,
+          uses: 0,
+          startsAt: null,
+          expiresAt: null,
+          orders: new Map(),
+        });
       return;
     }
     case 'codeWindow': {
@@ -306,8 +511,14 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
       return;
     }
     case 'redemptions': {
-      await dibs.pools.update(pool, { maxRedemptions: cmd.maxRedemptions, maxRedemptionsPerClaimant: cmd.maxRedemptionsPerClaimant });
-      Object.assign(m.rules, { maxRedemptions: cmd.maxRedemptions, maxRedemptionsPerClaimant: cmd.maxRedemptionsPerClaimant });
+      await dibs.pools.update(pool, {
+        maxRedemptions: cmd.maxRedemptions,
+        maxRedemptionsPerClaimant: cmd.maxRedemptionsPerClaimant,
+      });
+      Object.assign(m.rules, {
+        maxRedemptions: cmd.maxRedemptions,
+        maxRedemptionsPerClaimant: cmd.maxRedemptionsPerClaimant,
+      });
       return;
     }
     case 'public': {
@@ -318,7 +529,8 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
   }
   // a step on one code answered the code as it now is
   const answer = await dibs.pools.code(pool, cmd.code).catch(() => null);
-  if (answer && m.codes.has(cmd.code) && !m.multis.has(cmd.code)) assert.deepEqual(codeView(answer), modelView(m.code(cmd.code), now), `${what}: the code afterwards`);
+  if (answer && m.codes.has(cmd.code) && !m.multis.has(cmd.code))
+    assert.deepEqual(codeView(answer), modelView(m.code(cmd.code), now), `${what}: the code afterwards`);
 }
 
 interface ClaimPlan {
@@ -334,13 +546,18 @@ function planClaim(m: PoolModel, claimant: string, count: number, key: string | 
   const prior = key === null ? undefined : m.keys.get(key);
   if (prior) {
     judgeClaimKey(key!, prior, claimant, count);
-    const codes = m.held(claimant).filter((c) => c.key === key).map((c) => c.code);
+    const codes = m
+      .held(claimant)
+      .filter((c) => c.key === key)
+      .map((c) => c.code);
     if (codes.length > 0) return { status: 'claimed', replayed: true, codes, take: codes.length, claimable: [] };
     m.keys.delete(key!); // its codes were all released: the key is spent
   }
   const room = judgeClaim(m.rules, now, m.held(claimant).length, count);
   if (room === 0) return { status: 'already-held', replayed: false, codes: [], take: 0, claimable: [] };
-  const claimable = [...m.codes.values()].filter((c) => c.status === 'free' && !holdIsLive(c, now) && windowState(c, now) === 'open').map((c) => c.code);
+  const claimable = [...m.codes.values()]
+    .filter((c) => c.status === 'free' && !holdIsLive(c, now) && windowState(c, now) === 'open')
+    .map((c) => c.code);
   if (claimable.length === 0) throw refusal('pool_sold_out', { pool: m.rules.name });
   return { status: 'claimed', replayed: false, codes: [], take: Math.min(room, claimable.length), claimable };
 }
@@ -392,13 +609,22 @@ export function modelRuns(base: number): { numRuns: number; seed?: number; path?
 }
 
 /** The property over `dibs`: each run on a pool of its own (no store is reset between runs). */
-export async function checkPools(dibs: Dibs, label: string, options: { runs: number; maxCommands: number }): Promise<void> {
+export async function checkPools(
+  dibs: Dibs,
+  label: string,
+  options: { runs: number; maxCommands: number },
+): Promise<void> {
   let run = 0;
   await fc.assert(
     fc.asyncProperty(scenarios(options.maxCommands), async (scenario) => {
       await runPoolScenario(dibs, `model-${label}-${process.pid}-${run++}`, scenario);
     }),
-    { ...modelRuns(options.runs), endOnFailure: false, verbose: 0, examples: REGRESSIONS.map((r) => [r] as [PoolScenario]) },
+    {
+      ...modelRuns(options.runs),
+      endOnFailure: false,
+      verbose: 0,
+      examples: REGRESSIONS.map((r) => [r] as [PoolScenario]),
+    },
   );
   if (process.env.DIBS_MODEL_STATS === '1') console.log(label, Object.fromEntries([...tally].sort()));
 }

@@ -11,7 +11,14 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
-import { judgeBuy, judgeCustomerLimitChange, judgeReserve, judgeSaleKey, type SaleKeyKind, type SaleState } from '../../src/core/model/sales.js';
+import {
+  judgeBuy,
+  judgeCustomerLimitChange,
+  judgeReserve,
+  judgeSaleKey,
+  type SaleKeyKind,
+  type SaleState,
+} from '../../src/core/model/sales.js';
 import { assertPreflight } from '../../src/core/sales/rules.js';
 import { refusal } from '../../src/core/refusals.js';
 import type { BuyResult, HoldResult, Hold } from '../../src/core/sales/types.js';
@@ -42,12 +49,32 @@ export interface SaleScenario {
 const customer = fc.constantFrom(...CUSTOMERS);
 const key = fc.option(fc.constantFrom(...KEYS), { nil: null, freq: 2 });
 const command: fc.Arbitrary<SaleCommand> = fc.oneof(
-  { weight: 18, arbitrary: fc.record({ op: fc.constant('buy' as const), customer, quantity: fc.integer({ min: 1, max: 3 }), key }) },
-  { weight: 12, arbitrary: fc.record({ op: fc.constant('reserve' as const), customer, quantity: fc.integer({ min: 1, max: 3 }), key }) },
+  {
+    weight: 18,
+    arbitrary: fc.record({ op: fc.constant('buy' as const), customer, quantity: fc.integer({ min: 1, max: 3 }), key }),
+  },
+  {
+    weight: 12,
+    arbitrary: fc.record({
+      op: fc.constant('reserve' as const),
+      customer,
+      quantity: fc.integer({ min: 1, max: 3 }),
+      key,
+    }),
+  },
   { weight: 9, arbitrary: fc.record({ op: fc.constant('confirm' as const), hold: fc.nat(5) }) },
   { weight: 6, arbitrary: fc.record({ op: fc.constant('cancelHold' as const), hold: fc.nat(5) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('limit' as const), perCustomerLimit: fc.integer({ min: 1, max: 4 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('cap' as const), cap: fc.option(fc.integer({ min: 1, max: 8 }), { nil: null, freq: 4 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant('limit' as const), perCustomerLimit: fc.integer({ min: 1, max: 4 }) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('cap' as const),
+      cap: fc.option(fc.integer({ min: 1, max: 8 }), { nil: null, freq: 4 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'cancelSale' as const }) },
 );
 
@@ -94,15 +121,44 @@ export async function runSaleScenario(dibs: Dibs, id: string, scenario: SaleScen
   const now = Date.now();
   const startsAt = new Date(scenario.scheduled ? now + DAY : now).toISOString();
   const endsAt = new Date(now + 2 * DAY).toISOString();
-  const perCustomerLimit = scenario.cap === null ? scenario.perCustomerLimit : Math.min(scenario.perCustomerLimit, scenario.cap);
+  const perCustomerLimit =
+    scenario.cap === null ? scenario.perCustomerLimit : Math.min(scenario.perCustomerLimit, scenario.cap);
   await dibs.sales.create({ id, sku: `sku-${id}`, startsAt, endsAt, cap: scenario.cap, perCustomerLimit });
-  const m = new SaleModel({ id, sku: `sku-${id}`, startsAt, endsAt, cancelledAt: null, cap: scenario.cap, perCustomerLimit });
+  const m = new SaleModel({
+    id,
+    sku: `sku-${id}`,
+    startsAt,
+    endsAt,
+    cancelledAt: null,
+    cap: scenario.cap,
+    perCustomerLimit,
+  });
   for (const [i, cmd] of scenario.commands.entries()) await step(dibs, m, cmd, `step ${i} ${JSON.stringify(cmd)}`);
   const sale = await dibs.sales.get(id);
-  assert.deepEqual({ sold: sale.stats.sold, held: sale.stats.held, cap: sale.cap, perCustomerLimit: sale.perCustomerLimit, cancelled: sale.cancelledAt !== null }, { sold: m.sold, held: m.held(), cap: m.sale.cap, perCustomerLimit: m.sale.perCustomerLimit, cancelled: m.sale.cancelledAt !== null }, 'final sale');
+  assert.deepEqual(
+    {
+      sold: sale.stats.sold,
+      held: sale.stats.held,
+      cap: sale.cap,
+      perCustomerLimit: sale.perCustomerLimit,
+      cancelled: sale.cancelledAt !== null,
+    },
+    {
+      sold: m.sold,
+      held: m.held(),
+      cap: m.sale.cap,
+      perCustomerLimit: m.sale.perCustomerLimit,
+      cancelled: m.sale.cancelledAt !== null,
+    },
+    'final sale',
+  );
   for (const h of m.holds) {
     const got = await dibs.sales.hold(h.id);
-    assert.deepEqual({ customer: got.customer, quantity: got.quantity, status: got.status }, { customer: h.customer, quantity: h.quantity, status: h.status }, `final hold ${h.id}`);
+    assert.deepEqual(
+      { customer: got.customer, quantity: got.quantity, status: got.status },
+      { customer: h.customer, quantity: h.quantity, status: h.status },
+      `final hold ${h.id}`,
+    );
   }
   assert.deepEqual(await dibs.sales.audit(id), [], 'the audit finds the sale clean');
 }
@@ -112,7 +168,9 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
   const now = new Date().toISOString();
   switch (cmd.op) {
     case 'buy': {
-      const store = await attempt(() => dibs.sales.buy(id, cmd.customer, cmd.quantity, cmd.key === null ? {} : { idempotencyKey: cmd.key }));
+      const store = await attempt(() =>
+        dibs.sales.buy(id, cmd.customer, cmd.quantity, cmd.key === null ? {} : { idempotencyKey: cmd.key }),
+      );
       const model = judged(() => {
         const prior = cmd.key === null ? undefined : m.keys.get(cmd.key);
         if (prior) {
@@ -131,18 +189,34 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       assert.equal(got.order.quantity, cmd.quantity, `${what}: quantity`);
       m.sold += cmd.quantity;
       m.orders.set(cmd.customer, (m.orders.get(cmd.customer) ?? 0) + cmd.quantity);
-      if (cmd.key !== null) m.keys.set(cmd.key, { kind: 'buy', customer: cmd.customer, quantity: cmd.quantity, result: got.order.id });
+      if (cmd.key !== null)
+        m.keys.set(cmd.key, { kind: 'buy', customer: cmd.customer, quantity: cmd.quantity, result: got.order.id });
       return;
     }
     case 'reserve': {
-      const store = await attempt(() => dibs.sales.reserve(id, cmd.customer, cmd.quantity, HOLD_MS, cmd.key === null ? {} : { idempotencyKey: cmd.key }));
+      const store = await attempt(() =>
+        dibs.sales.reserve(
+          id,
+          cmd.customer,
+          cmd.quantity,
+          HOLD_MS,
+          cmd.key === null ? {} : { idempotencyKey: cmd.key },
+        ),
+      );
       const model = judged(() => {
         const prior = cmd.key === null ? undefined : m.keys.get(cmd.key);
         if (prior) {
           judgeSaleKey(cmd.key!, prior, 'reserve', cmd.customer, cmd.quantity);
           return { replayed: true, hold: prior.result };
         }
-        judgeReserve(m.state(), now, cmd.customer, m.units(cmd.customer), m.own(cmd.customer)?.quantity ?? 0, cmd.quantity);
+        judgeReserve(
+          m.state(),
+          now,
+          cmd.customer,
+          m.units(cmd.customer),
+          m.own(cmd.customer)?.quantity ?? 0,
+          cmd.quantity,
+        );
         return { replayed: false };
       });
       same(what, store, model);
@@ -152,12 +226,14 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       assert.equal((store.value as HoldResult).replayed, want.replayed, `${what}: replayed`);
       if (want.replayed) return assert.equal(got.id, want.hold, `${what}: the replayed hold`);
       const own = m.own(cmd.customer);
-      if (own && own.id === got.id) own.quantity = cmd.quantity; // replaced in place
+      if (own && own.id === got.id)
+        own.quantity = cmd.quantity; // replaced in place
       else {
         if (own) own.status = 'cancelled'; // replaced by a new hold
         m.holds.push({ id: got.id, customer: cmd.customer, quantity: cmd.quantity, status: 'active', orderId: null });
       }
-      if (cmd.key !== null) m.keys.set(cmd.key, { kind: 'reserve', customer: cmd.customer, quantity: cmd.quantity, result: got.id });
+      if (cmd.key !== null)
+        m.keys.set(cmd.key, { kind: 'reserve', customer: cmd.customer, quantity: cmd.quantity, result: got.id });
       return;
     }
     case 'confirm': {
@@ -171,7 +247,8 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       same(what, store, model);
       if (!store.ok || !model.ok) return;
       const got = store.value as BuyResult;
-      if (h.status === 'confirmed') return assert.equal(got.order.id, h.orderId, `${what}: a confirmed hold replays its order`);
+      if (h.status === 'confirmed')
+        return assert.equal(got.order.id, h.orderId, `${what}: a confirmed hold replays its order`);
       Object.assign(h, { status: 'confirmed', orderId: got.order.id });
       m.sold += h.quantity;
       m.orders.set(h.customer, (m.orders.get(h.customer) ?? 0) + h.quantity);
@@ -199,8 +276,20 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
       const model = judged(() => {
         if (m.sale.cancelledAt !== null) throw refusal('sale_cancelled', { sale: id });
         const next = { ...m.sale, ...patch };
-        assertPreflight({ id, sku: m.sale.sku, startsAt: next.startsAt, endsAt: next.endsAt, cap: next.cap, perCustomerLimit: next.perCustomerLimit, metadata: {} }, { now, sameSku: [], committed: m.sold + m.held(), existing: { startsAt: m.sale.startsAt } });
-        if (next.perCustomerLimit < m.sale.perCustomerLimit) judgeCustomerLimitChange(id, next.perCustomerLimit, Math.max(0, ...CUSTOMERS.map((c) => m.units(c))));
+        assertPreflight(
+          {
+            id,
+            sku: m.sale.sku,
+            startsAt: next.startsAt,
+            endsAt: next.endsAt,
+            cap: next.cap,
+            perCustomerLimit: next.perCustomerLimit,
+            metadata: {},
+          },
+          { now, sameSku: [], committed: m.sold + m.held(), existing: { startsAt: m.sale.startsAt } },
+        );
+        if (next.perCustomerLimit < m.sale.perCustomerLimit)
+          judgeCustomerLimitChange(id, next.perCustomerLimit, Math.max(0, ...CUSTOMERS.map((c) => m.units(c))));
         return next;
       });
       same(what, store, model);
@@ -217,7 +306,11 @@ async function step(dibs: Dibs, m: SaleModel, cmd: SaleCommand, what: string): P
 }
 
 /** The sale property over `dibs`: each run on a sale of its own. */
-export async function checkSales(dibs: Dibs, label: string, options: { runs: number; maxCommands: number }): Promise<void> {
+export async function checkSales(
+  dibs: Dibs,
+  label: string,
+  options: { runs: number; maxCommands: number },
+): Promise<void> {
   let run = 0;
   await fc.assert(
     fc.asyncProperty(saleScenarios(options.maxCommands), async (scenario) => {
@@ -225,5 +318,6 @@ export async function checkSales(dibs: Dibs, label: string, options: { runs: num
     }),
     { ...modelRuns(options.runs), endOnFailure: false, verbose: 0 },
   );
-  if (process.env.DIBS_MODEL_STATS === '1') console.log(label, Object.fromEntries([...tally].filter(([k]) => k.startsWith('sale ')).sort()));
+  if (process.env.DIBS_MODEL_STATS === '1')
+    console.log(label, Object.fromEntries([...tally].filter(([k]) => k.startsWith('sale ')).sort()));
 }

@@ -29,7 +29,13 @@ if (await sharedRedisAvailable()) {
   dispatchSuite('redis', async () => {
     const prefix = testPrefix();
     const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
-    return { dibs, cleanup: async () => { await dibs.close(); await deletePrefix(SHARED_REDIS, prefix); } };
+    return {
+      dibs,
+      cleanup: async () => {
+        await dibs.close();
+        await deletePrefix(SHARED_REDIS, prefix);
+      },
+    };
   });
 }
 
@@ -43,7 +49,13 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
     });
     after(() => env.cleanup());
 
-    const startSale = (sku: string) => dibs.sales.create({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 100 });
+    const startSale = (sku: string) =>
+      dibs.sales.create({
+        sku,
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 100,
+      });
     /** Drains until `done()` (retries are scheduled a few ms ahead), bounded to 5 s. */
     const settle = async (d: OutboxDispatcher, done: () => boolean | Promise<boolean>) => {
       const total = { delivered: 0, retried: 0, dead: 0 };
@@ -56,8 +68,17 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
       return total;
     };
     const nothingPending = async () => (await dibs.backend.outbox!.status()).pending === 0;
-    const dispatcher = (channels: ConstructorParameters<typeof OutboxDispatcher>[0]['channels'], webhookUrls: string[] = []) =>
-      new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels, webhookUrls, backoff: { baseMs: 1, maxMs: 5 }, maxAttempts: 6 });
+    const dispatcher = (
+      channels: ConstructorParameters<typeof OutboxDispatcher>[0]['channels'],
+      webhookUrls: string[] = [],
+    ) =>
+      new OutboxDispatcher({
+        outbox: dibs.backend.outbox!,
+        channels,
+        webhookUrls,
+        backoff: { baseMs: 1, maxMs: 5 },
+        maxAttempts: 6,
+      });
 
     it('announces a sale once and delivers one signed webhook per wishlister, retrying failures', async () => {
       // The receiver fails every first attempt, and one customer's endpoint fails twice.
@@ -71,7 +92,8 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
       });
       try {
         const sku = 'SNEAKER-1';
-        for (const customer of ['ann', 'ben', 'cat']) await dibs.sales.wish(sku, customer, { webhook: receiver.url(customer === 'cat' ? '/flaky' : '/hook') });
+        for (const customer of ['ann', 'ben', 'cat'])
+          await dibs.sales.wish(sku, customer, { webhook: receiver.url(customer === 'cat' ? '/flaky' : '/hook') });
         await dibs.sales.wish('OTHER-SKU', 'dan', { webhook: receiver.url() });
         const sale = await startSale(sku);
         const first = await dibs.sales.activateDue();
@@ -81,18 +103,38 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         const result = await settle(dispatcher({ webhook: new WebhookChannel({ secret: SECRET }) }), nothingPending);
         assert.equal(result.dead, 0);
         // Every request carries a valid signature over its body.
-        for (const r of receiver.received) assert.deepEqual(verify(SECRET, r.headers[SIGNATURE_HEADER] as string, r.body.toString()), { ok: true });
-        const delivered = receiver.received.map((r) => JSON.parse(r.body.toString()) as { type: string; idempotencyKey: string; data: { customer: string; sale: string } });
+        for (const r of receiver.received)
+          assert.deepEqual(verify(SECRET, r.headers[SIGNATURE_HEADER] as string, r.body.toString()), { ok: true });
+        const delivered = receiver.received.map(
+          (r) =>
+            JSON.parse(r.body.toString()) as {
+              type: string;
+              idempotencyKey: string;
+              data: { customer: string; sale: string };
+            },
+        );
         const notifications = delivered.filter((d) => d.type === 'sale.live.notify');
-        assert.deepEqual([...new Set(notifications.map((d) => d.data.customer))].sort(), ['ann', 'ben', 'cat'], 'exactly the wishlisters of the SKU');
+        assert.deepEqual(
+          [...new Set(notifications.map((d) => d.data.customer))].sort(),
+          ['ann', 'ben', 'cat'],
+          'exactly the wishlisters of the SKU',
+        );
         assert.equal(new Set(notifications.map((d) => d.idempotencyKey)).size, 3, 'one logical event per wishlister');
-        assert.equal(seen.get(notifications.find((d) => d.data.customer === 'cat')!.idempotencyKey), 3, 'the flaky endpoint got two retries');
+        assert.equal(
+          seen.get(notifications.find((d) => d.data.customer === 'cat')!.idempotencyKey),
+          3,
+          'the flaky endpoint got two retries',
+        );
         assert.ok(notifications.every((d) => d.data.sale === sale.id));
         const status = await dibs.backend.outbox!.status();
         assert.equal(status.pending, 0);
         const catEvent = (await dibs.sales.events({ sale: sale.id })).find((e) => e.payload.customer === 'cat')!;
         const log = await dibs.backend.outbox!.deliveries(catEvent.id);
-        assert.deepEqual(log.map((d) => d.ok), [false, false, true], 'every attempt is logged');
+        assert.deepEqual(
+          log.map((d) => d.ok),
+          [false, false, true],
+          'every attempt is logged',
+        );
       } finally {
         await receiver.close();
       }
@@ -123,19 +165,27 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         const browser = createECDH('prime256v1');
         browser.generateKeys();
         const authSecret = randomBytes(16);
-        const subscription = { endpoint: push.url('/push/abc'), keys: { p256dh: browser.getPublicKey().toString('base64url'), auth: authSecret.toString('base64url') } };
+        const subscription = {
+          endpoint: push.url('/push/abc'),
+          keys: { p256dh: browser.getPublicKey().toString('base64url'), auth: authSecret.toString('base64url') },
+        };
         await dibs.sales.wish('PHONE-3', 'gus', { webPush: subscription });
         await startSale('PHONE-3');
         await dibs.sales.activateDue();
         const vapid = webpush.generateVAPIDKeys();
         const agent = new Agent({ ca: LOOPBACK_TLS.cert });
-        await settle(dispatcher({ webPush: new WebPushChannel({ vapid: { subject: 'mailto:ops@shop.test', ...vapid }, agent }) }), () => push.received.length > 0);
+        await settle(
+          dispatcher({ webPush: new WebPushChannel({ vapid: { subject: 'mailto:ops@shop.test', ...vapid }, agent }) }),
+          () => push.received.length > 0,
+        );
         const requests = push.received.filter((r) => r.path === '/push/abc');
         assert.equal(requests.length, 1);
         const request = requests[0]!;
         assert.equal(request.headers['content-encoding'], 'aes128gcm');
         assert.match(String(request.headers.authorization), new RegExp(`^vapid t=.+, k=${vapid.publicKey}$`));
-        const message = JSON.parse(decrypt(request.body, { version: 'aes128gcm', privateKey: browser, authSecret }).toString('utf8')) as { title: string; data: { customer: string } };
+        const message = JSON.parse(
+          decrypt(request.body, { version: 'aes128gcm', privateKey: browser, authSecret }).toString('utf8'),
+        ) as { title: string; data: { customer: string } };
         assert.equal(message.title, 'PHONE-3 is on sale now');
         assert.equal(message.data.customer, 'gus');
       } finally {
@@ -152,10 +202,17 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         await dibs.sales.wish('GONE-4', 'hal', { webhook: receiver.url('/gone') });
         await startSale('GONE-4');
         await dibs.sales.activateDue();
-        const result = await dispatcher({ webhook: new WebhookChannel({ secret: SECRET }) }, [receiver.url('/ops')]).drain();
+        const result = await dispatcher({ webhook: new WebhookChannel({ secret: SECRET }) }, [
+          receiver.url('/ops'),
+        ]).drain();
         assert.ok(result.dead >= 1);
-        const ops = receiver.received.filter((r) => r.path === '/ops').map((r) => JSON.parse(r.body.toString()) as { type: string });
-        assert.ok(ops.some((e) => e.type === 'pool.low_stock'), 'low stock reached the operations endpoint');
+        const ops = receiver.received
+          .filter((r) => r.path === '/ops')
+          .map((r) => JSON.parse(r.body.toString()) as { type: string });
+        assert.ok(
+          ops.some((e) => e.type === 'pool.low_stock'),
+          'low stock reached the operations endpoint',
+        );
         assert.ok(ops.some((e) => e.type === 'sale.live'));
         assert.equal(receiver.received.filter((r) => r.path === '/gone').length, 1, 'no retry after 410');
         assert.ok((await dibs.backend.outbox!.status()).dead >= 1);
@@ -174,7 +231,9 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         const a = new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels: { webhook: channel }, batchSize: 7 });
         const b = new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels: { webhook: channel }, batchSize: 7 });
         await Promise.all([a.drain(), b.drain()]);
-        const keys = receiver.received.filter((r) => r.path === '/duo').map((r) => String(r.headers['idempotency-key']));
+        const keys = receiver.received
+          .filter((r) => r.path === '/duo')
+          .map((r) => String(r.headers['idempotency-key']));
         assert.equal(keys.length, 40);
         assert.equal(new Set(keys).size, 40);
       } finally {

@@ -23,7 +23,6 @@ const lock = JSON.parse(readFileSync(new URL('package-lock.json', root), 'utf8')
  */
 const MAJORS = [20, 22, 24, 26];
 
-
 describe('engines: the declared Node range and the lockfile agree', () => {
   const declared = pkg.engines.node;
 
@@ -37,7 +36,14 @@ describe('engines: the declared Node range and the lockfile agree', () => {
   it('every package of the lockfile accepts each declared major at its lowest admitted version', () => {
     const probes = MAJORS.map((major) => {
       const sub = semver.validRange(`>=${major}.0.0 <${major + 1}.0.0`)!;
-      return semver.intersects(declared, sub) ? semver.minVersion(`${declared.split('||').map((r) => r.trim()).find((r) => semver.intersects(r, sub))} ${sub}`)?.version : undefined;
+      return semver.intersects(declared, sub)
+        ? semver.minVersion(
+            `${declared
+              .split('||')
+              .map((r) => r.trim())
+              .find((r) => semver.intersects(r, sub))} ${sub}`,
+          )?.version
+        : undefined;
     }).filter((v): v is string => v !== undefined);
     assert.ok(probes.length >= 2, `probed only ${probes.join(', ')}`);
     const refused: string[] = [];
@@ -45,7 +51,10 @@ describe('engines: the declared Node range and the lockfile agree', () => {
       const range = !Array.isArray(entry.engines) ? entry.engines?.node : undefined;
       if (!path || !range) continue;
       for (const version of probes) {
-        if (!semver.satisfies(version, range)) refused.push(`${path.replace(/^.*node_modules\//, '')}@${entry.version} wants node ${range}, refuses ${version}`);
+        if (!semver.satisfies(version, range))
+          refused.push(
+            `${path.replace(/^.*node_modules\//, '')}@${entry.version} wants node ${range}, refuses ${version}`,
+          );
       }
     }
     assert.deepEqual(refused, [], `packages npm ci would warn about (EBADENGINE) on the declared range ${declared}`);

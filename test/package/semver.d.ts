@@ -1,6 +1,8 @@
 // The few functions of semver (a dev dependency, shipped without types) the engines test uses.
 declare module 'semver' {
-  interface SemVer { version: string }
+  interface SemVer {
+    version: string;
+  }
   const semver: {
     satisfies(version: string, range: string): boolean;
     intersects(a: string, b: string): boolean;

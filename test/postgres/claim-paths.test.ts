@@ -27,7 +27,10 @@ describe('postgres: fast and full claim statements follow rule changes made else
 
   it('a limit lowered or raised by another instance holds on the very next claim', async () => {
     await admin.pools.create({ name: 'p', perClaimantLimit: 3 });
-    await admin.pools.importCodes('p', Array.from({ length: 10 }, (_, i) => `P-${i}`));
+    await admin.pools.importCodes(
+      'p',
+      Array.from({ length: 10 }, (_, i) => `P-${i}`),
+    );
 
     // limit 3: served by claim.sql, and the claimer now believes the pool is not for the fast path
     assert.equal((await claimer.pools.claim('p', 'c1')).status, 'claimed');
@@ -40,7 +43,11 @@ describe('postgres: fast and full claim statements follow rule changes made else
     assert.equal((await claimer.pools.claim('p', 'c2')).status, 'claimed');
     await admin.pools.update('p', { perClaimantLimit: 2 });
     const second = await claimer.pools.claim('p', 'c2');
-    assert.equal(second.status, 'claimed', 'limit 2 gives a second code although this instance last used the fast statement');
+    assert.equal(
+      second.status,
+      'claimed',
+      'limit 2 gives a second code although this instance last used the fast statement',
+    );
     assert.equal(second.held.length, 2);
     assert.equal((await claimer.pools.claim('p', 'c2')).status, 'already-held');
 
@@ -58,7 +65,10 @@ describe('postgres: fast and full claim statements follow rule changes made else
     assert.equal(first.replayed, false);
     const replay = await claimer.pools.claim('q', 'a', { idempotencyKey: 'k1' });
     assert.deepEqual([replay.status, replay.code, replay.replayed], ['claimed', first.code, true]);
-    await assert.rejects(claimer.pools.claim('q', 'b', { idempotencyKey: 'k1' }), (e: { code?: string }) => e.code === 'conflict');
+    await assert.rejects(
+      claimer.pools.claim('q', 'b', { idempotencyKey: 'k1' }),
+      (e: { code?: string }) => e.code === 'conflict',
+    );
     const other = await claimer.pools.claim('q', 'a', { idempotencyKey: 'k2' });
     assert.deepEqual([other.status, other.code], ['already-held', first.code]);
     // k2 took nothing, so it was not recorded: after the release it claims afresh

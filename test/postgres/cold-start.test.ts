@@ -17,12 +17,20 @@ const skip = await requirePostgres();
 describe('postgres cold start', { skip }, () => {
   const temp = tempPgStore({ application_name: `dibs-cold-${process.pid}` });
   const app = `dibs-cold-${process.pid}`;
-  const connections = async () => (await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [app]))[0]!.n;
+  const connections = async () =>
+    (
+      await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [
+        app,
+      ])
+    )[0]!.n;
 
   before(async () => {
     const dibs = await openDibs(temp.store); // migrates the fresh schema
     await dibs.pools.create({ name: 'cold', perClaimantLimit: 1000 });
-    await dibs.pools.importCodes('cold', Array.from({ length: 200 }, (_, i) => `C${i}`));
+    await dibs.pools.importCodes(
+      'cold',
+      Array.from({ length: 200 }, (_, i) => `C${i}`),
+    );
     await dibs.close();
   });
   after(() => temp.drop());
@@ -36,7 +44,10 @@ describe('postgres cold start', { skip }, () => {
       await holder.query('SELECT pg_advisory_lock(hashtext($1))', [`dibs:migrate:${temp.schema}`]);
       const started = Date.now();
       const opening = openDibs(temp.store);
-      const outcome = await Promise.race([opening.then(() => 'opened'), new Promise((resolve) => setTimeout(resolve, 5_000, 'blocked'))]);
+      const outcome = await Promise.race([
+        opening.then(() => 'opened'),
+        new Promise((resolve) => setTimeout(resolve, 5_000, 'blocked')),
+      ]);
       assert.equal(outcome, 'opened', 'openDibs waited for the migration lock although the schema is current');
       const dibs = await opening;
       assert.ok(Date.now() - started < 5_000);
@@ -60,14 +71,22 @@ describe('postgres cold start', { skip }, () => {
   });
 });
 
-describe('postgres cold start through PgBouncer (transaction mode, listen=)', { skip: skip || requirePgBouncer() }, () => {
+describe('postgres cold start through PgBouncer (transaction mode, listen=)', {
+  skip: skip || requirePgBouncer(),
+}, () => {
   const temp = tempPgStore();
   let bouncer: PgBouncer;
   let store: string;
   const listenApp = `dibs-cold-listen-${process.pid}`;
   /** This file's clients of the bouncer (its admin console aside) and direct LISTEN connections. */
-  const clients = async () => (await bouncer.admin<{ database: string }>('SHOW CLIENTS')).filter((c) => c.database !== 'pgbouncer').length;
-  const listeners = async () => (await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [listenApp]))[0]!.n;
+  const clients = async () =>
+    (await bouncer.admin<{ database: string }>('SHOW CLIENTS')).filter((c) => c.database !== 'pgbouncer').length;
+  const listeners = async () =>
+    (
+      await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [
+        listenApp,
+      ])
+    )[0]!.n;
 
   before(async () => {
     bouncer = await startPgBouncer({ poolSize: 4 });
@@ -76,7 +95,10 @@ describe('postgres cold start through PgBouncer (transaction mode, listen=)', { 
     store = bouncer.url({ schema: temp.schema, pooler: 'transaction', poolSize: '2', listen: listen.href });
     const dibs = await openDibs(store); // migrates the fresh schema through the bouncer
     await dibs.pools.create({ name: 'cold', perClaimantLimit: 1000 });
-    await dibs.pools.importCodes('cold', Array.from({ length: 200 }, (_, i) => `C${i}`));
+    await dibs.pools.importCodes(
+      'cold',
+      Array.from({ length: 200 }, (_, i) => `C${i}`),
+    );
     await dibs.close();
   });
   after(async () => {

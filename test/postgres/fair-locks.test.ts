@@ -8,7 +8,10 @@ import { requirePostgres, tempPgStore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
-it('postgres: 4 processes, one key: fair grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', { skip, timeout: 600_000 }, async () => {
+it('postgres: 4 processes, one key: fair grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', {
+  skip,
+  timeout: 600_000,
+}, async () => {
   const temp = tempPgStore({ poolSize: '2' });
   try {
     await runFairLockStorm({ store: temp.store, processes: 4, key: 'fair-storm', rounds: 5 });

@@ -15,9 +15,15 @@ import { adminQuery, requirePostgres, tempPgStore, TEST_PG } from '../support/po
 describe('postgres store URL with several hosts', () => {
   it('moves the host list into a hosts parameter and reads it back', () => {
     const folded = foldHosts('postgres://u:p%40ss@db1:5433,db2,[::1]:5434/app?sslmode=require');
-    assert.equal(folded, 'postgres://u:p%40ss@db1:5433/app?sslmode=require&hosts=db1%3A5433%2Cdb2%2C%5B%3A%3A1%5D%3A5434');
+    assert.equal(
+      folded,
+      'postgres://u:p%40ss@db1:5433/app?sslmode=require&hosts=db1%3A5433%2Cdb2%2C%5B%3A%3A1%5D%3A5434',
+    );
     const url = parseStoreUrl('postgresql://db1:5433,db2/app');
-    assert.deepEqual(parseHosts(url.searchParams.get('hosts'), url), [{ host: 'db1', port: 5433 }, { host: 'db2', port: 5432 }]);
+    assert.deepEqual(parseHosts(url.searchParams.get('hosts'), url), [
+      { host: 'db1', port: 5433 },
+      { host: 'db2', port: 5432 },
+    ]);
     assert.deepEqual(parseHosts('[::1]:5434', url), [{ host: '::1', port: 5434 }]);
     assert.equal(foldHosts('postgres://db1:5432/app'), null);
     // a comma in the password is not a host list
@@ -75,12 +81,18 @@ describe('postgres: host selection on a live server', { skip }, () => {
     const dead = await startFaultProxy({ host: live.hostname, port: Number(live.port || 5432) });
     dead.blackhole(true);
     // connectTimeoutMs 2000: waiting for the dead host first would fail every connect
-    const store = url((u) => u.searchParams.set('connectTimeoutMs', '2000')).replace(`@${live.host}`, `@${dead.host}:${dead.port},${live.host}`);
+    const store = url((u) => u.searchParams.set('connectTimeoutMs', '2000')).replace(
+      `@${live.host}`,
+      `@${dead.host}:${dead.port},${live.host}`,
+    );
     const started = performance.now();
     const multi = await openDibs(store);
     try {
       assert.equal((await multi.pools.claim('h', 'past-the-dead')).status, 'claimed');
-      assert.ok(performance.now() - started < 1900, `served without waiting out the dead host (${Math.round(performance.now() - started)} ms)`);
+      assert.ok(
+        performance.now() - started < 1900,
+        `served without waiting out the dead host (${Math.round(performance.now() - started)} ms)`,
+      );
     } finally {
       await multi.close();
       dead.blackhole(false);
@@ -91,27 +103,40 @@ describe('postgres: host selection on a live server', { skip }, () => {
   it('a write refused as read-only (25006) is unavailable, with or without target_session_attrs', async () => {
     for (const attrs of [null, 'any']) {
       // the open (its migrations' CREATE SCHEMA IF NOT EXISTS) is the first write refused
-      const answer = await openDibs(url((u) => {
-        u.username = role;
-        if (attrs) u.searchParams.set('target_session_attrs', attrs);
-      })).then(async (d) => {
-        const claimed = await d.pools.claim('h', `ro-${attrs}`).then(() => null, (error: unknown) => error);
-        await d.close();
-        return claimed;
-      }, (error: unknown) => error);
+      const answer = await openDibs(
+        url((u) => {
+          u.username = role;
+          if (attrs) u.searchParams.set('target_session_attrs', attrs);
+        }),
+      ).then(
+        async (d) => {
+          const claimed = await d.pools.claim('h', `ro-${attrs}`).then(
+            () => null,
+            (error: unknown) => error,
+          );
+          await d.close();
+          return claimed;
+        },
+        (error: unknown) => error,
+      );
       assert.ok(isDibsError(answer, 'unavailable'), `unavailable, got ${String(answer)}`);
       assert.equal((answer as { cause?: { code?: string } }).cause?.code, '25006');
     }
   });
 
   it('with target_session_attrs=read-write a read-only server is never used for a connection', async () => {
-    const answer = await openDibs(url((u) => {
-      u.username = role;
-      u.searchParams.set('target_session_attrs', 'read-write');
-    })).then(async (d) => {
-      await d.close();
-      return null;
-    }, (error: unknown) => error);
+    const answer = await openDibs(
+      url((u) => {
+        u.username = role;
+        u.searchParams.set('target_session_attrs', 'read-write');
+      }),
+    ).then(
+      async (d) => {
+        await d.close();
+        return null;
+      },
+      (error: unknown) => error,
+    );
     assert.ok(isDibsError(answer, 'unavailable'), `unavailable, got ${String(answer)}`);
     assert.match((answer as Error).message, /no writable PostgreSQL host/);
   });

@@ -18,7 +18,14 @@ describe('postgres: imports refresh the planner statistics of a grown codes tabl
   let cleanup: () => Promise<void>;
   const client = new pg.Client({ connectionString: TEST_PG });
   const analyzes = async () =>
-    Number((await client.query<{ n: string }>(`SELECT analyze_count AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'codes'`, [schema])).rows[0]?.n ?? 0);
+    Number(
+      (
+        await client.query<{ n: string }>(
+          `SELECT analyze_count AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'codes'`,
+          [schema],
+        )
+      ).rows[0]?.n ?? 0,
+    );
   // The statistics collector reports with a short delay: wait until the count has settled.
   const settledAnalyzes = async (atLeast: number) => {
     for (let i = 0; i < 100; i++) {
@@ -39,10 +46,26 @@ describe('postgres: imports refresh the planner statistics of a grown codes tabl
 
   it('a big import analyzes the table; a small refill of a big table does not', async () => {
     await dibs.pools.create({ name: 'big' });
-    assert.equal((await dibs.pools.importCodes('big', Array.from({ length: 5000 }, (_, i) => `B-${i}`))).imported, 5000);
+    assert.equal(
+      (
+        await dibs.pools.importCodes(
+          'big',
+          Array.from({ length: 5000 }, (_, i) => `B-${i}`),
+        )
+      ).imported,
+      5000,
+    );
     const afterBig = await settledAnalyzes(1);
     assert.ok(afterBig >= 1, 'the 5,000-code import analyzed the table');
-    assert.equal((await dibs.pools.importCodes('big', Array.from({ length: 100 }, (_, i) => `R-${i}`))).imported, 100);
+    assert.equal(
+      (
+        await dibs.pools.importCodes(
+          'big',
+          Array.from({ length: 100 }, (_, i) => `R-${i}`),
+        )
+      ).imported,
+      100,
+    );
     await new Promise((resolve) => setTimeout(resolve, 700)); // let a (wrong) analyze be counted
     assert.equal(await analyzes(), afterBig, 'a 2 % refill leaves the statistics to autovacuum');
   });

@@ -33,7 +33,10 @@ for (const grouped of [false, true]) {
 
     it('claim two, release the first, lower the limit to 1: the next claim is refused at the limit', async () => {
       await dibs.pools.create({ name: 'seq', perClaimantLimit: 2 });
-      await dibs.pools.importCodes('seq', Array.from({ length: 6 }, (_, i) => `S-${i}`));
+      await dibs.pools.importCodes(
+        'seq',
+        Array.from({ length: 6 }, (_, i) => `S-${i}`),
+      );
       const first = await dibs.pools.claim('seq', 'x');
       const second = await dibs.pools.claim('seq', 'x');
       assert.deepEqual([first.status, second.status], ['claimed', 'claimed']);
@@ -51,7 +54,10 @@ for (const grouped of [false, true]) {
 
     it('limit 3 lowered to 1 (top slot held) then raised to 2: a claim of two gets one, then the limit answers', async () => {
       await dibs.pools.create({ name: 'many', perClaimantLimit: 3 });
-      await dibs.pools.importCodes('many', Array.from({ length: 9 }, (_, i) => `M-${i}`));
+      await dibs.pools.importCodes(
+        'many',
+        Array.from({ length: 9 }, (_, i) => `M-${i}`),
+      );
       const got = await dibs.pools.claimMany('many', 'y', 3);
       assert.equal(got.codes.length, 3);
       // release all but the newest, whatever order the slots were assigned in
@@ -73,9 +79,14 @@ for (const grouped of [false, true]) {
       await dibs.pools.release('pub', a.code!, { claimant: 'z' });
       await dibs.pools.update('pub', { perClaimantLimit: 1 });
       const free: string[] = [];
-      for await (const batch of dibs.pools.exportCodes('pub', { status: 'free' })) free.push(...batch.map((c) => c.code));
+      for await (const batch of dibs.pools.exportCodes('pub', { status: 'free' }))
+        free.push(...batch.map((c) => c.code));
       assert.equal(free.length, 3);
-      await assert.rejects(dibs.pools.redeem('pub', free[0]!, { claimant: 'z', orderId: 'o-1' }), (error: unknown) => isDibsError(error, 'limit_reached'), 'z already holds 1 under limit 1');
+      await assert.rejects(
+        dibs.pools.redeem('pub', free[0]!, { claimant: 'z', orderId: 'o-1' }),
+        (error: unknown) => isDibsError(error, 'limit_reached'),
+        'z already holds 1 under limit 1',
+      );
       assert.deepEqual(await dibs.pools.audit('pub'), []);
     });
   });
@@ -106,13 +117,23 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
   /** Backends waiting behind the blocker, directly or behind one that does (other tests share the server). */
   const waiting = async () => {
     const blockerPid = (blocker as unknown as { processID: number }).processID;
-    return (await watcher.query<{ n: number }>(`
+    return (
+      await watcher.query<{ n: number }>(
+        `
       WITH a AS (SELECT pid, pg_blocking_pids(pid) AS b FROM pg_stat_activity WHERE datname = current_database()),
            direct AS (SELECT pid FROM a WHERE $1::int = ANY(b))
-      SELECT count(*)::int AS n FROM a WHERE $1::int = ANY(b) OR b && ARRAY(SELECT pid FROM direct)`, [blockerPid])).rows[0]!.n;
+      SELECT count(*)::int AS n FROM a WHERE $1::int = ANY(b) OR b && ARRAY(SELECT pid FROM direct)`,
+        [blockerPid],
+      )
+    ).rows[0]!.n;
   };
   const heldBy = async (pool: string, claimant: string) =>
-    (await watcher.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${temp.schema}".codes c JOIN "${temp.schema}".pools p ON p.id = c.pool_id WHERE p.name = $1 AND c.claimant = $2`, [pool, claimant])).rows[0]!.n;
+    (
+      await watcher.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${temp.schema}".codes c JOIN "${temp.schema}".pools p ON p.id = c.pool_id WHERE p.name = $1 AND c.claimant = $2`,
+        [pool, claimant],
+      )
+    ).rows[0]!.n;
 
   async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
     const end = Date.now() + ms;
@@ -124,19 +145,33 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
 
   it('a claim stalled on its counter row while the limit drops from 2 to 1: never over the limit the store ends with', async () => {
     await admin.pools.create({ name: 'race', perClaimantLimit: 2 });
-    await admin.pools.importCodes('race', Array.from({ length: 6 }, (_, i) => `R-${i}`));
+    await admin.pools.importCodes(
+      'race',
+      Array.from({ length: 6 }, (_, i) => `R-${i}`),
+    );
     assert.equal((await claimer.pools.claim('race', 'x')).status, 'claimed');
 
     // hold every counter row of the pool: the claim below reads the pool (limit 2) and stalls on its shard
     await blocker.query('BEGIN');
-    await blocker.query(`SELECT pc.shard FROM "${temp.schema}".pool_counters pc JOIN "${temp.schema}".pools p ON p.id = pc.pool_id WHERE p.name = 'race' FOR UPDATE OF pc`);
-    const claim = claimer.pools.claim('race', 'x').then((r) => ({ ok: r }), (error: unknown) => ({ error }));
+    await blocker.query(
+      `SELECT pc.shard FROM "${temp.schema}".pool_counters pc JOIN "${temp.schema}".pools p ON p.id = pc.pool_id WHERE p.name = 'race' FOR UPDATE OF pc`,
+    );
+    const claim = claimer.pools.claim('race', 'x').then(
+      (r) => ({ ok: r }),
+      (error: unknown) => ({ error }),
+    );
     await until('the claim to wait for a counter row', async () => (await waiting()) >= 1);
 
     let updateSettled = false;
-    const update = admin.pools.update('race', { perClaimantLimit: 1 }).then((r) => ({ ok: r }), (error: unknown) => ({ error })).finally(() => {
-      updateSettled = true;
-    });
+    const update = admin.pools
+      .update('race', { perClaimantLimit: 1 })
+      .then(
+        (r) => ({ ok: r }),
+        (error: unknown) => ({ error }),
+      )
+      .finally(() => {
+        updateSettled = true;
+      });
     // the update either finishes at once (judging without the in-flight claim) or waits as well
     await until('the update to finish or wait', async () => updateSettled || (await waiting()) >= 2);
     await blocker.query('COMMIT');
@@ -151,7 +186,10 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
     assert.ok(held <= pool.perClaimantLimit, `x holds ${held} under limit ${pool.perClaimantLimit} (${outcome})`);
     // I8: an acknowledged second code means the update must not have gone through, and vice versa
     if ('ok' in claimed && claimed.ok.status === 'claimed') {
-      assert.ok('error' in updated && isDibsError(updated.error, 'conflict'), `the update must be refused once the claim won (${outcome})`);
+      assert.ok(
+        'error' in updated && isDibsError(updated.error, 'conflict'),
+        `the update must be refused once the claim won (${outcome})`,
+      );
     } else {
       assert.ok('ok' in updated && updated.ok.perClaimantLimit === 1, outcome);
     }
@@ -159,19 +197,31 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
 
   it('a claim that read the old limit and reaches its counter row after the change takes nothing and is judged again', async () => {
     await admin.pools.create({ name: 'late', perClaimantLimit: 2 });
-    await admin.pools.importCodes('late', Array.from({ length: 6 }, (_, i) => `L-${i}`));
+    await admin.pools.importCodes(
+      'late',
+      Array.from({ length: 6 }, (_, i) => `L-${i}`),
+    );
     assert.equal((await claimer.pools.claim('late', 'x')).status, 'claimed');
 
     // the update gets as far as the pool row (held here) — past everything a claim needs, if it locks any
     await blocker.query('BEGIN');
     await blocker.query(`SELECT id FROM "${temp.schema}".pools WHERE name = 'late' FOR NO KEY UPDATE`);
-    const update = admin.pools.update('late', { perClaimantLimit: 1 }).then((r) => ({ ok: r }), (error: unknown) => ({ error }));
+    const update = admin.pools.update('late', { perClaimantLimit: 1 }).then(
+      (r) => ({ ok: r }),
+      (error: unknown) => ({ error }),
+    );
     await until('the update to wait for the pool row', async () => (await waiting()) >= 1);
     // this claim's snapshot has limit 2; it may finish at once, or wait behind the update
     let claimSettled = false;
-    const claim = claimer.pools.claim('late', 'x').then((r) => ({ ok: r }), (error: unknown) => ({ error })).finally(() => {
-      claimSettled = true;
-    });
+    const claim = claimer.pools
+      .claim('late', 'x')
+      .then(
+        (r) => ({ ok: r }),
+        (error: unknown) => ({ error }),
+      )
+      .finally(() => {
+        claimSettled = true;
+      });
     await until('the claim to finish or wait', async () => claimSettled || (await waiting()) >= 2);
     await blocker.query('COMMIT');
 
@@ -180,8 +230,13 @@ describe('postgres: a limit lowered while a claim is in flight (I8)', { skip }, 
     const pool = await admin.pools.get('late');
     assert.deepEqual(await admin.pools.audit('late'), [], outcome);
     assert.ok((await heldBy('late', 'x')) <= pool.perClaimantLimit, outcome);
-    if ('ok' in claimed && claimed.ok.status === 'claimed') assert.ok('error' in updated && isDibsError(updated.error, 'conflict'), outcome);
-    else assert.ok('ok' in updated && updated.ok.perClaimantLimit === 1 && 'ok' in claimed && claimed.ok.status === 'already-held', outcome);
+    if ('ok' in claimed && claimed.ok.status === 'claimed')
+      assert.ok('error' in updated && isDibsError(updated.error, 'conflict'), outcome);
+    else
+      assert.ok(
+        'ok' in updated && updated.ok.perClaimantLimit === 1 && 'ok' in claimed && claimed.ok.status === 'already-held',
+        outcome,
+      );
     process.stderr.write(`# late claim: ${outcome}\n`);
   });
 });
@@ -193,8 +248,12 @@ describe('postgres: migration 014 on a pool whose limit was lowered before it', 
     await raw.connect();
     try {
       await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
-      await raw.query(`CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter((m) => m.id < 14)) {
+      await raw.query(
+        `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
+        (m) => m.id < 14,
+      )) {
         await raw.query(m.sql);
         await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
       }
@@ -207,7 +266,9 @@ describe('postgres: migration 014 on a pool whose limit was lowered before it', 
 
       const dibs = await openDibs(temp.store); // applies 014
       try {
-        const { rows } = await raw.query<{ code: string; slot: number }>(`SELECT code, slot FROM codes WHERE claimant IS NOT NULL ORDER BY code`);
+        const { rows } = await raw.query<{ code: string; slot: number }>(
+          `SELECT code, slot FROM codes WHERE claimant IS NOT NULL ORDER BY code`,
+        );
         assert.deepEqual(Object.fromEntries(rows.map((r) => [r.code, r.slot])), { 'X-2': 2, 'X-3': 1, 'Y-3': 1 });
         assert.equal((await dibs.pools.claim('old', 'x')).status, 'already-held');
         assert.equal((await dibs.pools.claim('old', 'y')).status, 'claimed');

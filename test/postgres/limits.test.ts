@@ -11,10 +11,15 @@ if (skip) {
 } else {
   limitConformance('postgres', () => openTempPg({ poolSize: '4' }));
 
-  it('postgres: a storm of processes, every window within its limit, every denial required', { timeout: 120_000 }, async () => {
+  it('postgres: a storm of processes, every window within its limit, every denial required', {
+    timeout: 120_000,
+  }, async () => {
     const temp = await openTempPg({ poolSize: '4' });
     try {
-      console.log('postgres limit storm', JSON.stringify(await assertLimitStorm(temp.dibs, temp.store, { prefix: 'storm' })));
+      console.log(
+        'postgres limit storm',
+        JSON.stringify(await assertLimitStorm(temp.dibs, temp.store, { prefix: 'storm' })),
+      );
     } finally {
       await temp.cleanup();
     }

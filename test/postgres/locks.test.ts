@@ -77,7 +77,7 @@ if (skip) {
       }
     });
 
-    it('lock history lost (failover to a replica that missed the last commits): fences still grow, the old holder\'s write is refused', async () => {
+    it("lock history lost (failover to a replica that missed the last commits): fences still grow, the old holder's write is refused", async () => {
       const temp = tempPgStore({ poolSize: '2' });
       try {
         await assertFencesGrowAcrossLostHistory(temp.store, {
@@ -162,7 +162,9 @@ if (skip) {
         const value = await dibs.counters.get('hits');
         assert.equal(value.value, 401);
         assert.ok(value.shards > 1, `shard count did not grow under contention (${value.shards})`);
-        const rows = await adminQuery<{ n: number; total: string }>(`SELECT count(*)::int AS n, sum(value)::text AS total FROM "${temp.schema}".counter_shards WHERE name = 'hits'`);
+        const rows = await adminQuery<{ n: number; total: string }>(
+          `SELECT count(*)::int AS n, sum(value)::text AS total FROM "${temp.schema}".counter_shards WHERE name = 'hits'`,
+        );
         assert.equal(rows[0]!.n, value.shards, 'one row per shard');
         assert.equal(Number(rows[0]!.total), 401);
       } finally {
@@ -177,8 +179,13 @@ if (skip) {
       const dibs = await openDibs(temp.store);
       const other = await openDibs(temp.store);
       try {
-        const listenerPids = async () => (await adminQuery<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE $2`, [LISTENER_APPLICATION_NAME, `LISTEN %dibs_locks_${temp.schema}%`])).map((r) => r.pid);
+        const listenerPids = async () =>
+          (
+            await adminQuery<{ pid: number }>(
+              `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE $2`,
+              [LISTENER_APPLICATION_NAME, `LISTEN %dibs_locks_${temp.schema}%`],
+            )
+          ).map((r) => r.pid);
         const waitForListener = async (not: number[] = []) => {
           for (let i = 0; i < 300; i++) {
             const pids = (await listenerPids()).filter((p) => !not.includes(p));

@@ -19,8 +19,12 @@ it('parks the closed free codes of existing pools; claims then skip them and cou
   await raw.connect();
   try {
     await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
-    await raw.query(`CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter((m) => m.id < 13)) {
+    await raw.query(
+      `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
+      (m) => m.id < 13,
+    )) {
       await raw.query(m.sql);
       await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
     }
@@ -37,7 +41,12 @@ it('parks the closed free codes of existing pools; claims then skip them and cou
       const { rows } = await raw.query<{ code: string; parked: string | null }>(`SELECT code, CASE
         WHEN parked_until IS NULL THEN NULL WHEN parked_until = 'infinity' THEN 'never'
         WHEN parked_until = coalesce(starts_at, hold_until) THEN 'until it opens' ELSE parked_until::text END AS parked FROM codes`);
-      assert.deepEqual(Object.fromEntries(rows.map((r) => [r.code, r.parked])), { OPEN: null, LATER: 'until it opens', GONE: 'never', HELD: 'until it opens' });
+      assert.deepEqual(Object.fromEntries(rows.map((r) => [r.code, r.parked])), {
+        OPEN: null,
+        LATER: 'until it opens',
+        GONE: 'never',
+        HELD: 'until it opens',
+      });
       await assertOldPoolClaimsOnlyOpenCode(dibs);
     } finally {
       await dibs.close();

@@ -27,12 +27,18 @@ if (skip) {
   // One bouncer for the file, started by the first suite that needs it.
   let starting: Promise<PgBouncer> | undefined;
   const started = () => (starting ??= startPgBouncer().then((b) => (bouncer = b)));
-  const through = (params: Record<string, string> = {}) => async () => openTempPgThrough(await started(), params);
+  const through =
+    (params: Record<string, string> = {}) =>
+    async () =>
+      openTempPgThrough(await started(), params);
 
   poolConformance('postgres via pgbouncer (transaction mode)', through());
   saleConformance('postgres via pgbouncer (transaction mode)', through());
   lockConformance('postgres via pgbouncer (transaction mode, polling wake-ups)', through());
-  lockConformance('postgres via pgbouncer (transaction mode, LISTEN on a direct connection)', through({ listen: TEST_PG }));
+  lockConformance(
+    'postgres via pgbouncer (transaction mode, LISTEN on a direct connection)',
+    through({ listen: TEST_PG }),
+  );
 
   describe('postgres via pgbouncer: opening', () => {
     before(started);
@@ -42,11 +48,18 @@ if (skip) {
 
     it('a URL without pooler=transaction is refused by PgBouncer (the startup options), typed', async () => {
       const temp = tempPgStore();
-      await assert.rejects(openDibs(bouncer.url({ schema: temp.schema })), (e: Error & { code?: string }) => /unsupported startup parameter: options/.test(e.message));
+      await assert.rejects(openDibs(bouncer.url({ schema: temp.schema })), (e: Error & { code?: string }) =>
+        /unsupported startup parameter: options/.test(e.message),
+      );
     });
 
-    it('every statement and transaction runs with dibs\' settings (SET LOCAL), and statement_timeout cancels', async () => {
-      const env = await openTempPgThrough(bouncer, { statementTimeoutMs: '700', lockTimeoutMs: '600', idleInTransactionTimeoutMs: '500', queryTimeoutMs: '5000' });
+    it("every statement and transaction runs with dibs' settings (SET LOCAL), and statement_timeout cancels", async () => {
+      const env = await openTempPgThrough(bouncer, {
+        statementTimeoutMs: '700',
+        lockTimeoutMs: '600',
+        idleInTransactionTimeoutMs: '500',
+        queryTimeoutMs: '5000',
+      });
       try {
         const pool = (env.dibs.backend as unknown as { pool: pg.Pool }).pool;
         const settings = `SELECT current_setting('search_path') AS sp, current_setting('statement_timeout') AS st, current_setting('lock_timeout') AS lt, current_setting('idle_in_transaction_session_timeout') AS it`;
@@ -65,15 +78,17 @@ if (skip) {
         await assert.rejects(pool.query('SELECT pg_sleep(2)'), (e: Error & { code?: string }) => e.code === '57014');
         // Nothing leaks onto PgBouncer's server connections: another client of the bouncer, on
         // the connections dibs just used, sees the server's defaults.
-        const others = await Promise.all(Array.from({ length: 10 }, async () => {
-          const other = new pg.Client({ connectionString: bouncer.url() });
-          await other.connect();
-          try {
-            return (await other.query<{ sp: string; st: string }>(settings)).rows[0]!;
-          } finally {
-            await other.end();
-          }
-        }));
+        const others = await Promise.all(
+          Array.from({ length: 10 }, async () => {
+            const other = new pg.Client({ connectionString: bouncer.url() });
+            await other.connect();
+            try {
+              return (await other.query<{ sp: string; st: string }>(settings)).rows[0]!;
+            } finally {
+              await other.end();
+            }
+          }),
+        );
         for (const r of others) {
           assert.equal(r.st, '0', 'statement_timeout leaked to another client');
           assert.notEqual(r.sp, env.schema, 'search_path leaked to another client');
@@ -89,10 +104,14 @@ if (skip) {
         const store = bouncer.url({ schema: temp.schema, pooler: 'transaction', poolSize: '2' });
         try {
           const opened = await Promise.all(Array.from({ length: 8 }, () => openDibs(store)));
-          const rows = await adminQuery<{ id: number; n: number }>(`SELECT id, count(*)::int AS n FROM "${temp.schema}".migrations GROUP BY id ORDER BY id`);
+          const rows = await adminQuery<{ id: number; n: number }>(
+            `SELECT id, count(*)::int AS n FROM "${temp.schema}".migrations GROUP BY id ORDER BY id`,
+          );
           assert.equal(rows.length, MIGRATIONS, 'every migration');
           assert.ok(rows.every((r) => r.n === 1));
-          const functions = await adminQuery<{ n: number }>(`SELECT count(*)::int AS n FROM "${temp.schema}".function_versions`);
+          const functions = await adminQuery<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${temp.schema}".function_versions`,
+          );
           assert.equal(functions[0]!.n, loadFunctions().length, 'every server-side function, once');
           await opened[0]!.pools.create({ name: 'p' });
           assert.equal((await opened[7]!.pools.get('p')).name, 'p');

@@ -13,9 +13,12 @@ import { requirePostgres, tempPgStore } from '../support/postgres.js';
 const skip = await requirePostgres();
 const HOUR = 3_600_000;
 
-type Outcome = { order: { id: string; customer: string; quantity: number; createdAt: string }; replayed: boolean } | { code: string };
+type Outcome =
+  | { order: { id: string; customer: string; quantity: number; createdAt: string }; replayed: boolean }
+  | { code: string };
 
-const settle = <T>(p: Promise<T>): Promise<T | { code: string }> => p.catch((error: { code?: string }) => ({ code: error.code ?? String(error) }));
+const settle = <T>(p: Promise<T>): Promise<T | { code: string }> =>
+  p.catch((error: { code?: string }) => ({ code: error.code ?? String(error) }));
 
 describe('postgres: grouped sale steps', { skip }, () => {
   const temp = tempPgStore({ poolSize: '4' });
@@ -29,7 +32,13 @@ describe('postgres: grouped sale steps', { skip }, () => {
   });
 
   const newSale = (sku: string, cap: number, perCustomerLimit: number) =>
-    dibs.sales.create({ sku, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit });
+    dibs.sales.create({
+      sku,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + HOUR).toISOString(),
+      cap,
+      perCustomerLimit,
+    });
 
   it('buys issued together are one transaction, each judged on the state the ones before it left', async () => {
     const sale = await newSale('GROUP-BUY', 20, 2);
@@ -45,7 +54,9 @@ describe('postgres: grouped sale steps', { skip }, () => {
       { customer: 'z', expect: 'sold_out' },
     ];
     // All issued in this turn: they form one group (groupMax 64).
-    const answers = (await Promise.all(requests.map((r) => settle(dibs.sales.buy(sale.id, r.customer, 1, r.key ? { idempotencyKey: r.key } : {}))))) as Outcome[];
+    const answers = (await Promise.all(
+      requests.map((r) => settle(dibs.sales.buy(sale.id, r.customer, 1, r.key ? { idempotencyKey: r.key } : {}))),
+    )) as Outcome[];
     const createdAt = new Set<string>();
     for (const [i, r] of requests.entries()) {
       const a = answers[i]!;
@@ -58,7 +69,11 @@ describe('postgres: grouped sale steps', { skip }, () => {
       assert.equal(a.order.quantity, 1);
       createdAt.add(a.order.createdAt);
     }
-    assert.equal((answers[1] as Extract<Outcome, { order: unknown }>).order.id, (answers[0] as Extract<Outcome, { order: unknown }>).order.id, 'the replay answers the first order');
+    assert.equal(
+      (answers[1] as Extract<Outcome, { order: unknown }>).order.id,
+      (answers[0] as Extract<Outcome, { order: unknown }>).order.id,
+      'the replay answers the first order',
+    );
     assert.equal(createdAt.size, 1, 'every order of the group was written by one transaction');
     const after = await dibs.sales.get(sale.id);
     assert.equal(after.stats.sold, 20);
@@ -81,7 +96,11 @@ describe('postgres: grouped sale steps', { skip }, () => {
     const holds = rest as Awaited<ReturnType<typeof dibs.sales.reserve>>[];
     assert.ok(!('code' in first!) && !('code' in replaced!));
     const h0 = (replaced as Awaited<ReturnType<typeof dibs.sales.reserve>>).hold;
-    assert.equal((first as Awaited<ReturnType<typeof dibs.sales.reserve>>).hold.id, h0.id, 'reserving again replaces the own hold');
+    assert.equal(
+      (first as Awaited<ReturnType<typeof dibs.sales.reserve>>).hold.id,
+      h0.id,
+      'reserving again replaces the own hold',
+    );
     assert.equal(h0.quantity, 2);
     for (const [i, h] of holds.entries()) {
       assert.equal(h.hold.customer, customers[i + 1]);
@@ -89,7 +108,9 @@ describe('postgres: grouped sale steps', { skip }, () => {
       assert.ok(Date.parse(h.hold.expiresAt) > Date.now() + 50_000);
       assert.deepEqual(await dibs.sales.hold(h.hold.id), h.hold, 'the hold answered is the hold stored');
     }
-    const confirmed = await Promise.all([h0.id, h0.id, ...holds.map((h) => h.hold.id)].map((id) => dibs.sales.confirm(id)));
+    const confirmed = await Promise.all(
+      [h0.id, h0.id, ...holds.map((h) => h.hold.id)].map((id) => dibs.sales.confirm(id)),
+    );
     assert.equal(confirmed[0]!.order.id, confirmed[1]!.order.id, 'a hold confirmed twice has one order');
     assert.equal([confirmed[0]!, confirmed[1]!].filter((c) => c.replayed).length, 1);
     for (const [i, c] of confirmed.slice(2).entries()) assert.equal(c.order.customer, customers[i + 1]);

@@ -29,12 +29,30 @@ describe('postgres: connections terminated mid-sale', { skip }, () => {
 
   it('keeps every acknowledged order, retries replay, sold ≤ cap, audit clean', async () => {
     const cap = 300;
-    const sale = await dibs.sales.create({ sku: 'FAULTY', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
-    const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({ customer: `buyer-${i % 600}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
-    const { result: outcomes, killed } = await terminateConnectionsDuring(app, runSaleStorm({ store: workerStore, sale: sale.id, lanes: spread(ops, 4), concurrency: 8 }), { everyMs: 40 });
+    const sale = await dibs.sales.create({
+      sku: 'FAULTY',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap,
+      perCustomerLimit: 2,
+    });
+    const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({
+      customer: `buyer-${i % 600}`,
+      kind: 'buy',
+      quantity: 1,
+      thinkMs: 0,
+      ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+    }));
+    const { result: outcomes, killed } = await terminateConnectionsDuring(
+      app,
+      runSaleStorm({ store: workerStore, sale: sale.id, lanes: spread(ops, 4), concurrency: 8 }),
+      { everyMs: 40 },
+    );
     assert.ok(killed > 0, 'connections were terminated during the sale');
 
     const seen = await assertBuysSurvived(dibs, pgStoredOrders(temp.schema), sale.id, cap, outcomes);
-    process.stderr.write(`terminated ${killed} connections; ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`);
+    process.stderr.write(
+      `terminated ${killed} connections; ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`,
+    );
   });
 });

@@ -19,11 +19,20 @@ const DUMP = new URL('./schema.sql', import.meta.url);
 
 /** pg_dump of one schema without what varies between runs: its name, owners, settings, comments. */
 function dumpSchema(schema: string): string {
-  const raw = execFileSync('pg_dump', ['--schema-only', '--no-owner', '--no-privileges', '--schema', schema, TEST_PG], { encoding: 'utf8', timeout: 60_000 });
+  const raw = execFileSync('pg_dump', ['--schema-only', '--no-owner', '--no-privileges', '--schema', schema, TEST_PG], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return `${raw
     .split('\n')
     // \restrict / \unrestrict carry a random key per run (pg_dump 15.14+).
-    .filter((line) => !line.startsWith('--') && !/^\\(un)?restrict /.test(line) && !/^SET \w+ = /.test(line) && !line.startsWith('SELECT pg_catalog.set_config('))
+    .filter(
+      (line) =>
+        !line.startsWith('--') &&
+        !/^\\(un)?restrict /.test(line) &&
+        !/^SET \w+ = /.test(line) &&
+        !line.startsWith('SELECT pg_catalog.set_config('),
+    )
     .join('\n')
     .replaceAll(`"${schema}"`, 'dibs')
     .replaceAll(schema, 'dibs')
@@ -32,21 +41,36 @@ function dumpSchema(schema: string): string {
 }
 
 const functionDef = async (schema: string, name: string) =>
-  (await adminQuery<{ d: string }>('SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2', [schema, name]))[0]!.d;
+  (
+    await adminQuery<{ d: string }>(
+      'SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2',
+      [schema, name],
+    )
+  )[0]!.d;
 
 /**
  * Functions a migration itself needs while it runs (013's backfill and trigger), created there at
  * that version; every other function is only in functions/*.sql. A migration that defined one
  * would be overwritten by the file on a fresh schema but not on an existing one.
  */
-const CREATED_BY_MIGRATIONS = new Set(['009_code_lifecycle:code_open', '013_parked_codes:code_parked_until', '013_parked_codes:codes_park']);
+const CREATED_BY_MIGRATIONS = new Set([
+  '009_code_lifecycle:code_open',
+  '013_parked_codes:code_parked_until',
+  '013_parked_codes:codes_park',
+]);
 
 it('migrations define no functions (their text lives in functions/*.sql)', () => {
   const found = loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).flatMap((m) =>
-    [...m.sql.matchAll(/^\s*CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:\w+\.)?(\w+)/gim)].map((match) => `${m.name}:${match[1]!.toLowerCase()}`),
+    [...m.sql.matchAll(/^\s*CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:\w+\.)?(\w+)/gim)].map(
+      (match) => `${m.name}:${match[1]!.toLowerCase()}`,
+    ),
   );
   const stray = found.filter((f) => !CREATED_BY_MIGRATIONS.has(f));
-  assert.deepEqual(stray, [], 'move these functions to src/backends/postgres/functions/<name>.sql (one file each, CREATE OR REPLACE)');
+  assert.deepEqual(
+    stray,
+    [],
+    'move these functions to src/backends/postgres/functions/<name>.sql (one file each, CREATE OR REPLACE)',
+  );
 });
 
 describe('postgres schema', { skip }, () => {
@@ -62,7 +86,9 @@ describe('postgres schema', { skip }, () => {
     const a = committed.split('\n');
     const b = dump.split('\n');
     const at = a.findIndex((line, i) => line !== b[i]);
-    assert.fail(`the schema differs from test/postgres/schema.sql at line ${at + 1}:\n  committed: ${a[at]}\n  migrated:  ${b[at]}\n(a deliberate change: regenerate with DIBS_UPDATE_SCHEMA=1, see the header of this test)`);
+    assert.fail(
+      `the schema differs from test/postgres/schema.sql at line ${at + 1}:\n  committed: ${a[at]}\n  migrated:  ${b[at]}\n(a deliberate change: regenerate with DIBS_UPDATE_SCHEMA=1, see the header of this test)`,
+    );
   });
 
   it('a function whose file changed is applied again on open; one a newer build applied is left alone', async () => {
@@ -73,11 +99,15 @@ describe('postgres schema', { skip }, () => {
     await adminQuery(`UPDATE "${temp.schema}".function_versions SET hash = 'stale' WHERE name = 'iso_utc'`);
     await (await openDibs(temp.store)).close();
     assert.equal(await functionDef(temp.schema, 'iso_utc'), original);
-    const [row] = await adminQuery<{ hash: string }>(`SELECT hash FROM "${temp.schema}".function_versions WHERE name = 'iso_utc'`);
+    const [row] = await adminQuery<{ hash: string }>(
+      `SELECT hash FROM "${temp.schema}".function_versions WHERE name = 'iso_utc'`,
+    );
     assert.notEqual(row!.hash, 'stale');
     // A build with more migrations wrote it: this build does not put its own text back.
     await adminQuery(drifted);
-    await adminQuery(`UPDATE "${temp.schema}".function_versions SET hash = 'newer', level = level + 1000 WHERE name = 'iso_utc'`);
+    await adminQuery(
+      `UPDATE "${temp.schema}".function_versions SET hash = 'newer', level = level + 1000 WHERE name = 'iso_utc'`,
+    );
     await (await openDibs(temp.store)).close();
     assert.match(await functionDef(temp.schema, 'iso_utc'), /drifted/);
   });

@@ -31,7 +31,13 @@ describe('dibs serve on PostgreSQL', { skip }, () => {
     const receiver = await httpReceiver(() => 200);
     const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--store', temp.store], {
       cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'warn', DIBS_JOBS_EVERY_MS: '100', DIBS_WEBHOOK_SECRET: 'whsec_pg', DIBS_WEBHOOK_URLS: receiver.url('/ops') },
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        DIBS_JOBS_EVERY_MS: '100',
+        DIBS_WEBHOOK_SECRET: 'whsec_pg',
+        DIBS_WEBHOOK_URLS: receiver.url('/ops'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -49,14 +55,32 @@ describe('dibs serve on PostgreSQL', { skip }, () => {
         void exited.then(() => reject(new Error(`server exited early:\n${stderr}`)));
       });
       const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-        const res = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+        const res = await fetch(`${url}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+            ...headers,
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
         const text = await res.text();
         return { status: res.status, headers: res.headers, json: (text ? JSON.parse(text) : null) as Answer };
       };
 
       assert.equal((await call('GET', '/v1/sales/demo')).status, 200, 'the demo sale was created on PostgreSQL');
-      assert.equal((await call('POST', '/v1/wishlist', { sku: 'PG-TV', customer: 'ann', webhook: receiver.url('/ann') })).status, 201);
-      const created = await call('POST', '/v1/sales', { id: 'pg-tv', sku: 'PG-TV', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 2, perCustomerLimit: 1 });
+      assert.equal(
+        (await call('POST', '/v1/wishlist', { sku: 'PG-TV', customer: 'ann', webhook: receiver.url('/ann') })).status,
+        201,
+      );
+      const created = await call('POST', '/v1/sales', {
+        id: 'pg-tv',
+        sku: 'PG-TV',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: 2,
+        perCustomerLimit: 1,
+      });
       assert.equal(created.status, 201, JSON.stringify(created.json));
       assert.equal(created.json.status, 'live');
 
@@ -65,7 +89,10 @@ describe('dibs serve on PostgreSQL', { skip }, () => {
       const replay = await call('POST', '/v1/sales/pg-tv/claims', { customer: 'bob' }, { 'idempotency-key': 'bob-1' });
       assert.equal(replay.headers.get('idempotent-replayed'), 'true');
       assert.equal(replay.json.order.id, buy.json.order.id);
-      assert.equal((await call('POST', '/v1/sales/pg-tv/claims', { customer: 'bob' })).json.error.code, 'limit_reached');
+      assert.equal(
+        (await call('POST', '/v1/sales/pg-tv/claims', { customer: 'bob' })).json.error.code,
+        'limit_reached',
+      );
       const hold = await call('POST', '/v1/sales/pg-tv/reservations', { customer: 'cat', ttlMs: 60_000 });
       assert.equal(hold.status, 201);
       const dave = await call('POST', '/v1/sales/pg-tv/claims', { customer: 'dave' });
@@ -78,8 +105,16 @@ describe('dibs serve on PostgreSQL', { skip }, () => {
       assert.deepEqual((await call('GET', '/v1/sales/pg-tv/audit')).json, { violations: [] });
 
       // The jobs announce the sale and the dispatcher delivers from the PostgreSQL outbox.
-      const types = (path: string) => receiver.received.filter((r) => r.path === path).map((r) => (JSON.parse(r.body.toString()) as { type: string }).type);
-      for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(types('/ann').includes('sale.live.notify') && types('/ops').includes('sale.sold_out')); ) await sleep(50);
+      const types = (path: string) =>
+        receiver.received
+          .filter((r) => r.path === path)
+          .map((r) => (JSON.parse(r.body.toString()) as { type: string }).type);
+      for (
+        const deadline = Date.now() + 30_000;
+        Date.now() < deadline &&
+        !(types('/ann').includes('sale.live.notify') && types('/ops').includes('sale.sold_out'));
+      )
+        await sleep(50);
       assert.deepEqual(types('/ann'), ['sale.live.notify'], 'the wishlister was notified once');
       assert.ok(types('/ops').includes('sale.live'), 'sale.live reached the operations endpoint');
       assert.ok(types('/ops').includes('sale.sold_out'), 'sale.sold_out reached the operations endpoint');

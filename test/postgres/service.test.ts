@@ -35,9 +35,22 @@ describe('service on postgres, two instances', { skip }, () => {
 
   it('shares keys, idempotency and the rate limit; keeps tenants apart', async () => {
     const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
-    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] })).key;
-    const call = (app: typeof a.app, method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}, k = key) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body ? { payload: JSON.stringify(body) } : {}) });
+    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] }))
+      .key;
+    const call = (
+      app: typeof a.app,
+      method: 'GET' | 'POST',
+      url: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+      k = key,
+    ) =>
+      app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
     assert.equal((await call(a.app, 'POST', '/v1/pools', { name: 'pg' })).statusCode, 201);
     assert.equal((await call(b.app, 'POST', '/v1/pools/pg/codes', { codes: ['A', 'B', 'C'] })).statusCode, 200);
     const first = await call(a.app, 'POST', '/v1/pools/pg/claims', { claimant: 'ann' }, { 'idempotency-key': 'x1' });
@@ -52,6 +65,10 @@ describe('service on postgres, two instances', { skip }, () => {
     const limited = await call(a.app, 'GET', '/v1/pools/pg');
     assert.equal(limited.statusCode, 429, limited.body);
     assert.equal(limited.json().error.code, 'rate_limited');
-    assert.equal((await call(a.app, 'GET', '/v1/pools', undefined, {}, other)).statusCode, 200, 'other keys are not limited');
+    assert.equal(
+      (await call(a.app, 'GET', '/v1/pools', undefined, {}, other)).statusCode,
+      200,
+      'other keys are not limited',
+    );
   });
 });

@@ -35,9 +35,16 @@ describe('postgres: 4 processes, one schema', { skip }, () => {
 
       it(`${c.perClaimantLimit === 1 ? '10,000 claimants vs 5,000' : '600 claimants × 3 vs 1,000'} codes, limit ${c.perClaimantLimit}, threshold ${c.lowStockThreshold}: exactly-once, audit clean`, async () => {
         const pool = `storm-${c.perClaimantLimit}`;
-        await dibs.pools.create({ name: pool, perClaimantLimit: c.perClaimantLimit, lowStockThreshold: c.lowStockThreshold });
+        await dibs.pools.create({
+          name: pool,
+          perClaimantLimit: c.perClaimantLimit,
+          lowStockThreshold: c.lowStockThreshold,
+        });
         const codes = c.perClaimantLimit === 1 ? 5000 : 1000;
-        await dibs.pools.importCodes(pool, Array.from({ length: codes }, (_, i) => `CODE-${i}`));
+        await dibs.pools.importCodes(
+          pool,
+          Array.from({ length: codes }, (_, i) => `CODE-${i}`),
+        );
         const outcomes = await runClaimStorm({
           store: temp.store,
           pool,
@@ -48,12 +55,19 @@ describe('postgres: 4 processes, one schema', { skip }, () => {
           retryRatio: 0.1,
           concurrency: 16,
         });
-        const summary = await assertStormInvariants(dibs, pool, outcomes, { codes, perClaimantLimit: c.perClaimantLimit });
+        const summary = await assertStormInvariants(dibs, pool, outcomes, {
+          codes,
+          perClaimantLimit: c.perClaimantLimit,
+        });
         assert.equal(summary.codesGiven, codes);
         assert.ok(summary.soldOut > 0, 'demand exceeded supply, so someone heard sold_out');
         assert.ok(summary.replayed > 0 || summary.alreadyHeld > 0, 'retries and double clicks were exercised');
         const lowStock = (await dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock');
-        assert.equal(lowStock.length, c.lowStockThreshold === null ? 0 : 1, 'one low-stock event per crossing, across processes');
+        assert.equal(
+          lowStock.length,
+          c.lowStockThreshold === null ? 0 : 1,
+          'one low-stock event per crossing, across processes',
+        );
       });
     });
   }

@@ -35,15 +35,30 @@ describe('postgres: connections terminated mid-storm', { skip }, () => {
         await dibs.pools.create({ name: pool, lowStockThreshold: 50 });
         // 4,000 claimants for 2,000 codes: the storm lasts long enough for dozens of terminations
         // (every 50 ms); the reference 10,000 vs 5,000 runs fault-free in storm.test.ts.
-        await dibs.pools.importCodes(pool, Array.from({ length: 2000 }, (_, i) => `CODE-${i}`));
-        const { result: outcomes, killed } = await terminateConnectionsDuring(app, runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 4_000, concurrency: 16 }));
+        await dibs.pools.importCodes(
+          pool,
+          Array.from({ length: 2000 }, (_, i) => `CODE-${i}`),
+        );
+        const { result: outcomes, killed } = await terminateConnectionsDuring(
+          app,
+          runClaimStorm({ store: workerStore, pool, processes: 4, claimants: 4_000, concurrency: 16 }),
+        );
         assert.ok(killed > 0, 'connections were terminated during the storm');
         const errors = outcomes.filter((o) => o.status === 'error' && o.error === 'unavailable').length;
-        const summary = await assertStormInvariants(dibs, pool, outcomes, { codes: 2000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+        const summary = await assertStormInvariants(dibs, pool, outcomes, {
+          codes: 2000,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
         assert.ok(summary.codesGiven > 0);
-        process.stderr.write(`terminated ${killed} connections; ${errors} claims answered unavailable; ${summary.codesGiven} codes given\n`);
+        process.stderr.write(
+          `terminated ${killed} connections; ${errors} claims answered unavailable; ${summary.codesGiven} codes given\n`,
+        );
         // The process that lost its connections reconnects on the next call.
-        await dibs.pools.claim(pool, 'after-the-fault').catch((error: { code?: string }) => assert.equal(error.code, 'sold_out'));
+        await dibs.pools
+          .claim(pool, 'after-the-fault')
+          .catch((error: { code?: string }) => assert.equal(error.code, 'sold_out'));
         assert.deepEqual(await dibs.pools.audit(pool), []);
       });
     });
@@ -68,11 +83,17 @@ describe('postgres: connections terminated during a lock storm', { skip }, () =>
     // Killing starts with the first worker connection: on a quiet machine the whole storm took
     // 3.8 s, and waiting for more than 4 connections (each worker may hold only its LISTEN one
     // between calls) once let it end before a single termination.
-    const { result, killed } = await terminateConnectionsDuring(app, runLockStormUnderFaults({ store: workerStore, processes: 4, keys, rounds: 16, holdMs: 10, ttlMs: 3_000 }), { everyMs: 60, minConnections: 0 });
+    const { result, killed } = await terminateConnectionsDuring(
+      app,
+      runLockStormUnderFaults({ store: workerStore, processes: 4, keys, rounds: 16, holdMs: 10, ttlMs: 3_000 }),
+      { everyMs: 60, minConnections: 0 },
+    );
     assert.ok(killed > 0, 'connections were terminated during the storm');
     assert.equal(result.sections.length + result.lost, 64, 'every round ran once');
     assertMutualExclusion(result.sections, keys);
-    process.stderr.write(`terminated ${killed} connections; ${result.unavailable} lock calls answered unavailable (retried); ${result.lost} leases lost\n`);
+    process.stderr.write(
+      `terminated ${killed} connections; ${result.unavailable} lock calls answered unavailable (retried); ${result.lost} leases lost\n`,
+    );
     // Nothing is stuck: each key can be taken again (a grant lost with its connection lapses with its TTL).
     for (const key of keys) {
       const lastFence = Math.max(0, ...result.sections.filter((s) => s.key === key).map((s) => s.fence));

@@ -16,7 +16,11 @@ import { redisServerInstalled, startRedis } from '../support/redis.js';
 async function inSync(port: number): Promise<void> {
   const probe = new Redis({ port, host: '127.0.0.1' });
   try {
-    for (const deadline = Date.now() + 30_000; !String(await probe.info('replication')).includes('master_link_status:up'); await sleep(100)) {
+    for (
+      const deadline = Date.now() + 30_000;
+      !String(await probe.info('replication')).includes('master_link_status:up');
+      await sleep(100)
+    ) {
       if (Date.now() > deadline) throw new Error('the replica did not sync');
     }
   } finally {
@@ -24,7 +28,10 @@ async function inSync(port: number): Promise<void> {
   }
 }
 
-describe('redis acks=replicas:1', { skip: redisServerInstalled() ? false : 'redis-server is not installed', timeout: 120_000 }, () => {
+describe('redis acks=replicas:1', {
+  skip: redisServerInstalled() ? false : 'redis-server is not installed',
+  timeout: 120_000,
+}, () => {
   it('waits for the replica; without it answers unavailable, and the keyed retry replays', async () => {
     const master = await startRedis();
     const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.port)]);
@@ -39,8 +46,14 @@ describe('redis acks=replicas:1', { skip: redisServerInstalled() ? false : 'redi
         const keyId = (await createApiKey(dibs.backend.service!, { name: 'old', scopes: ['admin'] })).record.id;
         assert.match(String((await dibs.health()).details.acks), /^replicas:1/);
         await replica.kill();
-        const refused = await dibs.pools.claim('p', 'second', { idempotencyKey: 'k2' }).then(() => null, (error: unknown) => error);
-        assert.ok(isDibsError(refused) && refused.code === 'unavailable', `a claim no replica acknowledged is unavailable (got ${String(refused)})`);
+        const refused = await dibs.pools.claim('p', 'second', { idempotencyKey: 'k2' }).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        assert.ok(
+          isDibsError(refused) && refused.code === 'unavailable',
+          `a claim no replica acknowledged is unavailable (got ${String(refused)})`,
+        );
         assert.match(String((await dibs.health()).details.warning), /only 0 replica\(s\) online/);
         // Writes that are not claim/buy scripts are acknowledged the same way: a deleted pool, a
         // reset counter or a new API key a failover could undo must not be answered as done.
@@ -52,8 +65,14 @@ describe('redis acks=replicas:1', { skip: redisServerInstalled() ? false : 'redi
           ['API key revoked', () => dibs.backend.service!.revokeKey(keyId)],
         ];
         for (const [what, call] of admin) {
-          const answer = await call().then(() => 'done', (error: unknown) => error);
-          assert.ok(isDibsError(answer, 'unavailable'), `${what} with no replica to acknowledge it is unavailable (got ${String(answer)})`);
+          const answer = await call().then(
+            () => 'done',
+            (error: unknown) => error,
+          );
+          assert.ok(
+            isDibsError(answer, 'unavailable'),
+            `${what} with no replica to acknowledge it is unavailable (got ${String(answer)})`,
+          );
         }
         await replica.restart();
         await inSync(replica.port);

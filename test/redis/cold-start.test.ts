@@ -15,14 +15,17 @@ describe('redis cold start', () => {
   let redis: OwnedRedis;
   let watcher: Redis;
   /** Connections other than the watcher's own. */
-  const connections = async () => (await watcher.client('LIST') as string).trim().split('\n').length - 1;
+  const connections = async () => ((await watcher.client('LIST')) as string).trim().split('\n').length - 1;
 
   before(async () => {
     redis = await startRedis();
     watcher = new Redis(redis.url);
     const dibs = await openDibs(redis.url);
     await dibs.pools.create({ name: 'cold', perClaimantLimit: 1000 });
-    await dibs.pools.importCodes('cold', Array.from({ length: 200 }, (_, i) => `C${i}`));
+    await dibs.pools.importCodes(
+      'cold',
+      Array.from({ length: 200 }, (_, i) => `C${i}`),
+    );
     await dibs.close();
   });
   after(async () => {

@@ -27,7 +27,11 @@ const STATES: Record<string, string> = {
 describe('translateRedisError', () => {
   for (const [code, message] of Object.entries(STATES)) {
     it(`${code} → unavailable, plain, inside a script (Redis 7) and wrapped (Redis 6)`, () => {
-      for (const text of [message, `${message} script: ae3467fc, on @user_script:1.`, `ERR Error running script (call to f_ae3467fc): @user_script:1: @user_script: 1: -${message}`]) {
+      for (const text of [
+        message,
+        `${message} script: ae3467fc, on @user_script:1.`,
+        `ERR Error running script (call to f_ae3467fc): @user_script:1: @user_script: 1: -${message}`,
+      ]) {
         const error = translateRedisError(reply(text));
         assert.ok(isDibsError(error, 'unavailable'), `${text} → ${String(error)}`);
         assert.equal(error.retriable, true);
@@ -37,13 +41,23 @@ describe('translateRedisError', () => {
   }
 
   it('connection errors → unavailable', () => {
-    for (const text of ['connect ECONNREFUSED 127.0.0.1:1', 'Connection is closed.', 'Command timed out', "Stream isn't writeable and enableOfflineQueue options is false"]) {
+    for (const text of [
+      'connect ECONNREFUSED 127.0.0.1:1',
+      'Connection is closed.',
+      'Command timed out',
+      "Stream isn't writeable and enableOfflineQueue options is false",
+    ]) {
       assert.ok(isDibsError(translateRedisError(new Error(text)), 'unavailable'), text);
     }
   });
 
   it('anything else stays what it was', () => {
-    for (const text of ['WRONGTYPE Operation against a key holding the wrong kind of value', 'ERR user script: saw LOADING and OOM in a value', 'NOSCRIPT No matching script.', 'ERR Error running script: @user_script:3: bad argument']) {
+    for (const text of [
+      'WRONGTYPE Operation against a key holding the wrong kind of value',
+      'ERR user script: saw LOADING and OOM in a value',
+      'NOSCRIPT No matching script.',
+      'ERR Error running script: @user_script:3: bad argument',
+    ]) {
       const error = reply(text);
       assert.equal(translateRedisError(error), error, text);
     }

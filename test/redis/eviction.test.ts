@@ -28,7 +28,9 @@ describe('Redis eviction policy at open', { skip: !installed }, () => {
     const server = await startRedis(['--maxmemory-policy', 'allkeys-lru']);
     try {
       await refusesEviction(server.url, 'allkeys-lru');
-      await assert.rejects(openDibs(`${server.url}?allowEviction=maybe`), (error: unknown) => isDibsError(error, 'invalid_input'));
+      await assert.rejects(openDibs(`${server.url}?allowEviction=maybe`), (error: unknown) =>
+        isDibsError(error, 'invalid_input'),
+      );
 
       const accepted = await openDibs(`${server.url}?allowEviction=true`);
       try {

@@ -8,7 +8,10 @@ import { deletePrefix, sharedRedisAvailable, SHARED_REDIS, testPrefix } from '..
 
 const single = await sharedRedisAvailable();
 
-it('redis: 4 processes, one key: fair grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', { skip: !single, timeout: 600_000 }, async () => {
+it('redis: 4 processes, one key: fair grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', {
+  skip: !single,
+  timeout: 600_000,
+}, async () => {
   const prefix = testPrefix();
   try {
     await runFairLockStorm({ store: `${SHARED_REDIS}?prefix=${prefix}`, processes: 4, key: 'fair-storm', rounds: 5 });

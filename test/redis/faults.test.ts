@@ -20,7 +20,12 @@ import { assertStormInvariants, runClaimStorm, type StormOutcome } from '../supp
 const installed = redisServerInstalled();
 
 /** Runs a storm and crashes the server `afterMs` in, restarting it `downMs` later. */
-async function stormThroughCrash(server: OwnedRedis, pool: string, afterMs: number, downMs: number): Promise<StormOutcome[]> {
+async function stormThroughCrash(
+  server: OwnedRedis,
+  pool: string,
+  afterMs: number,
+  downMs: number,
+): Promise<StormOutcome[]> {
   let crash: Promise<void> = Promise.resolve();
   const outcomes = await runClaimStorm({
     store: server.url,
@@ -48,7 +53,10 @@ describe('redis crash during a claim storm', { skip: !installed }, () => {
     try {
       const dibs = await openDibs(server.url);
       await dibs.pools.create({ name: 'durable' });
-      await dibs.pools.importCodes('durable', Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
+      await dibs.pools.importCodes(
+        'durable',
+        Array.from({ length: 5000 }, (_, i) => `CODE-${i}`),
+      );
       const health = await dibs.health();
       assert.equal((health.details.persistence as { appendfsync: string }).appendfsync, 'always');
       assert.equal(health.details.warning, undefined, 'no durability warning with appendfsync always');
@@ -57,11 +65,19 @@ describe('redis crash during a claim storm', { skip: !installed }, () => {
       const outcomes = await stormThroughCrash(server, 'durable', 300, 300);
       const errors = outcomes.filter((o) => o.status === 'error').map((o) => o.error);
       assert.ok(errors.includes('unavailable'), 'the crash was felt: some claims failed as unavailable (retriable)');
-      assert.ok(outcomes.some((o) => o.status === 'claimed'), 'some claims were acknowledged');
+      assert.ok(
+        outcomes.some((o) => o.status === 'claimed'),
+        'some claims were acknowledged',
+      );
 
       const after = await openDibs(server.url);
       try {
-        const summary = await assertStormInvariants(after, 'durable', outcomes, { codes: 5000, perClaimantLimit: 1, allowedErrors: ['unavailable'], allowUnacknowledged: true });
+        const summary = await assertStormInvariants(after, 'durable', outcomes, {
+          codes: 5000,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        });
         assert.ok(summary.codesGiven > 0);
       } finally {
         await after.close();
@@ -76,7 +92,10 @@ describe('redis crash during a claim storm', { skip: !installed }, () => {
     try {
       const dibs = await openDibs(server.url);
       await dibs.pools.create({ name: 'volatile' });
-      await dibs.pools.importCodes('volatile', Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
+      await dibs.pools.importCodes(
+        'volatile',
+        Array.from({ length: 5000 }, (_, i) => `CODE-${i}`),
+      );
       assert.match(String((await dibs.health()).details.warning), /loses every acknowledged claim/);
       await dibs.close();
 
@@ -88,10 +107,16 @@ describe('redis crash during a claim storm', { skip: !installed }, () => {
           continue;
         }
         const previous = holders.get(o.code!);
-        assert.ok(previous === undefined || previous === o.claimant, `code ${o.code} acknowledged to ${previous} and ${o.claimant}`);
+        assert.ok(
+          previous === undefined || previous === o.claimant,
+          `code ${o.code} acknowledged to ${previous} and ${o.claimant}`,
+        );
         holders.set(o.code!, o.claimant);
       }
-      assert.ok(outcomes.some((o) => o.error === 'not_found'), 'after the restart the pool no longer exists');
+      assert.ok(
+        outcomes.some((o) => o.error === 'not_found'),
+        'after the restart the pool no longer exists',
+      );
 
       const after = await openDibs(server.url);
       try {
@@ -111,8 +136,20 @@ describe('redis crash during a sale storm', { skip: !installed }, () => {
     try {
       const dibs = await openDibs(server.url);
       const cap = 300;
-      const sale = await dibs.sales.create({ sku: 'CRASH', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit: 2 });
-      const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({ customer: `buyer-${i % 600}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(i % 3 === 0 ? {} : { key: `order-${i}` }) }));
+      const sale = await dibs.sales.create({
+        sku: 'CRASH',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap,
+        perCustomerLimit: 2,
+      });
+      const ops: SaleOp[] = Array.from({ length: 1200 }, (_, i) => ({
+        customer: `buyer-${i % 600}`,
+        kind: 'buy',
+        quantity: 1,
+        thinkMs: 0,
+        ...(i % 3 === 0 ? {} : { key: `order-${i}` }),
+      }));
       let crashed = false;
       const outcomes = await runSaleStorm({
         store: server.url,
@@ -122,7 +159,11 @@ describe('redis crash during a sale storm', { skip: !installed }, () => {
         timeoutMs: 120_000,
         during: async (done) => {
           // crash once the buyers are at it (some orders acknowledged), then come back
-          for (const deadline = Date.now() + 60_000; !done() && Date.now() < deadline && (await dibs.sales.get(sale.id)).stats.sold < 20; ) await sleep(5);
+          for (
+            const deadline = Date.now() + 60_000;
+            !done() && Date.now() < deadline && (await dibs.sales.get(sale.id)).stats.sold < 20;
+          )
+            await sleep(5);
           if (done()) return;
           await server.kill();
           crashed = true;
@@ -131,7 +172,10 @@ describe('redis crash during a sale storm', { skip: !installed }, () => {
         },
       });
       assert.ok(crashed, 'the server was killed while the storm ran');
-      assert.ok(outcomes.some((o) => o.status === 'ok'), 'some orders were acknowledged');
+      assert.ok(
+        outcomes.some((o) => o.status === 'ok'),
+        'some orders were acknowledged',
+      );
       const tag = saleTag('dibs', saleGroupOf('CRASH'));
       const stored = async () => {
         const raw = new Redis(server.url);
@@ -144,7 +188,9 @@ describe('redis crash during a sale storm', { skip: !installed }, () => {
       const after = await openDibs(server.url);
       try {
         const seen = await assertBuysSurvived(after, stored, sale.id, cap, outcomes);
-        process.stderr.write(`redis SIGKILL mid-sale: ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`);
+        process.stderr.write(
+          `redis SIGKILL mid-sale: ${seen.unavailable} buys answered unavailable (${seen.retried} keyed, retried); ${seen.sold} sold\n`,
+        );
       } finally {
         await after.close();
         await dibs.close();

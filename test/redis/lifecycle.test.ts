@@ -1,4 +1,3 @@
-
 import { lifecycleConformance } from '../conformance/lifecycle.js';
 import { onRedisStores } from '../support/redis.js';
 

@@ -22,7 +22,9 @@ async function storm(label: string, store: string): Promise<void> {
 
 await onRedisStores(limitConformance, (url) => {
   // both storms at once: their worker processes start together (CI time), on separate stores
-  it('storms of processes on a Cluster and on the single node: every window within its limit, every denial required', { timeout: 120_000 }, async () => {
+  it('storms of processes on a Cluster and on the single node: every window within its limit, every denial required', {
+    timeout: 120_000,
+  }, async () => {
     const prefix = testPrefix();
     try {
       await Promise.all([

@@ -14,7 +14,16 @@ import { Redis } from 'ioredis';
 import { startFaultProxy } from '../support/fault-proxy.js';
 import { assertBlockedLoopFiresSignalFirst, assertStalledReplyFiresSignalFirst } from '../support/lost-lease-timing.js';
 import { lockKeys } from '../../src/backends/redis/keys.js';
-import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, startRedis, testPrefix, type OwnedCluster } from '../support/redis.js';
+import {
+  deletePrefix,
+  redisServerInstalled,
+  sharedRedisAvailable,
+  SHARED_REDIS,
+  startCluster,
+  startRedis,
+  testPrefix,
+  type OwnedCluster,
+} from '../support/redis.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
@@ -31,7 +40,13 @@ describe('redis single node: locks', { skip: !single }, () => {
   lockConformance('redis', async () => {
     const temp = tempRedisStore();
     const dibs = await openDibs(temp.store);
-    return { dibs, cleanup: async () => { await dibs.close(); await temp.cleanup(); } };
+    return {
+      dibs,
+      cleanup: async () => {
+        await dibs.close();
+        await temp.cleanup();
+      },
+    };
   });
 
   it('a release in one instance wakes the waiters of another (pub/sub)', async () => {
@@ -150,7 +165,7 @@ describe('redis single node: locks', { skip: !single }, () => {
 
 const installed = redisServerInstalled();
 describe('redis without persistence, restarted empty between two holders', { skip: !installed }, () => {
-  it('fences still grow: the next holder gets a higher fence and the old holder\'s write is refused', async () => {
+  it("fences still grow: the next holder gets a higher fence and the old holder's write is refused", async () => {
     const server = await startRedis(['--appendonly', 'no']);
     try {
       await assertFencesGrowAcrossLostHistory(`${server.url}?prefix=${testPrefix()}`, {
@@ -184,12 +199,18 @@ describe('redis cluster (3 masters, started by the test): locks', { skip: !insta
 
   it('4 processes × 8 keys on the Cluster: per key no overlap, fences increase, different keys overlap', async () => {
     const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`);
-    const sections = await runLockStorm({ store: `${cluster.url}?prefix=${testPrefix()}`, processes: 4, keys, rounds: 8, holdMs: 10 });
+    const sections = await runLockStorm({
+      store: `${cluster.url}?prefix=${testPrefix()}`,
+      processes: 4,
+      keys,
+      rounds: 8,
+      holdMs: 10,
+    });
     assert.equal(sections.length, 32);
     assertMutualExclusion(sections, keys);
   });
 
-  it('the master of a lock\'s slot restarted empty (no persistence): fences still grow, the old holder\'s write is refused', async () => {
+  it("the master of a lock's slot restarted empty (no persistence): fences still grow, the old holder's write is refused", async () => {
     const prefix = testPrefix();
     await assertFencesGrowAcrossLostHistory(`${cluster.url}?prefix=${prefix}`, {
       async forget(keys) {

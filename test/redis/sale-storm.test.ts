@@ -5,7 +5,13 @@
  */
 import { after, before, describe } from 'node:test';
 import { jobRaceSuite } from '../support/job-race.js';
-import { redisForSuite, redisServerInstalled, sharedRedisAvailable, startCluster, type OwnedCluster } from '../support/redis.js';
+import {
+  redisForSuite,
+  redisServerInstalled,
+  sharedRedisAvailable,
+  startCluster,
+  type OwnedCluster,
+} from '../support/redis.js';
 import { saleStormSuite } from '../support/sale-storm-suite.js';
 
 const single = await sharedRedisAvailable();

@@ -66,7 +66,9 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
     misconf = await startRedis(['--save', '3600 1']);
     // Made a replica of a primary that never answers, refusing stale reads, by its state below.
     stale = await startRedis();
-    await until('the replica to sync', () => withClient(replica.url, async (c) => (await c.info('replication')).includes('master_link_status:up')));
+    await until('the replica to sync', () =>
+      withClient(replica.url, async (c) => (await c.info('replication')).includes('master_link_status:up')),
+    );
   });
 
   after(async () => {
@@ -92,12 +94,38 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
         busyClient = new Redis(primary.url, { maxRetriesPerRequest: 0 });
         busyClient.on('error', () => {});
         // A read-only script that spins for 20 s (SCRIPT KILL ends it): Redis answers BUSY meanwhile.
-        busyClient.eval("local t = redis.call('TIME') while true do local n = redis.call('TIME') if n[1] - t[1] > 20 then break end end return 1", 0).catch(() => {});
-        await until('BUSY', () => withClient(primary.url, (c) => c.ping().then(() => false, (e: Error) => e.message.startsWith('BUSY'))));
+        busyClient
+          .eval(
+            "local t = redis.call('TIME') while true do local n = redis.call('TIME') if n[1] - t[1] > 20 then break end end return 1",
+            0,
+          )
+          .catch(() => {});
+        await until('BUSY', () =>
+          withClient(primary.url, (c) =>
+            c.ping().then(
+              () => false,
+              (e: Error) => e.message.startsWith('BUSY'),
+            ),
+          ),
+        );
       },
       undo: async () => {
-        await until('SCRIPT KILL', () => withClient(primary.url, (c) => c.script('KILL').then(() => true, (e: Error) => e.message.startsWith('NOTBUSY'))));
-        await until('the script to end', () => withClient(primary.url, (c) => c.ping().then(() => true, () => false)));
+        await until('SCRIPT KILL', () =>
+          withClient(primary.url, (c) =>
+            c.script('KILL').then(
+              () => true,
+              (e: Error) => e.message.startsWith('NOTBUSY'),
+            ),
+          ),
+        );
+        await until('the script to end', () =>
+          withClient(primary.url, (c) =>
+            c.ping().then(
+              () => true,
+              () => false,
+            ),
+          ),
+        );
         busyClient?.disconnect();
         busyClient = undefined;
       },
@@ -109,7 +137,9 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
         rmSync(misconf.dir, { recursive: true, force: true });
         await withClient(misconf.url, async (c) => {
           await c.bgsave();
-          await until('the RDB save to fail', async () => (await c.info('persistence')).includes('rdb_last_bgsave_status:err'));
+          await until('the RDB save to fail', async () =>
+            (await c.info('persistence')).includes('rdb_last_bgsave_status:err'),
+          );
         });
       },
       undo: async () => {},
@@ -169,16 +199,34 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
     });
 
     it(`${state.reason}: a tiered store sells through the ledger, opens the breaker, and health says the fast path is degraded`, async () => {
-      const temp = tempTieredStore('sqlite', { redis: state.server().url, fast: { breakerMs: '600000', commandTimeoutMs: '5000' } });
+      const temp = tempTieredStore('sqlite', {
+        redis: state.server().url,
+        fast: { breakerMs: '600000', commandTimeoutMs: '5000' },
+      });
       const dibs: Dibs = await openDibs(temp.store);
       try {
-        const sale = await dibs.sales.create({ sku: `STATE-${state.reason}`, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
+        const sale = await dibs.sales.create({
+          sku: `STATE-${state.reason}`,
+          startsAt: new Date().toISOString(),
+          endsAt: new Date(Date.now() + HOUR).toISOString(),
+          cap: 10,
+          perCustomerLimit: 1,
+        });
         await state.produce();
         try {
           const { order } = await dibs.sales.buy(sale.id, 'alice', 1, { idempotencyKey: 'alice/1' });
           assert.equal(order.customer, 'alice');
-          assert.equal((await dibs.sales.buy(sale.id, 'bob')).order.customer, 'bob', 'the next buyer goes straight to the ledger');
-          const fast = (await dibs.health()).details.fastPath as { ok: boolean; degraded?: boolean; breaker: string; reason?: string };
+          assert.equal(
+            (await dibs.sales.buy(sale.id, 'bob')).order.customer,
+            'bob',
+            'the next buyer goes straight to the ledger',
+          );
+          const fast = (await dibs.health()).details.fastPath as {
+            ok: boolean;
+            degraded?: boolean;
+            breaker: string;
+            reason?: string;
+          };
           assert.equal(fast.ok, false, JSON.stringify(fast));
           assert.equal(fast.degraded, true, JSON.stringify(fast));
           assert.equal(fast.breaker, 'open');
@@ -207,7 +255,12 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
       await dibs.pools.importCodes('p', ['A']);
       await refusing.produce();
       try {
-        const res = await app.inject({ method: 'POST', url: '/v1/pools/p/claims', headers: { authorization: auth, 'content-type': 'application/json' }, payload: JSON.stringify({ claimant: 'alice' }) });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/v1/pools/p/claims',
+          headers: { authorization: auth, 'content-type': 'application/json' },
+          payload: JSON.stringify({ claimant: 'alice' }),
+        });
         assert.equal(res.statusCode, 503, res.body);
         assert.equal(res.headers['retry-after'], '1');
         assert.equal((res.json() as { error: { code: string } }).error.code, 'unavailable');

@@ -7,13 +7,17 @@ import { serviceStoreConformance } from '../conformance/service-store.js';
 import { testPrefix, onRedisStores } from '../support/redis.js';
 
 await onRedisStores(serviceStoreConformance, (url) => {
-  it('rate-limits per key through the cluster (the plugin\'s Redis store on a Cluster client)', async () => {
+  it("rate-limits per key through the cluster (the plugin's Redis store on a Cluster client)", async () => {
     const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
     const app = buildServer({ dibs, rateLimit: { max: 3, timeWindowMs: 60_000 } });
     try {
       const { key } = await createApiKey(dibs.backend.service!, { name: 'c', scopes: ['pools:read'] });
       const statuses = [];
-      for (let i = 0; i < 4; i++) statuses.push((await app.inject({ method: 'GET', url: '/v1/pools', headers: { authorization: `Bearer ${key}` } })).statusCode);
+      for (let i = 0; i < 4; i++)
+        statuses.push(
+          (await app.inject({ method: 'GET', url: '/v1/pools', headers: { authorization: `Bearer ${key}` } }))
+            .statusCode,
+        );
       assert.deepEqual(statuses, [200, 200, 200, 429]);
     } finally {
       await app.close();
@@ -21,4 +25,3 @@ await onRedisStores(serviceStoreConformance, (url) => {
     }
   });
 });
-

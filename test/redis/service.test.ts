@@ -36,9 +36,22 @@ describe('service on redis, two instances', { skip }, () => {
 
   it('shares keys, idempotency and the rate limit; keeps tenants apart', async () => {
     const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
-    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] })).key;
-    const call = (app: typeof a.app, method: 'GET' | 'POST', url: string, body?: unknown, headers: Record<string, string> = {}, k = key) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body ? { payload: JSON.stringify(body) } : {}) });
+    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] }))
+      .key;
+    const call = (
+      app: typeof a.app,
+      method: 'GET' | 'POST',
+      url: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+      k = key,
+    ) =>
+      app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
     assert.equal((await call(a.app, 'POST', '/v1/pools', { name: 'rd' })).statusCode, 201);
     assert.equal((await call(b.app, 'POST', '/v1/pools/rd/codes', { codes: ['A', 'B', 'C'] })).statusCode, 200);
     const first = await call(a.app, 'POST', '/v1/pools/rd/claims', { claimant: 'ann' }, { 'idempotency-key': 'x1' });
@@ -53,16 +66,35 @@ describe('service on redis, two instances', { skip }, () => {
     const limited = await call(a.app, 'GET', '/v1/pools/rd');
     assert.equal(limited.statusCode, 429, limited.body);
     assert.equal(limited.json().error.code, 'rate_limited');
-    assert.equal((await call(a.app, 'GET', '/v1/pools', undefined, {}, other)).statusCode, 200, 'other keys are not limited');
+    assert.equal(
+      (await call(a.app, 'GET', '/v1/pools', undefined, {}, other)).statusCode,
+      200,
+      'other keys are not limited',
+    );
   });
 
   it('sells through the sale routes on either instance (reserve on one, confirm on the other)', async () => {
     const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'shop', name: 'sales', scopes: ['admin'] });
     const call = (app: typeof a.app, method: 'GET' | 'POST', url: string, body?: unknown) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: JSON.stringify(body) } : {}) });
-    const created = await call(a.app, 'POST', '/v1/sales', { id: 'drop-1', sku: 'HOODIE', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: 1 });
+      app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
+    const created = await call(a.app, 'POST', '/v1/sales', {
+      id: 'drop-1',
+      sku: 'HOODIE',
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: 1,
+    });
     assert.equal(created.statusCode, 201, created.body);
-    const reserved = await call(b.app, 'POST', '/v1/sales/drop-1/reservations', { customer: 'ann', quantity: 1, ttlMs: 60_000 });
+    const reserved = await call(b.app, 'POST', '/v1/sales/drop-1/reservations', {
+      customer: 'ann',
+      quantity: 1,
+      ttlMs: 60_000,
+    });
     assert.equal(reserved.statusCode, 201, reserved.body);
     const confirmed = await call(a.app, 'POST', `/v1/reservations/${reserved.json().hold.id}/confirm`);
     assert.equal(confirmed.statusCode, 201, confirmed.body);

@@ -6,14 +6,25 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { deletePrefix, redisServerInstalled, sharedRedisAvailable, SHARED_REDIS, startCluster, testPrefix, type OwnedCluster } from '../support/redis.js';
+import {
+  deletePrefix,
+  redisServerInstalled,
+  sharedRedisAvailable,
+  SHARED_REDIS,
+  startCluster,
+  testPrefix,
+  type OwnedCluster,
+} from '../support/redis.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 
 async function stormAndAudit(store: string, pool: string, perClaimantLimit: number): Promise<void> {
   const dibs = await openDibs(store);
   try {
     await dibs.pools.create({ name: pool, perClaimantLimit, lowStockThreshold: 100 });
-    await dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
+    await dibs.pools.importCodes(
+      pool,
+      Array.from({ length: 5000 }, (_, i) => `CODE-${i}`),
+    );
     const outcomes = await runClaimStorm({
       store,
       pool,
@@ -35,7 +46,8 @@ describe('redis single node: 4 processes', { skip: !single }, () => {
   const prefix = testPrefix();
   after(() => deletePrefix(SHARED_REDIS, prefix));
   for (const limit of [1, 3]) {
-    it(`10,000 claimants vs 5,000 codes, limit ${limit}`, () => stormAndAudit(`${SHARED_REDIS}?prefix=${prefix}`, `storm-${limit}`, limit));
+    it(`10,000 claimants vs 5,000 codes, limit ${limit}`, () =>
+      stormAndAudit(`${SHARED_REDIS}?prefix=${prefix}`, `storm-${limit}`, limit));
   }
 });
 

@@ -21,11 +21,27 @@ describe('HTTP API', () => {
     await env.cleanup();
   });
 
-  const inject = (options: { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; payload?: string; headers?: Record<string, string> }) =>
-    app.inject({ ...options, headers: { authorization, ...options.headers } });
-  const json = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) =>
-    inject({ method, url, ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }) });
-  const errorOf = (res: LightMyRequestResponse) => (res.json() as { error: { code: string; message: string; field?: string } }).error;
+  const inject = (options: {
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+    url: string;
+    payload?: string;
+    headers?: Record<string, string>;
+  }) => app.inject({ ...options, headers: { authorization, ...options.headers } });
+  const json = (
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    inject({
+      method,
+      url,
+      ...(body === undefined
+        ? {}
+        : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } }),
+    });
+  const errorOf = (res: LightMyRequestResponse) =>
+    (res.json() as { error: { code: string; message: string; field?: string } }).error;
   const expectError = (res: LightMyRequestResponse, status: number, code: string, field?: string) => {
     assert.equal(res.statusCode, status, res.body);
     const error = errorOf(res);
@@ -40,7 +56,12 @@ describe('HTTP API', () => {
 
   describe('pools', () => {
     it('creates, reads, lists, updates and deletes pools', async () => {
-      const created = await json('POST', '/v1/pools', { name: 'spring', perClaimantLimit: 2, lowStockThreshold: 5, metadata: { a: 1 } });
+      const created = await json('POST', '/v1/pools', {
+        name: 'spring',
+        perClaimantLimit: 2,
+        lowStockThreshold: 5,
+        metadata: { a: 1 },
+      });
       assert.equal(created.statusCode, 201);
       assert.equal(created.json().perClaimantLimit, 2);
       expectError(await json('POST', '/v1/pools', { name: 'spring' }), 409, 'already_exists', 'name');
@@ -55,14 +76,55 @@ describe('HTTP API', () => {
     });
 
     it('answers user mistakes with 4xx and the error shape', async () => {
-      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
-      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '', headers: { 'content-type': 'application/json' } }), 400, 'invalid_input');
+      expectError(
+        await inject({
+          method: 'POST',
+          url: '/v1/pools',
+          payload: '{"name":',
+          headers: { 'content-type': 'application/json' },
+        }),
+        400,
+        'invalid_input',
+      );
+      expectError(
+        await inject({
+          method: 'POST',
+          url: '/v1/pools',
+          payload: '',
+          headers: { 'content-type': 'application/json' },
+        }),
+        400,
+        'invalid_input',
+      );
       expectError(await json('POST', '/v1/pools', []), 400, 'invalid_input', 'body');
       expectError(await json('POST', '/v1/pools', {}), 400, 'invalid_input', 'name');
       expectError(await json('POST', '/v1/pools', { name: 'x', colour: 'red' }), 400, 'invalid_input');
-      expectError(await json('POST', '/v1/pools', { name: 'x', perClaimantLimit: 'three' }), 400, 'invalid_input', 'perClaimantLimit');
-      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: '<pool/>', headers: { 'content-type': 'application/xml' } }), 415, 'unsupported_media_type');
-      expectError(await inject({ method: 'POST', url: '/v1/pools', payload: JSON.stringify({ name: 'big', metadata: { blob: 'x'.repeat(2 * 1024 * 1024) } }), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+      expectError(
+        await json('POST', '/v1/pools', { name: 'x', perClaimantLimit: 'three' }),
+        400,
+        'invalid_input',
+        'perClaimantLimit',
+      );
+      expectError(
+        await inject({
+          method: 'POST',
+          url: '/v1/pools',
+          payload: '<pool/>',
+          headers: { 'content-type': 'application/xml' },
+        }),
+        415,
+        'unsupported_media_type',
+      );
+      expectError(
+        await inject({
+          method: 'POST',
+          url: '/v1/pools',
+          payload: JSON.stringify({ name: 'big', metadata: { blob: 'x'.repeat(2 * 1024 * 1024) } }),
+          headers: { 'content-type': 'application/json' },
+        }),
+        413,
+        'payload_too_large',
+      );
       expectError(await json('GET', '/v1/nothing-here'), 404, 'not_found');
       expectError(await json('GET', '/v1/pools?limit=abc'), 400, 'invalid_input');
       expectError(await json('GET', '/v1/pools/bad%20name'), 400, 'invalid_input', 'pool');
@@ -73,33 +135,120 @@ describe('HTTP API', () => {
     it('imports JSON lists and streamed CSV with header, blanks and duplicates', async () => {
       await makePool('imports', []);
       const list = await json('POST', '/v1/pools/imports/codes', { codes: ['A', 'B', 'A', ''] });
-      assert.deepEqual(list.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { index: 3, field: 'code', message: 'must not be blank' } });
-      const csv = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: `code\nC\n\nD\nA\n${'x'.repeat(200)}\n`, headers: { 'content-type': 'text/csv' } });
-      assert.deepEqual(csv.json(), { imported: 2, duplicates: 1, invalid: 1, firstInvalid: { line: 6, field: 'code', message: 'at most 128 characters' } });
-      const plain = await inject({ method: 'POST', url: '/v1/pools/imports/codes', payload: 'E\nF', headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      assert.deepEqual(list.json(), {
+        imported: 2,
+        duplicates: 1,
+        invalid: 1,
+        firstInvalid: { index: 3, field: 'code', message: 'must not be blank' },
+      });
+      const csv = await inject({
+        method: 'POST',
+        url: '/v1/pools/imports/codes',
+        payload: `code\nC\n\nD\nA\n${'x'.repeat(200)}\n`,
+        headers: { 'content-type': 'text/csv' },
+      });
+      assert.deepEqual(csv.json(), {
+        imported: 2,
+        duplicates: 1,
+        invalid: 1,
+        firstInvalid: { line: 6, field: 'code', message: 'at most 128 characters' },
+      });
+      const plain = await inject({
+        method: 'POST',
+        url: '/v1/pools/imports/codes',
+        payload: 'E\nF',
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      });
       assert.deepEqual(plain.json(), { imported: 2, duplicates: 0, invalid: 0 });
       expectError(await json('POST', '/v1/pools/imports/codes', { codes: 'A,B' }), 400, 'invalid_input', 'codes');
       expectError(await json('POST', '/v1/pools/unknown/codes', { codes: ['A'] }), 404, 'not_found');
-      expectError(await inject({ method: 'POST', url: '/v1/pools/unknown/codes', payload: 'A\n', headers: { 'content-type': 'text/csv' } }), 404, 'not_found');
+      expectError(
+        await inject({
+          method: 'POST',
+          url: '/v1/pools/unknown/codes',
+          payload: 'A\n',
+          headers: { 'content-type': 'text/csv' },
+        }),
+        404,
+        'not_found',
+      );
     });
 
     it('imports codes with their own windows: JSON objects beside strings, CSV columns; bad entries counted, bad shapes 400', async () => {
       await makePool('windows', [], { perClaimantLimit: 10 });
       const url = '/v1/pools/windows/codes';
-      const list = await json('POST', url, { codes: ['W1', { code: 'W2', expiresAt: '2000-01-01T00:00:00Z' }, { code: 'W3', startsAt: '2000-01-01T01:00:00+01:00', expiresAt: null }, { code: 'W4', startsAt: 'tomorrow' }, { code: 'W5', until: 'x' }] });
+      const list = await json('POST', url, {
+        codes: [
+          'W1',
+          { code: 'W2', expiresAt: '2000-01-01T00:00:00Z' },
+          { code: 'W3', startsAt: '2000-01-01T01:00:00+01:00', expiresAt: null },
+          { code: 'W4', startsAt: 'tomorrow' },
+          { code: 'W5', until: 'x' },
+        ],
+      });
       assert.equal(list.statusCode, 200, list.body);
-      assert.deepEqual(list.json(), { imported: 3, duplicates: 0, invalid: 2, firstInvalid: { index: 3, field: 'startsAt', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' } });
+      assert.deepEqual(list.json(), {
+        imported: 3,
+        duplicates: 0,
+        invalid: 2,
+        firstInvalid: {
+          index: 3,
+          field: 'startsAt',
+          message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
+        },
+      });
       assert.equal((await json('GET', `${url}/W3`)).json().startsAt, '2000-01-01T00:00:00.000Z', 'normalised to UTC');
-      const csv = await inject({ method: 'POST', url, payload: 'code,valid_from,valid_until\nW6,,2999-01-01T00:00:00Z\nW7,2999-01-01T00:00:00Z,\nW8,,31/12/2999\n', headers: { 'content-type': 'text/csv' } });
-      assert.deepEqual(csv.json(), { imported: 2, duplicates: 0, invalid: 1, firstInvalid: { line: 4, field: 'valid_until', message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z' } });
+      const csv = await inject({
+        method: 'POST',
+        url,
+        payload: 'code,valid_from,valid_until\nW6,,2999-01-01T00:00:00Z\nW7,2999-01-01T00:00:00Z,\nW8,,31/12/2999\n',
+        headers: { 'content-type': 'text/csv' },
+      });
+      assert.deepEqual(csv.json(), {
+        imported: 2,
+        duplicates: 0,
+        invalid: 1,
+        firstInvalid: {
+          line: 4,
+          field: 'valid_until',
+          message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
+        },
+      });
       const claimed = await json('POST', '/v1/pools/windows/claims', { claimant: 'alice', count: 10 });
-      assert.deepEqual([...(claimed.json().codes as string[])].sort(), ['W1', 'W3', 'W6'], 'W2 expired, W7 not yet valid');
+      assert.deepEqual(
+        [...(claimed.json().codes as string[])].sort(),
+        ['W1', 'W3', 'W6'],
+        'W2 expired, W7 not yet valid',
+      );
       const exported = await json('GET', '/v1/pools/windows/export');
-      assert.ok(exported.body.includes('W6,claimed,alice,') && exported.body.includes(',2999-01-01T00:00:00.000Z\n'), exported.body);
+      assert.ok(
+        exported.body.includes('W6,claimed,alice,') && exported.body.includes(',2999-01-01T00:00:00.000Z\n'),
+        exported.body,
+      );
       // shapes that are not a code list at all are 400s, never 5xx
       expectError(await json('POST', url, { codes: { code: 'W9' } }), 400, 'invalid_input', 'codes');
-      expectError(await inject({ method: 'POST', url, payload: 'code,starts_at,valid_from\nW9,,\n', headers: { 'content-type': 'text/csv' } }), 400, 'invalid_input', 'codes');
-      expectError(await inject({ method: 'POST', url, payload: 'expires_at\n2999-01-01T00:00:00Z\n', headers: { 'content-type': 'text/csv' } }), 400, 'invalid_input', 'codes');
+      expectError(
+        await inject({
+          method: 'POST',
+          url,
+          payload: 'code,starts_at,valid_from\nW9,,\n',
+          headers: { 'content-type': 'text/csv' },
+        }),
+        400,
+        'invalid_input',
+        'codes',
+      );
+      expectError(
+        await inject({
+          method: 'POST',
+          url,
+          payload: 'expires_at\n2999-01-01T00:00:00Z\n',
+          headers: { 'content-type': 'text/csv' },
+        }),
+        400,
+        'invalid_input',
+        'codes',
+      );
       assert.equal((await json('GET', '/v1/pools/windows')).json().stats.total, 5, 'refused imports wrote nothing');
     });
 
@@ -117,11 +266,31 @@ describe('HTTP API', () => {
       assert.equal(again.json().status, 'already-held');
       assert.equal((await json('POST', '/v1/pools/claims/claims', { claimant: 'bob' })).statusCode, 201);
       expectError(await json('POST', '/v1/pools/claims/claims', { claimant: 'carol' }), 409, 'sold_out');
-      expectError(await json('POST', '/v1/pools/claims/claims', { claimant: 'dave', idempotencyKey: 'a' }, { 'idempotency-key': 'b' }), 400, 'invalid_input', 'idempotencyKey');
-      expectError(await json('POST', '/v1/pools/claims/claims', { claimant: 'bob', idempotencyKey: 'k-1' }), 409, 'conflict', 'idempotencyKey');
+      expectError(
+        await json(
+          'POST',
+          '/v1/pools/claims/claims',
+          { claimant: 'dave', idempotencyKey: 'a' },
+          { 'idempotency-key': 'b' },
+        ),
+        400,
+        'invalid_input',
+        'idempotencyKey',
+      );
+      expectError(
+        await json('POST', '/v1/pools/claims/claims', { claimant: 'bob', idempotencyKey: 'k-1' }),
+        409,
+        'conflict',
+        'idempotencyKey',
+      );
       expectError(await json('POST', '/v1/pools/claims/claims', {}), 400, 'invalid_input', 'claimant');
       expectError(await json('POST', '/v1/pools/claims/claims', { claimant: 42 }), 400, 'invalid_input', 'claimant');
-      expectError(await json('POST', '/v1/pools/claims/claims', { claimant: 'x', extra: 1 }), 400, 'invalid_input', 'extra');
+      expectError(
+        await json('POST', '/v1/pools/claims/claims', { claimant: 'x', extra: 1 }),
+        400,
+        'invalid_input',
+        'extra',
+      );
       expectError(await json('POST', '/v1/pools/nope/claims', { claimant: 'x' }), 404, 'not_found');
     });
 
@@ -130,7 +299,12 @@ describe('HTTP API', () => {
       const res = await json('POST', '/v1/pools/many/claims', { claimant: 'alice', count: 2 });
       assert.equal(res.statusCode, 201);
       assert.equal(res.json().codes.length, 2);
-      expectError(await json('POST', '/v1/pools/many/claims', { claimant: 'alice', count: 0 }), 400, 'invalid_input', 'count');
+      expectError(
+        await json('POST', '/v1/pools/many/claims', { claimant: 'alice', count: 0 }),
+        400,
+        'invalid_input',
+        'count',
+      );
       const holdings = await json('GET', '/v1/pools/many/claimants/alice');
       assert.equal(holdings.json().codes.length, 2);
       const code = res.json().codes[0] as string;
@@ -141,12 +315,26 @@ describe('HTTP API', () => {
     it('releases, redeems and revokes codes', async () => {
       await makePool('moves', ['R1', 'R2', 'R3']);
       const { code } = (await json('POST', '/v1/pools/moves/claims', { claimant: 'alice' })).json() as { code: string };
-      expectError(await json('POST', `/v1/pools/moves/codes/${code}/release`, { claimant: 'bob' }), 409, 'conflict', 'claimant');
-      assert.equal((await json('POST', `/v1/pools/moves/codes/${code}/redeem`, { claimant: 'alice' })).json().status, 'redeemed');
+      expectError(
+        await json('POST', `/v1/pools/moves/codes/${code}/release`, { claimant: 'bob' }),
+        409,
+        'conflict',
+        'claimant',
+      );
+      assert.equal(
+        (await json('POST', `/v1/pools/moves/codes/${code}/redeem`, { claimant: 'alice' })).json().status,
+        'redeemed',
+      );
       expectError(await json('POST', `/v1/pools/moves/codes/${code}/redeem`, {}), 409, 'already_redeemed');
       const other = (await json('POST', '/v1/pools/moves/claims', { claimant: 'bob' })).json() as { code: string };
-      assert.equal((await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/release` })).json().status, 'free');
-      assert.equal((await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/revoke` })).json().status, 'revoked');
+      assert.equal(
+        (await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/release` })).json().status,
+        'free',
+      );
+      assert.equal(
+        (await inject({ method: 'POST', url: `/v1/pools/moves/codes/${other.code}/revoke` })).json().status,
+        'revoked',
+      );
       const stats = (await json('GET', '/v1/pools/moves')).json().stats;
       assert.deepEqual(stats, { total: 3, free: 1, claimed: 0, redeemed: 1, revoked: 1 });
     });
@@ -168,24 +356,50 @@ describe('HTTP API', () => {
       expectError(await json('GET', '/v1/pools/report/export?status=lost'), 400, 'invalid_input', 'status');
       expectError(await json('GET', '/v1/pools/nope/export'), 404, 'not_found');
       const events = (await json('GET', '/v1/events?pool=report')).json().data as { type: string }[];
-      assert.deepEqual(events.map((e) => e.type), ['pool.low_stock']);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['pool.low_stock'],
+      );
     });
   });
 
   describe('sales', () => {
-    const window = () => ({ startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() });
+    const window = () => ({
+      startsAt: new Date().toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
 
     it('creates a sale, buys, reserves, confirms and audits', async () => {
-      const created = await json('POST', '/v1/sales', { id: 'tv-sale', sku: 'TV', cap: 3, perCustomerLimit: 2, ...window() });
+      const created = await json('POST', '/v1/sales', {
+        id: 'tv-sale',
+        sku: 'TV',
+        cap: 3,
+        perCustomerLimit: 2,
+        ...window(),
+      });
       assert.equal(created.statusCode, 201);
       assert.equal(created.json().status, 'live');
-      const buy = await json('POST', '/v1/sales/tv-sale/claims', { customer: 'alice', quantity: 2 }, { 'idempotency-key': 'o-1' });
+      const buy = await json(
+        'POST',
+        '/v1/sales/tv-sale/claims',
+        { customer: 'alice', quantity: 2 },
+        { 'idempotency-key': 'o-1' },
+      );
       assert.equal(buy.statusCode, 201);
-      const replay = await json('POST', '/v1/sales/tv-sale/claims', { customer: 'alice', quantity: 2 }, { 'idempotency-key': 'o-1' });
+      const replay = await json(
+        'POST',
+        '/v1/sales/tv-sale/claims',
+        { customer: 'alice', quantity: 2 },
+        { 'idempotency-key': 'o-1' },
+      );
       assert.equal(replay.headers['idempotent-replayed'], 'true');
       assert.equal(replay.json().order.id, buy.json().order.id);
       expectError(await json('POST', '/v1/sales/tv-sale/claims', { customer: 'alice' }), 409, 'limit_reached');
-      expectError(await json('POST', '/v1/sales/tv-sale/reservations', { customer: 'bob', quantity: 2, ttlMs: 60000 }), 409, 'sold_out');
+      expectError(
+        await json('POST', '/v1/sales/tv-sale/reservations', { customer: 'bob', quantity: 2, ttlMs: 60000 }),
+        409,
+        'sold_out',
+      );
       const hold = await json('POST', '/v1/sales/tv-sale/reservations', { customer: 'bob', quantity: 1, ttlMs: 60000 });
       assert.equal(hold.statusCode, 201);
       const holdId = hold.json().hold.id as string;
@@ -201,18 +415,53 @@ describe('HTTP API', () => {
     });
 
     it('refuses bad sale definitions field by field', async () => {
-      expectError(await json('POST', '/v1/sales', { sku: 'X', startsAt: new Date(Date.now() + 7_200_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() }), 400, 'invalid_input', 'endsAt');
-      expectError(await json('POST', '/v1/sales', { sku: 'X', ...window(), cap: 1, perCustomerLimit: 5 }), 400, 'invalid_input', 'perCustomerLimit');
-      expectError(await json('POST', '/v1/sales/nope/reservations', { customer: 'a', quantity: 1 }), 400, 'invalid_input', 'ttlMs');
+      expectError(
+        await json('POST', '/v1/sales', {
+          sku: 'X',
+          startsAt: new Date(Date.now() + 7_200_000).toISOString(),
+          endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        }),
+        400,
+        'invalid_input',
+        'endsAt',
+      );
+      expectError(
+        await json('POST', '/v1/sales', { sku: 'X', ...window(), cap: 1, perCustomerLimit: 5 }),
+        400,
+        'invalid_input',
+        'perCustomerLimit',
+      );
+      expectError(
+        await json('POST', '/v1/sales/nope/reservations', { customer: 'a', quantity: 1 }),
+        400,
+        'invalid_input',
+        'ttlMs',
+      );
       expectError(await json('POST', '/v1/sales/nope/claims', { customer: 'a' }), 404, 'not_found');
       expectError(await json('POST', '/v1/reservations/not-a-hold/confirm'), 400, 'invalid_input', 'hold');
     });
 
     it('keeps a wishlist per SKU', async () => {
-      assert.equal((await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ann', email: 'ann@example.com' })).statusCode, 201);
-      expectError(await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ben' }), 400, 'invalid_input', 'channels');
-      expectError(await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ben', email: 'not-an-email' }), 400, 'invalid_input', 'channels.email');
-      assert.deepEqual((await json('GET', '/v1/wishlist/LAMP')).json().data.map((w: { customer: string }) => w.customer), ['ann']);
+      assert.equal(
+        (await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ann', email: 'ann@example.com' })).statusCode,
+        201,
+      );
+      expectError(
+        await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ben' }),
+        400,
+        'invalid_input',
+        'channels',
+      );
+      expectError(
+        await json('POST', '/v1/wishlist', { sku: 'LAMP', customer: 'ben', email: 'not-an-email' }),
+        400,
+        'invalid_input',
+        'channels.email',
+      );
+      assert.deepEqual(
+        (await json('GET', '/v1/wishlist/LAMP')).json().data.map((w: { customer: string }) => w.customer),
+        ['ann'],
+      );
       assert.equal((await json('DELETE', '/v1/wishlist/LAMP/ann')).statusCode, 204);
       expectError(await json('DELETE', '/v1/wishlist/LAMP/ann'), 404, 'not_found');
     });
@@ -225,13 +474,24 @@ describe('HTTP API', () => {
       const lease = first.json() as { token: string; fence: number; validForMs: number };
       assert.ok(lease.validForMs > 0);
       expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 0 }), 409, 'lock_timeout');
-      expectError(await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 200, fair: true }), 409, 'lock_timeout');
+      expectError(
+        await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000, waitMs: 200, fair: true }),
+        409,
+        'lock_timeout',
+      );
       expectError(await json('POST', '/v1/locks/report-job/acquire', { fair: 'yes' }), 400, 'invalid_input');
       const inspect = (await json('GET', '/v1/locks/report-job')).json() as { holders: { tokenPrefix: string }[] };
       assert.equal(inspect.holders.length, 1);
       assert.ok(!JSON.stringify(inspect).includes(lease.token), 'inspect never shows a usable token');
-      assert.equal((await json('POST', '/v1/locks/report-job/renew', { token: lease.token, ttlMs: 5000 })).statusCode, 200);
-      expectError(await json('POST', '/v1/locks/report-job/release', { token: 'not-the-owner-token' }), 409, 'not_owner');
+      assert.equal(
+        (await json('POST', '/v1/locks/report-job/renew', { token: lease.token, ttlMs: 5000 })).statusCode,
+        200,
+      );
+      expectError(
+        await json('POST', '/v1/locks/report-job/release', { token: 'not-the-owner-token' }),
+        409,
+        'not_owner',
+      );
       expectError(await json('POST', '/v1/locks/report-job/release', {}), 400, 'invalid_input', 'token');
       assert.equal((await json('POST', '/v1/locks/report-job/release', { token: lease.token })).statusCode, 204);
       const next = (await json('POST', '/v1/locks/report-job/acquire', { fair: true })).json() as { fence: number };

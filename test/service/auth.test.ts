@@ -8,7 +8,18 @@ import { after, before, describe, it } from 'node:test';
 import { SCOPES, grants } from '../../src/service/auth/keys.js';
 import { errorOf, openTestService, type TestService } from '../support/service.js';
 
-const sample: Record<string, string> = { pool: 'p1', code: 'C1', claimant: 'alice', sale: 's1', hold: 'hold_abc123', sku: 'SKU1', customer: 'alice', key: 'lock1', name: 'ctr1', id: '0123456789abcdef' };
+const sample: Record<string, string> = {
+  pool: 'p1',
+  code: 'C1',
+  claimant: 'alice',
+  sale: 's1',
+  hold: 'hold_abc123',
+  sku: 'SKU1',
+  customer: 'alice',
+  key: 'lock1',
+  name: 'ctr1',
+  id: '0123456789abcdef',
+};
 const fill = (url: string) => url.replace(/:(\w+)/g, (_, p: string) => sample[p] ?? 'x');
 
 /** A well-formed body for each pool route, so that what answers is the tenant check, not validation. */
@@ -43,12 +54,17 @@ describe('auth and tenants', () => {
       errorOf(await svc.call(null, r.method, url, body), 401, 'unauthorized');
       errorOf(await svc.call('Bearer nope', r.method, url, body), 401, 'unauthorized');
       errorOf(await svc.call('Basic abc', r.method, url, body), 401, 'unauthorized');
-      errorOf(await svc.call(`Bearer dibs_0123456789abcdef_${'A'.repeat(32)}`, r.method, url, body), 401, 'unauthorized');
+      errorOf(
+        await svc.call(`Bearer dibs_0123456789abcdef_${'A'.repeat(32)}`, r.method, url, body),
+        401,
+        'unauthorized',
+      );
     }
     const res = await svc.call(null, 'GET', '/v1/pools');
     assert.match(String(res.headers['www-authenticate']), /^Bearer/);
     // Public routes stay public.
-    for (const url of ['/healthz', '/readyz', '/openapi.json', '/docs']) assert.equal((await svc.call(null, 'GET', url)).statusCode, 200, url);
+    for (const url of ['/healthz', '/readyz', '/openapi.json', '/docs'])
+      assert.equal((await svc.call(null, 'GET', url)).statusCode, 200, url);
   });
 
   it('every route answers 403 to a key without its scope, and serves a key with it', async () => {
@@ -57,8 +73,16 @@ describe('auth and tenants', () => {
       const key = await svc.key('acme', [lacking.find((s) => s !== 'admin')!]);
       errorOf(await svc.call(key, r.method, fill(r.url), r.method === 'GET' ? undefined : {}), 403, 'forbidden');
       // The right scope gets past auth (whatever the route then says about the input).
-      const allowed = await svc.call(await svc.key('acme', [r.scope]), r.method, fill(r.url), r.method === 'GET' ? undefined : {});
-      assert.ok(![401, 403].includes(allowed.statusCode), `${r.method} ${r.url} with ${r.scope}: ${allowed.statusCode} ${allowed.body}`);
+      const allowed = await svc.call(
+        await svc.key('acme', [r.scope]),
+        r.method,
+        fill(r.url),
+        r.method === 'GET' ? undefined : {},
+      );
+      assert.ok(
+        ![401, 403].includes(allowed.statusCode),
+        `${r.method} ${r.url} with ${r.scope}: ${allowed.statusCode} ${allowed.body}`,
+      );
     }
   });
 
@@ -79,12 +103,12 @@ describe('auth and tenants', () => {
     assert.ok(listed.data.every((k) => k.tenant === 'acme' && k.hash === undefined));
   });
 
-  it('pools: another tenant\'s pool is 404 on every pool route, lists and events are per tenant', async () => {
+  it("pools: another tenant's pool is 404 on every pool route, lists and events are per tenant", async () => {
     assert.equal((await svc.call(acme, 'POST', '/v1/pools', { name: 'p1', lowStockThreshold: 1 })).statusCode, 201);
     assert.equal((await svc.call(acme, 'POST', '/v1/pools/p1/codes', { codes: ['C1', 'C2'] })).statusCode, 200);
     const claim = await svc.call(acme, 'POST', '/v1/pools/p1/claims', { claimant: 'alice' });
     assert.equal(claim.statusCode, 201);
-    assert.equal(claim.json().pool, 'p1', 'answers use the tenant\'s own names');
+    assert.equal(claim.json().pool, 'p1', "answers use the tenant's own names");
     // The same name in another tenant is another pool.
     assert.equal((await svc.call(globex, 'POST', '/v1/pools', { name: 'p0' })).statusCode, 201);
     for (const r of svc.app.routeDocs.filter((d) => d.url.startsWith('/v1/pools/:pool'))) {
@@ -94,9 +118,15 @@ describe('auth and tenants', () => {
       assert.doesNotMatch(error.message, /acme~/, 'no namespaced names leak');
     }
     const acmeList = (await svc.call(acme, 'GET', '/v1/pools')).json() as { data: { name: string }[] };
-    assert.deepEqual(acmeList.data.map((p) => p.name), ['p1']);
+    assert.deepEqual(
+      acmeList.data.map((p) => p.name),
+      ['p1'],
+    );
     const globexList = (await svc.call(globex, 'GET', '/v1/pools')).json() as { data: { name: string }[] };
-    assert.deepEqual(globexList.data.map((p) => p.name), ['p0']);
+    assert.deepEqual(
+      globexList.data.map((p) => p.name),
+      ['p0'],
+    );
     // The default tenant (the CLI's) sees neither.
     const local = await svc.key('default', ['admin']);
     assert.deepEqual((await svc.call(local, 'GET', '/v1/pools')).json().data, []);
@@ -120,40 +150,80 @@ describe('auth and tenants', () => {
     assert.equal((await svc.call(operator, 'GET', '/v1/outbox')).statusCode, 200);
   });
 
-  it('pool lists page through a tenant\'s pools only', async () => {
+  it("pool lists page through a tenant's pools only", async () => {
     for (const name of ['a', 'b', 'c', 'd', 'e']) await svc.call(globex, 'POST', '/v1/pools', { name: `list-${name}` });
     const seen: string[] = [];
     let after: string | null = null;
     do {
-      const page = (await svc.call(globex, 'GET', `/v1/pools?limit=2${after ? `&after=${after}` : ''}`)).json() as { data: { name: string }[]; nextCursor: string | null };
+      const page = (await svc.call(globex, 'GET', `/v1/pools?limit=2${after ? `&after=${after}` : ''}`)).json() as {
+        data: { name: string }[];
+        nextCursor: string | null;
+      };
       seen.push(...page.data.map((p) => p.name));
       after = page.nextCursor;
     } while (after);
     assert.deepEqual(seen, ['list-a', 'list-b', 'list-c', 'list-d', 'list-e', 'p0']);
   });
 
-  it('sales and holds: another tenant\'s sale and hold are 404; SKUs and wishlists are per tenant', async () => {
+  it("sales and holds: another tenant's sale and hold are 404; SKUs and wishlists are per tenant", async () => {
     const now = Date.now() + 300;
-    const sale = await svc.call(acme, 'POST', '/v1/sales', { id: 's1', sku: 'SKU1', startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), cap: 10, perCustomerLimit: 5 });
+    const sale = await svc.call(acme, 'POST', '/v1/sales', {
+      id: 's1',
+      sku: 'SKU1',
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+      cap: 10,
+      perCustomerLimit: 5,
+    });
     assert.equal(sale.statusCode, 201, sale.body);
     assert.equal(sale.json().id, 's1');
     assert.equal(sale.json().sku, 'SKU1');
-    const generated = await svc.call(acme, 'POST', '/v1/sales', { sku: 'SKU2', startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString() });
+    const generated = await svc.call(acme, 'POST', '/v1/sales', {
+      sku: 'SKU2',
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+    });
     assert.match(generated.json().id, /^sale_/);
     await new Promise((resolve) => setTimeout(resolve, 600)); // the sale goes live
     const hold = await svc.call(acme, 'POST', '/v1/sales/s1/reservations', { customer: 'alice', ttlMs: 60_000 });
     assert.equal(hold.statusCode, 201, hold.body);
     const holdId = hold.json().hold.id as string;
     assert.equal(hold.json().hold.saleId, 's1');
-    for (const r of svc.app.routeDocs.filter((d) => d.url.startsWith('/v1/sales/:sale') || d.url.startsWith('/v1/reservations/'))) {
+    for (const r of svc.app.routeDocs.filter(
+      (d) => d.url.startsWith('/v1/sales/:sale') || d.url.startsWith('/v1/reservations/'),
+    )) {
       const url = fill(r.url).replace('hold_abc123', holdId);
-      const body = r.method === 'GET' ? undefined : r.url.endsWith('/claims') ? { customer: 'm' } : r.url.endsWith('/reservations') ? { customer: 'm', ttlMs: 60_000 } : r.method === 'PATCH' ? { cap: 20 } : {};
+      const body =
+        r.method === 'GET'
+          ? undefined
+          : r.url.endsWith('/claims')
+            ? { customer: 'm' }
+            : r.url.endsWith('/reservations')
+              ? { customer: 'm', ttlMs: 60_000 }
+              : r.method === 'PATCH'
+                ? { cap: 20 }
+                : {};
       errorOf(await svc.call(globex, r.method, url, body), 404, 'not_found');
     }
     assert.deepEqual((await svc.call(globex, 'GET', '/v1/sales')).json().data, []);
-    assert.deepEqual((await svc.call(acme, 'GET', '/v1/sales')).json().data.map((s: { id: string }) => s.id).sort(), [generated.json().id, 's1'].sort());
+    assert.deepEqual(
+      (await svc.call(acme, 'GET', '/v1/sales'))
+        .json()
+        .data.map((s: { id: string }) => s.id)
+        .sort(),
+      [generated.json().id, 's1'].sort(),
+    );
     assert.deepEqual((await svc.call(globex, 'GET', '/v1/sales?sku=SKU1')).json().data, []);
-    assert.equal((await svc.call(acme, 'POST', '/v1/wishlist', { sku: 'SKU1', customer: 'alice', webhook: 'https://example.com/h' })).statusCode, 201);
+    assert.equal(
+      (
+        await svc.call(acme, 'POST', '/v1/wishlist', {
+          sku: 'SKU1',
+          customer: 'alice',
+          webhook: 'https://example.com/h',
+        })
+      ).statusCode,
+      201,
+    );
     assert.equal((await svc.call(acme, 'GET', '/v1/wishlist/SKU1')).json().data[0].sku, 'SKU1');
     assert.deepEqual((await svc.call(globex, 'GET', '/v1/wishlist/SKU1')).json().data, []);
     assert.equal((await svc.call(acme, 'POST', `/v1/reservations/${holdId}/confirm`)).statusCode, 201);
@@ -187,11 +257,39 @@ describe('routes registered without a declaration', () => {
     app.get('/v1/undeclared', async () => ({ ok: true }));
     await app.ready();
     try {
-      const key = async (tenant: string, scopes: string[]) => `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: 't', scopes })).key}`;
+      const key = async (tenant: string, scopes: string[]) =>
+        `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: 't', scopes })).key}`;
       assert.equal((await app.inject({ method: 'GET', url: '/v1/undeclared' })).statusCode, 401);
-      assert.equal((await app.inject({ method: 'GET', url: '/v1/undeclared', headers: { authorization: await key('default', ['pools:*']) } })).statusCode, 403);
-      assert.equal((await app.inject({ method: 'GET', url: '/v1/undeclared', headers: { authorization: await key('acme', ['admin']) } })).statusCode, 404);
-      assert.equal((await app.inject({ method: 'GET', url: '/v1/undeclared', headers: { authorization: await key('default', ['admin']) } })).statusCode, 200);
+      assert.equal(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/v1/undeclared',
+            headers: { authorization: await key('default', ['pools:*']) },
+          })
+        ).statusCode,
+        403,
+      );
+      assert.equal(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/v1/undeclared',
+            headers: { authorization: await key('acme', ['admin']) },
+          })
+        ).statusCode,
+        404,
+      );
+      assert.equal(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/v1/undeclared',
+            headers: { authorization: await key('default', ['admin']) },
+          })
+        ).statusCode,
+        200,
+      );
     } finally {
       await app.close();
       await env.cleanup();

@@ -13,12 +13,25 @@ describe('OpenAPI contract: every operation answers as documented', () => {
   let admin: string;
   let created = 0;
   /** A call that must succeed (2xx); the contract check runs inside svc.call. */
-  const ok = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const ok = async (
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
     const res = await svc.call(admin, method, url, body, headers);
-    assert.ok(res.statusCode >= 200 && res.statusCode < 300, `${method} ${url} → ${res.statusCode} ${res.body.slice(0, 300)}`);
+    assert.ok(
+      res.statusCode >= 200 && res.statusCode < 300,
+      `${method} ${url} → ${res.statusCode} ${res.body.slice(0, 300)}`,
+    );
     return res;
   };
-  const json = async <T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>) => (await ok(method, url, body, headers)).json() as T;
+  const json = async <T>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ) => (await ok(method, url, body, headers)).json() as T;
 
   before(async () => {
     svc = await openTestService();
@@ -98,12 +111,23 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     await new Promise((resolve) => setTimeout(resolve, 400)); // live
 
     await ok('POST', '/v1/sales/tour/claims', { customer: 'c1' });
-    const hold = (await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c2', ttlMs: 60_000 })).hold.id;
+    const hold = (
+      await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c2', ttlMs: 60_000 })
+    ).hold.id;
     await ok('GET', `/v1/reservations/${hold}`);
     assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 201);
-    assert.equal((await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode, 200, 'confirming again replays the order');
-    const other = (await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c3', ttlMs: 60_000 })).hold.id;
-    assert.deepEqual((await json<{ data: { id: string }[] }>('GET', '/v1/sales/tour/holds?customer=c3')).data.map((h) => h.id), [other]);
+    assert.equal(
+      (await ok('POST', `/v1/reservations/${hold}/confirm`)).statusCode,
+      200,
+      'confirming again replays the order',
+    );
+    const other = (
+      await json<{ hold: { id: string } }>('POST', '/v1/sales/tour/reservations', { customer: 'c3', ttlMs: 60_000 })
+    ).hold.id;
+    assert.deepEqual(
+      (await json<{ data: { id: string }[] }>('GET', '/v1/sales/tour/holds?customer=c3')).data.map((h) => h.id),
+      [other],
+    );
     await ok('POST', `/v1/reservations/${other}/cancel`);
     await ok('GET', '/v1/sales/tour/audit');
     await ok('GET', '/v1/sales/tour/forecast');
@@ -120,12 +144,25 @@ describe('OpenAPI contract: every operation answers as documented', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     // an admitted ticket can change no more: the stream sends it and ends
-    const stream = await svc.app.inject({ method: 'GET', url: `/v1/sales/roomy/waiting-room/tickets/w1/events?ticket=${encodeURIComponent(ticket.token)}`, headers: { authorization: admin } });
+    const stream = await svc.app.inject({
+      method: 'GET',
+      url: `/v1/sales/roomy/waiting-room/tickets/w1/events?ticket=${encodeURIComponent(ticket.token)}`,
+      headers: { authorization: admin },
+    });
     assertKeepsContract(svc.contract, 'GET', '/v1/sales/roomy/waiting-room/tickets/w1/events', stream);
     assert.equal(stream.statusCode, 200);
     assert.match(stream.body, /event: ticket/);
-    assert.equal((await ok('POST', '/v1/sales/roomy/waiting-room/reservations', { customer: 'w1', ttlMs: 60_000 }, bearer)).statusCode, 201);
-    assert.equal((await ok('POST', '/v1/sales/roomy/waiting-room/reservations', { customer: 'w1', ttlMs: 60_000 }, bearer)).statusCode, 200, 'a retry returns the same hold');
+    assert.equal(
+      (await ok('POST', '/v1/sales/roomy/waiting-room/reservations', { customer: 'w1', ttlMs: 60_000 }, bearer))
+        .statusCode,
+      201,
+    );
+    assert.equal(
+      (await ok('POST', '/v1/sales/roomy/waiting-room/reservations', { customer: 'w1', ttlMs: 60_000 }, bearer))
+        .statusCode,
+      200,
+      'a retry returns the same hold',
+    );
 
     await ok('POST', '/v1/wishlist', { sku: 'SKU-TOUR', customer: 'fan', email: 'fan@example.com' });
     await ok('GET', '/v1/wishlist/SKU-TOUR');
@@ -137,12 +174,24 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     const lease = await json<{ token: string }>('POST', '/v1/locks/tour/acquire', { ttlMs: 10_000 });
     await ok('POST', '/v1/locks/tour/renew', { token: lease.token, ttlMs: 20_000 });
     await ok('GET', '/v1/locks/tour');
-    assert.ok((await json<{ data: { key: string; lastFence: number }[] }>('GET', '/v1/locks?limit=200')).data.some((l) => l.key === 'tour' && l.lastFence > 0));
+    assert.ok(
+      (await json<{ data: { key: string; lastFence: number }[] }>('GET', '/v1/locks?limit=200')).data.some(
+        (l) => l.key === 'tour' && l.lastFence > 0,
+      ),
+    );
     await ok('POST', '/v1/locks/tour/release', { token: lease.token });
     await ok('POST', '/v1/counters/visits', { by: 3 });
     await ok('GET', '/v1/counters/visits');
-    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters?after=visits-')).data, []);
-    assert.deepEqual((await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters')).data.find((c) => c.name === 'visits')?.value, 3);
+    assert.deepEqual(
+      (await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters?after=visits-')).data,
+      [],
+    );
+    assert.deepEqual(
+      (await json<{ data: { name: string; value: number }[] }>('GET', '/v1/counters')).data.find(
+        (c) => c.name === 'visits',
+      )?.value,
+      3,
+    );
     await ok('DELETE', '/v1/counters/visits');
     created++;
   });
@@ -157,7 +206,10 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     assert.equal((denied.json() as { allowed: boolean }).allowed, false);
     assert.ok(Number(denied.headers['retry-after']) > 1700, `Retry-After ${denied.headers['retry-after']} s`);
     await ok('POST', '/v1/limits/tour/reset', { key: 'alice' });
-    assert.equal((await json<{ allowed: boolean }>('POST', '/v1/limits/tour/wait', { key: 'alice', waitMs: 5000 })).allowed, true);
+    assert.equal(
+      (await json<{ allowed: boolean }>('POST', '/v1/limits/tour/wait', { key: 'alice', waitMs: 5000 })).allowed,
+      true,
+    );
     await ok('DELETE', '/v1/limits/tour');
     created++;
   });

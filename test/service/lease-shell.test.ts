@@ -30,14 +30,21 @@ describe('HTTP: renew and release take only the token', () => {
     assert.equal((renewed.json() as Lease).token, lease.token);
     // a plain lock stays limit 1
     const lock = (await svc.call(auth, 'POST', '/v1/locks/report/acquire', {})).json() as Lease;
-    assert.equal(((await svc.call(auth, 'POST', '/v1/locks/report/renew', { token: lock.token })).json() as Lease).limit, 1);
+    assert.equal(
+      ((await svc.call(auth, 'POST', '/v1/locks/report/renew', { token: lock.token })).json() as Lease).limit,
+      1,
+    );
     assert.equal((await svc.call(auth, 'POST', '/v1/locks/printers/release', { token: lease.token })).statusCode, 204);
     assert.equal((await svc.call(auth, 'POST', '/v1/locks/report/release', { token: lock.token })).statusCode, 204);
   });
 
   it('a malformed token is refused as field "token"', async () => {
     for (const action of ['release', 'renew']) {
-      const error = errorOf(await svc.call(auth, 'POST', `/v1/locks/k/${action}`, { token: 'short' }), 400, 'invalid_input');
+      const error = errorOf(
+        await svc.call(auth, 'POST', `/v1/locks/k/${action}`, { token: 'short' }),
+        400,
+        'invalid_input',
+      );
       assert.equal(error.field, 'token', `${action}: ${JSON.stringify(error)}`);
     }
   });

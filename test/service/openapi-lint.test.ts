@@ -39,13 +39,30 @@ describe('OpenAPI document under Redocly lint (recommended ruleset)', () => {
     assert.equal(res.statusCode, 200);
     const file = join(dir, 'openapi.json');
     writeFileSync(file, res.body);
-    const env: NodeJS.ProcessEnv = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      REDOCLY_TELEMETRY: 'off',
+      REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+      NO_COLOR: '1',
+    };
     delete env.NODE_OPTIONS; // no tsx loader in the linter's process
-    const run = spawnSync(process.execPath, [REDOCLY, 'lint', file, '--extends', 'recommended', '--format', 'json'], { cwd: dir, env, encoding: 'utf8', timeout: 120_000 });
-    assert.ok(run.stdout.trim().startsWith('{'), `redocly printed no JSON report (exit ${run.status}): ${run.stderr.slice(-2000)}`);
+    const run = spawnSync(process.execPath, [REDOCLY, 'lint', file, '--extends', 'recommended', '--format', 'json'], {
+      cwd: dir,
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    assert.ok(
+      run.stdout.trim().startsWith('{'),
+      `redocly printed no JSON report (exit ${run.status}): ${run.stderr.slice(-2000)}`,
+    );
     const report = JSON.parse(run.stdout) as LintReport;
     const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
-    assert.deepEqual(problems, [], `Redocly found ${report.totals.errors} error(s) and ${report.totals.warnings} warning(s)`);
+    assert.deepEqual(
+      problems,
+      [],
+      `Redocly found ${report.totals.errors} error(s) and ${report.totals.warnings} warning(s)`,
+    );
     assert.equal(run.status, 0, run.stderr);
   });
 });

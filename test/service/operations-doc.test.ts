@@ -32,7 +32,9 @@ describe('docs/operations.md', () => {
   });
 
   it('names every environment variable of the ENV map, and the delivery variables server.ts reads', () => {
-    const delivery = [...new Set([...source('src/service/server.ts').matchAll(/env\.(DIBS_[A-Z_]+)/g)].map((m) => m[1]!))];
+    const delivery = [
+      ...new Set([...source('src/service/server.ts').matchAll(/env\.(DIBS_[A-Z_]+)/g)].map((m) => m[1]!)),
+    ];
     assert.ok(delivery.includes('DIBS_WEBHOOK_SECRET'), 'the delivery variables were not found in server.ts');
     const missing = [...Object.keys(ENV), ...delivery, 'DIBS_CONFIG'].filter((name) => !doc.includes(`\`${name}\``));
     assert.deepEqual(missing, [], `environment variables missing from docs/operations.md: ${missing.join(', ')}`);
@@ -55,7 +57,8 @@ describe('docs/operations.md', () => {
       const unset = Object.keys(serviceConfigSchema.shape).filter((key) => key !== 'demo' && !(key in example));
       assert.deepEqual(unset, [], `keys the example leaves out: ${unset.join(', ')}`);
       assert.equal(config.demo, false);
-      for (const [key, value] of Object.entries(example)) assert.deepEqual(config[key as keyof typeof config], value, key);
+      for (const [key, value] of Object.entries(example))
+        assert.deepEqual(config[key as keyof typeof config], value, key);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -38,7 +38,11 @@ const HOSTILE = [
   'ünïcødé 🎟️',
 ];
 
-function storeSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }>, skip: string | false = false) {
+function storeSuite(
+  label: string,
+  open: () => Promise<{ dibs: Dibs; cleanup(): Promise<void> }>,
+  skip: string | false = false,
+) {
   describe(`${label}: hostile strings are data, never code`, { skip }, () => {
     let dibs: Dibs;
     let cleanup: () => Promise<void>;
@@ -59,17 +63,30 @@ function storeSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(): 
         given.set(claimant, r.code!);
         // the same hostile key replays
         assert.equal((await dibs.pools.claim('hostile', claimant, { idempotencyKey: `${claimant}/key` })).code, r.code);
-        assert.deepEqual((await dibs.pools.holdings('hostile', claimant)).map((h) => h.code), [r.code], `holdings of #${i}`);
+        assert.deepEqual(
+          (await dibs.pools.holdings('hostile', claimant)).map((h) => h.code),
+          [r.code],
+          `holdings of #${i}`,
+        );
       }
       assert.deepEqual(new Set(given.values()), new Set(codes), 'every hostile code was handed out exactly once');
       const stats = await dibs.pools.get('hostile');
       assert.equal(stats.stats.claimed, codes.length);
       assert.deepEqual(await dibs.pools.audit('hostile'), []);
       // control characters are refused at the edge (log forging, terminal escapes), not stored
-      await assert.rejects(dibs.pools.claim('hostile', 'tab\there'), (e: { code?: string }) => e.code === 'invalid_input');
-      await assert.rejects(dibs.pools.claim('hostile', 'esc\u001b[31mred'), (e: { code?: string }) => e.code === 'invalid_input');
+      await assert.rejects(
+        dibs.pools.claim('hostile', 'tab\there'),
+        (e: { code?: string }) => e.code === 'invalid_input',
+      );
+      await assert.rejects(
+        dibs.pools.claim('hostile', 'esc\u001b[31mred'),
+        (e: { code?: string }) => e.code === 'invalid_input',
+      );
       // the tables/keys an injection would have hit are all still there
-      assert.equal((await dibs.pools.list({ limit: 10 })).items.some((p) => p.name === 'hostile'), true);
+      assert.equal(
+        (await dibs.pools.list({ limit: 10 })).items.some((p) => p.name === 'hostile'),
+        true,
+      );
     });
   });
 }
@@ -102,7 +119,12 @@ describe('service: hostile requests', () => {
   it('stores hostile claimants verbatim over HTTP and exports formula cells neutralised', async () => {
     assert.equal((await svc.call(admin, 'POST', '/v1/pools', { name: 'web', perClaimantLimit: 1 })).statusCode, 201);
     const csv = `code\n${HOSTILE.map((_s, i) => `"${`CODE-${i}`}"`).join('\n')}\n`;
-    const imported = await svc.app.inject({ method: 'POST', url: '/v1/pools/web/codes', headers: { authorization: admin, 'content-type': 'text/csv' }, payload: csv });
+    const imported = await svc.app.inject({
+      method: 'POST',
+      url: '/v1/pools/web/codes',
+      headers: { authorization: admin, 'content-type': 'text/csv' },
+      payload: csv,
+    });
     assert.equal(imported.statusCode, 200, imported.body);
     for (const claimant of HOSTILE) {
       const res = await svc.call(admin, 'POST', '/v1/pools/web/claims', { claimant });
@@ -113,7 +135,8 @@ describe('service: hostile requests', () => {
     assert.equal(exported.statusCode, 200);
     for (const line of exported.body.split('\n').slice(1).filter(Boolean)) {
       // no cell of the export starts with a formula trigger, quoted or not
-      for (const cell of line.split(',')) assert.doesNotMatch(cell.replace(/^"/, ''), /^[=+\-@\t\r]/, `formula cell in export: ${line}`);
+      for (const cell of line.split(','))
+        assert.doesNotMatch(cell.replace(/^"/, ''), /^[=+\-@\t\r]/, `formula cell in export: ${line}`);
     }
     assert.match(exported.body, /'=HYPERLINK/, 'the formula was kept, neutralised with a leading quote');
   });
@@ -137,7 +160,14 @@ describe('service: hostile requests', () => {
   });
 
   it('path traversal never reads a file outside the dashboard', async () => {
-    for (const url of ['/dashboard/..%2f..%2fpackage.json', '/dashboard/%2e%2e%2fpackage.json', '/dashboard/../../package.json', '/dashboard/....//package.json', '/..%2fpackage.json', '/dashboard/app.js%00.html']) {
+    for (const url of [
+      '/dashboard/..%2f..%2fpackage.json',
+      '/dashboard/%2e%2e%2fpackage.json',
+      '/dashboard/../../package.json',
+      '/dashboard/....//package.json',
+      '/..%2fpackage.json',
+      '/dashboard/app.js%00.html',
+    ]) {
       const res = await svc.app.inject({ method: 'GET', url });
       assert.ok([400, 404].includes(res.statusCode), `${url}: ${res.statusCode}`);
       assert.doesNotMatch(res.body, /"dependencies"/, `${url} leaked package.json`);
@@ -147,7 +177,13 @@ describe('service: hostile requests', () => {
   it('a key with a real id and a forged secret is refused like any wrong key', async () => {
     const real = admin.slice('Bearer '.length);
     const forged = real.slice(0, -4) + (real.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-    for (const auth of [`Bearer ${forged}`, `Bearer ${real}x`, `Bearer ${real.slice(0, -1)}`, 'Bearer ', `Basic ${real}`]) {
+    for (const auth of [
+      `Bearer ${forged}`,
+      `Bearer ${real}x`,
+      `Bearer ${real.slice(0, -1)}`,
+      'Bearer ',
+      `Basic ${real}`,
+    ]) {
       const res = await svc.call(auth, 'GET', '/v1/pools');
       assert.equal(res.statusCode, 401, `${auth.slice(0, 20)}…: ${res.statusCode}`);
       errorOf(res, 401);
@@ -159,11 +195,17 @@ describe('service: hostile requests', () => {
     await svc.call(admin, 'GET', '/v1/pools');
     await svc.call(`Bearer ${secret}x`, 'GET', '/v1/pools');
     await svc.call(admin, 'POST', '/v1/pools', { name: 'bad name!' });
-    await svc.call(admin, 'GET', '/v1/sales/nope/waiting-room/tickets/c1', undefined, { 'dibs-ticket': `1.${'s'.repeat(43)}` });
+    await svc.call(admin, 'GET', '/v1/sales/nope/waiting-room/tickets/c1', undefined, {
+      'dibs-ticket': `1.${'s'.repeat(43)}`,
+    });
     const text = logged.join('');
     assert.ok(text.length > 0, 'the service did log (at trace level)');
     assert.ok(!text.includes(secret), 'an API key is in the logs');
     assert.ok(!text.includes('s'.repeat(43)), 'a ticket token is in the logs');
-    assert.equal(redact('postgres://dibs:hunter2@db.example:5432/app').includes('hunter2'), false, 'store URLs are redacted before logging');
+    assert.equal(
+      redact('postgres://dibs:hunter2@db.example:5432/app').includes('hunter2'),
+      false,
+      'store URLs are redacted before logging',
+    );
   });
 });

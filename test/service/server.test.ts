@@ -25,7 +25,11 @@ interface Served {
 
 /** Starts `dibs serve --demo` and reads its URL and the printed admin key from stderr. */
 async function serve(store: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Served> {
-  const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--rate-limit', '0', '--store', store, ...extra],
+    { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
   let stdout = '';
@@ -76,7 +80,11 @@ async function waitFor(what: string, ok: () => boolean | Promise<boolean>, ms = 
  * `kill -TERM -<pgid>` do: a repeated SIGTERM must not cut the graceful shutdown short. Waits
  * for the exit; returns the answered claims.
  */
-async function claimBurstThenTerm(served: Served, prefix: string, workers: number[] = []): Promise<{ claimant: string; code: string }[]> {
+async function claimBurstThenTerm(
+  served: Served,
+  prefix: string,
+  workers: number[] = [],
+): Promise<{ claimant: string; code: string }[]> {
   const answered: { claimant: string; code: string }[] = [];
   let firstAnswer!: () => void;
   const answeredOnce = new Promise<void>((resolve) => (firstAnswer = resolve));
@@ -84,7 +92,11 @@ async function claimBurstThenTerm(served: Served, prefix: string, workers: numbe
     try {
       const res = await fetch(`${served.url}/v1/pools/demo/claims`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${served.key}`, ...(i % 2 ? { 'idempotency-key': `${prefix}k${i}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${served.key}`,
+          ...(i % 2 ? { 'idempotency-key': `${prefix}k${i}` } : {}),
+        },
         body: JSON.stringify({ claimant: `${prefix}c${i}` }),
       });
       if (res.status === 201) {
@@ -110,7 +122,10 @@ async function claimBurstThenTerm(served: Served, prefix: string, workers: numbe
   // go away would exit only after its 72 s keep-alive timeout (it once did, after a worker restart).
   // A bound far above a graceful exit (about 2 s), far below that timeout: not a speed test.
   await served.exited;
-  assert.ok(Date.now() - termAt < 45_000, `exited ${Date.now() - termAt} ms after SIGTERM: idle keep-alive connections held the shutdown`);
+  assert.ok(
+    Date.now() - termAt < 45_000,
+    `exited ${Date.now() - termAt} ms after SIGTERM: idle keep-alive connections held the shutdown`,
+  );
   return answered;
 }
 
@@ -152,7 +167,9 @@ describe('dibs serve', () => {
       await waitFor('a replacement worker', () => /worker \d+ \(restarted\) is serving/.test(first.stderr()), 180_000);
       await waitFor('every worker to serve', async () => {
         // Each fetch opens its own connection (round-robin across workers): a few must all succeed.
-        const answers = await Promise.all(Array.from({ length: 4 }, () => freshConnectionStatus(`${first.url}/readyz`)));
+        const answers = await Promise.all(
+          Array.from({ length: 4 }, () => freshConnectionStatus(`${first.url}/readyz`)),
+        );
         return answers.every((status) => status === 200);
       });
       workers = childrenOf(first.child.pid!);
@@ -180,11 +197,19 @@ describe('dibs serve', () => {
     const killer = setTimeout(() => served.child.kill('SIGKILL'), 120_000); // a bound, not a speed test
     try {
       const call = (path: string, body?: unknown) =>
-        fetch(`${served.url}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${served.key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+        fetch(`${served.url}${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${served.key}`, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
       assert.equal((await call('/v1/locks/door/acquire', { ttlMs: 600_000 })).status, 201);
       // Ten minutes of waiting allowed: without the shutdown signal the process would stay up for them.
       const waiting = call('/v1/locks/door/acquire', { waitMs: 600_000 });
-      await waitFor('the waiter to register', async () => ((await (await call('/v1/locks/door')).json()) as { waiters: number }).waiters === 1, 30_000);
+      await waitFor(
+        'the waiter to register',
+        async () => ((await (await call('/v1/locks/door')).json()) as { waiters: number }).waiters === 1,
+        30_000,
+      );
       served.child.kill('SIGTERM');
       const answer = await waiting;
       assert.equal(answer.status, 503);
@@ -206,7 +231,13 @@ describe('dibs serve', () => {
     const killer = setTimeout(() => served.child.kill('SIGKILL'), 120_000); // a bound, not a speed test
     try {
       const { hostname, port } = new URL(served.url);
-      const upload = request({ hostname, port, method: 'POST', path: '/v1/pools/demo/codes', headers: { authorization: `Bearer ${served.key}`, 'content-type': 'text/csv', 'transfer-encoding': 'chunked' } });
+      const upload = request({
+        hostname,
+        port,
+        method: 'POST',
+        path: '/v1/pools/demo/codes',
+        headers: { authorization: `Bearer ${served.key}`, 'content-type': 'text/csv', 'transfer-encoding': 'chunked' },
+      });
       const cut = new Promise<string>((resolve) => {
         upload.on('response', (res) => resolve(`answered ${res.statusCode}`));
         upload.on('error', (error) => resolve(`cut: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
@@ -240,17 +271,26 @@ describe('dibs serve', () => {
 });
 
 /** Restarts the service on `store`: every acknowledged claim is there, through HTTP and through the library. */
-async function assertKept(store: string, answered: { claimant: string; code: string }[], oldKey: string): Promise<void> {
+async function assertKept(
+  store: string,
+  answered: { claimant: string; code: string }[],
+  oldKey: string,
+): Promise<void> {
   const second = await serve(store);
   const killer2 = setTimeout(() => second.child.kill('SIGKILL'), 60_000);
   try {
     for (const { claimant, code } of answered) {
-      const res = await fetch(`${second.url}/v1/pools/demo/codes/${code}`, { headers: { authorization: `Bearer ${second.key}` } });
+      const res = await fetch(`${second.url}/v1/pools/demo/codes/${code}`, {
+        headers: { authorization: `Bearer ${second.key}` },
+      });
       assert.equal(res.status, 200);
       assert.equal(((await res.json()) as { claimant: string }).claimant, claimant);
     }
     // The first run's key was revoked by the second --demo start (a fresh one is printed each time).
-    assert.equal((await fetch(`${second.url}/v1/pools/demo`, { headers: { authorization: `Bearer ${oldKey}` } })).status, 401);
+    assert.equal(
+      (await fetch(`${second.url}/v1/pools/demo`, { headers: { authorization: `Bearer ${oldKey}` } })).status,
+      401,
+    );
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);
   } finally {

@@ -84,7 +84,10 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
       assert.equal(new Set(keys).size, keys.length, 'a key twice in one group');
     }
     const others = running.get(pool) ?? new Set<Req[]>();
-    assert.ok(others.size < policy.concurrency, `${others.size + 1} groups of ${pool} running, bound ${policy.concurrency}`);
+    assert.ok(
+      others.size < policy.concurrency,
+      `${others.size + 1} groups of ${pool} running, bound ${policy.concurrency}`,
+    );
     if (holdBack) {
       for (const other of others) {
         for (const r of members) {
@@ -109,7 +112,8 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
         done();
         throw error;
       }
-      const outcome: Settled = r.fail === 'refuse' ? { ok: false, error: new Error(`refused ${r.id}`) } : { ok: true, value: `value ${r.id}` };
+      const outcome: Settled =
+        r.fail === 'refuse' ? { ok: false, error: new Error(`refused ${r.id}`) } : { ok: true, value: `value ${r.id}` };
       expected.set(r.id, outcome);
       if (outcome.ok) group[i]!.resolve(outcome.value);
       else group[i]!.reject(outcome.error);
@@ -124,7 +128,12 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
   for (let turn = 0; turn <= lastTurn; turn++) {
     for (const r of requests.filter((q) => q.turn === turn)) {
       const record = (s: Settled): void => void settled.set(r.id, [...(settled.get(r.id) ?? []), s]);
-      promises.push(queue.add(r.pool, r).then((value) => record({ ok: true, value }), (error: unknown) => record({ ok: false, error })));
+      promises.push(
+        queue.add(r.pool, r).then(
+          (value) => record({ ok: true, value }),
+          (error: unknown) => record({ ok: false, error }),
+        ),
+      );
     }
     await nextTurn();
   }
@@ -145,7 +154,10 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
   if (!policyIn.distinct) {
     // nothing is passed over: each pool's requests are served strictly in arrival order
     for (const [pool, order] of startOrder) {
-      const arrival = requests.filter((r) => r.pool === pool).sort((a, b) => a.turn - b.turn || a.id - b.id).map((r) => r.id);
+      const arrival = requests
+        .filter((r) => r.pool === pool)
+        .sort((a, b) => a.turn - b.turn || a.id - b.id)
+        .map((r) => r.id);
       assert.deepEqual(order, arrival);
     }
   }
@@ -155,7 +167,9 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
 describe('group queue', () => {
   it('random schedules: every request settles once with its own outcome, within every bound', async () => {
     await fc.assert(
-      fc.asyncProperty(policyArb, fc.array(requestArb, { minLength: 1, maxLength: 40 }), (policy, requests) => runSchedule(policy, requests)),
+      fc.asyncProperty(policyArb, fc.array(requestArb, { minLength: 1, maxLength: 40 }), (policy, requests) =>
+        runSchedule(policy, requests),
+      ),
       { numRuns: 1000 },
     );
   });
@@ -189,12 +203,18 @@ describe('group queue', () => {
       await new Promise<void>((resolve) => releases.push(resolve));
       for (const w of group) w.resolve(w.request.claimant);
     };
-    const queue = new GroupQueue({ max: 3, concurrency: 2, identify: (r: { claimant: string; key: string | null }) => r, holdBack: true }, run);
+    const queue = new GroupQueue(
+      { max: 3, concurrency: 2, identify: (r: { claimant: string; key: string | null }) => r, holdBack: true },
+      run,
+    );
     const claimants = ['a', 'b', 'c', 'a', 'd', 'e', 'f', 'g'];
     const answers = claimants.map((claimant) => queue.add('pool', { claimant, key: null }));
     await nextTurn();
     // the repeat of 'a' is passed over (held back), not dropped: it keeps its place for a later group
-    assert.deepEqual(started, [['a', 'b', 'c'], ['d', 'e', 'f']]);
+    assert.deepEqual(started, [
+      ['a', 'b', 'c'],
+      ['d', 'e', 'f'],
+    ]);
     releases.shift()!();
     await turns(2);
     assert.deepEqual(started.at(-1), ['a', 'g'], 'the repeat runs once its first group has ended');

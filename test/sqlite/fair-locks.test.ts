@@ -8,7 +8,9 @@ import { sqliteForSuite } from '../support/sqlite.js';
 
 describe('sqlite: fair locks across processes', () => {
   const env = sqliteForSuite();
-  it('4 processes, one key: grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', { timeout: 600_000 }, async () => {
+  it('4 processes, one key: grants in ticket order, no overlap, fences grow; a killed waiter stops blocking', {
+    timeout: 600_000,
+  }, async () => {
     await runFairLockStorm({ store: env.store, processes: 4, key: 'fair-storm', rounds: 5 });
   });
 });

@@ -19,7 +19,10 @@ describe('sqlite: generated codes', () => {
     const codes = await collect(dibs.pools.exportCodes('gen'));
     assert.equal(codes.length, 2000);
     const shape = codeShape(spec);
-    assert.ok(codes.every((c) => shape.verify(c.code)), 'every stored code has the shape and a valid check character');
+    assert.ok(
+      codes.every((c) => shape.verify(c.code)),
+      'every stored code has the shape and a valid check character',
+    );
   });
 
   it('redraws collisions in a tight space until the count is met', async () => {
@@ -33,7 +36,8 @@ describe('sqlite: generated codes', () => {
     assert.equal((await dibs.pools.stats('tight')).total, 900);
     // single codes are still found while the space is 10% → 5% free (each needs ~10–20 one-code
     // rounds: giving up after 20 fruitless rounds alone failed here about one time in eight)
-    for (let i = 0; i < 50; i++) assert.equal((await dibs.pools.generate('tight', { count: 1, length: 3, charset: 'numeric' })).generated, 1);
+    for (let i = 0; i < 50; i++)
+      assert.equal((await dibs.pools.generate('tight', { count: 1, length: 3, charset: 'numeric' })).generated, 1);
     assert.equal((await dibs.pools.stats('tight')).total, 950);
     // now only 50 are left: a further 450 cannot be found
     await rejectsWith(dibs.pools.generate('tight', { count: 450, length: 3, charset: 'numeric' }), 'conflict', 'count');
@@ -42,7 +46,11 @@ describe('sqlite: generated codes', () => {
   it('refuses an infeasible request before writing anything, and unknown pools', async () => {
     const { dibs } = temp;
     await dibs.pools.create({ name: 'empty' });
-    await rejectsWith(dibs.pools.generate('empty', { count: 600, length: 3, charset: 'numeric' }), 'invalid_input', 'count');
+    await rejectsWith(
+      dibs.pools.generate('empty', { count: 600, length: 3, charset: 'numeric' }),
+      'invalid_input',
+      'count',
+    );
     assert.equal((await dibs.pools.stats('empty')).total, 0);
     await rejectsWith(dibs.pools.generate('no-such-pool', { count: 1, length: 8 }), 'not_found');
   });

@@ -17,17 +17,35 @@ describe('sqlite: group commit', () => {
     const reader = await openDibs(temp.store);
     try {
       await writer.pools.create({ name: 'gc', perClaimantLimit: 1 });
-      await writer.pools.importCodes('gc', Array.from({ length: 100 }, (_, i) => `C${i}`));
+      await writer.pools.importCodes(
+        'gc',
+        Array.from({ length: 100 }, (_, i) => `C${i}`),
+      );
       // One turn of the event loop: these all queue behind one lock acquisition.
       const calls = Array.from({ length: 150 }, (_, i) => {
-        if (i % 5 === 0) return writer.pools.claim('no-such-pool', `u${i}`).then(() => 'ok', (e: { code?: string }) => e.code);
-        if (i % 7 === 0) return writer.pools.create({ name: 'gc' }).then(() => 'ok', (e: { code?: string }) => e.code);
-        return writer.pools.claim('gc', `u${i}`).then(async (r) => {
-          // Acknowledged ⇒ committed: a different connection already sees the holding.
-          const seen = await reader.pools.holdings('gc', `u${i}`);
-          assert.deepEqual(seen.map((c) => c.code), [r.code], `u${i}'s acknowledged claim is visible to another connection`);
-          return 'ok';
-        }, (e: { code?: string }) => e.code);
+        if (i % 5 === 0)
+          return writer.pools.claim('no-such-pool', `u${i}`).then(
+            () => 'ok',
+            (e: { code?: string }) => e.code,
+          );
+        if (i % 7 === 0)
+          return writer.pools.create({ name: 'gc' }).then(
+            () => 'ok',
+            (e: { code?: string }) => e.code,
+          );
+        return writer.pools.claim('gc', `u${i}`).then(
+          async (r) => {
+            // Acknowledged ⇒ committed: a different connection already sees the holding.
+            const seen = await reader.pools.holdings('gc', `u${i}`);
+            assert.deepEqual(
+              seen.map((c) => c.code),
+              [r.code],
+              `u${i}'s acknowledged claim is visible to another connection`,
+            );
+            return 'ok';
+          },
+          (e: { code?: string }) => e.code,
+        );
       });
       const results = await Promise.all(calls);
       const count = (what: string) => results.filter((r) => r === what).length;

@@ -6,7 +6,9 @@ import { openTempSqlite } from '../support/sqlite.js';
 limitConformance('sqlite (file)', openTempSqlite);
 
 describe('sqlite: rate limits across OS processes', () => {
-  it('a storm of processes on one file: every window within its limit, every denial required', { timeout: 120_000 }, async () => {
+  it('a storm of processes on one file: every window within its limit, every denial required', {
+    timeout: 120_000,
+  }, async () => {
     const temp = await openTempSqlite();
     try {
       const summary = await assertLimitStorm(temp.dibs, temp.store, { prefix: 'storm' });

@@ -11,7 +11,7 @@ import { rejectsWith } from '../support/assert.js';
 import { openTestService, type TestService } from '../support/service.js';
 import { sqliteForSuite } from '../support/sqlite.js';
 
-describe('sqlite: renew without ttlMs keeps the lease\'s own TTL', () => {
+describe("sqlite: renew without ttlMs keeps the lease's own TTL", () => {
   const env = sqliteForSuite();
 
   it('a long lease is extended by its own TTL, a short one is not stretched to 30 s', async () => {
@@ -33,7 +33,7 @@ describe('sqlite: renew without ttlMs keeps the lease\'s own TTL', () => {
     await env.dibs.locks.release(short);
   });
 
-  it('another instance with only the key and token renews by the lease\'s TTL and can release it', async () => {
+  it("another instance with only the key and token renews by the lease's TTL and can release it", async () => {
     const lease = await env.dibs.locks.acquire('shared', { ttlMs: 600_000 });
     const other: Dibs = await openDibs(env.store);
     try {
@@ -46,7 +46,7 @@ describe('sqlite: renew without ttlMs keeps the lease\'s own TTL', () => {
     }
   });
 
-  it('a token whose TTL suffix was tampered with is still only the owner\'s token', async () => {
+  it("a token whose TTL suffix was tampered with is still only the owner's token", async () => {
     const lease = await env.dibs.locks.acquire('tamper', { ttlMs: 10_000 });
     const [storeToken] = lease.token.split('.');
     await rejectsWith(env.dibs.locks.release({ ...lease, token: `${storeToken}x.10000` }), 'not_owner');

@@ -8,7 +8,7 @@ import { openTempSqlite, tempSqliteStore } from '../support/sqlite.js';
 lockConformance('sqlite (file)', openTempSqlite);
 
 describe('sqlite: lock history lost (a file rolled back after a power loss with synchronous=normal)', () => {
-  it('fences still grow: the next holder gets a higher fence and the old holder\'s write is refused', async () => {
+  it("fences still grow: the next holder gets a higher fence and the old holder's write is refused", async () => {
     const temp = tempSqliteStore();
     try {
       await assertFencesGrowAcrossLostHistory(temp.store, {

@@ -12,14 +12,23 @@ describe('sqlite: a holder paused past its TTL', () => {
   it('loses its lease (signal fires) and its late write is rejected by the fence guard', async () => {
     const temp = tempSqliteStore();
     const dibs = await openDibs(temp.store);
-    const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, temp.store, 'job', '1000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, temp.store, 'job', '1000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
     try {
       const lines: string[] = [];
       let wake: () => void = () => {};
-      child.stdout.setEncoding('utf8').on('data', (d: string) => { lines.push(...d.split('\n').filter(Boolean)); wake(); });
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        lines.push(...d.split('\n').filter(Boolean));
+        wake();
+      });
       const waitFor = async (prefix: string) => {
-        for (let i = 0; i < 600 && !lines.some((l) => l.startsWith(prefix)); i++) await new Promise<void>((r) => { wake = r; setTimeout(r, 100); });
+        for (let i = 0; i < 600 && !lines.some((l) => l.startsWith(prefix)); i++)
+          await new Promise<void>((r) => {
+            wake = r;
+            setTimeout(r, 100);
+          });
         const line = lines.find((l) => l.startsWith(prefix));
         assert.ok(line, `child never printed '${prefix}'`);
         return Number(line.split(' ')[1]);
@@ -40,7 +49,10 @@ describe('sqlite: a holder paused past its TTL', () => {
       assert.equal(code, 0);
     } finally {
       clearTimeout(kill);
-      if (child.exitCode === null) { child.kill('SIGCONT'); child.kill('SIGKILL'); }
+      if (child.exitCode === null) {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+      }
       await dibs.close();
       temp.cleanup();
     }

@@ -16,15 +16,25 @@ after(() => temp.cleanup());
 
 it('parks the closed free codes of existing pools; claims then skip them and counts stay', async () => {
   const raw = new Database(temp.store.slice('sqlite:'.length));
-  raw.exec(`CREATE TABLE dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
-  for (const m of loadMigrations(new URL('../../src/backends/sqlite/migrations/', import.meta.url)).filter((m) => m.id < 12)) {
+  raw.exec(
+    `CREATE TABLE dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`,
+  );
+  for (const m of loadMigrations(new URL('../../src/backends/sqlite/migrations/', import.meta.url)).filter(
+    (m) => m.id < 12,
+  )) {
     raw.exec(m.sql);
     raw.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, ?, 'then')`).run(m.id, m.name);
   }
   const at = (ms: number) => new Date(Date.now() + ms).toISOString();
   const [later, past, holdEnds] = [at(3_600_000), at(-3_600_000), at(600_000)];
-  raw.prepare(`INSERT INTO dibs_pools (id, name, per_claimant_limit, created_at, total, free) VALUES (1, 'old', 1, 'then', 4, 4)`).run();
-  const insert = raw.prepare(`INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at, hold_claimant, hold_until) VALUES (1, ?, ?, ?, ?, ?)`);
+  raw
+    .prepare(
+      `INSERT INTO dibs_pools (id, name, per_claimant_limit, created_at, total, free) VALUES (1, 'old', 1, 'then', 4, 4)`,
+    )
+    .run();
+  const insert = raw.prepare(
+    `INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at, hold_claimant, hold_until) VALUES (1, ?, ?, ?, ?, ?)`,
+  );
   insert.run('OPEN', null, null, null, null);
   insert.run('LATER', later, null, null, null);
   insert.run('GONE', null, past, null, null);
@@ -34,7 +44,14 @@ it('parks the closed free codes of existing pools; claims then skip them and cou
   const dibs = await openDibs(temp.store); // applies 012
   try {
     const check = new Database(temp.store.slice('sqlite:'.length), { readonly: true });
-    const parked = Object.fromEntries((check.prepare('SELECT code, parked_until FROM dibs_codes').all() as { code: string; parked_until: string | null }[]).map((r) => [r.code, r.parked_until]));
+    const parked = Object.fromEntries(
+      (
+        check.prepare('SELECT code, parked_until FROM dibs_codes').all() as {
+          code: string;
+          parked_until: string | null;
+        }[]
+      ).map((r) => [r.code, r.parked_until]),
+    );
     check.close();
     assert.deepEqual(parked, { OPEN: null, LATER: later, GONE: 'infinity', HELD: holdEnds });
     await assertOldPoolClaimsOnlyOpenCode(dibs);

@@ -14,7 +14,10 @@ describe('sqlite: 4 processes share one file', () => {
     it(`10,000 claimants vs 5,000 codes, limit ${perClaimantLimit}: exactly-once, audit clean`, async () => {
       const pool = `storm-limit-${perClaimantLimit}`;
       await temp.dibs.pools.create({ name: pool, perClaimantLimit, lowStockThreshold: 100 });
-      await temp.dibs.pools.importCodes(pool, Array.from({ length: 5000 }, (_, i) => `CODE-${i}`));
+      await temp.dibs.pools.importCodes(
+        pool,
+        Array.from({ length: 5000 }, (_, i) => `CODE-${i}`),
+      );
       const outcomes = await runClaimStorm({
         store: temp.store,
         pool,

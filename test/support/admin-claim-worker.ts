@@ -10,7 +10,13 @@ import { monoUs } from './admin-storm.js';
 import { readyThenGo } from './go.js';
 import type { ClaimOp, ClaimRecord } from './admin-storm-suite.js';
 
-const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { store: string; pool: string; ops: ClaimOp[]; concurrency: number; resultFile: string };
+const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  store: string;
+  pool: string;
+  ops: ClaimOp[];
+  concurrency: number;
+  resultFile: string;
+};
 const dibs = await openDibs(config.store);
 await readyThenGo();
 const start = Date.now();
@@ -29,7 +35,8 @@ async function run(op: ClaimOp): Promise<ClaimRecord> {
 let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
-    while (next < config.ops.length) appendFileSync(config.resultFile, `${JSON.stringify(await run(config.ops[next++]!))}\n`);
+    while (next < config.ops.length)
+      appendFileSync(config.resultFile, `${JSON.stringify(await run(config.ops[next++]!))}\n`);
   }),
 );
 await dibs.close();

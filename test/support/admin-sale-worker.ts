@@ -10,7 +10,14 @@ import { monoUs } from './admin-storm.js';
 import { readyThenGo } from './go.js';
 import type { BuyOp, BuyRecord } from './admin-storm-suite.js';
 
-const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { store: string; sale: string; ttlMs: number; ops: BuyOp[]; concurrency: number; resultFile: string };
+const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  store: string;
+  sale: string;
+  ttlMs: number;
+  ops: BuyOp[];
+  concurrency: number;
+  resultFile: string;
+};
 const dibs = await openDibs(config.store);
 await readyThenGo();
 const start = Date.now();
@@ -20,7 +27,14 @@ async function step(op: BuyOp, name: BuyRecord['step'], fn: () => Promise<Partia
   try {
     return { ...op, step: name, status: 'ok', ...(await fn()), t0, t1: monoUs() };
   } catch (error) {
-    return { ...op, step: name, status: 'error', error: isDibsError(error) ? error.code : String(error), t0, t1: monoUs() };
+    return {
+      ...op,
+      step: name,
+      status: 'error',
+      error: isDibsError(error) ? error.code : String(error),
+      t0,
+      t1: monoUs(),
+    };
   }
 }
 
@@ -28,10 +42,12 @@ async function run(op: BuyOp): Promise<BuyRecord[]> {
   await sleep(Math.max(0, start + op.atMs - Date.now()));
   const key = op.key ? { idempotencyKey: op.key } : {};
   if (op.kind === 'buy') {
-    return [await step(op, 'buy', async () => {
-      const { order, replayed } = await dibs.sales.buy(config.sale, op.customer, op.quantity, key);
-      return { orderId: order.id, units: order.quantity, replayed };
-    })];
+    return [
+      await step(op, 'buy', async () => {
+        const { order, replayed } = await dibs.sales.buy(config.sale, op.customer, op.quantity, key);
+        return { orderId: order.id, units: order.quantity, replayed };
+      }),
+    ];
   }
   const reserved = await step(op, 'reserve', async () => {
     const { hold, replayed } = await dibs.sales.reserve(config.sale, op.customer, op.quantity, config.ttlMs, key);
@@ -39,12 +55,17 @@ async function run(op: BuyOp): Promise<BuyRecord[]> {
   });
   if (reserved.status === 'error' || op.then === 'abandon') return [reserved];
   await sleep(op.thinkMs);
-  const then = op.then === 'confirm'
-    ? await step(op, 'confirm', async () => {
-        const { order } = await dibs.sales.confirm(reserved.holdId!);
-        return { orderId: order.id, units: order.quantity, holdId: reserved.holdId! };
-      })
-    : await step(op, 'cancel', async () => (await dibs.sales.cancelHold(reserved.holdId!), { holdId: reserved.holdId! }));
+  const then =
+    op.then === 'confirm'
+      ? await step(op, 'confirm', async () => {
+          const { order } = await dibs.sales.confirm(reserved.holdId!);
+          return { orderId: order.id, units: order.quantity, holdId: reserved.holdId! };
+        })
+      : await step(
+          op,
+          'cancel',
+          async () => (await dibs.sales.cancelHold(reserved.holdId!), { holdId: reserved.holdId! }),
+        );
   return [reserved, then];
 }
 
@@ -52,7 +73,8 @@ let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
     while (next < config.ops.length) {
-      for (const record of await run(config.ops[next++]!)) appendFileSync(config.resultFile, `${JSON.stringify(record)}\n`);
+      for (const record of await run(config.ops[next++]!))
+        appendFileSync(config.resultFile, `${JSON.stringify(record)}\n`);
     }
   }),
 );

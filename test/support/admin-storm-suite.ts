@@ -10,7 +10,16 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import type { Dibs } from '../../src/index.js';
-import { adminChange, candidates, monoUs, runWorkers, shuffle, versions, type AdminChange, type Timed } from './admin-storm.js';
+import {
+  adminChange,
+  candidates,
+  monoUs,
+  runWorkers,
+  shuffle,
+  versions,
+  type AdminChange,
+  type Timed,
+} from './admin-storm.js';
 
 export interface ClaimOp {
   claimant: string;
@@ -92,7 +101,9 @@ export function checkClaims(initial: PoolRules, changes: AdminChange<PoolRules>[
     else ok = false;
     if (!ok) {
       const what = r.status === 'error' ? r.error : `${r.status}${r.replayed ? ' (replayed)' : ''} holding ${held}`;
-      problems.push(`${r.claimant}${r.key ? ` key ${r.key}` : ''} ${span(r, origin)}: ${what} — no rule version in force then allows it (candidates ${JSON.stringify(can)})`);
+      problems.push(
+        `${r.claimant}${r.key ? ` key ${r.key}` : ''} ${span(r, origin)}: ${what} — no rule version in force then allows it (candidates ${JSON.stringify(can)})`,
+      );
     }
   }
   // one holder per code; a retried key answers the same code
@@ -100,7 +111,8 @@ export function checkClaims(initial: PoolRules, changes: AdminChange<PoolRules>[
   const byKey = new Map<string, string>();
   for (const r of records.filter((r) => r.status === 'claimed')) {
     const prior = holder.get(r.code!);
-    if (prior !== undefined && prior !== r.claimant) problems.push(`I1: code ${r.code} acknowledged to ${prior} and ${r.claimant}`);
+    if (prior !== undefined && prior !== r.claimant)
+      problems.push(`I1: code ${r.code} acknowledged to ${prior} and ${r.claimant}`);
     holder.set(r.code!, r.claimant);
     if (r.key) {
       const first = byKey.get(r.key);
@@ -115,9 +127,11 @@ export function checkClaims(initial: PoolRules, changes: AdminChange<PoolRules>[
 export function checkHoldings(records: ClaimRecord[], holdings: Map<string, string[]>, finalLimit: number): string[] {
   const problems: string[] = [];
   for (const r of records.filter((r) => r.status === 'claimed')) {
-    if (!(holdings.get(r.claimant) ?? []).includes(r.code!)) problems.push(`I5: ${r.claimant} was acknowledged ${r.code} but does not hold it`);
+    if (!(holdings.get(r.claimant) ?? []).includes(r.code!))
+      problems.push(`I5: ${r.claimant} was acknowledged ${r.code} but does not hold it`);
   }
-  for (const [claimant, codes] of holdings) if (codes.length > finalLimit) problems.push(`I2: ${claimant} holds ${codes.length} codes, limit ${finalLimit}`);
+  for (const [claimant, codes] of holdings)
+    if (codes.length > finalLimit) problems.push(`I2: ${claimant} holds ${codes.length} codes, limit ${finalLimit}`);
   return problems;
 }
 
@@ -133,7 +147,8 @@ export function checkBuys(initial: SaleRules, changes: AdminChange<SaleRules>[],
   const problems: string[] = [];
   for (const r of records) {
     let ok: boolean;
-    if (r.step === 'confirm' || r.step === 'cancel') ok = r.status === 'ok' || ['hold_expired', 'conflict'].includes(r.error!);
+    if (r.step === 'confirm' || r.step === 'cancel')
+      ok = r.status === 'ok' || ['hold_expired', 'conflict'].includes(r.error!);
     else {
       const can = candidates(all, r);
       if (r.status === 'ok' && r.replayed) ok = true;
@@ -143,7 +158,10 @@ export function checkBuys(initial: SaleRules, changes: AdminChange<SaleRules>[],
       else if (r.error === 'sold_out' || r.error === 'limit_reached') ok = can.some((v) => v.open);
       else ok = false;
     }
-    if (!ok) problems.push(`${r.customer} ${r.step} ${span(r, origin)}: ${r.status === 'ok' ? 'ok' : r.error} — no sale version in force then allows it`);
+    if (!ok)
+      problems.push(
+        `${r.customer} ${r.step} ${span(r, origin)}: ${r.status === 'ok' ? 'ok' : r.error} — no sale version in force then allows it`,
+      );
   }
   return problems;
 }
@@ -158,28 +176,53 @@ function random(seed: number): () => number {
 }
 
 /** Claims spread over `durationMs`: `perClaimant` keyed (even claimants) or unkeyed claims each; every 10th keyed claim retried from another process. */
-export function planClaims(o: { claimants: number; perClaimant: number; processes: number; durationMs: number; prefix: string }): ClaimOp[][] {
+export function planClaims(o: {
+  claimants: number;
+  perClaimant: number;
+  processes: number;
+  durationMs: number;
+  prefix: string;
+}): ClaimOp[][] {
   const rnd = random(0x5eed + o.claimants);
   const lanes: ClaimOp[][] = Array.from({ length: o.processes }, () => []);
   for (let i = 0; i < o.claimants; i++) {
     const claimant = `${o.prefix}-${i}`;
     for (let k = 0; k < o.perClaimant; k++) {
-      const op: ClaimOp = { claimant, atMs: Math.round(rnd() * o.durationMs), ...(i % 2 === 0 ? { key: `${claimant}/order-${k}` } : {}) };
+      const op: ClaimOp = {
+        claimant,
+        atMs: Math.round(rnd() * o.durationMs),
+        ...(i % 2 === 0 ? { key: `${claimant}/order-${k}` } : {}),
+      };
       lanes[(i + k) % o.processes]!.push(op);
-      if (op.key && (i + k) % 10 === 0) lanes[(i + k + 1) % o.processes]!.push({ ...op, atMs: op.atMs + Math.round(rnd() * 50) });
+      if (op.key && (i + k) % 10 === 0)
+        lanes[(i + k + 1) % o.processes]!.push({ ...op, atMs: op.atMs + Math.round(rnd() * 50) });
     }
   }
   return lanes.map((lane, i) => shuffle(lane, i + 1).sort((a, b) => a.atMs - b.atMs));
 }
 
 /** Buys and reservations (confirmed, cancelled or abandoned) spread over `durationMs`. */
-export function planBuys(o: { ops: number; customers: number; processes: number; durationMs: number; prefix: string }): BuyOp[][] {
+export function planBuys(o: {
+  ops: number;
+  customers: number;
+  processes: number;
+  durationMs: number;
+  prefix: string;
+}): BuyOp[][] {
   const rnd = random(0xb0b + o.ops);
   const plans = ['confirm', 'cancel', 'abandon', 'confirm'] as const;
   const lanes: BuyOp[][] = Array.from({ length: o.processes }, () => []);
   for (let i = 0; i < o.ops; i++) {
     const customer = `${o.prefix}-${i % o.customers}`;
-    const op: BuyOp = { customer, kind: i % 3 === 0 ? 'buy' : 'reserve', quantity: 1 + (i % 2), then: plans[i % plans.length]!, thinkMs: 20 + (i % 5) * 20, atMs: Math.round(rnd() * o.durationMs), ...(i % 4 === 0 ? { key: `${customer}/cart-${i}` } : {}) };
+    const op: BuyOp = {
+      customer,
+      kind: i % 3 === 0 ? 'buy' : 'reserve',
+      quantity: 1 + (i % 2),
+      then: plans[i % plans.length]!,
+      thinkMs: 20 + (i % 5) * 20,
+      atMs: Math.round(rnd() * o.durationMs),
+      ...(i % 4 === 0 ? { key: `${customer}/cart-${i}` } : {}),
+    };
     lanes[i % o.processes]!.push(op);
     if (op.key && i % 20 === 0) lanes[(i + 1) % o.processes]!.push({ ...op, atMs: op.atMs + Math.round(rnd() * 50) });
   }
@@ -224,21 +267,44 @@ export interface AdminStormOptions {
 
 const HOUR = 3_600_000;
 
-export function adminStormSuite(label: string, env: { readonly dibs: Dibs; readonly store: string }, options: AdminStormOptions = {}): void {
-  const { processes = 4, claimants = 160, claimsPerClaimant = 5, buys = 500, durationMs = 5000, timeoutMs = 180_000, waitingRooms = true, endLeadMs = 300, closedMs = 80 } = options;
+export function adminStormSuite(
+  label: string,
+  env: { readonly dibs: Dibs; readonly store: string },
+  options: AdminStormOptions = {},
+): void {
+  const {
+    processes = 4,
+    claimants = 160,
+    claimsPerClaimant = 5,
+    buys = 500,
+    durationMs = 5000,
+    timeoutMs = 180_000,
+    waitingRooms = true,
+    endLeadMs = 300,
+    closedMs = 80,
+  } = options;
   const testTimeout = timeoutMs + 60_000;
 
   describe(`${label}: admin changes racing a storm across ${processes} processes (I8)`, () => {
-    it('pool: perClaimantLimit lowered and raised, the window closed and re-opened, mid-storm', { timeout: testTimeout }, async () => {
+    it('pool: perClaimantLimit lowered and raised, the window closed and re-opened, mid-storm', {
+      timeout: testTimeout,
+    }, async () => {
       const { dibs } = env;
       const pool = 'admin-limits';
       const initial: PoolRules = { limit: 1, open: true, exists: true };
       await dibs.pools.create({ name: pool, perClaimantLimit: initial.limit });
-      await dibs.pools.importCodes(pool, Array.from({ length: claimants * (claimsPerClaimant + 1) }, (_, i) => `AL-${i}`));
+      await dibs.pools.importCodes(
+        pool,
+        Array.from({ length: claimants * (claimsPerClaimant + 1) }, (_, i) => `AL-${i}`),
+      );
       const changes: AdminChange<PoolRules>[] = [];
       const lanes = planClaims({ claimants, perClaimant: claimsPerClaimant, processes, durationMs, prefix: 'c' });
       const records = await runWorkers<ClaimRecord>({
-        lanes, worker: './admin-claim-worker.ts', config: { store: env.store, pool }, concurrency: 8, timeoutMs,
+        lanes,
+        worker: './admin-claim-worker.ts',
+        config: { store: env.store, pool },
+        concurrency: 8,
+        timeoutMs,
         during: async (done) => {
           // A ratchet: raise to L+1, then at once try to lower back to L — racing claims that give
           // someone an (L+1)-th code. Lowering is refused (conflict) once anyone holds more.
@@ -247,14 +313,39 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
           while (!done()) {
             round++;
             if (round % 7 === 2) {
-              await adminChange(changes, 'close', { open: false }, () => dibs.pools.update(pool, { expiresAt: new Date(Date.now() - 1000).toISOString() }));
+              await adminChange(changes, 'close', { open: false }, () =>
+                dibs.pools.update(pool, { expiresAt: new Date(Date.now() - 1000).toISOString() }),
+              );
               await sleep(closedMs);
               await adminChange(changes, 'reopen', { open: true }, () => dibs.pools.update(pool, { expiresAt: null }));
             } else if (limit < claimsPerClaimant) {
-              if (await adminChange(changes, 'raise', { limit: limit + 1 }, () => dibs.pools.update(pool, { perClaimantLimit: limit + 1 }))) limit++;
+              if (
+                await adminChange(changes, 'raise', { limit: limit + 1 }, () =>
+                  dibs.pools.update(pool, { perClaimantLimit: limit + 1 }),
+                )
+              )
+                limit++;
               await sleep(5 + (round % 4) * 10);
-              if (await adminChange(changes, 'lower', { limit: limit - 1 }, () => dibs.pools.update(pool, { perClaimantLimit: limit - 1 }), ['conflict'])) limit--;
-            } else if (await adminChange(changes, 'lower', { limit: limit - 1 }, () => dibs.pools.update(pool, { perClaimantLimit: limit - 1 }), ['conflict'])) limit--;
+              if (
+                await adminChange(
+                  changes,
+                  'lower',
+                  { limit: limit - 1 },
+                  () => dibs.pools.update(pool, { perClaimantLimit: limit - 1 }),
+                  ['conflict'],
+                )
+              )
+                limit--;
+            } else if (
+              await adminChange(
+                changes,
+                'lower',
+                { limit: limit - 1 },
+                () => dibs.pools.update(pool, { perClaimantLimit: limit - 1 }),
+                ['conflict'],
+              )
+            )
+              limit--;
             await sleep(20 + (round % 3) * 15);
           }
         },
@@ -262,27 +353,48 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       const expected = lanes.reduce((n, l) => n + l.length, 0);
       assert.equal(records.length, expected, 'every claim answered');
       const finalLimit = (await dibs.pools.get(pool)).perClaimantLimit;
-      console.log(`# ${label} limits: ${records.length} claims ${outcomes(records)}; admin changes accepted/sent ${tally(changes)}; final limit ${finalLimit}`);
-      assert.ok(changes.some((c) => c.label === 'lower' && c.accepted), 'some lowering was accepted mid-storm');
-      assert.ok(records.some((r) => r.error === 'expired'), 'some claim met the closed window');
+      console.log(
+        `# ${label} limits: ${records.length} claims ${outcomes(records)}; admin changes accepted/sent ${tally(changes)}; final limit ${finalLimit}`,
+      );
+      assert.ok(
+        changes.some((c) => c.label === 'lower' && c.accepted),
+        'some lowering was accepted mid-storm',
+      );
+      assert.ok(
+        records.some((r) => r.error === 'expired'),
+        'some claim met the closed window',
+      );
       const problems = checkClaims(initial, changes, records);
       const holdings = new Map<string, string[]>();
-      for (const claimant of new Set(records.map((r) => r.claimant))) holdings.set(claimant, (await dibs.pools.holdings(pool, claimant)).map((c) => c.code));
+      for (const claimant of new Set(records.map((r) => r.claimant)))
+        holdings.set(
+          claimant,
+          (await dibs.pools.holdings(pool, claimant)).map((c) => c.code),
+        );
       problems.push(...checkHoldings(records, holdings, finalLimit));
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
       assert.deepEqual(await dibs.pools.audit(pool), []);
     });
 
-    it('pool: deleted mid-storm — nothing claimed after, gone cleanly, its name reusable', { timeout: testTimeout }, async () => {
+    it('pool: deleted mid-storm — nothing claimed after, gone cleanly, its name reusable', {
+      timeout: testTimeout,
+    }, async () => {
       const { dibs } = env;
       const pool = 'admin-delete';
       const initial: PoolRules = { limit: 2, open: true, exists: true };
       await dibs.pools.create({ name: pool, perClaimantLimit: initial.limit });
-      await dibs.pools.importCodes(pool, Array.from({ length: claimants * 3 }, (_, i) => `AD-${i}`));
+      await dibs.pools.importCodes(
+        pool,
+        Array.from({ length: claimants * 3 }, (_, i) => `AD-${i}`),
+      );
       const changes: AdminChange<PoolRules>[] = [];
       const lanes = planClaims({ claimants, perClaimant: 2, processes, durationMs, prefix: 'd' });
       const records = await runWorkers<ClaimRecord>({
-        lanes, worker: './admin-claim-worker.ts', config: { store: env.store, pool }, concurrency: 8, timeoutMs,
+        lanes,
+        worker: './admin-claim-worker.ts',
+        config: { store: env.store, pool },
+        concurrency: 8,
+        timeoutMs,
         during: async (done) => {
           // once the storm is under way: a quarter of its time passed and some codes handed out
           await sleep(durationMs / 4);
@@ -290,10 +402,18 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
           await adminChange(changes, 'delete', { exists: false }, () => dibs.pools.delete(pool));
         },
       });
-      console.log(`# ${label} deletion: ${records.length} claims ${outcomes(records)}; deleted in ${ms(changes[0]!.t1 - changes[0]!.t0)}`);
+      console.log(
+        `# ${label} deletion: ${records.length} claims ${outcomes(records)}; deleted in ${ms(changes[0]!.t1 - changes[0]!.t0)}`,
+      );
       const deleted = changes[0]!;
-      assert.ok(records.some((r) => r.t0 > deleted.t1), 'claims were sent after the deletion');
-      assert.ok(records.some((r) => r.status === 'claimed' && r.t1 < deleted.t0), 'claims succeeded before it');
+      assert.ok(
+        records.some((r) => r.t0 > deleted.t1),
+        'claims were sent after the deletion',
+      );
+      assert.ok(
+        records.some((r) => r.status === 'claimed' && r.t1 < deleted.t0),
+        'claims succeeded before it',
+      );
       const problems = checkClaims(initial, changes, records);
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
       await assert.rejects(dibs.pools.get(pool), { code: 'not_found' });
@@ -302,26 +422,44 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       assert.deepEqual(await dibs.pools.stats(pool), { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 });
       const winner = records.find((r) => r.status === 'claimed' && r.key)!;
       assert.deepEqual(await dibs.pools.holdings(pool, winner.claimant), []);
-      assert.deepEqual((await dibs.pools.events({ pool })).filter((e) => e.type !== 'pool.created'), []);
+      assert.deepEqual(
+        (await dibs.pools.events({ pool })).filter((e) => e.type !== 'pool.created'),
+        [],
+      );
       await dibs.pools.importCodes(pool, ['FRESH-1']);
       const again = await dibs.pools.claim(pool, winner.claimant, { idempotencyKey: winner.key! });
-      assert.deepEqual([again.code, again.replayed], ['FRESH-1', false], 'an old key does not replay into the new pool');
+      assert.deepEqual(
+        [again.code, again.replayed],
+        ['FRESH-1', false],
+        'an old key does not replay into the new pool',
+      );
       assert.deepEqual(await dibs.pools.audit(pool), []);
       await dibs.pools.delete(pool);
     });
 
     it('sale: a cap lowered to exactly what is sold records sale.sold_out once; raised again, the audit stays clean', async () => {
       const { dibs } = env;
-      const sale = await dibs.sales.create({ sku: 'ADMIN-SOLDOUT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 3 });
+      const sale = await dibs.sales.create({
+        sku: 'ADMIN-SOLDOUT',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 10,
+        perCustomerLimit: 3,
+      });
       await dibs.sales.buy(sale.id, 'first', 3);
-      const soldOutEvents = async () => (await dibs.sales.events({ sale: sale.id })).filter((e) => e.type === 'sale.sold_out').length;
+      const soldOutEvents = async () =>
+        (await dibs.sales.events({ sale: sale.id })).filter((e) => e.type === 'sale.sold_out').length;
       await assert.rejects(dibs.sales.update(sale.id, { cap: 2 }), { code: 'invalid_input' }, 'not below what is sold');
       assert.equal((await dibs.sales.update(sale.id, { cap: 3 })).status, 'sold_out');
       assert.equal(await soldOutEvents(), 1, 'sold out by the change itself');
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
       await assert.rejects(dibs.sales.buy(sale.id, 'second', 1), { code: 'sold_out' });
       assert.equal((await dibs.sales.update(sale.id, { cap: 5 })).status, 'live');
-      assert.deepEqual(await dibs.sales.audit(sale.id), [], 'the event of the first sell-out stays, below the raised cap');
+      assert.deepEqual(
+        await dibs.sales.audit(sale.id),
+        [],
+        'the event of the first sell-out stays, below the raised cap',
+      );
       await dibs.sales.buy(sale.id, 'second', 2);
       assert.equal(await soldOutEvents(), 1, 'sold out again: still one event per sale');
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
@@ -329,24 +467,49 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
 
     it('sale: perCustomerLimit lowered only down to what a customer has (orders and live holds)', async () => {
       const { dibs } = env;
-      const sale = await dibs.sales.create({ sku: 'ADMIN-LIMIT', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 20, perCustomerLimit: 3 });
+      const sale = await dibs.sales.create({
+        sku: 'ADMIN-LIMIT',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 20,
+        perCustomerLimit: 3,
+      });
       await dibs.sales.buy(sale.id, 'buyer', 2);
-      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict', field: 'perCustomerLimit' });
+      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), {
+        code: 'conflict',
+        field: 'perCustomerLimit',
+      });
       assert.equal((await dibs.sales.update(sale.id, { perCustomerLimit: 2 })).perCustomerLimit, 2);
       await assert.rejects(dibs.sales.buy(sale.id, 'buyer', 1), { code: 'limit_reached' });
       const { hold } = await dibs.sales.reserve(sale.id, 'holder', 2, 60_000);
       await dibs.sales.update(sale.id, { perCustomerLimit: 3 });
-      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict' }, 'a live hold counts');
+      await assert.rejects(
+        dibs.sales.update(sale.id, { perCustomerLimit: 1 }),
+        { code: 'conflict' },
+        'a live hold counts',
+      );
       await dibs.sales.cancelHold(hold.id);
-      await assert.rejects(dibs.sales.update(sale.id, { perCustomerLimit: 1 }), { code: 'conflict' }, 'the orders still count');
+      await assert.rejects(
+        dibs.sales.update(sale.id, { perCustomerLimit: 1 }),
+        { code: 'conflict' },
+        'the orders still count',
+      );
       assert.equal((await dibs.sales.update(sale.id, { perCustomerLimit: 2 })).perCustomerLimit, 2);
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
     });
 
-    it('sale: cap lowered to sold + held and raised, perCustomerLimit lowered and raised, the end moved to now and back, mid-storm', { timeout: testTimeout }, async () => {
+    it('sale: cap lowered to sold + held and raised, perCustomerLimit lowered and raised, the end moved to now and back, mid-storm', {
+      timeout: testTimeout,
+    }, async () => {
       const { dibs } = env;
       const ttlMs = 1000;
-      const sale = await dibs.sales.create({ sku: 'ADMIN-CAP', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 60, perCustomerLimit: 2 });
+      const sale = await dibs.sales.create({
+        sku: 'ADMIN-CAP',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 60,
+        perCustomerLimit: 2,
+      });
       const initial: SaleRules = { open: true, room: false };
       const changes: AdminChange<SaleRules>[] = [];
       const capChanges: { label: string; accepted: boolean }[] = [];
@@ -354,7 +517,11 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       const audits: unknown[] = [];
       const lanes = planBuys({ ops: buys, customers: Math.round(buys / 2.5), processes, durationMs, prefix: 'b' });
       const records = await runWorkers<BuyRecord>({
-        lanes, worker: './admin-sale-worker.ts', config: { store: env.store, sale: sale.id, ttlMs }, concurrency: 8, timeoutMs,
+        lanes,
+        worker: './admin-sale-worker.ts',
+        config: { store: env.store, sale: sale.id, ttlMs },
+        concurrency: 8,
+        timeoutMs,
         during: async (done) => {
           const started = Date.now();
           let closed = false;
@@ -374,18 +541,29 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
               for (let lead = endLeadMs; ; lead *= 2) {
                 t0 = monoUs();
                 endsAt = Date.now() + lead;
-                const moved = await dibs.sales.update(sale.id, { endsAt: new Date(endsAt).toISOString() }).then(() => true, (error: { code?: string }) => {
-                  if (error.code !== 'invalid_input' || lead > 8 * endLeadMs) throw error;
-                  return false;
-                });
+                const moved = await dibs.sales.update(sale.id, { endsAt: new Date(endsAt).toISOString() }).then(
+                  () => true,
+                  (error: { code?: string }) => {
+                    if (error.code !== 'invalid_input' || lead > 8 * endLeadMs) throw error;
+                    return false;
+                  },
+                );
                 if (moved) break;
               }
               const acked = monoUs();
               const endsAtMono = acked + (endsAt - Date.now()) * 1000;
               // the store's clock is this machine's: 5 ms either way for rounding to stored milliseconds
-              changes.push({ label: 'end', accepted: true, rules: { open: false }, t0: Math.max(t0, endsAtMono - 5000), t1: Math.max(acked, endsAtMono + 5000) });
+              changes.push({
+                label: 'end',
+                accepted: true,
+                rules: { open: false },
+                t0: Math.max(t0, endsAtMono - 5000),
+                t1: Math.max(acked, endsAtMono + 5000),
+              });
               await sleep(Math.max(0, endsAt - Date.now()) + 300);
-              await adminChange(changes, 'reopen', { open: true }, () => dibs.sales.update(sale.id, { endsAt: new Date(Date.now() + HOUR).toISOString() }));
+              await adminChange(changes, 'reopen', { open: true }, () =>
+                dibs.sales.update(sale.id, { endsAt: new Date(Date.now() + HOUR).toISOString() }),
+              );
               continue;
             }
             if (round % 5 === 0) {
@@ -393,20 +571,26 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
               // more), and one up after a refusal (up to 4)
               const { perCustomerLimit } = await dibs.sales.get(sale.id);
               const next: number = lowerNext || perCustomerLimit >= 4 ? perCustomerLimit - 1 : perCustomerLimit + 1;
-              const accepted = await dibs.sales.update(sale.id, { perCustomerLimit: next }).then(() => true, (error: { code?: string }) => {
-                if (error.code !== 'conflict' && error.code !== 'invalid_input') throw error;
-                return false;
-              });
+              const accepted = await dibs.sales.update(sale.id, { perCustomerLimit: next }).then(
+                () => true,
+                (error: { code?: string }) => {
+                  if (error.code !== 'conflict' && error.code !== 'invalid_input') throw error;
+                  return false;
+                },
+              );
               capChanges.push({ label: next < perCustomerLimit ? 'lower limit' : 'raise limit', accepted });
               lowerNext = next > perCustomerLimit || !accepted ? !lowerNext : lowerNext;
             }
             // lower to exactly what is sold + held (the sharpest race with a buy in flight), raise every other round
             const target = round % 2 === 0 ? cap! + 6 : Math.max(2, stats.sold + stats.held);
             if (target !== cap) {
-              const accepted = await dibs.sales.update(sale.id, { cap: target }).then(() => true, (error: { code?: string }) => {
-                if (error.code !== 'invalid_input') throw error;
-                return false;
-              });
+              const accepted = await dibs.sales.update(sale.id, { cap: target }).then(
+                () => true,
+                (error: { code?: string }) => {
+                  if (error.code !== 'invalid_input') throw error;
+                  return false;
+                },
+              );
               capChanges.push({ label: target > cap! ? 'raise' : 'lower', accepted });
             }
             await sleep(15 + (round % 3) * 10);
@@ -416,16 +600,30 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       await sleep(ttlMs + 100);
       await dibs.sales.expireHolds();
       const final = await dibs.sales.get(sale.id);
-      console.log(`# ${label} sale cap: ${records.length} steps ${outcomes(records)}; cap changes accepted/sent ${tally(capChanges)}; final cap ${final.cap}, sold ${final.stats.sold}`);
-      assert.ok(capChanges.some((c) => c.label === 'lower' && c.accepted), 'some lowering was accepted mid-storm');
-      assert.ok(records.some((r) => r.error === 'not_live'), 'some buy met the moved end');
+      console.log(
+        `# ${label} sale cap: ${records.length} steps ${outcomes(records)}; cap changes accepted/sent ${tally(capChanges)}; final cap ${final.cap}, sold ${final.stats.sold}`,
+      );
+      assert.ok(
+        capChanges.some((c) => c.label === 'lower' && c.accepted),
+        'some lowering was accepted mid-storm',
+      );
+      assert.ok(
+        records.some((r) => r.error === 'not_live'),
+        'some buy met the moved end',
+      );
       const reopened = changes.find((c) => c.label === 'reopen')!;
-      const soldAfterReopen = records.some((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'reserve') && r.t0 > reopened.t1);
+      const soldAfterReopen = records.some(
+        (r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'reserve') && r.t0 > reopened.t1,
+      );
       const problems = checkBuys(initial, changes, records);
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
       assert.deepEqual(samples, [], 'sold + held never above the cap read with them');
       assert.deepEqual(audits, [], 'every mid-storm audit clean');
-      const orders = new Map(records.filter((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'confirm')).map((r) => [r.orderId!, r.units!]));
+      const orders = new Map(
+        records
+          .filter((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'confirm'))
+          .map((r) => [r.orderId!, r.units!]),
+      );
       const units = [...orders.values()].reduce((a, b) => a + b, 0);
       assert.equal(final.stats.sold, units, 'every acknowledged order counted, nothing else');
       assert.ok(final.stats.sold <= final.cap!, `sold ${final.stats.sold} ≤ cap ${final.cap}`);
@@ -441,30 +639,67 @@ export function adminStormSuite(label: string, env: { readonly dibs: Dibs; reado
       }
     });
 
-    it('sale: a waiting room enabled mid-storm — no ticketless buy or reservation after it', { skip: !waitingRooms, timeout: testTimeout }, async () => {
+    it('sale: a waiting room enabled mid-storm — no ticketless buy or reservation after it', {
+      skip: !waitingRooms,
+      timeout: testTimeout,
+    }, async () => {
       const { dibs } = env;
       const ttlMs = 1000;
-      const sale = await dibs.sales.create({ sku: 'ADMIN-ROOM', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 100, perCustomerLimit: 2 });
+      const sale = await dibs.sales.create({
+        sku: 'ADMIN-ROOM',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 100,
+        perCustomerLimit: 2,
+      });
       const initial: SaleRules = { open: true, room: false };
       const changes: AdminChange<SaleRules>[] = [];
-      const lanes = planBuys({ ops: Math.round(buys / 2), customers: Math.round(buys / 4), processes, durationMs: durationMs / 2, prefix: 'r' });
+      const lanes = planBuys({
+        ops: Math.round(buys / 2),
+        customers: Math.round(buys / 4),
+        processes,
+        durationMs: durationMs / 2,
+        prefix: 'r',
+      });
       const records = await runWorkers<BuyRecord>({
-        lanes, worker: './admin-sale-worker.ts', config: { store: env.store, sale: sale.id, ttlMs }, concurrency: 8, timeoutMs,
+        lanes,
+        worker: './admin-sale-worker.ts',
+        config: { store: env.store, sale: sale.id, ttlMs },
+        concurrency: 8,
+        timeoutMs,
         during: async () => {
           await sleep(durationMs / 5);
-          await adminChange(changes, 'room', { room: true }, () => dibs.waitingRooms.enable(sale.id, { admitPerSecond: 10, windowMs: 5000 }));
+          await adminChange(changes, 'room', { room: true }, () =>
+            dibs.waitingRooms.enable(sale.id, { admitPerSecond: 10, windowMs: 5000 }),
+          );
         },
       });
       await sleep(ttlMs + 100);
       await dibs.sales.expireHolds();
       const final = await dibs.sales.get(sale.id);
-      console.log(`# ${label} waiting room: ${records.length} steps ${outcomes(records)}; enabled in ${ms(changes[0]!.t1 - changes[0]!.t0)}`);
-      assert.ok(records.some((r) => r.error === 'ticket_required'), 'some buy met the room');
-      assert.ok(records.some((r) => r.status === 'ok' && r.step !== 'cancel' && r.t1 < changes[0]!.t0), 'some sold before it');
+      console.log(
+        `# ${label} waiting room: ${records.length} steps ${outcomes(records)}; enabled in ${ms(changes[0]!.t1 - changes[0]!.t0)}`,
+      );
+      assert.ok(
+        records.some((r) => r.error === 'ticket_required'),
+        'some buy met the room',
+      );
+      assert.ok(
+        records.some((r) => r.status === 'ok' && r.step !== 'cancel' && r.t1 < changes[0]!.t0),
+        'some sold before it',
+      );
       const problems = checkBuys(initial, changes, records);
       assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
-      const orders = new Map(records.filter((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'confirm')).map((r) => [r.orderId!, r.units!]));
-      assert.equal(final.stats.sold, [...orders.values()].reduce((a, b) => a + b, 0), 'every acknowledged order counted, nothing else');
+      const orders = new Map(
+        records
+          .filter((r) => r.status === 'ok' && (r.step === 'buy' || r.step === 'confirm'))
+          .map((r) => [r.orderId!, r.units!]),
+      );
+      assert.equal(
+        final.stats.sold,
+        [...orders.values()].reduce((a, b) => a + b, 0),
+        'every acknowledged order counted, nothing else',
+      );
       assert.ok(final.stats.sold <= final.cap!);
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
     });

@@ -38,7 +38,13 @@ export interface AdminChange<R> extends Timed {
 }
 
 /** Runs `fn` as one admin change, timed; an error whose code is in `refusals` is a refusal, any other is thrown. */
-export async function adminChange<R>(changes: AdminChange<R>[], label: string, rules: Partial<R>, fn: () => Promise<unknown>, refusals: string[] = []): Promise<boolean> {
+export async function adminChange<R>(
+  changes: AdminChange<R>[],
+  label: string,
+  rules: Partial<R>,
+  fn: () => Promise<unknown>,
+  refusals: string[] = [],
+): Promise<boolean> {
   const t0 = monoUs();
   try {
     await fn();
@@ -53,7 +59,10 @@ export async function adminChange<R>(changes: AdminChange<R>[], label: string, r
 }
 
 /** The rule versions: the initial rules, then one per accepted change (in acknowledgement order). */
-export function versions<R>(initial: R, changes: AdminChange<R>[]): { rules: R; from: Timed | null; until: Timed | null }[] {
+export function versions<R>(
+  initial: R,
+  changes: AdminChange<R>[],
+): { rules: R; from: Timed | null; until: Timed | null }[] {
   const accepted = changes.filter((c) => c.accepted).sort((a, b) => a.t1 - b.t1);
   const out: { rules: R; from: Timed | null; until: Timed | null }[] = [{ rules: initial, from: null, until: null }];
   for (const change of accepted) {
@@ -66,7 +75,9 @@ export function versions<R>(initial: R, changes: AdminChange<R>[]): { rules: R; 
 
 /** The versions that may have judged a request sent at t0 and answered at t1. */
 export function candidates<R>(all: ReturnType<typeof versions<R>>, at: Timed): R[] {
-  return all.filter((v) => (v.from === null || v.from.t0 <= at.t1) && (v.until === null || v.until.t1 >= at.t0)).map((v) => v.rules);
+  return all
+    .filter((v) => (v.from === null || v.from.t0 <= at.t1) && (v.until === null || v.until.t1 >= at.t0))
+    .map((v) => v.rules);
 }
 
 export interface WorkerRun<O> {
@@ -91,14 +102,22 @@ export async function runWorkers<O>(run: WorkerRun<O>): Promise<O[]> {
       const resultFile = join(dir, `w${i}.jsonl`);
       const configFile = join(dir, `w${i}.json`);
       writeFileSync(configFile, JSON.stringify({ ...run.config, ops, concurrency: run.concurrency, resultFile }));
-      const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(run.worker, import.meta.url)), configFile], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(new URL(run.worker, import.meta.url)), configFile],
+        { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+      );
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       const ready = new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
         child.once('exit', (code) => reject(new Error(`worker ${i} exited (${code}) before it was ready:\n${stderr}`)));
       });
-      const done = new Promise<void>((resolve, reject) => child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`worker ${i} failed (${code ?? signal}):\n${stderr}`)))));
+      const done = new Promise<void>((resolve, reject) =>
+        child.once('exit', (code, signal) =>
+          code === 0 ? resolve() : reject(new Error(`worker ${i} failed (${code ?? signal}):\n${stderr}`)),
+        ),
+      );
       ready.catch(() => {});
       done.catch(() => {});
       return { child, ready, done, resultFile };
@@ -115,7 +134,12 @@ export async function runWorkers<O>(run: WorkerRun<O>): Promise<O[]> {
       for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
     }
     return workers.flatMap((w) =>
-      existsSync(w.resultFile) ? readFileSync(w.resultFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as O) : [],
+      existsSync(w.resultFile)
+        ? readFileSync(w.resultFile, 'utf8')
+            .split('\n')
+            .filter((l) => l.endsWith('}'))
+            .map((l) => JSON.parse(l) as O)
+        : [],
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { isDibsError, type ErrorCode } from '../../src/index.js';
 
 /** Asserts that `promise` rejects with a DibsError of the given stable code (and field, when given). */
-export async function rejectsWith(promise: Promise<unknown> | (() => Promise<unknown>), code: ErrorCode, field?: string): Promise<void> {
+export async function rejectsWith(
+  promise: Promise<unknown> | (() => Promise<unknown>),
+  code: ErrorCode,
+  field?: string,
+): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(isDibsError(error), `expected a DibsError '${code}', got ${String(error)}`);
     assert.equal(error.code, code, `expected error code '${code}', got '${error.code}': ${error.message}`);

@@ -19,16 +19,29 @@ async function run(op: StormOp): Promise<StormOutcome> {
   const started = performance.now();
   try {
     const result = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});
-    return { ...op, status: result.status, code: result.code, held: result.held, replayed: result.replayed, ms: performance.now() - started };
+    return {
+      ...op,
+      status: result.status,
+      code: result.code,
+      held: result.held,
+      replayed: result.replayed,
+      ms: performance.now() - started,
+    };
   } catch (error) {
-    return { ...op, status: 'error', error: isDibsError(error) ? error.code : String(error), ms: performance.now() - started };
+    return {
+      ...op,
+      status: 'error',
+      error: isDibsError(error) ? error.code : String(error),
+      ms: performance.now() - started,
+    };
   }
 }
 
 let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
-    while (next < config.ops.length) appendFileSync(config.resultFile, `${JSON.stringify(await run(config.ops[next++]!))}\n`);
+    while (next < config.ops.length)
+      appendFileSync(config.resultFile, `${JSON.stringify(await run(config.ops[next++]!))}\n`);
   }),
 );
 await dibs.close();

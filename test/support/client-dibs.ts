@@ -14,13 +14,23 @@ import { CLI_ARGS, ROOT } from './cli.js';
 import { serveOverHttp } from './client.js';
 
 /** Library operations with no HTTP route, served by the library itself in these runs. */
-export const FALLBACKS = ['pools.exportCodes', 'pools.importCsv with onProgress (a callback)', 'pools.exportCsv with escapeFormulas: false', 'sales.expireHolds', 'sales.activateDue', 'sales.endDue', 'sales.events', 'backend'] as const;
+export const FALLBACKS = [
+  'pools.exportCodes',
+  'pools.importCsv with onProgress (a callback)',
+  'pools.exportCsv with escapeFormulas: false',
+  'sales.expireHolds',
+  'sales.activateDue',
+  'sales.endDue',
+  'sales.events',
+  'backend',
+] as const;
 
 async function text(source: unknown): Promise<string> {
   if (typeof source === 'string') return source;
   if (source instanceof Uint8Array) return new TextDecoder().decode(source);
   let out = '';
-  for await (const chunk of source as AsyncIterable<string | Uint8Array>) out += typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk, { stream: true });
+  for await (const chunk of source as AsyncIterable<string | Uint8Array>)
+    out += typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk, { stream: true });
   return out;
 }
 
@@ -30,7 +40,11 @@ async function list(source: Iterable<unknown> | AsyncIterable<unknown>): Promise
   return out;
 }
 
-function through<C extends object>(client: C, lib: object, adapt: Record<string, (...args: never[]) => unknown> = {}): C {
+function through<C extends object>(
+  client: C,
+  lib: object,
+  adapt: Record<string, (...args: never[]) => unknown> = {},
+): C {
   return new Proxy(client, {
     get(target, prop) {
       if (typeof prop === 'string' && prop in adapt) return adapt[prop];
@@ -44,11 +58,18 @@ function through<C extends object>(client: C, lib: object, adapt: Record<string,
 
 export function dibsOverClient(lib: Dibs, client: DibsClient, close: () => Promise<void>): Dibs {
   const pools = through(client.pools, lib.pools, {
-    importCodes: (async (pool: string, codes: Iterable<unknown> | AsyncIterable<unknown>) => client.pools.importCodes(pool, (await list(codes)) as never)) as never,
+    importCodes: (async (pool: string, codes: Iterable<unknown> | AsyncIterable<unknown>) =>
+      client.pools.importCodes(pool, (await list(codes)) as never)) as never,
     importCsv: (async (pool: string, source: unknown, options?: { onProgress?: unknown }) =>
-      options?.onProgress ? lib.pools.importCsv(pool, source as never, options as never) : client.pools.importCsv(pool, await text(source))) as never,
+      options?.onProgress
+        ? lib.pools.importCsv(pool, source as never, options as never)
+        : client.pools.importCsv(pool, await text(source))) as never,
     exportCsv: (async (pool: string, options: { status?: never; escapeFormulas?: boolean } = {}) =>
-      options.escapeFormulas === false ? lib.pools.exportCsv(pool, options) : Readable.from([await client.pools.exportCsv(pool, options.status ? { status: options.status } : {})])) as never,
+      options.escapeFormulas === false
+        ? lib.pools.exportCsv(pool, options)
+        : Readable.from([
+            await client.pools.exportCsv(pool, options.status ? { status: options.status } : {}),
+          ])) as never,
   });
   return {
     backend: lib.backend,
@@ -69,7 +90,11 @@ export function throughClient(open: () => Promise<{ dibs: Dibs; cleanup(): Promi
   return async () => {
     const target = await open();
     const served = await serveOverHttp(target.dibs);
-    const dibs = dibsOverClient(target.dibs, served.client({ retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 200 } }), () => Promise.resolve());
+    const dibs = dibsOverClient(
+      target.dibs,
+      served.client({ retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 200 } }),
+      () => Promise.resolve(),
+    );
     return {
       dibs,
       cleanup: async () => {
@@ -89,8 +114,13 @@ export function throughClient(open: () => Promise<{ dibs: Dibs; cleanup(): Promi
 export function throughServe(open: () => Promise<{ dibs: Dibs; store: string; cleanup(): Promise<void> }>) {
   return async () => {
     const target = await open();
-    const apiKey = (await createApiKey(target.dibs.backend.service!, { name: 'serve conformance', scopes: ['admin'] })).key;
-    const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--store', target.store], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const apiKey = (await createApiKey(target.dibs.backend.service!, { name: 'serve conformance', scopes: ['admin'] }))
+      .key;
+    const child = spawn(
+      process.execPath,
+      [...CLI_ARGS, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--store', target.store],
+      { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const stop = async () => {
       if (child.exitCode === null && child.signalCode === null) {
@@ -115,7 +145,13 @@ export function throughServe(open: () => Promise<{ dibs: Dibs; store: string; cl
         void exited.then(() => reject(new Error(`dibs serve exited early:\n${stderr}`)));
       });
       const client = createClient({ baseUrl, apiKey, retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 200 } });
-      return { dibs: dibsOverClient(target.dibs, client, () => Promise.resolve()), cleanup: async () => { await stop(); await target.cleanup(); } };
+      return {
+        dibs: dibsOverClient(target.dibs, client, () => Promise.resolve()),
+        cleanup: async () => {
+          await stop();
+          await target.cleanup();
+        },
+      };
     } catch (error) {
       await stop();
       await target.cleanup();

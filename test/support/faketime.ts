@@ -12,7 +12,16 @@
  *   never allocates and moves only the wall clock.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,7 +46,8 @@ export function faketimeUnavailable(): string | null {
 /** Why the Redis clock tests cannot run, or null; under CI a missing prerequisite throws. */
 export function clockShiftUnavailable(): string | null {
   let why: string | null = null;
-  if (spawnSync('cc', ['--version']).status !== 0) why = 'no C compiler `cc` to build test/support/clockshift.c (apt-get install gcc libc6-dev)';
+  if (spawnSync('cc', ['--version']).status !== 0)
+    why = 'no C compiler `cc` to build test/support/clockshift.c (apt-get install gcc libc6-dev)';
   else if (!redisServerInstalled()) why = 'redis-server is not installed';
   if (why && process.env.CI === 'true') throw new Error(`Redis store clock tests (CI=true): ${why}`);
   if (why) process.stderr.write(`\n*** SKIPPING Redis store clock tests: ${why}\n\n`);
@@ -63,7 +73,10 @@ function clockShiftLibrary(): string {
   if (shim && existsSync(shim)) return shim;
   const out = join(mkdtempSync(join(tmpdir(), 'dibs-clockshift-')), 'clockshift.so');
   const source = new URL('./clockshift.c', import.meta.url).pathname;
-  const built = spawnSync('cc', ['-O2', '-Wall', '-Werror', '-shared', '-fPIC', '-o', out, source], { encoding: 'utf8', timeout: 60_000 });
+  const built = spawnSync('cc', ['-O2', '-Wall', '-Werror', '-shared', '-fPIC', '-o', out, source], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (built.status !== 0) throw new Error(`cc clockshift.c failed: ${built.stderr}`);
   process.once('exit', () => rmSync(join(out, '..'), { recursive: true, force: true }));
   return (shim = out);
@@ -100,16 +113,42 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
   const asPostgres = [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups'];
-  const init = spawnSync('setpriv', [...asPostgres, `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'], { encoding: 'utf8', timeout: 60_000 });
+  const init = spawnSync(
+    'setpriv',
+    [...asPostgres, `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
-  appendFileSync(join(dir, 'data', 'postgresql.conf'), "\nfsync = off\nsynchronous_commit = off\nmax_connections = 60\nshared_buffers = 16MB\nlog_min_messages = fatal\n");
+  appendFileSync(
+    join(dir, 'data', 'postgresql.conf'),
+    '\nfsync = off\nsynchronous_commit = off\nmax_connections = 60\nshared_buffers = 16MB\nlog_min_messages = fatal\n',
+  );
   const control = join(dir, 'faketime');
   writeFileSync(control, '+0\n');
   chmodSync(control, 0o644);
   const port = await freePort();
   // libfaketime is loaded after the switch to user postgres (its semaphore must belong to it).
-  const child = spawn('setpriv', [...asPostgres, 'env', `LD_PRELOAD=${LIB}`, `FAKETIME_TIMESTAMP_FILE=${control}`, 'FAKETIME_NO_CACHE=1', 'FAKETIME_DONT_FAKE_MONOTONIC=1',
-    `${PG_BIN}/postgres`, '-D', join(dir, 'data'), '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`], { stdio: 'ignore' });
+  const child = spawn(
+    'setpriv',
+    [
+      ...asPostgres,
+      'env',
+      `LD_PRELOAD=${LIB}`,
+      `FAKETIME_TIMESTAMP_FILE=${control}`,
+      'FAKETIME_NO_CACHE=1',
+      'FAKETIME_DONT_FAKE_MONOTONIC=1',
+      `${PG_BIN}/postgres`,
+      '-D',
+      join(dir, 'data'),
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${dir}`,
+    ],
+    { stdio: 'ignore' },
+  );
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const query = async <R extends pg.QueryResultRow>(text: string) => {
     const client = new pg.Client({ connectionString: url });
@@ -120,7 +159,10 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
       await client.end();
     }
   };
-  const exited = () => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+  const exited = () =>
+    new Promise<void>((resolve) =>
+      child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+    );
   const stop = async () => {
     child.kill('SIGQUIT');
     await Promise.race([exited(), sleep(5000)]);
@@ -129,7 +171,13 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
     rmSync(dir, { recursive: true, force: true });
   };
   for (const deadline = Date.now() + 30_000; ; await sleep(100)) {
-    if (await query('SELECT 1').then(() => true, () => false)) break;
+    if (
+      await query('SELECT 1').then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) {
       await stop();
       throw new Error('PostgreSQL under libfaketime did not start');

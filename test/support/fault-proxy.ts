@@ -31,7 +31,10 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-export async function startFaultProxy(target: { host: string; port: number }, options: { delayMs?: number } = {}): Promise<FaultProxy> {
+export async function startFaultProxy(
+  target: { host: string; port: number },
+  options: { delayMs?: number } = {},
+): Promise<FaultProxy> {
   const delayMs = options.delayMs ?? 0;
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket; held: Buffer[] }>();
   let paused = false;

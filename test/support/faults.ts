@@ -23,7 +23,10 @@ export interface FaultLog {
  * (`timeoutMs`) so calls really hang and must time out; it ends with a reset, as a dead route
  * ends when the peer gives up. The proxy is healthy when this returns.
  */
-export async function networkFaults(proxy: FaultProxy, options: { windowMs?: number; timeoutMs: number }): Promise<FaultLog> {
+export async function networkFaults(
+  proxy: FaultProxy,
+  options: { windowMs?: number; timeoutMs: number },
+): Promise<FaultLog> {
   const log: FaultLog = { injected: { reset: 0, stall: 0, blackhole: 0, refuse: 0 } };
   const cycle: NetworkFault[] = ['reset', 'stall', 'blackhole', 'reset', 'refuse', 'stall'];
   const end = Date.now() + (options.windowMs ?? FAULT_WINDOW_MS);

@@ -26,7 +26,11 @@ async function whenBack<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export async function assertFencesGrowAcrossLostHistory(store: string, loss: LostHistory, key = 'fenced'): Promise<void> {
+export async function assertFencesGrowAcrossLostHistory(
+  store: string,
+  loss: LostHistory,
+  key = 'fenced',
+): Promise<void> {
   const sem = `${key}-sem`;
   const a = await openDibs(store);
   let b: Dibs | undefined;
@@ -40,14 +44,19 @@ export async function assertFencesGrowAcrossLostHistory(store: string, loss: Los
 
     b = await openDibs(store);
     const leaseB = await whenBack(() => b!.locks.acquire(key, { ttlMs: 60_000, waitMs: 30_000 }));
-    assert.ok(leaseB.fence > leaseA.fence, `after the store lost its history, B got fence ${leaseB.fence}, not above A's ${leaseA.fence}`);
+    assert.ok(
+      leaseB.fence > leaseA.fence,
+      `after the store lost its history, B got fence ${leaseB.fence}, not above A's ${leaseA.fence}`,
+    );
     assert.ok(Number.isSafeInteger(leaseB.fence), `fence ${leaseB.fence} is not a safe integer`);
     guard.check('row', leaseB); // B writes
     assert.equal(guard.accept('row', leaseA), false, "A's late write must be refused");
     const renewed = await b.locks.renew(leaseB);
     assert.equal(renewed.fence, leaseB.fence, 'a renewal keeps the fence');
 
-    const semAfter = await Promise.all([1, 2, 3].map(() => whenBack(() => b!.semaphores.acquire(sem, 3, { ttlMs: 60_000 }))));
+    const semAfter = await Promise.all(
+      [1, 2, 3].map(() => whenBack(() => b!.semaphores.acquire(sem, 3, { ttlMs: 60_000 }))),
+    );
     const before = Math.max(...semBefore.map((l) => l.fence));
     const fences = semAfter.map((l) => l.fence);
     assert.equal(new Set(fences).size, 3, `semaphore fences not distinct: ${fences}`);
@@ -64,7 +73,11 @@ export async function assertFencesGrowAcrossLostHistory(store: string, loss: Los
  * day ahead of the clock (`setLastFence` writes it behind the store's back); the next fences
  * continue from it (+1 each, a semaphore's distinct), never restart from the clock.
  */
-export async function assertFencesGrowPastTheClock(store: string, setLastFence: (key: string, fence: number) => Promise<void>, key = 'ahead'): Promise<void> {
+export async function assertFencesGrowPastTheClock(
+  store: string,
+  setLastFence: (key: string, fence: number) => Promise<void>,
+  key = 'ahead',
+): Promise<void> {
   const dibs = await openDibs(store);
   try {
     await dibs.locks.release(await dibs.locks.acquire(key, { ttlMs: 60_000 })); // the key's fence exists
@@ -74,7 +87,10 @@ export async function assertFencesGrowPastTheClock(store: string, setLastFence: 
     assert.equal(lease.fence, ahead + 1);
     await dibs.locks.release(lease);
     const sem = await Promise.all([1, 2, 3].map(() => dibs.semaphores.acquire(key, 3, { ttlMs: 60_000 })));
-    assert.deepEqual(sem.map((l) => l.fence).sort((x, y) => x - y), [ahead + 2, ahead + 3, ahead + 4]);
+    assert.deepEqual(
+      sem.map((l) => l.fence).sort((x, y) => x - y),
+      [ahead + 2, ahead + 3, ahead + 4],
+    );
     await Promise.all(sem.map((l) => dibs.semaphores.release(l)));
     assert.equal((await dibs.locks.inspect(key)).lastFence, ahead + 4);
   } finally {

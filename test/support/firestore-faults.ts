@@ -58,7 +58,11 @@ export function writtenPaths(request: CommitRequest): string[] {
 }
 
 function unavailableError(): Error {
-  const error = new Error('14 UNAVAILABLE: connection dropped (injected: commit answer lost)') as Error & { code: number; details: string; metadata: unknown };
+  const error = new Error('14 UNAVAILABLE: connection dropped (injected: commit answer lost)') as Error & {
+    code: number;
+    details: string;
+    metadata: unknown;
+  };
   error.code = 14;
   error.details = 'connection dropped (injected: commit answer lost)';
   error.metadata = new grpc.Metadata();
@@ -67,7 +71,8 @@ function unavailableError(): Error {
 
 export function injectCommitFaults(db: Firestore, options: CommitFaultOptions = {}): CommitFaults {
   const pool = (db as unknown as { _clientPool?: ClientPool })._clientPool;
-  if (!pool || !(pool.activeClients instanceof Map) || typeof pool.clientFactory !== 'function') throw new Error('injectCommitFaults: the Firestore client internals moved (no _clientPool)');
+  if (!pool || !(pool.activeClients instanceof Map) || typeof pool.clientFactory !== 'function')
+    throw new Error('injectCommitFaults: the Firestore client internals moved (no _clientPool)');
   const state = { injected: 0, commits: 0, stopped: false };
   const limit = options.times ?? 1;
   const mode = options.mode ?? 'lost-response';
@@ -91,7 +96,8 @@ export function injectCommitFaults(db: Firestore, options: CommitFaultOptions = 
         return call;
       }
       const wrapped = [...args];
-      wrapped[at] = (error: unknown, response?: unknown) => (error ? callback(error, response) : callback(unavailableError()));
+      wrapped[at] = (error: unknown, response?: unknown) =>
+        error ? callback(error, response) : callback(unavailableError());
       return original.apply(stub, wrapped);
     };
   };

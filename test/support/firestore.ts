@@ -15,12 +15,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueId } from './assert.js';
 import { freePort } from './redis.js';
 
-export const EMULATOR = process.env.DIBS_FIRESTORE_EMULATOR ?? '/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator';
+export const EMULATOR =
+  process.env.DIBS_FIRESTORE_EMULATOR ??
+  '/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud_firestore_emulator';
 
 export function firestoreEmulatorInstalled(): boolean {
   const found = existsSync(EMULATOR);
-  if (!found && process.env.CI) throw new Error(`the Cloud Firestore emulator is not installed at ${EMULATOR} (CI=true): apt-get install google-cloud-cli-firestore-emulator openjdk-17-jre-headless`);
-  if (!found) console.warn(`\n  ⚠ SKIPPING Firestore tests: no emulator at ${EMULATOR}. Install google-cloud-cli-firestore-emulator (and Java 17) to run them.\n`);
+  if (!found && process.env.CI)
+    throw new Error(
+      `the Cloud Firestore emulator is not installed at ${EMULATOR} (CI=true): apt-get install google-cloud-cli-firestore-emulator openjdk-17-jre-headless`,
+    );
+  if (!found)
+    console.warn(
+      `\n  ⚠ SKIPPING Firestore tests: no emulator at ${EMULATOR}. Install google-cloud-cli-firestore-emulator (and Java 17) to run them.\n`,
+    );
   return found;
 }
 

@@ -10,12 +10,19 @@ import type { LogRecord } from './history-checker.js';
 
 const sql = (name: string) => readFileSync(new URL(`./guarded/${name}`, import.meta.url), 'utf8');
 
-export interface GuardedResourceConfig { url: string; schema: string; broken?: boolean }
+export interface GuardedResourceConfig {
+  url: string;
+  schema: string;
+  broken?: boolean;
+}
 
 export class GuardedResource {
   private readonly pool: pg.Pool;
   private readonly writeSql: string;
-  constructor(readonly config: GuardedResourceConfig, poolSize = 2) {
+  constructor(
+    readonly config: GuardedResourceConfig,
+    poolSize = 2,
+  ) {
     // Short client-side limits: a write stuck behind a partition must end (as `unknown`) rather
     // than hold the worker; the statement may still have been applied — the checker allows that.
     this.pool = new pg.Pool({
@@ -51,13 +58,27 @@ export class GuardedResource {
   }
 
   async log(): Promise<LogRecord[]> {
-    const { rows } = await this.pool.query<{ seq: string; key: string; write_id: string; fence: string; lease: string }>('SELECT seq, key, write_id, fence, lease FROM guarded_log ORDER BY seq');
-    return rows.map((r) => ({ seq: Number(r.seq), key: r.key, writeId: r.write_id, fence: Number(r.fence), lease: r.lease }));
+    const { rows } = await this.pool.query<{
+      seq: string;
+      key: string;
+      write_id: string;
+      fence: string;
+      lease: string;
+    }>('SELECT seq, key, write_id, fence, lease FROM guarded_log ORDER BY seq');
+    return rows.map((r) => ({
+      seq: Number(r.seq),
+      key: r.key,
+      writeId: r.write_id,
+      fence: Number(r.fence),
+      lease: r.lease,
+    }));
   }
 
   async drop(): Promise<void> {
     await this.pool.query(`DROP SCHEMA IF EXISTS "${this.config.schema}" CASCADE`);
   }
 
-  close(): Promise<void> { return this.pool.end(); }
+  close(): Promise<void> {
+    return this.pool.end();
+  }
 }

@@ -3,7 +3,8 @@
 import { register } from 'node:module';
 
 const hidden = (process.env.DIBS_HIDE_PACKAGES ?? '').split(',').filter(Boolean);
-register(`data:text/javascript,${encodeURIComponent(`
+register(
+  `data:text/javascript,${encodeURIComponent(`
 const hidden = ${JSON.stringify(hidden)};
 export async function resolve(specifier, context, next) {
   if (hidden.some((name) => specifier === name || specifier.startsWith(name + '/'))) {
@@ -12,4 +13,5 @@ export async function resolve(specifier, context, next) {
     throw error;
   }
   return next(specifier, context);
-}`)}`);
+}`)}`,
+);

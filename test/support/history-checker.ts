@@ -46,12 +46,26 @@ export interface WriteRecord {
   outcome: 'accepted' | 'refused' | 'unknown';
 }
 
-export interface LogRecord { seq: number; key: string; writeId: string; fence: number; lease: string }
+export interface LogRecord {
+  seq: number;
+  key: string;
+  writeId: string;
+  fence: number;
+  lease: string;
+}
 
-export interface History { sections: SectionRecord[]; writes: WriteRecord[]; log: LogRecord[] }
+export interface History {
+  sections: SectionRecord[];
+  writes: WriteRecord[];
+  log: LogRecord[];
+}
 
 export type ViolationKind = 'two-holders' | 'fence-order' | 'missing-ack' | 'phantom' | 'realtime-order';
-export interface Violation { kind: ViolationKind; key: string; detail: string }
+export interface Violation {
+  kind: ViolationKind;
+  key: string;
+  detail: string;
+}
 
 export interface Verdict {
   sections: number;
@@ -76,14 +90,29 @@ export function checkHistory(history: History): Verdict {
   const loggedSeq = new Map<string, number>();
   for (const entry of history.log) {
     const write = writesById.get(entry.writeId);
-    if (!write) violations.push({ kind: 'phantom', key: entry.key, detail: `log #${entry.seq} (fence ${entry.fence}) was written by nobody` });
-    else if (write.outcome === 'refused') violations.push({ kind: 'phantom', key: entry.key, detail: `write ${write.id} was answered "refused" but the resource applied it (log #${entry.seq})` });
-    if (loggedSeq.has(entry.writeId)) violations.push({ kind: 'phantom', key: entry.key, detail: `write ${entry.writeId} applied twice` });
+    if (!write)
+      violations.push({
+        kind: 'phantom',
+        key: entry.key,
+        detail: `log #${entry.seq} (fence ${entry.fence}) was written by nobody`,
+      });
+    else if (write.outcome === 'refused')
+      violations.push({
+        kind: 'phantom',
+        key: entry.key,
+        detail: `write ${write.id} was answered "refused" but the resource applied it (log #${entry.seq})`,
+      });
+    if (loggedSeq.has(entry.writeId))
+      violations.push({ kind: 'phantom', key: entry.key, detail: `write ${entry.writeId} applied twice` });
     loggedSeq.set(entry.writeId, entry.seq);
   }
   for (const write of history.writes) {
     if (write.outcome === 'accepted' && !loggedSeq.has(write.id)) {
-      violations.push({ kind: 'missing-ack', key: write.key, detail: `write ${write.id} (fence ${write.fence}) was acknowledged but is not in the resource` });
+      violations.push({
+        kind: 'missing-ack',
+        key: write.key,
+        detail: `write ${write.id} (fence ${write.fence}) was acknowledged but is not in the resource`,
+      });
     }
   }
 
@@ -93,7 +122,11 @@ export function checkHistory(history: History): Verdict {
       const prev = ordered[i - 1]!;
       const cur = ordered[i]!;
       if (cur.fence < prev.fence || (cur.fence === prev.fence && cur.lease !== prev.lease)) {
-        violations.push({ kind: 'fence-order', key, detail: `log #${cur.seq} applied fence ${cur.fence} (${cur.lease}) after #${prev.seq} with fence ${prev.fence} (${prev.lease})` });
+        violations.push({
+          kind: 'fence-order',
+          key,
+          detail: `log #${cur.seq} applied fence ${cur.fence} (${cur.lease}) after #${prev.seq} with fence ${prev.fence} (${prev.lease})`,
+        });
       }
     }
   }
@@ -109,11 +142,19 @@ export function checkHistory(history: History): Verdict {
     for (const w of byInvoke) {
       while (j < byCompletion.length && byCompletion[j]!.completeAt < w.invokeAt) {
         const seq = loggedSeq.get(byCompletion[j]!.id)!;
-        if (seq > maxSeq) { maxSeq = seq; maxId = byCompletion[j]!.id; }
+        if (seq > maxSeq) {
+          maxSeq = seq;
+          maxId = byCompletion[j]!.id;
+        }
         j++;
       }
       const seq = loggedSeq.get(w.id)!;
-      if (seq < maxSeq) violations.push({ kind: 'realtime-order', key, detail: `write ${w.id} (log #${seq}) was invoked after ${maxId} (log #${maxSeq}) completed` });
+      if (seq < maxSeq)
+        violations.push({
+          kind: 'realtime-order',
+          key,
+          detail: `write ${w.id} (log #${seq}) was invoked after ${maxId} (log #${maxSeq}) completed`,
+        });
     }
   }
 
@@ -138,7 +179,11 @@ export function checkHistory(history: History): Verdict {
         const from = Math.max(a.from, b.from);
         const to = Math.min(a.to, b.to);
         if (from < to && wroteWithin(a.s.lease, from, to) && wroteWithin(b.s.lease, from, to)) {
-          violations.push({ kind: 'two-holders', key, detail: `${a.s.lease} and ${b.s.lease} both held and wrote during ${(to - from).toFixed(1)} ms` });
+          violations.push({
+            kind: 'two-holders',
+            key,
+            detail: `${a.s.lease} and ${b.s.lease} both held and wrote during ${(to - from).toFixed(1)} ms`,
+          });
         }
       }
     }
@@ -157,6 +202,7 @@ export function checkHistory(history: History): Verdict {
 export function formatVerdict(label: string, verdict: Verdict): string {
   const kinds = new Map<string, number>();
   for (const v of verdict.violations) kinds.set(v.kind, (kinds.get(v.kind) ?? 0) + 1);
-  const summary = verdict.violations.length === 0 ? 'VALID' : `INVALID (${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')})`;
+  const summary =
+    verdict.violations.length === 0 ? 'VALID' : `INVALID (${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')})`;
   return `[history] ${label}: ${verdict.sections} sections (${verdict.lost} lost), writes ${verdict.writes.accepted} accepted / ${verdict.writes.refused} refused / ${verdict.writes.unknown} unknown → ${summary}`;
 }

@@ -7,17 +7,30 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkHistory, type History, type LogRecord, type SectionRecord, type Verdict, type WriteRecord } from './history-checker.js';
+import {
+  checkHistory,
+  type History,
+  type LogRecord,
+  type SectionRecord,
+  type Verdict,
+  type WriteRecord,
+} from './history-checker.js';
 import type { HistoryWorkerConfig } from './history-worker.js';
 
 const WORKER = new URL('./history-worker.ts', import.meta.url).pathname;
 
-export interface WorkerRun { config: HistoryWorkerConfig; prefix?: string[] }
+export interface WorkerRun {
+  config: HistoryWorkerConfig;
+  prefix?: string[];
+}
 
 function runWorker(run: WorkerRun, timeoutMs: number): Promise<string[]> {
   const argv = [...(run.prefix ?? []), process.execPath, '--import', 'tsx', WORKER, JSON.stringify(run.config)];
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], cwd: new URL('../..', import.meta.url).pathname });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: new URL('../..', import.meta.url).pathname,
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -31,11 +44,21 @@ function runWorker(run: WorkerRun, timeoutMs: number): Promise<string[]> {
   });
 }
 
-export interface HistoryResult { history: History; verdict: Verdict; unavailable: number }
+export interface HistoryResult {
+  history: History;
+  verdict: Verdict;
+  unavailable: number;
+}
 
 /** Runs the workers to the end, then reads the resource's log and checks the whole history. */
-export async function runHistory(runs: WorkerRun[], readLog: () => Promise<LogRecord[]>, timeoutMs = 120_000): Promise<HistoryResult> {
-  const lines = (await Promise.all(runs.map((r) => runWorker(r, timeoutMs)))).flat().map((l) => JSON.parse(l) as { t: string } & Record<string, unknown>);
+export async function runHistory(
+  runs: WorkerRun[],
+  readLog: () => Promise<LogRecord[]>,
+  timeoutMs = 120_000,
+): Promise<HistoryResult> {
+  const lines = (await Promise.all(runs.map((r) => runWorker(r, timeoutMs))))
+    .flat()
+    .map((l) => JSON.parse(l) as { t: string } & Record<string, unknown>);
   const sections = lines.filter((l) => l.t === 'section') as unknown as SectionRecord[];
   const writes = lines.filter((l) => l.t === 'write') as unknown as WriteRecord[];
   const unavailable = lines.filter((l) => l.t === 'stats').reduce((n, l) => n + (l.unavailable as number), 0);

@@ -56,31 +56,43 @@ try {
     const key = config.keys[(i + process.pid) % config.keys.length]!;
     const lockKey = config.brokenLock ? `${key}:${process.pid}` : key;
     try {
-      await dibs.locks.runExclusive(lockKey, async (signal, lease) => {
-        const grantAt = now();
-        let lostAt: number | undefined;
-        signal.addEventListener('abort', () => (lostAt ??= now()), { once: true });
-        const id = `${process.pid}:${lease.fence}`;
-        const pause = config.pauseMs !== undefined && !paused;
-        for (let w = 0; w < config.writes; w++) {
-          if (pause && w === 1) {
-            paused = true;
-            // Block the event loop (a GC pause, a stopped VM): no renewal, no signal until it ends.
-            Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, config.pauseMs!);
-          } else if (signal.aborted && !pause) break;
-          const writeId = `${id}:${writeSeq++}`;
-          const invokeAt = now();
-          let outcome: 'accepted' | 'refused' | 'unknown';
-          try {
-            outcome = (await resource.write(key, lease.fence, id, writeId)) ? 'accepted' : 'refused';
-          } catch {
-            outcome = 'unknown';
+      await dibs.locks.runExclusive(
+        lockKey,
+        async (signal, lease) => {
+          const grantAt = now();
+          let lostAt: number | undefined;
+          signal.addEventListener('abort', () => (lostAt ??= now()), { once: true });
+          const id = `${process.pid}:${lease.fence}`;
+          const pause = config.pauseMs !== undefined && !paused;
+          for (let w = 0; w < config.writes; w++) {
+            if (pause && w === 1) {
+              paused = true;
+              // Block the event loop (a GC pause, a stopped VM): no renewal, no signal until it ends.
+              Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, config.pauseMs!);
+            } else if (signal.aborted && !pause) break;
+            const writeId = `${id}:${writeSeq++}`;
+            const invokeAt = now();
+            let outcome: 'accepted' | 'refused' | 'unknown';
+            try {
+              outcome = (await resource.write(key, lease.fence, id, writeId)) ? 'accepted' : 'refused';
+            } catch {
+              outcome = 'unknown';
+            }
+            emit({ t: 'write', id: writeId, lease: id, key, fence: lease.fence, invokeAt, completeAt: now(), outcome });
+            await sleep(config.holdMs);
           }
-          emit({ t: 'write', id: writeId, lease: id, key, fence: lease.fence, invokeAt, completeAt: now(), outcome });
-          await sleep(config.holdMs);
-        }
-        emit({ t: 'section', lease: id, key, fence: lease.fence, grantAt, endAt: now(), ...(lostAt !== undefined ? { lostAt } : {}) });
-      }, { ttlMs: config.ttlMs, waitMs: 60_000 });
+          emit({
+            t: 'section',
+            lease: id,
+            key,
+            fence: lease.fence,
+            grantAt,
+            endAt: now(),
+            ...(lostAt !== undefined ? { lostAt } : {}),
+          });
+        },
+        { ttlMs: config.ttlMs, waitMs: 60_000 },
+      );
     } catch (error) {
       if (!retriable(error)) throw error;
       unavailable++;

@@ -26,7 +26,12 @@ export async function startHttpFaultProxy(target: string): Promise<HttpFaultProx
   const stalled = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
     const key = req.headers['idempotency-key'];
-    seen.push({ at: Date.now(), method: req.method!, url: req.url!, idempotencyKey: Array.isArray(key) ? key[0] : key });
+    seen.push({
+      at: Date.now(),
+      method: req.method!,
+      url: req.url!,
+      idempotencyKey: Array.isArray(key) ? key[0] : key,
+    });
     const action = queue.shift() ?? 'pass';
     if (action === 'stall') {
       stalled.add(res);
@@ -35,19 +40,32 @@ export async function startHttpFaultProxy(target: string): Promise<HttpFaultProx
     }
     if (typeof action === 'object') {
       req.resume();
-      res.writeHead(action.status, { 'content-type': 'application/json', ...(action.retryAfter ? { 'retry-after': action.retryAfter } : {}) });
-      res.end(JSON.stringify({ error: { code: action.code ?? (action.status === 429 ? 'rate_limited' : 'unavailable'), message: 'injected by the test proxy' } }));
+      res.writeHead(action.status, {
+        'content-type': 'application/json',
+        ...(action.retryAfter ? { 'retry-after': action.retryAfter } : {}),
+      });
+      res.end(
+        JSON.stringify({
+          error: {
+            code: action.code ?? (action.status === 429 ? 'rate_limited' : 'unavailable'),
+            message: 'injected by the test proxy',
+          },
+        }),
+      );
       return;
     }
-    const forward = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (action === 'drop-answer') {
-        answer.resume();
-        answer.on('end', () => req.socket.destroy());
-        return;
-      }
-      res.writeHead(answer.statusCode!, answer.headers);
-      answer.pipe(res);
-    });
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        if (action === 'drop-answer') {
+          answer.resume();
+          answer.on('end', () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
     forward.on('error', () => req.socket.destroy());
     req.pipe(forward);
   });

@@ -33,10 +33,17 @@ export function jobRaceSuite(label: string, env: StormEnv, options: { processes?
       const FANS = 30;
       const skus = Array.from({ length: SALES }, (_, i) => `RACE-${i}`);
       for (const sku of skus) {
-        for (let f = 0; f < FANS; f++) await dibs.sales.wish(sku, `fan-${f}`, { email: `fan-${f}@example.com`, webhook: `http://127.0.0.1:9/fan-${f}` });
+        for (let f = 0; f < FANS; f++)
+          await dibs.sales.wish(sku, `fan-${f}`, {
+            email: `fan-${f}@example.com`,
+            webhook: `http://127.0.0.1:9/fan-${f}`,
+          });
       }
       const workers = Array.from({ length: processes }, (_, i) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', WORKER, env.store], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', WORKER, env.store], {
+          cwd: ROOT,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
         let stdout = '';
         let stderr = '';
         child.stderr.on('data', (d) => (stderr += d));
@@ -45,10 +52,24 @@ export function jobRaceSuite(label: string, env: StormEnv, options: { processes?
             stdout += d;
             if (stdout.includes('ready\n')) resolve();
           });
-          child.once('exit', (code) => reject(new Error(`job worker ${i} exited (${code}) before it was ready:\n${stderr}`)));
+          child.once('exit', (code) =>
+            reject(new Error(`job worker ${i} exited (${code}) before it was ready:\n${stderr}`)),
+          );
         });
         const report = new Promise<WorkerReport>((resolve, reject) =>
-          child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(stdout.split('\n').filter((l) => l.startsWith('{')).pop()!) as WorkerReport) : reject(new Error(`job worker ${i} failed (${code}):\n${stderr}`)))));
+          child.once('exit', (code) =>
+            code === 0
+              ? resolve(
+                  JSON.parse(
+                    stdout
+                      .split('\n')
+                      .filter((l) => l.startsWith('{'))
+                      .pop()!,
+                  ) as WorkerReport,
+                )
+              : reject(new Error(`job worker ${i} failed (${code}):\n${stderr}`)),
+          ),
+        );
         ready.catch(() => {});
         report.catch(() => {});
         return { child, ready, report };
@@ -59,33 +80,61 @@ export function jobRaceSuite(label: string, env: StormEnv, options: { processes?
         // The sales come due while every worker is already looping over the jobs.
         const sales: Sale[] = [];
         for (const sku of skus) {
-          sales.push(await dibs.sales.create({ sku, startsAt: new Date(Date.now() + 800).toISOString(), endsAt: new Date(Date.now() + 6000).toISOString(), cap: 50, perCustomerLimit: 5 }));
+          sales.push(
+            await dibs.sales.create({
+              sku,
+              startsAt: new Date(Date.now() + 800).toISOString(),
+              endsAt: new Date(Date.now() + 6000).toISOString(),
+              cap: 50,
+              perCustomerLimit: 5,
+            }),
+          );
         }
         for (const w of workers) w.child.stdin.write('go\n');
         // Holds that expire under the racing sweepers.
-        for (const deadline = Date.now() + 30_000; (await dibs.sales.get(sales[0]!.id)).status === 'scheduled' && Date.now() < deadline; ) await sleep(20);
+        for (
+          const deadline = Date.now() + 30_000;
+          (await dibs.sales.get(sales[0]!.id)).status === 'scheduled' && Date.now() < deadline;
+        )
+          await sleep(20);
         const reserved = new Map<string, number>(); // sale id -> holds placed (left to expire)
         for (const sale of sales) {
           for (let c = 0; c < 5; c++) {
-            const ok = await dibs.sales.reserve(sale.id, `shopper-${c}`, 1, 1000).then(() => 1, () => 0);
+            const ok = await dibs.sales.reserve(sale.id, `shopper-${c}`, 1, 1000).then(
+              () => 1,
+              () => 0,
+            );
             reserved.set(sale.id, (reserved.get(sale.id) ?? 0) + ok);
           }
         }
         // Run until every sale's end has been recorded (bounded, generously).
         const ended = async () => {
-          for (const sale of sales) if (!(await dibs.sales.events({ sale: sale.id, limit: 1000 })).some((e) => e.type === 'sale.ended')) return false;
+          for (const sale of sales)
+            if (!(await dibs.sales.events({ sale: sale.id, limit: 1000 })).some((e) => e.type === 'sale.ended'))
+              return false;
           return true;
         };
         for (const deadline = Date.now() + 60_000; !(await ended()) && Date.now() < deadline; ) await sleep(50);
         await sleep(1200); // past every hold's expiry, so the sweepers have it too
         for (const w of workers) w.child.stdin.end('stop\n');
         const reports = await Promise.all(workers.map((w) => w.report));
-        assert.ok(reports.every((r) => r.runs > 0), 'every process ran the jobs');
+        assert.ok(
+          reports.every((r) => r.runs > 0),
+          'every process ran the jobs',
+        );
 
         const announced = reports.flatMap((r) => r.announced).sort();
         assert.deepEqual(announced, sales.map((s) => s.id).sort(), 'each sale announced by exactly one process');
-        assert.equal(reports.reduce((n, r) => n + r.notifications, 0), SALES * FANS * 2, 'notifications counted once across processes');
-        assert.deepEqual(reports.flatMap((r) => r.ended).sort(), sales.map((s) => s.id).sort(), 'each end recorded by exactly one process');
+        assert.equal(
+          reports.reduce((n, r) => n + r.notifications, 0),
+          SALES * FANS * 2,
+          'notifications counted once across processes',
+        );
+        assert.deepEqual(
+          reports.flatMap((r) => r.ended).sort(),
+          sales.map((s) => s.id).sort(),
+          'each end recorded by exactly one process',
+        );
         for (const sale of sales) {
           const events = await dibs.sales.events({ sale: sale.id, limit: 1000 });
           const count = (type: string) => events.filter((e) => e.type === type).length;
@@ -97,7 +146,10 @@ export function jobRaceSuite(label: string, env: StormEnv, options: { processes?
           assert.deepEqual(await dibs.sales.audit(sale.id), []);
           assert.equal((await dibs.sales.get(sale.id)).stats.held, 0);
         }
-        assert.ok([...reserved.values()].some((n) => n > 0), 'holds were placed while the sales were live');
+        assert.ok(
+          [...reserved.values()].some((n) => n > 0),
+          'holds were placed while the sales were live',
+        );
       } finally {
         clearTimeout(timer);
         for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');

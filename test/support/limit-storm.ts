@@ -22,27 +22,60 @@ import type { LimitDefinition } from '../../src/index.js';
 
 const WORKER = new URL('./limit-worker.mjs', import.meta.url).pathname;
 /** Plain Node on dist/ when the build is current (a CI run builds first): no transpiler start-up per worker. */
-const WORKER_ARGS = distIsFresh(fileURLToPath(new URL('../../', import.meta.url))) ? [WORKER, 'dist'] : ['--import', 'tsx', WORKER, 'src'];
+const WORKER_ARGS = distIsFresh(fileURLToPath(new URL('../../', import.meta.url)))
+  ? [WORKER, 'dist']
+  : ['--import', 'tsx', WORKER, 'src'];
 
-export interface Decision { l: string; a?: 0 | 1; t?: number; e?: string }
+export interface Decision {
+  l: string;
+  a?: 0 | 1;
+  t?: number;
+  e?: string;
+}
 
-export interface LimitStormOptions { store: string; limits: string[]; key?: string; processes: number; concurrency: number; durationMs: number; timeoutMs?: number }
+export interface LimitStormOptions {
+  store: string;
+  limits: string[];
+  key?: string;
+  processes: number;
+  concurrency: number;
+  durationMs: number;
+  timeoutMs?: number;
+}
 
 export async function runLimitStorm(opts: LimitStormOptions): Promise<Decision[]> {
-  const config = { store: opts.store, limits: opts.limits, key: opts.key ?? 'storm', durationMs: opts.durationMs, concurrency: opts.concurrency };
+  const config = {
+    store: opts.store,
+    limits: opts.limits,
+    key: opts.key ?? 'storm',
+    durationMs: opts.durationMs,
+    concurrency: opts.concurrency,
+  };
   // every worker says `ready` once its store is open; then all are told to go at once
   let ready = 0;
   const go: (() => void)[] = [];
   const everyoneReady = () => {
     if (++ready === opts.processes) for (const start of go) start();
   };
-  const outs = await Promise.all(Array.from({ length: opts.processes }, () => runWorker(config, opts.timeoutMs ?? 60_000, everyoneReady, go)));
-  return outs.flat().filter((line) => line !== 'ready').map((line) => JSON.parse(line) as Decision);
+  const outs = await Promise.all(
+    Array.from({ length: opts.processes }, () => runWorker(config, opts.timeoutMs ?? 60_000, everyoneReady, go)),
+  );
+  return outs
+    .flat()
+    .filter((line) => line !== 'ready')
+    .map((line) => JSON.parse(line) as Decision);
 }
 
-function runWorker(config: Record<string, unknown>, timeoutMs: number, onReady: () => void, go: (() => void)[]): Promise<string[]> {
+function runWorker(
+  config: Record<string, unknown>,
+  timeoutMs: number,
+  onReady: () => void,
+  go: (() => void)[],
+): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...WORKER_ARGS, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...WORKER_ARGS, JSON.stringify(config)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     go.push(() => child.stdin.end('go\n'));
     let out = '';
     let err = '';
@@ -64,16 +97,31 @@ function runWorker(config: Record<string, unknown>, timeoutMs: number, onReady: 
   });
 }
 
-export interface StormSummary { admitted: number; denied: number; unavailable: number; spanMs: number; allowedBySpan: number }
+export interface StormSummary {
+  admitted: number;
+  denied: number;
+  unavailable: number;
+  spanMs: number;
+  allowedBySpan: number;
+}
 
 /** Throws (assert) on any admission over the limit, or any denial the limit did not require. */
 export function assertLimitHonoured(def: LimitDefinition, decisions: Decision[]): StormSummary {
   const mine = decisions.filter((d) => d.l === def.name);
-  const admitted = mine.filter((d) => d.a === 1).map((d) => d.t!).sort((a, b) => a - b);
-  const denied = mine.filter((d) => d.a === 0).map((d) => d.t!).sort((a, b) => a - b);
+  const admitted = mine
+    .filter((d) => d.a === 1)
+    .map((d) => d.t!)
+    .sort((a, b) => a - b);
+  const denied = mine
+    .filter((d) => d.a === 0)
+    .map((d) => d.t!)
+    .sort((a, b) => a - b);
   const unavailable = mine.filter((d) => d.e).length;
   assert.ok(admitted.length > 0, `${def.name}: nothing admitted`);
-  assert.ok(denied.length > 0, `${def.name}: nothing denied — the demand never exceeded the limit, the storm proves nothing`);
+  assert.ok(
+    denied.length > 0,
+    `${def.name}: nothing denied — the demand never exceeded the limit, the storm proves nothing`,
+  );
   const spanMs = Math.max(admitted.at(-1)!, denied.at(-1)!) - Math.min(admitted[0]!, denied[0]!);
   const eps = 1e-6;
   let allowedBySpan: number;
@@ -84,7 +132,10 @@ export function assertLimitHonoured(def: LimitDefinition, decisions: Decision[])
     for (let i = 0; i < admitted.length; i++) {
       for (let j = i; j < admitted.length; j++) {
         const most = def.burst + (admitted[j]! - admitted[i]!) / I;
-        assert.ok(j - i + 1 <= most + eps, `${def.name}: ${j - i + 1} admitted in [${admitted[i]}, ${admitted[j]}] (${(admitted[j]! - admitted[i]!).toFixed(3)} ms) > burst + span/interval = ${most.toFixed(3)}`);
+        assert.ok(
+          j - i + 1 <= most + eps,
+          `${def.name}: ${j - i + 1} admitted in [${admitted[i]}, ${admitted[j]}] (${(admitted[j]! - admitted[i]!).toFixed(3)} ms) > burst + span/interval = ${most.toFixed(3)}`,
+        );
       }
     }
     // replay: tat at every decision, from the admissions before it on the store's time line
@@ -94,14 +145,20 @@ export function assertLimitHonoured(def: LimitDefinition, decisions: Decision[])
       while (k < admitted.length && admitted[k]! <= t) {
         const a = admitted[k++]!;
         const next = Math.max(tat, a) + I;
-        assert.ok(next - a <= tol + 1e-3, `${def.name}: admission at ${a} did not fit: tat would be ${(next - a).toFixed(3)} ms ahead > tolerance ${tol}`);
+        assert.ok(
+          next - a <= tol + 1e-3,
+          `${def.name}: admission at ${a} did not fit: tat would be ${(next - a).toFixed(3)} ms ahead > tolerance ${tol}`,
+        );
         tat = next;
       }
       return tat;
     };
     for (const t of denied) {
       const ahead = Math.max(tatAt(t), t) + I - t;
-      assert.ok(ahead > tol - 1e-3, `${def.name}: denied at ${t} with room: tat ${(ahead - I).toFixed(3)} ms ahead, a unit fits within tolerance ${tol}`);
+      assert.ok(
+        ahead > tol - 1e-3,
+        `${def.name}: denied at ${t} with room: tat ${(ahead - I).toFixed(3)} ms ahead, a unit fits within tolerance ${tol}`,
+      );
     }
     tatAt(Infinity);
   } else if (def.algorithm === 'sliding-window') {
@@ -110,17 +167,24 @@ export function assertLimitHonoured(def: LimitDefinition, decisions: Decision[])
     let lo = 0;
     for (let j = 0; j < admitted.length; j++) {
       while (admitted[lo]! < admitted[j]! - def.periodMs) lo++;
-      assert.ok(j - lo + 1 <= def.limit, `${def.name}: ${j - lo + 1} admitted in the window [${admitted[j]! - def.periodMs}, ${admitted[j]}] > limit ${def.limit}`);
+      assert.ok(
+        j - lo + 1 <= def.limit,
+        `${def.name}: ${j - lo + 1} admitted in the window [${admitted[j]! - def.periodMs}, ${admitted[j]}] > limit ${def.limit}`,
+      );
     }
     for (const t of denied) {
       const inWindow = countIn(admitted, t - def.periodMs - w, t);
-      assert.ok(inWindow >= def.limit, `${def.name}: denied at ${t} with only ${inWindow} admitted in the ${def.periodMs + w} ms before (limit ${def.limit})`);
+      assert.ok(
+        inWindow >= def.limit,
+        `${def.name}: denied at ${t} with only ${inWindow} admitted in the ${def.periodMs + w} ms before (limit ${def.limit})`,
+      );
     }
   } else {
     allowedBySpan = (def.limit * spanMs) / def.periodMs;
     const per = new Map<number, number>();
     for (const t of admitted) per.set(Math.floor(t / def.periodMs), (per.get(Math.floor(t / def.periodMs)) ?? 0) + 1);
-    for (const [p, n] of per) assert.ok(n <= def.limit, `${def.name}: ${n} admitted in period ${p} > limit ${def.limit}`);
+    for (const [p, n] of per)
+      assert.ok(n <= def.limit, `${def.name}: ${n} admitted in period ${p} > limit ${def.limit}`);
     for (const t of denied) {
       const n = per.get(Math.floor(t / def.periodMs)) ?? 0;
       assert.ok(n >= def.limit, `${def.name}: denied at ${t} while its period admitted only ${n} of ${def.limit}`);
@@ -137,10 +201,32 @@ function countIn(sorted: number[], from: number, to: number): number {
 }
 
 /** The three limits a storm runs at once, sized so a few processes always ask for more. */
-export function stormLimits(prefix: string, scale = 0.5): { name: string; algorithm: LimitDefinition['algorithm']; limit: number; periodMs: number; burst?: number; segments?: number }[] {
+export function stormLimits(
+  prefix: string,
+  scale = 0.5,
+): {
+  name: string;
+  algorithm: LimitDefinition['algorithm'];
+  limit: number;
+  periodMs: number;
+  burst?: number;
+  segments?: number;
+}[] {
   return [
-    { name: `${prefix}-tb`, algorithm: 'token-bucket', limit: Math.max(2, Math.round(40 * scale)), periodMs: 1000, burst: Math.max(1, Math.round(8 * scale)) },
-    { name: `${prefix}-sw`, algorithm: 'sliding-window', limit: Math.max(2, Math.round(30 * scale)), periodMs: 1000, segments: 10 },
+    {
+      name: `${prefix}-tb`,
+      algorithm: 'token-bucket',
+      limit: Math.max(2, Math.round(40 * scale)),
+      periodMs: 1000,
+      burst: Math.max(1, Math.round(8 * scale)),
+    },
+    {
+      name: `${prefix}-sw`,
+      algorithm: 'sliding-window',
+      limit: Math.max(2, Math.round(30 * scale)),
+      periodMs: 1000,
+      segments: 10,
+    },
     { name: `${prefix}-q`, algorithm: 'quota', limit: Math.max(2, Math.round(15 * scale)), periodMs: 500 },
   ];
 }
@@ -149,9 +235,19 @@ export function stormLimits(prefix: string, scale = 0.5): { name: string; algori
  * Creates the three storm limits through `dibs`, runs `processes` workers against `store`, and
  * checks every limit. Returns one summary per limit (for the test's log).
  */
-export async function assertLimitStorm(dibs: import('../../src/index.js').Dibs, store: string, opts: { prefix: string; processes?: number; concurrency?: number; durationMs?: number; scale?: number }): Promise<Record<string, StormSummary>> {
+export async function assertLimitStorm(
+  dibs: import('../../src/index.js').Dibs,
+  store: string,
+  opts: { prefix: string; processes?: number; concurrency?: number; durationMs?: number; scale?: number },
+): Promise<Record<string, StormSummary>> {
   const defs = [];
   for (const input of stormLimits(opts.prefix, opts.scale)) defs.push(await dibs.limits.create(input));
-  const decisions = await runLimitStorm({ store, limits: defs.map((d) => d.name), processes: opts.processes ?? 3, concurrency: opts.concurrency ?? 3, durationMs: opts.durationMs ?? 1500 });
+  const decisions = await runLimitStorm({
+    store,
+    limits: defs.map((d) => d.name),
+    processes: opts.processes ?? 3,
+    concurrency: opts.concurrency ?? 3,
+    durationMs: opts.durationMs ?? 1500,
+  });
   return Object.fromEntries(defs.map((def) => [def.algorithm, assertLimitHonoured(def, decisions)]));
 }

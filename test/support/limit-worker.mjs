@@ -20,18 +20,20 @@ try {
   await new Promise((resolve) => process.stdin.once('data', () => resolve()));
   process.stdin.pause();
   const end = Date.now() + config.durationMs;
-  await Promise.all(Array.from({ length: config.concurrency }, async (_, loop) => {
-    for (let i = loop; Date.now() < end; i++) {
-      const l = config.limits[i % config.limits.length];
-      try {
-        const d = await dibs.limits.take(l, 1, { key: config.key });
-        lines.push(JSON.stringify({ l, a: d.allowed ? 1 : 0, t: d.at }));
-      } catch (error) {
-        if (error?.code !== 'unavailable') throw error;
-        lines.push(JSON.stringify({ l, e: 'unavailable' }));
+  await Promise.all(
+    Array.from({ length: config.concurrency }, async (_, loop) => {
+      for (let i = loop; Date.now() < end; i++) {
+        const l = config.limits[i % config.limits.length];
+        try {
+          const d = await dibs.limits.take(l, 1, { key: config.key });
+          lines.push(JSON.stringify({ l, a: d.allowed ? 1 : 0, t: d.at }));
+        } catch (error) {
+          if (error?.code !== 'unavailable') throw error;
+          lines.push(JSON.stringify({ l, e: 'unavailable' }));
+        }
       }
-    }
-  }));
+    }),
+  );
 } finally {
   await dibs.close();
 }

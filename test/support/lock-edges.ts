@@ -20,7 +20,11 @@ export async function assertTakenOverLeaseIsDead(store: string): Promise<void> {
     await rejectsWith(a.locks.renew(old, { ttlMs: 30_000 }), 'lease_lost');
     await rejectsWith(a.locks.release(old), 'not_owner');
     const info = await a.locks.inspect('taken');
-    assert.deepEqual(info.holders.map((h) => h.fence), [fresh.fence], 'the new holder kept its slot');
+    assert.deepEqual(
+      info.holders.map((h) => h.fence),
+      [fresh.fence],
+      'the new holder kept its slot',
+    );
     await b.locks.release(fresh);
   } finally {
     await a.close();

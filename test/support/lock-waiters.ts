@@ -17,7 +17,12 @@ async function waitersBecome(observer: Dibs, key: string, expected: number): Pro
 }
 
 export async function assertWaitersSeenByOtherInstances(store: string, key = 'waited-for'): Promise<void> {
-  const [holder, a, b, observer] = await Promise.all([openDibs(store), openDibs(store), openDibs(store), openDibs(store)]);
+  const [holder, a, b, observer] = await Promise.all([
+    openDibs(store),
+    openDibs(store),
+    openDibs(store),
+    openDibs(store),
+  ]);
   try {
     const lease = await holder.locks.acquire(key, { ttlMs: 60_000 });
     await waitersBecome(observer, key, 0);
@@ -26,7 +31,10 @@ export async function assertWaitersSeenByOtherInstances(store: string, key = 'wa
     await waitersBecome(observer, key, 2);
     assert.equal((await observer.locks.inspect(key)).holders.length, 1, 'waiting is not holding');
     await holder.locks.release(lease);
-    const first = await Promise.race([waitingA.then((l) => ({ l, by: a, other: waitingB })), waitingB.then((l) => ({ l, by: b, other: waitingA }))]);
+    const first = await Promise.race([
+      waitingA.then((l) => ({ l, by: a, other: waitingB })),
+      waitingB.then((l) => ({ l, by: b, other: waitingA })),
+    ]);
     await waitersBecome(observer, key, 1);
     await first.by.locks.release(first.l);
     const second = await first.other;

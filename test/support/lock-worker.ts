@@ -12,7 +12,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDibs } from '../../src/index.js';
 
-interface Config { store: string; mode: 'exclusive' | 'fair' | 'count'; keys: string[]; rounds: number; holdMs: number; counter: string; ttlMs?: number; retryUnavailable?: boolean }
+interface Config {
+  store: string;
+  mode: 'exclusive' | 'fair' | 'count';
+  keys: string[];
+  rounds: number;
+  holdMs: number;
+  counter: string;
+  ttlMs?: number;
+  retryUnavailable?: boolean;
+}
 const config = JSON.parse(process.argv[2]!) as Config;
 /**
  * Section times in ms on CLOCK_MONOTONIC, one clock for every process of the machine. Not
@@ -27,7 +36,8 @@ async function open() {
     try {
       return await openDibs(config.store);
     } catch (error) {
-      if (!config.retryUnavailable || (error as { code?: string }).code !== 'unavailable' || attempt >= 100) throw error;
+      if (!config.retryUnavailable || (error as { code?: string }).code !== 'unavailable' || attempt >= 100)
+        throw error;
       await sleep(100);
     }
   }
@@ -37,12 +47,18 @@ try {
   if (config.mode === 'fair') {
     const key = config.keys[0]!;
     for (let i = 0; i < config.rounds; i++) {
-      await dibs.locks.runExclusive(key, async (_signal, lease) => {
-        const start = now();
-        await sleep(config.holdMs);
-        const end = now();
-        process.stdout.write(`${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid, ticket: lease.ticket })}\n`);
-      }, { ttlMs: config.ttlMs ?? 60_000, waitMs: 200_000, fair: true });
+      await dibs.locks.runExclusive(
+        key,
+        async (_signal, lease) => {
+          const start = now();
+          await sleep(config.holdMs);
+          const end = now();
+          process.stdout.write(
+            `${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid, ticket: lease.ticket })}\n`,
+          );
+        },
+        { ttlMs: config.ttlMs ?? 60_000, waitMs: 200_000, fair: true },
+      );
     }
   } else if (config.mode === 'exclusive') {
     let unavailable = 0;
@@ -50,13 +66,17 @@ try {
     for (let i = 0; i < config.rounds; i++) {
       const key = config.keys[(i + process.pid) % config.keys.length]!;
       try {
-        await dibs.locks.runExclusive(key, async (signal, lease) => {
-          const start = now();
-          await sleep(config.holdMs);
-          const end = now();
-          if (signal.aborted) lost++;
-          else process.stdout.write(`${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid })}\n`);
-        }, { ttlMs: config.ttlMs ?? 30_000, waitMs: 60_000 });
+        await dibs.locks.runExclusive(
+          key,
+          async (signal, lease) => {
+            const start = now();
+            await sleep(config.holdMs);
+            const end = now();
+            if (signal.aborted) lost++;
+            else process.stdout.write(`${JSON.stringify({ key, start, end, fence: lease.fence, pid: process.pid })}\n`);
+          },
+          { ttlMs: config.ttlMs ?? 30_000, waitMs: 60_000 },
+        );
       } catch (error) {
         if (!config.retryUnavailable || (error as { code?: string }).code !== 'unavailable') throw error;
         unavailable++;

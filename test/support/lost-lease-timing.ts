@@ -25,7 +25,12 @@ import type { FaultProxy } from './fault-proxy.js';
 const TTL_MS = 2_000;
 const DELAY_MS = 1_200;
 
-interface Timeline { fnStart: number; holderEnd: number; aborted: boolean; granted: number }
+interface Timeline {
+  fnStart: number;
+  holderEnd: number;
+  aborted: boolean;
+  granted: number;
+}
 
 /** The holder's fn: holds until its signal fires or `holdMs` have passed; records when it stopped. */
 function holdUntilLost(holdMs: number, t: Partial<Timeline>, onStart: () => void = () => {}) {
@@ -34,7 +39,14 @@ function holdUntilLost(holdMs: number, t: Partial<Timeline>, onStart: () => void
     onStart();
     await new Promise<void>((resolve) => {
       const done = setTimeout(resolve, holdMs);
-      signal.addEventListener('abort', () => { clearTimeout(done); resolve(); }, { once: true });
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(done);
+          resolve();
+        },
+        { once: true },
+      );
     });
     t.aborted = signal.aborted;
     t.holderEnd = performance.now();
@@ -50,8 +62,14 @@ async function untilHeld(dibs: Dibs, key: string): Promise<void> {
 }
 
 function assertNoOverlap(t: Partial<Timeline>, what: string): void {
-  assert.ok(t.fnStart !== undefined && t.holderEnd !== undefined && t.granted !== undefined, `${what}: incomplete timeline ${JSON.stringify(t)}`);
-  assert.ok(t.granted >= t.holderEnd, `${what}: the next holder was granted the key ${(t.holderEnd - t.granted).toFixed(0)} ms before the first holder stopped (its signal ${t.aborted ? 'fired' : 'never fired'})`);
+  assert.ok(
+    t.fnStart !== undefined && t.holderEnd !== undefined && t.granted !== undefined,
+    `${what}: incomplete timeline ${JSON.stringify(t)}`,
+  );
+  assert.ok(
+    t.granted >= t.holderEnd,
+    `${what}: the next holder was granted the key ${(t.holderEnd - t.granted).toFixed(0)} ms before the first holder stopped (its signal ${t.aborted ? 'fired' : 'never fired'})`,
+  );
 }
 
 /**
@@ -69,7 +87,9 @@ function lockedUpAfterFirstGrant(dibs: Dibs): Locks {
           const grant = await target.tryAcquire(...args);
           if (grant && blockNext) {
             blockNext = false;
-            for (const until = performance.now() + DELAY_MS; performance.now() < until;) { /* the loop is blocked */ }
+            for (const until = performance.now() + DELAY_MS; performance.now() < until; ) {
+              /* the loop is blocked */
+            }
           }
           return grant;
         };
@@ -86,7 +106,13 @@ function lockedUpAfterFirstGrant(dibs: Dibs): Locks {
  * holder's blocked event loop — then the holder's link goes dark (black hole) so no renewal
  * arrives. `proxied` reaches the store through `proxy`, `direct` does not (the next holder).
  */
-export async function assertStalledReplyFiresSignalFirst(proxied: string, direct: string, proxy: FaultProxy, delay: 'wire' | 'event loop' = 'wire', key = 'stalled'): Promise<void> {
+export async function assertStalledReplyFiresSignalFirst(
+  proxied: string,
+  direct: string,
+  proxy: FaultProxy,
+  delay: 'wire' | 'event loop' = 'wire',
+  key = 'stalled',
+): Promise<void> {
   const holderDibs = await openDibs(proxied);
   const next = await openDibs(direct);
   const t: Partial<Timeline> = {};
@@ -95,13 +121,20 @@ export async function assertStalledReplyFiresSignalFirst(proxied: string, direct
     const holder = delay === 'wire' ? holderDibs.locks : lockedUpAfterFirstGrant(holderDibs);
     const start = performance.now();
     const held = delay === 'wire' ? proxy.holdReplies(DELAY_MS) : Promise.resolve();
-    const run = holder.runExclusive(key, holdUntilLost(60_000, t, () => proxy.blackhole(true)), { ttlMs: TTL_MS });
+    const run = holder.runExclusive(
+      key,
+      holdUntilLost(60_000, t, () => proxy.blackhole(true)),
+      { ttlMs: TTL_MS },
+    );
     await untilHeld(next, key); // the grant reached the store; its reply is held
     const lease = await next.locks.acquire(key, { ttlMs: 30_000, waitMs: 30_000 });
     t.granted = performance.now();
-    await Promise.race([run, sleep(30_000).then(() => assert.fail('the holder\'s signal never fired'))]);
+    await Promise.race([run, sleep(30_000).then(() => assert.fail("the holder's signal never fired"))]);
     await held;
-    assert.ok(t.fnStart! - start >= DELAY_MS * 0.9, `the acquire reply was not delayed (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`);
+    assert.ok(
+      t.fnStart! - start >= DELAY_MS * 0.9,
+      `the acquire reply was not delayed (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`,
+    );
     assert.equal(t.aborted, true, 'the lease was lost: the signal must have fired');
     assertNoOverlap(t, `reply delayed (${delay}), renewals black-holed`);
     await next.locks.release(lease);
@@ -130,7 +163,10 @@ export async function assertBlockedLoopFiresSignalFirst(store: string, key = 'bl
     const lease = await next.locks.acquire(key, { ttlMs: 30_000, waitMs: 30_000 });
     t.granted = performance.now();
     await run;
-    assert.ok(t.fnStart! - start >= DELAY_MS * 0.9, `the loop was not blocked (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`);
+    assert.ok(
+      t.fnStart! - start >= DELAY_MS * 0.9,
+      `the loop was not blocked (fn started after ${(t.fnStart! - start).toFixed(0)} ms)`,
+    );
     assertNoOverlap(t, 'blocked event loop');
     await next.locks.release(lease);
   } finally {

@@ -14,14 +14,23 @@ const HOLDER = new URL('./lease-holder.ts', import.meta.url).pathname;
 
 export async function assertLostLeaseIsFenced(store: string, key = 'job', ttlMs = 1000): Promise<void> {
   const dibs = await openDibs(store);
-  const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, store, key, String(ttlMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, store, key, String(ttlMs)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
   try {
     const lines: string[] = [];
     let wake: () => void = () => {};
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { lines.push(...d.split('\n').filter(Boolean)); wake(); });
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      lines.push(...d.split('\n').filter(Boolean));
+      wake();
+    });
     const waitFor = async (prefix: string) => {
-      for (let i = 0; i < 600 && !lines.some((l) => l.startsWith(prefix)); i++) await new Promise<void>((r) => { wake = r; setTimeout(r, 100); });
+      for (let i = 0; i < 600 && !lines.some((l) => l.startsWith(prefix)); i++)
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 100);
+        });
       const line = lines.find((l) => l.startsWith(prefix));
       assert.ok(line, `child never printed '${prefix}'`);
       return Number(line.split(' ')[1]);
@@ -42,7 +51,10 @@ export async function assertLostLeaseIsFenced(store: string, key = 'job', ttlMs 
     assert.equal(code, 0);
   } finally {
     clearTimeout(kill);
-    if (child.exitCode === null) { child.kill('SIGCONT'); child.kill('SIGKILL'); }
+    if (child.exitCode === null) {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+    }
     await dibs.close();
   }
 }

@@ -17,7 +17,12 @@ import { freePort } from './redis.js';
 const FORWARD = fileURLToPath(new URL('./netns-forward.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-export interface HostCluster { url: string; ports: number[]; nodes: HostRedis[]; stop(): Promise<void> }
+export interface HostCluster {
+  url: string;
+  ports: number[];
+  nodes: HostRedis[];
+  stop(): Promise<void>;
+}
 
 export async function startClusterOn(store: Host, links: Link[]): Promise<HostCluster> {
   const ports: number[] = [];
@@ -35,18 +40,35 @@ export async function startClusterOn(store: Host, links: Link[]): Promise<HostCl
   };
   try {
     for (const port of ports) {
-      nodes.push(await startRedisOn(store, ['--port', String(port), '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1', '--cluster-node-timeout', '5000']));
+      nodes.push(
+        await startRedisOn(store, [
+          '--port',
+          String(port),
+          '--cluster-enabled',
+          'yes',
+          '--cluster-announce-ip',
+          '127.0.0.1',
+          '--cluster-node-timeout',
+          '5000',
+        ]),
+      );
     }
-    const inStore = (...args: string[]) => spawnSync('ip', ['netns', 'exec', store.name, 'redis-cli', ...args], { encoding: 'utf8', timeout: 30_000 });
+    const inStore = (...args: string[]) =>
+      spawnSync('ip', ['netns', 'exec', store.name, 'redis-cli', ...args], { encoding: 'utf8', timeout: 30_000 });
     const created = inStore('--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-yes');
-    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}\n${created.stderr}`);
+    if (created.status !== 0)
+      throw new Error(`redis-cli --cluster create failed: ${created.stdout}\n${created.stderr}`);
     for (const deadline = Date.now() + 20_000; ; await sleep(100)) {
       if (ports.every((p) => inStore('-p', String(p), 'cluster', 'info').stdout.includes('cluster_state:ok'))) break;
       if (Date.now() > deadline) throw new Error('the cluster on the store host did not reach cluster_state:ok');
     }
     for (const [i, node] of nodes.entries()) relays.push(await unixRelay(node.socket, ports[i]));
     for (const link of links) {
-      const child = link.b.spawn(process.execPath, ['--import', 'tsx', FORWARD, JSON.stringify({ host: link.addressA, ports })], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = link.b.spawn(
+        process.execPath,
+        ['--import', 'tsx', FORWARD, JSON.stringify({ host: link.addressA, ports })],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       forwarders.push(child);
       await new Promise<void>((resolve, reject) => {
         let err = '';

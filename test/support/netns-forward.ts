@@ -14,7 +14,10 @@ let open = 0;
 for (const port of ports) {
   const server = net.createServer((client) => {
     const upstream = net.connect(port, host);
-    const close = () => { client.destroy(); upstream.destroy(); };
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
     client.on('error', close).on('close', close);
     upstream.on('error', close).on('close', close);
     client.pipe(upstream).pipe(client);

@@ -10,7 +10,14 @@
  */
 import net from 'node:net';
 
-interface RelayConfig { listen: number; target: number; delayMs: number; jitterMs: number; stallP: number; stallMs: number }
+interface RelayConfig {
+  listen: number;
+  target: number;
+  delayMs: number;
+  jitterMs: number;
+  stallP: number;
+  stallMs: number;
+}
 const config = JSON.parse(process.argv[2]!) as RelayConfig;
 const stats = { connections: 0, chunks: 0, stalls: 0 };
 
@@ -54,7 +61,14 @@ const server = net.createServer((client) => {
   stats.connections++;
   const upstream = net.connect(config.target, '127.0.0.1');
   // let what is still delayed arrive before the other side is closed too
-  const close = () => setTimeout(() => { client.destroy(); upstream.destroy(); }, config.delayMs + config.jitterMs + config.stallMs);
+  const close = () =>
+    setTimeout(
+      () => {
+        client.destroy();
+        upstream.destroy();
+      },
+      config.delayMs + config.jitterMs + config.stallMs,
+    );
   client.on('error', close).on('close', close);
   upstream.on('error', close).on('close', close);
   pipeSlowly(client, upstream);

@@ -31,7 +31,9 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30
 }
 
 function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+  return new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
 }
 
 export interface HostPostgres {
@@ -52,14 +54,60 @@ export async function startPostgresOn(host: Host, extra: string[] = []): Promise
   const { uid, gid } = postgresUser();
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
-  const init = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'], { encoding: 'utf8', timeout: 60_000 });
+  const init = spawnSync(
+    'setpriv',
+    [
+      `--reuid=${uid}`,
+      `--regid=${gid}`,
+      '--clear-groups',
+      `${PG_BIN}/initdb`,
+      '-D',
+      join(dir, 'data'),
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '--no-sync',
+      '-E',
+      'UTF8',
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
   // The links' private range only exists inside the namespaces.
   appendFileSync(join(dir, 'data', 'pg_hba.conf'), 'host all all 10.213.0.0/16 trust\n');
   const port = 5432;
-  const child = host.spawn('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', `${PG_BIN}/postgres`, '-D', join(dir, 'data'), '-p', String(port),
-    '-c', "listen_addresses=*", '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-    '-c', 'max_connections=60', '-c', 'shared_buffers=16MB', '-c', 'log_min_messages=fatal', ...extra], { stdio: 'ignore' });
+  const child = host.spawn(
+    'setpriv',
+    [
+      `--reuid=${uid}`,
+      `--regid=${gid}`,
+      '--clear-groups',
+      `${PG_BIN}/postgres`,
+      '-D',
+      join(dir, 'data'),
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=*',
+      '-c',
+      `unix_socket_directories=${dir}`,
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=60',
+      '-c',
+      'shared_buffers=16MB',
+      '-c',
+      'log_min_messages=fatal',
+      ...extra,
+    ],
+    { stdio: 'ignore' },
+  );
   const localUrl = `postgres://postgres@localhost:${port}/postgres?host=${encodeURIComponent(dir)}`;
   const admin = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
     const client = new pg.Client({ host: dir, port, user: 'postgres', database: 'postgres' });
@@ -110,8 +158,30 @@ export async function startRedisOn(host: Host, extra: string[] = [], wrapper: st
   const dir = mkdtempSync(join(tmpdir(), 'dibs-netns-redis-'));
   const socket = join(dir, 'redis.sock');
   const port = 6379;
-  const argv = ['redis-server', '--port', String(port), '--bind', '0.0.0.0', '--protected-mode', 'no', '--unixsocket', socket, '--unixsocketperm', '700',
-    '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', join(dir, 'redis.log'), ...extra];
+  const argv = [
+    'redis-server',
+    '--port',
+    String(port),
+    '--bind',
+    '0.0.0.0',
+    '--protected-mode',
+    'no',
+    '--unixsocket',
+    socket,
+    '--unixsocketperm',
+    '700',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--logfile',
+    join(dir, 'redis.log'),
+    ...extra,
+  ];
   const all = [...wrapper, ...argv];
   const child = host.spawn(all[0]!, all.slice(1), { stdio: 'ignore' });
   const client = () => {
@@ -158,7 +228,12 @@ export async function unixRelay(socketPath: string, listenPort = 0): Promise<{ p
   const server = createServer((inbound) => {
     const outbound = connect(socketPath);
     open.add(inbound).add(outbound);
-    const end = () => { inbound.destroy(); outbound.destroy(); open.delete(inbound); open.delete(outbound); };
+    const end = () => {
+      inbound.destroy();
+      outbound.destroy();
+      open.delete(inbound);
+      open.delete(outbound);
+    };
     inbound.on('error', end).on('close', end);
     outbound.on('error', end).on('close', end);
     inbound.pipe(outbound).pipe(inbound);
@@ -166,9 +241,10 @@ export async function unixRelay(socketPath: string, listenPort = 0): Promise<{ p
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(listenPort, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
-    close: () => new Promise<void>((resolve) => {
-      for (const s of open) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of open) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -8,7 +8,14 @@ import { after, before } from 'node:test';
 import { Network, type Host, type Link } from './netns.js';
 import { startPostgresOn, startRedisOn, type HostPostgres, type HostRedis } from './netns-stores.js';
 
-export interface HostileNetwork { net: Network; store: Host; hosts: Host[]; links: Link[]; pg: HostPostgres; redis: HostRedis }
+export interface HostileNetwork {
+  net: Network;
+  store: Host;
+  hosts: Host[];
+  links: Link[];
+  pg: HostPostgres;
+  redis: HostRedis;
+}
 
 export function hostileNetworkForSuite(): () => HostileNetwork {
   let env: Partial<HostileNetwork> = {};

@@ -21,7 +21,8 @@ const PATTERN = /^dibsh(\d+)-/;
 
 function run(args: string[], allowFail = false): string {
   const result = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8', timeout: 20_000 });
-  if (!allowFail && result.status !== 0) throw new Error(`${args.join(' ')} failed (${result.status}): ${result.stderr}`);
+  if (!allowFail && result.status !== 0)
+    throw new Error(`${args.join(' ')} failed (${result.status}): ${result.stderr}`);
   return result.stdout;
 }
 
@@ -37,7 +38,8 @@ export function netnsUnavailable(): string | null {
     if (made.status !== 0) why = `cannot create a network namespace: ${made.stderr.trim()}`;
     else spawnSync('ip', ['netns', 'del', probe]);
   }
-  if (why && process.env.CI === 'true') throw new Error(`hostile-network tests need root, iproute2 and nftables (CI=true): ${why}`);
+  if (why && process.env.CI === 'true')
+    throw new Error(`hostile-network tests need root, iproute2 and nftables (CI=true): ${why}`);
   if (why) process.stderr.write(`\n*** SKIPPING hostile-network tests: ${why}\n\n`);
   return why;
 }
@@ -70,7 +72,12 @@ export interface Host {
   prefix: string[];
 }
 
-export interface Link { a: Host; b: Host; addressA: string; addressB: string }
+export interface Link {
+  a: Host;
+  b: Host;
+  addressA: string;
+  addressB: string;
+}
 
 export class Network {
   readonly hosts = new Map<string, Host>();
@@ -133,21 +140,31 @@ export class Network {
     this.heal(link);
     const table = `dibsfault${this.links.indexOf(link) + 1}`;
     const rules: string[] = [];
-    if (direction === 'to-store' || direction === 'both') rules.push(`add rule inet ${table} input ip saddr ${link.addressB} drop`);
-    if (direction === 'from-store' || direction === 'both') rules.push(`add rule inet ${table} output ip daddr ${link.addressB} drop`);
-    if (direction === 'reject') rules.push(`add rule inet ${table} input ip saddr ${link.addressB} meta l4proto tcp reject with tcp reset`);
+    if (direction === 'to-store' || direction === 'both')
+      rules.push(`add rule inet ${table} input ip saddr ${link.addressB} drop`);
+    if (direction === 'from-store' || direction === 'both')
+      rules.push(`add rule inet ${table} output ip daddr ${link.addressB} drop`);
+    if (direction === 'reject')
+      rules.push(`add rule inet ${table} input ip saddr ${link.addressB} meta l4proto tcp reject with tcp reset`);
     const script = [
       `add table inet ${table}`,
       `add chain inet ${table} input { type filter hook input priority 0 ; policy accept ; }`,
       `add chain inet ${table} output { type filter hook output priority 0 ; policy accept ; }`,
       ...rules,
     ].join('\n');
-    const result = spawnSync('ip', ['netns', 'exec', link.a.name, 'nft', '-f', '-'], { input: script, encoding: 'utf8' });
+    const result = spawnSync('ip', ['netns', 'exec', link.a.name, 'nft', '-f', '-'], {
+      input: script,
+      encoding: 'utf8',
+    });
     if (result.status !== 0) throw new Error(`nft failed: ${result.stderr}`);
   }
 
   heal(link: Link): void {
-    spawnSync('ip', ['netns', 'exec', link.a.name, 'nft', 'delete', 'table', 'inet', `dibsfault${this.links.indexOf(link) + 1}`], { encoding: 'utf8' });
+    spawnSync(
+      'ip',
+      ['netns', 'exec', link.a.name, 'nft', 'delete', 'table', 'inet', `dibsfault${this.links.indexOf(link) + 1}`],
+      { encoding: 'utf8' },
+    );
   }
 
   private teardownSync(): void {
@@ -158,7 +175,12 @@ export class Network {
 
   /** Kills what was started in the hosts and deletes the namespaces (their veths and rules go with them). */
   async teardown(): Promise<void> {
-    const exits = [...this.children].map((c) => new Promise((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve(null) : c.once('exit', resolve))));
+    const exits = [...this.children].map(
+      (c) =>
+        new Promise((resolve) =>
+          c.exitCode !== null || c.signalCode !== null ? resolve(null) : c.once('exit', resolve),
+        ),
+    );
     for (const child of this.children) child.kill('SIGKILL');
     await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 5000))]);
     this.teardownSync();

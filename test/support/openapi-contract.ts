@@ -13,11 +13,14 @@ interface Operation {
 }
 
 // ajv-formats is CommonJS: under ESM its function may sit on `default`.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => void;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => void;
 
 export class OpenApiContract {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: false });
-  private readonly routes: { method: string; path: string; pattern: RegExp; params: number; operation: Operation }[] = [];
+  private readonly routes: { method: string; path: string; pattern: RegExp; params: number; operation: Operation }[] =
+    [];
   private readonly validators = new Map<string, ValidateFunction>();
   /** (operation, status) pairs seen, to show what a run covered. */
   readonly seen = new Set<string>();
@@ -29,7 +32,8 @@ export class OpenApiContract {
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
       const pattern = new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`);
       const params = (path.match(/\{/g) ?? []).length;
-      for (const [method, operation] of Object.entries(methods)) this.routes.push({ method: method.toUpperCase(), path, pattern, params, operation });
+      for (const [method, operation] of Object.entries(methods))
+        this.routes.push({ method: method.toUpperCase(), path, pattern, params, operation });
     }
     // A static segment wins over a parameter, as in the router.
     this.routes.sort((a, b) => a.params - b.params);
@@ -47,11 +51,15 @@ export class OpenApiContract {
     const what = `${method} ${route.path} → ${status}`;
     this.seen.add(`${method} ${route.path} ${status}`);
     let response = route.operation.responses[String(status)];
-    if (!response) return [`${what}: status not documented (documented: ${Object.keys(route.operation.responses).join(', ')}); body ${body.slice(0, 200)}`];
+    if (!response)
+      return [
+        `${what}: status not documented (documented: ${Object.keys(route.operation.responses).join(', ')}); body ${body.slice(0, 200)}`,
+      ];
     if (response.$ref) response = this.resolve(response.$ref) as typeof response;
     const media = response.content?.['application/json'];
     if (!media?.schema) return [];
-    if (!contentType?.startsWith('application/json')) return [`${what}: documented as JSON, answered ${contentType ?? 'no content type'}`];
+    if (!contentType?.startsWith('application/json'))
+      return [`${what}: documented as JSON, answered ${contentType ?? 'no content type'}`];
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
@@ -62,11 +70,16 @@ export class OpenApiContract {
     let validate = this.validators.get(key);
     if (!validate) this.validators.set(key, (validate = this.ajv.compile(this.rebase(media.schema))));
     if (validate(parsed)) return [];
-    return [`${what}: body does not match the documented schema: ${this.ajv.errorsText(validate.errors)}; body ${body.slice(0, 300)}`];
+    return [
+      `${what}: body does not match the documented schema: ${this.ajv.errorsText(validate.errors)}; body ${body.slice(0, 300)}`,
+    ];
   }
 
   private resolve(ref: string): unknown {
-    return ref.replace(/^#\//, '').split('/').reduce<unknown>((node, part) => (node as Json)[part], this.doc);
+    return ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((node, part) => (node as Json)[part], this.doc);
   }
 
   /** Local refs of an inline schema point into the registered document. */

@@ -25,7 +25,9 @@ const TOTAL = OPEN + OPENING + EXPIRED + LATER;
 const WAVE = 600; // claimants per wave: together more than CLAIMABLE
 
 export function parkedStormSuite(label: string, temp: { readonly dibs: Dibs; readonly store: string }): void {
-  describe(`${label}: claims from 4 processes while most free codes are outside their window or held`, { timeout: 180_000 }, () => {
+  describe(`${label}: claims from 4 processes while most free codes are outside their window or held`, {
+    timeout: 180_000,
+  }, () => {
     it(`the ${CLAIMABLE} claimable codes are handed out exactly once, the others never; counts and audit clean`, async () => {
       const { dibs, store } = temp;
       const pool = 'parked';
@@ -41,23 +43,51 @@ export function parkedStormSuite(label: string, temp: { readonly dibs: Dibs; rea
         ...code('LATER', LATER).map((c) => ({ code: c, startsAt: later })),
       ]);
       for (let i = 0; i < SHORT_HOLDS; i++) await dibs.pools.hold(pool, `OPEN-${i}`, `checkout-${i}`, 2500);
-      for (let i = SHORT_HOLDS; i < SHORT_HOLDS + LONG_HOLDS; i++) await dibs.pools.hold(pool, `OPEN-${i}`, `checkout-${i}`, 3_600_000);
+      for (let i = SHORT_HOLDS; i < SHORT_HOLDS + LONG_HOLDS; i++)
+        await dibs.pools.hold(pool, `OPEN-${i}`, `checkout-${i}`, 3_600_000);
 
-      const storm = (claimantPrefix: string) => runClaimStorm({ store, pool, processes: 4, claimants: WAVE, claimantPrefix, repeatRatio: 0.1, retryRatio: 0.1 });
+      const storm = (claimantPrefix: string) =>
+        runClaimStorm({
+          store,
+          pool,
+          processes: 4,
+          claimants: WAVE,
+          claimantPrefix,
+          repeatRatio: 0.1,
+          retryRatio: 0.1,
+        });
       const early = await storm('early');
       for (let i = 0; i < 200 && (await storeTime()) <= due; i++) await sleep(50); // waits on the store's clock, not a fixed time
       const late = await storm('late');
 
-      const never = new Set([...code('EXPIRED', EXPIRED), ...code('LATER', LATER), ...code('OPEN', SHORT_HOLDS + LONG_HOLDS).slice(SHORT_HOLDS)]);
+      const never = new Set([
+        ...code('EXPIRED', EXPIRED),
+        ...code('LATER', LATER),
+        ...code('OPEN', SHORT_HOLDS + LONG_HOLDS).slice(SHORT_HOLDS),
+      ]);
       const given = [...early, ...late].filter((o) => o.status === 'claimed').map((o) => o.code!);
-      assert.deepEqual(given.filter((c) => never.has(c)), [], 'no code outside its window or on a live hold was handed out');
-      assert.deepEqual(await dibs.pools.stats(pool), { total: TOTAL, free: TOTAL - CLAIMABLE, claimed: CLAIMABLE, redeemed: 0, revoked: 0 });
+      assert.deepEqual(
+        given.filter((c) => never.has(c)),
+        [],
+        'no code outside its window or on a live hold was handed out',
+      );
+      assert.deepEqual(await dibs.pools.stats(pool), {
+        total: TOTAL,
+        free: TOTAL - CLAIMABLE,
+        claimed: CLAIMABLE,
+        redeemed: 0,
+        revoked: 0,
+      });
       const lowStock = (await dibs.pools.events({ pool })).filter((e) => e.type === 'pool.low_stock');
       assert.equal(lowStock.length, 1, 'one low-stock event for one crossing (closed codes count as free)');
       // The verifier counts every free code as supply; the never-claimable ones are revoked first
       // (all still free: checked above through the counts), so supply is exactly what was claimable.
       for (const c of never) await dibs.pools.revoke(pool, c);
-      const { violations, summary } = await verifyPool(dibs, pool, [...early, ...late], { codes: CLAIMABLE, total: TOTAL, perClaimantLimit: 1 });
+      const { violations, summary } = await verifyPool(dibs, pool, [...early, ...late], {
+        codes: CLAIMABLE,
+        total: TOTAL,
+        perClaimantLimit: 1,
+      });
       assert.deepEqual(violations, [], violations.map((v) => v.message).join('\n'));
       assert.equal(summary.codesGiven, CLAIMABLE);
     });

@@ -8,7 +8,16 @@
  * Missing binaries: a failure under CI (`CI=true`), a loud skip elsewhere.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  appendFileSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -22,14 +31,17 @@ const USER = 'dibs';
 export function pgBinDir(): string | null {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return null;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'pg_basebackup')) && existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'pg_basebackup')) && existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? join(root, versions[0], 'bin') : null;
 }
 
 /** For `describe(..., { skip })`: false when the binaries are there; throws under CI when not. */
 export function requirePgBinaries(): string | false {
   if (pgBinDir()) return false;
-  const why = 'PostgreSQL server binaries (initdb, pg_basebackup, postgres under /usr/lib/postgresql/<v>/bin) are not installed: apt-get install postgresql';
+  const why =
+    'PostgreSQL server binaries (initdb, pg_basebackup, postgres under /usr/lib/postgresql/<v>/bin) are not installed: apt-get install postgresql';
   if (process.env.CI === 'true') throw new Error(why);
   process.stderr.write(`\n*** SKIPPING failover tests: ${why}\n\n`);
   return why;
@@ -38,7 +50,9 @@ export function requirePgBinaries(): string | false {
 /** initdb refuses to run as root: as root the servers run as the `postgres` user. */
 function owner(): { uid: number; gid: number } | undefined {
   if (userInfo().uid !== 0) return undefined;
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   if (!line) throw new Error('running as root and there is no postgres user to run PostgreSQL as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
@@ -54,7 +68,10 @@ async function freePort(): Promise<number> {
 
 function run(bin: string, args: string[], ids: { uid: number; gid: number } | undefined): void {
   const result = spawnSync(join(pgBinDir()!, bin), args, { ...ids, encoding: 'utf8', timeout: 60_000 });
-  if (result.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}${result.error ?? ''}`);
+  if (result.status !== 0)
+    throw new Error(
+      `${bin} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}${result.error ?? ''}`,
+    );
 }
 
 export interface PgServer {
@@ -90,10 +107,21 @@ function killGroup(child: ChildProcess): void {
   live.delete(child);
 }
 
-async function startServer(dir: string, port: number, root: string, ids: { uid: number; gid: number } | undefined, env?: NodeJS.ProcessEnv): Promise<PgServer> {
+async function startServer(
+  dir: string,
+  port: number,
+  root: string,
+  ids: { uid: number; gid: number } | undefined,
+  env?: NodeJS.ProcessEnv,
+): Promise<PgServer> {
   const log = openSync(join(root, `${port}.log`), 'a');
   if (ids) chownSync(join(root, `${port}.log`), ids.uid, ids.gid);
-  const child = spawn(join(pgBinDir()!, 'postgres'), ['-D', dir, '-p', String(port)], { ...ids, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', log, log] });
+  const child = spawn(join(pgBinDir()!, 'postgres'), ['-D', dir, '-p', String(port)], {
+    ...ids,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
   live.add(child);
   const server: PgServer = {
     port,
@@ -113,7 +141,10 @@ async function startServer(dir: string, port: number, root: string, ids: { uid: 
     alive: () => child.exitCode === null && child.signalCode === null,
   };
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`postgres on port ${port} exited (${child.exitCode}): ${readFileSync(join(root, `${port}.log`), 'utf8')}`);
+    if (child.exitCode !== null)
+      throw new Error(
+        `postgres on port ${port} exited (${child.exitCode}): ${readFileSync(join(root, `${port}.log`), 'utf8')}`,
+      );
     try {
       await server.query('SELECT 1');
       return server;
@@ -142,7 +173,11 @@ export interface ReplicatedPair {
  * `sync`: the primary waits for the standby's flush before acknowledging a commit
  * (synchronous_standby_names = 'FIRST 1 (standby1)', synchronous_commit = on).
  */
-export async function startReplicatedPair(options: { sync: boolean; delayMs: number; env?: NodeJS.ProcessEnv }): Promise<ReplicatedPair> {
+export async function startReplicatedPair(options: {
+  sync: boolean;
+  delayMs: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<ReplicatedPair> {
   cleanupOnExit();
   const ids = owner();
   const root = mkdtempSync(join(tmpdir(), 'dibs-pg-failover-'));
@@ -163,33 +198,45 @@ export async function startReplicatedPair(options: { sync: boolean; delayMs: num
     run('initdb', ['-D', primaryDir, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
     // fsync=off cannot hide a loss here: the loss comes from WAL the standby never received (the
     // killed primary's files are never read again), not from an unflushed disk.
-    appendFileSync(join(primaryDir, 'postgresql.conf'), [
-      `listen_addresses = '127.0.0.1'`,
-      `unix_socket_directories = '${root}'`,
-      'shared_buffers = 16MB',
-      'max_connections = 100',
-      'fsync = off',
-      'full_page_writes = off',
-      'wal_level = replica',
-      'max_wal_senders = 4',
-      'hot_standby = on',
-      'wal_sender_timeout = 10s',
-      'wal_receiver_status_interval = 1s',
-      // the standby retries its lost link every 100 ms (default 5 s), which a promotion may wait out
-      'wal_retrieve_retry_interval = 100ms',
-      'log_min_messages = warning',
-      '',
-    ].join('\n'));
+    appendFileSync(
+      join(primaryDir, 'postgresql.conf'),
+      [
+        `listen_addresses = '127.0.0.1'`,
+        `unix_socket_directories = '${root}'`,
+        'shared_buffers = 16MB',
+        'max_connections = 100',
+        'fsync = off',
+        'full_page_writes = off',
+        'wal_level = replica',
+        'max_wal_senders = 4',
+        'hot_standby = on',
+        'wal_sender_timeout = 10s',
+        'wal_receiver_status_interval = 1s',
+        // the standby retries its lost link every 100 ms (default 5 s), which a promotion may wait out
+        'wal_retrieve_retry_interval = 100ms',
+        'log_min_messages = warning',
+        '',
+      ].join('\n'),
+    );
     const primary = await startServer(primaryDir, primaryPort, root, ids, options.env);
     servers.push(primary);
     relay = await startDelayRelay({ host: '127.0.0.1', port: primaryPort }, options.delayMs);
-    run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', USER, '-D', standbyDir, '-X', 'stream', '-R', '--no-sync'], ids);
+    run(
+      'pg_basebackup',
+      ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', USER, '-D', standbyDir, '-X', 'stream', '-R', '--no-sync'],
+      ids,
+    );
     // -R pointed the standby at the primary itself: the replication link goes through the relay
-    appendFileSync(join(standbyDir, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${relay.port} user=${USER} application_name=standby1'\n`);
+    appendFileSync(
+      join(standbyDir, 'postgresql.auto.conf'),
+      `primary_conninfo = 'host=127.0.0.1 port=${relay.port} user=${USER} application_name=standby1'\n`,
+    );
     const standby = await startServer(standbyDir, standbyPort, root, ids, options.env);
     servers.push(standby);
     for (let i = 0; ; i++) {
-      const rows = await primary.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'`);
+      const rows = await primary.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'`,
+      );
       if (rows[0]!.n === 1) break;
       if (i > 300) throw new Error('the standby did not start streaming in 30 s');
       await sleep(100);
@@ -200,7 +247,9 @@ export async function startReplicatedPair(options: { sync: boolean; delayMs: num
       await primary.query(`ALTER SYSTEM SET synchronous_commit = 'on'`);
       await primary.query('SELECT pg_reload_conf()');
       for (let i = 0; ; i++) {
-        const rows = await primary.query<{ state: string }>(`SELECT sync_state AS state FROM pg_stat_replication WHERE application_name = 'standby1'`);
+        const rows = await primary.query<{ state: string }>(
+          `SELECT sync_state AS state FROM pg_stat_replication WHERE application_name = 'standby1'`,
+        );
         if (rows[0]?.state === (sync ? 'sync' : 'async')) break;
         if (i > 100) throw new Error(`the standby is not ${sync ? 'sync' : 'async'} after 10 s`);
         await sleep(100);
@@ -244,7 +293,9 @@ export interface OwnedPgServer extends PgServer {
  * `waldir` puts its WAL outside the data directory (initdb -X), e.g. on a small disk, and
  * `walSegmentMb` sets the WAL segment size (initdb --wal-segsize).
  */
-export async function startPgServer(options: { waldir?: string; walSegmentMb?: number; conf?: string[] } = {}): Promise<OwnedPgServer> {
+export async function startPgServer(
+  options: { waldir?: string; walSegmentMb?: number; conf?: string[] } = {},
+): Promise<OwnedPgServer> {
   cleanupOnExit();
   const ids = owner();
   const root = mkdtempSync(join(tmpdir(), 'dibs-pg-'));
@@ -259,8 +310,35 @@ export async function startPgServer(options: { waldir?: string; walSegmentMb?: n
   };
   try {
     const port = await freePort();
-    run('initdb', ['-D', dir, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions', ...(options.waldir ? ['-X', options.waldir] : []), ...(options.walSegmentMb ? [`--wal-segsize=${options.walSegmentMb}`] : [])], ids);
-    appendFileSync(join(dir, 'postgresql.conf'), [`listen_addresses = '127.0.0.1'`, `unix_socket_directories = '${root}'`, 'shared_buffers = 16MB', 'max_connections = 100', 'log_min_messages = warning', ...(options.conf ?? []), ''].join('\n'));
+    run(
+      'initdb',
+      [
+        '-D',
+        dir,
+        '-U',
+        USER,
+        '--auth=trust',
+        '-E',
+        'UTF8',
+        '--no-sync',
+        '--no-instructions',
+        ...(options.waldir ? ['-X', options.waldir] : []),
+        ...(options.walSegmentMb ? [`--wal-segsize=${options.walSegmentMb}`] : []),
+      ],
+      ids,
+    );
+    appendFileSync(
+      join(dir, 'postgresql.conf'),
+      [
+        `listen_addresses = '127.0.0.1'`,
+        `unix_socket_directories = '${root}'`,
+        'shared_buffers = 16MB',
+        'max_connections = 100',
+        'log_min_messages = warning',
+        ...(options.conf ?? []),
+        '',
+      ].join('\n'),
+    );
     server = await startServer(dir, port, root, ids);
     const owned: OwnedPgServer = {
       port,

@@ -12,7 +12,8 @@ import { sessionOptions } from '../../src/backends/postgres/connection.js';
 
 const url = new URL(process.argv[2]!);
 const options = parseOptions(url);
-if (process.argv[3] !== undefined && process.argv[3] !== '') options.idleInTransactionTimeoutMs = Number(process.argv[3]);
+if (process.argv[3] !== undefined && process.argv[3] !== '')
+  options.idleInTransactionTimeoutMs = Number(process.argv[3]);
 for (const name of DIBS_PARAMS) url.searchParams.delete(name);
 const client = new pg.Client({ connectionString: url.href, options: sessionOptions(options), keepAlive: true });
 client.on('error', () => undefined);

@@ -22,7 +22,8 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
-const BINARY = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => spawnSync('test', ['-x', p]).status === 0) ?? null;
+const BINARY =
+  ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => spawnSync('test', ['-x', p]).status === 0) ?? null;
 
 /** false when pgbouncer is available; otherwise why not (CI: throws). */
 export function requirePgBouncer(): string | false {
@@ -50,31 +51,45 @@ export async function startPgBouncer(options: { poolSize?: number; maxClients?: 
   chmodSync(dir, 0o777); // pgbouncer refuses to run as root: it runs as `nobody` (-u) and writes here
   const port = await freePort();
   writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`);
-  writeFileSync(join(dir, 'pgbouncer.ini'), [
-    '[databases]',
-    `${dbname} = host=${target.hostname} port=${target.port || 5432} dbname=${dbname}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    "unix_socket_dir =",
-    'auth_type = trust',
-    `auth_file = ${join(dir, 'users.txt')}`,
-    `admin_users = ${user}`,
-    'pool_mode = transaction',
-    `default_pool_size = ${options.poolSize ?? 20}`,
-    `max_client_conn = ${options.maxClients ?? 1000}`,
-    'server_reset_query =',
-    `logfile = ${join(dir, 'pgbouncer.log')}`,
-    'log_connections = 0',
-    'log_disconnections = 0',
-    '',
-  ].join('\n'));
-  const child: ChildProcess = spawn(BINARY, ['-u', 'nobody', join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `${dbname} = host=${target.hostname} port=${target.port || 5432} dbname=${dbname}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      `admin_users = ${user}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${options.poolSize ?? 20}`,
+      `max_client_conn = ${options.maxClients ?? 1000}`,
+      'server_reset_query =',
+      `logfile = ${join(dir, 'pgbouncer.log')}`,
+      'log_connections = 0',
+      'log_disconnections = 0',
+      '',
+    ].join('\n'),
+  );
+  const child: ChildProcess = spawn(BINARY, ['-u', 'nobody', join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   // If this test process dies without stopping it (killed, crashed), a watchdog ends the bouncer
   // within a second and removes its directory: nothing outlives the test.
-  spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${child.pid} 2>/dev/null; do sleep 1; done; kill ${child.pid} 2>/dev/null; sleep 1; rm -rf '${dir}'`], { stdio: 'ignore', detached: true }).unref();
+  spawn(
+    'sh',
+    [
+      '-c',
+      `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${child.pid} 2>/dev/null; do sleep 1; done; kill ${child.pid} 2>/dev/null; sleep 1; rm -rf '${dir}'`,
+    ],
+    { stdio: 'ignore', detached: true },
+  ).unref();
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = (params: Record<string, string> = {}) => {
     const u = new URL(TEST_PG);
@@ -129,7 +144,10 @@ export async function startPgBouncer(options: { poolSize?: number; maxClients?: 
 }
 
 /** A fresh schema opened through the bouncer (`pooler=transaction` plus `params`), dropped on cleanup. */
-export async function openTempPgThrough(bouncer: PgBouncer, params: Record<string, string> = {}): Promise<{ dibs: Dibs; store: string; schema: string; cleanup(): Promise<void> }> {
+export async function openTempPgThrough(
+  bouncer: PgBouncer,
+  params: Record<string, string> = {},
+): Promise<{ dibs: Dibs; store: string; schema: string; cleanup(): Promise<void> }> {
   const temp = tempPgStore();
   const store = bouncer.url({ schema: temp.schema, pooler: 'transaction', ...params });
   const dibs = await openDibs(store);

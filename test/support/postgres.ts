@@ -44,7 +44,11 @@ export async function requirePostgres(): Promise<string | false> {
 }
 
 /** A store URL in a fresh schema, with `drop()` removing the schema and everything in it. */
-export function tempPgStore(params: Record<string, string> = {}): { store: string; schema: string; drop(): Promise<void> } {
+export function tempPgStore(params: Record<string, string> = {}): {
+  store: string;
+  schema: string;
+  drop(): Promise<void>;
+} {
   const schema = uniqueId('t').toLowerCase();
   const url = new URL(TEST_PG);
   url.searchParams.set('schema', schema);
@@ -62,7 +66,9 @@ export async function dropSchema(schema: string): Promise<void> {
   }
 }
 
-export async function openTempPg(params: Record<string, string> = {}): Promise<{ dibs: Dibs; store: string; schema: string; cleanup(): Promise<void> }> {
+export async function openTempPg(
+  params: Record<string, string> = {},
+): Promise<{ dibs: Dibs; store: string; schema: string; cleanup(): Promise<void> }> {
   const temp = tempPgStore(params);
   const dibs = await openDibs(temp.store);
   return {
@@ -93,18 +99,28 @@ export async function adminQuery<R extends pg.QueryResultRow>(text: string, valu
  * `minConnections` of them are open (the workers are under way). Returns the work's result and how
  * many connections were terminated. Bounded in rounds and time.
  */
-export async function terminateConnectionsDuring<T>(app: string, work: Promise<T>, options: { rounds?: number; everyMs?: number; minConnections?: number } = {}): Promise<{ result: T; killed: number }> {
+export async function terminateConnectionsDuring<T>(
+  app: string,
+  work: Promise<T>,
+  options: { rounds?: number; everyMs?: number; minConnections?: number } = {},
+): Promise<{ result: T; killed: number }> {
   const { rounds = 40, everyMs = 50, minConnections = 4 } = options;
   let killed = 0;
   let stop = false;
   const killer = (async () => {
     for (let wait = 0; wait < 400 && !stop; wait++) {
-      const [row] = await adminQuery<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [app]);
+      const [row] = await adminQuery<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1',
+        [app],
+      );
       if (row!.n > minConnections) break;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     for (let round = 0; round < rounds && !stop; round++) {
-      const rows = await adminQuery<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [app]);
+      const rows = await adminQuery<{ ok: boolean }>(
+        'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()',
+        [app],
+      );
       killed += rows.filter((r) => r.ok).length;
       await new Promise((resolve) => setTimeout(resolve, everyMs));
     }
@@ -124,7 +140,17 @@ export async function terminateConnectionsDuring<T>(app: string, work: Promise<T
  * For a describe block: a fresh schema opened before its tests and dropped after them (the
  * PostgreSQL twin of sqliteForSuite). `env.store` (the URL) is valid at once, for worker processes.
  */
-export function pgForSuite(params: Record<string, string> = {}): { readonly dibs: Dibs; readonly store: string; readonly schema: string } {
+export function pgForSuite(params: Record<string, string> = {}): {
+  readonly dibs: Dibs;
+  readonly store: string;
+  readonly schema: string;
+} {
   const temp = tempPgStore(params);
-  return Object.assign(openForSuite(() => temp.store, () => temp.drop()), { schema: temp.schema });
+  return Object.assign(
+    openForSuite(
+      () => temp.store,
+      () => temp.drop(),
+    ),
+    { schema: temp.schema },
+  );
 }

@@ -24,7 +24,10 @@ export const LOOPBACK_TLS = {
  * An HTTP(S) receiver; `respond` decides each status (e.g. fail the first attempts).
  * With `tls: true` it serves HTTPS with LOOPBACK_TLS (trust it with `ca: LOOPBACK_TLS.cert`).
  */
-export async function httpReceiver(respond: (request: Received, index: number) => number = () => 200, options: { tls?: boolean } = {}) {
+export async function httpReceiver(
+  respond: (request: Received, index: number) => number = () => 200,
+  options: { tls?: boolean } = {},
+) {
   const received: Received[] = [];
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -62,12 +65,20 @@ export async function smtpReceiver() {
       let raw = '';
       stream.on('data', (c: Buffer) => (raw += c.toString('utf8')));
       stream.on('end', () => {
-        mails.push({ from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to: session.envelope.rcptTo.map((r) => r.address), raw });
+        mails.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw,
+        });
         callback();
       });
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://127.0.0.1:${port}`, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    mails,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

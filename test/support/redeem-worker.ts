@@ -24,10 +24,24 @@ await Promise.all(
       try {
         const direct = op.then === 'confirm';
         if (op.kind === 'reserve') await dibs.pools.hold(config.sale, op.customer, op.key!, 60_000);
-        const info = await dibs.pools.redeem(config.sale, op.customer, { orderId: op.key!, ...(direct ? { claimant: op.key! } : {}) });
-        outcome = { code: op.customer, orderId: op.key!, status: 'ok', storedOrder: info.orderId, holder: info.claimant };
+        const info = await dibs.pools.redeem(config.sale, op.customer, {
+          orderId: op.key!,
+          ...(direct ? { claimant: op.key! } : {}),
+        });
+        outcome = {
+          code: op.customer,
+          orderId: op.key!,
+          status: 'ok',
+          storedOrder: info.orderId,
+          holder: info.claimant,
+        };
       } catch (error) {
-        outcome = { code: op.customer, orderId: op.key!, status: 'error', error: isDibsError(error) ? error.code : String(error) };
+        outcome = {
+          code: op.customer,
+          orderId: op.key!,
+          status: 'error',
+          error: isDibsError(error) ? error.code : String(error),
+        };
       }
       appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
     }

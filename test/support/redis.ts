@@ -19,15 +19,25 @@ export const SHARED_REDIS = process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:63
 
 /** Whether the shared Redis answers; under CI a missing server is a failure, not a skip. */
 export async function sharedRedisAvailable(): Promise<boolean> {
-  const client = new Redis(SHARED_REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+  const client = new Redis(SHARED_REDIS, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
     await client.ping();
     return true;
   } catch {
-    if (process.env.CI) throw new Error(`Redis is not reachable at ${SHARED_REDIS} (CI=true): start it, e.g. redis-server --port 6379 --save '' --appendonly no`);
-    console.warn(`\n  ⚠ SKIPPING Redis tests: nothing answers at ${SHARED_REDIS}. Start redis-server on 127.0.0.1:6379 to run them.\n`);
+    if (process.env.CI)
+      throw new Error(
+        `Redis is not reachable at ${SHARED_REDIS} (CI=true): start it, e.g. redis-server --port 6379 --save '' --appendonly no`,
+      );
+    console.warn(
+      `\n  ⚠ SKIPPING Redis tests: nothing answers at ${SHARED_REDIS}. Start redis-server on 127.0.0.1:6379 to run them.\n`,
+    );
     return false;
   } finally {
     client.disconnect();
@@ -77,7 +87,10 @@ export type RedisSuiteStore = () => Promise<{ dibs: Dibs; cleanup: () => Promise
  * prefix, deleted afterwards) and to a 3-master Cluster this file starts and stops. `inCluster`
  * adds tests of its own inside the Cluster's describe (the Cluster's URL is known once it runs).
  */
-export async function onRedisStores(bind: (label: string, open: RedisSuiteStore) => void, inCluster?: (url: () => string) => void): Promise<void> {
+export async function onRedisStores(
+  bind: (label: string, open: RedisSuiteStore) => void,
+  inCluster?: (url: () => string) => void,
+): Promise<void> {
   const single = await sharedRedisAvailable();
   describe('redis single node', { skip: !single }, () => {
     bind('redis', async () => {
@@ -115,8 +128,12 @@ export async function freePort(): Promise<number> {
 
 export function redisServerInstalled(): boolean {
   const found = spawnSync('redis-server', ['--version']).status === 0;
-  if (!found && process.env.CI) throw new Error('redis-server is not installed (CI=true): .ci/run installs it (apt-get install redis-server)');
-  if (!found) console.warn('\n  ⚠ SKIPPING: redis-server is not installed; install it (apt-get install redis-server) to run these tests.\n');
+  if (!found && process.env.CI)
+    throw new Error('redis-server is not installed (CI=true): .ci/run installs it (apt-get install redis-server)');
+  if (!found)
+    console.warn(
+      '\n  ⚠ SKIPPING: redis-server is not installed; install it (apt-get install redis-server) to run these tests.\n',
+    );
   return found;
 }
 
@@ -135,7 +152,13 @@ export interface OwnedRedis {
 async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {}); // refused while the server starts: expected
     try {
       await client.connect();
@@ -151,10 +174,32 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
 
 /** A redis-server owned by the test, on a free loopback port, with the given extra arguments
  * (and extra environment variables, e.g. a preloaded clock shift). */
-export async function startRedis(extra: string[] = [], dir = mkdtempSync(join(tmpdir(), 'dibs-redis-')), env: Record<string, string> = {}): Promise<OwnedRedis> {
+export async function startRedis(
+  extra: string[] = [],
+  dir = mkdtempSync(join(tmpdir(), 'dibs-redis-')),
+  env: Record<string, string> = {},
+): Promise<OwnedRedis> {
   const port = await freePort();
   const launch = () => {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--logfile', join(dir, 'redis.log'), ...extra], { stdio: 'ignore', env: { ...process.env, ...env } });
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+        '--logfile',
+        join(dir, 'redis.log'),
+        ...extra,
+      ],
+      { stdio: 'ignore', env: { ...process.env, ...env } },
+    );
     return child;
   };
   const owned: OwnedRedis = {
@@ -205,7 +250,9 @@ export function clusterForSuite(args?: string[]): { url(): string; cluster(): Ow
 async function clusterOk(nodes: OwnedRedis[]): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const states = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout);
+    const states = nodes.map(
+      (n) => spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout,
+    );
     if (states.every((s) => s.includes('cluster_state:ok'))) return;
     if (Date.now() > deadline) throw new Error(`cluster did not reach cluster_state:ok:\n${states.join('\n')}`);
     await sleep(100);
@@ -225,21 +272,54 @@ export interface OwnedCluster {
 /** Three masters (each with `replicas` replicas, default none) on free loopback ports; `stop`
  * removes everything. `persistence` replaces the default `--appendonly no` (e.g. AOF with
  * appendfsync always for crash tests). */
-export async function startCluster(persistence: string[] = ['--appendonly', 'no'], options: { replicas?: number; nodeTimeoutMs?: number } = {}): Promise<OwnedCluster> {
+export async function startCluster(
+  persistence: string[] = ['--appendonly', 'no'],
+  options: { replicas?: number; nodeTimeoutMs?: number } = {},
+): Promise<OwnedCluster> {
   const nodes: OwnedRedis[] = [];
   const replicas = options.replicas ?? 0;
   try {
     for (let i = 0; i < 3 * (1 + replicas); i++) {
       const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
-      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), ...persistence], dir));
+      nodes.push(
+        await startRedis(
+          [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            join(dir, 'nodes.conf'),
+            '--cluster-node-timeout',
+            String(options.nodeTimeoutMs ?? 5000),
+            ...persistence,
+          ],
+          dir,
+        ),
+      );
     }
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const create = spawnSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     await clusterOk(nodes);
     // Replicas: until each is in sync with its master (a write with acks would time out before).
     for (const deadline = Date.now() + 30_000; replicas > 0; await sleep(100)) {
-      const roles = nodes.map((n) => spawnSync('redis-cli', ['-p', String(n.port), 'info', 'replication'], { encoding: 'utf8' }).stdout);
-      if (roles.filter((r) => r.includes('role:slave')).every((r) => r.includes('master_link_status:up')) && roles.filter((r) => r.includes(`connected_slaves:${replicas}`)).length === 3) break;
+      const roles = nodes.map(
+        (n) => spawnSync('redis-cli', ['-p', String(n.port), 'info', 'replication'], { encoding: 'utf8' }).stdout,
+      );
+      if (
+        roles.filter((r) => r.includes('role:slave')).every((r) => r.includes('master_link_status:up')) &&
+        roles.filter((r) => r.includes(`connected_slaves:${replicas}`)).length === 3
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`cluster replicas did not sync:\n${roles.join('\n')}`);
     }
   } catch (error) {
@@ -249,15 +329,21 @@ export async function startCluster(persistence: string[] = ['--appendonly', 'no'
   return {
     url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
     restartDead: async () => {
-      for (const node of nodes) if (node.process.exitCode !== null || node.process.signalCode !== null) await node.restart();
+      for (const node of nodes)
+        if (node.process.exitCode !== null || node.process.signalCode !== null) await node.restart();
       await clusterOk(nodes);
     },
     ownerOf: (key) => {
-      const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout.trim();
+      const cli = (port: number, ...args: string[]) =>
+        spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout.trim();
       const slot = Number(cli(nodes[0]!.port, 'cluster', 'keyslot', key));
       // Each master's own line of CLUSTER NODES ends with its slot ranges ("0-5460").
       const owns = (node: OwnedRedis) =>
-        (cli(node.port, 'cluster', 'nodes').split('\n').find((line) => line.includes('myself')) ?? '')
+        (
+          cli(node.port, 'cluster', 'nodes')
+            .split('\n')
+            .find((line) => line.includes('myself')) ?? ''
+        )
           .split(' ')
           .slice(8)
           .some((range) => {

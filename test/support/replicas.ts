@@ -26,7 +26,8 @@ const track = (node: OwnedRedis) => {
   return node;
 };
 
-const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() ?? '';
+const cli = (port: number, ...args: string[]) =>
+  spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() ?? '';
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -58,7 +59,9 @@ export interface SentinelSetup {
 }
 
 /** 1 master + `replicas` replicas (through relays delaying `delayMs` each way) + 3 sentinels. */
-export async function startSentinelSetup(options: { replicas?: number; delayMs?: number; masterArgs?: string[]; partitionable?: boolean } = {}): Promise<SentinelSetup> {
+export async function startSentinelSetup(
+  options: { replicas?: number; delayMs?: number; masterArgs?: string[]; partitionable?: boolean } = {},
+): Promise<SentinelSetup> {
   const dirs: string[] = [];
   const nodes: OwnedRedis[] = [];
   const links: FaultProxy[] = [];
@@ -77,13 +80,19 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
     for (let i = 0; i < (options.replicas ?? 2); i++) {
       const link = await startFaultProxy({ host: '127.0.0.1', port: master.port }, { delayMs: options.delayMs ?? 20 });
       links.push(link);
-      const replica = track(await startRedis(['--replicaof', '127.0.0.1', String(link.port), ...(options.masterArgs ?? [])]));
+      const replica = track(
+        await startRedis(['--replicaof', '127.0.0.1', String(link.port), ...(options.masterArgs ?? [])]),
+      );
       nodes.push(replica);
       replicas.push(replica);
     }
-    await until('replicas in sync', () => replicas.every((r) => cli(r.port, 'info', 'replication').includes('master_link_status:up')));
+    await until('replicas in sync', () =>
+      replicas.every((r) => cli(r.port, 'info', 'replication').includes('master_link_status:up')),
+    );
     // Partitionable: the sentinels (and so the clients they direct) know the master only through a relay.
-    const sentinelLink = options.partitionable ? await startFaultProxy({ host: '127.0.0.1', port: master.port }) : undefined;
+    const sentinelLink = options.partitionable
+      ? await startFaultProxy({ host: '127.0.0.1', port: master.port })
+      : undefined;
     if (sentinelLink) links.push(sentinelLink);
     const watchedPort = sentinelLink?.port ?? master.port;
     for (let i = 0; i < 3; i++) {
@@ -91,22 +100,36 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
       const dir = mkdtempSync(join(tmpdir(), 'dibs-sentinel-'));
       dirs.push(dir);
       const conf = join(dir, 'sentinel.conf');
-      writeFileSync(conf, [
-        `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
-        `sentinel monitor mymaster 127.0.0.1 ${watchedPort} 2`,
-        'sentinel down-after-milliseconds mymaster 1000',
-        'sentinel failover-timeout mymaster 10000',
-        'sentinel parallel-syncs mymaster 2',
-        '',
-      ].join('\n'));
-      const child = spawn('redis-server', [conf, '--sentinel', '--logfile', join(dir, 'sentinel.log')], { stdio: 'ignore' });
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor mymaster 127.0.0.1 ${watchedPort} 2`,
+          'sentinel down-after-milliseconds mymaster 1000',
+          'sentinel failover-timeout mymaster 10000',
+          'sentinel parallel-syncs mymaster 2',
+          '',
+        ].join('\n'),
+      );
+      const child = spawn('redis-server', [conf, '--sentinel', '--logfile', join(dir, 'sentinel.log')], {
+        stdio: 'ignore',
+      });
       owned.add(child);
       sentinels.push({ port, process: child });
     }
     await until('sentinels that know the replicas', () =>
-      sentinels.every((s) => (cli(s.port, 'sentinel', 'replicas', 'mymaster').match(/^name$/gm) ?? []).length === replicas.length && cli(s.port, 'sentinel', 'sentinels', 'mymaster').split('\n').filter((l) => l === 'name').length === 2),
+      sentinels.every(
+        (s) =>
+          (cli(s.port, 'sentinel', 'replicas', 'mymaster').match(/^name$/gm) ?? []).length === replicas.length &&
+          cli(s.port, 'sentinel', 'sentinels', 'mymaster')
+            .split('\n')
+            .filter((l) => l === 'name').length === 2,
+      ),
     );
-    const masterPort = () => Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
+    const masterPort = () =>
+      Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
     return {
       url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/mymaster/0`,
       master,
@@ -130,10 +153,16 @@ export async function startSentinelSetup(options: { replicas?: number; delayMs?:
         await master.kill();
       },
       async promoted() {
-        await until('a promoted master', () => {
-          const port = masterPort();
-          return port !== watchedPort && replicas.some((r) => r.port === port) && cli(port, 'role').startsWith('master');
-        }, 60_000);
+        await until(
+          'a promoted master',
+          () => {
+            const port = masterPort();
+            return (
+              port !== watchedPort && replicas.some((r) => r.port === port) && cli(port, 'role').startsWith('master')
+            );
+          },
+          60_000,
+        );
         return masterPort();
       },
       stop,

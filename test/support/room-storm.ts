@@ -30,10 +30,15 @@ export interface RoomOutcome {
 
 export function roomStormSuite(label: string, temp: { readonly dibs: Dibs; readonly store: string }): void {
   describe(`${label}: waiting room, 2,000 shoppers in 4 processes for 20 units`, () => {
-
     it('admits in ticket order, sells exactly the cap, refuses forgeries, audit clean', async () => {
       const { dibs, store } = temp;
-      const sale = await dibs.sales.create({ sku: 'ROOM', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap: CAP, perCustomerLimit: 1 });
+      const sale = await dibs.sales.create({
+        sku: 'ROOM',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: CAP,
+        perCustomerLimit: 1,
+      });
       await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 40, windowMs: 3000 });
       const ops: SaleOp[] = Array.from({ length: SHOPPERS }, (_, i) => ({
         customer: `s${i}`,
@@ -44,25 +49,54 @@ export function roomStormSuite(label: string, temp: { readonly dibs: Dibs; reado
         ...(i % 50 === 7 ? { key: 'forge' } : {}),
       }));
       const lanes = Array.from({ length: PROCESSES }, (_, p) => ops.filter((_, i) => i % PROCESSES === p));
-      const outcomes = await runSaleStorm<RoomOutcome>({ store, sale: sale.id, lanes, ttlMs: 1000, concurrency: SHOPPERS / PROCESSES, timeoutMs: 240_000, worker: WORKER });
+      const outcomes = await runSaleStorm<RoomOutcome>({
+        store,
+        sale: sale.id,
+        lanes,
+        ttlMs: 1000,
+        concurrency: SHOPPERS / PROCESSES,
+        timeoutMs: 240_000,
+        worker: WORKER,
+      });
 
       const joins = outcomes.filter((o) => o.step === 'join');
       assert.equal(joins.length, SHOPPERS, 'every shopper joined once');
       const numbers = joins.map((o) => o.number!).sort((a, b) => a - b);
-      assert.deepEqual(numbers, Array.from({ length: SHOPPERS }, (_, i) => i + 1), 'tickets 1..2000, one per shopper');
+      assert.deepEqual(
+        numbers,
+        Array.from({ length: SHOPPERS }, (_, i) => i + 1),
+        'tickets 1..2000, one per shopper',
+      );
 
       const forged = outcomes.filter((o) => o.step === 'forged');
       assert.equal(forged.length, SHOPPERS / 50);
-      assert.deepEqual(forged.filter((o) => o.status !== 'error' || o.error !== 'invalid_ticket'), [], 'every forged ticket refused as invalid_ticket');
+      assert.deepEqual(
+        forged.filter((o) => o.status !== 'error' || o.error !== 'invalid_ticket'),
+        [],
+        'every forged ticket refused as invalid_ticket',
+      );
 
       // Fairness: every ticket that was ever admitted precedes every ticket that never was.
       const admissions = outcomes.filter((o) => o.step === 'admission');
       assert.equal(admissions.length, SHOPPERS, 'every shopper learned its fate');
-      const admitted = admissions.filter((o) => o.ticketStatus === 'admitted' || o.ticketStatus === 'expired').map((o) => o.number!);
+      const admitted = admissions
+        .filter((o) => o.ticketStatus === 'admitted' || o.ticketStatus === 'expired')
+        .map((o) => o.number!);
       const turnedAway = admissions.filter((o) => o.ticketStatus === 'sold_out').map((o) => o.number!);
-      assert.equal(admitted.length + turnedAway.length, SHOPPERS, `no one left waiting: ${JSON.stringify(admissions.filter((o) => !['admitted', 'expired', 'sold_out'].includes(o.ticketStatus!)).slice(0, 3))}`);
-      assert.ok(Math.max(...admitted) < Math.min(...turnedAway), `nobody skipped the line: last admitted ${Math.max(...admitted)}, first turned away ${Math.min(...turnedAway)}`);
-      assert.deepEqual([...admitted].sort((a, b) => a - b), Array.from({ length: admitted.length }, (_, i) => i + 1), 'the admitted are exactly the first tickets');
+      assert.equal(
+        admitted.length + turnedAway.length,
+        SHOPPERS,
+        `no one left waiting: ${JSON.stringify(admissions.filter((o) => !['admitted', 'expired', 'sold_out'].includes(o.ticketStatus!)).slice(0, 3))}`,
+      );
+      assert.ok(
+        Math.max(...admitted) < Math.min(...turnedAway),
+        `nobody skipped the line: last admitted ${Math.max(...admitted)}, first turned away ${Math.min(...turnedAway)}`,
+      );
+      assert.deepEqual(
+        [...admitted].sort((a, b) => a - b),
+        Array.from({ length: admitted.length }, (_, i) => i + 1),
+        'the admitted are exactly the first tickets',
+      );
       assert.ok(admitted.length > CAP, 'abandoned holds handed their units to the next tickets');
 
       // Units: exactly the cap, one per customer, each to an admitted ticket.

@@ -51,7 +51,9 @@ async function shop(op: SaleOp): Promise<void> {
   if (ticket.status !== 'admitted') return;
   let holdId: string;
   try {
-    holdId = (await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, config.ttlMs))).hold.id;
+    holdId = (
+      await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, config.ttlMs))
+    ).hold.id;
     record({ ...base, step: 'reserve', status: 'ok', number: ticket.number, holdId });
   } catch (error) {
     record({ ...base, step: 'reserve', status: 'error', number: ticket.number, error: code(error) });

@@ -35,11 +35,23 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
 
   describe(`${label}: sale storms across ${processes} processes`, () => {
     it(`${buyers.toLocaleString('en')} buyers on the last 10 units: exactly 10 sold, the rest sold_out, nobody over the limit`, async () => {
-      const sale = await env.dibs.sales.create({ sku: 'LAST-10', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap: 10, perCustomerLimit: 1 });
+      const sale = await env.dibs.sales.create({
+        sku: 'LAST-10',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap: 10,
+        perCustomerLimit: 1,
+      });
       const ops: SaleOp[] = [];
       for (let i = 0; i < buyers; i++) {
         const keyed = i % 2 === 0;
-        const op: SaleOp = { customer: `buyer-${i}`, kind: 'buy', quantity: 1, thinkMs: 0, ...(keyed ? { key: `buyer-${i}/checkout` } : {}) };
+        const op: SaleOp = {
+          customer: `buyer-${i}`,
+          kind: 'buy',
+          quantity: 1,
+          thinkMs: 0,
+          ...(keyed ? { key: `buyer-${i}/checkout` } : {}),
+        };
         ops.push(op);
         if (i % 10 === 0) ops.push({ ...op }); // a retry (keyed) or a double click (unkeyed)
       }
@@ -51,7 +63,11 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
         if (o.status === 'error') errors[o.error!] = (errors[o.error!] ?? 0) + 1;
         else orders.set(o.orderId!, o.customer);
       }
-      assert.deepEqual(Object.keys(errors).filter((e) => e !== 'sold_out' && e !== 'limit_reached'), [], JSON.stringify(errors));
+      assert.deepEqual(
+        Object.keys(errors).filter((e) => e !== 'sold_out' && e !== 'limit_reached'),
+        [],
+        JSON.stringify(errors),
+      );
       assert.equal(orders.size, 10, 'exactly the cap was sold (retries replayed the same order)');
       assert.equal(new Set(orders.values()).size, 10, 'ten different customers');
       const final = await env.dibs.sales.get(sale.id);
@@ -62,11 +78,23 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
 
     it('holds racing confirmations, cancellations and expiries never exceed the cap (I3 sampled live)', async () => {
       const cap = 20;
-      const sale = await env.dibs.sales.create({ sku: 'HOLDS', startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 2 });
+      const sale = await env.dibs.sales.create({
+        sku: 'HOLDS',
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + HOUR).toISOString(),
+        cap,
+        perCustomerLimit: 2,
+      });
       const ops: SaleOp[] = [];
       const plans = ['confirm', 'cancel', 'abandon', 'confirm'] as const;
       for (let i = 0; i < flows; i++) {
-        ops.push({ customer: `c-${i % customers}`, kind: i % 7 === 0 ? 'buy' : 'reserve', quantity: 1 + (i % 2), then: plans[i % plans.length]!, thinkMs: i % 5 === 0 ? 1300 : 5 });
+        ops.push({
+          customer: `c-${i % customers}`,
+          kind: i % 7 === 0 ? 'buy' : 'reserve',
+          quantity: 1 + (i % 2),
+          then: plans[i % plans.length]!,
+          thinkMs: i % 5 === 0 ? 1300 : 5,
+        });
       }
       const samples: { sold: number; held: number }[] = [];
       const audits: unknown[][] = [];
@@ -85,7 +113,10 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
         during: async (done) => {
           const confirmLate = (async () => {
             await sleep(Math.max(0, reservedAt + 1300 - Date.now()));
-            lateConfirm = await env.dibs.sales.confirm(lateHold.id).then(() => 'confirmed', (error: { code?: string }) => String(error.code));
+            lateConfirm = await env.dibs.sales.confirm(lateHold.id).then(
+              () => 'confirmed',
+              (error: { code?: string }) => String(error.code),
+            );
           })();
           while (!done()) {
             const { stats } = await env.dibs.sales.get(sale.id);
@@ -103,14 +134,23 @@ export function saleStormSuite(label: string, env: StormEnv, options: SaleStormO
       assert.deepEqual(audits.flat(), [], 'every mid-run audit was clean');
       // A customer has one active hold per sale, so two of its flows can share a hold: one confirms
       // it and the other's cancel (or confirm after a cancel) is a `conflict`. Anything else is a bug.
-      const expected = (o: (typeof outcomes)[number]) => ['sold_out', 'limit_reached', 'hold_expired'].includes(o.error!) || (o.error === 'conflict' && o.step !== 'reserve' && o.step !== 'buy');
+      const expected = (o: (typeof outcomes)[number]) =>
+        ['sold_out', 'limit_reached', 'hold_expired'].includes(o.error!) ||
+        (o.error === 'conflict' && o.step !== 'reserve' && o.step !== 'buy');
       const unexpected = outcomes.filter((o) => o.status === 'error' && !expected(o));
       assert.deepEqual(unexpected, []);
       assert.equal(lateConfirm, 'hold_expired', 'a confirmation after the expiry is refused, storm or not');
-      assert.ok(outcomes.some((o) => o.step === 'confirm' && o.status === 'ok'), 'some confirmations made it');
+      assert.ok(
+        outcomes.some((o) => o.step === 'confirm' && o.status === 'ok'),
+        'some confirmations made it',
+      );
       // Every acknowledged order is counted, and nothing else is. Counted once per order: two flows
       // sharing a hold may both confirm it, and the later one is answered with the same order (replayed).
-      const orders = new Map(outcomes.filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm')).map((o) => [o.orderId!, o.quantity]));
+      const orders = new Map(
+        outcomes
+          .filter((o) => o.status === 'ok' && (o.step === 'buy' || o.step === 'confirm'))
+          .map((o) => [o.orderId!, o.quantity]),
+      );
       const soldUnits = [...orders.values()].reduce((sum, quantity) => sum + quantity, 0);
       await sleep(1100);
       await env.dibs.sales.expireHolds();

@@ -61,18 +61,38 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-sale-storm-'));
   try {
     const workers = options.lanes.map((ops, i) => {
-      const config: SaleWorkerConfig = { store: options.storeFor?.(i) ?? options.store, sale: options.sale, ttlMs: options.ttlMs ?? 1000, ops, concurrency: options.concurrency ?? 8, resultFile: join(dir, `w${i}.jsonl`) };
+      const config: SaleWorkerConfig = {
+        store: options.storeFor?.(i) ?? options.store,
+        sale: options.sale,
+        ttlMs: options.ttlMs ?? 1000,
+        ops,
+        concurrency: options.concurrency ?? 8,
+        resultFile: join(dir, `w${i}.jsonl`),
+      };
       const configFile = join(dir, `w${i}.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const argv = [...(options.spawnPrefix?.(i) ?? []), process.execPath, '--import', 'tsx', options.worker ?? WORKER, configFile];
+      const argv = [
+        ...(options.spawnPrefix?.(i) ?? []),
+        process.execPath,
+        '--import',
+        'tsx',
+        options.worker ?? WORKER,
+        configFile,
+      ];
       const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       const ready = new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
-        child.once('exit', (code) => reject(new Error(`sale worker ${i} exited (${code}) before it was ready:\n${stderr}`)));
+        child.once('exit', (code) =>
+          reject(new Error(`sale worker ${i} exited (${code}) before it was ready:\n${stderr}`)),
+        );
       });
-      const done = new Promise<void>((resolve, reject) => child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`sale worker ${i} failed (${code ?? signal}):\n${stderr}`)))));
+      const done = new Promise<void>((resolve, reject) =>
+        child.once('exit', (code, signal) =>
+          code === 0 ? resolve() : reject(new Error(`sale worker ${i} failed (${code ?? signal}):\n${stderr}`)),
+        ),
+      );
       ready.catch(() => {});
       done.catch(() => {});
       return { child, ready, done, config };
@@ -90,7 +110,10 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
     }
     return workers.flatMap((w) =>
       existsSync(w.config.resultFile)
-        ? readFileSync(w.config.resultFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as O)
+        ? readFileSync(w.config.resultFile, 'utf8')
+            .split('\n')
+            .filter((l) => l.endsWith('}'))
+            .map((l) => JSON.parse(l) as O)
         : [],
     );
   } finally {
@@ -106,7 +129,8 @@ export function spread(ops: SaleOp[], processes: number): SaleOp[][] {
 }
 
 /** The ids of the sale's orders as the store holds them, read raw (not through dibs). */
-export const pgStoredOrders = (schema: string) => async () => new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${schema}".sale_orders`)).map((r) => r.id));
+export const pgStoredOrders = (schema: string) => async () =>
+  new Set((await adminQuery<{ id: string }>(`SELECT id FROM "${schema}".sale_orders`)).map((r) => r.id));
 
 /**
  * The ledger check after a faulted buy storm: only sold_out / limit_reached / unavailable answers;
@@ -114,19 +138,35 @@ export const pgStoredOrders = (schema: string) => async () => new Set((await adm
  * buy, retried with its key, replays or buys once (never a second unit); sold ≤ cap, and sold covers
  * every acknowledged order; the sale's audit is clean. Returns what it saw, for the test's report.
  */
-export async function assertBuysSurvived(dibs: Dibs, storedOrders: () => Promise<Set<string>>, saleId: string, cap: number, outcomes: SaleOutcome[]): Promise<{ unavailable: number; retried: number; sold: number }> {
-  const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!));
+export async function assertBuysSurvived(
+  dibs: Dibs,
+  storedOrders: () => Promise<Set<string>>,
+  saleId: string,
+  cap: number,
+  outcomes: SaleOutcome[],
+): Promise<{ unavailable: number; retried: number; sold: number }> {
+  const wrong = outcomes.filter(
+    (o) => o.status === 'error' && !['sold_out', 'limit_reached', 'unavailable'].includes(o.error!),
+  );
   assert.deepEqual(wrong, [], 'only sold_out, limit_reached and unavailable');
   const stored = await storedOrders();
   const acknowledged = outcomes.filter((o) => o.status === 'ok').map((o) => o.orderId!);
   for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
   const interrupted = outcomes.filter((o) => o.error === 'unavailable' && o.key);
   for (const o of interrupted) {
-    await dibs.sales.buy(saleId, o.customer, 1, { idempotencyKey: o.key! }).catch((error: { code?: string }) => assert.ok(['sold_out', 'limit_reached'].includes(error.code!), String(error)));
+    await dibs.sales
+      .buy(saleId, o.customer, 1, { idempotencyKey: o.key! })
+      .catch((error: { code?: string }) =>
+        assert.ok(['sold_out', 'limit_reached'].includes(error.code!), String(error)),
+      );
   }
   const final = await dibs.sales.get(saleId);
   assert.ok(final.stats.sold <= cap, `sold ${final.stats.sold} ≤ cap ${cap}`);
   assert.ok(final.stats.sold >= new Set(acknowledged).size);
   assert.deepEqual(await dibs.sales.audit(saleId), []);
-  return { unavailable: outcomes.filter((o) => o.error === 'unavailable').length, retried: interrupted.length, sold: final.stats.sold };
+  return {
+    unavailable: outcomes.filter((o) => o.error === 'unavailable').length,
+    retried: interrupted.length,
+    sold: final.stats.sold,
+  };
 }

@@ -12,7 +12,11 @@ const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SaleWorkerC
 const dibs = await openDibs(config.store);
 await readyThenGo();
 
-async function answer(op: SaleOp, step: SaleOutcome['step'], fn: () => Promise<{ orderId?: string; holdId?: string; quantity?: number }>): Promise<SaleOutcome> {
+async function answer(
+  op: SaleOp,
+  step: SaleOutcome['step'],
+  fn: () => Promise<{ orderId?: string; holdId?: string; quantity?: number }>,
+): Promise<SaleOutcome> {
   try {
     return { ...op, step, status: 'ok', ...(await fn()) };
   } catch (error) {
@@ -24,10 +28,12 @@ async function run(op: SaleOp): Promise<SaleOutcome[]> {
   const key = op.key ? { idempotencyKey: op.key } : {};
   if (op.delayMs) await sleep(op.delayMs);
   if (op.kind === 'buy') {
-    return [await answer(op, 'buy', async () => {
-      const { order } = await dibs.sales.buy(config.sale, op.customer, op.quantity, key);
-      return { orderId: order.id, quantity: order.quantity };
-    })];
+    return [
+      await answer(op, 'buy', async () => {
+        const { order } = await dibs.sales.buy(config.sale, op.customer, op.quantity, key);
+        return { orderId: order.id, quantity: order.quantity };
+      }),
+    ];
   }
   const reserved = await answer(op, 'reserve', async () => {
     const { hold } = await dibs.sales.reserve(config.sale, op.customer, op.quantity, config.ttlMs, key);
@@ -35,15 +41,16 @@ async function run(op: SaleOp): Promise<SaleOutcome[]> {
   });
   if (reserved.status === 'error' || op.then === 'abandon') return [reserved];
   await sleep(op.thinkMs);
-  const next = op.then === 'confirm'
-    ? await answer(op, 'confirm', async () => {
-        const { order } = await dibs.sales.confirm(reserved.holdId!);
-        return { orderId: order.id, quantity: order.quantity, holdId: reserved.holdId! };
-      })
-    : await answer(op, 'cancel', async () => {
-        await dibs.sales.cancelHold(reserved.holdId!);
-        return { holdId: reserved.holdId! };
-      });
+  const next =
+    op.then === 'confirm'
+      ? await answer(op, 'confirm', async () => {
+          const { order } = await dibs.sales.confirm(reserved.holdId!);
+          return { orderId: order.id, quantity: order.quantity, holdId: reserved.holdId! };
+        })
+      : await answer(op, 'cancel', async () => {
+          await dibs.sales.cancelHold(reserved.holdId!);
+          return { holdId: reserved.holdId! };
+        });
   return [reserved, next];
 }
 
@@ -51,7 +58,8 @@ let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
     while (next < config.ops.length) {
-      for (const outcome of await run(config.ops[next++]!)) appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
+      for (const outcome of await run(config.ops[next++]!))
+        appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
     }
   }),
 );

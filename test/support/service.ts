@@ -14,7 +14,13 @@ export interface TestService {
   /** A new key of `tenant` with `scopes`; returns the `authorization` header value. */
   key(tenant: string, scopes: string[]): Promise<string>;
   /** A JSON request; `auth` is an authorization header value (or none). */
-  call(auth: string | null, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  call(
+    auth: string | null,
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   /** The service's OpenAPI document as a checker (see openapi-contract.ts). */
   contract: OpenApiContract;
   close(): Promise<void>;
@@ -34,12 +40,17 @@ export async function openTestService(options: Partial<Omit<ServerOptions, 'dibs
     dibs: env.dibs,
     store: env.store,
     contract,
-    key: async (tenant, scopes) => `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: `test ${tenant}`, scopes })).key}`,
+    key: async (tenant, scopes) =>
+      `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: `test ${tenant}`, scopes })).key}`,
     call: async (auth, method, url, body, headers = {}) => {
       const res = await app.inject({
         method,
         url,
-        headers: { ...(auth ? { authorization: auth } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          ...(auth ? { authorization: auth } : {}),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
       });
       assertKeepsContract(contract, method, url, res);
@@ -53,7 +64,11 @@ export async function openTestService(options: Partial<Omit<ServerOptions, 'dibs
 }
 
 /** Asserts the error shape `{ error: { code, message, field? } }` and returns the error. */
-export function errorOf(res: LightMyRequestResponse, status?: number, code?: string): { code: string; message: string; field?: string } {
+export function errorOf(
+  res: LightMyRequestResponse,
+  status?: number,
+  code?: string,
+): { code: string; message: string; field?: string } {
   if (status !== undefined) assert.equal(res.statusCode, status, `${res.statusCode} ${res.body}`);
   const body = res.json() as { error?: { code?: unknown; message?: unknown; field?: unknown } };
   assert.equal(typeof body.error?.code, 'string', res.body);
@@ -69,7 +84,18 @@ export async function contractOf(app: FastifyInstance): Promise<OpenApiContract>
 }
 
 /** Fails when an answer breaks the OpenAPI contract (undocumented status, body off its schema). */
-export function assertKeepsContract(contract: OpenApiContract, method: string, url: string, res: LightMyRequestResponse): void {
-  const problems = contract.check(method, url, res.statusCode, res.headers['content-type'] as string | undefined, res.body);
+export function assertKeepsContract(
+  contract: OpenApiContract,
+  method: string,
+  url: string,
+  res: LightMyRequestResponse,
+): void {
+  const problems = contract.check(
+    method,
+    url,
+    res.statusCode,
+    res.headers['content-type'] as string | undefined,
+    res.body,
+  );
   assert.deepEqual(problems, [], `the answer breaks the OpenAPI document: ${problems.join('; ')}`);
 }

@@ -29,5 +29,11 @@ export async function openTempSqlite(): Promise<{ dibs: Dibs; store: string; cle
  */
 export function sqliteForSuite(): { readonly dibs: Dibs; readonly store: string; readonly dir: string } {
   const temp = tempSqliteStore();
-  return Object.assign(openForSuite(() => temp.store, () => temp.cleanup()), { dir: temp.dir });
+  return Object.assign(
+    openForSuite(
+      () => temp.store,
+      () => temp.cleanup(),
+    ),
+    { dir: temp.dir },
+  );
 }

@@ -99,7 +99,8 @@ export function planStorm(options: StormOptions): StormOp[][] {
       lanes[(home + k) % processes]!.push(op);
       // Retries and double clicks land on another process, so they truly race.
       if (i < retry && k === 0) lanes[(home + 1) % processes]!.push({ ...op, attempt: k });
-      if (i >= retry && i < retry + repeat && k === 0) lanes[(home + 2) % processes]!.push({ claimant, attempt: perClaimant + k });
+      if (i >= retry && i < retry + repeat && k === 0)
+        lanes[(home + 2) % processes]!.push({ claimant, attempt: perClaimant + k });
     }
   }
   return lanes.map((lane, i) => shuffle(lane, 0x9e3779b9 + i));
@@ -135,10 +136,16 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
       child.stderr.on('data', (d) => (stderr += d));
       const ready = new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
-        child.once('exit', (code) => reject(new Error(`storm worker ${i} exited (${code}) before it was ready:\n${stderr}`)));
+        child.once('exit', (code) =>
+          reject(new Error(`storm worker ${i} exited (${code}) before it was ready:\n${stderr}`)),
+        );
       });
       const done = new Promise<void>((resolve, reject) => {
-        child.once('exit', (code, signal) => (code === 0 || killed.has(i) ? resolve() : reject(new Error(`storm worker ${i} failed (${code ?? signal}):\n${stderr}`))));
+        child.once('exit', (code, signal) =>
+          code === 0 || killed.has(i)
+            ? resolve()
+            : reject(new Error(`storm worker ${i} failed (${code ?? signal}):\n${stderr}`)),
+        );
       });
       done.catch(() => {});
       ready.catch(() => {});
@@ -188,7 +195,12 @@ export type StormSummary = VerifySummary;
  * counters equal the ledger, I5 every acknowledged code still held by its claimant, stock
  * exhausted exactly when demand exceeded it, and the store's own audit clean.
  */
-export async function assertStormInvariants(dibs: Dibs, pool: string, outcomes: StormOutcome[], expect: StormExpectations): Promise<StormSummary> {
+export async function assertStormInvariants(
+  dibs: Dibs,
+  pool: string,
+  outcomes: StormOutcome[],
+  expect: StormExpectations,
+): Promise<StormSummary> {
   const { violations, summary } = await verifyPool(dibs, pool, outcomes, { ...expect, total: expect.codes });
   assert.deepEqual(violations, [], violations.map((v) => v.message).join('\n'));
   return summary;

@@ -37,7 +37,9 @@ export async function readStream(redisUrl: string, stream: string): Promise<Reco
   const client = new Redis(redisUrl);
   try {
     const entries = await client.xrange(stream, '-', '+');
-    return entries.map(([, fields]) => Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i]!, fields[i + 1]!]] : []))));
+    return entries.map(([, fields]) =>
+      Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i]!, fields[i + 1]!]] : []))),
+    );
   } finally {
     client.disconnect();
   }

@@ -6,7 +6,10 @@ import { openDibs, type Dibs } from '../../src/index.js';
  * `store` is read when the suite runs (a Cluster's URL is known only then); `drop` removes what
  * the store left behind. The URL is readable at once, for worker processes.
  */
-export function openForSuite(store: () => string, drop: () => Promise<void> | void): { readonly dibs: Dibs; readonly store: string } {
+export function openForSuite(
+  store: () => string,
+  drop: () => Promise<void> | void,
+): { readonly dibs: Dibs; readonly store: string } {
   let dibs: Dibs | undefined;
   before(async () => {
     dibs = await openDibs(store());

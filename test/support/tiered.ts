@@ -13,7 +13,10 @@ import { openForSuite } from './suite-store.js';
 export type Ledger = 'sqlite' | 'postgres';
 
 /** The tiered store URL over a fresh ledger; `redis` defaults to the shared server. */
-export function tempTieredStore(ledger: Ledger, options: { redis?: string; fast?: Record<string, string>; ledgerParams?: Record<string, string> } = {}): { store: string; redis: string; prefix: string; schema?: string; drop(): Promise<void> } {
+export function tempTieredStore(
+  ledger: Ledger,
+  options: { redis?: string; fast?: Record<string, string>; ledgerParams?: Record<string, string> } = {},
+): { store: string; redis: string; prefix: string; schema?: string; drop(): Promise<void> } {
   const redis = options.redis ?? SHARED_REDIS;
   const prefix = testPrefix();
   // Appended as text: a Cluster URL's host list (a,b,c) is no WHATWG URL.
@@ -42,7 +45,10 @@ export function tempTieredStore(ledger: Ledger, options: { redis?: string; fast?
   };
 }
 
-export async function openTempTiered(ledger: Ledger, options: Parameters<typeof tempTieredStore>[1] = {}): Promise<{ dibs: Dibs; store: string; redis: string; prefix: string; cleanup(): Promise<void> }> {
+export async function openTempTiered(
+  ledger: Ledger,
+  options: Parameters<typeof tempTieredStore>[1] = {},
+): Promise<{ dibs: Dibs; store: string; redis: string; prefix: string; cleanup(): Promise<void> }> {
   const temp = tempTieredStore(ledger, options);
   const dibs = await openDibs(temp.store);
   return {
@@ -61,16 +67,33 @@ export async function openTempTiered(ledger: Ledger, options: Parameters<typeof 
  * For a describe block: a tiered store opened before its tests and removed after them. `redis` may
  * be a function: a test-owned Cluster's URL is known only once its `before` hook ran.
  */
-export function tieredForSuite(ledger: Ledger, options: Omit<Parameters<typeof tempTieredStore>[1] & {}, 'redis'> & { redis?: string | (() => string) } = {}): { readonly dibs: Dibs; readonly store: string; readonly prefix: string } {
+export function tieredForSuite(
+  ledger: Ledger,
+  options: Omit<Parameters<typeof tempTieredStore>[1] & {}, 'redis'> & { redis?: string | (() => string) } = {},
+): { readonly dibs: Dibs; readonly store: string; readonly prefix: string } {
   let temp: ReturnType<typeof tempTieredStore> | undefined;
-  const made = () => (temp ??= tempTieredStore(ledger, { ...options, redis: typeof options.redis === 'function' ? options.redis() : options.redis }));
-  const suite = openForSuite(() => made().store, () => temp?.drop());
-  return Object.defineProperty(suite, 'prefix', { get: () => made().prefix }) as typeof suite & { readonly prefix: string };
+  const made = () =>
+    (temp ??= tempTieredStore(ledger, {
+      ...options,
+      redis: typeof options.redis === 'function' ? options.redis() : options.redis,
+    }));
+  const suite = openForSuite(
+    () => made().store,
+    () => temp?.drop(),
+  );
+  return Object.defineProperty(suite, 'prefix', { get: () => made().prefix }) as typeof suite & {
+    readonly prefix: string;
+  };
 }
 
 /** Whether a Redis answers at `url` (one attempt, no retries). */
 async function answers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();

@@ -34,7 +34,9 @@ export interface SmallDisk {
 
 export function mountSmallDisk(sizeMb: number): SmallDisk {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-small-disk-'));
-  const made = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0777`, 'tmpfs', dir], { encoding: 'utf8' });
+  const made = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0777`, 'tmpfs', dir], {
+    encoding: 'utf8',
+  });
   if (made.status !== 0) throw new Error(`mount tmpfs failed: ${made.stderr}`);
   const filler = join(dir, 'filler');
   let mounted = true;
@@ -60,7 +62,11 @@ export function mountSmallDisk(sizeMb: number): SmallDisk {
             if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
             // take the last partial page too
             for (let size = 32 * 1024; size >= 512; size /= 2) {
-              try { taken += writeSync(fd, chunk.subarray(0, size)); } catch { /* full */ }
+              try {
+                taken += writeSync(fd, chunk.subarray(0, size));
+              } catch {
+                /* full */
+              }
             }
             return taken;
           }

@@ -21,7 +21,11 @@ describe('tiered: sqlite ledger + redis fast path', { skip: !redis }, () => {
   saleConformance('tiered sqlite+redis', () => openTempTiered('sqlite', { fast: { chunk: '4' } }));
 });
 
-describe('tiered: postgres ledger + redis cluster fast path (3 masters)', { skip: !pg || !redisServerInstalled() }, () => {
+describe('tiered: postgres ledger + redis cluster fast path (3 masters)', {
+  skip: !pg || !redisServerInstalled(),
+}, () => {
   const { url } = clusterForSuite();
-  saleConformance('tiered postgres+redis cluster', () => openTempTiered('postgres', { redis: url(), fast: { chunk: '4' } }));
+  saleConformance('tiered postgres+redis cluster', () =>
+    openTempTiered('postgres', { redis: url(), fast: { chunk: '4' } }),
+  );
 });

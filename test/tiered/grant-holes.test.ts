@@ -20,14 +20,22 @@ import { openTempTiered, type Ledger } from '../support/tiered.js';
 const HOUR = 3_600_000;
 const redisUp = await sharedRedisAvailable();
 const pgUp = (await postgresUnreachable()) === null;
-const live = (sku: string, cap: number) => ({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit: 1 });
+const live = (sku: string, cap: number) => ({
+  sku,
+  startsAt: new Date().toISOString(),
+  endsAt: new Date(Date.now() + HOUR).toISOString(),
+  cap,
+  perCustomerLimit: 1,
+});
 
 /** The sale's fast-path keys as DUMPed now; `restore` puts exactly that back (absent keys deleted). */
 async function snapshot(redisUrl: string, prefix: string, sale: string): Promise<{ restore(): Promise<void> }> {
   const keys = Object.values(tieredSaleKeys(prefix, sale));
   const client = new Redis(redisUrl);
   try {
-    const dumps = await Promise.all(keys.map(async (key) => ({ key, dump: await client.dumpBuffer(key), ttl: await client.pttl(key) })));
+    const dumps = await Promise.all(
+      keys.map(async (key) => ({ key, dump: await client.dumpBuffer(key), ttl: await client.pttl(key) })),
+    );
     return {
       restore: async () => {
         const again = new Redis(redisUrl);
@@ -64,7 +72,9 @@ async function buyAll(dibs: Dibs, sale: string, customers: string[]): Promise<st
 const ledgers: Ledger[] = ['sqlite', 'postgres'];
 
 for (const ledger of ledgers) {
-  describe(`tiered (${ledger} ledger): Redis state behind the ledger`, { skip: !redisUp || (ledger === 'postgres' && !pgUp) }, () => {
+  describe(`tiered (${ledger} ledger): Redis state behind the ledger`, {
+    skip: !redisUp || (ledger === 'postgres' && !pgUp),
+  }, () => {
     // The grants live far longer than the test: only detection can free an orphaned one.
     const fast = { chunk: '4', grantTtlMs: '600000' };
 
@@ -76,7 +86,11 @@ for (const ledger of ledgers) {
         const before = await snapshot(t.redis, t.prefix, sale.id);
         assert.deepEqual(await buyAll(t.dibs, sale.id, ['c1', 'c2', 'c3', 'c4']), ['ok', 'ok', 'ok', 'ok']); // grant 1 used up; grant 2 (4 units), 1 sold
         await before.restore(); // Redis believes grant 1 still has 3 units; the ledger's grant 2 holds 3
-        assert.deepEqual(await buyAll(t.dibs, sale.id, ['c5', 'c6', 'c7']), ['ok', 'ok', 'ok'], 'no sold_out while units remain');
+        assert.deepEqual(
+          await buyAll(t.dibs, sale.id, ['c5', 'c6', 'c7']),
+          ['ok', 'ok', 'ok'],
+          'no sold_out while units remain',
+        );
         assert.deepEqual(await buyAll(t.dibs, sale.id, ['c8']), ['sold_out']);
         const { stats } = await t.dibs.sales.get(sale.id);
         assert.equal(stats.sold, 8);
@@ -94,7 +108,11 @@ for (const ledger of ledgers) {
         const before = await snapshot(t.redis, t.prefix, sale.id);
         assert.deepEqual(await buyAll(t.dibs, sale.id, ['c4']), ['ok']); // grant 2 (4 units), 1 sold
         await before.restore(); // Redis: grant 1 with nothing left, asks for a refill; the ledger's grant 2 holds 3
-        assert.deepEqual(await buyAll(t.dibs, sale.id, ['c5', 'c6', 'c7']), ['ok', 'ok', 'ok'], 'no sold_out while units remain');
+        assert.deepEqual(
+          await buyAll(t.dibs, sale.id, ['c5', 'c6', 'c7']),
+          ['ok', 'ok', 'ok'],
+          'no sold_out while units remain',
+        );
         assert.deepEqual(await buyAll(t.dibs, sale.id, ['c8']), ['sold_out']);
         assert.equal((await t.dibs.sales.get(sale.id)).stats.sold, 8);
         assert.deepEqual(await t.dibs.sales.audit(sale.id), []);

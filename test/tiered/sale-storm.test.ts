@@ -14,10 +14,18 @@ import { tieredForSuite } from '../support/tiered.js';
 const ready = (await sharedRedisAvailable()) && (await postgresUnreachable()) === null;
 
 describe('tiered postgres+redis storms', { skip: !ready }, () => {
-  saleStormSuite('tiered postgres+redis', tieredForSuite('postgres', { ledgerParams: { poolSize: '8' }, fast: { chunk: '4' } }));
+  saleStormSuite(
+    'tiered postgres+redis',
+    tieredForSuite('postgres', { ledgerParams: { poolSize: '8' }, fast: { chunk: '4' } }),
+  );
 });
 
-describe('tiered postgres+redis cluster storms (3 masters)', { skip: (await postgresUnreachable()) !== null || !redisServerInstalled() }, () => {
+describe('tiered postgres+redis cluster storms (3 masters)', {
+  skip: (await postgresUnreachable()) !== null || !redisServerInstalled(),
+}, () => {
   const { url } = clusterForSuite();
-  saleStormSuite('tiered postgres+redis cluster', tieredForSuite('postgres', { redis: url, ledgerParams: { poolSize: '8' }, fast: { chunk: '4' } }));
+  saleStormSuite(
+    'tiered postgres+redis cluster',
+    tieredForSuite('postgres', { redis: url, ledgerParams: { poolSize: '8' }, fast: { chunk: '4' } }),
+  );
 });

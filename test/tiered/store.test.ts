@@ -16,17 +16,39 @@ import { openTempTiered } from '../support/tiered.js';
 
 const HOUR = 3_600_000;
 const redis = await sharedRedisAvailable();
-const live = (sku: string, cap: number | null, perCustomerLimit = 1) => ({ sku, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + HOUR).toISOString(), cap, perCustomerLimit });
+const live = (sku: string, cap: number | null, perCustomerLimit = 1) => ({
+  sku,
+  startsAt: new Date().toISOString(),
+  endsAt: new Date(Date.now() + HOUR).toISOString(),
+  cap,
+  perCustomerLimit,
+});
 
 describe('tiered store URL', () => {
   it('refuses a fast path that is not redis://, and bad parameters, as invalid_input on store', async () => {
     const temp = tempSqliteStore();
     try {
-      await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('http://127.0.0.1:1/')}`), 'invalid_input', 'store');
-      await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?chunk=0')}`), 'invalid_input', 'store');
-      await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?prefix=a b')}`), 'invalid_input', 'store');
+      await rejectsWith(
+        openDibs(`${temp.store}?fastpath=${encodeURIComponent('http://127.0.0.1:1/')}`),
+        'invalid_input',
+        'store',
+      );
+      await rejectsWith(
+        openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?chunk=0')}`),
+        'invalid_input',
+        'store',
+      );
+      await rejectsWith(
+        openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis://127.0.0.1:6379/0?prefix=a b')}`),
+        'invalid_input',
+        'store',
+      );
       await rejectsWith(openDibs(`${temp.store}?fastpath=not-a-url`), 'invalid_input', 'store');
-      await rejectsWith(openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis+cluster://?chunk=4')}`), 'invalid_input', 'store');
+      await rejectsWith(
+        openDibs(`${temp.store}?fastpath=${encodeURIComponent('redis+cluster://?chunk=4')}`),
+        'invalid_input',
+        'store',
+      );
     } finally {
       temp.cleanup();
     }
@@ -46,12 +68,16 @@ describe('tiered store URL', () => {
   });
 
   for (const mode of ['single', 'cluster'] as const) {
-    it(`sells through the ledger when Redis (${mode}) is down from the start, and says so in health`, () => fastPathDownFromStart(mode));
+    it(`sells through the ledger when Redis (${mode}) is down from the start, and says so in health`, () =>
+      fastPathDownFromStart(mode));
   }
 
   async function fastPathDownFromStart(mode: 'single' | 'cluster'): Promise<void> {
     const [a, b] = [await freePort(), await freePort()]; // nothing listens there
-    const t = await openTempTiered('sqlite', { redis: mode === 'single' ? `redis://127.0.0.1:${a}/0` : `redis+cluster://127.0.0.1:${a},127.0.0.1:${b}`, fast: { breakerMs: '200' } });
+    const t = await openTempTiered('sqlite', {
+      redis: mode === 'single' ? `redis://127.0.0.1:${a}/0` : `redis+cluster://127.0.0.1:${a},127.0.0.1:${b}`,
+      fast: { breakerMs: '200' },
+    });
     try {
       assert.equal(t.dibs.kind, 'tiered');
       const sale = await t.dibs.sales.create(live('DOWN', 3));
@@ -134,8 +160,14 @@ describe('tiered sales with grants outstanding', { skip: !redis }, () => {
         db.close();
       }
       const violations = await t.dibs.sales.audit(sale.id);
-      assert.ok(violations.some((v) => v.invariant === 'I4' && /grant .* used/.test(v.message)), JSON.stringify(violations));
-      assert.ok(violations.some((v) => v.invariant === 'I4' && /escrow/.test(v.message)), JSON.stringify(violations));
+      assert.ok(
+        violations.some((v) => v.invariant === 'I4' && /grant .* used/.test(v.message)),
+        JSON.stringify(violations),
+      );
+      assert.ok(
+        violations.some((v) => v.invariant === 'I4' && /escrow/.test(v.message)),
+        JSON.stringify(violations),
+      );
     } finally {
       await t.cleanup();
     }

@@ -13,12 +13,33 @@ import { httpReceiver } from '../support/receivers.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 import { tracingExporters } from '../../src/tracing/sdk.js';
 
-interface OtlpValue { stringValue?: string; intValue?: string | number; boolValue?: boolean }
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes: { key: string; value: OtlpValue }[] }
-interface OtlpExport { resourceSpans: { resource: { attributes: { key: string; value: OtlpValue }[] }; scopeSpans: { scope: { name: string }; spans: OtlpSpan[] }[] }[] }
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: OtlpValue }[];
+}
+interface OtlpExport {
+  resourceSpans: {
+    resource: { attributes: { key: string; value: OtlpValue }[] };
+    scopeSpans: { scope: { name: string }; spans: OtlpSpan[] }[];
+  }[];
+}
 
 /** OTLP/JSON ids are hex; tolerate base64 too. */
-const hex = (id: string | undefined) => (id === undefined || id === '' ? undefined : /^[0-9a-f]+$/i.test(id) ? id.toLowerCase() : Buffer.from(id, 'base64').toString('hex'));
+const hex = (id: string | undefined) =>
+  id === undefined || id === ''
+    ? undefined
+    : /^[0-9a-f]+$/i.test(id)
+      ? id.toLowerCase()
+      : Buffer.from(id, 'base64').toString('hex');
 const attr = (list: { key: string; value: OtlpValue }[], key: string) => {
   const v = list.find((a) => a.key === key)?.value;
   return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : v?.boolValue);
@@ -34,11 +55,21 @@ describe('dibs serve exports spans over OTLP/HTTP', () => {
 
   before(async () => {
     receiver = await httpReceiver();
-    child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--no-jobs', '--store', temp.store], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url(''), OTEL_SERVICE_NAME: 'dibs-otlp-test', OTEL_BSP_SCHEDULE_DELAY: '50' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [...CLI_ARGS, 'serve', '--port', '0', '--demo', '--no-jobs', '--store', temp.store],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          LOG_LEVEL: 'warn',
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url(''),
+          OTEL_SERVICE_NAME: 'dibs-otlp-test',
+          OTEL_BSP_SCHEDULE_DELAY: '50',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     let stderr = '';
     await new Promise<void>((resolve, reject) => {
@@ -67,12 +98,26 @@ describe('dibs serve exports spans over OTLP/HTTP', () => {
   });
 
   const exported = (): { resource: OtlpExport['resourceSpans'][number]['resource']; span: OtlpSpan }[] =>
-    receiver.received.filter((r) => r.path === '/v1/traces').flatMap((r) => (JSON.parse(r.body.toString()) as OtlpExport).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((span) => ({ resource: rs.resource, span })))));
+    receiver.received
+      .filter((r) => r.path === '/v1/traces')
+      .flatMap((r) =>
+        (JSON.parse(r.body.toString()) as OtlpExport).resourceSpans.flatMap((rs) =>
+          rs.scopeSpans.flatMap((ss) => ss.spans.map((span) => ({ resource: rs.resource, span }))),
+        ),
+      );
 
   it('a claim with a traceparent arrives as one trace: request, facade call, store step', async () => {
     const traceId = randomBytes(16).toString('hex');
     const parent = randomBytes(8).toString('hex');
-    const res = await fetch(`${url}/v1/pools/demo/claims`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${parent}-01` }, body: JSON.stringify({ claimant: 'otlp@example.com' }) });
+    const res = await fetch(`${url}/v1/pools/demo/claims`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${parent}-01`,
+      },
+      body: JSON.stringify({ claimant: 'otlp@example.com' }),
+    });
     assert.equal(res.status, 201);
     let spans: ReturnType<typeof exported> = [];
     for (let i = 0; i < 300 && spans.length < 3; i++) {
@@ -95,28 +140,62 @@ describe('dibs serve exports spans over OTLP/HTTP', () => {
 
   it('SIGTERM flushes what is batched and exits 0', async () => {
     const traceId = randomBytes(16).toString('hex');
-    await fetch(`${url}/v1/pools/demo`, { headers: { authorization: `Bearer ${key}`, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` } });
+    await fetch(`${url}/v1/pools/demo`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    });
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
-    assert.ok(exported().some((s) => hex(s.span.traceId) === traceId && s.span.name === 'GET /v1/pools/:pool'), 'the last request\'s span was exported before exit');
+    assert.ok(
+      exported().some((s) => hex(s.span.traceId) === traceId && s.span.name === 'GET /v1/pools/:pool'),
+      "the last request's span was exported before exit",
+    );
   });
 });
 
 describe('tracing settings that cannot work stop dibs serve', () => {
   it('OTLP over gRPC and unknown exporters are refused (serve checks them before it starts: exit 2); off by default', () => {
-    assert.throws(() => tracingExporters({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), (e: Error & { code?: string }) => e.code === 'invalid_input' && /OTEL_EXPORTER_OTLP_PROTOCOL=grpc/.test(e.message));
-    assert.throws(() => tracingExporters({ OTEL_TRACES_EXPORTER: 'zipkin' }), /OTEL_TRACES_EXPORTER: unsupported exporter\(s\) 'zipkin'/);
+    assert.throws(
+      () =>
+        tracingExporters({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      (e: Error & { code?: string }) =>
+        e.code === 'invalid_input' && /OTEL_EXPORTER_OTLP_PROTOCOL=grpc/.test(e.message),
+    );
+    assert.throws(
+      () => tracingExporters({ OTEL_TRACES_EXPORTER: 'zipkin' }),
+      /OTEL_TRACES_EXPORTER: unsupported exporter\(s\) 'zipkin'/,
+    );
     assert.deepEqual(tracingExporters({}), [], 'off by default');
     assert.deepEqual(tracingExporters({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), ['otlp']);
-    assert.deepEqual(tracingExporters({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), []);
-    assert.deepEqual(tracingExporters({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), []);
+    assert.deepEqual(
+      tracingExporters({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }),
+      [],
+    );
+    assert.deepEqual(
+      tracingExporters({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }),
+      [],
+    );
   });
 
   it('without the SDK packages: unsupported, naming what to install', async () => {
     const hidden = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const c = spawn(process.execPath, ['--import', './test/support/hide-package.mjs', ...CLI_ARGS, 'serve', '--port', '0', '--store', 'sqlite::memory:'], {
-        cwd: ROOT, env: { ...process.env, DIBS_HIDE_PACKAGES: '@opentelemetry/sdk-trace-node', OTEL_TRACES_EXPORTER: 'console' }, stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const c = spawn(
+        process.execPath,
+        [
+          '--import',
+          './test/support/hide-package.mjs',
+          ...CLI_ARGS,
+          'serve',
+          '--port',
+          '0',
+          '--store',
+          'sqlite::memory:',
+        ],
+        {
+          cwd: ROOT,
+          env: { ...process.env, DIBS_HIDE_PACKAGES: '@opentelemetry/sdk-trace-node', OTEL_TRACES_EXPORTER: 'console' },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let stderr = '';
       c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       const timer = setTimeout(() => c.kill('SIGKILL'), 60_000);

@@ -41,8 +41,19 @@ describe('tracing through the HTTP service (SQLite)', () => {
   before(async () => {
     receiver = await httpReceiver();
     server = await startServer({
-      store: temp.store, port: 0, host: '127.0.0.1', logger: false, demo: true, tracing: true, jobsEveryMs: 50, rateLimit: 0,
-      env: { DIBS_WEBHOOK_URLS: receiver.url(), DIBS_WEBHOOK_SECRET: 'whsec_tracing', ...(redis ? { DIBS_EVENT_STREAMS: `${SHARED_REDIS}?stream=${stream}` } : {}) },
+      store: temp.store,
+      port: 0,
+      host: '127.0.0.1',
+      logger: false,
+      demo: true,
+      tracing: true,
+      jobsEveryMs: 50,
+      rateLimit: 0,
+      env: {
+        DIBS_WEBHOOK_URLS: receiver.url(),
+        DIBS_WEBHOOK_SECRET: 'whsec_tracing',
+        ...(redis ? { DIBS_EVENT_STREAMS: `${SHARED_REDIS}?stream=${stream}` } : {}),
+      },
     });
     auth = { authorization: `Bearer ${server.demoKey}`, 'content-type': 'application/json' };
   });
@@ -56,7 +67,11 @@ describe('tracing through the HTTP service (SQLite)', () => {
   /** POSTs with a fresh caller trace; returns the answer and the caller's trace and span ids. */
   async function post(path: string, body: unknown, traced = true) {
     const parent = { traceId: traceId(), spanId: spanId() };
-    const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { ...auth, ...(traced ? { traceparent: `00-${parent.traceId}-${parent.spanId}-01` } : {}) }, body: JSON.stringify(body) });
+    const res = await fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { ...auth, ...(traced ? { traceparent: `00-${parent.traceId}-${parent.spanId}-01` } : {}) },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     return { status: res.status, json: (text ? JSON.parse(text) : {}) as Record<string, unknown>, parent };
   }
@@ -83,7 +98,7 @@ describe('tracing through the HTTP service (SQLite)', () => {
     assert.equal(r.status, 201);
     const spans = await trace(r.parent.traceId);
     const http = one(spans, 'POST /v1/pools/:pool/claims');
-    assert.equal(parentOf(http), r.parent.spanId, 'the request continues the caller\'s trace');
+    assert.equal(parentOf(http), r.parent.spanId, "the request continues the caller's trace");
     assert.equal(http.attributes['http.route'], '/v1/pools/:pool/claims');
     assert.equal(http.attributes['http.response.status_code'], 201);
     const facade = one(spans, 'dibs pools.claim');
@@ -143,10 +158,22 @@ describe('tracing through the HTTP service (SQLite)', () => {
     const spans = await trace(second.parent.traceId);
     const waited = one(spans, 'dibs semaphores.acquire');
     // attempts at the lock itself (a long wait also registers as a waiter, under another key)
-    const tries = spans.filter((s) => s.name === 'sqlite locks.tryAcquire' && s.attributes['dibs.target'] === 'report' && parentOf(s) === waited.spanContext().spanId);
+    const tries = spans.filter(
+      (s) =>
+        s.name === 'sqlite locks.tryAcquire' &&
+        s.attributes['dibs.target'] === 'report' &&
+        parentOf(s) === waited.spanContext().spanId,
+    );
     assert.ok(tries.length >= 2, `${tries.length} attempts`);
-    assert.equal(waited.attributes["dibs.retries"], tries.length - 1, spans.map((s) => `${s.name} ${String(s.attributes["dibs.target"])}`).join("\n"));
-    assert.deepEqual(tries.map((s) => s.attributes['dibs.outcome']), [...tries.slice(0, -1).map(() => 'none'), 'ok']);
+    assert.equal(
+      waited.attributes['dibs.retries'],
+      tries.length - 1,
+      spans.map((s) => `${s.name} ${String(s.attributes['dibs.target'])}`).join('\n'),
+    );
+    assert.deepEqual(
+      tries.map((s) => s.attributes['dibs.outcome']),
+      [...tries.slice(0, -1).map(() => 'none'), 'ok'],
+    );
   });
 
   it('a request without traceparent starts a trace; background jobs make no spans', async () => {
@@ -157,15 +184,26 @@ describe('tracing through the HTTP service (SQLite)', () => {
     const fresh = exporter.getFinishedSpans().filter((s) => !before.has(s.spanContext().traceId));
     // deliveries are traces of their own by design (the demo sale's sale.live may go out now)
     const roots = fresh.filter((s) => s.parentSpanContext === undefined && !s.name.startsWith('dibs.outbox deliver'));
-    assert.deepEqual(roots.map((s) => s.name), ['POST /v1/pools/:pool/claims'], 'one new trace: the request (the jobs are untraced)');
-    assert.ok(fresh.every((s) => !s.name.startsWith('dibs sales.') && !s.name.startsWith('sqlite sales.')), 'no job made a span');
+    assert.deepEqual(
+      roots.map((s) => s.name),
+      ['POST /v1/pools/:pool/claims'],
+      'one new trace: the request (the jobs are untraced)',
+    );
+    assert.ok(
+      fresh.every((s) => !s.name.startsWith('dibs sales.') && !s.name.startsWith('sqlite sales.')),
+      'no job made a span',
+    );
   });
 
   it('a webhook delivery (and its stream entry) carries the traceparent of its delivery span', async () => {
     // a pool that crosses its low-stock threshold: one pool.low_stock event for the webhook
     const create = await post('/v1/pools', { name: 'tiny', perClaimantLimit: 1, lowStockThreshold: 1 });
     assert.equal(create.status, 201);
-    await fetch(`${server.url}/v1/pools/tiny/codes`, { method: 'POST', headers: { ...auth, 'content-type': 'text/csv' }, body: 'code\nT-1\nT-2\n' });
+    await fetch(`${server.url}/v1/pools/tiny/codes`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'text/csv' },
+      body: 'code\nT-1\nT-2\n',
+    });
     assert.equal((await post('/v1/pools/tiny/claims', { claimant: 'dan' })).status, 201);
     let hook: (typeof receiver.received)[number] | undefined;
     for (let i = 0; i < 200 && !hook; i++) {
@@ -174,7 +212,8 @@ describe('tracing through the HTTP service (SQLite)', () => {
     }
     assert.ok(hook, 'the low-stock webhook arrived');
     const header = String(hook.headers.traceparent);
-    const [, tid, sid] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(header) ?? assert.fail(`traceparent '${header}'`);
+    const [, tid, sid] =
+      /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(header) ?? assert.fail(`traceparent '${header}'`);
     let delivery: ReadableSpan | undefined;
     for (let i = 0; i < 100 && !delivery; i++) {
       delivery = exporter.getFinishedSpans().find((s) => s.spanContext().spanId === sid);
@@ -207,7 +246,9 @@ describe('tracing through the HTTP service (SQLite)', () => {
   });
 });
 
-it('postgres: a claim run again inside a transaction shows one retry on its store step and its call', { skip: pgSkip }, async () => {
+it('postgres: a claim run again inside a transaction shows one retry on its store step and its call', {
+  skip: pgSkip,
+}, async () => {
   const admin = await openTempPg();
   const traced = await openDibs(admin.store, { tracing: true });
   try {
@@ -215,13 +256,18 @@ it('postgres: a claim run again inside a transaction shows one retry on its stor
     await admin.dibs.pools.importCodes('p', ['A', 'B', 'C']);
     await traced.pools.claim('p', 'x'); // this process learns the threshold here
     await traced.pools.claim('p', 'y');
-    const claims = exporter.getFinishedSpans().filter((s) => s.attributes['dibs.store'] === 'postgres' && s.attributes['dibs.operation'] === 'pools.claim');
-    assert.deepEqual(claims.map((s) => [s.name, s.attributes['dibs.outcome'], s.attributes['dibs.retries']]), [
-      ['postgres pools.claim', 'claimed', 1],
-      ['dibs pools.claim', 'claimed', 1],
-      ['postgres pools.claim', 'claimed', 0],
-      ['dibs pools.claim', 'claimed', 0],
-    ]);
+    const claims = exporter
+      .getFinishedSpans()
+      .filter((s) => s.attributes['dibs.store'] === 'postgres' && s.attributes['dibs.operation'] === 'pools.claim');
+    assert.deepEqual(
+      claims.map((s) => [s.name, s.attributes['dibs.outcome'], s.attributes['dibs.retries']]),
+      [
+        ['postgres pools.claim', 'claimed', 1],
+        ['dibs pools.claim', 'claimed', 1],
+        ['postgres pools.claim', 'claimed', 0],
+        ['dibs pools.claim', 'claimed', 0],
+      ],
+    );
   } finally {
     await traced.close();
     await admin.cleanup();

@@ -36,7 +36,13 @@
  * write voids the attempt, and the group runs again.
  */
 import { refusal } from '../../core/refusals.js';
-import { FieldValue, type DocumentReference, type DocumentSnapshot, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentReference,
+  type DocumentSnapshot,
+  type QueryDocumentSnapshot,
+  type Transaction,
+} from '@google-cloud/firestore';
 import { notFound } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { windowState, outsideWindow } from '../../core/window.js';
@@ -44,7 +50,17 @@ import { judgeClaimKey, roomUnderLimit } from '../../core/model/pools.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { lowStockAfterDrop, MAX_SHARDS, writeHolder } from './code-access.js';
 import { earliestParked, parkStale, sweepDueCodes } from './code-lifecycle.js';
-import { bumpCounters, claimableFrom, lifeOf, sumShards, type CodeDoc, type HeldEntry, type HolderDoc, type KeyDoc, type PoolDoc } from './records.js';
+import {
+  bumpCounters,
+  claimableFrom,
+  lifeOf,
+  sumShards,
+  type CodeDoc,
+  type HeldEntry,
+  type HolderDoc,
+  type KeyDoc,
+  type PoolDoc,
+} from './records.js';
 import { RETRY, witnessResolver, type TxRunner } from './transactions.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
@@ -71,19 +87,29 @@ type Outcome = { ok: true; value: ClaimManyResult } | { ok: false; error: unknow
  * earliest parked code (code-lifecycle.ts): once it is due by the server's clock, due codes are
  * brought back first and the candidates are looked for again.
  */
-async function findCandidates(refs: PoolRefs, want: number): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
+async function findCandidates(
+  refs: PoolRefs,
+  want: number,
+): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
   const [found, parked] = await Promise.all([queryCandidates(refs, want), earliestParked(refs)]);
   if (parked.due === null || parked.due > parked.nowMs) return found;
   await sweepDueCodes(refs, parked.nowMs);
   return queryCandidates(refs, want);
 }
 
-async function queryCandidates(refs: PoolRefs, want: number): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
+async function queryCandidates(
+  refs: PoolRefs,
+  want: number,
+): Promise<{ snaps: QueryDocumentSnapshot[]; exhaustive: boolean }> {
   const start = Math.random();
   const above = await refs.codes.where('fr', '>=', start).orderBy('fr').limit(want).get();
   let docs = above.docs;
   if (docs.length < want) {
-    const wrapped = await refs.codes.where('fr', '<', start).orderBy('fr').limit(want - docs.length).get();
+    const wrapped = await refs.codes
+      .where('fr', '<', start)
+      .orderBy('fr')
+      .limit(want - docs.length)
+      .get();
     docs = [...docs, ...wrapped.docs];
   }
   return { snaps: docs, exhaustive: docs.length < want };
@@ -103,7 +129,13 @@ function shuffled<T>(items: readonly T[]): T[] {
  * Answers one outcome per request, in order; business refusals are outcomes, not aborts, so the
  * other claims of the group still commit.
  */
-export async function claimGroup(layout: Layout, runner: TxRunner, pool: string, requests: readonly ClaimRequest[], options: ClaimOptions = {}): Promise<Outcome[]> {
+export async function claimGroup(
+  layout: Layout,
+  runner: TxRunner,
+  pool: string,
+  requests: readonly ClaimRequest[],
+  options: ClaimOptions = {},
+): Promise<Outcome[]> {
   const refs = layout.pool(pool);
   const spare = options.spare ?? 8;
   const wanted = requests.reduce((sum, r) => sum + r.count, 0);
@@ -140,7 +172,14 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
       const plans = requests.map((r) => {
         const holder = snaps[at++]!.data() as HolderDoc | undefined;
         const keySnap = r.key ? snaps[at++]! : null;
-        return { r, holder, keyDoc: keySnap?.exists ? (keySnap.data() as KeyDoc) : null, outcome: null as Outcome | null, want: 0, spentKey: false };
+        return {
+          r,
+          holder,
+          keyDoc: keySnap?.exists ? (keySnap.data() as KeyDoc) : null,
+          outcome: null as Outcome | null,
+          want: 0,
+          spentKey: false,
+        };
       });
       for (const plan of plans) {
         const { r, holder, keyDoc } = plan;
@@ -154,7 +193,17 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
           }
           const codes = held.filter((e) => e.k === r.key).map((e) => e.c);
           if (codes.length > 0) {
-            plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'claimed', codes, held: held.map((e) => e.c), replayed: true } };
+            plan.outcome = {
+              ok: true,
+              value: {
+                pool,
+                claimant: r.claimant,
+                status: 'claimed',
+                codes,
+                held: held.map((e) => e.c),
+                replayed: true,
+              },
+            };
             continue;
           }
           plan.spentKey = true; // its codes were all released: the key is forgotten
@@ -168,7 +217,17 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const room = roomUnderLimit(poolDoc.limit, held.length);
         if (room === 0) {
           if (plan.spentKey) tx.delete(refs.key(r.key!));
-          plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'already-held', codes: [], held: held.map((e) => e.c), replayed: false } };
+          plan.outcome = {
+            ok: true,
+            value: {
+              pool,
+              claimant: r.claimant,
+              status: 'already-held',
+              codes: [],
+              held: held.map((e) => e.c),
+              replayed: false,
+            },
+          };
           continue;
         }
         plan.want = Math.min(r.count, room);
@@ -206,7 +265,17 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         const taken = mine.map((s) => (s.data() as CodeDoc).code);
         for (const snap of mine) {
           const rec = snap.data() as CodeDoc;
-          replaceIfUnchanged(tx, snap, { code: rec.code, s: 'claimed', h: r.claimant, k: r.key, ca: now, ra: null, o: null, st: attempt.id, ...lifeOf(rec, nowMs, false) } satisfies CodeDoc);
+          replaceIfUnchanged(tx, snap, {
+            code: rec.code,
+            s: 'claimed',
+            h: r.claimant,
+            k: r.key,
+            ca: now,
+            ra: null,
+            o: null,
+            st: attempt.id,
+            ...lifeOf(rec, nowMs, false),
+          } satisfies CodeDoc);
         }
         if (takenInAll === 0) {
           const witness = mine[0]!;
@@ -223,7 +292,17 @@ export async function claimGroup(layout: Layout, runner: TxRunner, pool: string,
         writeHolder(tx, refs.holder(r.claimant), holder, r.claimant, () => nextHeld, 0);
         if (r.key) tx.set(refs.key(r.key), { c: r.claimant, n: r.count } satisfies KeyDoc);
         takenInAll += taken.length;
-        plan.outcome = { ok: true, value: { pool, claimant: r.claimant, status: 'claimed', codes: taken, held: nextHeld.map((e) => e.c), replayed: false } };
+        plan.outcome = {
+          ok: true,
+          value: {
+            pool,
+            claimant: r.claimant,
+            status: 'claimed',
+            codes: taken,
+            held: nextHeld.map((e) => e.c),
+            replayed: false,
+          },
+        };
       }
       bumpCounters(tx, refs, poolDoc.shards, { claimed: takenInAll, free: -takenInAll });
       took = takenInAll > 0;
@@ -320,7 +399,12 @@ export class ClaimGrouper {
     private readonly options: ClaimOptions = {},
   ) {
     this.queue = new GroupQueue(
-      { max: options.groupMax ?? 25, concurrency: options.groupConcurrency ?? 2, identify: (request) => request, holdBack: true },
+      {
+        max: options.groupMax ?? 25,
+        concurrency: options.groupConcurrency ?? 2,
+        identify: (request) => request,
+        holdBack: true,
+      },
       (pool, group) => this.run(pool, group),
     );
   }
@@ -330,7 +414,13 @@ export class ClaimGrouper {
   }
 
   private async run(pool: string, group: readonly Waiting<ClaimRequest, ClaimManyResult>[]): Promise<void> {
-    const outcomes = await claimGroup(this.layout, this.runner, pool, group.map((w) => w.request), this.options);
+    const outcomes = await claimGroup(
+      this.layout,
+      this.runner,
+      pool,
+      group.map((w) => w.request),
+      this.options,
+    );
     outcomes.forEach((o, i) => (o.ok ? group[i]!.resolve(o.value) : group[i]!.reject(o.error)));
   }
 }

@@ -19,7 +19,17 @@ import { judgeHold, judgeReleaseHold } from '../../core/model/pools.js';
 import type { PoolRefs } from './layout.js';
 import { setMultiWindow } from './multi-use.js';
 import { readAnyCode } from './code-access.js';
-import { claimPosition, freeCode, lifeOf, rulesOf, stateOf, toCode, type CodeDoc, type CodeLife, type HolderDoc } from './records.js';
+import {
+  claimPosition,
+  freeCode,
+  lifeOf,
+  rulesOf,
+  stateOf,
+  toCode,
+  type CodeDoc,
+  type CodeLife,
+  type HolderDoc,
+} from './records.js';
 
 /** Most parked codes one sweep brings back (claims sweep again while more are due). */
 const SWEEP_BATCH = 100;
@@ -40,18 +50,38 @@ async function readHoldable(tx: Transaction, refs: PoolRefs, pool: string, code:
 }
 
 /** `hold`: see PoolBackend.hold. */
-export async function holdCode(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
+export async function holdCode(
+  tx: Transaction,
+  refs: PoolRefs,
+  pool: string,
+  code: string,
+  claimant: string,
+  ttlMs: number,
+): Promise<CodeInfo> {
   const { poolDoc, rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   // only a free public code needs the claimant's holdings: its redeemer will need room under the limit
-  const holder = rec.s === 'free' && poolDoc.public ? ((await tx.get(refs.holder(claimant))).data() as HolderDoc | undefined) : undefined;
+  const holder =
+    rec.s === 'free' && poolDoc.public
+      ? ((await tx.get(refs.holder(claimant))).data() as HolderDoc | undefined)
+      : undefined;
   judgeHold(rulesOf(poolDoc), stateOf(rec), claimant, now.toDate().toISOString(), () => holder?.n ?? 0);
   // holding again by the same claimant renews the hold
-  return toCode(pool, rewrite(tx, refs, rec, { ...lifeOf(rec, nowMs, false), hc: claimant, hu: nowMs + ttlMs }, nowMs), nowMs);
+  return toCode(
+    pool,
+    rewrite(tx, refs, rec, { ...lifeOf(rec, nowMs, false), hc: claimant, hu: nowMs + ttlMs }, nowMs),
+    nowMs,
+  );
 }
 
 /** `releaseHold`: drops a live hold; a free code is claimable again at once (inside its window). */
-export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
+export async function releaseCodeHold(
+  tx: Transaction,
+  refs: PoolRefs,
+  pool: string,
+  code: string,
+  claimant: string | null,
+): Promise<CodeInfo> {
   const { rec, now } = await readHoldable(tx, refs, pool, code);
   const nowMs = now.toMillis();
   if (judgeReleaseHold(stateOf(rec), claimant, now.toDate().toISOString()) === 'none') return toCode(pool, rec, nowMs);
@@ -59,7 +89,13 @@ export async function releaseCodeHold(tx: Transaction, refs: PoolRefs, pool: str
 }
 
 /** `setCodeWindow`: a free code leaves or rejoins the claims as its new window says. */
-export async function setWindow(tx: Transaction, refs: PoolRefs, pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
+export async function setWindow(
+  tx: Transaction,
+  refs: PoolRefs,
+  pool: string,
+  code: string,
+  window: CodeWindow,
+): Promise<CodeInfo> {
   const { rec, multi, now } = await readAnyCode(tx, refs, pool, code);
   if (!rec) return setMultiWindow(tx, refs, pool, multi!, window);
   const nowMs = now.toMillis();
@@ -92,7 +128,12 @@ async function placeAgain(snaps: readonly DocumentSnapshot[], nowMs: number): Pr
       const life = lifeOf(rec, nowMs);
       const place = claimPosition(life, nowMs);
       return snap.ref.update(
-        { fr: place.fr ?? FieldValue.delete(), pu: place.pu ?? FieldValue.delete(), hc: life.hc ?? FieldValue.delete(), hu: life.hu ?? FieldValue.delete() },
+        {
+          fr: place.fr ?? FieldValue.delete(),
+          pu: place.pu ?? FieldValue.delete(),
+          hc: life.hc ?? FieldValue.delete(),
+          hu: life.hu ?? FieldValue.delete(),
+        },
         { lastUpdateTime: snap.updateTime! },
       );
     }),

@@ -38,12 +38,16 @@ export class FirestoreCounters implements CounterBackend {
     for (let attempt = 0; ; attempt++) {
       try {
         const shard = ref.collection('shards').doc(String(Math.floor(Math.random() * n)));
-        await this.layout.db.runTransaction(async (tx) => void tx.set(shard, { v: FieldValue.increment(by) }, { merge: true }), { maxAttempts: 1 });
+        await this.layout.db.runTransaction(
+          async (tx) => void tx.set(shard, { v: FieldValue.increment(by) }, { merge: true }),
+          { maxAttempts: 1 },
+        );
         break;
       } catch (error) {
         if (isAmbiguousCommitError(error)) throw ambiguousCommit(error, 'the increment');
         const code = (error as { code?: unknown }).code;
-        if (attempt >= 20 || !(isContention(error) || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.ABORTED)) throw error;
+        if (attempt >= 20 || !(isContention(error) || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.ABORTED))
+          throw error;
         n = Math.min(n * 2, MAX_COUNTER_SHARDS);
         await ref.set({ name, n }, { merge: true }).catch(() => {});
       }

@@ -31,7 +31,12 @@ export function translateFirestoreError(error: unknown): unknown {
   const code = (error as { code?: unknown })?.code;
   const message = (error as Error)?.message ?? String(error);
   // a store that is unreachable, overloaded or failing inside: retriable, never a 500
-  const failing = code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.INTERNAL || code === GRPC.UNKNOWN;
+  const failing =
+    code === GRPC.UNAVAILABLE ||
+    code === GRPC.DEADLINE_EXCEEDED ||
+    code === GRPC.RESOURCE_EXHAUSTED ||
+    code === GRPC.INTERNAL ||
+    code === GRPC.UNKNOWN;
   if (failing || RETRIABLE.test(message)) return unavailable(`firestore: ${message}`, error);
   return error;
 }
@@ -60,7 +65,10 @@ export class FirestoreBackend implements Backend {
     disableCommitRetry(db);
     this.layout = new Layout(db, prefix);
     this.runner = new TxRunner(db);
-    this.pools = translateErrors(new FirestorePools(this.layout, this.runner, claimOptions, deletionOptions), translateFirestoreError);
+    this.pools = translateErrors(
+      new FirestorePools(this.layout, this.runner, claimOptions, deletionOptions),
+      translateFirestoreError,
+    );
     this.rawLocks = new FirestoreLocks(this.layout, this.runner);
     this.locks = translateErrors(this.rawLocks, translateFirestoreError);
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
@@ -81,7 +89,12 @@ export class FirestoreBackend implements Backend {
       return {
         ok: true,
         backend: this.kind,
-        details: { projectId: this.projectId(), prefix: this.prefix, emulator: process.env.FIRESTORE_EMULATOR_HOST ?? null, serverTime: snap.readTime.toDate().toISOString() },
+        details: {
+          projectId: this.projectId(),
+          prefix: this.prefix,
+          emulator: process.env.FIRESTORE_EMULATOR_HOST ?? null,
+          serverTime: snap.readTime.toDate().toISOString(),
+        },
       };
     } catch (error) {
       return { ok: false, backend: this.kind, details: { error: (error as Error).message } };
@@ -102,23 +115,33 @@ export class FirestoreBackend implements Backend {
 
 export const openFirestore: BackendFactory = async (url) => {
   const projectId = decodeURIComponent(url.hostname || url.pathname.replace(/^\/+/, ''));
-  if (!/^[a-z][a-z0-9-]{1,62}$/.test(projectId)) throw new DibsError('invalid_input', 'store: firestore://PROJECT_ID needs a project id (lowercase letters, digits, "-")', { field: 'store' });
+  if (!/^[a-z][a-z0-9-]{1,62}$/.test(projectId))
+    throw new DibsError(
+      'invalid_input',
+      'store: firestore://PROJECT_ID needs a project id (lowercase letters, digits, "-")',
+      { field: 'store' },
+    );
   const prefix = url.searchParams.get('prefix') ?? 'default';
-  if (!/^[A-Za-z0-9][\w.-]{0,63}$/.test(prefix)) throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", "." and "-"', { field: 'store' });
+  if (!/^[A-Za-z0-9][\w.-]{0,63}$/.test(prefix))
+    throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", "." and "-"', { field: 'store' });
   const databaseId = url.searchParams.get('database') ?? undefined;
   const claimOptions: ClaimOptions = {};
   for (const name of ['groupMax', 'groupConcurrency'] as const) {
     const raw = url.searchParams.get(name);
     if (raw === null) continue;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < 1 || value > 500) throw new DibsError('invalid_input', `store: ${name} must be a whole number from 1 to 500`, { field: 'store' });
+    if (!Number.isInteger(value) || value < 1 || value > 500)
+      throw new DibsError('invalid_input', `store: ${name} must be a whole number from 1 to 500`, { field: 'store' });
     claimOptions[name] = value;
   }
   const deletionOptions: PoolDeletionOptions = {};
   const lease = url.searchParams.get('deleteLeaseMs');
   if (lease !== null) {
     const value = Number(lease);
-    if (!Number.isInteger(value) || value < 100 || value > 3_600_000) throw new DibsError('invalid_input', 'store: deleteLeaseMs must be a whole number from 100 to 3600000', { field: 'store' });
+    if (!Number.isInteger(value) || value < 100 || value > 3_600_000)
+      throw new DibsError('invalid_input', 'store: deleteLeaseMs must be a whole number from 100 to 3600000', {
+        field: 'store',
+      });
     deletionOptions.leaseMs = value;
   }
   const db = new Firestore({ projectId, ...(databaseId ? { databaseId } : {}), ignoreUndefinedProperties: true });

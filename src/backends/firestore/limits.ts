@@ -16,7 +16,11 @@ import type { LimitDecision, LimitDefinition, LimitPlan, LimitState } from '../.
 import { encodeId, type Layout } from './layout.js';
 import { GRPC, witnessResolver, type TxRunner } from './transactions.js';
 
-interface StateDoc { name: string; state: LimitState; by: string }
+interface StateDoc {
+  name: string;
+  state: LimitState;
+  by: string;
+}
 
 const ms = (t: Timestamp) => t.seconds * 1000 + t.nanoseconds / 1e6;
 /** Deletes of one limit's key states go in batches of this many. */
@@ -64,7 +68,9 @@ export class FirestoreLimits implements LimitBackend {
 
   async list(): Promise<LimitDefinition[]> {
     const snap = await this.layout.root.collection('limits').get();
-    return snap.docs.map((d) => d.data() as LimitDefinition).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return snap.docs
+      .map((d) => d.data() as LimitDefinition)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async remove(name: string): Promise<boolean> {
@@ -84,21 +90,27 @@ export class FirestoreLimits implements LimitBackend {
 
   async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
     const ref = this.stateRef(plan.name, key);
-    return this.runner.run<LimitDecision>(async (tx, _n, attempt) => {
-      const snap = await ref.get();
-      const doc = snap.data() as StateDoc | undefined;
-      const { decision, next } = decide(plan, doc?.state ?? null, n, ms(snap.readTime));
-      if (!next) return decision;
-      attempt.resolveWith(witnessResolver({
-        ref,
-        guard: snap.exists ? snap.updateTime! : null,
-        mine: (back) => ((back.data() as StateDoc | undefined)?.by === attempt.id ? { committed: true } : null),
-      }));
-      const written: StateDoc = { name: plan.name, state: next, by: attempt.id };
-      if (snap.exists) tx.update(ref, { ...written }, { lastUpdateTime: snap.updateTime! });
-      else tx.create(ref, written);
-      return decision;
-    }, undefined, { optimistic: true });
+    return this.runner.run<LimitDecision>(
+      async (tx, _n, attempt) => {
+        const snap = await ref.get();
+        const doc = snap.data() as StateDoc | undefined;
+        const { decision, next } = decide(plan, doc?.state ?? null, n, ms(snap.readTime));
+        if (!next) return decision;
+        attempt.resolveWith(
+          witnessResolver({
+            ref,
+            guard: snap.exists ? snap.updateTime! : null,
+            mine: (back) => ((back.data() as StateDoc | undefined)?.by === attempt.id ? { committed: true } : null),
+          }),
+        );
+        const written: StateDoc = { name: plan.name, state: next, by: attempt.id };
+        if (snap.exists) tx.update(ref, { ...written }, { lastUpdateTime: snap.updateTime! });
+        else tx.create(ref, written);
+        return decision;
+      },
+      undefined,
+      { optimistic: true },
+    );
   }
 
   async reset(plan: LimitPlan, key: string): Promise<void> {

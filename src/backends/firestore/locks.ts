@@ -42,10 +42,17 @@ const after = (t: Timestamp, ms: number) => Ts.fromMillis(t.toMillis() + ms);
  * lost its history (deleted, restored from an export) starts again above every fence handed out
  * before, and a clock that steps back never makes fences go back or repeat. ~1.8e15 < 2^53.
  */
-const nextFence = (doc: LockDoc | undefined, now: Timestamp) => Math.max((doc?.fence ?? 0) + 1, now.seconds * 1_000_000 + Math.floor(now.nanoseconds / 1000));
+const nextFence = (doc: LockDoc | undefined, now: Timestamp) =>
+  Math.max((doc?.fence ?? 0) + 1, now.seconds * 1_000_000 + Math.floor(now.nanoseconds / 1000));
 
 /** A grant decided inside a transaction; its validity is measured once the commit has returned. */
-interface Granted { token: string; fence: number; exp: Timestamp; now: Timestamp; readAt: number }
+interface Granted {
+  token: string;
+  fence: number;
+  exp: Timestamp;
+  now: Timestamp;
+  readAt: number;
+}
 
 /** Holders still live at `now`. */
 function live(doc: LockDoc | undefined, now: Timestamp): Record<string, Holder> {
@@ -67,93 +74,138 @@ export class FirestoreLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
-    return grant(await this.runner.run<Granted | null>(async (tx, _n, attempt) => {
-      const snap = await ref.get();
-      attempt.resolveWith(grantResolver(snap, token));
-      const readAt = performance.now();
-      const now = snap.readTime;
-      const doc = snap.data() as LockDoc | undefined;
-      const holders = live(doc, now);
-      if (Object.keys(holders).length >= limit) {
-        // sweep lapsed holders so listeners of the key hear that a slot may be free
-        if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length) guardedWrite(tx, snap, { key, fence: doc?.fence ?? 0, holders });
-        return null;
-      }
-      const fence = nextFence(doc, now);
-      const exp = after(now, ttlMs);
-      guardedWrite(tx, snap, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
-      return { token, fence, exp, now, readAt };
-    }, undefined, OPTIMISTIC));
+    return grant(
+      await this.runner.run<Granted | null>(
+        async (tx, _n, attempt) => {
+          const snap = await ref.get();
+          attempt.resolveWith(grantResolver(snap, token));
+          const readAt = performance.now();
+          const now = snap.readTime;
+          const doc = snap.data() as LockDoc | undefined;
+          const holders = live(doc, now);
+          if (Object.keys(holders).length >= limit) {
+            // sweep lapsed holders so listeners of the key hear that a slot may be free
+            if (Object.keys(holders).length !== Object.keys(doc?.holders ?? {}).length)
+              guardedWrite(tx, snap, { key, fence: doc?.fence ?? 0, holders });
+            return null;
+          }
+          const fence = nextFence(doc, now);
+          const exp = after(now, ttlMs);
+          guardedWrite(tx, snap, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
+          return { token, fence, exp, now, readAt };
+        },
+        undefined,
+        OPTIMISTIC,
+      ),
+    );
   }
 
-  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+  async tryAcquireFair(
+    key: string,
+    limit: number,
+    ttlMs: number,
+    queueKey: string,
+    ticket: string | null,
+  ): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     const ref = this.ref(key);
     const lineRef = this.ref(queueKey);
     // One transaction reads the lock and its line together: the tickets ahead and the free slot are
     // judged at the same read time, and the ticket leaves the line in the same commit as the grant.
-    return grant(await this.runner.run<Granted | null>(async (tx, _n, attempt) => {
-      // two plain reads; both writes are guarded, so the commit happens only if neither document
-      // moved since it was read — the judgement then holds at the commit
-      const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
-      attempt.resolveWith(grantResolver(snap!, token));
-      const readAt = performance.now();
-      const now = snap!.readTime;
-      const doc = snap!.data() as LockDoc | undefined;
-      const line = lineSnap!.data() as LockDoc | undefined;
-      const tickets = live(line, now);
-      let mine = Number.MAX_SAFE_INTEGER;
-      if (ticket !== null) {
-        const own = tickets[ticket];
-        if (!own) return null; // the ticket lapsed: its owner takes a new one
-        mine = own.f;
-      }
-      const holders = live(doc, now);
-      const ahead = Object.values(tickets).filter((t) => t.f < mine).length;
-      if (Object.keys(holders).length + ahead >= limit) return null;
-      const fence = nextFence(doc, now);
-      const exp = after(now, ttlMs);
-      guardedWrite(tx, snap!, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
-      if (ticket !== null) {
-        delete tickets[ticket];
-        guardedWrite(tx, lineSnap!, { key: queueKey, fence: line!.fence, holders: tickets });
-      } else if (lineSnap!.exists) {
-        // nobody ahead was judged from this line: it must still be so at the commit
-        tx.update(lineRef, { key: queueKey }, { lastUpdateTime: lineSnap!.updateTime! });
-      }
-      return { token, fence, exp, now, readAt };
-    }, undefined, OPTIMISTIC));
+    return grant(
+      await this.runner.run<Granted | null>(
+        async (tx, _n, attempt) => {
+          // two plain reads; both writes are guarded, so the commit happens only if neither document
+          // moved since it was read — the judgement then holds at the commit
+          const [snap, lineSnap] = await Promise.all([ref.get(), lineRef.get()]);
+          attempt.resolveWith(grantResolver(snap!, token));
+          const readAt = performance.now();
+          const now = snap!.readTime;
+          const doc = snap!.data() as LockDoc | undefined;
+          const line = lineSnap!.data() as LockDoc | undefined;
+          const tickets = live(line, now);
+          let mine = Number.MAX_SAFE_INTEGER;
+          if (ticket !== null) {
+            const own = tickets[ticket];
+            if (!own) return null; // the ticket lapsed: its owner takes a new one
+            mine = own.f;
+          }
+          const holders = live(doc, now);
+          const ahead = Object.values(tickets).filter((t) => t.f < mine).length;
+          if (Object.keys(holders).length + ahead >= limit) return null;
+          const fence = nextFence(doc, now);
+          const exp = after(now, ttlMs);
+          guardedWrite(tx, snap!, { key, fence, holders: { ...holders, [token]: { f: fence, exp } } });
+          if (ticket !== null) {
+            delete tickets[ticket];
+            guardedWrite(tx, lineSnap!, { key: queueKey, fence: line!.fence, holders: tickets });
+          } else if (lineSnap!.exists) {
+            // nobody ahead was judged from this line: it must still be so at the commit
+            tx.update(lineRef, { key: queueKey }, { lastUpdateTime: lineSnap!.updateTime! });
+          }
+          return { token, fence, exp, now, readAt };
+        },
+        undefined,
+        OPTIMISTIC,
+      ),
+    );
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const ref = this.ref(key);
-    return grant(await this.runner.run<Granted>(async (tx, _n, attempt) => {
-      const snap = await ref.get();
-      const readAt = performance.now();
-      const now = snap.readTime;
-      const doc = snap.data() as LockDoc | undefined;
-      const mine = live(doc, now)[token];
-      if (!mine) throw leaseLost(key); // expired or never ours: never revived
-      const exp = after(now, ttlMs);
-      tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
-      attempt.resolveWith(
-        witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (holderOf(back, token)?.exp.isEqual(exp) ? { committed: true, value: { token, fence: mine.f, exp, now: back.readTime, readAt: performance.now() } } : null) }),
-      );
-      return { token, fence: mine.f, exp, now, readAt };
-    }, undefined, OPTIMISTIC));
+    return grant(
+      await this.runner.run<Granted>(
+        async (tx, _n, attempt) => {
+          const snap = await ref.get();
+          const readAt = performance.now();
+          const now = snap.readTime;
+          const doc = snap.data() as LockDoc | undefined;
+          const mine = live(doc, now)[token];
+          if (!mine) throw leaseLost(key); // expired or never ours: never revived
+          const exp = after(now, ttlMs);
+          tx.update(ref, { [`holders.${token}`]: { f: mine.f, exp } }, { lastUpdateTime: snap.updateTime! });
+          attempt.resolveWith(
+            witnessResolver({
+              ref,
+              guard: snap.updateTime!,
+              mine: (back) =>
+                holderOf(back, token)?.exp.isEqual(exp)
+                  ? {
+                      committed: true,
+                      value: { token, fence: mine.f, exp, now: back.readTime, readAt: performance.now() },
+                    }
+                  : null,
+            }),
+          );
+          return { token, fence: mine.f, exp, now, readAt };
+        },
+        undefined,
+        OPTIMISTIC,
+      ),
+    );
   }
 
   async release(key: string, token: string): Promise<void> {
     const ref = this.ref(key);
-    await this.runner.run(async (tx, _n, attempt) => {
-      const snap = await ref.get();
-      const doc = snap.data() as LockDoc | undefined;
-      if (!live(doc, snap.readTime)[token]) throw notOwner(key);
-      const holders = live(doc, snap.readTime);
-      delete holders[token];
-      guardedWrite(tx, snap, { key, fence: doc!.fence, holders });
-      attempt.resolveWith(witnessResolver({ ref, guard: snap.updateTime!, mine: (back) => (back.exists && !holderOf(back, token) ? { committed: true } : null) }));
-    }, undefined, OPTIMISTIC);
+    await this.runner.run(
+      async (tx, _n, attempt) => {
+        const snap = await ref.get();
+        const doc = snap.data() as LockDoc | undefined;
+        if (!live(doc, snap.readTime)[token]) throw notOwner(key);
+        const holders = live(doc, snap.readTime);
+        delete holders[token];
+        guardedWrite(tx, snap, { key, fence: doc!.fence, holders });
+        attempt.resolveWith(
+          witnessResolver({
+            ref,
+            guard: snap.updateTime!,
+            mine: (back) => (back.exists && !holderOf(back, token) ? { committed: true } : null),
+          }),
+        );
+      },
+      undefined,
+      OPTIMISTIC,
+    );
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
@@ -223,14 +275,18 @@ function grantResolver(snap: DocumentSnapshot, token: string): Resolver<Granted 
       const h = holderOf(back, token);
       if (!h) return null;
       const live = h.exp.toMillis() > back.readTime.toMillis();
-      return { committed: true, value: live ? { token, fence: h.f, exp: h.exp, now: back.readTime, readAt: performance.now() } : null };
+      return {
+        committed: true,
+        value: live ? { token, fence: h.f, exp: h.exp, now: back.readTime, readAt: performance.now() } : null,
+      };
     },
   });
 }
 
 /** Replaces the lock document read as `snap`, only if it is unchanged since (or still absent). */
 function guardedWrite(tx: Transaction, snap: DocumentSnapshot, doc: LockDoc): void {
-  if (snap.exists) tx.update(snap.ref, { key: doc.key, fence: doc.fence, holders: doc.holders }, { lastUpdateTime: snap.updateTime! });
+  if (snap.exists)
+    tx.update(snap.ref, { key: doc.key, fence: doc.fence, holders: doc.holders }, { lastUpdateTime: snap.updateTime! });
   else tx.create(snap.ref, doc);
 }
 

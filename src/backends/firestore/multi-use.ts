@@ -8,7 +8,13 @@
  */
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
-import { FieldValue, type DocumentSnapshot, type Firestore, type Timestamp, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentSnapshot,
+  type Firestore,
+  type Timestamp,
+  type Transaction,
+} from '@google-cloud/firestore';
 import { notFound } from '../../core/errors.js';
 import { unredeemedEvent } from '../../core/events.js';
 import type { CodeInfo, CodeWindow, MultiUseCodeSpec, Violation } from '../../core/types.js';
@@ -37,8 +43,16 @@ interface UseDoc {
 /** A multi-use code as answered: free while uses remain. */
 export function toMultiCode(pool: string, m: MultiDoc, byClaimant?: number): CodeInfo {
   return {
-    pool, code: m.code, status: m.used < m.max ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
-    startsAt: m.vs, expiresAt: m.ve, uses: usesOf(m.max, m.used, m.per, byClaimant),
+    pool,
+    code: m.code,
+    status: m.used < m.max ? 'free' : 'redeemed',
+    claimant: null,
+    claimedAt: null,
+    redeemedAt: null,
+    orderId: null,
+    startsAt: m.vs,
+    expiresAt: m.ve,
+    uses: usesOf(m.max, m.used, m.per, byClaimant),
   };
 }
 
@@ -47,10 +61,23 @@ function toUse(pool: string, m: MultiDoc, use: UseDoc): CodeInfo {
 }
 
 /** `addMultiUseCode`: `already_exists` when the pool has the code, single- or multi-use. */
-export async function addMultiUse(tx: Transaction, refs: PoolRefs, poolSnap: DocumentSnapshot, pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
+export async function addMultiUse(
+  tx: Transaction,
+  refs: PoolRefs,
+  poolSnap: DocumentSnapshot,
+  pool: string,
+  spec: MultiUseCodeSpec,
+): Promise<CodeInfo> {
   const [single, multi] = await tx.getAll(refs.code(spec.code), refs.multi(spec.code));
   if (single!.exists || multi!.exists) throw refusal('code_exists', { code: spec.code });
-  const doc: MultiDoc = { code: spec.code, max: spec.uses, used: 0, per: spec.usesPerClaimant, vs: spec.startsAt, ve: spec.expiresAt };
+  const doc: MultiDoc = {
+    code: spec.code,
+    max: spec.uses,
+    used: 0,
+    per: spec.usesPerClaimant,
+    vs: spec.startsAt,
+    ve: spec.expiresAt,
+  };
   tx.create(refs.multi(spec.code), doc);
   // imports read the multi-use codes only in pools that have some
   tx.update(poolSnap.ref, { multi: FieldValue.increment(1) });
@@ -66,11 +93,24 @@ export async function addMultiUse(tx: Transaction, refs: PoolRefs, poolSnap: Doc
  * document is unchanged since (its update time), the use is new (`create`) and so is the
  * claimant's count; otherwise the attempt runs again on fresh reads.
  */
-export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
+export function redeemUse(
+  db: Firestore,
+  runner: TxRunner,
+  refs: PoolRefs,
+  pool: string,
+  code: string,
+  claimant: string | null,
+  orderId: string | null,
+): Promise<CodeInfo> {
   if (orderId === null) throw refusal('order_required', { code });
   return runner.run(
     async (tx) => {
-      const [poolSnap, mSnap, useSnap, bySnap] = await db.getAll(refs.pool, refs.multi(code), refs.use(code, orderId), ...(claimant !== null ? [refs.usesBy(code, claimant)] : []));
+      const [poolSnap, mSnap, useSnap, bySnap] = await db.getAll(
+        refs.pool,
+        refs.multi(code),
+        refs.use(code, orderId),
+        ...(claimant !== null ? [refs.usesBy(code, claimant)] : []),
+      );
       if (!poolSnap!.exists) throw notFound('pool', pool);
       if (!mSnap!.exists) throw notFound('code', code);
       const poolDoc = poolSnap!.data() as PoolDoc;
@@ -78,9 +118,17 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
       const prior = useSnap!.exists ? (useSnap!.data() as UseDoc) : null;
       const now = mSnap!.readTime;
       const mine = Number(bySnap?.get('n') ?? 0);
-      const judged = judgeUse(rulesOf(poolDoc), { code, maxUses: m.max, perClaimant: m.per, uses: m.used, startsAt: m.vs, expiresAt: m.ve }, {
-        claimant, orderId, now: now.toDate().toISOString(), prior: prior && { claimant: prior.c }, usesBy: () => mine,
-      });
+      const judged = judgeUse(
+        rulesOf(poolDoc),
+        { code, maxUses: m.max, perClaimant: m.per, uses: m.used, startsAt: m.vs, expiresAt: m.ve },
+        {
+          claimant,
+          orderId,
+          now: now.toDate().toISOString(),
+          prior: prior && { claimant: prior.c },
+          usesBy: () => mine,
+        },
+      );
       if (judged === 'replay') return toUse(pool, m, prior!);
       const use: UseDoc = { o: orderId, c: claimant, at: now };
       tx.update(mSnap!.ref, { used: m.used + 1 }, { lastUpdateTime: mSnap!.updateTime! });
@@ -95,7 +143,15 @@ export function redeemUse(db: Firestore, runner: TxRunner, refs: PoolRefs, pool:
 }
 
 /** Gives the use of `orderId` back, recorded as a `code.unredeemed` event. */
-export async function unredeemUse(tx: Transaction, layout: Layout, refs: PoolRefs, pool: string, now: Timestamp, m: MultiDoc, orderId: string | null): Promise<CodeInfo> {
+export async function unredeemUse(
+  tx: Transaction,
+  layout: Layout,
+  refs: PoolRefs,
+  pool: string,
+  now: Timestamp,
+  m: MultiDoc,
+  orderId: string | null,
+): Promise<CodeInfo> {
   const useSnap = orderId === null ? null : await tx.get(refs.use(m.code, orderId));
   const use = judgeUnuse(m.code, orderId, useSnap?.exists ? (useSnap.data() as UseDoc) : null);
   tx.delete(useSnap!.ref);
@@ -107,7 +163,13 @@ export async function unredeemUse(tx: Transaction, layout: Layout, refs: PoolRef
 }
 
 /** `setCodeWindow` of a multi-use code. */
-export function setMultiWindow(tx: Transaction, refs: PoolRefs, pool: string, m: MultiDoc, window: CodeWindow): CodeInfo {
+export function setMultiWindow(
+  tx: Transaction,
+  refs: PoolRefs,
+  pool: string,
+  m: MultiDoc,
+  window: CodeWindow,
+): CodeInfo {
   tx.update(refs.multi(m.code), { vs: window.startsAt, ve: window.expiresAt });
   return toMultiCode(pool, { ...m, vs: window.startsAt, ve: window.expiresAt });
 }
@@ -123,8 +185,24 @@ export async function auditMultiUse(tx: Transaction, refs: PoolRefs, pool: strin
   for (const snap of (await tx.get(refs.multis)).docs) {
     const m = snap.data() as MultiDoc;
     const [uses, by] = await Promise.all([tx.get(snap.ref.collection('uses')), tx.get(snap.ref.collection('by'))]);
-    if (uses.size !== m.used) violations.push({ invariant: 'I2', pool, code: m.code, expected: uses.size, actual: m.used, message: `multi-use code '${m.code}' counts ${m.used} uses but ${uses.size} are recorded` });
-    if (uses.size > m.max) violations.push({ invariant: 'I2', pool, code: m.code, expected: m.max, actual: uses.size, message: `multi-use code '${m.code}' was used ${uses.size} times, ${m.max} allowed` });
+    if (uses.size !== m.used)
+      violations.push({
+        invariant: 'I2',
+        pool,
+        code: m.code,
+        expected: uses.size,
+        actual: m.used,
+        message: `multi-use code '${m.code}' counts ${m.used} uses but ${uses.size} are recorded`,
+      });
+    if (uses.size > m.max)
+      violations.push({
+        invariant: 'I2',
+        pool,
+        code: m.code,
+        expected: m.max,
+        actual: uses.size,
+        message: `multi-use code '${m.code}' was used ${uses.size} times, ${m.max} allowed`,
+      });
     const perClaimant = new Map<string, number>();
     for (const u of uses.docs) {
       const c = (u.data() as UseDoc).c;
@@ -132,11 +210,29 @@ export async function auditMultiUse(tx: Transaction, refs: PoolRefs, pool: strin
     }
     for (const b of by.docs) {
       const { claimant, n } = b.data() as { claimant: string; n: number };
-      if ((perClaimant.get(claimant) ?? 0) !== n) violations.push({ invariant: 'I2', pool, code: m.code, claimant, expected: perClaimant.get(claimant) ?? 0, actual: n, message: `'${claimant}' counts ${n} uses of '${m.code}' but ${perClaimant.get(claimant) ?? 0} are recorded` });
+      if ((perClaimant.get(claimant) ?? 0) !== n)
+        violations.push({
+          invariant: 'I2',
+          pool,
+          code: m.code,
+          claimant,
+          expected: perClaimant.get(claimant) ?? 0,
+          actual: n,
+          message: `'${claimant}' counts ${n} uses of '${m.code}' but ${perClaimant.get(claimant) ?? 0} are recorded`,
+        });
     }
     if (m.per !== null) {
       for (const [claimant, n] of perClaimant) {
-        if (n > m.per) violations.push({ invariant: 'I2', pool, code: m.code, claimant, expected: m.per, actual: n, message: `'${claimant}' used '${m.code}' ${n} times, ${m.per} allowed` });
+        if (n > m.per)
+          violations.push({
+            invariant: 'I2',
+            pool,
+            code: m.code,
+            claimant,
+            expected: m.per,
+            actual: n,
+            message: `'${claimant}' used '${m.code}' ${n} times, ${m.per} allowed`,
+          });
       }
     }
   }

@@ -46,7 +46,14 @@ export class FirestoreOutbox implements OutboxBackend {
       return due
         .map((doc) => {
           const e = doc.data() as DeliveryState;
-          return { id: doc.id, type: e.type, idempotencyKey: e.key, payload: e.payload ?? {}, createdAt: iso(e.at)!, attempts: e.a ?? 0 };
+          return {
+            id: doc.id,
+            type: e.type,
+            idempotencyKey: e.key,
+            payload: e.payload ?? {},
+            createdAt: iso(e.at)!,
+            attempts: e.a ?? 0,
+          };
         })
         .sort((a, b) => (a.id < b.id ? -1 : 1));
     });
@@ -87,7 +94,12 @@ export class FirestoreOutbox implements OutboxBackend {
   async status(): Promise<OutboxStatus> {
     const events = this.layout.events;
     const [pending, delivered, dead, oldest] = await this.runner.read((tx) =>
-      Promise.all([tx.get(events.where('p', '>=', 0).count()), tx.get(events.where('x', '==', 'd').count()), tx.get(events.where('x', '==', 'x').count()), tx.get(events.orderBy('p').limit(1))]),
+      Promise.all([
+        tx.get(events.where('p', '>=', 0).count()),
+        tx.get(events.where('x', '==', 'd').count()),
+        tx.get(events.where('x', '==', 'x').count()),
+        tx.get(events.orderBy('p').limit(1)),
+      ]),
     );
     const first = oldest.docs[0]?.get('p') as number | undefined;
     return {

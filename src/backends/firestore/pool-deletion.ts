@@ -26,7 +26,13 @@
  * (or a `createPool`) takes the deletion over and goes on.
  */
 import { randomUUID } from 'node:crypto';
-import type { CollectionReference, DocumentReference, DocumentSnapshot, Query, Transaction } from '@google-cloud/firestore';
+import type {
+  CollectionReference,
+  DocumentReference,
+  DocumentSnapshot,
+  Query,
+  Transaction,
+} from '@google-cloud/firestore';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { FieldValue, type Timestamp } from './records.js';
@@ -84,7 +90,11 @@ export interface FinishResult {
 const ownedBy = (snap: DocumentSnapshot, owner: string) => snap.exists && (snap.data() as TombstoneDoc).owner === owner;
 
 export const stillBeingDeleted = (pool: string, retryAfterMs: number) =>
-  new DibsError('conflict', `pool '${pool}' is still being deleted; retry in a few seconds`, { field: 'name', retriable: true, details: { pool, retryAfterMs } });
+  new DibsError('conflict', `pool '${pool}' is still being deleted; retry in a few seconds`, {
+    field: 'name',
+    retriable: true,
+    details: { pool, retryAfterMs },
+  });
 
 export class PoolDeletions {
   readonly leaseMs: number;
@@ -116,7 +126,13 @@ export class PoolDeletions {
       if (!pool!.exists) throw notFound('pool', name);
       tx.delete(refs.pool);
       // (a tombstone cannot exist beside a pool document: createPool removes it in the transaction that creates the pool)
-      tx.set(tombstone, { pool: name, owner, exp: pool!.readTime.toMillis() + this.leaseMs, at: pool!.readTime, n: 0 } satisfies TombstoneDoc);
+      tx.set(tombstone, {
+        pool: name,
+        owner,
+        exp: pool!.readTime.toMillis() + this.leaseMs,
+        at: pool!.readTime,
+        n: 0,
+      } satisfies TombstoneDoc);
     });
     return owner;
   }
@@ -167,7 +183,10 @@ export class PoolDeletions {
    * rule as createPool's), the sweep and the tombstone's removal. `skipped` when there was nothing
    * to take over (no tombstone, a live lease) or the lease was taken over in turn.
    */
-  async finish(name: string, budget: { batches: number } = { batches: Infinity }): Promise<'finished' | 'paused' | 'skipped'> {
+  async finish(
+    name: string,
+    budget: { batches: number } = { batches: Infinity },
+  ): Promise<'finished' | 'paused' | 'skipped'> {
     const tombstone = this.layout.deletion(name);
     const owner = await this.runner.run(async (tx) => {
       const snap = await tx.get(tombstone);
@@ -226,7 +245,11 @@ export class PoolDeletions {
   }
 
   /** Step 3: the tombstone goes (still this owner's), with `then` in the same transaction. False when the lease was taken over. */
-  async end(name: string, owner: string, then?: (tx: Transaction, refs: PoolRefs, now: Timestamp) => void): Promise<boolean> {
+  async end(
+    name: string,
+    owner: string,
+    then?: (tx: Transaction, refs: PoolRefs, now: Timestamp) => void,
+  ): Promise<boolean> {
     const refs = this.layout.pool(name);
     const tombstone = this.layout.deletion(name);
     return this.runner.run(async (tx) => {
@@ -260,11 +283,19 @@ export class PoolDeletions {
    * that finds the last of them — a redeem racing the deletion writes a use only together with the
    * code document (guarded by its update time), so no use outlives its code.
    */
-  private async sweepMulti(name: string, owner: string, multi: DocumentReference, budget: { batches: number }): Promise<Outcome> {
+  private async sweepMulti(
+    name: string,
+    owner: string,
+    multi: DocumentReference,
+    budget: { batches: number },
+  ): Promise<Outcome> {
     const half = Math.floor(this.batch / 2);
     for (;;) {
       const done = await this.step(name, owner, budget, async (tx) => {
-        const [uses, by] = await Promise.all([tx.get(multi.collection('uses').select().limit(half)), tx.get(multi.collection('by').select().limit(half))]);
+        const [uses, by] = await Promise.all([
+          tx.get(multi.collection('uses').select().limit(half)),
+          tx.get(multi.collection('by').select().limit(half)),
+        ]);
         for (const d of [...uses.docs, ...by.docs]) tx.delete(d.ref);
         const last = uses.size < half && by.size < half;
         if (last) tx.delete(multi);
@@ -275,7 +306,12 @@ export class PoolDeletions {
   }
 
   /** One batch (one of the budget's): the tombstone must still be this owner's; the lease is renewed with the batch's deletes. */
-  private async step(name: string, owner: string, budget: { batches: number }, work: (tx: Transaction) => Promise<boolean>): Promise<boolean | typeof LOST | typeof PAUSED> {
+  private async step(
+    name: string,
+    owner: string,
+    budget: { batches: number },
+    work: (tx: Transaction) => Promise<boolean>,
+  ): Promise<boolean | typeof LOST | typeof PAUSED> {
     const tombstone = this.layout.deletion(name);
     if (budget.batches <= 0) return PAUSED;
     budget.batches--;

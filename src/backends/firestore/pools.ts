@@ -9,7 +9,23 @@ import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
 import type { PoolBackend } from '../../core/backend.js';
 import { notFound } from '../../core/errors.js';
-import type { ClaimManyResult, CodeInfo, CodeStatus, CodeWindow, ImportedCode, InsertResult, MultiUseCodeSpec, WindowedCode, OutboxEvent, Page, Pool, PoolPatch, PoolSpec, PoolStats, Violation } from '../../core/types.js';
+import type {
+  ClaimManyResult,
+  CodeInfo,
+  CodeStatus,
+  CodeWindow,
+  ImportedCode,
+  InsertResult,
+  MultiUseCodeSpec,
+  WindowedCode,
+  OutboxEvent,
+  Page,
+  Pool,
+  PoolPatch,
+  PoolSpec,
+  PoolStats,
+  Violation,
+} from '../../core/types.js';
 import { judgeLimitChange, judgeRedeem, judgeRelease, judgeRevoke, judgeUnredeem } from '../../core/model/pools.js';
 import { withWindow } from '../shared/imported-code.js';
 import { auditPool } from './audit.js';
@@ -18,7 +34,22 @@ import { holdCode, releaseCodeHold, setWindow } from './code-lifecycle.js';
 import { addMultiUse, redeemUse, toMultiCode, unredeemUse, usesOfClaimant, type MultiDoc } from './multi-use.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
-import { bumpCounters, freeCode, iso, lifeOf, recordEvent, rulesOf, stateOf, sumShards, type Timestamp, toCode, toPool, type CodeDoc, type HolderDoc, type PoolDoc } from './records.js';
+import {
+  bumpCounters,
+  freeCode,
+  iso,
+  lifeOf,
+  recordEvent,
+  rulesOf,
+  stateOf,
+  sumShards,
+  type Timestamp,
+  toCode,
+  toPool,
+  type CodeDoc,
+  type HolderDoc,
+  type PoolDoc,
+} from './records.js';
 import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 import { INITIAL_SHARDS, lowStockAfterDrop, readAnyCode, writeHolder } from './code-access.js';
 
@@ -76,13 +107,18 @@ export class FirestorePools implements PoolBackend {
       const takenOver = await this.tx.run(async (tx) => {
         const [snap, dead] = await tx.getAll(refs.pool, tombstone);
         if (snap!.exists) throw refusal('pool_exists', { pool: spec.name });
-        if (dead!.exists) return this.deletions.takeOver(tx, spec.name, dead!.data() as TombstoneDoc, dead!.readTime.toMillis());
+        if (dead!.exists)
+          return this.deletions.takeOver(tx, spec.name, dead!.data() as TombstoneDoc, dead!.readTime.toMillis());
         tx.create(refs.pool, doc(snap!.readTime));
         return null;
       });
       if (takenOver === null) break;
       // the previous deleter died: finish its work, then create with the tombstone's removal
-      if ((await this.deletions.sweep(spec.name, takenOver)) && (await this.deletions.end(spec.name, takenOver, (tx, r, now) => tx.create(r.pool, doc(now))))) break;
+      if (
+        (await this.deletions.sweep(spec.name, takenOver)) &&
+        (await this.deletions.end(spec.name, takenOver, (tx, r, now) => tx.create(r.pool, doc(now))))
+      )
+        break;
       // taken over again meanwhile (this process stalled past its lease): ask afresh
     }
     return this.getPool(spec.name);
@@ -102,7 +138,9 @@ export class FirestorePools implements PoolBackend {
     if (after) query = query.startAfter(after);
     const page = await query.get();
     const docs = page.docs.slice(0, limit);
-    const items = await Promise.all(docs.map(async (d) => toPool(d.data() as PoolDoc, sumShards((await this.refs(d.id).shards.get()).docs))));
+    const items = await Promise.all(
+      docs.map(async (d) => toPool(d.data() as PoolDoc, sumShards((await this.refs(d.id).shards.get()).docs))),
+    );
     return { items, nextCursor: page.docs.length > limit ? docs[docs.length - 1]!.id : null };
   }
 
@@ -121,7 +159,11 @@ export class FirestorePools implements PoolBackend {
       if (patch.lowStockThreshold !== undefined) {
         update.threshold = patch.lowStockThreshold;
         // as after a refill: above the (new) threshold the alert is armed again
-        if (patch.lowStockThreshold === null || sumShards((await tx.get(refs.shards)).docs).free > patch.lowStockThreshold) update.armed = true;
+        if (
+          patch.lowStockThreshold === null ||
+          sumShards((await tx.get(refs.shards)).docs).free > patch.lowStockThreshold
+        )
+          update.armed = true;
       }
       if (patch.metadata !== undefined) update.metadata = patch.metadata;
       if (patch.startsAt !== undefined) update.startsAt = patch.startsAt;
@@ -171,8 +213,13 @@ export class FirestorePools implements PoolBackend {
           fresh = fresh.filter((_, j) => !multis[j]!.exists);
         }
         // a refill re-arms the low-stock alert once free is above the threshold again
-        const rearm = fresh.length > 0 && !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + fresh.length > poolDoc.threshold);
-        for (const c of fresh) tx.create(refs.code(c.code), freeCode(c.code, { vs: c.startsAt, ve: c.expiresAt }, nowMs));
+        const rearm =
+          fresh.length > 0 &&
+          !poolDoc.armed &&
+          (poolDoc.threshold === null ||
+            sumShards((await tx.get(refs.shards)).docs).free + fresh.length > poolDoc.threshold);
+        for (const c of fresh)
+          tx.create(refs.code(c.code), freeCode(c.code, { vs: c.startsAt, ve: c.expiresAt }, nowMs));
         bumpCounters(tx, refs, poolDoc.shards, { total: fresh.length, free: fresh.length });
         if (rearm) tx.update(refs.pool, { armed: true });
         return { inserted: fresh.length, duplicates: chunk.length - fresh.length };
@@ -194,7 +241,9 @@ export class FirestorePools implements PoolBackend {
       judgeRelease(stateOf(rec), claimant);
       const holderRef = refs.holder(rec.h!);
       const holder = (await tx.get(holderRef)).data() as HolderDoc | undefined;
-      const rearm = !poolDoc.armed && (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + 1 > poolDoc.threshold);
+      const rearm =
+        !poolDoc.armed &&
+        (poolDoc.threshold === null || sumShards((await tx.get(refs.shards)).docs).free + 1 > poolDoc.threshold);
       writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), 0);
       // release ends a hold; the code's window stays, and decides whether claims see it again
       const next = freeCode(code, lifeOf(rec, now.toMillis(), false), now.toMillis());
@@ -219,17 +268,29 @@ export class FirestorePools implements PoolBackend {
       const holderRef = holderIfAny !== null ? refs.holder(holderIfAny) : null;
       const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
       const mayBeDirect = rec.s === 'free' && poolDoc.public;
-      const needCounters = rec.s !== 'redeemed' && (poolDoc.maxr !== null || (mayBeDirect && poolDoc.threshold !== null && poolDoc.armed));
+      const needCounters =
+        rec.s !== 'redeemed' && (poolDoc.maxr !== null || (mayBeDirect && poolDoc.threshold !== null && poolDoc.armed));
       const counters = needCounters ? sumShards((await tx.get(refs.shards)).docs) : null;
       const judged = judgeRedeem(rulesOf(poolDoc), stateOf(rec), {
-        claimant, orderId, now: now.toDate().toISOString(),
+        claimant,
+        orderId,
+        now: now.toDate().toISOString(),
         heldBy: () => holder?.n ?? 0,
         redeemed: () => ({ pool: counters?.redeemed ?? 0, claimant: holder?.redeemed ?? 0 }),
       });
       if (judged.kind === 'replay') return toCode(pool, rec); // the same checkout again: its answer, unchanged
       const { direct, holder: holderName } = judged;
       // the redeem consumes the hold
-      const next: CodeDoc = { code, s: 'redeemed', h: holderName, k: direct ? null : rec.k, ca: direct ? now : rec.ca, ra: now, o: orderId ?? null, ...lifeOf(rec, now.toMillis(), false) };
+      const next: CodeDoc = {
+        code,
+        s: 'redeemed',
+        h: holderName,
+        k: direct ? null : rec.k,
+        ca: direct ? now : rec.ca,
+        ra: now,
+        o: orderId ?? null,
+        ...lifeOf(rec, now.toMillis(), false),
+      };
       writeCode(tx, attempt, refs.code(code), next, codeTime);
       writeHolder(tx, holderRef!, holder, holderName, (held) => (direct ? [...held, { c: code, k: null }] : held), 1);
       bumpCounters(tx, refs, poolDoc.shards, direct ? { free: -1, redeemed: 1 } : { claimed: -1, redeemed: 1 });
@@ -270,9 +331,29 @@ export class FirestorePools implements PoolBackend {
       judgeRevoke(stateOf(rec));
       const holderRef = rec.h ? refs.holder(rec.h) : null;
       const holder = holderRef ? ((await tx.get(holderRef)).data() as HolderDoc | undefined) : undefined;
-      const counters = rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed ? sumShards((await tx.get(refs.shards)).docs) : null;
-      if (holderRef) writeHolder(tx, holderRef, holder, rec.h!, (held) => held.filter((e) => e.c !== code), rec.s === 'redeemed' ? -1 : 0);
-      const next: CodeDoc = { code, s: 'revoked', h: null, k: null, ca: null, ra: null, o: null, ...lifeOf(rec, now.toMillis(), false) };
+      const counters =
+        rec.s === 'free' && poolDoc.threshold !== null && poolDoc.armed
+          ? sumShards((await tx.get(refs.shards)).docs)
+          : null;
+      if (holderRef)
+        writeHolder(
+          tx,
+          holderRef,
+          holder,
+          rec.h!,
+          (held) => held.filter((e) => e.c !== code),
+          rec.s === 'redeemed' ? -1 : 0,
+        );
+      const next: CodeDoc = {
+        code,
+        s: 'revoked',
+        h: null,
+        k: null,
+        ca: null,
+        ra: null,
+        o: null,
+        ...lifeOf(rec, now.toMillis(), false),
+      };
       writeCode(tx, attempt, refs.code(code), next, codeTime);
       bumpCounters(tx, refs, poolDoc.shards, { revoked: 1, [rec.s]: -1 });
       if (counters) lowStockAfterDrop(tx, this.layout, refs, poolDoc, counters.free - 1, now);
@@ -309,7 +390,12 @@ export class FirestorePools implements PoolBackend {
     const refs = this.refs(pool);
     const [poolSnap, codeSnap, multiSnap] = await this.layout.db.getAll(refs.pool, refs.code(code), refs.multi(code));
     if (!poolSnap!.exists) throw notFound('pool', pool);
-    if (multiSnap!.exists) return toMultiCode(pool, multiSnap!.data() as MultiDoc, claimant ? await usesOfClaimant(refs, code, claimant) : undefined);
+    if (multiSnap!.exists)
+      return toMultiCode(
+        pool,
+        multiSnap!.data() as MultiDoc,
+        claimant ? await usesOfClaimant(refs, code, claimant) : undefined,
+      );
     if (!codeSnap!.exists) throw notFound('code', code);
     return toCode(pool, codeSnap!.data() as CodeDoc, codeSnap!.readTime.toMillis());
   }
@@ -330,12 +416,17 @@ export class FirestorePools implements PoolBackend {
     return (await this.getPool(pool)).stats;
   }
 
-  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+  async *exportCodes(
+    pool: string,
+    { status, batchSize }: { status?: CodeStatus; batchSize: number },
+  ): AsyncIterable<CodeInfo[]> {
     const refs = this.refs(pool);
     if (!(await refs.pool.get()).exists) throw notFound('pool', pool);
     let after: DocumentSnapshot | null = null;
     for (;;) {
-      let query = (status ? refs.codes.where('s', '==', status) : refs.codes).orderBy(FieldPath.documentId()).limit(batchSize);
+      let query = (status ? refs.codes.where('s', '==', status) : refs.codes)
+        .orderBy(FieldPath.documentId())
+        .limit(batchSize);
       if (after) query = query.startAfter(after);
       const page = await query.get();
       if (page.empty) return;
@@ -350,15 +441,28 @@ export class FirestorePools implements PoolBackend {
   }
 
   async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
-    let query = (pool ? this.layout.events.where('pool', '==', pool) : this.layout.events).orderBy(FieldPath.documentId()).limit(limit);
+    let query = (pool ? this.layout.events.where('pool', '==', pool) : this.layout.events)
+      .orderBy(FieldPath.documentId())
+      .limit(limit);
     if (after) query = query.startAfter(after);
     const page = await query.get();
-    return page.docs.map((d) => ({ id: d.id, type: d.get('type') as string, idempotencyKey: d.get('key') as string, payload: d.get('payload') as Record<string, unknown>, createdAt: iso(d.get('at') as Timestamp)! }));
+    return page.docs.map((d) => ({
+      id: d.id,
+      type: d.get('type') as string,
+      idempotencyKey: d.get('key') as string,
+      payload: d.get('payload') as Record<string, unknown>,
+      createdAt: iso(d.get('at') as Timestamp)!,
+    }));
   }
 }
 
 /** Reads the pool and one single-use code in a transaction (not_found for either); `now` is the server's read time. */
-export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, code: string): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp; codeTime: Timestamp | null }> {
+export async function readCode(
+  tx: Transaction,
+  refs: PoolRefs,
+  pool: string,
+  code: string,
+): Promise<{ poolDoc: PoolDoc; rec: CodeDoc; now: Timestamp; codeTime: Timestamp | null }> {
   const found = await readAnyCode(tx, refs, pool, code);
   if (!found.rec) throw notFound('code', code);
   return { ...found, rec: found.rec };
@@ -370,9 +474,21 @@ export async function readCode(tx: Transaction, refs: PoolRefs, pool: string, co
  * code as the step read it — fenced, run again; moved without the id — a later step may have
  * replaced it: unknown, `unavailable`.
  */
-function writeCode(tx: Transaction, attempt: Attempt<unknown>, ref: DocumentReference, next: CodeDoc, readAt: Timestamp | null): void {
+function writeCode(
+  tx: Transaction,
+  attempt: Attempt<unknown>,
+  ref: DocumentReference,
+  next: CodeDoc,
+  readAt: Timestamp | null,
+): void {
   tx.set(ref, { ...next, st: attempt.id });
   if (readAt === null) return; // no code document was read: nothing to settle on (unknown)
-  attempt.resolveWith(witnessResolver({ ref, guard: readAt, mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null), moved: () => 'unknown' }));
+  attempt.resolveWith(
+    witnessResolver({
+      ref,
+      guard: readAt,
+      mine: (back) => (back.get('st') === attempt.id ? { committed: true } : null),
+      moved: () => 'unknown',
+    }),
+  );
 }
-

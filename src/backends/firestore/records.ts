@@ -86,20 +86,40 @@ export const iso = (t: Timestamp | null | undefined): string | null => (t ? t.to
 /** A code as answered; `nowMs` (the server's time) reports a live hold, when given. */
 export function toCode(pool: string, doc: CodeDoc, nowMs?: number): CodeInfo {
   return {
-    pool, code: doc.code, status: doc.s, claimant: doc.h ?? null, claimedAt: iso(doc.ca), redeemedAt: iso(doc.ra), orderId: doc.o ?? null,
+    pool,
+    code: doc.code,
+    status: doc.s,
+    claimant: doc.h ?? null,
+    claimedAt: iso(doc.ca),
+    redeemedAt: iso(doc.ra),
+    orderId: doc.o ?? null,
     ...(doc.vs != null || doc.ve != null ? { startsAt: doc.vs ?? null, expiresAt: doc.ve ?? null } : {}),
-    ...(nowMs !== undefined && liveHold(doc, nowMs) ? { hold: { claimant: doc.hc!, expiresAt: new Date(doc.hu!).toISOString() } } : {}),
+    ...(nowMs !== undefined && liveHold(doc, nowMs)
+      ? { hold: { claimant: doc.hc!, expiresAt: new Date(doc.hu!).toISOString() } }
+      : {}),
   };
 }
 
 /** A code's own window as the core judges it (`windowState`). */
 /** The pool and a code as the model judges them (core/model/pools.ts). */
 export const rulesOf = (p: PoolDoc): PoolRules => ({
-  name: p.name, perClaimantLimit: p.limit, publicCodes: p.public, startsAt: p.startsAt, expiresAt: p.expiresAt, maxRedemptions: p.maxr, maxRedemptionsPerClaimant: p.maxrc,
+  name: p.name,
+  perClaimantLimit: p.limit,
+  publicCodes: p.public,
+  startsAt: p.startsAt,
+  expiresAt: p.expiresAt,
+  maxRedemptions: p.maxr,
+  maxRedemptionsPerClaimant: p.maxrc,
 });
 export const stateOf = (c: CodeDoc): CodeState => ({
-  code: c.code, status: c.s, claimant: c.h, redeemedAt: iso(c.ra), order: c.o,
-  hold: c.hc != null && c.hu != null ? { claimant: c.hc, until: new Date(c.hu).toISOString() } : null, startsAt: c.vs ?? null, expiresAt: c.ve ?? null,
+  code: c.code,
+  status: c.s,
+  claimant: c.h,
+  redeemedAt: iso(c.ra),
+  order: c.o,
+  hold: c.hc != null && c.hu != null ? { claimant: c.hc, until: new Date(c.hu).toISOString() } : null,
+  startsAt: c.vs ?? null,
+  expiresAt: c.ve ?? null,
 });
 
 export const windowOf = (doc: CodeLife) => ({ startsAt: doc.vs ?? null, expiresAt: doc.ve ?? null });
@@ -167,7 +187,8 @@ export function sumShards(docs: readonly DocumentSnapshot[]): PoolStats {
 export function bumpCounters(tx: Transaction, refs: PoolRefs, shards: number, deltas: Partial<PoolStats>): void {
   const update: Record<string, FieldValue> = {};
   for (const [field, delta] of Object.entries(deltas)) if (delta) update[field] = FieldValue.increment(delta);
-  if (Object.keys(update).length > 0) tx.set(refs.shard(Math.floor(Math.random() * Math.max(1, shards))), update, { merge: true });
+  if (Object.keys(update).length > 0)
+    tx.set(refs.shard(Math.floor(Math.random() * Math.max(1, shards))), update, { merge: true });
 }
 
 /**
@@ -187,12 +208,29 @@ export const EVENT_ID = /^\d{26}$/;
  * Writes an outbox event in the caller's transaction. `p` (creation, ms) and `d` (due, ms) make it
  * pending for the outbox (outbox.ts); `source` is `{pool}` or `{sale, src: 'sale'}`.
  */
-export function writeEvent(tx: Transaction, layout: Layout, source: Record<string, string>, at: Timestamp, type: string, key: string, payload: Record<string, unknown>, seq = 0): void {
+export function writeEvent(
+  tx: Transaction,
+  layout: Layout,
+  source: Record<string, string>,
+  at: Timestamp,
+  type: string,
+  key: string,
+  payload: Record<string, unknown>,
+  seq = 0,
+): void {
   const ms = at.toMillis();
   tx.set(layout.events.doc(eventId(at, seq)), { ...source, type, key, payload, at, p: ms, d: ms, a: 0 });
 }
 
-export function recordEvent(tx: Transaction, layout: Layout, pool: string, at: Timestamp, type: string, key: string, payload: Record<string, unknown>): void {
+export function recordEvent(
+  tx: Transaction,
+  layout: Layout,
+  pool: string,
+  at: Timestamp,
+  type: string,
+  key: string,
+  payload: Record<string, unknown>,
+): void {
   writeEvent(tx, layout, { pool }, at, type, key, payload);
 }
 

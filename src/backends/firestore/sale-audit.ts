@@ -13,7 +13,13 @@ import type { TxRunner } from './transactions.js';
 export async function auditSale(layout: Layout, runner: TxRunner, id: string): Promise<SaleViolation[]> {
   const refs = layout.sale(id);
   const [saleSnap, holdSnaps, orderSnaps, custSnaps, eventSnaps] = await runner.snapshot(refs.sale, (tx) =>
-    Promise.all([tx.get(refs.sale), tx.get(layout.holds.where('sale', '==', id)), tx.get(refs.orders), tx.get(refs.customers), tx.get(layout.events.where('sale', '==', id))]),
+    Promise.all([
+      tx.get(refs.sale),
+      tx.get(layout.holds.where('sale', '==', id)),
+      tx.get(refs.orders),
+      tx.get(refs.customers),
+      tx.get(layout.events.where('sale', '==', id)),
+    ]),
   );
   if (!saleSnap.exists) throw notFound('sale', id);
   const sale = saleSnap.data() as SaleDoc;
@@ -30,11 +36,39 @@ export async function auditSale(layout: Layout, runner: TxRunner, id: string): P
   const activeUnits = active.reduce((sum, h) => sum + h.q, 0);
   const live = active.filter((h) => h.e > now);
   const liveUnits = live.reduce((sum, h) => sum + h.q, 0);
-  if (ordered !== sale.sold) v.push({ invariant: 'I4', sale: id, expected: ordered, actual: sale.sold, message: `sold counter says ${sale.sold} but orders hold ${ordered} units` });
-  if (activeUnits !== sale.held) v.push({ invariant: 'I4', sale: id, expected: activeUnits, actual: sale.held, message: `held counter says ${sale.held} but active holds have ${activeUnits} units` });
-  if (sale.cap !== null && ordered + liveUnits > sale.cap) v.push({ invariant: 'I3', sale: id, expected: sale.cap, actual: ordered + liveUnits, message: `sold ${ordered} + held ${liveUnits} exceeds the cap of ${sale.cap}` });
+  if (ordered !== sale.sold)
+    v.push({
+      invariant: 'I4',
+      sale: id,
+      expected: ordered,
+      actual: sale.sold,
+      message: `sold counter says ${sale.sold} but orders hold ${ordered} units`,
+    });
+  if (activeUnits !== sale.held)
+    v.push({
+      invariant: 'I4',
+      sale: id,
+      expected: activeUnits,
+      actual: sale.held,
+      message: `held counter says ${sale.held} but active holds have ${activeUnits} units`,
+    });
+  if (sale.cap !== null && ordered + liveUnits > sale.cap)
+    v.push({
+      invariant: 'I3',
+      sale: id,
+      expected: sale.cap,
+      actual: ordered + liveUnits,
+      message: `sold ${ordered} + held ${liveUnits} exceeds the cap of ${sale.cap}`,
+    });
   const minExpiry = Math.min(...active.map((h) => h.e));
-  if (active.length > 0 && (sale.ne === undefined || sale.ne > minExpiry)) v.push({ invariant: 'I4', sale: id, expected: minExpiry, actual: sale.ne ?? null, message: `the sale's next expiry (${sale.ne ?? 'none'}) is later than its earliest active hold's (${minExpiry})` });
+  if (active.length > 0 && (sale.ne === undefined || sale.ne > minExpiry))
+    v.push({
+      invariant: 'I4',
+      sale: id,
+      expected: minExpiry,
+      actual: sale.ne ?? null,
+      message: `the sale's next expiry (${sale.ne ?? 'none'}) is later than its earliest active hold's (${minExpiry})`,
+    });
 
   const units = new Map<string, number>();
   const orderedBy = new Map<string, number>();
@@ -44,26 +78,67 @@ export async function auditSale(layout: Layout, runner: TxRunner, id: string): P
   }
   for (const h of live) units.set(h.c, (units.get(h.c) ?? 0) + h.q);
   for (const [customer, n] of units) {
-    if (n > sale.limit) v.push({ invariant: 'I2', sale: id, customer, expected: sale.limit, actual: n, message: `customer '${customer}' has ${n} units, limit ${sale.limit}` });
+    if (n > sale.limit)
+      v.push({
+        invariant: 'I2',
+        sale: id,
+        customer,
+        expected: sale.limit,
+        actual: n,
+        message: `customer '${customer}' has ${n} units, limit ${sale.limit}`,
+      });
   }
   const orderIds = new Map(orders.map((o) => [o.id, o]));
   const holdsById = new Map(holds.map((h) => [h.id, h]));
   for (const h of holds) {
-    if (h.s === 'confirmed' && (!h.o || orderIds.get(h.o)?.h !== h.id)) v.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
-    if ((h.s === 'active') !== (h.ae !== undefined) || (h.ae !== undefined && h.ae !== h.e)) v.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is ${h.s} but its expiry index says ${h.ae ?? 'none'}` });
+    if (h.s === 'confirmed' && (!h.o || orderIds.get(h.o)?.h !== h.id))
+      v.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
+    if ((h.s === 'active') !== (h.ae !== undefined) || (h.ae !== undefined && h.ae !== h.e))
+      v.push({
+        invariant: 'I4',
+        sale: id,
+        message: `hold '${h.id}' is ${h.s} but its expiry index says ${h.ae ?? 'none'}`,
+      });
   }
   const custs = new Map(customers.map((c) => [c.c, c]));
   for (const c of customers) {
     const expected = orderedBy.get(c.c) ?? 0;
-    if (c.o !== expected) v.push({ invariant: 'I4', sale: id, customer: c.c, expected, actual: c.o, message: `customer '${c.c}' is counted with ${c.o} ordered units, orders say ${expected}` });
+    if (c.o !== expected)
+      v.push({
+        invariant: 'I4',
+        sale: id,
+        customer: c.c,
+        expected,
+        actual: c.o,
+        message: `customer '${c.c}' is counted with ${c.o} ordered units, orders say ${expected}`,
+      });
     if (c.h !== null) {
       const h = holdsById.get(c.h);
-      if (h?.s !== 'active' || h.q !== c.hq || h.e !== c.he) v.push({ invariant: 'I4', sale: id, customer: c.c, message: `customer '${c.c}' points at hold '${c.h}', which is not their active hold as recorded` });
+      if (h?.s !== 'active' || h.q !== c.hq || h.e !== c.he)
+        v.push({
+          invariant: 'I4',
+          sale: id,
+          customer: c.c,
+          message: `customer '${c.c}' points at hold '${c.h}', which is not their active hold as recorded`,
+        });
     }
   }
-  for (const [customer] of orderedBy) if (!custs.has(customer)) v.push({ invariant: 'I4', sale: id, customer, message: `customer '${customer}' has orders but no customer record` });
+  for (const [customer] of orderedBy)
+    if (!custs.has(customer))
+      v.push({
+        invariant: 'I4',
+        sale: id,
+        customer,
+        message: `customer '${customer}' has orders but no customer record`,
+      });
   for (const h of active) {
-    if (custs.get(h.c)?.h !== h.id) v.push({ invariant: 'I4', sale: id, customer: h.c, message: `active hold '${h.id}' is not the one its customer '${h.c}' points at` });
+    if (custs.get(h.c)?.h !== h.id)
+      v.push({
+        invariant: 'I4',
+        sale: id,
+        customer: h.c,
+        message: `active hold '${h.id}' is not the one its customer '${h.c}' points at`,
+      });
   }
   const expectEvents: [string, number][] = [
     ['sale.sold_out', sale.soldout ? 1 : 0],
@@ -74,12 +149,34 @@ export async function auditSale(layout: Layout, runner: TxRunner, id: string): P
   for (const [type, expected] of expectEvents) {
     const actual = events.get(type) ?? 0;
     // a sale cancelled after its end was recorded keeps its one sale.ended event
-    if (actual !== expected && !(type === 'sale.ended' && actual === 1 && sale.ended !== null && sale.cancelled !== null && sale.cancelled > sale.ended)) {
-      v.push({ invariant: 'I7', sale: id, expected, actual, message: `expected ${expected} ${type} event(s), found ${actual}` });
+    if (
+      actual !== expected &&
+      !(
+        type === 'sale.ended' &&
+        actual === 1 &&
+        sale.ended !== null &&
+        sale.cancelled !== null &&
+        sale.cancelled > sale.ended
+      )
+    ) {
+      v.push({
+        invariant: 'I7',
+        sale: id,
+        expected,
+        actual,
+        message: `expected ${expected} ${type} event(s), found ${actual}`,
+      });
     }
   }
-  if (sale.soldout !== (sale.cap !== null && sale.cap > 0 && sale.sold >= sale.cap) && !(sale.soldout && sale.cap !== null && sale.sold < sale.cap)) {
-    v.push({ invariant: 'I7', sale: id, message: `sold ${sale.sold} of ${sale.cap} but the sold-out event was ${sale.soldout ? '' : 'not '}recorded` });
+  if (
+    sale.soldout !== (sale.cap !== null && sale.cap > 0 && sale.sold >= sale.cap) &&
+    !(sale.soldout && sale.cap !== null && sale.sold < sale.cap)
+  ) {
+    v.push({
+      invariant: 'I7',
+      sale: id,
+      message: `sold ${sale.sold} of ${sale.cap} but the sold-out event was ${sale.soldout ? '' : 'not '}recorded`,
+    });
   }
   return v;
 }

@@ -10,7 +10,12 @@ import { judgeBuy, judgeReserve, judgeSaleKey } from '../../core/model/sales.js'
 import { isoMs, saleState, toHold, toOrder, type CustomerDoc, type HoldDoc, type SaleKeyDoc } from './sale-records.js';
 import type { SaleStep } from './sale-step.js';
 
-export async function buyIn(step: SaleStep, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
+export async function buyIn(
+  step: SaleStep,
+  customer: string,
+  quantity: number,
+  key: string | null,
+): Promise<BuyResult> {
   const saleId = step.sale.id;
   const prior = key !== null ? await step.key(key) : null;
   if (prior) {
@@ -24,7 +29,13 @@ export async function buyIn(step: SaleStep, customer: string, quantity: number, 
   return { order: toOrder(saleId, order), replayed: false };
 }
 
-export async function reserveIn(step: SaleStep, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+export async function reserveIn(
+  step: SaleStep,
+  customer: string,
+  quantity: number,
+  ttlMs: number,
+  key: string | null,
+): Promise<HoldResult> {
   const prior = key !== null ? await step.key(key) : null;
   if (prior) {
     judgeSaleKey(key!, priorOf(prior), 'reserve', customer, quantity);
@@ -42,7 +53,17 @@ export async function reserveIn(step: SaleStep, customer: string, quantity: numb
   const expires = step.now + ttlMs;
   const hold: HoldDoc = own
     ? Object.assign(own, { q: quantity, e: expires, ae: expires })
-    : { id: newId('hold'), sale: step.sale.id, c: customer, q: quantity, s: 'active', e: expires, ca: step.now, o: null, ae: expires };
+    : {
+        id: newId('hold'),
+        sale: step.sale.id,
+        c: customer,
+        q: quantity,
+        s: 'active',
+        e: expires,
+        ca: step.now,
+        o: null,
+        ae: expires,
+      };
   step.putHold(hold);
   Object.assign(step.touchCustomer(customer), { h: hold.id, hq: quantity, he: expires } satisfies Partial<CustomerDoc>);
   const sale = step.touchSale();

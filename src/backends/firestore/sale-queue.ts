@@ -44,7 +44,9 @@ export class SaleQueue {
     private readonly layout: Layout,
     private readonly runner: TxRunner,
   ) {
-    this.queue = new GroupQueue({ max: GROUP_MAX, concurrency: 1, joinTurn: false }, (saleId, group) => this.runGroup(saleId, group));
+    this.queue = new GroupQueue({ max: GROUP_MAX, concurrency: 1, joinTurn: false }, (saleId, group) =>
+      this.runGroup(saleId, group),
+    );
   }
 
   submit<T>(saleId: string, request: SaleRequest<T>): Promise<T> {
@@ -52,25 +54,29 @@ export class SaleQueue {
   }
 
   private async runGroup(saleId: string, group: readonly Waiting<SaleRequest, unknown>[]): Promise<void> {
-    const outcomes = await this.runner.run<Outcome[]>(async (tx, _n, attempt) => {
-      const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
-      await step.prefetch({
-        customers: group.flatMap((w) => w.request.customers ?? []),
-        keys: group.flatMap((w) => w.request.keys ?? []),
-        holds: group.flatMap((w) => w.request.holds ?? []),
-      });
-      const answers: Outcome[] = [];
-      for (const w of group) {
-        try {
-          answers.push({ ok: true, value: await w.request.run(step) });
-        } catch (error) {
-          if (!isDibsError(error)) throw error;
-          answers.push({ ok: false, error });
+    const outcomes = await this.runner.run<Outcome[]>(
+      async (tx, _n, attempt) => {
+        const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
+        await step.prefetch({
+          customers: group.flatMap((w) => w.request.customers ?? []),
+          keys: group.flatMap((w) => w.request.keys ?? []),
+          holds: group.flatMap((w) => w.request.holds ?? []),
+        });
+        const answers: Outcome[] = [];
+        for (const w of group) {
+          try {
+            answers.push({ ok: true, value: await w.request.run(step) });
+          } catch (error) {
+            if (!isDibsError(error)) throw error;
+            answers.push({ ok: false, error });
+          }
         }
-      }
-      step.commit(attempt);
-      return answers;
-    }, undefined, { optimistic: true });
+        step.commit(attempt);
+        return answers;
+      },
+      undefined,
+      { optimistic: true },
+    );
     group.forEach((w, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) w.resolve(outcome.value);

@@ -94,12 +94,24 @@ export interface SkuDoc {
 export const isoMs = (ms: number) => new Date(ms).toISOString();
 
 export function statusOf(doc: SaleDoc, now: string): Sale['status'] {
-  return saleStatus({ startsAt: doc.starts, endsAt: doc.ends, cancelledAt: doc.cancelled, cap: doc.cap, sold: doc.sold }, now);
+  return saleStatus(
+    { startsAt: doc.starts, endsAt: doc.ends, cancelledAt: doc.cancelled, cap: doc.cap, sold: doc.sold },
+    now,
+  );
 }
 
 /** The sale as the model judges it (core/model/sales.ts). */
 export function saleState(doc: SaleDoc): SaleState {
-  return { id: doc.id, startsAt: doc.starts, endsAt: doc.ends, cancelledAt: doc.cancelled, cap: doc.cap, perCustomerLimit: doc.limit, sold: doc.sold, held: doc.held };
+  return {
+    id: doc.id,
+    startsAt: doc.starts,
+    endsAt: doc.ends,
+    cancelledAt: doc.cancelled,
+    cap: doc.cap,
+    perCustomerLimit: doc.limit,
+    sold: doc.sold,
+    held: doc.held,
+  };
 }
 
 /** `held`: units of active holds that have not expired by `now` (the step's or snapshot's). */
@@ -120,7 +132,16 @@ export function toSale(doc: SaleDoc, now: string, held: number): Sale {
 }
 
 export function toHold(doc: HoldDoc): Hold {
-  return { id: doc.id, saleId: doc.sale, customer: doc.c, quantity: doc.q, status: doc.s, expiresAt: isoMs(doc.e), createdAt: isoMs(doc.ca), orderId: doc.o };
+  return {
+    id: doc.id,
+    saleId: doc.sale,
+    customer: doc.c,
+    quantity: doc.q,
+    status: doc.s,
+    expiresAt: isoMs(doc.e),
+    createdAt: isoMs(doc.ca),
+    orderId: doc.o,
+  };
 }
 
 export function toOrder(saleId: string, doc: OrderDoc): Order {

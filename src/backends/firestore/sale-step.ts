@@ -24,12 +24,27 @@
  * can never commit and runs again. Otherwise (more than STEP_RING steps since, or a sale document
  * written afresh, without the count) the outcome is unknown: `unavailable`.
  */
-import { FieldValue, type DocumentReference, type DocumentSnapshot, type Query, type QuerySnapshot, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentReference,
+  type DocumentSnapshot,
+  type Query,
+  type QuerySnapshot,
+  type Transaction,
+} from '@google-cloud/firestore';
 import { isDibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { Layout, SaleRefs } from './layout.js';
 import { writeEvent, type Timestamp } from './records.js';
-import { emptyCustomer, isoMs, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc } from './sale-records.js';
+import {
+  emptyCustomer,
+  isoMs,
+  type CustomerDoc,
+  type HoldDoc,
+  type OrderDoc,
+  type SaleDoc,
+  type SaleKeyDoc,
+} from './sale-records.js';
 import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 
 /** Step ids a sale document keeps (see the header). */
@@ -118,7 +133,11 @@ export class SaleStep {
   }
 
   /** Reads the given customers and `extra` documents and runs the stale pass; returns the `extra` snapshots. */
-  async prepare(customers: readonly string[], extra: readonly DocumentReference[] = [], staleLimit = STALE_LIMIT): Promise<DocumentSnapshot[]> {
+  async prepare(
+    customers: readonly string[],
+    extra: readonly DocumentReference[] = [],
+    staleLimit = STALE_LIMIT,
+  ): Promise<DocumentSnapshot[]> {
     return this.prefetch({ customers, extra, staleLimit });
   }
 
@@ -127,7 +146,13 @@ export class SaleStep {
    * when holds may be stale, the stale holds (then their customers); expires those holds (in
    * memory, written at commit). Returns the `extra` snapshots.
    */
-  async prefetch(want: { customers?: readonly string[]; keys?: readonly string[]; holds?: readonly string[]; extra?: readonly DocumentReference[]; staleLimit?: number }): Promise<DocumentSnapshot[]> {
+  async prefetch(want: {
+    customers?: readonly string[];
+    keys?: readonly string[];
+    holds?: readonly string[];
+    extra?: readonly DocumentReference[];
+    staleLimit?: number;
+  }): Promise<DocumentSnapshot[]> {
     const staleLimit = want.staleLimit ?? STALE_LIMIT;
     const customers = [...new Set(want.customers ?? [])].filter((c) => !this.customers.has(c));
     const keys = [...new Set(want.keys ?? [])].filter((k) => !this.keys.has(k));
@@ -135,21 +160,32 @@ export class SaleStep {
     const extra = want.extra ?? [];
     const stale = this.sale.ne !== undefined && this.sale.ne <= this.now;
     const byId = this.layout.holds.where('sale', '==', this.sale.id);
-    const refs = [...customers.map((c) => this.refs.customer(c)), ...keys.map((k) => this.refs.key(k)), ...holds.map((h) => this.layout.hold(h)), ...extra];
+    const refs = [
+      ...customers.map((c) => this.refs.customer(c)),
+      ...keys.map((k) => this.refs.key(k)),
+      ...holds.map((h) => this.layout.hold(h)),
+      ...extra,
+    ];
     const [snaps, staleSnap, nextSnap] = await Promise.all([
       this.getAll(refs),
       stale ? this.query(byId.where('ae', '<=', this.now).orderBy('ae').limit(staleLimit)) : null,
       stale ? this.query(byId.where('ae', '>', this.now).orderBy('ae').limit(1)) : null,
     ]);
     let at = 0;
-    for (const c of customers) this.customers.set(c, { doc: (snaps[at++]!.data() as CustomerDoc | undefined) ?? emptyCustomer(c), dirty: false });
+    for (const c of customers)
+      this.customers.set(c, {
+        doc: (snaps[at++]!.data() as CustomerDoc | undefined) ?? emptyCustomer(c),
+        dirty: false,
+      });
     for (const k of keys) this.keys.set(k, (snaps[at++]!.data() as SaleKeyDoc | undefined) ?? null);
     for (const _ of holds) {
       const doc = snaps[at++]!.data() as HoldDoc | undefined;
       if (doc) this.adoptHold(doc);
     }
     if (staleSnap && nextSnap) {
-      const staleHolds = staleSnap.docs.map((d) => this.adoptHold(d.data() as HoldDoc)).filter((h) => h.s === 'active' && h.e <= this.now);
+      const staleHolds = staleSnap.docs
+        .map((d) => this.adoptHold(d.data() as HoldDoc))
+        .filter((h) => h.s === 'active' && h.e <= this.now);
       await this.loadCustomers(staleHolds.map((h) => h.c));
       for (const hold of staleHolds) this.expire(hold);
       const full = staleSnap.size >= staleLimit;
@@ -168,12 +204,15 @@ export class SaleStep {
     const missing = [...new Set(customers)].filter((c) => !this.customers.has(c));
     if (missing.length === 0) return;
     const snaps = await this.getAll(missing.map((c) => this.refs.customer(c)));
-    missing.forEach((c, i) => this.customers.set(c, { doc: (snaps[i]!.data() as CustomerDoc | undefined) ?? emptyCustomer(c), dirty: false }));
+    missing.forEach((c, i) =>
+      this.customers.set(c, { doc: (snaps[i]!.data() as CustomerDoc | undefined) ?? emptyCustomer(c), dirty: false }),
+    );
   }
 
   /** An idempotency key of the sale as this step sees it (null: unused). */
   async key(key: string): Promise<SaleKeyDoc | null> {
-    if (!this.keys.has(key)) this.keys.set(key, ((await this.get(this.refs.key(key))).data() as SaleKeyDoc | undefined) ?? null);
+    if (!this.keys.has(key))
+      this.keys.set(key, ((await this.get(this.refs.key(key))).data() as SaleKeyDoc | undefined) ?? null);
     return this.keys.get(key)!;
   }
 
@@ -247,7 +286,13 @@ export class SaleStep {
   expire(hold: HoldDoc): void {
     this.dropActive(hold, 'expired');
     this.expired.push(hold);
-    this.event('hold.expired', `hold.expired:${hold.id}`, { sale: hold.sale, hold: hold.id, customer: hold.c, quantity: hold.q, expiresAt: isoMs(hold.e) });
+    this.event('hold.expired', `hold.expired:${hold.id}`, {
+      sale: hold.sale,
+      hold: hold.id,
+      customer: hold.c,
+      quantity: hold.q,
+      expiresAt: isoMs(hold.e),
+    });
   }
 
   event(type: string, key: string, payload: Record<string, unknown>): void {
@@ -268,7 +313,12 @@ export class SaleStep {
     sale.sold += q;
     if (sale.cap !== null && sale.sold >= sale.cap && !sale.soldout) {
       sale.soldout = true;
-      this.event('sale.sold_out', `sale.sold_out:${sale.id}`, { sale: sale.id, sku: sale.sku, sold: sale.sold, cap: sale.cap });
+      this.event('sale.sold_out', `sale.sold_out:${sale.id}`, {
+        sale: sale.id,
+        sku: sale.sku,
+        sold: sale.sold,
+        cap: sale.cap,
+      });
     }
     return order;
   }
@@ -283,7 +333,11 @@ export class SaleStep {
    * tells `attempt` how to settle a commit whose answer is lost (see the header).
    */
   commit(attempt: Attempt<unknown>): void {
-    const writes = this.saleDirty || this.writes.length > 0 || this.events.length > 0 || [...this.customers.values(), ...this.holds.values()].some((e) => e.dirty);
+    const writes =
+      this.saleDirty ||
+      this.writes.length > 0 ||
+      this.events.length > 0 ||
+      [...this.customers.values(), ...this.holds.values()].some((e) => e.dirty);
     if (!writes) {
       attempt.resolveWith(async () => 'rerun'); // nothing written
       return;
@@ -311,7 +365,18 @@ export class SaleStep {
     for (const [c, entry] of this.customers) if (entry.dirty) this.tx.set(this.refs.customer(c), { ...entry.doc });
     for (const [id, entry] of this.holds) if (entry.dirty) this.tx.set(this.layout.hold(id), { ...entry.doc });
     for (const [ref, data] of this.writes) this.tx.set(ref, data);
-    this.events.forEach((e, seq) => writeEvent(this.tx, this.layout, { sale: this.sale.id, src: 'sale' }, this.readTime, e.type, e.key, e.payload, seq));
+    this.events.forEach((e, seq) =>
+      writeEvent(
+        this.tx,
+        this.layout,
+        { sale: this.sale.id, src: 'sale' },
+        this.readTime,
+        e.type,
+        e.key,
+        e.payload,
+        seq,
+      ),
+    );
   }
 }
 
@@ -320,19 +385,27 @@ export class SaleStep {
  * thrown after the step's reads is a refusal: what the step expired is still committed, then
  * the error is thrown. `body` must decide every refusal before it changes anything else.
  */
-export async function stepRun<T>(runner: TxRunner, body: (tx: Transaction, box: { step?: SaleStep }) => Promise<T>, mode: StepMode = 'tx'): Promise<T> {
-  const outcome = await runner.run<{ ok: true; value: T } | { ok: false; error: unknown }>(async (tx, _n, attempt) => {
-    const box: { step?: SaleStep } = {};
-    try {
-      const value = await body(tx, box);
-      box.step?.commit(attempt);
-      return { ok: true as const, value };
-    } catch (error) {
-      if (!isDibsError(error) || !box.step?.prepared) throw error;
-      box.step.commit(attempt);
-      return { ok: false as const, error };
-    }
-  }, undefined, { optimistic: mode === 'optimistic' });
+export async function stepRun<T>(
+  runner: TxRunner,
+  body: (tx: Transaction, box: { step?: SaleStep }) => Promise<T>,
+  mode: StepMode = 'tx',
+): Promise<T> {
+  const outcome = await runner.run<{ ok: true; value: T } | { ok: false; error: unknown }>(
+    async (tx, _n, attempt) => {
+      const box: { step?: SaleStep } = {};
+      try {
+        const value = await body(tx, box);
+        box.step?.commit(attempt);
+        return { ok: true as const, value };
+      } catch (error) {
+        if (!isDibsError(error) || !box.step?.prepared) throw error;
+        box.step.commit(attempt);
+        return { ok: false as const, error };
+      }
+    },
+    undefined,
+    { optimistic: mode === 'optimistic' },
+  );
   if (!outcome.ok) throw outcome.error;
   return outcome.value;
 }

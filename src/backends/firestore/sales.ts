@@ -20,16 +20,47 @@
  * creating, updating or cancelling a sale reads and writes it in the same transaction.
  */
 import { refusal } from '../../core/refusals.js';
-import { FieldPath, type CollectionReference, type Query, type QueryDocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldPath,
+  type CollectionReference,
+  type Query,
+  type QueryDocumentSnapshot,
+  type Transaction,
+} from '@google-cloud/firestore';
 import { notFound } from '../../core/errors.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS } from '../../core/sales/rules.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
 import { iso, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
-import { emptyCustomer, isoMs, saleState, toHold, toOrder, toSale, toWish, type CustomerDoc, type HoldDoc, type OrderDoc, type SaleDoc, type SaleKeyDoc, type SkuDoc, type WishDoc } from './sale-records.js';
+import {
+  emptyCustomer,
+  isoMs,
+  saleState,
+  toHold,
+  toOrder,
+  toSale,
+  toWish,
+  type CustomerDoc,
+  type HoldDoc,
+  type OrderDoc,
+  type SaleDoc,
+  type SaleKeyDoc,
+  type SkuDoc,
+  type WishDoc,
+} from './sale-records.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
 import { SaleQueue } from './sale-queue.js';
 import { judgeBuy, judgeReserve } from '../../core/model/sales.js';
@@ -60,11 +91,28 @@ export class FirestoreSales implements SaleBackend {
       const sku = skuSnap!.data() as SkuDoc | undefined;
       assertPreflight(spec, { now, sameSku: sameSku(sku, spec.id), committed: 0 });
       const doc: SaleDoc = {
-        id: spec.id, sku: spec.sku, starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata,
-        cancelled: null, created: now, sold: 0, held: 0, announced: null, ended: null, soldout: false, ad: Date.parse(spec.startsAt), ed: Date.parse(spec.endsAt),
+        id: spec.id,
+        sku: spec.sku,
+        starts: spec.startsAt,
+        ends: spec.endsAt,
+        cap: spec.cap,
+        limit: spec.perCustomerLimit,
+        meta: spec.metadata,
+        cancelled: null,
+        created: now,
+        sold: 0,
+        held: 0,
+        announced: null,
+        ended: null,
+        soldout: false,
+        ad: Date.parse(spec.startsAt),
+        ed: Date.parse(spec.endsAt),
       };
       tx.set(refs.sale, { ...doc });
-      tx.set(this.layout.sku(spec.sku), { sku: spec.sku, sales: { ...(sku?.sales ?? {}), [spec.id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
+      tx.set(this.layout.sku(spec.sku), {
+        sku: spec.sku,
+        sales: { ...(sku?.sales ?? {}), [spec.id]: { s: spec.startsAt, e: spec.endsAt } },
+      } satisfies SkuDoc);
       return toSale(doc, now, 0);
     });
   }
@@ -94,7 +142,11 @@ export class FirestoreSales implements SaleBackend {
         // a SKU has few sales: all of them, ordered here (no composite index)
         const snap = await tx.get(this.layout.sales.where('sku', '==', sku));
         readTime = snap.readTime;
-        docs = snap.docs.map((d) => d.data() as SaleDoc).filter((d) => after === undefined || d.id > after).sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, limit + 1);
+        docs = snap.docs
+          .map((d) => d.data() as SaleDoc)
+          .filter((d) => after === undefined || d.id > after)
+          .sort((a, b) => (a.id < b.id ? -1 : 1))
+          .slice(0, limit + 1);
       } else {
         let query: Query = this.layout.sales.orderBy(FieldPath.documentId()).limit(limit + 1);
         if (after !== undefined) query = query.startAfter(after);
@@ -104,7 +156,8 @@ export class FirestoreSales implements SaleBackend {
       }
       const now = readTime.toMillis();
       const items: Sale[] = [];
-      for (const doc of docs.slice(0, limit)) items.push(toSale(doc, isoMs(now), doc.held - (await this.staleUnits(tx, doc, now))));
+      for (const doc of docs.slice(0, limit))
+        items.push(toSale(doc, isoMs(now), doc.held - (await this.staleUnits(tx, doc, now))));
       return { items, nextCursor: docs.length > limit ? items[items.length - 1]!.id : null };
     });
   }
@@ -125,13 +178,25 @@ export class FirestoreSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? sale.limit,
         metadata: patch.metadata ?? sale.meta,
       };
-      assertPreflight(spec, { now: step.nowIso, sameSku: sameSku(sku, id), committed: sale.sold + sale.held, existing: { startsAt: sale.starts } });
+      assertPreflight(spec, {
+        now: step.nowIso,
+        sameSku: sameSku(sku, id),
+        committed: sale.sold + sale.held,
+        existing: { startsAt: sale.starts },
+      });
       if (spec.perCustomerLimit < sale.limit) {
         const units = await mostUnits(step, this.layout.sale(id).customers, spec.perCustomerLimit);
-        if (units > spec.perCustomerLimit) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units });
+        if (units > spec.perCustomerLimit)
+          throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units });
       }
       const doc = step.touchSale();
-      Object.assign(doc, { starts: spec.startsAt, ends: spec.endsAt, cap: spec.cap, limit: spec.perCustomerLimit, meta: spec.metadata });
+      Object.assign(doc, {
+        starts: spec.startsAt,
+        ends: spec.endsAt,
+        cap: spec.cap,
+        limit: spec.perCustomerLimit,
+        meta: spec.metadata,
+      });
       if (doc.announced === null) doc.ad = Date.parse(spec.startsAt);
       if (doc.ended === null) doc.ed = Date.parse(spec.endsAt);
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -139,7 +204,10 @@ export class FirestoreSales implements SaleBackend {
         doc.soldout = true;
         step.event('sale.sold_out', `sale.sold_out:${id}`, { sale: id, sku: doc.sku, sold: doc.sold, cap: spec.cap });
       }
-      step.set(this.layout.sku(sale.sku), { sku: sale.sku, sales: { ...(sku?.sales ?? {}), [id]: { s: spec.startsAt, e: spec.endsAt } } } satisfies SkuDoc);
+      step.set(this.layout.sku(sale.sku), {
+        sku: sale.sku,
+        sales: { ...(sku?.sales ?? {}), [id]: { s: spec.startsAt, e: spec.endsAt } },
+      } satisfies SkuDoc);
       return toSale(doc, step.nowIso, doc.held);
     });
   }
@@ -152,7 +220,9 @@ export class FirestoreSales implements SaleBackend {
         return toSale(step.sale, step.nowIso, step.sale.held);
       }
       // every active hold (stale or not) is cancelled, with its customer's pointer
-      const active = (await tx.get(this.layout.holds.where('sale', '==', id).where('ae', '>=', 0))).docs.map((d) => step.adoptHold(d.data() as HoldDoc));
+      const active = (await tx.get(this.layout.holds.where('sale', '==', id).where('ae', '>=', 0))).docs.map((d) =>
+        step.adoptHold(d.data() as HoldDoc),
+      );
       const [skuSnap] = await step.prepare([...new Set(active.map((h) => h.c))], [this.layout.sku(step.sale.sku)]);
       for (const hold of active) if (hold.s === 'active') step.dropActive(hold, 'cancelled');
       const sale = step.touchSale();
@@ -173,12 +243,26 @@ export class FirestoreSales implements SaleBackend {
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     await this.refusedOnSnapshot(saleId, customer, quantity, key, 'buy');
-    return this.queue.submit(saleId, { customers: [customer], keys: key !== null ? [key] : [], run: (step) => buyIn(step, customer, quantity, key) });
+    return this.queue.submit(saleId, {
+      customers: [customer],
+      keys: key !== null ? [key] : [],
+      run: (step) => buyIn(step, customer, quantity, key),
+    });
   }
 
-  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+  async reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+  ): Promise<HoldResult> {
     await this.refusedOnSnapshot(saleId, customer, quantity, key, 'reserve');
-    return this.queue.submit(saleId, { customers: [customer], keys: key !== null ? [key] : [], run: (step) => reserveIn(step, customer, quantity, ttlMs, key) });
+    return this.queue.submit(saleId, {
+      customers: [customer],
+      keys: key !== null ? [key] : [],
+      run: (step) => reserveIn(step, customer, quantity, ttlMs, key),
+    });
   }
 
   /**
@@ -187,7 +271,13 @@ export class FirestoreSales implements SaleBackend {
    * or the key was used before). While holds may have expired unseen, stock is judged as if no
    * unit were held, so a stock refusal here is still certain.
    */
-  private async refusedOnSnapshot(saleId: string, customer: string, quantity: number, key: string | null, kind: SaleKeyDoc['k']): Promise<void> {
+  private async refusedOnSnapshot(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    kind: SaleKeyDoc['k'],
+  ): Promise<void> {
     const refusal = await this.runner.read(async (tx) => {
       const refs = this.layout.sale(saleId);
       const snaps = await tx.getAll(refs.sale, refs.customer(customer), ...(key !== null ? [refs.key(key)] : []));
@@ -231,14 +321,22 @@ export class FirestoreSales implements SaleBackend {
     }
     if (hold.s === 'cancelled') throw cancelledHold(holdId);
     if (hold.s === 'expired') throw holdExpired(hold);
-    return this.queue.submit(hold.sale, { customers: [hold.c], holds: [holdId], run: (step) => confirmIn(step, holdId) });
+    return this.queue.submit(hold.sale, {
+      customers: [hold.c],
+      holds: [holdId],
+      run: (step) => confirmIn(step, holdId),
+    });
   }
 
   async cancelHold(holdId: string): Promise<Hold> {
     const hold = await this.holdOf(holdId);
     if (hold.s === 'confirmed') throw confirmedHold(hold);
     if (hold.s !== 'active') return toHold(hold);
-    return this.queue.submit(hold.sale, { customers: [hold.c], holds: [holdId], run: (step) => cancelIn(step, holdId) });
+    return this.queue.submit(hold.sale, {
+      customers: [hold.c],
+      holds: [holdId],
+      run: (step) => cancelIn(step, holdId),
+    });
   }
 
   async getHold(holdId: string): Promise<Hold> {
@@ -273,11 +371,15 @@ export class FirestoreSales implements SaleBackend {
     let expired = 0;
     for await (const id of this.dueSales('ne')) {
       if (expired >= limit) break;
-      expired += await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
-        await step.prepare([], [], Math.min(STALE_LIMIT, limit - expired));
-        return step.expired.length;
-      }, 'optimistic');
+      expired += await stepRun(
+        this.runner,
+        async (tx, box) => {
+          const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
+          await step.prepare([], [], Math.min(STALE_LIMIT, limit - expired));
+          return step.expired.length;
+        },
+        'optimistic',
+      );
     }
     return expired;
   }
@@ -285,31 +387,40 @@ export class FirestoreSales implements SaleBackend {
   async activateDue(): Promise<ActivationResult> {
     const result: ActivationResult = { sales: [], notifications: 0 };
     for await (const id of this.dueSales('ad')) {
-      const sent = await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
-        const sale = step.sale;
-        if (sale.ad === undefined || sale.ad > step.now) return null; // announced meanwhile (another process)
-        await step.prepare([]);
-        step.touchSale();
-        delete sale.ad;
-        // a cancelled sale is never announced; one that ended before anyone ran the job neither
-        if (sale.cancelled !== null || step.now >= Date.parse(sale.ends)) return null;
-        const wishes = await step.query(this.layout.sku(sale.sku).collection('wishes').orderBy('customer'));
-        sale.announced = step.nowIso;
-        const about = { sale: id, sku: sale.sku, startsAt: sale.starts, endsAt: sale.ends, metadata: sale.meta };
-        step.event('sale.live', `sale.live:${id}`, about);
-        let n = 0;
-        for (const w of wishes.docs) {
-          const wish = w.data() as WishDoc;
-          for (const channel of CHANNELS) {
-            const to = wish.ch[channel];
-            if (to === undefined) continue;
-            step.event('sale.live.notify', `sale.live:${id}:${wish.customer}:${channel}`, { ...about, customer: wish.customer, channel, to });
-            n++;
+      const sent = await stepRun(
+        this.runner,
+        async (tx, box) => {
+          const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
+          const sale = step.sale;
+          if (sale.ad === undefined || sale.ad > step.now) return null; // announced meanwhile (another process)
+          await step.prepare([]);
+          step.touchSale();
+          delete sale.ad;
+          // a cancelled sale is never announced; one that ended before anyone ran the job neither
+          if (sale.cancelled !== null || step.now >= Date.parse(sale.ends)) return null;
+          const wishes = await step.query(this.layout.sku(sale.sku).collection('wishes').orderBy('customer'));
+          sale.announced = step.nowIso;
+          const about = { sale: id, sku: sale.sku, startsAt: sale.starts, endsAt: sale.ends, metadata: sale.meta };
+          step.event('sale.live', `sale.live:${id}`, about);
+          let n = 0;
+          for (const w of wishes.docs) {
+            const wish = w.data() as WishDoc;
+            for (const channel of CHANNELS) {
+              const to = wish.ch[channel];
+              if (to === undefined) continue;
+              step.event('sale.live.notify', `sale.live:${id}:${wish.customer}:${channel}`, {
+                ...about,
+                customer: wish.customer,
+                channel,
+                to,
+              });
+              n++;
+            }
           }
-        }
-        return n;
-      }, 'optimistic');
+          return n;
+        },
+        'optimistic',
+      );
       if (sent === null) continue;
       result.sales.push(id);
       result.notifications += sent;
@@ -320,18 +431,23 @@ export class FirestoreSales implements SaleBackend {
   async endDue(): Promise<string[]> {
     const ended: string[] = [];
     for await (const id of this.dueSales('ed')) {
-      const done = await stepRun(this.runner, async (tx, box) => {
-        const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
-        const sale = step.sale;
-        if (sale.ed === undefined || sale.ed > step.now) return false;
-        await step.prepare([]);
-        step.touchSale();
-        delete sale.ed;
-        sale.ended = step.nowIso;
-        // its unexpired holds stay confirmable until they expire
-        if (sale.cancelled === null) step.event('sale.ended', `sale.ended:${id}`, { sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap });
-        return true;
-      }, 'optimistic');
+      const done = await stepRun(
+        this.runner,
+        async (tx, box) => {
+          const step = (box.step = await SaleStep.open(tx, this.layout, id, 'optimistic'));
+          const sale = step.sale;
+          if (sale.ed === undefined || sale.ed > step.now) return false;
+          await step.prepare([]);
+          step.touchSale();
+          delete sale.ed;
+          sale.ended = step.nowIso;
+          // its unexpired holds stay confirmable until they expire
+          if (sale.cancelled === null)
+            step.event('sale.ended', `sale.ended:${id}`, { sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap });
+          return true;
+        },
+        'optimistic',
+      );
       if (done) ended.push(id);
     }
     return ended;
@@ -343,7 +459,11 @@ export class FirestoreSales implements SaleBackend {
     const ref = this.layout.wish(sku, customer);
     return this.runner.run(async (tx) => {
       const snap = await tx.get(ref);
-      const doc: WishDoc = { customer, ch: channels, at: (snap.data() as WishDoc | undefined)?.at ?? isoMs(snap.readTime.toMillis()) };
+      const doc: WishDoc = {
+        customer,
+        ch: channels,
+        at: (snap.data() as WishDoc | undefined)?.at ?? isoMs(snap.readTime.toMillis()),
+      };
       tx.set(ref, { ...doc });
       return toWish(sku, doc);
     });
@@ -358,7 +478,11 @@ export class FirestoreSales implements SaleBackend {
   }
 
   async listWishlist(sku: string, { limit, after }: { limit: number; after?: string }): Promise<Page<WishlistEntry>> {
-    let query = this.layout.sku(sku).collection('wishes').orderBy('customer').limit(limit + 1);
+    let query = this.layout
+      .sku(sku)
+      .collection('wishes')
+      .orderBy('customer')
+      .limit(limit + 1);
     if (after !== undefined) query = query.startAfter(after);
     const page = await query.get();
     const items = page.docs.slice(0, limit).map((d) => toWish(sku, d.data() as WishDoc));
@@ -371,11 +495,27 @@ export class FirestoreSales implements SaleBackend {
     return auditSale(this.layout, this.runner, id);
   }
 
-  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
-    let query = (sale ? this.layout.events.where('sale', '==', sale) : this.layout.events.where('src', '==', 'sale')).orderBy(FieldPath.documentId()).limit(limit);
+  async listSaleEvents({
+    after,
+    limit,
+    sale,
+  }: {
+    after?: string;
+    limit: number;
+    sale?: string;
+  }): Promise<OutboxEvent[]> {
+    let query = (sale ? this.layout.events.where('sale', '==', sale) : this.layout.events.where('src', '==', 'sale'))
+      .orderBy(FieldPath.documentId())
+      .limit(limit);
     if (after !== undefined) query = query.startAfter(after);
     const page = await query.get();
-    return page.docs.map((d) => ({ id: d.id, type: d.get('type') as string, idempotencyKey: d.get('key') as string, payload: d.get('payload') as Record<string, unknown>, createdAt: iso(d.get('at') as Timestamp)! }));
+    return page.docs.map((d) => ({
+      id: d.id,
+      type: d.get('type') as string,
+      idempotencyKey: d.get('key') as string,
+      payload: d.get('payload') as Record<string, unknown>,
+      createdAt: iso(d.get('at') as Timestamp)!,
+    }));
   }
 }
 
@@ -395,7 +535,10 @@ const cancelledSale = (id: string) => refusal('sale_cancelled', { sale: id });
  * reservation writes the sale document this transaction reads, so none slips in between.
  */
 async function mostUnits(step: SaleStep, customers: CollectionReference, limit: number): Promise<number> {
-  const [ordered, holding] = await Promise.all([step.query(customers.where('o', '>', limit).limit(1)), step.query(customers.where('he', '>', step.now))]);
+  const [ordered, holding] = await Promise.all([
+    step.query(customers.where('o', '>', limit).limit(1)),
+    step.query(customers.where('he', '>', step.now)),
+  ]);
   const units = (c: CustomerDoc) => c.o + (c.h !== null && c.he > step.now ? c.hq : 0);
   return Math.max(0, ...[...ordered.docs, ...holding.docs].map((d) => units(d.data() as CustomerDoc)));
 }

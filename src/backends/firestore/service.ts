@@ -18,7 +18,13 @@
  * is in flight (by itself).
  */
 import { randomBytes } from 'node:crypto';
-import { FieldValue, type DocumentReference, type DocumentSnapshot, type Firestore, type Timestamp } from '@google-cloud/firestore';
+import {
+  FieldValue,
+  type DocumentReference,
+  type DocumentSnapshot,
+  type Firestore,
+  type Timestamp,
+} from '@google-cloud/firestore';
 import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } from '../../core/service-store.js';
 import { encodeId, type Layout } from './layout.js';
 import { Timestamp as Ts } from './records.js';
@@ -86,7 +92,12 @@ export class FirestoreServiceStore implements ServiceStore {
     }
   }
 
-  async beginIdempotent(scope: string, key: string, fingerprint: string, inFlightTtlMs: number): Promise<IdempotencyBegin> {
+  async beginIdempotent(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    inFlightTtlMs: number,
+  ): Promise<IdempotencyBegin> {
     const ref = this.idemRef(scope, key);
     const begin = randomBytes(12).toString('base64url');
     for (;;) {
@@ -94,12 +105,18 @@ export class FirestoreServiceStore implements ServiceStore {
       const doc = snap.data() as IdemDoc | undefined;
       if (doc && doc.q === begin && !doc.r) return { state: 'started' }; // our own write, its answer lost
       if (doc && !expired(doc, snap.readTime)) {
-        return doc.r ? { state: 'done', fingerprint: doc.f, response: doc.r } : { state: 'in_flight', fingerprint: doc.f };
+        return doc.r
+          ? { state: 'done', fingerprint: doc.f, response: doc.r }
+          : { state: 'in_flight', fingerprint: doc.f };
       }
       const record: IdemDoc = { f: fingerprint, q: begin, until: after(snap.readTime, inFlightTtlMs) };
       try {
         // absent: create (fails if another request created it meanwhile); expired: take it over
-        if (snap.exists) await ref.update({ f: record.f, q: begin, r: FieldValue.delete(), until: record.until }, { lastUpdateTime: snap.updateTime! });
+        if (snap.exists)
+          await ref.update(
+            { f: record.f, q: begin, r: FieldValue.delete(), until: record.until },
+            { lastUpdateTime: snap.updateTime! },
+          );
         else await ref.create(record);
         return { state: 'started' };
       } catch (error) {

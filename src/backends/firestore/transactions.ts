@@ -18,7 +18,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DocumentData, DocumentReference, DocumentSnapshot, Firestore, Timestamp, Transaction, UpdateData } from '@google-cloud/firestore';
+import type {
+  DocumentData,
+  DocumentReference,
+  DocumentSnapshot,
+  Firestore,
+  Timestamp,
+  Transaction,
+  UpdateData,
+} from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
 import { noteStoreRetry } from '../../tracing/retries.js';
 
@@ -69,11 +77,15 @@ const AMBIGUOUS_RETRY_AFTER_MS = 1000;
 
 export function ambiguousCommit(cause: unknown, what = 'the commit'): DibsError {
   const message = (cause as Error)?.message ?? String(cause);
-  return new DibsError('unavailable', `firestore: ${what} failed and its outcome is unknown (it may have been applied): ${message}`, {
-    retriable: true,
-    cause,
-    details: { ambiguous: true, retryAfterMs: AMBIGUOUS_RETRY_AFTER_MS },
-  });
+  return new DibsError(
+    'unavailable',
+    `firestore: ${what} failed and its outcome is unknown (it may have been applied): ${message}`,
+    {
+      retriable: true,
+      cause,
+      details: { ambiguous: true, retryAfterMs: AMBIGUOUS_RETRY_AFTER_MS },
+    },
+  );
 }
 
 /**
@@ -85,7 +97,13 @@ export function ambiguousCommit(cause: unknown, what = 'the commit'): DibsError 
 export function isAmbiguousCommitError(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   if (typeof code !== 'number') return true;
-  return code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED || code === GRPC.UNKNOWN || code === GRPC.INTERNAL || code === GRPC.CANCELLED;
+  return (
+    code === GRPC.UNAVAILABLE ||
+    code === GRPC.DEADLINE_EXCEEDED ||
+    code === GRPC.UNKNOWN ||
+    code === GRPC.INTERNAL ||
+    code === GRPC.CANCELLED
+  );
 }
 
 const SERVICE = 'google.firestore.v1.Firestore';
@@ -102,8 +120,12 @@ const NOT_RETRIED = 'dibs_commit_not_retried';
  * yet: its settings freeze at first use.
  */
 export function disableCommitRetry(db: Firestore): void {
-  type ServiceConfig = { retry_codes?: Record<string, string[]>; methods?: Record<string, { retry_codes_name?: string }> };
-  const settings = (db as unknown as { _settings?: { clientConfig?: { interfaces?: Record<string, ServiceConfig> } } })._settings;
+  type ServiceConfig = {
+    retry_codes?: Record<string, string[]>;
+    methods?: Record<string, { retry_codes_name?: string }>;
+  };
+  const settings = (db as unknown as { _settings?: { clientConfig?: { interfaces?: Record<string, ServiceConfig> } } })
+    ._settings;
   if (settings?.clientConfig?.interfaces?.[SERVICE]?.methods?.Commit?.retry_codes_name === NOT_RETRIED) return;
   const mine = settings?.clientConfig ?? {};
   const interfaces = { ...(mine.interfaces ?? {}) };
@@ -111,12 +133,19 @@ export function disableCommitRetry(db: Firestore): void {
   interfaces[SERVICE] = {
     ...service,
     retry_codes: { ...(service.retry_codes ?? {}), [NOT_RETRIED]: [] },
-    methods: { ...(service.methods ?? {}), Commit: { ...(service.methods?.Commit ?? {}), retry_codes_name: NOT_RETRIED } },
+    methods: {
+      ...(service.methods ?? {}),
+      Commit: { ...(service.methods?.Commit ?? {}), retry_codes_name: NOT_RETRIED },
+    },
   };
   try {
     db.settings({ clientConfig: { ...mine, interfaces } });
   } catch (error) {
-    throw new DibsError('invalid_input', 'firestore: dibs needs a Firestore client that has not been used yet (it turns off the client\'s own retry of Commit)', { cause: error });
+    throw new DibsError(
+      'invalid_input',
+      "firestore: dibs needs a Firestore client that has not been used yet (it turns off the client's own retry of Commit)",
+      { cause: error },
+    );
   }
 }
 
@@ -143,7 +172,11 @@ export class TxRunner {
    * outcome is unknown runs it again only if the attempt's resolver says it did not commit (see
    * the header); committed, the attempt's answer is returned; else `unavailable` (ambiguous).
    */
-  async run<T>(body: (tx: Transaction, attempt: number, step: Attempt<NoInfer<T>>) => Promise<T | typeof RETRY>, onRetry?: (attempt: number) => void, options: { optimistic?: boolean } = {}): Promise<T> {
+  async run<T>(
+    body: (tx: Transaction, attempt: number, step: Attempt<NoInfer<T>>) => Promise<T | typeof RETRY>,
+    onRetry?: (attempt: number) => void,
+    options: { optimistic?: boolean } = {},
+  ): Promise<T> {
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       this.counters.attempts++;
@@ -151,7 +184,11 @@ export class TxRunner {
       let committing = false;
       let answer: T | typeof RETRY = RETRY;
       let resolver: Resolver<T> | undefined;
-      const step: Attempt<T> = { n: attempt, id: randomBytes(12).toString('base64url'), resolveWith: (r) => void (resolver = r) };
+      const step: Attempt<T> = {
+        n: attempt,
+        id: randomBytes(12).toString('base64url'),
+        resolveWith: (r) => void (resolver = r),
+      };
       try {
         result = await this.db.runTransaction(
           async (tx) => {
@@ -178,7 +215,10 @@ export class TxRunner {
         } else {
           const code = (error as { code?: unknown })?.code;
           // a guarded update whose document moved (or was deleted), or a create whose document appeared meanwhile
-          const preconditionFailed = options.optimistic === true && committing && (code === GRPC.FAILED_PRECONDITION || code === GRPC.NOT_FOUND || code === GRPC.ALREADY_EXISTS);
+          const preconditionFailed =
+            options.optimistic === true &&
+            committing &&
+            (code === GRPC.FAILED_PRECONDITION || code === GRPC.NOT_FOUND || code === GRPC.ALREADY_EXISTS);
           if (!preconditionFailed && !isContention(error)) throw error;
           result = RETRY;
         }
@@ -191,7 +231,9 @@ export class TxRunner {
       noteStoreRetry();
       if (attempt >= MAX_ATTEMPTS || Date.now() - started > MAX_TOTAL_MS) {
         this.counters.transactions++;
-        throw new DibsError('unavailable', `firestore: gave up after ${attempt} contended transaction attempts`, { retriable: true });
+        throw new DibsError('unavailable', `firestore: gave up after ${attempt} contended transaction attempts`, {
+          retriable: true,
+        });
       }
       const ceiling = Math.min(5 * 2 ** Math.min(attempt, 7), 500);
       await sleep(Math.random() * ceiling);
@@ -227,7 +269,10 @@ export function isContention(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   const message = (error as Error)?.message ?? '';
   if (code === GRPC.ABORTED) return true;
-  return (code === GRPC.INVALID_ARGUMENT || code === GRPC.FAILED_PRECONDITION) && /transaction (is invalid or closed|has expired|.*expired)/i.test(message);
+  return (
+    (code === GRPC.INVALID_ARGUMENT || code === GRPC.FAILED_PRECONDITION) &&
+    /transaction (is invalid or closed|has expired|.*expired)/i.test(message)
+  );
 }
 
 /**

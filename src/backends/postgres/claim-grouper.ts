@@ -33,16 +33,29 @@ export class ClaimGrouper {
 
   private async run(pool: string, group: readonly Waiting<ClaimRequest, ClaimRow>[]): Promise<void> {
     const settle = this.settles(pool);
-    const params = [pool, group.map((w) => w.request.claimant), group.map((w) => w.request.key), Math.random(), Math.random(), settle];
+    const params = [
+      pool,
+      group.map((w) => w.request.claimant),
+      group.map((w) => w.request.key),
+      Math.random(),
+      Math.random(),
+      settle,
+    ];
     const rows = settle
       ? await withTransaction(this.pool, async (client) => {
-          const result = (await client.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))).rows;
+          const result = (
+            await client.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))
+          ).rows;
           if (result.some((r) => r.taken.length > 0)) await settleLowStock(client, result[0]!.pool_id!, true);
           return result;
         })
-      : (await this.pool.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params)).catch((error: unknown) => {
-          throw translate(error);
-        })).rows;
+      : (
+          await this.pool
+            .query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))
+            .catch((error: unknown) => {
+              throw translate(error);
+            })
+        ).rows;
     for (const row of rows) group[Number(row.i) - 1]!.resolve(row);
   }
 }

@@ -17,7 +17,16 @@ import { notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
-import { causeState, connectionSlot, prepared, query, translate, withClient, withTransaction, type PgOptions } from './connection.js';
+import {
+  causeState,
+  connectionSlot,
+  prepared,
+  query,
+  translate,
+  withClient,
+  withTransaction,
+  type PgOptions,
+} from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { settleLowStock } from './low-stock.js';
@@ -81,13 +90,15 @@ export class PgClaims {
         // A race with another claim of the same claimant/key (or a deadlock victim): retry alone,
         // so one collision never fails a whole group twice.
         useGroup = false;
-        if (Date.now() > deadline) throw unavailable(`claim kept colliding with concurrent claims for ${RETRY_DEADLINE_MS} ms`, error);
+        if (Date.now() > deadline)
+          throw unavailable(`claim kept colliding with concurrent claims for ${RETRY_DEADLINE_MS} ms`, error);
         continue;
       }
       if (!useGroup) this.noteFastness(request.pool, row);
       const decision = decide(request, row);
       if ('result' in decision) return decision.result;
-      if (Date.now() > deadline) throw unavailable(`claim could not settle within ${RETRY_DEADLINE_MS} ms (${decision.retry})`);
+      if (Date.now() > deadline)
+        throw unavailable(`claim could not settle within ${RETRY_DEADLINE_MS} ms (${decision.retry})`);
       switch (decision.retry) {
         case 'needs_tx':
           this.settled.add(request.pool);
@@ -117,14 +128,30 @@ export class PgClaims {
     if (until !== undefined && until > Date.now()) return null;
     let rows: { code: string }[];
     try {
-      rows = await withClient(this.pool, async (client) => (await client.query<{ code: string }>(prepared('dibs_claim_fast', FAST.claimFast, [r.pool, r.claimant, Math.random(), connectionSlot(client), r.key]))).rows);
+      rows = await withClient(
+        this.pool,
+        async (client) =>
+          (
+            await client.query<{ code: string }>(
+              prepared('dibs_claim_fast', FAST.claimFast, [
+                r.pool,
+                r.claimant,
+                Math.random(),
+                connectionSlot(client),
+                r.key,
+              ]),
+            )
+          ).rows,
+      );
     } catch (error) {
       const state = causeState(error);
       if (state === '23505' || state === '40P01' || state === '40001') return null;
       throw error;
     }
     const code = rows[0]?.code;
-    return code === undefined ? null : { pool: r.pool, claimant: r.claimant, status: 'claimed', codes: [code], held: [code], replayed: false };
+    return code === undefined
+      ? null
+      : { pool: r.pool, claimant: r.claimant, status: 'claimed', codes: [code], held: [code], replayed: false };
   }
 
   /** Remembers whether claim-fast.sql can serve the pool, from a full statement's answer. */
@@ -171,7 +198,11 @@ export function decide(r: ClaimRequest, row: ClaimRow): Decision {
   // judged by rules that changed before it could commit (I8): judge it again by the new ones
   if (row.stale) return { retry: 'race' };
   if (row.window_state !== 'open') {
-    throw outsideWindow(r.pool, { startsAt: row.starts_at?.toISOString() ?? null, expiresAt: row.expires_at?.toISOString() ?? null }, row.window_state);
+    throw outsideWindow(
+      r.pool,
+      { startsAt: row.starts_at?.toISOString() ?? null, expiresAt: row.expires_at?.toISOString() ?? null },
+      row.window_state,
+    );
   }
   // The statement refuses to take codes outside a transaction when the pool has a threshold.
   if (row.threshold !== null && !row.settled) return { retry: 'needs_tx' };

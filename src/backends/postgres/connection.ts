@@ -67,7 +67,9 @@ export function sessionOptions(options: PgOptions): string {
     `tcp_keepalives_interval=${SERVER_TCP.keepalivesIntervalS}`,
     `tcp_keepalives_count=${SERVER_TCP.keepalivesCount}`,
     `tcp_user_timeout=${SERVER_TCP.userTimeoutMs}`,
-  ].map((setting) => `-c ${setting}`).join(' ');
+  ]
+    .map((setting) => `-c ${setting}`)
+    .join(' ');
 }
 
 export type Pool = pg.Pool;
@@ -142,13 +144,23 @@ export function connectionSlot(client: pg.ClientBase): number {
 // read_only_sql_transaction on a write: the server is a standby (a primary demoted under us, a
 // URL naming a replica); the connection is dropped and the next one looks for the primary.
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|58|57014$|55P03$|25P03$|25006$)/;
-const UNAVAILABLE_NODE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_NODE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
 
 export function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_NODE.has(code))) return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable|Query read timeout/i.test(message);
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|not queryable|Query read timeout/i.test(
+    message,
+  );
 }
 
 export const sqlState = (error: unknown): string | undefined => {
@@ -164,7 +176,8 @@ export const causeState = (error: unknown): string | undefined =>
 export function translate(error: unknown): unknown {
   if (error instanceof DibsError) return error;
   if (isUnavailable(error)) return unavailable(`postgres: ${(error as Error).message}`, error);
-  if (sqlState(error) === '40001' || sqlState(error) === '40P01') return unavailable(`postgres: ${(error as Error).message}`, error);
+  if (sqlState(error) === '40001' || sqlState(error) === '40P01')
+    return unavailable(`postgres: ${(error as Error).message}`, error);
   return error;
 }
 
@@ -188,7 +201,11 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
 }
 
 /** Runs `fn` inside BEGIN … COMMIT on one connection; any failure rolls back. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   return withClient(pool, async (client) => {
     await client.query(begin);
     try {
@@ -204,7 +221,11 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
 }
 
 /** One statement on any connection of the pool (autocommit). */
-export async function query<R extends pg.QueryResultRow>(pool: pg.Pool, text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+export async function query<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  text: string,
+  values: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   try {
     return await pool.query<R>(text, values);
   } catch (error) {

@@ -12,7 +12,17 @@ import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate, withTransaction } from './connection.js';
 
-const Q = loadQueries(new URL('./counters.sql', import.meta.url), ['shards', 'ensure', 'tryAdd', 'add', 'grow', 'get', 'deleteShards', 'deleteCounter', 'listNames']);
+const Q = loadQueries(new URL('./counters.sql', import.meta.url), [
+  'shards',
+  'ensure',
+  'tryAdd',
+  'add',
+  'grow',
+  'get',
+  'deleteShards',
+  'deleteCounter',
+  'listNames',
+]);
 export const MAX_SHARDS = 64;
 /** SKIP LOCKED attempts on random shards before waiting for a row lock (always terminates). */
 const TRIES = 4;
@@ -26,7 +36,12 @@ export class PgCounters implements CounterBackend {
     let shards = this.shardHint.get(name) ?? (await this.ensure(name));
     for (let attempt = 0; attempt < TRIES; attempt++) {
       const shard = Math.floor(Math.random() * shards);
-      const { rows } = await run<{ added: number; present: number; value: string; shards: number }>(this.pool, 'dibs_counter_try_add', Q.tryAdd, [name, shard, by]);
+      const { rows } = await run<{ added: number; present: number; value: string; shards: number }>(
+        this.pool,
+        'dibs_counter_try_add',
+        Q.tryAdd,
+        [name, shard, by],
+      );
       const row = rows[0]!;
       if (row.added === 1) {
         this.shardHint.set(name, row.shards);
@@ -41,7 +56,11 @@ export class PgCounters implements CounterBackend {
     }
     // Still contended after TRIES misses: wait for a row lock instead of spinning.
     for (;;) {
-      const { rows } = await run<{ value: string; shards: number }>(this.pool, 'dibs_counter_add', Q.add, [name, Math.floor(Math.random() * shards), by]);
+      const { rows } = await run<{ value: string; shards: number }>(this.pool, 'dibs_counter_add', Q.add, [
+        name,
+        Math.floor(Math.random() * shards),
+        by,
+      ]);
       if (rows[0]) {
         this.shardHint.set(name, rows[0].shards);
         return { name, value: Number(rows[0].value), shards: rows[0].shards };
@@ -84,7 +103,12 @@ export class PgCounters implements CounterBackend {
   }
 }
 
-async function run<R extends pg.QueryResultRow>(pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+async function run<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   try {
     return await pool.query<R>(prepared(name, text, values));
   } catch (error) {

@@ -9,7 +9,15 @@ import { emptySoonStep, forecastFrom, type Forecast, type ForecastBackend } from
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
-const Q = loadQueries(new URL('./forecast.sql', import.meta.url), ['poolTaken', 'saleTaken', 'upsertWatch', 'deleteWatch', 'lockWatches', 'setWatch', 'insertEvent']);
+const Q = loadQueries(new URL('./forecast.sql', import.meta.url), [
+  'poolTaken',
+  'saleTaken',
+  'upsertWatch',
+  'deleteWatch',
+  'lockWatches',
+  'setWatch',
+  'insertEvent',
+]);
 
 interface WatchRow {
   kind: Forecast['kind'];
@@ -19,7 +27,16 @@ interface WatchRow {
   fired: number;
 }
 
-type TakenRow = { remaining: string | number | null; now: Date; w1: number; f1: Date | null; w5: number; f5: Date | null; w15: number; f15: Date | null };
+type TakenRow = {
+  remaining: string | number | null;
+  now: Date;
+  w1: number;
+  f1: Date | null;
+  w5: number;
+  f5: Date | null;
+  w15: number;
+  f15: Date | null;
+};
 
 export class PgForecasts implements ForecastBackend {
   constructor(private readonly pool: pg.Pool) {}
@@ -49,7 +66,13 @@ export class PgForecasts implements ForecastBackend {
         const count = w.fired + (step.fire ? 1 : 0);
         if (step.fire) {
           const payload = JSON.stringify({ [w.kind]: w.subject, ...forecast, withinMs });
-          await client.query(Q.insertEvent, [`${w.kind}.empty_soon`, `${w.kind}.empty_soon:${w.subject}:${count}`, w.kind === 'pool' ? w.subject : null, w.kind === 'sale' ? w.subject : null, payload]);
+          await client.query(Q.insertEvent, [
+            `${w.kind}.empty_soon`,
+            `${w.kind}.empty_soon:${w.subject}:${count}`,
+            w.kind === 'pool' ? w.subject : null,
+            w.kind === 'sale' ? w.subject : null,
+            payload,
+          ]);
           fired.push(forecast);
         }
         if (step.fire || step.armed !== w.armed) await client.query(Q.setWatch, [w.kind, w.subject, step.armed, count]);
@@ -60,7 +83,9 @@ export class PgForecasts implements ForecastBackend {
 
   private async forecast(db: pg.Pool | pg.ClientBase, kind: Forecast['kind'], subject: string): Promise<Forecast> {
     const text = kind === 'pool' ? Q.poolTaken : Q.saleTaken;
-    const row = (db === this.pool ? await query<TakenRow>(this.pool, text, [subject]) : await db.query<TakenRow>(text, [subject])).rows[0];
+    const row = (
+      db === this.pool ? await query<TakenRow>(this.pool, text, [subject]) : await db.query<TakenRow>(text, [subject])
+    ).rows[0];
     if (!row) throw notFound(kind, subject);
     const at = row.now.getTime();
     const span = (first: Date | null) => (first === null ? 0 : at - first.getTime());
@@ -69,6 +94,12 @@ export class PgForecasts implements ForecastBackend {
       { taken: row.w5, spanMs: span(row.f5) },
       { taken: row.w15, spanMs: span(row.f15) },
     ];
-    return forecastFrom({ kind, subject, windows, remaining: row.remaining === null ? null : Number(row.remaining), at: row.now.toISOString() });
+    return forecastFrom({
+      kind,
+      subject,
+      windows,
+      remaining: row.remaining === null ? null : Number(row.remaining),
+      at: row.now.toISOString(),
+    });
   }
 }

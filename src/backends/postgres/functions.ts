@@ -27,13 +27,20 @@ export function loadFunctions(): FunctionFile[] {
     .sort()
     .map((file) => {
       const sql = readFileSync(new URL(file, DIR), 'utf8');
-      return { name: file.replace(/\.sql$/, ''), sql, hash: createHash('sha256').update(sql).digest('hex').slice(0, 32) };
+      return {
+        name: file.replace(/\.sql$/, ''),
+        sql,
+        hash: createHash('sha256').update(sql).digest('hex').slice(0, 32),
+      };
     });
   return cached;
 }
 
 /** `name=hash,…` of every file: what the ledger reads back (see DIGEST_SQL) when the schema is current. */
-export const functionsDigest = (): string => loadFunctions().map((f) => `${f.name}=${f.hash}`).join(',');
+export const functionsDigest = (): string =>
+  loadFunctions()
+    .map((f) => `${f.name}=${f.hash}`)
+    .join(',');
 
 /** The ledger's digest and newest level, for the cold-start check (schema-qualified by the caller). */
 export const digestSql = (qualified: string): string =>
@@ -46,7 +53,9 @@ export const digestSql = (qualified: string): string =>
  * applied the functions: the newer build's text stays. Returns how many files were applied.
  */
 export async function applyFunctions(client: pg.ClientBase, level: number): Promise<number> {
-  const { rows } = await client.query<{ name: string; hash: string; level: number }>('SELECT name, hash, level FROM function_versions');
+  const { rows } = await client.query<{ name: string; hash: string; level: number }>(
+    'SELECT name, hash, level FROM function_versions',
+  );
   if (rows.some((r) => r.level > level)) return 0;
   const have = new Map(rows.map((r) => [r.name, r.hash]));
   let applied = 0;

@@ -8,13 +8,29 @@ import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
-import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
+import {
+  grantViolations,
+  type GrantAuditRow,
+  type GrantedTake,
+  type GrantLedger,
+  type GrantOutcome,
+} from '../../core/sales/grants.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
-const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['grant', 'takeGranted', 'closeGrant', 'revokeGrants', 'revokeNewer', 'expireGrants', 'orderById', 'auditGrants', 'grantsMisused']);
+const Q = loadQueries(new URL('./grants.sql', import.meta.url), [
+  'grant',
+  'takeGranted',
+  'closeGrant',
+  'revokeGrants',
+  'revokeNewer',
+  'expireGrants',
+  'orderById',
+  'auditGrants',
+  'grantsMisused',
+]);
 
 interface OrderRow {
   id: string;
@@ -28,8 +44,24 @@ interface OrderRow {
 export class PgGrants implements GrantLedger {
   constructor(private readonly pool: pg.Pool) {}
 
-  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean, newest: string | null = null): Promise<GrantOutcome> {
-    const r = (await query<{ outcome: string; status: SaleStatus | null; grant_id: string | null; size: number | null; escrow: number | null; per_customer_limit: number | null; ends_at: Date | null }>(this.pool, Q.grant, [saleId, size, ttlMs, revokeAll, grantIdOrNull(newest)])).rows[0]!;
+  async grant(
+    saleId: string,
+    size: number,
+    ttlMs: number,
+    revokeAll: boolean,
+    newest: string | null = null,
+  ): Promise<GrantOutcome> {
+    const r = (
+      await query<{
+        outcome: string;
+        status: SaleStatus | null;
+        grant_id: string | null;
+        size: number | null;
+        escrow: number | null;
+        per_customer_limit: number | null;
+        ends_at: Date | null;
+      }>(this.pool, Q.grant, [saleId, size, ttlMs, revokeAll, grantIdOrNull(newest)])
+    ).rows[0]!;
     switch (r.outcome) {
       case 'not_found':
         throw notFound('sale', saleId);
@@ -38,14 +70,44 @@ export class PgGrants implements GrantLedger {
       case 'ledger_only':
         return { outcome: 'ledger_only' };
       case 'empty':
-        return { outcome: 'empty', escrow: r.escrow!, perCustomerLimit: r.per_customer_limit!, endsAt: r.ends_at!.toISOString() };
+        return {
+          outcome: 'empty',
+          escrow: r.escrow!,
+          perCustomerLimit: r.per_customer_limit!,
+          endsAt: r.ends_at!.toISOString(),
+        };
       default:
-        return { outcome: 'ok', grantId: r.grant_id!, size: r.size!, perCustomerLimit: r.per_customer_limit!, endsAt: r.ends_at!.toISOString() };
+        return {
+          outcome: 'ok',
+          grantId: r.grant_id!,
+          size: r.size!,
+          perCustomerLimit: r.per_customer_limit!,
+          endsAt: r.ends_at!.toISOString(),
+        };
     }
   }
 
-  async takeGranted(saleId: string, grantId: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<GrantedTake> {
-    const r = (await query<{ outcome: string; status: SaleStatus | null; result_id: string | null; units: number | null; more: number | null; key_kind: string | null; key_customer: string | null; key_quantity: number | null; lim: number | null }>(this.pool, Q.takeGranted, [saleId, grantId, customer, quantity, key, orderId])).rows[0]!;
+  async takeGranted(
+    saleId: string,
+    grantId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    orderId: string,
+  ): Promise<GrantedTake> {
+    const r = (
+      await query<{
+        outcome: string;
+        status: SaleStatus | null;
+        result_id: string | null;
+        units: number | null;
+        more: number | null;
+        key_kind: string | null;
+        key_customer: string | null;
+        key_quantity: number | null;
+        lim: number | null;
+      }>(this.pool, Q.takeGranted, [saleId, grantId, customer, quantity, key, orderId])
+    ).rows[0]!;
     switch (r.outcome) {
       case 'not_found':
         throw notFound('sale', saleId);
@@ -58,7 +120,13 @@ export class PgGrants implements GrantLedger {
       case 'revoked':
         return { outcome: 'revoked' };
       case 'replay':
-        judgeSaleKey(key!, { kind: r.key_kind as SaleKeyKind, customer: r.key_customer!, quantity: r.key_quantity! }, 'buy', customer, quantity);
+        judgeSaleKey(
+          key!,
+          { kind: r.key_kind as SaleKeyKind, customer: r.key_customer!, quantity: r.key_quantity! },
+          'buy',
+          customer,
+          quantity,
+        );
         return { outcome: 'replay', order: (await this.getOrder(r.result_id!))! };
       default:
         return { outcome: 'ok', order: (await this.getOrder(r.result_id!))! };
@@ -83,16 +151,30 @@ export class PgGrants implements GrantLedger {
 
   async getOrder(orderId: string): Promise<Order | null> {
     const row = (await query<OrderRow>(this.pool, Q.orderById, [orderId])).rows[0];
-    return row ? { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: row.created_at.toISOString() } : null;
+    return row
+      ? {
+          id: row.id,
+          saleId: row.sale_id,
+          customer: row.customer,
+          quantity: row.quantity,
+          holdId: row.hold_id,
+          createdAt: row.created_at.toISOString(),
+        }
+      : null;
   }
 
   async auditGrants(saleId: string): Promise<SaleViolation[]> {
-    return withTransaction(this.pool, async (client) => {
-      const row = (await client.query<GrantAuditRow>(Q.auditGrants, [saleId])).rows[0];
-      if (!row) throw notFound('sale', saleId);
-      const misused = (await client.query<{ id: string; used: number; ordered: number }>(Q.grantsMisused, [saleId])).rows;
-      return grantViolations(saleId, row, misused);
-    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return withTransaction(
+      this.pool,
+      async (client) => {
+        const row = (await client.query<GrantAuditRow>(Q.auditGrants, [saleId])).rows[0];
+        if (!row) throw notFound('sale', saleId);
+        const misused = (await client.query<{ id: string; used: number; ordered: number }>(Q.grantsMisused, [saleId]))
+          .rows;
+        return grantViolations(saleId, row, misused);
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    );
   }
 }
 

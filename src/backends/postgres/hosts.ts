@@ -33,7 +33,8 @@ export function parseHosts(list: string | null, fallback: URL): PgHost[] {
     const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry); // [::1]:5432
     const [host, port] = bracket ? [bracket[1]!, bracket[2]] : (entry.split(':') as [string, string | undefined]);
     const number = port === undefined || port === '' ? 5432 : Number(port);
-    if (!host || !Number.isInteger(number) || number < 1 || number > 65535) throw new Error(`'${entry}' is not host[:port]`);
+    if (!host || !Number.isInteger(number) || number < 1 || number > 65535)
+      throw new Error(`'${entry}' is not host[:port]`);
     return { host: decodeURIComponent(host), port: number };
   });
 }

@@ -15,7 +15,15 @@ import { loadQueries } from '../shared/sql-files.js';
 import { sqlState, withTransaction } from './connection.js';
 import { settleLowStock } from './low-stock.js';
 
-const Q = loadQueries(new URL('./pools.sql', import.meta.url), ['poolByName', 'createStaging', 'copyIntoStaging', 'insertFromStaging', 'moveCounters', 'codesRowEstimate', 'analyzeCodes']);
+const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
+  'poolByName',
+  'createStaging',
+  'copyIntoStaging',
+  'insertFromStaging',
+  'moveCounters',
+  'codesRowEstimate',
+  'analyzeCodes',
+]);
 
 /**
  * COPY text format: backslash is the escape character (codes carry no control characters, so no

@@ -45,7 +45,22 @@ import { lockChannel, ReleaseListener } from './listener.js';
 import { PgLocks } from './locks.js';
 import { PgLimits } from './limits.js';
 
-export const DIBS_PARAMS = ['schema', 'poolSize', 'grouped', 'groupMax', 'groupConcurrency', 'connectTimeoutMs', 'queryTimeoutMs', 'statementTimeoutMs', 'lockTimeoutMs', 'idleInTransactionTimeoutMs', 'hosts', 'target_session_attrs', 'pooler', 'listen'] as const;
+export const DIBS_PARAMS = [
+  'schema',
+  'poolSize',
+  'grouped',
+  'groupMax',
+  'groupConcurrency',
+  'connectTimeoutMs',
+  'queryTimeoutMs',
+  'statementTimeoutMs',
+  'lockTimeoutMs',
+  'idleInTransactionTimeoutMs',
+  'hosts',
+  'target_session_attrs',
+  'pooler',
+  'listen',
+] as const;
 
 /** How long a claim keeps retrying races (claim.ts) — part of an operation's longest run. */
 const CLAIM_RETRY_MS = 10_000;
@@ -90,7 +105,12 @@ export class PostgresBackend implements Backend {
     // LISTEN needs a session of its own: behind a transaction pooler only a direct URL gives one;
     // without a listen= URL it follows the primary like the pool's connections.
     const listenUrl = options.pooler ? options.listenUrl : (options.listenUrl ?? connectionString);
-    this.releaseListener = new ReleaseListener(listenUrl, lockChannel(options.schema), options.connectTimeoutMs, selector && !options.listenUrl ? primaryClient(selector) : pg.Client);
+    this.releaseListener = new ReleaseListener(
+      listenUrl,
+      lockChannel(options.schema),
+      options.connectTimeoutMs,
+      selector && !options.listenUrl ? primaryClient(selector) : pg.Client,
+    );
     this.locks = new PgLocks(pool, this.releaseListener);
     this.limits = new PgLimits(pool);
     this.counters = new PgCounters(pool);
@@ -99,10 +119,39 @@ export class PostgresBackend implements Backend {
 
   async health(): Promise<Health> {
     try {
-      const { rows } = await query<{ version: string; migration: number | null }>(this.pool, `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`);
-      return { ok: this.closed === null, backend: this.kind, details: { schema: this.options.schema, serverVersion: rows[0]!.version, migration: rows[0]!.migration, poolSize: this.options.poolSize, grouped: this.options.grouped, connections: this.pool.totalCount, queryTimeoutMs: this.options.queryTimeoutMs, statementTimeoutMs: this.options.statementTimeoutMs, lockTimeoutMs: this.options.lockTimeoutMs, idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs, ...(this.selector ? { primary: this.selector.primary && `${this.selector.primary.host}:${this.selector.primary.port}`, hosts: this.selector.hosts.length } : {}) }, migrations: { applied: rows[0]!.migration, expected: latestMigration() } };
+      const { rows } = await query<{ version: string; migration: number | null }>(
+        this.pool,
+        `SELECT current_setting('server_version') AS version, (SELECT max(id) FROM migrations) AS migration`,
+      );
+      return {
+        ok: this.closed === null,
+        backend: this.kind,
+        details: {
+          schema: this.options.schema,
+          serverVersion: rows[0]!.version,
+          migration: rows[0]!.migration,
+          poolSize: this.options.poolSize,
+          grouped: this.options.grouped,
+          connections: this.pool.totalCount,
+          queryTimeoutMs: this.options.queryTimeoutMs,
+          statementTimeoutMs: this.options.statementTimeoutMs,
+          lockTimeoutMs: this.options.lockTimeoutMs,
+          idleInTransactionTimeoutMs: this.options.idleInTransactionTimeoutMs,
+          ...(this.selector
+            ? {
+                primary: this.selector.primary && `${this.selector.primary.host}:${this.selector.primary.port}`,
+                hosts: this.selector.hosts.length,
+              }
+            : {}),
+        },
+        migrations: { applied: rows[0]!.migration, expected: latestMigration() },
+      };
     } catch (error) {
-      return { ok: false, backend: this.kind, details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) } };
+      return {
+        ok: false,
+        backend: this.kind,
+        details: { schema: this.options.schema, error: error instanceof Error ? error.message : String(error) },
+      };
     }
   }
 
@@ -125,7 +174,8 @@ export const openPostgres: BackendFactory = async (url, overrides) => {
     try {
       // Cold start: one cheap statement when the schema is current (the usual case for a
       // serverless instance); the migration run (advisory lock, DDL checks) only when it is not.
-      if (!(await schemaIsCurrent(client, options.schema))) await (options.pooler ? migratePooled : migrate)(client, options.schema);
+      if (!(await schemaIsCurrent(client, options.schema)))
+        await (options.pooler ? migratePooled : migrate)(client, options.schema);
     } finally {
       client.release();
     }
@@ -144,7 +194,12 @@ function hostSelector(url: URL, connectionString: string, options: PgOptions): P
   try {
     const hosts = parseHosts(list, url);
     const attrs = parseSessionAttrs(attrsParam);
-    return new PrimarySelector(hosts, attrs, { connectionString, ...(options.pooler ? {} : { options: sessionOptions(options) }) }, options.connectTimeoutMs);
+    return new PrimarySelector(
+      hosts,
+      attrs,
+      { connectionString, ...(options.pooler ? {} : { options: sessionOptions(options) }) },
+      options.connectTimeoutMs,
+    );
   } catch (error) {
     throw bad((error as Error).message);
   }
@@ -157,19 +212,35 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
     return url.searchParams.get(name) ?? undefined;
   };
   const schema = param('schema') ?? 'dibs';
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw bad('schema must be a plain identifier (letters, digits, _)');
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))
+    throw bad('schema must be a plain identifier (letters, digits, _)');
   const poolSize = int(param('poolSize'), 10, 1, 1000, 'poolSize');
   const grouped = param('grouped');
-  if (grouped !== undefined && !['true', 'false', '1', '0'].includes(grouped)) throw bad('grouped must be true or false');
+  if (grouped !== undefined && !['true', 'false', '1', '0'].includes(grouped))
+    throw bad('grouped must be true or false');
   const queryTimeoutMs = int(param('queryTimeoutMs'), 60_000, 100, 3_600_000, 'queryTimeoutMs');
   // below the client's timeout by a margin for a statement's trip to the server
-  const statementTimeoutMs = int(param('statementTimeoutMs'), Math.floor(queryTimeoutMs * 0.8), 50, queryTimeoutMs - 1, 'statementTimeoutMs');
+  const statementTimeoutMs = int(
+    param('statementTimeoutMs'),
+    Math.floor(queryTimeoutMs * 0.8),
+    50,
+    queryTimeoutMs - 1,
+    'statementTimeoutMs',
+  );
   const lockTimeoutMs = int(param('lockTimeoutMs'), statementTimeoutMs, 50, queryTimeoutMs - 1, 'lockTimeoutMs');
-  const idleInTransactionTimeoutMs = int(param('idleInTransactionTimeoutMs'), Math.min(10_000, statementTimeoutMs), 50, queryTimeoutMs - 1, 'idleInTransactionTimeoutMs');
+  const idleInTransactionTimeoutMs = int(
+    param('idleInTransactionTimeoutMs'),
+    Math.min(10_000, statementTimeoutMs),
+    50,
+    queryTimeoutMs - 1,
+    'idleInTransactionTimeoutMs',
+  );
   const pooler = param('pooler');
-  if (pooler !== undefined && pooler !== 'transaction' && pooler !== 'none') throw bad("pooler must be 'transaction' (PgBouncer in transaction mode) or 'none'");
+  if (pooler !== undefined && pooler !== 'transaction' && pooler !== 'none')
+    throw bad("pooler must be 'transaction' (PgBouncer in transaction mode) or 'none'");
   const listenUrl = param('listen');
-  if (listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(listenUrl)) throw bad('listen must be a postgres:// URL (URL-encoded inside the store URL)');
+  if (listenUrl !== undefined && !/^postgres(ql)?:\/\//.test(listenUrl))
+    throw bad('listen must be a postgres:// URL (URL-encoded inside the store URL)');
   return {
     schema,
     poolSize,
@@ -189,7 +260,8 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
 function int(raw: string | undefined, fallback: number, min: number, max: number, name: string): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw bad(`${name} must be a whole number from ${min} to ${max}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw bad(`${name} must be a whole number from ${min} to ${max}`);
   return value;
 }
 

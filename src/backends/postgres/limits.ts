@@ -9,12 +9,26 @@ import type { LimitDecision, LimitDefinition, LimitPlan } from '../../core/limit
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate } from './connection.js';
 
-const Q = loadQueries(new URL('./limits.sql', import.meta.url), ['take', 'insertDef', 'replaceDef', 'getDef', 'listDefs', 'deleteDef', 'reset', 'sweepIdle']);
+const Q = loadQueries(new URL('./limits.sql', import.meta.url), [
+  'take',
+  'insertDef',
+  'replaceDef',
+  'getDef',
+  'listDefs',
+  'deleteDef',
+  'reset',
+  'sweepIdle',
+]);
 
 /** One in this many admissions also sweeps a few idle states. */
 const SWEEP_EVERY = 256;
 
-interface TakeRow { allowed: boolean; remaining: string; retry_ms: string; at_ms: number }
+interface TakeRow {
+  allowed: boolean;
+  remaining: string;
+  retry_ms: string;
+  at_ms: number;
+}
 
 export class PgLimits implements LimitBackend {
   private takes = 0;
@@ -49,9 +63,10 @@ export class PgLimits implements LimitBackend {
   }
 
   async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
-    const args = plan.kind === 'gcra'
-      ? [plan.name, key, plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
-      : [plan.name, key, plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
+    const args =
+      plan.kind === 'gcra'
+        ? [plan.name, key, plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
+        : [plan.name, key, plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
     const { rows } = await run<TakeRow>(this.pool, 'dibs_limit_take', Q.take, args);
     const row = rows[0]!;
     if (row.allowed && ++this.takes % SWEEP_EVERY === 0) void query(this.pool, Q.sweepIdle, []).catch(() => {});
@@ -66,7 +81,12 @@ export class PgLimits implements LimitBackend {
 }
 
 /** A hot statement as a named prepared statement (parsed once per connection), errors translated. */
-async function run<R extends pg.QueryResultRow>(pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+async function run<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   try {
     return await pool.query<R>(prepared(name, text, values));
   } catch (error) {

@@ -73,7 +73,11 @@ export class ReleaseListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new this.Client({ connectionString: this.connectionString!, connectionTimeoutMillis: this.connectTimeoutMs, application_name: LISTENER_APPLICATION_NAME });
+    const client = new this.Client({
+      connectionString: this.connectionString!,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+      application_name: LISTENER_APPLICATION_NAME,
+    });
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
     client.on('notification', (message) => {

@@ -14,9 +14,20 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate } from './connection.js';
 import type { ReleaseListener } from './listener.js';
 
-const Q = loadQueries(new URL('./locks.sql', import.meta.url), ['acquire', 'acquireFair', 'renew', 'release', 'inspect', 'listKeys']);
+const Q = loadQueries(new URL('./locks.sql', import.meta.url), [
+  'acquire',
+  'acquireFair',
+  'renew',
+  'release',
+  'inspect',
+  'listKeys',
+]);
 
-interface GrantRow { fence: string; expires_at: Date; valid_ms: number }
+interface GrantRow {
+  fence: string;
+  expires_at: Date;
+  valid_ms: number;
+}
 
 export class PgLocks implements LockBackend {
   constructor(
@@ -30,9 +41,22 @@ export class PgLocks implements LockBackend {
     return rows[0] ? grant(token, rows[0]) : null;
   }
 
-  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+  async tryAcquireFair(
+    key: string,
+    limit: number,
+    ttlMs: number,
+    queueKey: string,
+    ticket: string | null,
+  ): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
-    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire_fair', Q.acquireFair, [key, token, limit, ttlMs, queueKey, ticket]);
+    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire_fair', Q.acquireFair, [
+      key,
+      token,
+      limit,
+      ttlMs,
+      queueKey,
+      ticket,
+    ]);
     return rows[0] ? grant(token, rows[0]) : null;
   }
 
@@ -43,7 +67,11 @@ export class PgLocks implements LockBackend {
   }
 
   async release(key: string, token: string): Promise<void> {
-    const { rows } = await run<{ released: boolean }>(this.pool, 'dibs_lock_release', Q.release, [key, token, this.listener.channel]);
+    const { rows } = await run<{ released: boolean }>(this.pool, 'dibs_lock_release', Q.release, [
+      key,
+      token,
+      this.listener.channel,
+    ]);
     if (!rows[0]?.released) throw notOwner(key);
   }
 
@@ -54,11 +82,18 @@ export class PgLocks implements LockBackend {
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
-    const { rows } = await query<{ holders: { token: string; fence: number; expires_at: string }[]; last_fence: string }>(this.pool, Q.inspect, [key]);
+    const { rows } = await query<{
+      holders: { token: string; fence: number; expires_at: string }[];
+      last_fence: string;
+    }>(this.pool, Q.inspect, [key]);
     const row = rows[0]!;
     return {
       key,
-      holders: row.holders.map((h) => ({ tokenPrefix: h.token.slice(0, 8), fence: Number(h.fence), expiresAt: new Date(h.expires_at).toISOString() })),
+      holders: row.holders.map((h) => ({
+        tokenPrefix: h.token.slice(0, 8),
+        fence: Number(h.fence),
+        expiresAt: new Date(h.expires_at).toISOString(),
+      })),
       lastFence: Number(row.last_fence),
     };
   }
@@ -69,7 +104,12 @@ export class PgLocks implements LockBackend {
 }
 
 /** A hot statement as a named prepared statement (parsed once per connection), errors translated. */
-async function run<R extends pg.QueryResultRow>(pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+async function run<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   try {
     return await pool.query<R>(prepared(name, text, values));
   } catch (error) {
@@ -78,5 +118,10 @@ async function run<R extends pg.QueryResultRow>(pool: pg.Pool, name: string, tex
 }
 
 function grant(token: string, row: GrantRow): LeaseGrant {
-  return { token, fence: Number(row.fence), expiresAt: row.expires_at.toISOString(), validForMs: Math.max(1, Math.floor(row.valid_ms)) };
+  return {
+    token,
+    fence: Number(row.fence),
+    expiresAt: row.expires_at.toISOString(),
+    validForMs: Math.max(1, Math.floor(row.valid_ms)),
+  };
 }

@@ -13,7 +13,13 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), ['lockPoolRow', '
 
 export async function settleLowStock(client: pg.ClientBase, poolId: string, freeDropped: boolean): Promise<void> {
   await client.query(Q.lockPoolRow, [poolId]);
-  const { rows } = await client.query<{ fire: boolean; name: string; free: number; threshold: number; low_stock_events: number }>(Q.settleLowStock, [poolId, freeDropped]);
+  const { rows } = await client.query<{
+    fire: boolean;
+    name: string;
+    free: number;
+    threshold: number;
+    low_stock_events: number;
+  }>(Q.settleLowStock, [poolId, freeDropped]);
   const row = rows[0];
   if (!row?.fire) return;
   const event = lowStockEvent(row.name, row.low_stock_events, row.free, row.threshold);

@@ -53,7 +53,9 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<nu
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
     await client.query(`SET search_path = ${quoteIdent(schema)}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
     const done = new Set((await client.query<{ id: number }>('SELECT id FROM migrations')).rows.map((r) => r.id));
     let applied = 0;
     for (const migration of loadMigrations(MIGRATIONS)) {
@@ -121,7 +123,11 @@ async function checkVersion(client: pg.ClientBase): Promise<void> {
   const { rows } = await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
   const version = Number(rows[0]!.v);
   if (version < MIN_SERVER_VERSION) {
-    throw new DibsError('unavailable', `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`, { retriable: false });
+    throw new DibsError(
+      'unavailable',
+      `postgres: server version ${version} is too old; dibs needs ${MIN_SERVER_VERSION} or newer`,
+      { retriable: false },
+    );
   }
 }
 
@@ -137,7 +143,9 @@ async function createLedger(client: pg.ClientBase, schema: string, lockKey: stri
     await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

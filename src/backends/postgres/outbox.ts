@@ -9,16 +9,36 @@ import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../.
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
 
-const Q = loadQueries(new URL('./outbox.sql', import.meta.url), ['claimDue', 'markDelivered', 'markFailed', 'deliveries', 'status']);
+const Q = loadQueries(new URL('./outbox.sql', import.meta.url), [
+  'claimDue',
+  'markDelivered',
+  'markFailed',
+  'deliveries',
+  'status',
+]);
 
 export class PgOutbox implements OutboxBackend {
   constructor(private readonly pool: pg.Pool) {}
 
   async claimDue(limit: number, leaseMs: number): Promise<DueEvent[]> {
-    const { rows } = await query<{ id: string; type: string; idempotency_key: string; payload: Record<string, unknown>; created_at: Date; attempts: number }>(this.pool, Q.claimDue, [limit, leaseMs]);
+    const { rows } = await query<{
+      id: string;
+      type: string;
+      idempotency_key: string;
+      payload: Record<string, unknown>;
+      created_at: Date;
+      attempts: number;
+    }>(this.pool, Q.claimDue, [limit, leaseMs]);
     return rows
       .sort((a, b) => Number(a.id) - Number(b.id))
-      .map((e) => ({ id: e.id, type: e.type, idempotencyKey: e.idempotency_key, payload: e.payload, createdAt: e.created_at.toISOString(), attempts: e.attempts }));
+      .map((e) => ({
+        id: e.id,
+        type: e.type,
+        idempotencyKey: e.idempotency_key,
+        payload: e.payload,
+        createdAt: e.created_at.toISOString(),
+        attempts: e.attempts,
+      }));
   }
 
   async markDelivered(id: string, detail: string): Promise<void> {
@@ -30,13 +50,22 @@ export class PgOutbox implements OutboxBackend {
   }
 
   async deliveries(id: string): Promise<DeliveryRecord[]> {
-    const { rows } = await query<{ attempt: number; ok: boolean; detail: string; at: Date }>(this.pool, Q.deliveries, [eventId(id)]);
+    const { rows } = await query<{ attempt: number; ok: boolean; detail: string; at: Date }>(this.pool, Q.deliveries, [
+      eventId(id),
+    ]);
     return rows.map((d) => ({ attempt: d.attempt, ok: d.ok, detail: d.detail, at: d.at.toISOString() }));
   }
 
   async status(): Promise<OutboxStatus> {
-    const s = (await query<{ pending: number; delivered: number; dead: number; oldest_ms: string }>(this.pool, Q.status)).rows[0]!;
-    return { pending: s.pending, delivered: s.delivered, dead: s.dead, oldestPendingMs: Math.max(0, Number(s.oldest_ms)) };
+    const s = (
+      await query<{ pending: number; delivered: number; dead: number; oldest_ms: string }>(this.pool, Q.status)
+    ).rows[0]!;
+    return {
+      pending: s.pending,
+      delivered: s.delivered,
+      dead: s.dead,
+      oldestPendingMs: Math.max(0, Number(s.oldest_ms)),
+    };
   }
 }
 

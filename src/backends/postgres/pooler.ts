@@ -20,7 +20,9 @@ const BEGINS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const ENDS = /^\s*(COMMIT|END|ABORT|ROLLBACK)\s*(;|$|\s+(WORK|TRANSACTION)\b|\s+AND\s+)/i;
 
 /** The SET LOCAL statements that give a transaction what a direct session gets at startup. */
-export function localSettings(options: Pick<PgOptions, 'schema' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'>): string {
+export function localSettings(
+  options: Pick<PgOptions, 'schema' | 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'>,
+): string {
   return [
     `SET LOCAL search_path = ${quoteIdent(options.schema)}`,
     `SET LOCAL statement_timeout = ${options.statementTimeoutMs}`,
@@ -40,7 +42,7 @@ export function scopeToTransactions(client: pg.ClientBase, settings: string): vo
   let inTransaction = false;
 
   const run = async (config: unknown, values: unknown): Promise<unknown> => {
-    const text = typeof config === 'string' ? config : (config as { text?: string }).text ?? '';
+    const text = typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
     // Unnamed: a named statement would be prepared on whichever server connection this
     // transaction got, and looked up on another one later.
     const plain = typeof config === 'string' ? config : unname(config as pg.QueryConfig);
@@ -88,11 +90,17 @@ export function scopeToTransactions(client: pg.ClientBase, settings: string): vo
     const [config] = args;
     // Streams (COPY): run as given; dibs only copies inside a transaction it began.
     if (config && typeof (config as { submit?: unknown }).submit === 'function') return original(...args);
-    const callback = typeof args[args.length - 1] === 'function' ? (args.pop() as (error: unknown, result?: unknown) => void) : undefined;
+    const callback =
+      typeof args[args.length - 1] === 'function'
+        ? (args.pop() as (error: unknown, result?: unknown) => void)
+        : undefined;
     const values = args[1];
     const promise = run(config, values);
     if (!callback) return promise;
-    promise.then((result) => callback(null, result), (error: unknown) => callback(error));
+    promise.then(
+      (result) => callback(null, result),
+      (error: unknown) => callback(error),
+    );
     return undefined;
   };
 }

@@ -27,7 +27,18 @@ import type {
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
-import { judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, type CodeState, type PoolRules } from '../../core/model/pools.js';
+import {
+  judgeHold,
+  judgeLimitChange,
+  judgeRedeem,
+  judgeRelease,
+  judgeReleaseHold,
+  judgeRevoke,
+  judgeUnredeem,
+  judgeUnuse,
+  type CodeState,
+  type PoolRules,
+} from '../../core/model/pools.js';
 import { usesOf } from '../shared/pool-rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
@@ -37,12 +48,56 @@ import { settleLowStock } from './low-stock.js';
 import { noteStoreRetry } from '../../tracing/retries.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
-  'poolByName', 'listPools', 'insertPool', 'lockPoolRow', 'maxHeldByOneClaimant', 'bumpRulesVersion', 'lockHighSlots', 'compactSlots', 'updatePool', 'lockPoolCodes', 'deleteKeys', 'deletePool', 'deleteEvents',
-  'moveCounters', 'codeForUpdate', 'codeByValue', 'setCodeState', 'heldCodes', 'exportAll', 'exportByStatus',
-  'countByStatus', 'claimantsOverLimit', 'holderMismatch', 'keysWithForeignCodes', 'lowStockState', 'lowStockEventCount',
-  'eventsAfter', 'poolEventsAfter', 'insertEvent', 'codeByName', 'poolIdByName', 'now', 'redeemedCounts', 'freeSlot', 'redeemDirect',
-  'setHold', 'setCodeWindow', 'multiForUpdate', 'multiByName', 'insertMulti', 'setMultiWindow', 'moveUses', 'useOfOrder', 'usesByClaimant',
-  'insertUse', 'deleteUse', 'holdMismatch', 'multiUseMismatch', 'multiUseOverClaimant', 'multiUseRedeem',
+  'poolByName',
+  'listPools',
+  'insertPool',
+  'lockPoolRow',
+  'maxHeldByOneClaimant',
+  'bumpRulesVersion',
+  'lockHighSlots',
+  'compactSlots',
+  'updatePool',
+  'lockPoolCodes',
+  'deleteKeys',
+  'deletePool',
+  'deleteEvents',
+  'moveCounters',
+  'codeForUpdate',
+  'codeByValue',
+  'setCodeState',
+  'heldCodes',
+  'exportAll',
+  'exportByStatus',
+  'countByStatus',
+  'claimantsOverLimit',
+  'holderMismatch',
+  'keysWithForeignCodes',
+  'lowStockState',
+  'lowStockEventCount',
+  'eventsAfter',
+  'poolEventsAfter',
+  'insertEvent',
+  'codeByName',
+  'poolIdByName',
+  'now',
+  'redeemedCounts',
+  'freeSlot',
+  'redeemDirect',
+  'setHold',
+  'setCodeWindow',
+  'multiForUpdate',
+  'multiByName',
+  'insertMulti',
+  'setMultiWindow',
+  'moveUses',
+  'useOfOrder',
+  'usesByClaimant',
+  'insertUse',
+  'deleteUse',
+  'holdMismatch',
+  'multiUseMismatch',
+  'multiUseOverClaimant',
+  'multiUseRedeem',
 ]);
 
 /** Thrown inside a redeem's transaction when the code is a multi-use one: roll back, redeem it by multi_use_redeem(). */
@@ -115,7 +170,14 @@ interface UseRow {
 }
 
 /** A code's next state, its counter move, and an outbox event to record with it (given the transaction's time). */
-type Decision = { status: CodeStatus; keepHolder: boolean; order: string | null; move: Move; direct?: { claimant: string; slot: number }; event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown } };
+type Decision = {
+  status: CodeStatus;
+  keepHolder: boolean;
+  order: string | null;
+  move: Move;
+  direct?: { claimant: string; slot: number };
+  event?: (at: string) => { type: string; idempotencyKey: string; payload: unknown };
+};
 
 /** What a code transition reads of its pool: id, threshold, window and the transaction's now(). */
 interface PoolWindowRow {
@@ -148,7 +210,19 @@ export class PgPools implements PoolBackend {
   }
 
   async createPool(spec: PoolSpec): Promise<Pool> {
-    const { rowCount } = await query(this.pool, Q.insertPool, [spec.name, spec.perClaimantLimit, spec.lowStockThreshold, JSON.stringify(spec.metadata), COUNTER_SHARDS, spec.startsAt, spec.expiresAt, spec.maxRedemptions, spec.maxRedemptionsPerClaimant, spec.publicCodes, spec.codeFormat === null ? null : JSON.stringify(spec.codeFormat)]);
+    const { rowCount } = await query(this.pool, Q.insertPool, [
+      spec.name,
+      spec.perClaimantLimit,
+      spec.lowStockThreshold,
+      JSON.stringify(spec.metadata),
+      COUNTER_SHARDS,
+      spec.startsAt,
+      spec.expiresAt,
+      spec.maxRedemptions,
+      spec.maxRedemptionsPerClaimant,
+      spec.publicCodes,
+      spec.codeFormat === null ? null : JSON.stringify(spec.codeFormat),
+    ]);
     if (!rowCount) throw refusal('pool_exists', { pool: spec.name });
     this.claims.thresholdChanged(spec.name, spec.lowStockThreshold);
     return this.getPool(spec.name);
@@ -197,10 +271,24 @@ export class PgPools implements PoolBackend {
       const startsAt = patch.startsAt === undefined ? row.starts_at : patch.startsAt;
       const expiresAt = patch.expiresAt === undefined ? row.expires_at : patch.expiresAt;
       const maxRedemptions = patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions;
-      const maxPerClaimant = patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant;
+      const maxPerClaimant =
+        patch.maxRedemptionsPerClaimant === undefined
+          ? row.max_redemptions_per_claimant
+          : patch.maxRedemptionsPerClaimant;
       const publicCodes = patch.publicCodes ?? row.public_codes;
       const format = patch.codeFormat === undefined ? row.code_format : patch.codeFormat;
-      await client.query(Q.updatePool, [row.id, limit, threshold, JSON.stringify(metadata), startsAt, expiresAt, maxRedemptions, maxPerClaimant, publicCodes, format === null ? null : JSON.stringify(format)]);
+      await client.query(Q.updatePool, [
+        row.id,
+        limit,
+        threshold,
+        JSON.stringify(metadata),
+        startsAt,
+        expiresAt,
+        maxRedemptions,
+        maxPerClaimant,
+        publicCodes,
+        format === null ? null : JSON.stringify(format),
+      ]);
       return threshold;
     });
     this.claims.thresholdChanged(name, threshold);
@@ -273,10 +361,22 @@ export class PgPools implements PoolBackend {
   }
 
   /** One use of a multi-use code (multi_use_redeem: one call, the code's row lock held only inside it); undefined: no such multi-use code. */
-  private async redeemMultiUse(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo | undefined> {
+  private async redeemMultiUse(
+    pool: string,
+    code: string,
+    claimant: string | null,
+    orderId: string | null,
+  ): Promise<CodeInfo | undefined> {
     if (orderId === null) throw refusal('order_required', { code });
     const r = (await query<MultiUseRow>(this.pool, Q.multiUseRedeem, [pool, code, claimant, orderId])).rows[0]!;
-    const m: MultiRow = { code, max_uses: r.o_max, per_claimant: r.o_per, uses: r.o_uses, starts_at: r.o_starts, expires_at: r.o_expires };
+    const m: MultiRow = {
+      code,
+      max_uses: r.o_max,
+      per_claimant: r.o_per,
+      uses: r.o_uses,
+      starts_at: r.o_starts,
+      expires_at: r.o_expires,
+    };
     switch (r.o_outcome) {
       case 'used':
       case 'replayed':
@@ -289,7 +389,11 @@ export class PgPools implements PoolBackend {
         throw refusal('order_of_other_claimant', { code, orderId });
       case 'pool_not_yet_valid':
       case 'pool_expired':
-        throw outsideWindow(pool, { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) }, r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid');
+        throw outsideWindow(
+          pool,
+          { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) },
+          r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid',
+        );
       case 'code_not_yet_valid':
         throw codeOutsideWindow(code, 'not_yet_valid', iso(r.o_starts)!);
       case 'code_expired':
@@ -306,40 +410,76 @@ export class PgPools implements PoolBackend {
   }
 
   private redeemOnce(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, async (c, p, client) => {
-      // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
-      const mayBeDirect = c.status === 'free' && p.public_codes && claimant !== null;
-      const limited = p.max_redemptions !== null || p.max_redemptions_per_claimant !== null;
-      // limited pools and direct redeems count under the pool row lock, one redeem after the other;
-      // the counts are read before the model judges (it asks for them only when it needs them)
-      if (c.status !== 'redeemed' && (mayBeDirect || limited)) await client.query(Q.lockPoolRow, [p.id]);
-      const held = mayBeDirect ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
-      const holderIfAny = mayBeDirect ? claimant : c.claimant;
-      const counts = limited && c.status !== 'redeemed' && holderIfAny !== null ? (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holderIfAny])).rows[0]! : { pool: 0, claimant: 0 };
-      const judged = judgeRedeem(rulesOf(pool, p), stateOf(c), { claimant, orderId, now: iso(p.now)!, heldBy: () => held, redeemed: () => counts });
-      if (judged.kind === 'replay') return null; // the same checkout again: its answer
-      const { direct, holder } = judged;
-      if (!direct) return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
-      const free = (await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])).rows[0]!;
-      const slot = free.slot;
-      if (slot === null) throw refusal('holder_at_limit', { pool, claimant: holder, limit: free.per_claimant_limit });
-      return { status: 'redeemed', keepHolder: true, order: orderId, move: { free: -1, redeemed: 1 }, direct: { claimant: holder, slot } };
-    }, async () => {
-      throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
-    });
+    return this.transition(
+      pool,
+      code,
+      async (c, p, client) => {
+        // a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
+        const mayBeDirect = c.status === 'free' && p.public_codes && claimant !== null;
+        const limited = p.max_redemptions !== null || p.max_redemptions_per_claimant !== null;
+        // limited pools and direct redeems count under the pool row lock, one redeem after the other;
+        // the counts are read before the model judges (it asks for them only when it needs them)
+        if (c.status !== 'redeemed' && (mayBeDirect || limited)) await client.query(Q.lockPoolRow, [p.id]);
+        const held = mayBeDirect ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+        const holderIfAny = mayBeDirect ? claimant : c.claimant;
+        const counts =
+          limited && c.status !== 'redeemed' && holderIfAny !== null
+            ? (await client.query<{ pool: number; claimant: number }>(Q.redeemedCounts, [p.id, holderIfAny])).rows[0]!
+            : { pool: 0, claimant: 0 };
+        const judged = judgeRedeem(rulesOf(pool, p), stateOf(c), {
+          claimant,
+          orderId,
+          now: iso(p.now)!,
+          heldBy: () => held,
+          redeemed: () => counts,
+        });
+        if (judged.kind === 'replay') return null; // the same checkout again: its answer
+        const { direct, holder } = judged;
+        if (!direct)
+          return { status: 'redeemed', keepHolder: true, order: orderId, move: { claimed: -1, redeemed: 1 } };
+        const free = (
+          await client.query<{ slot: number | null; per_claimant_limit: number }>(Q.freeSlot, [p.id, holder])
+        ).rows[0]!;
+        const slot = free.slot;
+        if (slot === null) throw refusal('holder_at_limit', { pool, claimant: holder, limit: free.per_claimant_limit });
+        return {
+          status: 'redeemed',
+          keepHolder: true,
+          order: orderId,
+          move: { free: -1, redeemed: 1 },
+          direct: { claimant: holder, slot },
+        };
+      },
+      async () => {
+        throw new MultiUseCode(); // rolls this transaction back; redeem() runs multi_use_redeem
+      },
+    );
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (c) => {
-      judgeUnredeem(stateOf(c), orderId);
-      return { status: 'claimed', keepHolder: true, order: null, move: { redeemed: -1, claimed: 1 }, event: (at) => unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()) };
-    }, (m, p, client) => this.unredeemUse(pool, m, p, client, orderId));
+    return this.transition(
+      pool,
+      code,
+      (c) => {
+        judgeUnredeem(stateOf(c), orderId);
+        return {
+          status: 'claimed',
+          keepHolder: true,
+          order: null,
+          move: { redeemed: -1, claimed: 1 },
+          event: (at) =>
+            unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, iso(c.redeemed_at)!, at, randomUUID()),
+        };
+      },
+      (m, p, client) => this.unredeemUse(pool, m, p, client, orderId),
+    );
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return this.withCode(pool, code, async (c, p, client) => {
       // only a free public code needs the claimant's holdings: its redeemer will need room under the limit
-      const held = c.status === 'free' && p.public_codes ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
+      const held =
+        c.status === 'free' && p.public_codes ? ((await client.query(Q.heldCodes, [p.id, claimant])).rowCount ?? 0) : 0;
       judgeHold(rulesOf(pool, p), stateOf(c), claimant, iso(p.now)!, () => held);
       return toCode(pool, (await client.query<CodeRow>(Q.setHold, [c.id, claimant, ttlMs])).rows[0]!, p.now);
     });
@@ -354,9 +494,19 @@ export class PgPools implements PoolBackend {
 
   async setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo> {
     return this.withCode(
-      pool, code,
-      async (c, p, client) => toCode(pool, (await client.query<CodeRow>(Q.setCodeWindow, [c.id, window.startsAt, window.expiresAt])).rows[0]!, p.now),
-      async (m, p, client) => toMultiCode(pool, (await client.query<MultiRow>(Q.setMultiWindow, [p.id, m.code, window.startsAt, window.expiresAt])).rows[0]!),
+      pool,
+      code,
+      async (c, p, client) =>
+        toCode(
+          pool,
+          (await client.query<CodeRow>(Q.setCodeWindow, [c.id, window.startsAt, window.expiresAt])).rows[0]!,
+          p.now,
+        ),
+      async (m, p, client) =>
+        toMultiCode(
+          pool,
+          (await client.query<MultiRow>(Q.setMultiWindow, [p.id, m.code, window.startsAt, window.expiresAt])).rows[0]!,
+        ),
     );
   }
 
@@ -364,23 +514,55 @@ export class PgPools implements PoolBackend {
     return withTransaction(this.pool, async (client) => {
       const row = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!row) throw notFound('pool', pool);
-      const m = (await client.query<MultiRow>(Q.insertMulti, [row.id, spec.code, spec.uses, spec.usesPerClaimant, spec.startsAt, spec.expiresAt])).rows[0];
+      const m = (
+        await client.query<MultiRow>(Q.insertMulti, [
+          row.id,
+          spec.code,
+          spec.uses,
+          spec.usesPerClaimant,
+          spec.startsAt,
+          spec.expiresAt,
+        ])
+      ).rows[0];
       if (!m) throw refusal('code_exists', { code: spec.code });
       return toMultiCode(pool, m);
     });
   }
 
-  private async unredeemUse(pool: string, m: MultiRow, p: PoolWindowRow, client: pg.ClientBase, orderId: string | null): Promise<CodeInfo> {
-    const use = judgeUnuse(m.code, orderId, orderId === null ? undefined : (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0]);
+  private async unredeemUse(
+    pool: string,
+    m: MultiRow,
+    p: PoolWindowRow,
+    client: pg.ClientBase,
+    orderId: string | null,
+  ): Promise<CodeInfo> {
+    const use = judgeUnuse(
+      m.code,
+      orderId,
+      orderId === null ? undefined : (await client.query<UseRow>(Q.useOfOrder, [p.id, m.code, orderId])).rows[0],
+    );
     await client.query(Q.deleteUse, [p.id, m.code, orderId]);
     await client.query(Q.moveUses, [p.id, m.code, -1]);
-    const e = unredeemedEvent(pool, m.code, use.claimant ?? '', orderId, use.used_at.toISOString(), iso(p.now)!, randomUUID());
+    const e = unredeemedEvent(
+      pool,
+      m.code,
+      use.claimant ?? '',
+      orderId,
+      use.used_at.toISOString(),
+      iso(p.now)!,
+      randomUUID(),
+    );
     await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
     return toMultiCode(pool, { ...m, uses: m.uses - 1 });
   }
 
   /** One transaction on one locked code (single-use: `single`; multi-use: `multi`, or conflict without it). */
-  private withCode<T>(pool: string, code: string, single: (c: CodeRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>, multi?: (m: MultiRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>): Promise<T> {
+  private withCode<T>(
+    pool: string,
+    code: string,
+    single: (c: CodeRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>,
+    multi?: (m: MultiRow, p: PoolWindowRow, client: pg.ClientBase) => Promise<T>,
+  ): Promise<T> {
     return withTransaction(this.pool, async (client) => {
       const p = (await client.query<PoolWindowRow>(Q.poolIdByName, [pool])).rows[0];
       if (!p) throw notFound('pool', pool);
@@ -408,7 +590,9 @@ export class PgPools implements PoolBackend {
     const c = (await query<CodeRow & { pool_id: string; now: Date }>(this.pool, Q.codeByName, [pool, code])).rows[0];
     if (!c) throw notFound('pool', pool);
     if (c.id !== null) return toCode(pool, c, c.now);
-    const m = (await query<MultiRow & { by_claimant: number }>(this.pool, Q.multiByName, [pool, code, claimant ?? null])).rows[0];
+    const m = (
+      await query<MultiRow & { by_claimant: number }>(this.pool, Q.multiByName, [pool, code, claimant ?? null])
+    ).rows[0];
     if (!m) throw notFound('code', code);
     return toMultiCode(pool, m, claimant ? m.by_claimant : undefined);
   }
@@ -422,7 +606,10 @@ export class PgPools implements PoolBackend {
     return toStats(await this.poolRow(this.pool, pool));
   }
 
-  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+  async *exportCodes(
+    pool: string,
+    { status, batchSize }: { status?: CodeStatus; batchSize: number },
+  ): AsyncIterable<CodeInfo[]> {
     const { id } = await this.poolRow(this.pool, pool);
     let after = '0';
     for (;;) {
@@ -437,58 +624,156 @@ export class PgPools implements PoolBackend {
 
   async audit(pool: string): Promise<Violation[]> {
     // One REPEATABLE READ snapshot: counters and rows are compared at the same instant.
-    return withTransaction(this.pool, async (client) => {
-      const row = await this.poolRow(client, pool);
-      const violations: Violation[] = [];
-      for (const c of (await client.query<CodeRow>(Q.holderMismatch, [row.id])).rows) {
-        violations.push({ invariant: 'I1', pool, code: c.code, message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}` });
-      }
-      for (const c of (await client.query<CodeRow>(Q.holdMismatch, [row.id])).rows) {
-        violations.push({ invariant: 'I1', pool, code: c.code, claimant: c.hold_claimant!, message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'` });
-      }
-      for (const m of (await client.query<{ code: string; uses: number; max_uses: number; recorded: number }>(Q.multiUseMismatch, [row.id])).rows) {
-        violations.push({ invariant: 'I4', pool, code: m.code, expected: m.recorded, actual: m.uses, message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded` });
-      }
-      for (const u of (await client.query<{ code: string; claimant: string; n: number; per_claimant: number }>(Q.multiUseOverClaimant, [row.id])).rows) {
-        violations.push({ invariant: 'I2', pool, code: u.code, claimant: u.claimant, expected: u.per_claimant, actual: u.n, message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}` });
-      }
-      for (const k of (await client.query<{ key: string; claimant: string; code: string; holder: string | null }>(Q.keysWithForeignCodes, [row.id])).rows) {
-        violations.push({ invariant: 'I2', pool, code: k.code, claimant: k.claimant, message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}` });
-      }
-      for (const c of (await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])).rows) {
-        violations.push({ invariant: 'I2', pool, claimant: c.claimant, expected: row.per_claimant_limit, actual: c.n, message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}` });
-      }
-      const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
-      for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id])).rows) {
-        ledger[status] = Number(n);
-        ledger.total += Number(n);
-      }
-      const counters = toStats(row);
-      for (const k of Object.keys(ledger) as (keyof PoolStats)[]) {
-        if (counters[k] !== ledger[k]) violations.push({ invariant: 'I4', pool, expected: ledger[k], actual: counters[k], message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}` });
-      }
-      const { low_stock_events: crossings } = (await client.query<{ low_stock_events: number }>(Q.lowStockState, [row.id])).rows[0]!;
-      const { n: events } = (await client.query<{ n: number }>(Q.lowStockEventCount, [pool])).rows[0]!;
-      if (events !== crossings) {
-        violations.push({ invariant: 'I7', pool, expected: crossings, actual: events, message: `${crossings} low-stock crossings were recorded but the outbox holds ${events} low-stock events` });
-      }
-      return violations;
-    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return withTransaction(
+      this.pool,
+      async (client) => {
+        const row = await this.poolRow(client, pool);
+        const violations: Violation[] = [];
+        for (const c of (await client.query<CodeRow>(Q.holderMismatch, [row.id])).rows) {
+          violations.push({
+            invariant: 'I1',
+            pool,
+            code: c.code,
+            message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}`,
+          });
+        }
+        for (const c of (await client.query<CodeRow>(Q.holdMismatch, [row.id])).rows) {
+          violations.push({
+            invariant: 'I1',
+            pool,
+            code: c.code,
+            claimant: c.hold_claimant!,
+            message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'`,
+          });
+        }
+        for (const m of (
+          await client.query<{ code: string; uses: number; max_uses: number; recorded: number }>(Q.multiUseMismatch, [
+            row.id,
+          ])
+        ).rows) {
+          violations.push({
+            invariant: 'I4',
+            pool,
+            code: m.code,
+            expected: m.recorded,
+            actual: m.uses,
+            message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded`,
+          });
+        }
+        for (const u of (
+          await client.query<{ code: string; claimant: string; n: number; per_claimant: number }>(
+            Q.multiUseOverClaimant,
+            [row.id],
+          )
+        ).rows) {
+          violations.push({
+            invariant: 'I2',
+            pool,
+            code: u.code,
+            claimant: u.claimant,
+            expected: u.per_claimant,
+            actual: u.n,
+            message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}`,
+          });
+        }
+        for (const k of (
+          await client.query<{ key: string; claimant: string; code: string; holder: string | null }>(
+            Q.keysWithForeignCodes,
+            [row.id],
+          )
+        ).rows) {
+          violations.push({
+            invariant: 'I2',
+            pool,
+            code: k.code,
+            claimant: k.claimant,
+            message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}`,
+          });
+        }
+        for (const c of (
+          await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])
+        ).rows) {
+          violations.push({
+            invariant: 'I2',
+            pool,
+            claimant: c.claimant,
+            expected: row.per_claimant_limit,
+            actual: c.n,
+            message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
+          });
+        }
+        const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
+        for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id]))
+          .rows) {
+          ledger[status] = Number(n);
+          ledger.total += Number(n);
+        }
+        const counters = toStats(row);
+        for (const k of Object.keys(ledger) as (keyof PoolStats)[]) {
+          if (counters[k] !== ledger[k])
+            violations.push({
+              invariant: 'I4',
+              pool,
+              expected: ledger[k],
+              actual: counters[k],
+              message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}`,
+            });
+        }
+        const { low_stock_events: crossings } = (
+          await client.query<{ low_stock_events: number }>(Q.lowStockState, [row.id])
+        ).rows[0]!;
+        const { n: events } = (await client.query<{ n: number }>(Q.lowStockEventCount, [pool])).rows[0]!;
+        if (events !== crossings) {
+          violations.push({
+            invariant: 'I7',
+            pool,
+            expected: crossings,
+            actual: events,
+            message: `${crossings} low-stock crossings were recorded but the outbox holds ${events} low-stock events`,
+          });
+        }
+        return violations;
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    );
   }
 
   async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
     const from = after ?? '0';
-    if (!/^\d{1,18}$/.test(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    if (!/^\d{1,18}$/.test(from))
+      throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     const { rows } = pool
-      ? await query<{ id: string; type: string; idempotency_key: string; payload: Record<string, unknown>; created_at: Date }>(this.pool, Q.poolEventsAfter, [from, limit, pool])
-      : await query<{ id: string; type: string; idempotency_key: string; payload: Record<string, unknown>; created_at: Date }>(this.pool, Q.eventsAfter, [from, limit]);
-    return rows.map((e) => ({ id: e.id, type: e.type, idempotencyKey: e.idempotency_key, payload: e.payload, createdAt: e.created_at.toISOString() }));
+      ? await query<{
+          id: string;
+          type: string;
+          idempotency_key: string;
+          payload: Record<string, unknown>;
+          created_at: Date;
+        }>(this.pool, Q.poolEventsAfter, [from, limit, pool])
+      : await query<{
+          id: string;
+          type: string;
+          idempotency_key: string;
+          payload: Record<string, unknown>;
+          created_at: Date;
+        }>(this.pool, Q.eventsAfter, [from, limit]);
+    return rows.map((e) => ({
+      id: e.id,
+      type: e.type,
+      idempotencyKey: e.idempotency_key,
+      payload: e.payload,
+      createdAt: e.created_at.toISOString(),
+    }));
   }
 
   // --- helpers ---
 
   private async poolRow(client: pg.Pool | pg.ClientBase, name: string): Promise<PoolRow> {
-    const row = (client === this.pool ? await query<PoolRow>(this.pool, Q.poolByName, [name]) : await client.query<PoolRow>(Q.poolByName, [name])).rows[0];
+    const row = (
+      client === this.pool
+        ? await query<PoolRow>(this.pool, Q.poolByName, [name])
+        : await client.query<PoolRow>(Q.poolByName, [name])
+    ).rows[0];
     if (!row) throw notFound('pool', name);
     return row;
   }
@@ -522,9 +807,18 @@ export class PgPools implements PoolBackend {
         await client.query(Q.insertEvent, [e.type, e.idempotencyKey, pool, JSON.stringify(e.payload)]);
       }
       const next = decided.direct
-        ? (await client.query<CodeRow>(Q.redeemDirect, [c.id, decided.direct.claimant, decided.direct.slot, order])).rows[0]!
+        ? (await client.query<CodeRow>(Q.redeemDirect, [c.id, decided.direct.claimant, decided.direct.slot, order]))
+            .rows[0]!
         : (await client.query<CodeRow>(Q.setCodeState, [c.id, status, keepHolder, order])).rows[0]!;
-      await client.query(Q.moveCounters, [row.id, Math.random(), 0, move.free ?? 0, move.claimed ?? 0, move.redeemed ?? 0, move.revoked ?? 0]);
+      await client.query(Q.moveCounters, [
+        row.id,
+        Math.random(),
+        0,
+        move.free ?? 0,
+        move.claimed ?? 0,
+        move.redeemed ?? 0,
+        move.revoked ?? 0,
+      ]);
       if (row.low_stock_threshold !== null && move.free) await settleLowStock(client, row.id, move.free < 0);
       return toCode(pool, next);
     });
@@ -533,18 +827,37 @@ export class PgPools implements PoolBackend {
 
 /** The pool and a code as the model judges them. */
 const rulesOf = (name: string, p: PoolWindowRow): PoolRules => ({
-  name, perClaimantLimit: p.per_claimant_limit, publicCodes: p.public_codes, startsAt: iso(p.starts_at), expiresAt: iso(p.expires_at),
-  maxRedemptions: p.max_redemptions, maxRedemptionsPerClaimant: p.max_redemptions_per_claimant,
+  name,
+  perClaimantLimit: p.per_claimant_limit,
+  publicCodes: p.public_codes,
+  startsAt: iso(p.starts_at),
+  expiresAt: iso(p.expires_at),
+  maxRedemptions: p.max_redemptions,
+  maxRedemptionsPerClaimant: p.max_redemptions_per_claimant,
 });
 const stateOf = (c: CodeRow): CodeState => ({
-  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: iso(c.redeemed_at), order: c.redeemed_order,
-  hold: c.hold_claimant != null && c.hold_until != null ? { claimant: c.hold_claimant, until: c.hold_until.toISOString() } : null, ...codeWindowOf(c),
+  code: c.code,
+  status: c.status,
+  claimant: c.claimant,
+  redeemedAt: iso(c.redeemed_at),
+  order: c.redeemed_order,
+  hold:
+    c.hold_claimant != null && c.hold_until != null
+      ? { claimant: c.hold_claimant, until: c.hold_until.toISOString() }
+      : null,
+  ...codeWindowOf(c),
 });
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 function toStats(row: PoolRow): PoolStats {
-  return { total: Number(row.total), free: Number(row.free), claimed: Number(row.claimed), redeemed: Number(row.redeemed), revoked: Number(row.revoked) };
+  return {
+    total: Number(row.total),
+    free: Number(row.free),
+    claimed: Number(row.claimed),
+    redeemed: Number(row.redeemed),
+    revoked: Number(row.revoked),
+  };
 }
 
 function toPool(row: PoolRow): Pool {
@@ -567,25 +880,49 @@ function toPool(row: PoolRow): Pool {
 /** A code as answered; `now` (the server's clock) reports a live hold, when given. */
 function toCode(pool: string, row: CodeRow, now?: Date): CodeInfo {
   return {
-    pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: iso(row.claimed_at), redeemedAt: iso(row.redeemed_at), orderId: row.redeemed_order ?? null,
+    pool,
+    code: row.code,
+    status: row.status,
+    claimant: row.claimant,
+    claimedAt: iso(row.claimed_at),
+    redeemedAt: iso(row.redeemed_at),
+    orderId: row.redeemed_order ?? null,
     ...(row.starts_at || row.expires_at ? codeWindowOf(row) : {}),
-    ...(now !== undefined && liveHold(row, now) ? { hold: { claimant: row.hold_claimant!, expiresAt: iso(row.hold_until!)! } } : {}),
+    ...(now !== undefined && liveHold(row, now)
+      ? { hold: { claimant: row.hold_claimant!, expiresAt: iso(row.hold_until!)! } }
+      : {}),
   };
 }
 
 const liveHold = (c: CodeRow, now: Date) => c.hold_until != null && c.hold_until.getTime() > now.getTime();
-const codeWindowOf = (c: { starts_at?: Date | null; expires_at?: Date | null }) => ({ startsAt: iso(c.starts_at ?? null), expiresAt: iso(c.expires_at ?? null) });
+const codeWindowOf = (c: { starts_at?: Date | null; expires_at?: Date | null }) => ({
+  startsAt: iso(c.starts_at ?? null),
+  expiresAt: iso(c.expires_at ?? null),
+});
 
 /** A multi-use code: free while uses remain, redeemed when none do. */
 function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
   return {
-    pool, code: m.code, status: m.uses < m.max_uses ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
-    ...codeWindowOf(m), uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
+    pool,
+    code: m.code,
+    status: m.uses < m.max_uses ? 'free' : 'redeemed',
+    claimant: null,
+    claimedAt: null,
+    redeemedAt: null,
+    orderId: null,
+    ...codeWindowOf(m),
+    uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
   };
 }
 
 function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
-  return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.claimant, redeemedAt: use.used_at.toISOString(), orderId: use.order_id };
+  return {
+    ...toMultiCode(pool, m),
+    status: 'redeemed',
+    claimant: use.claimant,
+    redeemedAt: use.used_at.toISOString(),
+    orderId: use.order_id,
+  };
 }
 
 /**

@@ -23,7 +23,11 @@ function stateError(message: string, code: string): Error {
 
 /** Points a not-yet-connected client at `target` (a connectionString in the config wins over host/port). */
 function aim(client: pg.Client, target: PgHost): void {
-  const fields = client as unknown as { host: string; port: number; connectionParameters: { host: string; port: number } };
+  const fields = client as unknown as {
+    host: string;
+    port: number;
+    connectionParameters: { host: string; port: number };
+  };
   fields.host = fields.connectionParameters.host = target.host;
   fields.port = fields.connectionParameters.port = target.port;
 }
@@ -93,11 +97,19 @@ export class PrimarySelector {
     }
     // 25006 when a server answered but none is writable (mid-failover: promotion pending), 08001 when none answered.
     const anyAnswered = reasons.some((r) => r.endsWith('read-only'));
-    throw stateError(`no ${this.attrs === 'any' ? 'reachable' : 'writable'} PostgreSQL host (${reasons.join('; ')})`, anyAnswered ? READ_ONLY : '08001');
+    throw stateError(
+      `no ${this.attrs === 'any' ? 'reachable' : 'writable'} PostgreSQL host (${reasons.join('; ')})`,
+      anyAnswered ? READ_ONLY : '08001',
+    );
   }
 
   private async check(host: PgHost): Promise<string> {
-    const client = new pg.Client({ ...this.config, connectionTimeoutMillis: this.timeoutMs, query_timeout: this.timeoutMs, application_name: 'dibs-probe' });
+    const client = new pg.Client({
+      ...this.config,
+      connectionTimeoutMillis: this.timeoutMs,
+      query_timeout: this.timeoutMs,
+      application_name: 'dibs-probe',
+    });
     client.on('error', () => {});
     aim(client, host);
     try {
@@ -121,14 +133,20 @@ export function primaryClient(selector: PrimarySelector): typeof pg.Client {
   return class PrimaryClient extends pg.Client {
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
-    override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | undefined {
+    override connect(
+      callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void),
+    ): Promise<pg.Client> | undefined {
       const run = async (): Promise<pg.Client> => {
         const target = await selector.select();
         // the pool's connect timeout fired during the probe (it destroys the socket not yet connected)
-        if ((this.connection as unknown as { stream: { destroyed: boolean } }).stream.destroyed) throw new Error('Connection terminated due to connection timeout');
+        if ((this.connection as unknown as { stream: { destroyed: boolean } }).stream.destroyed)
+          throw new Error('Connection terminated due to connection timeout');
         aim(this, target);
         // a read-only answer on this connection later (demoted under us): the next connection re-probes
-        this.connection.on('errorMessage', (message: { code?: string }) => message.code === READ_ONLY && selector.forget(target));
+        this.connection.on(
+          'errorMessage',
+          (message: { code?: string }) => message.code === READ_ONLY && selector.forget(target),
+        );
         this.on('error', () => selector.forget(target));
         try {
           await super.connect();
@@ -139,13 +157,19 @@ export function primaryClient(selector: PrimarySelector): typeof pg.Client {
         if (selector.checks && (await isReadOnly(this as pg.Client))) {
           selector.forget(target);
           await this.end().catch(() => {});
-          throw stateError(`postgres: ${target.host}:${target.port} is read-only (a standby, or a demoted primary)`, READ_ONLY);
+          throw stateError(
+            `postgres: ${target.host}:${target.port} is read-only (a standby, or a demoted primary)`,
+            READ_ONLY,
+          );
         }
         return this;
       };
       if (!callback) return run();
       const done = callback as (err: Error | null, c?: pg.Client) => void;
-      run().then((client) => done(null, client), (error: Error) => done(error));
+      run().then(
+        (client) => done(null, client),
+        (error: Error) => done(error),
+      );
       return undefined;
     }
   };

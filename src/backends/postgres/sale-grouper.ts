@@ -15,7 +15,13 @@ import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepared, query, translate } from './connection.js';
 
-const G = loadQueries(new URL('./sale-group.sql', import.meta.url), ['takeGroup', 'confirmGroup', 'ordersByIds', 'holdsByIds', 'saleOfHold']);
+const G = loadQueries(new URL('./sale-group.sql', import.meta.url), [
+  'takeGroup',
+  'confirmGroup',
+  'ordersByIds',
+  'holdsByIds',
+  'saleOfHold',
+]);
 
 /** A sale_orders row. */
 export interface OrderRow {
@@ -116,16 +122,47 @@ export class SaleGrouper {
     return answered;
   }
 
-  private async runTakes(sale: string, group: readonly Waiting<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>[]): Promise<void> {
+  private async runTakes(
+    sale: string,
+    group: readonly Waiting<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>[],
+  ): Promise<void> {
     const r = group.map((w) => w.request);
-    const rows = await this.statement<TakeRow & { i: string; at: Date; expires_at: Date | null }>('dibs_sale_take_group', G.takeGroup, [sale, r.map((x) => x.customer), r.map((x) => x.quantity), r.map((x) => x.key), r.map((x) => x.newId), r.map((x) => x.ttlMs)]);
+    const rows = await this.statement<TakeRow & { i: string; at: Date; expires_at: Date | null }>(
+      'dibs_sale_take_group',
+      G.takeGroup,
+      [
+        sale,
+        r.map((x) => x.customer),
+        r.map((x) => x.quantity),
+        r.map((x) => x.key),
+        r.map((x) => x.newId),
+        r.map((x) => x.ttlMs),
+      ],
+    );
     const answers = rows.map((row) => {
       const request = r[Number(row.i) - 1]!;
-      if (row.outcome !== 'ok' || row.result_id !== request.newId) return { row, record: undefined as OrderRow | HoldRow | undefined, request };
+      if (row.outcome !== 'ok' || row.result_id !== request.newId)
+        return { row, record: undefined as OrderRow | HoldRow | undefined, request };
       const record: OrderRow | HoldRow =
         request.ttlMs === null
-          ? { id: row.result_id, sale_id: sale, customer: request.customer, quantity: request.quantity, hold_id: null, created_at: row.at }
-          : { id: row.result_id, sale_id: sale, customer: request.customer, quantity: request.quantity, status: 'active', expires_at: row.expires_at!, created_at: row.at, order_id: null };
+          ? {
+              id: row.result_id,
+              sale_id: sale,
+              customer: request.customer,
+              quantity: request.quantity,
+              hold_id: null,
+              created_at: row.at,
+            }
+          : {
+              id: row.result_id,
+              sale_id: sale,
+              customer: request.customer,
+              quantity: request.quantity,
+              status: 'active',
+              expires_at: row.expires_at!,
+              created_at: row.at,
+              order_id: null,
+            };
       return { row, record, request };
     });
     // The rest point at stored results: a replayed key's (of its own kind) or a replaced hold.
@@ -145,10 +182,17 @@ export class SaleGrouper {
   }
 
   private async runConfirms(group: readonly Waiting<ConfirmRequest, Answered<ConfirmRow, OrderRow>>[]): Promise<void> {
-    const rows = await this.statement<ConfirmRow & { i: string }>('dibs_sale_confirm_group', G.confirmGroup, [group.map((w) => w.request.hold), group.map((w) => w.request.orderId)]);
+    const rows = await this.statement<ConfirmRow & { i: string }>('dibs_sale_confirm_group', G.confirmGroup, [
+      group.map((w) => w.request.hold),
+      group.map((w) => w.request.orderId),
+    ]);
     const orders = rows.filter((row) => row.outcome === 'ok' || row.outcome === 'replay').map((row) => row.result_id!);
     const stored = await this.readBack(orders, []);
-    for (const row of rows) group[Number(row.i) - 1]!.resolve({ row, record: row.result_id === null ? undefined : (stored.get(row.result_id) as OrderRow | undefined) });
+    for (const row of rows)
+      group[Number(row.i) - 1]!.resolve({
+        row,
+        record: row.result_id === null ? undefined : (stored.get(row.result_id) as OrderRow | undefined),
+      });
   }
 
   private remember(hold: string, sale: string): void {
@@ -166,8 +210,12 @@ export class SaleGrouper {
 
   private async readBack(orders: string[], holds: string[]): Promise<Map<string, OrderRow | HoldRow>> {
     const found = new Map<string, OrderRow | HoldRow>();
-    if (orders.length > 0) for (const o of await this.statement<OrderRow>('dibs_sale_orders_by_ids', G.ordersByIds, [orders])) found.set(o.id, o);
-    if (holds.length > 0) for (const h of await this.statement<HoldRow>('dibs_sale_holds_by_ids', G.holdsByIds, [holds])) found.set(h.id, h);
+    if (orders.length > 0)
+      for (const o of await this.statement<OrderRow>('dibs_sale_orders_by_ids', G.ordersByIds, [orders]))
+        found.set(o.id, o);
+    if (holds.length > 0)
+      for (const h of await this.statement<HoldRow>('dibs_sale_holds_by_ids', G.holdsByIds, [holds]))
+        found.set(h.id, h);
     return found;
   }
 }

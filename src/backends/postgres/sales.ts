@@ -22,18 +22,62 @@ import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Order,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
-  'now', 'lockSku', 'lockSale', 'peekSale', 'saleView', 'listSales', 'listSalesBySku', 'saleExists', 'skuOf', 'insertSale', 'sameSku',
-  'updateSale', 'cancelSale', 'expireStale', 'staleHoldsAnySale', 'lockSales', 'expireHoldIds', 'take',
-  'confirm', 'activeHolds', 'holdById', 'holdView', 'setHoldStatus', 'orderById', 'upsertWish', 'deleteWish', 'listWishes', 'salesToAnnounce', 'announce', 'salesToEnd',
-  'markEnded', 'insertEvent', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder', 'keysWithForeignResults',
-  'eventsAfter', 'saleEventsAfter',
+  'now',
+  'lockSku',
+  'lockSale',
+  'peekSale',
+  'saleView',
+  'listSales',
+  'listSalesBySku',
+  'saleExists',
+  'skuOf',
+  'insertSale',
+  'sameSku',
+  'updateSale',
+  'cancelSale',
+  'expireStale',
+  'staleHoldsAnySale',
+  'lockSales',
+  'expireHoldIds',
+  'take',
+  'confirm',
+  'activeHolds',
+  'holdById',
+  'holdView',
+  'setHoldStatus',
+  'orderById',
+  'upsertWish',
+  'deleteWish',
+  'listWishes',
+  'salesToAnnounce',
+  'announce',
+  'salesToEnd',
+  'markEnded',
+  'insertEvent',
+  'auditLedger',
+  'customersOverLimit',
+  'confirmedWithoutOrder',
+  'keysWithForeignResults',
+  'eventsAfter',
+  'saleEventsAfter',
 ]);
 
 type Db = pg.Pool | pg.ClientBase;
@@ -106,7 +150,15 @@ export class PgSales implements SaleBackend {
       if ((await client.query(Q.saleExists, [spec.id])).rowCount) throw alreadyExists(spec.id);
       const now = await this.now(client);
       assertPreflight(spec, { now, sameSku: await this.sameSku(client, spec.sku, spec.id), committed: 0 });
-      const { rowCount } = await client.query(Q.insertSale, [spec.id, spec.sku, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
+      const { rowCount } = await client.query(Q.insertSale, [
+        spec.id,
+        spec.sku,
+        spec.startsAt,
+        spec.endsAt,
+        spec.cap,
+        spec.perCustomerLimit,
+        JSON.stringify(spec.metadata),
+      ]);
       // A racing create of the same id under another SKU (another advisory lock) loses here.
       if (!rowCount) throw alreadyExists(spec.id);
       return this.view(client, spec.id);
@@ -145,16 +197,38 @@ export class PgSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? row.per_customer_limit,
         metadata: patch.metadata ?? row.metadata,
       };
-      assertPreflight(spec, { now, sameSku: await this.sameSku(client, row.sku, id), committed: row.sold + row.held + row.escrow - units, existing: { startsAt: iso(row.starts_at) } });
+      assertPreflight(spec, {
+        now,
+        sameSku: await this.sameSku(client, row.sku, id),
+        committed: row.sold + row.held + row.escrow - units,
+        existing: { startsAt: iso(row.starts_at) },
+      });
       if (spec.perCustomerLimit < row.per_customer_limit) {
         // under the sale's row lock: every buy and reservation that counted against the old limit has committed
         const over = (await client.query<{ units: number }>(Q.customersOverLimit, [id, spec.perCustomerLimit])).rows;
-        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
+        if (over.length > 0)
+          throw refusal('sale_limit_below_units', {
+            sale: id,
+            requested: spec.perCustomerLimit,
+            units: Math.max(...over.map((c) => c.units)),
+          });
       }
-      await client.query(Q.updateSale, [id, spec.startsAt, spec.endsAt, spec.cap, spec.perCustomerLimit, JSON.stringify(spec.metadata)]);
+      await client.query(Q.updateSale, [
+        id,
+        spec.startsAt,
+        spec.endsAt,
+        spec.cap,
+        spec.perCustomerLimit,
+        JSON.stringify(spec.metadata),
+      ]);
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
       if (spec.cap !== null && spec.cap > 0 && row.sold >= spec.cap) {
-        await client.query(Q.insertEvent, ['sale.sold_out', `sale.sold_out:${id}`, id, JSON.stringify({ sale: id, sku: row.sku, sold: row.sold, cap: spec.cap })]);
+        await client.query(Q.insertEvent, [
+          'sale.sold_out',
+          `sale.sold_out:${id}`,
+          id,
+          JSON.stringify({ sale: id, sku: row.sku, sold: row.sold, cap: spec.cap }),
+        ]);
       }
       return this.view(client, id);
     });
@@ -172,7 +246,13 @@ export class PgSales implements SaleBackend {
     const early = await this.firstLook(saleId, key, 'buy', customer, quantity);
     if (early) return { order: toOrder(await this.order(this.pool, early.result_id)), replayed: true };
     if (this.grouper) {
-      const { row, record } = await this.grouper.take(saleId, { customer, quantity, key, newId: newId('ord'), ttlMs: null });
+      const { row, record } = await this.grouper.take(saleId, {
+        customer,
+        quantity,
+        key,
+        newId: newId('ord'),
+        ttlMs: null,
+      });
       this.noteRefusal(saleId, row);
       const taken = takeOutcome(row, saleId, customer, quantity, key, 'buy');
       if (!record) throw lostAfterCommit('order', taken.id);
@@ -182,7 +262,13 @@ export class PgSales implements SaleBackend {
     return { order: toOrder(await this.order(this.pool, taken.id)), replayed: taken.replayed };
   }
 
-  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+  async reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+  ): Promise<HoldResult> {
     const early = await this.firstLook(saleId, key, 'reserve', customer, quantity);
     if (early) return { hold: toHold(await this.hold(this.pool, early.result_id)), replayed: true };
     if (this.grouper) {
@@ -215,7 +301,10 @@ export class PgSales implements SaleBackend {
       case 'ok':
       case 'replay':
         if (this.grouper && !order) throw lostAfterCommit('order', r.result_id!);
-        return { order: toOrder(order ?? (await this.order(this.pool, r.result_id!))), replayed: r.outcome === 'replay' };
+        return {
+          order: toOrder(order ?? (await this.order(this.pool, r.result_id!))),
+          replayed: r.outcome === 'replay',
+        };
       case 'not_found':
         throw notFound('hold', holdId);
       case 'cancelled':
@@ -238,7 +327,10 @@ export class PgSales implements SaleBackend {
       const hold = await this.hold(client, holdId);
       if (hold.status === 'confirmed') throw alreadyConfirmed(hold);
       if (hold.status !== 'active') return toHold(hold);
-      return toHold((await client.query<HoldRow>(Q.setHoldStatus, [holdId, 'cancelled', null, hold.quantity, hold.sale_id])).rows[0]!);
+      return toHold(
+        (await client.query<HoldRow>(Q.setHoldStatus, [holdId, 'cancelled', null, hold.quantity, hold.sale_id]))
+          .rows[0]!,
+      );
     });
   }
 
@@ -283,7 +375,8 @@ export class PgSales implements SaleBackend {
     for (const { id } of (await query<{ id: string }>(this.pool, Q.salesToAnnounce)).rows) {
       // One statement per sale marks it announced and writes its events; a racing activator
       // (another process) finds the row already announced and gets sale = null.
-      const row = (await query<{ sale: string | null; notifications: number }>(this.pool, Q.announce, [id, CHANNELS])).rows[0]!;
+      const row = (await query<{ sale: string | null; notifications: number }>(this.pool, Q.announce, [id, CHANNELS]))
+        .rows[0]!;
       if (row.sale === null) continue;
       result.sales.push(row.sale);
       result.notifications += row.notifications;
@@ -300,7 +393,12 @@ export class PgSales implements SaleBackend {
         await this.expireStale(client, id);
         // Holds of an ended sale can still be confirmed until they expire; nothing else changes.
         if (sale.cancelled_at === null) {
-          await client.query(Q.insertEvent, ['sale.ended', `sale.ended:${id}`, id, JSON.stringify({ sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap })]);
+          await client.query(Q.insertEvent, [
+            'sale.ended',
+            `sale.ended:${id}`,
+            id,
+            JSON.stringify({ sale: id, sku: sale.sku, sold: sale.sold, cap: sale.cap }),
+          ]);
         }
         return true;
       });
@@ -311,52 +409,143 @@ export class PgSales implements SaleBackend {
 
   async auditSale(id: string): Promise<SaleViolation[]> {
     // One REPEATABLE READ snapshot: counters, orders, holds and events compared at the same instant.
-    return withTransaction(this.pool, async (client) => {
-      const row = (await client.query<SaleViewRow & { announced_at: Date | null }>(Q.saleView, [id])).rows[0];
-      if (!row) throw notFound('sale', id);
-      const violations: SaleViolation[] = [];
-      const ledger = (await client.query<{ ordered: number; active: number; live: number; expired_holds: number; sold_out_events: number; live_events: number; expired_events: number }>(Q.auditLedger, [id])).rows[0]!;
-      if (ledger.ordered !== row.sold) violations.push({ invariant: 'I4', sale: id, expected: ledger.ordered, actual: row.sold, message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units` });
-      if (ledger.active !== row.held) violations.push({ invariant: 'I4', sale: id, expected: ledger.active, actual: row.held, message: `held counter says ${row.held} but active holds have ${ledger.active} units` });
-      if (row.cap !== null && ledger.ordered + ledger.live > row.cap) {
-        violations.push({ invariant: 'I3', sale: id, expected: row.cap, actual: ledger.ordered + ledger.live, message: `sold ${ledger.ordered} + held ${ledger.live} exceeds the cap of ${row.cap}` });
-      }
-      if (row.cap !== null && row.sold > row.cap) {
-        violations.push({ invariant: 'I3', sale: id, expected: row.cap, actual: row.sold, message: `sold counter ${row.sold} exceeds the cap of ${row.cap}` });
-      }
-      for (const c of (await client.query<{ customer: string; units: number }>(Q.customersOverLimit, [id, row.per_customer_limit])).rows) {
-        violations.push({ invariant: 'I2', sale: id, customer: c.customer, expected: row.per_customer_limit, actual: c.units, message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}` });
-      }
-      for (const k of (await client.query<{ key: string; customer: string; owner: string | null }>(Q.keysWithForeignResults, [id])).rows) {
-        violations.push({ invariant: 'I2', sale: id, customer: k.customer, message: `idempotency key '${k.key}' of '${k.customer}' points at ${k.owner === null ? 'nothing' : `a result of '${k.owner}'`}` });
-      }
-      for (const h of (await client.query<{ id: string }>(Q.confirmedWithoutOrder, [id])).rows) {
-        violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
-      }
-      const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.sold_out_events);
-      if (soldOutWrong) violations.push(soldOutWrong);
-      const announced = row.announced_at !== null ? 1 : 0;
-      if (ledger.live_events !== announced) violations.push({ invariant: 'I7', sale: id, expected: announced, actual: ledger.live_events, message: `expected ${announced} sale.live event(s), found ${ledger.live_events}` });
-      if (ledger.expired_events !== ledger.expired_holds) {
-        violations.push({ invariant: 'I7', sale: id, expected: ledger.expired_holds, actual: ledger.expired_events, message: `${ledger.expired_holds} hold(s) expired but ${ledger.expired_events} hold.expired event(s) were recorded` });
-      }
-      return violations;
-    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return withTransaction(
+      this.pool,
+      async (client) => {
+        const row = (await client.query<SaleViewRow & { announced_at: Date | null }>(Q.saleView, [id])).rows[0];
+        if (!row) throw notFound('sale', id);
+        const violations: SaleViolation[] = [];
+        const ledger = (
+          await client.query<{
+            ordered: number;
+            active: number;
+            live: number;
+            expired_holds: number;
+            sold_out_events: number;
+            live_events: number;
+            expired_events: number;
+          }>(Q.auditLedger, [id])
+        ).rows[0]!;
+        if (ledger.ordered !== row.sold)
+          violations.push({
+            invariant: 'I4',
+            sale: id,
+            expected: ledger.ordered,
+            actual: row.sold,
+            message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units`,
+          });
+        if (ledger.active !== row.held)
+          violations.push({
+            invariant: 'I4',
+            sale: id,
+            expected: ledger.active,
+            actual: row.held,
+            message: `held counter says ${row.held} but active holds have ${ledger.active} units`,
+          });
+        if (row.cap !== null && ledger.ordered + ledger.live > row.cap) {
+          violations.push({
+            invariant: 'I3',
+            sale: id,
+            expected: row.cap,
+            actual: ledger.ordered + ledger.live,
+            message: `sold ${ledger.ordered} + held ${ledger.live} exceeds the cap of ${row.cap}`,
+          });
+        }
+        if (row.cap !== null && row.sold > row.cap) {
+          violations.push({
+            invariant: 'I3',
+            sale: id,
+            expected: row.cap,
+            actual: row.sold,
+            message: `sold counter ${row.sold} exceeds the cap of ${row.cap}`,
+          });
+        }
+        for (const c of (
+          await client.query<{ customer: string; units: number }>(Q.customersOverLimit, [id, row.per_customer_limit])
+        ).rows) {
+          violations.push({
+            invariant: 'I2',
+            sale: id,
+            customer: c.customer,
+            expected: row.per_customer_limit,
+            actual: c.units,
+            message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}`,
+          });
+        }
+        for (const k of (
+          await client.query<{ key: string; customer: string; owner: string | null }>(Q.keysWithForeignResults, [id])
+        ).rows) {
+          violations.push({
+            invariant: 'I2',
+            sale: id,
+            customer: k.customer,
+            message: `idempotency key '${k.key}' of '${k.customer}' points at ${k.owner === null ? 'nothing' : `a result of '${k.owner}'`}`,
+          });
+        }
+        for (const h of (await client.query<{ id: string }>(Q.confirmedWithoutOrder, [id])).rows) {
+          violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
+        }
+        const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.sold_out_events);
+        if (soldOutWrong) violations.push(soldOutWrong);
+        const announced = row.announced_at !== null ? 1 : 0;
+        if (ledger.live_events !== announced)
+          violations.push({
+            invariant: 'I7',
+            sale: id,
+            expected: announced,
+            actual: ledger.live_events,
+            message: `expected ${announced} sale.live event(s), found ${ledger.live_events}`,
+          });
+        if (ledger.expired_events !== ledger.expired_holds) {
+          violations.push({
+            invariant: 'I7',
+            sale: id,
+            expected: ledger.expired_holds,
+            actual: ledger.expired_events,
+            message: `${ledger.expired_holds} hold(s) expired but ${ledger.expired_events} hold.expired event(s) were recorded`,
+          });
+        }
+        return violations;
+      },
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    );
   }
 
-  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+  async listSaleEvents({
+    after,
+    limit,
+    sale,
+  }: {
+    after?: string;
+    limit: number;
+    sale?: string;
+  }): Promise<OutboxEvent[]> {
     const from = after ?? '0';
-    if (!/^\d{1,18}$/.test(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    if (!/^\d{1,18}$/.test(from))
+      throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     const { rows } = sale
       ? await query<EventRow>(this.pool, Q.saleEventsAfter, [from, limit, sale])
       : await query<EventRow>(this.pool, Q.eventsAfter, [from, limit]);
-    return rows.map((e) => ({ id: e.id, type: e.type, idempotencyKey: e.idempotency_key, payload: e.payload, createdAt: iso(e.created_at) }));
+    return rows.map((e) => ({
+      id: e.id,
+      type: e.type,
+      idempotencyKey: e.idempotency_key,
+      payload: e.payload,
+      createdAt: iso(e.created_at),
+    }));
   }
 
   // --- for the waiting room (waiting-room.ts), inside its transaction ---
 
   /** A reservation inside the caller's transaction, after the waiting room checked an admitted ticket. */
-  async reserveViaTicket(client: pg.ClientBase, saleId: string, customer: string, quantity: number, ttlMs: number, key: string): Promise<HoldResult> {
+  async reserveViaTicket(
+    client: pg.ClientBase,
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string,
+  ): Promise<HoldResult> {
     const taken = await this.take(saleId, customer, quantity, key, newId('hold'), ttlMs, client, true);
     return { hold: toHold(await this.hold(client, taken.id)), replayed: taken.replayed };
   }
@@ -368,7 +557,11 @@ export class PgSales implements SaleBackend {
   }
 
   private async view(client: Db, id: string): Promise<Sale> {
-    const row = (client === this.pool ? await query<SaleViewRow>(this.pool, Q.saleView, [id]) : await client.query<SaleViewRow>(Q.saleView, [id])).rows[0];
+    const row = (
+      client === this.pool
+        ? await query<SaleViewRow>(this.pool, Q.saleView, [id])
+        : await client.query<SaleViewRow>(Q.saleView, [id])
+    ).rows[0];
     if (!row) throw notFound('sale', id);
     return toSale(row);
   }
@@ -393,7 +586,13 @@ export class PgSales implements SaleBackend {
   }
 
   /** `peek` unless grouped steps of this sale were selling when last seen (see `refusing`). */
-  private async firstLook(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): Promise<KeyRow | null> {
+  private async firstLook(
+    saleId: string,
+    key: string | null,
+    kind: KeyRow['kind'],
+    customer: string,
+    quantity: number,
+  ): Promise<KeyRow | null> {
     if (this.grouper && !this.refusing.has(saleId)) return null;
     const early = await this.peek(saleId, key, kind, customer, quantity);
     if (early === null) this.refusing.delete(saleId); // live again (a raised cap, an expired hold)
@@ -412,18 +611,57 @@ export class PgSales implements SaleBackend {
    * at this read — a correct answer as of this instant — so the losers of a sell-out never queue on
    * the sale row. Null: take the locked step, which decides everything again.
    */
-  private async peek(saleId: string, key: string | null, kind: KeyRow['kind'], customer: string, quantity: number): Promise<KeyRow | null> {
-    const row = (await query<{ starts_at: Date; ends_at: Date; cancelled_at: Date | null; cap: number | null; sold: number; now: Date; key_kind: KeyRow['kind'] | null; key_customer: string; key_quantity: number; key_result: string }>(this.pool, Q.peekSale, [saleId, key])).rows[0];
+  private async peek(
+    saleId: string,
+    key: string | null,
+    kind: KeyRow['kind'],
+    customer: string,
+    quantity: number,
+  ): Promise<KeyRow | null> {
+    const row = (
+      await query<{
+        starts_at: Date;
+        ends_at: Date;
+        cancelled_at: Date | null;
+        cap: number | null;
+        sold: number;
+        now: Date;
+        key_kind: KeyRow['kind'] | null;
+        key_customer: string;
+        key_quantity: number;
+        key_result: string;
+      }>(this.pool, Q.peekSale, [saleId, key])
+    ).rows[0];
     if (!row) throw notFound('sale', saleId);
-    if (key !== null && row.key_kind !== null) return checkKey(key, { kind: row.key_kind, customer: row.key_customer, quantity: row.key_quantity, result_id: row.key_result }, kind, customer, quantity);
-    const status = saleStatus({ startsAt: iso(row.starts_at), endsAt: iso(row.ends_at), cancelledAt: row.cancelled_at && iso(row.cancelled_at), cap: row.cap, sold: row.sold }, iso(row.now));
+    if (key !== null && row.key_kind !== null)
+      return checkKey(
+        key,
+        { kind: row.key_kind, customer: row.key_customer, quantity: row.key_quantity, result_id: row.key_result },
+        kind,
+        customer,
+        quantity,
+      );
+    const status = saleStatus(
+      {
+        startsAt: iso(row.starts_at),
+        endsAt: iso(row.ends_at),
+        cancelledAt: row.cancelled_at && iso(row.cancelled_at),
+        cap: row.cap,
+        sold: row.sold,
+      },
+      iso(row.now),
+    );
     // Answered as of this read (the locked step would judge at its own transaction's start the same way).
     if (status !== 'live') throw refusal('sale_not_live', { sale: saleId, status });
     return null;
   }
 
   private async sameSku(client: pg.ClientBase, sku: string, id: string) {
-    return (await client.query<{ id: string; starts_at: Date; ends_at: Date }>(Q.sameSku, [sku, id])).rows.map((r) => ({ id: r.id, startsAt: iso(r.starts_at), endsAt: iso(r.ends_at) }));
+    return (await client.query<{ id: string; starts_at: Date; ends_at: Date }>(Q.sameSku, [sku, id])).rows.map((r) => ({
+      id: r.id,
+      startsAt: iso(r.starts_at),
+      endsAt: iso(r.ends_at),
+    }));
   }
 
   /** Expires the (locked) sale's stale holds; returns the units they held. */
@@ -437,19 +675,46 @@ export class PgSales implements SaleBackend {
    * server-side, so the sale row is locked for the statements' time only, not for client round
    * trips. Outcome codes become the same errors rules.ts gives every backend.
    */
-  private async take(saleId: string, customer: string, quantity: number, key: string | null, newIdValue: string, ttlMs: number | null, client: Db = this.pool, viaTicket = false): Promise<{ id: string; replayed: boolean }> {
-    const r = (await run<TakeRow>(client, this.pool, Q.take, [saleId, customer, quantity, key, newIdValue, ttlMs, viaTicket])).rows[0]!;
+  private async take(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    newIdValue: string,
+    ttlMs: number | null,
+    client: Db = this.pool,
+    viaTicket = false,
+  ): Promise<{ id: string; replayed: boolean }> {
+    const r = (
+      await run<TakeRow>(client, this.pool, Q.take, [saleId, customer, quantity, key, newIdValue, ttlMs, viaTicket])
+    ).rows[0]!;
     return takeOutcome(r, saleId, customer, quantity, key, ttlMs === null ? 'buy' : 'reserve');
   }
 }
 
 /** What a `sale_take` answer means for the caller: the order/hold it points at, or the refusal. */
-function takeOutcome(r: TakeRow, saleId: string, customer: string, quantity: number, key: string | null, kind: KeyRow['kind']): { id: string; replayed: boolean } {
+function takeOutcome(
+  r: TakeRow,
+  saleId: string,
+  customer: string,
+  quantity: number,
+  key: string | null,
+  kind: KeyRow['kind'],
+): { id: string; replayed: boolean } {
   switch (r.outcome) {
     case 'ok':
       return { id: r.result_id!, replayed: false };
     case 'replay':
-      return { id: checkKey(key!, { kind: r.key_kind!, customer: r.key_customer!, quantity: r.key_quantity!, result_id: r.result_id! }, kind, customer, quantity).result_id, replayed: true };
+      return {
+        id: checkKey(
+          key!,
+          { kind: r.key_kind!, customer: r.key_customer!, quantity: r.key_quantity!, result_id: r.result_id! },
+          kind,
+          customer,
+          quantity,
+        ).result_id,
+        replayed: true,
+      };
     case 'not_found':
       throw notFound('sale', saleId);
     case 'not_live':
@@ -470,7 +735,12 @@ function checkKey(key: string, row: KeyRow, kind: KeyRow['kind'], customer: stri
 }
 
 /** One statement on the step's client, or on the pool (with driver errors translated) outside a step. */
-function run<R extends pg.QueryResultRow>(client: Db, pool: pg.Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+function run<R extends pg.QueryResultRow>(
+  client: Db,
+  pool: pg.Pool,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   return client === pool ? query<R>(pool, text, values) : (client as pg.ClientBase).query<R>(text, values);
 }
 
@@ -478,8 +748,7 @@ const iso = (d: Date) => d.toISOString();
 
 const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
 
-const alreadyConfirmed = (hold: HoldRow) =>
-  refusal('hold_confirmed', { hold: hold.id, order: hold.order_id });
+const alreadyConfirmed = (hold: HoldRow) => refusal('hold_confirmed', { hold: hold.id, order: hold.order_id });
 
 function toSale(row: SaleViewRow): Sale {
   const startsAt = iso(row.starts_at);
@@ -506,11 +775,27 @@ function toWish(row: WishRow): WishlistEntry {
 }
 
 function toHold(row: HoldRow): Hold {
-  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, status: row.status, expiresAt: iso(row.expires_at), createdAt: iso(row.created_at), orderId: row.order_id };
+  return {
+    id: row.id,
+    saleId: row.sale_id,
+    customer: row.customer,
+    quantity: row.quantity,
+    status: row.status,
+    expiresAt: iso(row.expires_at),
+    createdAt: iso(row.created_at),
+    orderId: row.order_id,
+  };
 }
 
 function toOrder(row: OrderRow): Order {
-  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: iso(row.created_at) };
+  return {
+    id: row.id,
+    saleId: row.sale_id,
+    customer: row.customer,
+    quantity: row.quantity,
+    holdId: row.hold_id,
+    createdAt: iso(row.created_at),
+  };
 }
 
 /**
@@ -519,5 +804,7 @@ function toOrder(row: OrderRow): Order {
  * The outcome is unknown to the caller, so `unavailable`; a keyed retry then runs on the new primary.
  */
 function lostAfterCommit(kind: 'order' | 'hold', id: string): DibsError {
-  return unavailable(`postgres: ${kind} '${id}' was committed but is not on the server now (a failover to a standby that had not received it)`);
+  return unavailable(
+    `postgres: ${kind} '${id}' was committed but is not on the server now (a failover to a standby that had not received it)`,
+  );
 }

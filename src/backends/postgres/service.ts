@@ -4,11 +4,39 @@ import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } fro
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
 
-const Q = loadQueries(new URL('./service.sql', import.meta.url), ['insertKey', 'getKey', 'listKeys', 'listTenantKeys', 'revokeKey', 'begin', 'getRecord', 'complete', 'abandon', 'purge', 'hitRateLimit']);
+const Q = loadQueries(new URL('./service.sql', import.meta.url), [
+  'insertKey',
+  'getKey',
+  'listKeys',
+  'listTenantKeys',
+  'revokeKey',
+  'begin',
+  'getRecord',
+  'complete',
+  'abandon',
+  'purge',
+  'hitRateLimit',
+]);
 
-interface KeyRow { id: string; tenant: string; name: string; scopes: string[]; hash: string; created_at: Date; revoked_at: Date | null }
+interface KeyRow {
+  id: string;
+  tenant: string;
+  name: string;
+  scopes: string[];
+  hash: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
 
-const toKey = (row: KeyRow): ApiKeyRecord => ({ id: row.id, tenant: row.tenant, name: row.name, scopes: row.scopes, hash: row.hash, createdAt: row.created_at.toISOString(), revokedAt: row.revoked_at ? row.revoked_at.toISOString() : null });
+const toKey = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  tenant: row.tenant,
+  name: row.name,
+  scopes: row.scopes,
+  hash: row.hash,
+  createdAt: row.created_at.toISOString(),
+  revokedAt: row.revoked_at ? row.revoked_at.toISOString() : null,
+});
 
 export class PgServiceStore implements ServiceStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -23,7 +51,10 @@ export class PgServiceStore implements ServiceStore {
   }
 
   async listKeys(tenant?: string): Promise<ApiKeyRecord[]> {
-    const { rows } = tenant === undefined ? await query<KeyRow>(this.pool, Q.listKeys) : await query<KeyRow>(this.pool, Q.listTenantKeys, [tenant]);
+    const { rows } =
+      tenant === undefined
+        ? await query<KeyRow>(this.pool, Q.listKeys)
+        : await query<KeyRow>(this.pool, Q.listTenantKeys, [tenant]);
     return rows.map(toKey);
   }
 
@@ -32,17 +63,32 @@ export class PgServiceStore implements ServiceStore {
     return rows[0] ? toKey(rows[0]) : null;
   }
 
-  async beginIdempotent(scope: string, key: string, fingerprint: string, inFlightTtlMs: number): Promise<IdempotencyBegin> {
-    const { rows } = await query<{ started: number; fingerprint: string | null; response: StoredResponse | null }>(this.pool, Q.begin, [scope, key, fingerprint, inFlightTtlMs]);
+  async beginIdempotent(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    inFlightTtlMs: number,
+  ): Promise<IdempotencyBegin> {
+    const { rows } = await query<{ started: number; fingerprint: string | null; response: StoredResponse | null }>(
+      this.pool,
+      Q.begin,
+      [scope, key, fingerprint, inFlightTtlMs],
+    );
     let row = rows[0]!;
     if (row.started === 1) return { state: 'started' };
     // The conflicting row was committed after this statement's snapshot: read it again.
     if (row.fingerprint === null) {
-      const again = await query<{ started: number; fingerprint: string; response: StoredResponse | null }>(this.pool, Q.getRecord, [scope, key]);
+      const again = await query<{ started: number; fingerprint: string; response: StoredResponse | null }>(
+        this.pool,
+        Q.getRecord,
+        [scope, key],
+      );
       if (!again.rows[0]) return this.beginIdempotent(scope, key, fingerprint, inFlightTtlMs);
       row = { ...again.rows[0], started: 0 };
     }
-    return row.response === null ? { state: 'in_flight', fingerprint: row.fingerprint! } : { state: 'done', fingerprint: row.fingerprint!, response: row.response };
+    return row.response === null
+      ? { state: 'in_flight', fingerprint: row.fingerprint! }
+      : { state: 'done', fingerprint: row.fingerprint!, response: row.response };
   }
 
   async completeIdempotent(scope: string, key: string, response: StoredResponse, ttlMs: number): Promise<void> {

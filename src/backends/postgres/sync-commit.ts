@@ -33,7 +33,12 @@ export function refuseUnreplicatedCommits(client: pg.ClientBase): void {
     // pg's Query fails at ReadyForQuery with this error instead of answering its result
     const active = (client as unknown as { _getActiveQuery?: () => InternalQuery | null })._getActiveQuery?.();
     if (active && !active._canceledDueToError) {
-      active._canceledDueToError = Object.assign(new Error(`postgres: the commit was not confirmed by the synchronous standby (${notice.message}); it may not survive a failover`), { code: '57014' });
+      active._canceledDueToError = Object.assign(
+        new Error(
+          `postgres: the commit was not confirmed by the synchronous standby (${notice.message}); it may not survive a failover`,
+        ),
+        { code: '57014' },
+      );
     }
   });
 }

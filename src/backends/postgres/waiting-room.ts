@@ -13,12 +13,28 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
-import { notAdmitted, signTicket, verifyTicket, type Ticket, type TicketStatus, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from '../../core/sales/waiting-room.js';
+import {
+  notAdmitted,
+  signTicket,
+  verifyTicket,
+  type Ticket,
+  type TicketStatus,
+  type WaitingRoom,
+  type WaitingRoomBackend,
+  type WaitingRoomSpec,
+} from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import type { PgSales } from './sales.js';
 
-const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), ['step', 'poll', 'lockSale', 'upsertRoom', 'ticketCounts', 'useTicket']);
+const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
+  'step',
+  'poll',
+  'lockSale',
+  'upsertRoom',
+  'ticketCounts',
+  'useTicket',
+]);
 
 /** One row of `room_step`: the room after admission, and the asked-for customer's ticket (if any). */
 interface StepRow {
@@ -47,8 +63,18 @@ export class PgWaitingRooms implements WaitingRoomBackend {
     return withTransaction(this.pool, async (client) => {
       const sale = (await client.query<{ cap: number | null }>(Q.lockSale, [saleId])).rows[0];
       if (!sale) throw notFound('sale', saleId);
-      if (sale.cap === null) throw new DibsError('invalid_input', `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`, { field: 'saleId' });
-      await client.query(Q.upsertRoom, [saleId, spec.admitPerSecond, spec.windowMs, randomBytes(32).toString('base64url')]);
+      if (sale.cap === null)
+        throw new DibsError(
+          'invalid_input',
+          `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`,
+          { field: 'saleId' },
+        );
+      await client.query(Q.upsertRoom, [
+        saleId,
+        spec.admitPerSecond,
+        spec.windowMs,
+        randomBytes(32).toString('base64url'),
+      ]);
       return this.describe(client, await this.step(client, saleId, null, false));
     });
   }
@@ -75,7 +101,8 @@ export class PgWaitingRooms implements WaitingRoomBackend {
       // the same reservation again (a retry after a lost answer) gets the same hold back
       const key = `ticket:${ticket.number}`;
       if (ticket.status === 'used') return this.sales.reserveViaTicket(client, saleId, customer, quantity, ttlMs, key);
-      if (ticket.status !== 'admitted') throw notAdmitted({ saleId, number: Number(ticket.number), status: ticket.status!, position: ahead(ticket) });
+      if (ticket.status !== 'admitted')
+        throw notAdmitted({ saleId, number: Number(ticket.number), status: ticket.status!, position: ahead(ticket) });
       const result = await this.sales.reserveViaTicket(client, saleId, customer, quantity, ttlMs, key);
       await client.query(Q.useTicket, [saleId, ticket.number, result.hold.id]);
       return result;
@@ -84,27 +111,43 @@ export class PgWaitingRooms implements WaitingRoomBackend {
 
   /** Admission (and a join) in one statement; `not_found` for an unknown sale or room. */
   private async step(db: Db, saleId: string, customer: string | null, join: boolean): Promise<StepRow> {
-    const row = (db === this.pool ? await query<StepRow>(this.pool, Q.step, [saleId, customer, join]) : await (db as pg.ClientBase).query<StepRow>(Q.step, [saleId, customer, join])).rows[0];
+    const row = (
+      db === this.pool
+        ? await query<StepRow>(this.pool, Q.step, [saleId, customer, join])
+        : await (db as pg.ClientBase).query<StepRow>(Q.step, [saleId, customer, join])
+    ).rows[0];
     if (!row) throw notFound('waiting room of sale', saleId);
     return row;
   }
 
   private async describe(db: Db, room: StepRow): Promise<WaitingRoom> {
     const tickets: Record<TicketStatus, number> = { waiting: 0, admitted: 0, used: 0, expired: 0, sold_out: 0 };
-    for (const { status, n } of (await db.query<{ status: TicketStatus; n: number }>(Q.ticketCounts, [room.sale_id])).rows) tickets[status] = n;
-    return { saleId: room.sale_id, admitPerSecond: room.admit_per_second, windowMs: room.window_ms, createdAt: room.created_at.toISOString(), tickets };
+    for (const { status, n } of (await db.query<{ status: TicketStatus; n: number }>(Q.ticketCounts, [room.sale_id]))
+      .rows)
+      tickets[status] = n;
+    return {
+      saleId: room.sale_id,
+      admitPerSecond: room.admit_per_second,
+      windowMs: room.window_ms,
+      createdAt: room.created_at.toISOString(),
+      tickets,
+    };
   }
 }
 
 /** The row's ticket if `token` is its genuine token for `customer`; `invalid_ticket` otherwise. */
 function genuine(row: StepRow, saleId: string, customer: string, token: string): StepRow {
   const number = verifyTicket(row.secret, saleId, customer, token);
-  if (row.number === null || Number(row.number) !== number) throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, { field: 'ticket' });
+  if (row.number === null || Number(row.number) !== number)
+    throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, {
+      field: 'ticket',
+    });
   return row;
 }
 
 /** Waiting tickets ahead of this one (0 once admitted). */
-const ahead = (row: StepRow): number => (row.status === 'waiting' ? Number(row.number) - Number(row.admitted_through) - 1 : 0);
+const ahead = (row: StepRow): number =>
+  row.status === 'waiting' ? Number(row.number) - Number(row.admitted_through) - 1 : 0;
 
 function toTicket(row: StepRow): Ticket {
   const position = ahead(row);
@@ -116,7 +159,12 @@ function toTicket(row: StepRow): Ticket {
     number,
     status,
     position,
-    estimatedWaitMs: status === 'waiting' ? Math.ceil(((position + 1) / row.admit_per_second) * 1000) : status === 'admitted' ? 0 : null,
+    estimatedWaitMs:
+      status === 'waiting'
+        ? Math.ceil(((position + 1) / row.admit_per_second) * 1000)
+        : status === 'admitted'
+          ? 0
+          : null,
     admittedUntil: row.admitted_until?.toISOString() ?? null,
     holdId: row.hold_id,
     token: signTicket(row.secret, row.sale_id, row.customer!, number),

@@ -38,16 +38,23 @@ export function ackPolicyFromUrl(url: URL, commandTimeoutMs: number): AckPolicy 
   for (const name of ['acks', 'acksTimeoutMs', 'acksAof']) url.searchParams.delete(name);
   if (acks === null || acks === 'none' || acks === 'master') return undefined;
   const match = /^replicas:(\d{1,2})$/.exec(acks);
-  if (!match || Number(match[1]) < 1) throw new DibsError('invalid_input', 'store: acks must be none or replicas:N (N from 1 to 99)', { field: 'store' });
+  if (!match || Number(match[1]) < 1)
+    throw new DibsError('invalid_input', 'store: acks must be none or replicas:N (N from 1 to 99)', { field: 'store' });
   const timeoutMs = timeout === null ? Math.min(2000, commandTimeoutMs / 2) : Number(timeout);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 10 || timeoutMs >= commandTimeoutMs) {
-    throw new DibsError('invalid_input', 'store: acksTimeoutMs must be a whole number of ms, at least 10 and below commandTimeoutMs', { field: 'store' });
+    throw new DibsError(
+      'invalid_input',
+      'store: acksTimeoutMs must be a whole number of ms, at least 10 and below commandTimeoutMs',
+      { field: 'store' },
+    );
   }
   return { replicas: Number(match[1]), timeoutMs, aof: aof === '1' || aof === 'true' };
 }
 
 export const describePolicy = (policy: AckPolicy | undefined) =>
-  policy ? `replicas:${policy.replicas} (timeout ${policy.timeoutMs} ms${policy.aof ? ', WAITAOF where available' : ''})` : 'none (asynchronous replication: a failover can lose acknowledged steps)';
+  policy
+    ? `replicas:${policy.replicas} (timeout ${policy.timeoutMs} ms${policy.aof ? ', WAITAOF where available' : ''})`
+    : 'none (asynchronous replication: a failover can lose acknowledged steps)';
 
 /** The policy and what the server supports, attached to a client (so runScript needs no new parameter). */
 interface Attached {
@@ -67,7 +74,17 @@ export const acksOf = (client: RedisClient): AckPolicy | undefined => ATTACHED.g
  * Scripts whose answers need no acknowledgement: those that never write, and the HTTP rate
  * limiter's counter (a count lost in a failover lets a few more requests through, no more).
  */
-const NO_ACKS = new Set(['lock_inspect', 'counter_get', 'sale_get', 'sale_holds', 'sale_audit', 'outbox_peek', 'outbox_status', 'code_window', 'rate_limit_hit']);
+const NO_ACKS = new Set([
+  'lock_inspect',
+  'counter_get',
+  'sale_get',
+  'sale_holds',
+  'sale_audit',
+  'outbox_peek',
+  'outbox_status',
+  'code_window',
+  'rate_limit_hit',
+]);
 
 export const needsAcks = (client: RedisClient, name: string): boolean => ATTACHED.has(client) && !NO_ACKS.has(name);
 
@@ -77,18 +94,30 @@ type Results = [Error | null, unknown][];
  * Runs the commands `build` adds to a pipeline followed by WAIT/WAITAOF, on the connection of the
  * slot of their keys, and answers their replies once enough replicas have them.
  */
-async function execAcked(client: RedisClient, attached: Attached, build: (pipeline: ChainableCommander) => ChainableCommander): Promise<Results> {
+async function execAcked(
+  client: RedisClient,
+  attached: Attached,
+  build: (pipeline: ChainableCommander) => ChainableCommander,
+): Promise<Results> {
   const { policy, waitAof } = attached;
   const send = () => {
     const pipeline = build(client.pipeline());
-    return (waitAof ? pipeline.call('WAITAOF', 1, policy.replicas, policy.timeoutMs) : pipeline.wait(policy.replicas, policy.timeoutMs)).exec() as Promise<Results | null>;
+    return (
+      waitAof
+        ? pipeline.call('WAITAOF', 1, policy.replicas, policy.timeoutMs)
+        : pipeline.wait(policy.replicas, policy.timeoutMs)
+    ).exec() as Promise<Results | null>;
   };
   const errorOf = (r: Results | null) => String(r?.[0]?.[0]?.message ?? '');
   let results = await send();
   // MOVED: the slot has a new master (a failover). The commands did not run, so they are re-sent
   // once the client has learnt the new slot map. ioredis follows MOVED in a pipeline only when
   // every command got it, and WAIT (keyless) never does.
-  for (let attempt = 0; /^(MOVED|ASK) /.test(errorOf(results)) && 'refreshSlotsCache' in client && attempt < 5; attempt++) {
+  for (
+    let attempt = 0;
+    /^(MOVED|ASK) /.test(errorOf(results)) && 'refreshSlotsCache' in client && attempt < 5;
+    attempt++
+  ) {
     await new Promise<void>((resolve) => (client as Cluster).refreshSlotsCache(() => resolve()));
     results = await send();
   }
@@ -99,7 +128,11 @@ async function execAcked(client: RedisClient, attached: Attached, build: (pipeli
   // a command's own error first: the WAIT after a failed command proves nothing
   const failed = replies.find(([error]) => error);
   if (failed) throw failed[0];
-  if (waitError) throw unavailable(`redis: the replica acknowledgement failed (${waitError.message}); the step may still have been applied — retry with the idempotency key`, waitError);
+  if (waitError)
+    throw unavailable(
+      `redis: the replica acknowledgement failed (${waitError.message}); the step may still have been applied — retry with the idempotency key`,
+      waitError,
+    );
   const replicas = waitAof ? Number((acked as number[])[1]) : Number(acked);
   const local = waitAof ? Number((acked as number[])[0]) : 1;
   if (replicas < policy.replicas || local < 1) {
@@ -114,7 +147,13 @@ async function execAcked(client: RedisClient, attached: Attached, build: (pipeli
  * Runs `EVALSHA` (or `EVAL` when the server lacks the script) followed by WAIT/WAITAOF in one
  * pipeline, and answers the script's reply once enough replicas have it.
  */
-export async function runAcked(client: RedisClient, sha: string, source: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runAcked(
+  client: RedisClient,
+  sha: string,
+  source: string,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
   const attached = ATTACHED.get(client)!;
   try {
     return (await execAcked(client, attached, (p) => p.evalsha(sha, keys.length, ...keys, ...args)))[0]![1];
@@ -130,7 +169,10 @@ export async function runAcked(client: RedisClient, sha: string, source: string,
  * back or vanish after a failover although the call succeeded. The commands must share one slot
  * (on a Cluster, the pipeline goes to that slot's master). Answers each command's reply.
  */
-export async function writeAcked(client: RedisClient, build: (pipeline: ChainableCommander) => ChainableCommander): Promise<unknown[]> {
+export async function writeAcked(
+  client: RedisClient,
+  build: (pipeline: ChainableCommander) => ChainableCommander,
+): Promise<unknown[]> {
   const attached = ATTACHED.get(client);
   if (attached) return (await execAcked(client, attached, build)).map(([, reply]) => reply);
   const results = (await build(client.pipeline()).exec()) as Results | null;

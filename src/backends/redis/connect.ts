@@ -13,10 +13,13 @@ export const isClusterUrl = (url: URL) => url.protocol === 'redis+cluster:';
 export const isSentinelUrl = (url: URL) => url.protocol === 'redis+sentinel:';
 
 function nodesOf(url: URL, defaultPort: number): { host: string; port: number }[] {
-  return (url.searchParams.get('nodes') ?? '').split(',').filter(Boolean).map((hostPort) => {
-    const [host, port] = hostPort.split(':');
-    return { host: host!, port: Number(port ?? defaultPort) };
-  });
+  return (url.searchParams.get('nodes') ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((hostPort) => {
+      const [host, port] = hostPort.split(':');
+      return { host: host!, port: Number(port ?? defaultPort) };
+    });
 }
 
 /**
@@ -28,7 +31,12 @@ function nodesOf(url: URL, defaultPort: number): { host: string; port: number }[
 function sentinelClient(url: URL, options: ClientOptions): Redis {
   const sentinels = nodesOf(url, 26379);
   const [name, db] = url.pathname.split('/').filter(Boolean);
-  if (sentinels.length === 0 || !name) throw new DibsError('invalid_input', 'store: redis+sentinel://host:port,host:port/masterName/db needs sentinels and a master name', { field: 'store' });
+  if (sentinels.length === 0 || !name)
+    throw new DibsError(
+      'invalid_input',
+      'store: redis+sentinel://host:port,host:port/masterName/db needs sentinels and a master name',
+      { field: 'store' },
+    );
   const password = url.password ? decodeURIComponent(url.password) : undefined;
   const sentinelPassword = url.searchParams.get('sentinelPassword') ?? undefined;
   url.searchParams.delete('sentinelPassword');
@@ -56,7 +64,13 @@ export function createRedisClient(url: URL, options: ClientOptions): RedisClient
   if (isSentinelUrl(url)) return sentinelClient(url, options);
   if (!isClusterUrl(url)) return new Redis(url.toString(), options.node);
   const nodes = nodesOf(url, 6379);
-  if (nodes.length === 0) throw new DibsError('invalid_input', 'store: redis+cluster://host:port,host:port needs at least one node', { field: 'store' });
+  if (nodes.length === 0)
+    throw new DibsError('invalid_input', 'store: redis+cluster://host:port,host:port needs at least one node', {
+      field: 'store',
+    });
   const password = url.password ? decodeURIComponent(url.password) : undefined;
-  return new Cluster(nodes, { ...options.cluster, redisOptions: { ...options.node, ...(password ? { password } : {}) } });
+  return new Cluster(nodes, {
+    ...options.cluster,
+    redisOptions: { ...options.node, ...(password ? { password } : {}) },
+  });
 }

@@ -22,12 +22,20 @@ export class RedisCounters implements CounterBackend {
   ) {}
 
   async incr(name: string, by: number): Promise<CounterValue> {
-    const [value, shards] = (await runScript(this.client, 'counter_incr', [counterKey(this.prefix, name)], [by, CONTENDED_WRITES_PER_SEC, MAX_SHARDS])) as [string, number];
+    const [value, shards] = (await runScript(
+      this.client,
+      'counter_incr',
+      [counterKey(this.prefix, name)],
+      [by, CONTENDED_WRITES_PER_SEC, MAX_SHARDS],
+    )) as [string, number];
     return { name, value: Number(value), shards: Number(shards) };
   }
 
   async get(name: string): Promise<CounterValue> {
-    const [value, shards] = (await runScript(this.client, 'counter_get', [counterKey(this.prefix, name)], [])) as [string, number];
+    const [value, shards] = (await runScript(this.client, 'counter_get', [counterKey(this.prefix, name)], [])) as [
+      string,
+      number,
+    ];
     return { name, value: Number(value), shards: Number(shards) };
   }
 

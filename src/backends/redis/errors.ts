@@ -18,7 +18,8 @@ import { DibsError, isDibsError, unavailable } from '../../core/errors.js';
 export const UNAVAILABLE_REPLIES: Readonly<Record<string, string>> = {
   READONLY: 'the node is a read-only replica (a failover demoted it?)',
   OOM: 'Redis is out of memory (maxmemory reached under noeviction)',
-  MISCONF: 'Redis refuses writes because it cannot persist them (an RDB snapshot or AOF write failed: a full disk, a read-only directory)',
+  MISCONF:
+    'Redis refuses writes because it cannot persist them (an RDB snapshot or AOF write failed: a full disk, a read-only directory)',
   NOREPLICAS: 'not enough replicas acknowledge writes (min-replicas-to-write)',
   LOADING: 'Redis is loading its data set',
   BUSY: 'Redis is busy running a long script',
@@ -28,7 +29,8 @@ export const UNAVAILABLE_REPLIES: Readonly<Record<string, string>> = {
 };
 
 /** Errors of the client: no connection, no answer in time, the Cluster cannot be reached. */
-const CONNECTION = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|Connection is closed|Stream isn't writeable|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
+const CONNECTION =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|Connection is closed|Stream isn't writeable|max retries|Reached the max retries|Failed to refresh slots cache|None of startup nodes is available|Command timed out|Too many Cluster redirections|Cluster isn't ready|ClusterAllFailedError/i;
 
 /**
  * The error code of a server reply, when it is one of UNAVAILABLE_REPLIES. Redis 7 passes a
@@ -51,8 +53,16 @@ export function translateRedisError(error: unknown): unknown {
   const reply = unavailableReply(error);
   if (reply) {
     // retryAfterMs: the service's Retry-After (1 s); these states last from a moment (BUSY) to a failover.
-    return new DibsError('unavailable', `redis: ${UNAVAILABLE_REPLIES[reply]}: ${message}`, { retriable: true, cause: error, details: { reason: reply, retryAfterMs: 1000 } });
+    return new DibsError('unavailable', `redis: ${UNAVAILABLE_REPLIES[reply]}: ${message}`, {
+      retriable: true,
+      cause: error,
+      details: { reason: reply, retryAfterMs: 1000 },
+    });
   }
-  if ((error as Error)?.name === 'MaxRetriesPerRequestError' || ((error as Error)?.name !== 'ReplyError' && CONNECTION.test(message))) return unavailable(`redis: ${message}`, error);
+  if (
+    (error as Error)?.name === 'MaxRetriesPerRequestError' ||
+    ((error as Error)?.name !== 'ReplyError' && CONNECTION.test(message))
+  )
+    return unavailable(`redis: ${message}`, error);
   return error;
 }

@@ -39,7 +39,11 @@ export async function evictionPolicyOf(node: Redis): Promise<string> {
 }
 
 /** maxmemory-policy of every master ("host:port" → policy); a Cluster is waited for up to `readyMs`. */
-export async function evictionPolicies(client: RedisClient, cluster: boolean, readyMs: number): Promise<Record<string, string>> {
+export async function evictionPolicies(
+  client: RedisClient,
+  cluster: boolean,
+  readyMs: number,
+): Promise<Record<string, string>> {
   if (!cluster) {
     const node = client as Redis;
     return { [`${node.options.host}:${node.options.port}`]: await evictionPolicyOf(node) };
@@ -55,7 +59,9 @@ export async function evictionPolicies(client: RedisClient, cluster: boolean, re
     });
   }
   const masters = c.nodes('master');
-  const policies = await Promise.all(masters.map(async (node) => [`${node.options.host}:${node.options.port}`, await evictionPolicyOf(node)] as const));
+  const policies = await Promise.all(
+    masters.map(async (node) => [`${node.options.host}:${node.options.port}`, await evictionPolicyOf(node)] as const),
+  );
   return Object.fromEntries(policies);
 }
 

@@ -76,9 +76,21 @@ export class RedisForecasts implements ForecastBackend {
         if (!step.fire && (step.armed ? 1 : 0) === w.armed) break;
         const count = w.fired + 1;
         const payload = JSON.stringify({ [kind]: subject, ...forecast, withinMs: w.within });
-        const applied = await runScript(this.client, 'forecast_step', [keys.watch, keys.events], [
-          'step', w.armed, w.fired, step.armed ? 1 : 0, step.fire ? '1' : '0', `${kind}.empty_soon`, `${kind}.empty_soon:${subject}:${count}`, payload,
-        ]);
+        const applied = await runScript(
+          this.client,
+          'forecast_step',
+          [keys.watch, keys.events],
+          [
+            'step',
+            w.armed,
+            w.fired,
+            step.armed ? 1 : 0,
+            step.fire ? '1' : '0',
+            `${kind}.empty_soon`,
+            `${kind}.empty_soon:${subject}:${count}`,
+            payload,
+          ],
+        );
         if (Number(applied) === 1) {
           if (step.fire) fired.push(forecast);
           break;
@@ -113,5 +125,11 @@ export class RedisForecasts implements ForecastBackend {
 
 function toForecast(kind: Forecast['kind'], subject: string, snap: Snapshot): Forecast {
   const windows = snap.w.map(([taken, first]) => ({ taken, spanMs: first < 0 ? 0 : snap.now - first }));
-  return forecastFrom({ kind, subject, windows, remaining: snap.remaining ?? null, at: new Date(snap.now).toISOString() });
+  return forecastFrom({
+    kind,
+    subject,
+    windows,
+    remaining: snap.remaining ?? null,
+    at: new Date(snap.now).toISOString(),
+  });
 }

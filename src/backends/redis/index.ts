@@ -87,16 +87,29 @@ export class RedisBackend implements Backend {
         backend: this.kind,
         details: {
           mode: this.mode,
-          ...(replica ? { role: 'replica', error: 'connected to a read-only replica: every write answers unavailable (READONLY) until the URL reaches the primary' } : {}),
+          ...(replica
+            ? {
+                role: 'replica',
+                error:
+                  'connected to a read-only replica: every write answers unavailable (READONLY) until the URL reaches the primary',
+              }
+            : {}),
           prefix: this.prefix,
           // The first master's settings; `masters` has every one.
           persistence: masters[0]!.persistence,
           maxmemoryPolicy,
           ...(evicting
-            ? { evictionWarning: `maxmemory-policy ${maxmemoryPolicy}${this.allowEviction ? ' (accepted by allowEviction=true)' : ''}: under memory pressure Redis may evict lease, hold and claim keys, and grant a lock or code twice` }
+            ? {
+                evictionWarning: `maxmemory-policy ${maxmemoryPolicy}${this.allowEviction ? ' (accepted by allowEviction=true)' : ''}: under memory pressure Redis may evict lease, hold and claim keys, and grant a lock or code twice`,
+              }
             : {}),
           acks: describePolicy(acks),
-          replication: masters.map((m) => `${m.address} ${m.role}, ${m.replicas.length} replica(s)${m.replicas.map((r) => ` ${r.address} ${r.state} lag ${r.lagBytes} B`).join(',')}`).join('; '),
+          replication: masters
+            .map(
+              (m) =>
+                `${m.address} ${m.role}, ${m.replicas.length} replica(s)${m.replicas.map((r) => ` ${r.address} ${r.state} lag ${r.lagBytes} B`).join(',')}`,
+            )
+            .join('; '),
           masters,
           ...(warnings.length ? { warning: warnings.join('; ') } : {}),
         },
@@ -120,10 +133,16 @@ export class RedisBackend implements Backend {
 /** Parameters dibs reads from the URL; the rest of the URL goes to ioredis untouched. */
 function dibsParams(url: URL): { prefix: string; commandTimeout: number } {
   const prefix = url.searchParams.get('prefix') ?? 'dibs';
-  if (!/^[\w.:-]{1,64}$/.test(prefix)) throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", ".", ":" and "-"', { field: 'store' });
+  if (!/^[\w.:-]{1,64}$/.test(prefix))
+    throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", ".", ":" and "-"', {
+      field: 'store',
+    });
   const timeout = url.searchParams.get('commandTimeoutMs');
   const commandTimeout = timeout === null ? CLIENT_OPTIONS.commandTimeout : Number(timeout);
-  if (!Number.isInteger(commandTimeout) || commandTimeout < 100 || commandTimeout > 3_600_000) throw new DibsError('invalid_input', 'store: commandTimeoutMs must be a whole number of ms from 100 to 3600000', { field: 'store' });
+  if (!Number.isInteger(commandTimeout) || commandTimeout < 100 || commandTimeout > 3_600_000)
+    throw new DibsError('invalid_input', 'store: commandTimeoutMs must be a whole number of ms from 100 to 3600000', {
+      field: 'store',
+    });
   url.searchParams.delete('prefix');
   url.searchParams.delete('commandTimeoutMs');
   return { prefix, commandTimeout };
@@ -155,7 +174,11 @@ async function readNodes<T>(read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (error) {
-      if (attempt >= 5 || !/Connection is closed|Stream isn't writeable|ECONNRESET/.test((error as Error)?.message ?? '')) throw error;
+      if (
+        attempt >= 5 ||
+        !/Connection is closed|Stream isn't writeable|ECONNRESET/.test((error as Error)?.message ?? '')
+      )
+        throw error;
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
     }
   }
@@ -180,18 +203,33 @@ export const openRedis: BackendFactory = async (url) => {
   // listener ioredis would also print every reconnect failure.
   client.on('error', () => {});
   try {
-    assertNoEviction(await readNodes(() => evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2)), allowEviction);
+    assertNoEviction(
+      await readNodes(() => evictionPolicies(client, isCluster, CLIENT_OPTIONS.connectTimeout * 2)),
+      allowEviction,
+    );
   } catch (error) {
     client.disconnect();
     throw translateRedisError(error);
   }
   if (acks) {
     // WAITAOF only where every master has it and runs AOF; otherwise WAIT (see acks.ts).
-    const masters = await readNodes(() => mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState)))).catch((error: unknown) => {
+    const masters = await readNodes(() =>
+      mastersOf(client, isCluster).then((nodes) => Promise.all(nodes.map(masterState))),
+    ).catch((error: unknown) => {
       client.disconnect();
       throw translateRedisError(error);
     });
-    attachAcks(client, acks, acks.aof && masters.every((m) => hasWaitAof(m.version) && m.persistence.appendonly === 'yes'));
+    attachAcks(
+      client,
+      acks,
+      acks.aof && masters.every((m) => hasWaitAof(m.version) && m.persistence.appendonly === 'yes'),
+    );
   }
-  return new RedisBackend(client, prefix, isCluster, allowEviction, isCluster ? 'cluster' : isSentinelUrl(url) ? 'sentinel' : 'single');
+  return new RedisBackend(
+    client,
+    prefix,
+    isCluster,
+    allowEviction,
+    isCluster ? 'cluster' : isSentinelUrl(url) ? 'sentinel' : 'single',
+  );
 };

@@ -93,10 +93,36 @@ export function saleRegistry(prefix: string): { ids: string; groupOf: string; gr
 }
 
 /** The per-sale keys, inside the group tag (the scripts build the same names from the tag). */
-export const saleKey = (tag: string, kind: 'sale' | 'events' | 'sku' | 'skuall' | 'wish' | 'wishx' | 'active' | 'cust' | 'orders' | 'keys' | 'hs' | 'ot' | 'watch' | 'room' | 'tickets' | 'tnum' | 'adm', id: string) => `${tag}:${kind}:${id}`;
+export const saleKey = (
+  tag: string,
+  kind:
+    | 'sale'
+    | 'events'
+    | 'sku'
+    | 'skuall'
+    | 'wish'
+    | 'wishx'
+    | 'active'
+    | 'cust'
+    | 'orders'
+    | 'keys'
+    | 'hs'
+    | 'ot'
+    | 'watch'
+    | 'room'
+    | 'tickets'
+    | 'tnum'
+    | 'adm',
+  id: string,
+) => `${tag}:${kind}:${id}`;
 
 /** Delivery state of one event stream (outbox_lib.lua), beside the stream in its slot. */
-export const outboxKeys = (stream: string): [string, string, string, string] => [stream, `${stream}:obq`, `${stream}:obp`, `${stream}:obi`];
+export const outboxKeys = (stream: string): [string, string, string, string] => [
+  stream,
+  `${stream}:obq`,
+  `${stream}:obp`,
+  `${stream}:obi`,
+];
 
 /**
  * The id of an event in the outbox: `<p|s>~<pool or sale>~<stream id>` — which stream it is in and

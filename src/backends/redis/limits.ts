@@ -31,7 +31,12 @@ export class RedisLimits implements LimitBackend {
       const stored = { ...def, createdAt: (JSON.parse(raw) as LimitDefinition).createdAt };
       const swapped = await this.client.eval(
         "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end return 0",
-        1, key, def.name, raw, JSON.stringify(stored));
+        1,
+        key,
+        def.name,
+        raw,
+        JSON.stringify(stored),
+      );
       if (swapped === 1) return stored;
     }
   }
@@ -43,7 +48,9 @@ export class RedisLimits implements LimitBackend {
 
   async list(): Promise<LimitDefinition[]> {
     const all = await this.client.hgetall(limitDefinitionsKey(this.prefix));
-    return Object.values(all).map((raw) => JSON.parse(raw) as LimitDefinition).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return Object.values(all)
+      .map((raw) => JSON.parse(raw) as LimitDefinition)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** The keys' states cannot be listed without a scan; each expires within one idle period. */
@@ -52,10 +59,16 @@ export class RedisLimits implements LimitBackend {
   }
 
   async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
-    const args = plan.kind === 'gcra'
-      ? [plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
-      : [plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
-    const [allowed, remaining, retryMs, at] = (await runScript(this.client, 'limit_take', [limitStateKey(this.prefix, plan.name, key)], args.map(num))) as [number, number, number, string];
+    const args =
+      plan.kind === 'gcra'
+        ? [plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
+        : [plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
+    const [allowed, remaining, retryMs, at] = (await runScript(
+      this.client,
+      'limit_take',
+      [limitStateKey(this.prefix, plan.name, key)],
+      args.map(num),
+    )) as [number, number, number, string];
     return allowed === 1
       ? { allowed: true, remaining: Number(remaining), at: Number(at) }
       : { allowed: false, retryAfterMs: Number(retryMs), remaining: Number(remaining), at: Number(at) };

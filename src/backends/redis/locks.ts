@@ -21,37 +21,67 @@ export class RedisLocks implements LockBackend {
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const k = lockKeys(this.prefix, key);
     const token = randomBytes(16).toString('base64url');
-    const reply = (await runScript(this.client, 'lock_acquire', [k.holders, k.fence, k.tokens], [token, limit, ttlMs])) as number[];
+    const reply = (await runScript(
+      this.client,
+      'lock_acquire',
+      [k.holders, k.fence, k.tokens],
+      [token, limit, ttlMs],
+    )) as number[];
     return reply[0] === 0 ? null : grant(token, reply);
   }
 
-  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+  async tryAcquireFair(
+    key: string,
+    limit: number,
+    ttlMs: number,
+    queueKey: string,
+    ticket: string | null,
+  ): Promise<LeaseGrant | null> {
     const k = lockKeys(this.prefix, key);
     const q = lockKeys(this.prefix, queueKey);
     const token = randomBytes(16).toString('base64url');
-    const reply = (await runScript(this.client, 'lock_acquire_fair', [k.holders, k.fence, k.tokens, q.holders, q.tokens], [token, limit, ttlMs, ticket ?? ''])) as number[];
+    const reply = (await runScript(
+      this.client,
+      'lock_acquire_fair',
+      [k.holders, k.fence, k.tokens, q.holders, q.tokens],
+      [token, limit, ttlMs, ticket ?? ''],
+    )) as number[];
     return reply[0] === 0 ? null : grant(token, reply);
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
     const k = lockKeys(this.prefix, key);
-    const reply = (await runScript(this.client, 'lock_renew', [k.holders, k.tokens], [token, ttlMs])) as number[] | null;
+    const reply = (await runScript(this.client, 'lock_renew', [k.holders, k.tokens], [token, ttlMs])) as
+      | number[]
+      | null;
     if (!reply) throw leaseLost(key);
     return grant(token, reply);
   }
 
   async release(key: string, token: string): Promise<void> {
     const k = lockKeys(this.prefix, key);
-    const reply = await runScript(this.client, 'lock_release', [k.holders, k.tokens], [token, this.subscriber.channel, key]);
+    const reply = await runScript(
+      this.client,
+      'lock_release',
+      [k.holders, k.tokens],
+      [token, this.subscriber.channel, key],
+    );
     if (reply !== 1) throw notOwner(key);
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
     const k = lockKeys(this.prefix, key);
-    const reply = (await runScript(this.client, 'lock_inspect', [k.holders, k.fence, k.tokens], [])) as (string | number)[];
+    const reply = (await runScript(this.client, 'lock_inspect', [k.holders, k.fence, k.tokens], [])) as (
+      | string
+      | number
+    )[];
     const holders = [];
     for (let i = 1; i < reply.length; i += 3) {
-      holders.push({ tokenPrefix: String(reply[i]).slice(0, 8), fence: Number(reply[i + 1]), expiresAt: new Date(Number(reply[i + 2])).toISOString() });
+      holders.push({
+        tokenPrefix: String(reply[i]).slice(0, 8),
+        fence: Number(reply[i + 1]),
+        expiresAt: new Date(Number(reply[i + 2])).toISOString(),
+      });
     }
     holders.sort((a, b) => a.fence - b.fence);
     return { key, holders, lastFence: Number(reply[0]) };
@@ -63,5 +93,10 @@ export class RedisLocks implements LockBackend {
 }
 
 function grant(token: string, [fence, expiresMs, nowMs]: number[]): LeaseGrant {
-  return { token, fence: Number(fence), expiresAt: new Date(Number(expiresMs)).toISOString(), validForMs: Math.max(1, Number(expiresMs) - Number(nowMs)) };
+  return {
+    token,
+    fence: Number(fence),
+    expiresAt: new Date(Number(expiresMs)).toISOString(),
+    validForMs: Math.max(1, Number(expiresMs) - Number(nowMs)),
+  };
 }

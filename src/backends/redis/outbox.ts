@@ -38,7 +38,12 @@ export class RedisOutbox implements OutboxBackend {
     const leased: { padded: string; event: DueEvent }[] = [];
     for (let round = 0; round < MAX_ROUNDS && leased.length < limit; round++) {
       const want = limit - leased.length;
-      const peeks = await Promise.all((await this.sources()).map(async (source) => ({ source, ids: (await runScript(this.client, 'outbox_peek', outboxKeys(source.stream), [want])) as string[] })));
+      const peeks = await Promise.all(
+        (await this.sources()).map(async (source) => ({
+          source,
+          ids: (await runScript(this.client, 'outbox_peek', outboxKeys(source.stream), [want])) as string[],
+        })),
+      );
       const picked = peeks
         .flatMap(({ source, ids }) => ids.map((padded) => ({ source, padded })))
         .sort((a, b) => compare(a.padded, b.padded) || compare(a.source.stream, b.source.stream))
@@ -49,10 +54,30 @@ export class RedisOutbox implements OutboxBackend {
       let got = 0;
       await Promise.all(
         [...bySource].map(async ([source, ids]) => {
-          const reply = (await runScript(this.client, 'outbox_lease', outboxKeys(source.stream), [leaseMs, ...ids])) as string[];
+          const reply = (await runScript(this.client, 'outbox_lease', outboxKeys(source.stream), [
+            leaseMs,
+            ...ids,
+          ])) as string[];
           for (let i = 0; i < reply.length; i += 6) {
-            const [padded, type, key, payload, at, attempts] = reply.slice(i, i + 6) as [string, string, string, string, string, string];
-            leased.push({ padded, event: { id: eventId(source, padded), type, idempotencyKey: key, payload: JSON.parse(payload) as Record<string, unknown>, createdAt: new Date(Number(at)).toISOString(), attempts: Number(attempts) } });
+            const [padded, type, key, payload, at, attempts] = reply.slice(i, i + 6) as [
+              string,
+              string,
+              string,
+              string,
+              string,
+              string,
+            ];
+            leased.push({
+              padded,
+              event: {
+                id: eventId(source, padded),
+                type,
+                idempotencyKey: key,
+                payload: JSON.parse(payload) as Record<string, unknown>,
+                createdAt: new Date(Number(at)).toISOString(),
+                attempts: Number(attempts),
+              },
+            });
             got++;
           }
         }),
@@ -74,12 +99,21 @@ export class RedisOutbox implements OutboxBackend {
     const { source, padded } = await this.parse(id);
     if (!source) return [];
     const raw = await this.client.hget(outboxKeys(source.stream)[3], `l:${padded}`);
-    const log = raw ? (JSON.parse(raw) as { attempt: number; ok: boolean; detail: string; at: number }[] | Record<string, never>) : [];
-    return (Array.isArray(log) ? log : []).map((d) => ({ attempt: d.attempt, ok: d.ok, detail: d.detail, at: new Date(d.at).toISOString() }));
+    const log = raw
+      ? (JSON.parse(raw) as { attempt: number; ok: boolean; detail: string; at: number }[] | Record<string, never>)
+      : [];
+    return (Array.isArray(log) ? log : []).map((d) => ({
+      attempt: d.attempt,
+      ok: d.ok,
+      detail: d.detail,
+      at: new Date(d.at).toISOString(),
+    }));
   }
 
   async status(): Promise<OutboxStatus> {
-    const replies = (await Promise.all((await this.sources()).map((s) => runScript(this.client, 'outbox_status', outboxKeys(s.stream), [])))) as number[][];
+    const replies = (await Promise.all(
+      (await this.sources()).map((s) => runScript(this.client, 'outbox_status', outboxKeys(s.stream), [])),
+    )) as number[][];
     const status: OutboxStatus = { pending: 0, delivered: 0, dead: 0, oldestPendingMs: 0 };
     for (const [pending, delivered, dead, oldest, now] of replies as [number, number, number, number, number][]) {
       status.pending += pending;
@@ -92,12 +126,19 @@ export class RedisOutbox implements OutboxBackend {
 
   private async settle(id: string, outcome: 'ok' | 'fail', detail: string, retry: number | ''): Promise<void> {
     const { source, padded } = await this.parse(id);
-    if (source) await runScript(this.client, 'outbox_settle', outboxKeys(source.stream), [padded, outcome, detail, retry]);
+    if (source)
+      await runScript(this.client, 'outbox_settle', outboxKeys(source.stream), [padded, outcome, detail, retry]);
   }
 
   private async sources(): Promise<Source[]> {
-    const [pools, sales] = await Promise.all([this.client.zrange(registryKey(this.prefix), '0', '-1'), this.sales.eventStreams()]);
-    return [...pools.map((name): Source => ({ kind: 'p', name, stream: poolKeys(this.prefix, name).events })), ...sales.map(({ sale, stream }): Source => ({ kind: 's', name: sale, stream }))];
+    const [pools, sales] = await Promise.all([
+      this.client.zrange(registryKey(this.prefix), '0', '-1'),
+      this.sales.eventStreams(),
+    ]);
+    return [
+      ...pools.map((name): Source => ({ kind: 'p', name, stream: poolKeys(this.prefix, name).events })),
+      ...sales.map(({ sale, stream }): Source => ({ kind: 's', name: sale, stream })),
+    ];
   }
 
   /** The source and padded stream id of an event id; source null when the sale is unknown. */

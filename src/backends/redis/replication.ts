@@ -57,13 +57,23 @@ export async function masterState(node: Redis): Promise<MasterState> {
   for (const [key, value] of info) {
     if (!/^slave\d+$/.test(key)) continue;
     const fields = Object.fromEntries(value.split(',').map((pair) => pair.split('=') as [string, string]));
-    replicas.push({ address: `${fields.ip}:${fields.port}`, state: fields.state ?? 'unknown', lagBytes: Math.max(0, offset - Number(fields.offset ?? 0)) });
+    replicas.push({
+      address: `${fields.ip}:${fields.port}`,
+      state: fields.state ?? 'unknown',
+      lagBytes: Math.max(0, offset - Number(fields.offset ?? 0)),
+    });
   }
   return {
     // The socket's peer: under Sentinel the options hold no address, the sentinels gave it.
-    address: node.stream?.remoteAddress ? `${node.stream.remoteAddress}:${node.stream.remotePort}` : `${node.options.host ?? '?'}:${node.options.port ?? '?'}`,
+    address: node.stream?.remoteAddress
+      ? `${node.stream.remoteAddress}:${node.stream.remotePort}`
+      : `${node.options.host ?? '?'}:${node.options.port ?? '?'}`,
     role: info.get('role') ?? 'unknown',
-    persistence: { appendonly: await configOf(node, 'appendonly'), appendfsync: await configOf(node, 'appendfsync'), save: await configOf(node, 'save') },
+    persistence: {
+      appendonly: await configOf(node, 'appendonly'),
+      appendfsync: await configOf(node, 'appendfsync'),
+      save: await configOf(node, 'save'),
+    },
     maxmemoryPolicy: await configOf(node, 'maxmemory-policy'),
     replicas,
     minReplicasToWrite: Number(await configOf(node, 'min-replicas-to-write')) || 0,
@@ -89,10 +99,17 @@ export function replicationWarnings(masters: MasterState[], ackReplicas: number)
           : `${m.address}: no AOF persistence: a Redis crash or restart loses every acknowledged claim (see docs/redis.md)`,
       );
     }
-    if (m.replicas.length > 0 && ackReplicas === 0) warnings.push(`${m.address}: has ${m.replicas.length} replica(s) but acks=none: a failover can lose acknowledged claims (set ?acks=replicas:1, docs/operations.md)`);
+    if (m.replicas.length > 0 && ackReplicas === 0)
+      warnings.push(
+        `${m.address}: has ${m.replicas.length} replica(s) but acks=none: a failover can lose acknowledged claims (set ?acks=replicas:1, docs/operations.md)`,
+      );
     const online = m.replicas.filter((r) => r.state === 'online').length;
-    if (ackReplicas > online) warnings.push(`${m.address}: acks=replicas:${ackReplicas} but only ${online} replica(s) online: every write answers unavailable`);
-    if (!/^noeviction|unknown/.test(m.maxmemoryPolicy)) warnings.push(`${m.address}: maxmemory-policy=${m.maxmemoryPolicy} can evict claims; use noeviction`);
+    if (ackReplicas > online)
+      warnings.push(
+        `${m.address}: acks=replicas:${ackReplicas} but only ${online} replica(s) online: every write answers unavailable`,
+      );
+    if (!/^noeviction|unknown/.test(m.maxmemoryPolicy))
+      warnings.push(`${m.address}: maxmemory-policy=${m.maxmemoryPolicy} can evict claims; use noeviction`);
   }
   return warnings;
 }

@@ -24,7 +24,18 @@ import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Order,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './keys.js';
 import { runScript, type RedisClient } from './scripts.js';
@@ -111,9 +122,22 @@ export class RedisSales implements SaleBackend {
         await this.register(spec.id, group);
         registered = true;
       }
-      const reply = await runScript(this.client, 'sale_create', [saleKey(tag, 'sku', spec.sku)], [
-        tag, prepared.version, spec.id, spec.sku, Date.parse(spec.startsAt), Date.parse(spec.endsAt), spec.cap ?? '', spec.perCustomerLimit, JSON.stringify(spec.metadata),
-      ]);
+      const reply = await runScript(
+        this.client,
+        'sale_create',
+        [saleKey(tag, 'sku', spec.sku)],
+        [
+          tag,
+          prepared.version,
+          spec.id,
+          spec.sku,
+          Date.parse(spec.startsAt),
+          Date.parse(spec.endsAt),
+          spec.cap ?? '',
+          spec.perCustomerLimit,
+          JSON.stringify(spec.metadata),
+        ],
+      );
       if (reply === 'already_exists') throw alreadyExists(spec.id);
       if (reply === 'ok') return this.getSale(spec.id);
     }
@@ -125,7 +149,10 @@ export class RedisSales implements SaleBackend {
   }
 
   private async readSale(tag: string, id: string): Promise<Sale> {
-    const reply = (await runScript(this.client, 'sale_get', [saleKey(tag, 'sale', id)], [tag, id])) as [string, string?];
+    const reply = (await runScript(this.client, 'sale_get', [saleKey(tag, 'sale', id)], [tag, id])) as [
+      string,
+      string?,
+    ];
     if (reply[0] === 'not_found') throw notFound('sale', id);
     const { sale, now, held } = JSON.parse(reply[1]!) as { sale: SaleHash; now: number; held: number };
     return toSale(sale, now, held);
@@ -139,7 +166,9 @@ export class RedisSales implements SaleBackend {
     for (;;) {
       const want = limit + 1 - items.length;
       const ids = await this.client.zrangebylex(index, cursor ? `(${cursor}` : '-', '+', 'LIMIT', 0, want);
-      const sales = await Promise.all(ids.map((id) => this.getSale(id).catch((error: unknown) => (isNotFound(error) ? null : Promise.reject(error)))));
+      const sales = await Promise.all(
+        ids.map((id) => this.getSale(id).catch((error: unknown) => (isNotFound(error) ? null : Promise.reject(error)))),
+      );
       for (const sale of sales) if (sale) items.push(sale);
       if (ids.length < want || items.length > limit) break;
       cursor = ids[ids.length - 1];
@@ -169,13 +198,35 @@ export class RedisSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? Number(row.limit),
         metadata: patch.metadata ?? (JSON.parse(row.meta) as Record<string, unknown>),
       };
-      assertPreflight(spec, { now: iso(prepared.now), sameSku: sameSku(prepared), committed: prepared.committed ?? 0, existing: { startsAt: iso(row.starts) } });
-      const reply = await runScript(this.client, 'sale_update', [saleKey(tag, 'sku', row.sku)], [
-        tag, prepared.version, id, Date.parse(spec.startsAt), Date.parse(spec.endsAt), spec.cap ?? '', spec.perCustomerLimit, JSON.stringify(spec.metadata),
-      ]);
+      assertPreflight(spec, {
+        now: iso(prepared.now),
+        sameSku: sameSku(prepared),
+        committed: prepared.committed ?? 0,
+        existing: { startsAt: iso(row.starts) },
+      });
+      const reply = await runScript(
+        this.client,
+        'sale_update',
+        [saleKey(tag, 'sku', row.sku)],
+        [
+          tag,
+          prepared.version,
+          id,
+          Date.parse(spec.startsAt),
+          Date.parse(spec.endsAt),
+          spec.cap ?? '',
+          spec.perCustomerLimit,
+          JSON.stringify(spec.metadata),
+        ],
+      );
       if (reply === 'not_found') throw notFound('sale', id);
       if (reply === 'cancelled') throw refusal('sale_cancelled', { sale: id });
-      if (Array.isArray(reply)) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Number(reply[1]) });
+      if (Array.isArray(reply))
+        throw refusal('sale_limit_below_units', {
+          sale: id,
+          requested: spec.perCustomerLimit,
+          units: Number(reply[1]),
+        });
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
@@ -183,7 +234,8 @@ export class RedisSales implements SaleBackend {
 
   async cancelSale(id: string): Promise<Sale> {
     return this.onSale(id, async (tag) => {
-      if ((await runScript(this.client, 'sale_cancel', [saleKey(tag, 'sale', id)], [tag, id])) === 'not_found') throw notFound('sale', id);
+      if ((await runScript(this.client, 'sale_cancel', [saleKey(tag, 'sale', id)], [tag, id])) === 'not_found')
+        throw notFound('sale', id);
       return this.readSale(tag, id);
     });
   }
@@ -192,7 +244,12 @@ export class RedisSales implements SaleBackend {
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     const reply = await this.onSale(saleId, async (tag) => {
-      const answer = (await runScript(this.client, 'sale_buy', [saleKey(tag, 'sale', saleId)], [tag, saleId, customer, quantity, key ?? '', newId('ord')])) as string[];
+      const answer = (await runScript(
+        this.client,
+        'sale_buy',
+        [saleKey(tag, 'sale', saleId)],
+        [tag, saleId, customer, quantity, key ?? '', newId('ord')],
+      )) as string[];
       if (answer[0] === 'not_found') throw notFound('sale', saleId);
       return answer;
     });
@@ -205,10 +262,21 @@ export class RedisSales implements SaleBackend {
     }
   }
 
-  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+  async reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+  ): Promise<HoldResult> {
     const reply = await this.onSale(saleId, async (tag, group) => {
       const holdId = `hold_${group}${randomBytes(12).toString('hex')}`;
-      const answer = (await runScript(this.client, 'sale_reserve', [saleKey(tag, 'sale', saleId)], [tag, saleId, customer, quantity, ttlMs, key ?? '', holdId])) as string[];
+      const answer = (await runScript(
+        this.client,
+        'sale_reserve',
+        [saleKey(tag, 'sale', saleId)],
+        [tag, saleId, customer, quantity, ttlMs, key ?? '', holdId],
+      )) as string[];
       if (answer[0] === 'not_found') throw notFound('sale', saleId);
       return answer;
     });
@@ -222,7 +290,13 @@ export class RedisSales implements SaleBackend {
       case 'replayed':
         return { hold: toHold(JSON.parse(reply[1]!) as HoldRecord), replayed: reply[0] === 'replayed' };
       case 'limit_reached':
-        throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity: Number(reply[2]), limit: Number(reply[3]) });
+        throw refusal('sale_limit', {
+          sale: saleId,
+          customer,
+          units: Number(reply[1]),
+          quantity: Number(reply[2]),
+          limit: Number(reply[3]),
+        });
       default:
         throw this.refusal(saleId, customer, quantity, key, reply);
     }
@@ -231,7 +305,12 @@ export class RedisSales implements SaleBackend {
   async confirmHold(holdId: string): Promise<BuyResult> {
     const tag = holdTag(this.prefix, holdId);
     if (!tag) throw notFound('hold', holdId);
-    const reply = (await runScript(this.client, 'sale_confirm', [`${tag}:holds`], [tag, holdId, newId('ord')])) as string[];
+    const reply = (await runScript(
+      this.client,
+      'sale_confirm',
+      [`${tag}:holds`],
+      [tag, holdId, newId('ord')],
+    )) as string[];
     switch (reply[0]) {
       case 'ok':
       case 'replayed': {
@@ -269,7 +348,12 @@ export class RedisSales implements SaleBackend {
 
   async listHolds(saleId: string, { limit, customer }: { limit: number; customer?: string }): Promise<Hold[]> {
     return this.onSale(saleId, async (tag) => {
-      const reply = (await runScript(this.client, 'sale_holds', [saleKey(tag, 'sale', saleId)], [tag, saleId, limit, customer ?? ''])) as [string, string?];
+      const reply = (await runScript(
+        this.client,
+        'sale_holds',
+        [saleKey(tag, 'sale', saleId)],
+        [tag, saleId, limit, customer ?? ''],
+      )) as [string, string?];
       if (reply[0] === 'not_found') throw notFound('sale', saleId);
       const records = JSON.parse(reply[1]!) as HoldRecord[] | Record<string, never>;
       return (Array.isArray(records) ? records : []).map(toHold);
@@ -314,21 +398,40 @@ export class RedisSales implements SaleBackend {
 
   async addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
     const tag = saleTag(this.prefix, saleGroupOf(sku));
-    const raw = (await runScript(this.client, 'sale_wish', [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)], [tag, customer, JSON.stringify(channels)])) as string;
+    const raw = (await runScript(
+      this.client,
+      'sale_wish',
+      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)],
+      [tag, customer, JSON.stringify(channels)],
+    )) as string;
     return toWish(sku, customer, raw);
   }
 
   async removeFromWishlist(sku: string, customer: string): Promise<void> {
     const tag = saleTag(this.prefix, saleGroupOf(sku));
-    const removed = await runScript(this.client, 'sale_wish', [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)], [tag, customer, '']);
+    const removed = await runScript(
+      this.client,
+      'sale_wish',
+      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)],
+      [tag, customer, ''],
+    );
     if (Number(removed) === 0) throw notFound('wish', `${sku}/${customer}`);
   }
 
   async listWishlist(sku: string, { limit, after }: { limit: number; after?: string }): Promise<Page<WishlistEntry>> {
     const tag = saleTag(this.prefix, saleGroupOf(sku));
-    const customers = await this.client.zrangebylex(saleKey(tag, 'wishx', sku), after ? `(${after}` : '-', '+', 'LIMIT', 0, limit + 1);
+    const customers = await this.client.zrangebylex(
+      saleKey(tag, 'wishx', sku),
+      after ? `(${after}` : '-',
+      '+',
+      'LIMIT',
+      0,
+      limit + 1,
+    );
     const raws = customers.length ? await this.client.hmget(saleKey(tag, 'wish', sku), ...customers) : [];
-    const items = customers.flatMap((customer, i) => (raws[i] ? [toWish(sku, customer, raws[i]!)] : [])).slice(0, limit);
+    const items = customers
+      .flatMap((customer, i) => (raws[i] ? [toWish(sku, customer, raws[i]!)] : []))
+      .slice(0, limit);
     return { items, nextCursor: customers.length > limit ? customers[limit - 1]! : null };
   }
 
@@ -349,24 +452,52 @@ export class RedisSales implements SaleBackend {
       events: Record<string, number>;
       active: Record<string, number>;
     };
-    return saleViolations(id, snap.sale, list(snap.holds), list(snap.orders), snap.cust, snap.events, snap.active, snap.now);
+    return saleViolations(
+      id,
+      snap.sale,
+      list(snap.holds),
+      list(snap.orders),
+      snap.cust,
+      snap.events,
+      snap.active,
+      snap.now,
+    );
   }
 
-  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+  async listSaleEvents({
+    after,
+    limit,
+    sale,
+  }: {
+    after?: string;
+    limit: number;
+    sale?: string;
+  }): Promise<OutboxEvent[]> {
     // `after` is an event id as listed (`s~<sale>~<stream id>`) or a bare stream id.
     const from = after === undefined ? undefined : /(?:^|~)(\d+-\d+)$/.exec(after)?.[1];
-    if (after !== undefined && from === undefined) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    if (after !== undefined && from === undefined)
+      throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     const ids = sale ? [sale] : await this.client.zrange(this.registry.ids, '0', '-1');
     const start = from ? `(${from}` : '-';
     const perSale = await Promise.all(
       ids.map(async (id) => {
         const tag = sale ? await this.tagOf(id) : await this.tagOf(id).catch(() => null);
         if (!tag) return [];
-        const entries = (await this.client.xrange(saleKey(tag, 'events', id), start, '+', 'COUNT', String(limit))) as [string, string[]][];
-        return entries.map((entry) => ({ at: entry[0], event: { ...streamEvent(entry), id: outboxEventId('s', id, entry[0]) } }));
+        const entries = (await this.client.xrange(saleKey(tag, 'events', id), start, '+', 'COUNT', String(limit))) as [
+          string,
+          string[],
+        ][];
+        return entries.map((entry) => ({
+          at: entry[0],
+          event: { ...streamEvent(entry), id: outboxEventId('s', id, entry[0]) },
+        }));
       }),
     );
-    return perSale.flat().sort((a, b) => compareStreamIds(a.at, b.at)).slice(0, limit).map((e) => e.event);
+    return perSale
+      .flat()
+      .sort((a, b) => compareStreamIds(a.at, b.at))
+      .slice(0, limit)
+      .map((e) => e.event);
   }
 
   // --- helpers ---
@@ -379,7 +510,10 @@ export class RedisSales implements SaleBackend {
   /** The event stream key of every registered sale (for the outbox). */
   async eventStreams(): Promise<{ sale: string; stream: string }[]> {
     const all = await this.client.hgetall(this.registry.groupOf);
-    return Object.entries(all).map(([sale, value]) => ({ sale, stream: saleKey(saleTag(this.prefix, value.split('|')[0]!), 'events', sale) }));
+    return Object.entries(all).map(([sale, value]) => ({
+      sale,
+      stream: saleKey(saleTag(this.prefix, value.split('|')[0]!), 'events', sale),
+    }));
   }
 
   /** The stream of one sale's events, or null for an unknown sale. */
@@ -428,18 +562,30 @@ export class RedisSales implements SaleBackend {
 
   private async register(id: string, group: string): Promise<void> {
     const keys = [this.registry.groupOf, this.registry.ids, this.registry.groups];
-    let reply = (await runScript(this.client, 'sale_register', keys, [id, group, '0', STALE_REGISTRATION_MS])) as string[];
+    let reply = (await runScript(this.client, 'sale_register', keys, [
+      id,
+      group,
+      '0',
+      STALE_REGISTRATION_MS,
+    ])) as string[];
     if (reply[0] === 'taken') {
       // Another SKU's group has the id: a real sale, or a create that crashed before writing it.
       const other = saleTag(this.prefix, reply[1]!);
       if ((await this.client.exists(saleKey(other, 'sale', id))) === 1) throw alreadyExists(id);
-      reply = (await runScript(this.client, 'sale_register', keys, [id, group, '1', STALE_REGISTRATION_MS])) as string[];
+      reply = (await runScript(this.client, 'sale_register', keys, [
+        id,
+        group,
+        '1',
+        STALE_REGISTRATION_MS,
+      ])) as string[];
       if (reply[0] === 'taken') throw alreadyExists(id);
     }
   }
 
   private async prepare(tag: string, sku: string, id: string): Promise<Prepared> {
-    return JSON.parse((await runScript(this.client, 'sale_prepare', [saleKey(tag, 'sku', sku)], [tag, sku, id])) as string) as Prepared;
+    return JSON.parse(
+      (await runScript(this.client, 'sale_prepare', [saleKey(tag, 'sku', sku)], [tag, sku, id])) as string,
+    ) as Prepared;
   }
 
   private refusal(saleId: string, customer: string, quantity: number, key: string | null, reply: string[]): Error {
@@ -453,7 +599,13 @@ export class RedisSales implements SaleBackend {
       case 'not_live':
         return refusal('sale_not_live', { sale: saleId, status: reply[1] as Sale['status'] });
       case 'limit_reached':
-        return refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
+        return refusal('sale_limit', {
+          sale: saleId,
+          customer,
+          units: Number(reply[1]),
+          quantity,
+          limit: Number(reply[2]),
+        });
       case 'sold_out':
         return refusal('sale_sold_out', { sale: saleId, available: Number(reply[1]) });
       case 'ticket_required':
@@ -485,9 +637,30 @@ function saleViolations(
   const activeUnits = activeHolds.reduce((sum, h) => sum + h.q, 0);
   const liveHolds = activeHolds.filter((h) => h.e > now);
   const live = liveHolds.reduce((sum, h) => sum + h.q, 0);
-  if (ordered !== sold) violations.push({ invariant: 'I4', sale: id, expected: ordered, actual: sold, message: `sold counter says ${sold} but orders hold ${ordered} units` });
-  if (activeUnits !== held) violations.push({ invariant: 'I4', sale: id, expected: activeUnits, actual: held, message: `held counter says ${held} but active holds have ${activeUnits} units` });
-  if (cap !== null && ordered + live > cap) violations.push({ invariant: 'I3', sale: id, expected: cap, actual: ordered + live, message: `sold ${ordered} + held ${live} exceeds the cap of ${cap}` });
+  if (ordered !== sold)
+    violations.push({
+      invariant: 'I4',
+      sale: id,
+      expected: ordered,
+      actual: sold,
+      message: `sold counter says ${sold} but orders hold ${ordered} units`,
+    });
+  if (activeUnits !== held)
+    violations.push({
+      invariant: 'I4',
+      sale: id,
+      expected: activeUnits,
+      actual: held,
+      message: `held counter says ${held} but active holds have ${activeUnits} units`,
+    });
+  if (cap !== null && ordered + live > cap)
+    violations.push({
+      invariant: 'I3',
+      sale: id,
+      expected: cap,
+      actual: ordered + live,
+      message: `sold ${ordered} + held ${live} exceeds the cap of ${cap}`,
+    });
   const units = new Map<string, number>();
   const orderedBy = new Map<string, number>();
   for (const o of orders) {
@@ -496,21 +669,60 @@ function saleViolations(
   }
   for (const h of liveHolds) units.set(h.c, (units.get(h.c) ?? 0) + h.q);
   for (const [customer, n] of units) {
-    if (n > limit) violations.push({ invariant: 'I2', sale: id, customer, expected: limit, actual: n, message: `customer '${customer}' has ${n} units, limit ${limit}` });
+    if (n > limit)
+      violations.push({
+        invariant: 'I2',
+        sale: id,
+        customer,
+        expected: limit,
+        actual: n,
+        message: `customer '${customer}' has ${n} units, limit ${limit}`,
+      });
   }
   const orderIds = new Set(orders.map((o) => o.id));
   const holdsById = new Map(holds.map((h) => [h.id, h]));
   for (const h of holds) {
-    if (h.missing) violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is listed for the sale but has no record` });
-    else if (h.s === 'confirmed' && (!h.o || !orderIds.has(h.o))) violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
-    else if ((h.s === 'active') !== (active[h.id] !== undefined)) violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is ${h.s} but ${h.s === 'active' ? 'missing from' : 'still in'} the active index` });
+    if (h.missing)
+      violations.push({
+        invariant: 'I4',
+        sale: id,
+        message: `hold '${h.id}' is listed for the sale but has no record`,
+      });
+    else if (h.s === 'confirmed' && (!h.o || !orderIds.has(h.o)))
+      violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
+    else if ((h.s === 'active') !== (active[h.id] !== undefined))
+      violations.push({
+        invariant: 'I4',
+        sale: id,
+        message: `hold '${h.id}' is ${h.s} but ${h.s === 'active' ? 'missing from' : 'still in'} the active index`,
+      });
   }
   for (const [customer, rec] of Object.entries(cust)) {
-    if (rec.o !== (orderedBy.get(customer) ?? 0)) violations.push({ invariant: 'I4', sale: id, customer, expected: orderedBy.get(customer) ?? 0, actual: rec.o, message: `customer '${customer}' is counted with ${rec.o} ordered units, orders say ${orderedBy.get(customer) ?? 0}` });
-    if (rec.h !== undefined && holdsById.get(rec.h)?.s !== 'active') violations.push({ invariant: 'I4', sale: id, customer, message: `customer '${customer}' points at hold '${rec.h}', which is not active` });
+    if (rec.o !== (orderedBy.get(customer) ?? 0))
+      violations.push({
+        invariant: 'I4',
+        sale: id,
+        customer,
+        expected: orderedBy.get(customer) ?? 0,
+        actual: rec.o,
+        message: `customer '${customer}' is counted with ${rec.o} ordered units, orders say ${orderedBy.get(customer) ?? 0}`,
+      });
+    if (rec.h !== undefined && holdsById.get(rec.h)?.s !== 'active')
+      violations.push({
+        invariant: 'I4',
+        sale: id,
+        customer,
+        message: `customer '${customer}' points at hold '${rec.h}', which is not active`,
+      });
   }
   for (const h of activeHolds) {
-    if (cust[h.c]?.h !== h.id) violations.push({ invariant: 'I4', sale: id, customer: h.c, message: `active hold '${h.id}' is not the one its customer '${h.c}' points at` });
+    if (cust[h.c]?.h !== h.id)
+      violations.push({
+        invariant: 'I4',
+        sale: id,
+        customer: h.c,
+        message: `active hold '${h.id}' is not the one its customer '${h.c}' points at`,
+      });
   }
   const soldOutWrong = soldOutEventViolation(id, cap, sold, events['sale.sold_out'] ?? 0);
   if (soldOutWrong) violations.push(soldOutWrong);
@@ -522,8 +734,23 @@ function saleViolations(
   for (const [type, expected] of expectEvents) {
     const actual = events[type] ?? 0;
     // A sale cancelled after its end was recorded keeps its one sale.ended event.
-    if (actual !== expected && !(type === 'sale.ended' && actual === 1 && sale.ended !== '' && sale.cancelled !== '' && Number(sale.cancelled) > Number(sale.ended))) {
-      violations.push({ invariant: 'I7', sale: id, expected, actual, message: `expected ${expected} ${type} event(s), found ${actual}` });
+    if (
+      actual !== expected &&
+      !(
+        type === 'sale.ended' &&
+        actual === 1 &&
+        sale.ended !== '' &&
+        sale.cancelled !== '' &&
+        Number(sale.cancelled) > Number(sale.ended)
+      )
+    ) {
+      violations.push({
+        invariant: 'I7',
+        sale: id,
+        expected,
+        actual,
+        message: `expected ${expected} ${type} event(s), found ${actual}`,
+      });
     }
   }
   return violations;
@@ -559,7 +786,16 @@ function toSale(row: SaleHash, now: number, held: number): Sale {
 }
 
 function toHold(rec: HoldRecord): Hold {
-  return { id: rec.id, saleId: rec.sale, customer: rec.c, quantity: rec.q, status: rec.s, expiresAt: iso(rec.e), createdAt: iso(rec.ca), orderId: rec.o ?? null };
+  return {
+    id: rec.id,
+    saleId: rec.sale,
+    customer: rec.c,
+    quantity: rec.q,
+    status: rec.s,
+    expiresAt: iso(rec.e),
+    createdAt: iso(rec.ca),
+    orderId: rec.o ?? null,
+  };
 }
 
 function toOrder(saleId: string, rec: OrderRecord): Order {
@@ -583,7 +819,13 @@ function fieldOf(fields: string[], name: string): string | undefined {
 }
 
 export function streamEvent([id, fields]: [string, string[]]): OutboxEvent {
-  return { id, type: fieldOf(fields, 'type')!, idempotencyKey: fieldOf(fields, 'key')!, payload: JSON.parse(fieldOf(fields, 'payload') ?? '{}') as Record<string, unknown>, createdAt: iso(fieldOf(fields, 'at')!) };
+  return {
+    id,
+    type: fieldOf(fields, 'type')!,
+    idempotencyKey: fieldOf(fields, 'key')!,
+    payload: JSON.parse(fieldOf(fields, 'payload') ?? '{}') as Record<string, unknown>,
+    createdAt: iso(fieldOf(fields, 'at')!),
+  };
 }
 
 export function compareStreamIds(a: string, b: string): number {
@@ -593,5 +835,6 @@ export function compareStreamIds(a: string, b: string): number {
 }
 
 const alreadyExists = (id: string) => refusal('sale_exists', { sale: id });
-const busy = (what: string) => new DibsError('unavailable', `definitions of '${what}' kept changing concurrently; try again`, { retriable: true });
+const busy = (what: string) =>
+  new DibsError('unavailable', `definitions of '${what}' kept changing concurrently; try again`, { retriable: true });
 const isNotFound = (error: unknown) => error instanceof DibsError && error.code === 'not_found';

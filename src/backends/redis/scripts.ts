@@ -12,13 +12,57 @@ import { needsAcks, runAcked } from './acks.js';
 export type RedisClient = Redis | Cluster;
 
 export const SCRIPT_NAMES = [
-  'create', 'update', 'insert', 'claim', 'release', 'redeem', 'unredeem', 'revoke',
-  'hold', 'hold_release', 'code_window', 'multi_add', 'multi_redeem', 'multi_unredeem',
-  'lock_acquire', 'lock_acquire_fair', 'limit_take', 'lock_renew', 'lock_release', 'lock_inspect', 'counter_incr', 'counter_get',
-  'sale_register', 'sale_prepare', 'sale_create', 'sale_update', 'sale_cancel', 'sale_get', 'sale_buy', 'sale_reserve',
-  'sale_confirm', 'sale_cancel_hold', 'sale_hold', 'sale_holds', 'sale_sweep', 'sale_activate', 'sale_end', 'sale_wish', 'sale_audit',
-  'outbox_peek', 'outbox_lease', 'outbox_settle', 'outbox_status', 'forecast_pool', 'sale_forecast', 'forecast_step',
-  'sale_room_enable', 'sale_room_step', 'sale_room_reserve', 'api_key_insert', 'rate_limit_hit',
+  'create',
+  'update',
+  'insert',
+  'claim',
+  'release',
+  'redeem',
+  'unredeem',
+  'revoke',
+  'hold',
+  'hold_release',
+  'code_window',
+  'multi_add',
+  'multi_redeem',
+  'multi_unredeem',
+  'lock_acquire',
+  'lock_acquire_fair',
+  'limit_take',
+  'lock_renew',
+  'lock_release',
+  'lock_inspect',
+  'counter_incr',
+  'counter_get',
+  'sale_register',
+  'sale_prepare',
+  'sale_create',
+  'sale_update',
+  'sale_cancel',
+  'sale_get',
+  'sale_buy',
+  'sale_reserve',
+  'sale_confirm',
+  'sale_cancel_hold',
+  'sale_hold',
+  'sale_holds',
+  'sale_sweep',
+  'sale_activate',
+  'sale_end',
+  'sale_wish',
+  'sale_audit',
+  'outbox_peek',
+  'outbox_lease',
+  'outbox_settle',
+  'outbox_status',
+  'forecast_pool',
+  'sale_forecast',
+  'forecast_step',
+  'sale_room_enable',
+  'sale_room_step',
+  'sale_room_reserve',
+  'api_key_insert',
+  'rate_limit_hit',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -46,9 +90,13 @@ const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, lo
 function build(name: string, dir: URL): Script {
   const family = FRAGMENTS.find((head) => name.startsWith(head));
   const source = `${fragment('lib')}
-${family ? `-- ${family}lib.lua
+${
+  family
+    ? `-- ${family}lib.lua
 ${fragment(`${family}lib`)}
-` : ''}-- ${name}.lua
+`
+    : ''
+}-- ${name}.lua
 ${load(name, dir)}`;
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
@@ -65,7 +113,12 @@ const own = new Map<ScriptName, Script>();
 const scriptOf = (name: ScriptName) => own.get(name) ?? own.set(name, build(name, OWN_DIR)).get(name)!;
 
 /** Runs one of this module's scripts by name, or a script another module loaded with loadScripts. */
-export async function runScript(client: RedisClient, which: ScriptName | Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(
+  client: RedisClient,
+  which: ScriptName | Script,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
   const script = typeof which === 'string' ? scriptOf(which) : which;
   // Under `acks=replicas:N`, a writing script is answered only once replicas have it (acks.ts).
   if (needsAcks(client, script.name)) return runAcked(client, script.sha, script.source, keys, args);

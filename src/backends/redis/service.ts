@@ -8,7 +8,10 @@ import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } fro
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
 
-interface IdemValue { f: string; r?: StoredResponse }
+interface IdemValue {
+  f: string;
+  r?: StoredResponse;
+}
 
 export class RedisServiceStore implements ServiceStore {
   private readonly tag: string;
@@ -25,7 +28,12 @@ export class RedisServiceStore implements ServiceStore {
   private idemOf = (scope: string, key: string) => `{${this.prefix}:idem:${scope}}:${key}`;
 
   async insertKey(key: ApiKeyRecord): Promise<void> {
-    await runScript(this.redis, 'api_key_insert', [this.keyOf(key.id), `${this.tag}:keys`], [JSON.stringify(key), Date.parse(key.createdAt), key.id]);
+    await runScript(
+      this.redis,
+      'api_key_insert',
+      [this.keyOf(key.id), `${this.tag}:keys`],
+      [JSON.stringify(key), Date.parse(key.createdAt), key.id],
+    );
   }
 
   async getKey(id: string): Promise<ApiKeyRecord | null> {
@@ -34,10 +42,12 @@ export class RedisServiceStore implements ServiceStore {
   }
 
   async listKeys(tenant?: string): Promise<ApiKeyRecord[]> {
-    const ids = await this.redis.zrange(`${this.tag}:keys`, "0", "-1");
+    const ids = await this.redis.zrange(`${this.tag}:keys`, '0', '-1');
     if (ids.length === 0) return [];
     const raws = await this.redis.mget(...ids.map(this.keyOf));
-    return raws.flatMap((raw) => (raw ? [JSON.parse(raw) as ApiKeyRecord] : [])).filter((k) => tenant === undefined || k.tenant === tenant);
+    return raws
+      .flatMap((raw) => (raw ? [JSON.parse(raw) as ApiKeyRecord] : []))
+      .filter((k) => tenant === undefined || k.tenant === tenant);
   }
 
   async revokeKey(id: string): Promise<ApiKeyRecord | null> {
@@ -51,14 +61,25 @@ export class RedisServiceStore implements ServiceStore {
     return revoked;
   }
 
-  async beginIdempotent(scope: string, key: string, fingerprint: string, inFlightTtlMs: number): Promise<IdempotencyBegin> {
+  async beginIdempotent(
+    scope: string,
+    key: string,
+    fingerprint: string,
+    inFlightTtlMs: number,
+  ): Promise<IdempotencyBegin> {
     const k = this.idemOf(scope, key);
     for (;;) {
-      if ((await this.redis.set(k, JSON.stringify({ f: fingerprint } satisfies IdemValue), 'PX', inFlightTtlMs, 'NX')) === 'OK') return { state: 'started' };
+      if (
+        (await this.redis.set(k, JSON.stringify({ f: fingerprint } satisfies IdemValue), 'PX', inFlightTtlMs, 'NX')) ===
+        'OK'
+      )
+        return { state: 'started' };
       const raw = await this.redis.get(k);
       if (raw === null) continue; // expired between the two commands: try to take it again
       const value = JSON.parse(raw) as IdemValue;
-      return value.r ? { state: 'done', fingerprint: value.f, response: value.r } : { state: 'in_flight', fingerprint: value.f };
+      return value.r
+        ? { state: 'done', fingerprint: value.f, response: value.r }
+        : { state: 'in_flight', fingerprint: value.f };
     }
   }
 
@@ -82,7 +103,12 @@ export class RedisServiceStore implements ServiceStore {
 
   async hitRateLimit(key: string, windowMs: number): Promise<{ current: number; ttlMs: number }> {
     // One slot per limited key, like idempotency scopes: busy keys spread over a Cluster.
-    const [current, ttlMs] = (await runScript(this.redis, 'rate_limit_hit', [`{${this.prefix}:rl:${key}}`], [windowMs])) as [number, number];
+    const [current, ttlMs] = (await runScript(
+      this.redis,
+      'rate_limit_hit',
+      [`{${this.prefix}:rl:${key}}`],
+      [windowMs],
+    )) as [number, number];
     return { current, ttlMs };
   }
 

@@ -60,7 +60,10 @@ export class ReleaseSubscriber {
     connection.on('message', (channel: string, key: string) => {
       if (channel === this.channel) this.waiters.emit(key);
     });
-    const subscribed = connection.subscribe(this.channel).then(() => undefined, () => undefined);
+    const subscribed = connection.subscribe(this.channel).then(
+      () => undefined,
+      () => undefined,
+    );
     this.subscribed = subscribed;
     return subscribed;
   }

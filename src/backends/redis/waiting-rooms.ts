@@ -13,7 +13,16 @@
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
-import { notAdmitted, signTicket, verifyTicket, type Ticket, type TicketStatus, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from '../../core/sales/waiting-room.js';
+import {
+  notAdmitted,
+  signTicket,
+  verifyTicket,
+  type Ticket,
+  type TicketStatus,
+  type WaitingRoom,
+  type WaitingRoomBackend,
+  type WaitingRoomSpec,
+} from '../../core/sales/waiting-room.js';
 import { saleKey } from './keys.js';
 import type { RedisSales } from './sales.js';
 import { runScript, type RedisClient } from './scripts.js';
@@ -44,16 +53,35 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
 
   async enable(saleId: string, spec: WaitingRoomSpec): Promise<WaitingRoom> {
     await this.sales.onSale(saleId, async (tag) => {
-      const reply = await runScript(this.client, 'sale_room_enable', [saleKey(tag, 'sale', saleId)], [tag, saleId, spec.admitPerSecond, spec.windowMs, randomBytes(32).toString('base64url')]);
+      const reply = await runScript(
+        this.client,
+        'sale_room_enable',
+        [saleKey(tag, 'sale', saleId)],
+        [tag, saleId, spec.admitPerSecond, spec.windowMs, randomBytes(32).toString('base64url')],
+      );
       if (reply === 'not_found') throw notFound('sale', saleId);
-      if (reply === 'unlimited') throw new DibsError('invalid_input', `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`, { field: 'saleId' });
+      if (reply === 'unlimited')
+        throw new DibsError(
+          'invalid_input',
+          `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`,
+          { field: 'saleId' },
+        );
     });
     return this.get(saleId);
   }
 
   async get(saleId: string): Promise<WaitingRoom> {
-    const { room, counts } = (await this.step(saleId, 'get', '')) as { room: RoomState; counts: Record<TicketStatus, number> };
-    return { saleId, admitPerSecond: room.rate, windowMs: room.window, createdAt: new Date(room.created).toISOString(), tickets: counts };
+    const { room, counts } = (await this.step(saleId, 'get', '')) as {
+      room: RoomState;
+      counts: Record<TicketStatus, number>;
+    };
+    return {
+      saleId,
+      admitPerSecond: room.rate,
+      windowMs: room.window,
+      createdAt: new Date(room.created).toISOString(),
+      tickets: counts,
+    };
   }
 
   async join(saleId: string, customer: string): Promise<Ticket> {
@@ -62,7 +90,10 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
   }
 
   async ticket(saleId: string, customer: string, token: string): Promise<Ticket> {
-    const { room, ticket } = (await this.step(saleId, 'ticket', customer)) as { room: RoomState; ticket?: TicketRecord };
+    const { room, ticket } = (await this.step(saleId, 'ticket', customer)) as {
+      room: RoomState;
+      ticket?: TicketRecord;
+    };
     const number = verifyTicket(room.secret, saleId, customer, token);
     if (!ticket || ticket.n !== number) throw invalidTicket(saleId, customer);
     return toTicket(saleId, room, ticket);
@@ -74,7 +105,12 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
       if (secret === null) throw roomNotFound(saleId);
       const number = verifyTicket(secret, saleId, customer, token);
       const holdId = `hold_${group}${randomBytes(12).toString('hex')}`;
-      const reply = (await runScript(this.client, 'sale_room_reserve', [saleKey(tag, 'room', saleId)], [tag, saleId, customer, number, quantity, ttlMs, holdId])) as string | string[];
+      const reply = (await runScript(
+        this.client,
+        'sale_room_reserve',
+        [saleKey(tag, 'room', saleId)],
+        [tag, saleId, customer, number, quantity, ttlMs, holdId],
+      )) as string | string[];
       if (reply === 'not_found') throw roomNotFound(saleId);
       const [head, body] = reply as string[];
       if (head === 'invalid_ticket') throw invalidTicket(saleId, customer);
@@ -86,9 +122,18 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
     });
   }
 
-  private async step(saleId: string, op: 'get' | 'join' | 'ticket', customer: string): Promise<Record<string, unknown>> {
+  private async step(
+    saleId: string,
+    op: 'get' | 'join' | 'ticket',
+    customer: string,
+  ): Promise<Record<string, unknown>> {
     return this.sales.onSale(saleId, async (tag) => {
-      const reply = (await runScript(this.client, 'sale_room_step', [saleKey(tag, 'room', saleId)], [tag, saleId, op, customer])) as string;
+      const reply = (await runScript(
+        this.client,
+        'sale_room_step',
+        [saleKey(tag, 'room', saleId)],
+        [tag, saleId, op, customer],
+      )) as string;
       if (reply === 'not_found') {
         // no room: the sale itself may be unknown too
         if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
@@ -119,4 +164,7 @@ function toTicket(saleId: string, room: RoomState, t: TicketRecord): Ticket {
 }
 
 const roomNotFound = (saleId: string) => notFound('waiting room of sale', saleId);
-const invalidTicket = (saleId: string, customer: string) => new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, { field: 'ticket' });
+const invalidTicket = (saleId: string, customer: string) =>
+  new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, {
+    field: 'ticket',
+  });

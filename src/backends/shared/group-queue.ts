@@ -98,7 +98,12 @@ export class GroupQueue<R, V> {
     return new Promise<V>((resolve, reject) => {
       let lane = this.lanes.get(key);
       if (!lane) {
-        lane = { queue: [], running: 0, scheduled: false, busy: this.holdBack ? { claimants: new Set(), keys: new Set() } : null };
+        lane = {
+          queue: [],
+          running: 0,
+          scheduled: false,
+          busy: this.holdBack ? { claimants: new Set(), keys: new Set() } : null,
+        };
         this.lanes.set(key, lane);
       }
       lane.queue.push({ request, resolve, reject });

@@ -18,7 +18,12 @@ const MIGRATION_FILE = /^\d{3,}_[\w-]+\.sql$/;
 
 /** The id of the newest migration in `dir`, from the file names alone (a cold start reads no SQL). */
 export function newestMigrationId(dir: URL): number {
-  return Math.max(0, ...readdirSync(fileURLToPath(dir)).filter((file) => MIGRATION_FILE.test(file)).map((file) => Number(file.slice(0, file.indexOf('_')))));
+  return Math.max(
+    0,
+    ...readdirSync(fileURLToPath(dir))
+      .filter((file) => MIGRATION_FILE.test(file))
+      .map((file) => Number(file.slice(0, file.indexOf('_')))),
+  );
 }
 
 export function loadMigrations(dir: URL): Migration[] {
@@ -26,12 +31,19 @@ export function loadMigrations(dir: URL): Migration[] {
   const migrations = readdirSync(path)
     .filter((file) => MIGRATION_FILE.test(file))
     .sort()
-    .map((file) => ({ id: Number(file.slice(0, file.indexOf('_'))), name: file.replace(/\.sql$/, ''), sql: readFileSync(new URL(file, dir), 'utf8') }));
+    .map((file) => ({
+      id: Number(file.slice(0, file.indexOf('_'))),
+      name: file.replace(/\.sql$/, ''),
+      sql: readFileSync(new URL(file, dir), 'utf8'),
+    }));
   // Numbers are unique and increasing. A gap is allowed: features land on different branches
   // with reserved numbers (e.g. PostgreSQL 004_service before 002/003), and the ledger records
   // each id, so a later-added lower number is still applied exactly once.
   migrations.forEach((m, i) => {
-    if (!(m.id >= 1) || (i > 0 && m.id <= migrations[i - 1]!.id)) throw new Error(`migrations in ${path} must have unique increasing numbers; found ${m.name} at position ${i + 1}`);
+    if (!(m.id >= 1) || (i > 0 && m.id <= migrations[i - 1]!.id))
+      throw new Error(
+        `migrations in ${path} must have unique increasing numbers; found ${m.name} at position ${i + 1}`,
+      );
   });
   return migrations;
 }

@@ -16,14 +16,18 @@ export function translateErrors<T extends object>(target: T, translate: (error: 
           throw translate(error);
         }
         if (result instanceof Promise) return result.catch((error: unknown) => Promise.reject(translate(error)));
-        if (result && typeof (result as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') return translateIterable(result as AsyncIterable<unknown>, translate);
+        if (result && typeof (result as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function')
+          return translateIterable(result as AsyncIterable<unknown>, translate);
         return result;
       };
     },
   });
 }
 
-async function* translateIterable<V>(iterable: AsyncIterable<V>, translate: (error: unknown) => unknown): AsyncIterable<V> {
+async function* translateIterable<V>(
+  iterable: AsyncIterable<V>,
+  translate: (error: unknown) => unknown,
+): AsyncIterable<V> {
   try {
     yield* iterable;
   } catch (error) {

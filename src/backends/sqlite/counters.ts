@@ -11,14 +11,24 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./counters.sql', import.meta.url), [
-  'shardCount', 'ensureCounter', 'growShards', 'addToShard', 'sum', 'deleteShards', 'deleteCounter', 'listNames',
+  'shardCount',
+  'ensureCounter',
+  'growShards',
+  'addToShard',
+  'sum',
+  'deleteShards',
+  'deleteCounter',
+  'listNames',
 ]);
 const CONTENDED_MS = 2;
 const MAX_SHARDS = 64;
 
 export class SqliteCounters implements CounterBackend {
   private readonly s;
-  constructor(private readonly db: Db, private readonly options: SqliteOptions) {
+  constructor(
+    private readonly db: Db,
+    private readonly options: SqliteOptions,
+  ) {
     this.s = prepareAll(db, Q);
   }
 

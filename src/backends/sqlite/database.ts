@@ -155,7 +155,8 @@ async function withBusyRetry<T>(options: SqliteOptions, attempt: () => T): Promi
       return attempt();
     } catch (error) {
       if (!isBusy(error)) throw translate(error);
-      if (Date.now() >= deadline) throw unavailable(`database is locked by another writer for more than ${options.busyTimeoutMs} ms`, error);
+      if (Date.now() >= deadline)
+        throw unavailable(`database is locked by another writer for more than ${options.busyTimeoutMs} ms`, error);
       await sleep(Math.random() * delayMs);
       delayMs = Math.min(delayMs * 2, MAX_BACKOFF_MS);
     }
@@ -165,7 +166,8 @@ async function withBusyRetry<T>(options: SqliteOptions, attempt: () => T): Promi
 function translate(error: unknown): unknown {
   if (error instanceof DibsError) return error;
   const code = (error as { code?: unknown })?.code;
-  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN') return unavailable(`sqlite: ${(error as Error).message}`, error);
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR' || code === 'SQLITE_CANTOPEN')
+    return unavailable(`sqlite: ${(error as Error).message}`, error);
   return error;
 }
 
@@ -175,7 +177,9 @@ function translate(error: unknown): unknown {
  */
 export async function migrate(db: Db, options: SqliteOptions): Promise<number> {
   await write(db, options, () => {
-    db.exec(`CREATE TABLE IF NOT EXISTS dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`,
+    );
   });
   let applied = 0;
   for (const migration of loadMigrations(MIGRATIONS)) {
@@ -183,7 +187,9 @@ export async function migrate(db: Db, options: SqliteOptions): Promise<number> {
       const done = db.prepare('SELECT 1 FROM dibs_migrations WHERE id = ?').get(migration.id);
       if (done) return;
       db.exec(migration.sql);
-      db.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`).run(migration.id, migration.name);
+      db.prepare(
+        `INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
+      ).run(migration.id, migration.name);
       applied++;
     });
   }
@@ -193,11 +199,29 @@ export async function migrate(db: Db, options: SqliteOptions): Promise<number> {
 export type Statements<Q> = Record<keyof Q, Statement<unknown[]>>;
 
 /** Prepares every named query of a query file once, for the life of the connection. */
-export function prepareAll<const Names extends string>(db: Db, queries: Record<Names, string>): Record<Names, Statement<unknown[]>> {
-  return Object.fromEntries(Object.entries(queries).map(([name, sql]) => [name, db.prepare(sql as string)])) as Record<Names, Statement<unknown[]>>;
+export function prepareAll<const Names extends string>(
+  db: Db,
+  queries: Record<Names, string>,
+): Record<Names, Statement<unknown[]>> {
+  return Object.fromEntries(Object.entries(queries).map(([name, sql]) => [name, db.prepare(sql as string)])) as Record<
+    Names,
+    Statement<unknown[]>
+  >;
 }
 
 /** An outbox row as the event shape every backend returns. */
-export function toEvent(row: { id: number; type: string; idempotency_key: string; payload: string; created_at: string }) {
-  return { id: String(row.id), type: row.type, idempotencyKey: row.idempotency_key, payload: JSON.parse(row.payload) as Record<string, unknown>, createdAt: row.created_at };
+export function toEvent(row: {
+  id: number;
+  type: string;
+  idempotency_key: string;
+  payload: string;
+  created_at: string;
+}) {
+  return {
+    id: String(row.id),
+    type: row.type,
+    idempotencyKey: row.idempotency_key,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    createdAt: row.created_at,
+  };
 }

@@ -8,7 +8,16 @@ import { emptySoonStep, forecastFrom, type Forecast, type ForecastBackend } from
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 
-const Q = loadQueries(new URL('./forecast.sql', import.meta.url), ['poolTaken', 'saleTaken', 'upsertWatch', 'deleteWatch', 'watches', 'setWatch', 'insertPoolEvent', 'insertSaleEvent']);
+const Q = loadQueries(new URL('./forecast.sql', import.meta.url), [
+  'poolTaken',
+  'saleTaken',
+  'upsertWatch',
+  'deleteWatch',
+  'watches',
+  'setWatch',
+  'insertPoolEvent',
+  'insertSaleEvent',
+]);
 
 interface WatchRow {
   kind: Forecast['kind'];
@@ -54,17 +63,33 @@ export class SqliteForecasts implements ForecastBackend {
         const count = w.fired + (step.fire ? 1 : 0);
         if (step.fire) {
           const insert = w.kind === 'pool' ? this.stmt.insertPoolEvent : this.stmt.insertSaleEvent;
-          insert.run({ type: `${w.kind}.empty_soon`, key: `${w.kind}.empty_soon:${w.subject}:${count}`, subject: w.subject, payload: JSON.stringify({ [w.kind]: w.subject, ...forecast, withinMs: w.within_ms }), now: forecast.at });
+          insert.run({
+            type: `${w.kind}.empty_soon`,
+            key: `${w.kind}.empty_soon:${w.subject}:${count}`,
+            subject: w.subject,
+            payload: JSON.stringify({ [w.kind]: w.subject, ...forecast, withinMs: w.within_ms }),
+            now: forecast.at,
+          });
           fired.push(forecast);
         }
-        if (step.fire || (step.armed ? 1 : 0) !== w.armed) this.stmt.setWatch.run({ kind: w.kind, subject: w.subject, armed: step.armed ? 1 : 0, fired: count });
+        if (step.fire || (step.armed ? 1 : 0) !== w.armed)
+          this.stmt.setWatch.run({ kind: w.kind, subject: w.subject, armed: step.armed ? 1 : 0, fired: count });
       }
       return fired;
     });
   }
 
   private forecast(kind: Forecast['kind'], subject: string): Forecast {
-    type Row = { remaining: number | null; now: string; w1: number; f1: string | null; w5: number; f5: string | null; w15: number; f15: string | null };
+    type Row = {
+      remaining: number | null;
+      now: string;
+      w1: number;
+      f1: string | null;
+      w5: number;
+      f5: string | null;
+      w15: number;
+      f15: string | null;
+    };
     const row = (kind === 'pool' ? this.stmt.poolTaken : this.stmt.saleTaken).get({ subject }) as Row | undefined;
     if (!row) throw notFound(kind, subject);
     const at = Date.parse(row.now);

@@ -5,14 +5,33 @@
  */
 import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
-import { grantViolations, type GrantAuditRow, type GrantedTake, type GrantLedger, type GrantOutcome } from '../../core/sales/grants.js';
+import {
+  grantViolations,
+  type GrantAuditRow,
+  type GrantedTake,
+  type GrantLedger,
+  type GrantOutcome,
+} from '../../core/sales/grants.js';
 import type { Order } from '../../core/sales/types.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import { toOrder, type OrderRow, type SqliteSales } from './sales.js';
 
-const Q = loadQueries(new URL('./grants.sql', import.meta.url), ['later', 'revokeOpen', 'revokeNewer', 'moveEscrow', 'insertGrant', 'grantById', 'useGrant', 'shrinkGrant', 'expiredGrantSales', 'auditGrants', 'grantsMisused', 'orderById']);
+const Q = loadQueries(new URL('./grants.sql', import.meta.url), [
+  'later',
+  'revokeOpen',
+  'revokeNewer',
+  'moveEscrow',
+  'insertGrant',
+  'grantById',
+  'useGrant',
+  'shrinkGrant',
+  'expiredGrantSales',
+  'auditGrants',
+  'grantsMisused',
+  'orderById',
+]);
 
 interface GrantRow {
   id: number;
@@ -33,7 +52,13 @@ export class SqliteGrants implements GrantLedger {
     this.stmt = prepareAll(db, Q);
   }
 
-  async grant(saleId: string, size: number, ttlMs: number, revokeAll: boolean, newest: string | null = null): Promise<GrantOutcome> {
+  async grant(
+    saleId: string,
+    size: number,
+    ttlMs: number,
+    revokeAll: boolean,
+    newest: string | null = null,
+  ): Promise<GrantOutcome> {
     return write(this.db, this.options, () => {
       const now = this.sales.now();
       this.sales.snapshot(saleId, now); // not_found; expires stale holds
@@ -41,19 +66,34 @@ export class SqliteGrants implements GrantLedger {
       if (newest !== null) this.revokeNewer(saleId, newest, now);
       const { row, status } = this.sales.snapshot(saleId, now);
       // Every unit sold: Redis may answer sold_out itself for a while.
-      if (status === 'sold_out') return { outcome: 'empty', escrow: row.escrow, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
+      if (status === 'sold_out')
+        return { outcome: 'empty', escrow: row.escrow, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
       if (status !== 'live') return { outcome: 'not_live', status };
       if (row.cap === null || this.sales.hasWaitingRoom(saleId)) return { outcome: 'ledger_only' };
       const left = Math.min(size, row.cap - row.sold - row.held - row.escrow);
-      if (left <= 0) return { outcome: 'empty', escrow: row.escrow, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
+      if (left <= 0)
+        return { outcome: 'empty', escrow: row.escrow, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
       const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
       const { id } = this.stmt.insertGrant.get({ sale: saleId, size: left, expiresAt, now }) as { id: number };
       this.stmt.moveEscrow.run({ sale: saleId, n: left });
-      return { outcome: 'ok', grantId: String(id), size: left, perCustomerLimit: row.per_customer_limit, endsAt: row.ends_at };
+      return {
+        outcome: 'ok',
+        grantId: String(id),
+        size: left,
+        perCustomerLimit: row.per_customer_limit,
+        endsAt: row.ends_at,
+      };
     });
   }
 
-  async takeGranted(saleId: string, grantId: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<GrantedTake> {
+  async takeGranted(
+    saleId: string,
+    grantId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    orderId: string,
+  ): Promise<GrantedTake> {
     return write(this.db, this.options, (): GrantedTake => {
       const now = this.sales.now();
       const replay = this.sales.replay(saleId, key, 'buy', customer, quantity);
@@ -62,7 +102,8 @@ export class SqliteGrants implements GrantLedger {
       // A room enabled while this grant was out: its units sell only through tickets now.
       if (this.sales.hasWaitingRoom(saleId)) throw ticketRequired(saleId);
       this.sales.assertWithinLimit(row, customer, quantity);
-      if (this.stmt.useGrant.run({ grant: Number(grantId), sale: saleId, quantity }).changes === 0) return { outcome: 'revoked' };
+      if (this.stmt.useGrant.run({ grant: Number(grantId), sale: saleId, quantity }).changes === 0)
+        return { outcome: 'revoked' };
       this.stmt.moveEscrow.run({ sale: saleId, n: -quantity });
       const order = this.sales.insertOrder(row, customer, quantity, null, now, orderId, Number(grantId));
       if (key !== null) this.sales.insertKey(saleId, key, 'buy', customer, quantity, order.id);
@@ -83,14 +124,19 @@ export class SqliteGrants implements GrantLedger {
   }
 
   async revokeGrants(saleId: string, newerThan?: string): Promise<number> {
-    return write(this.db, this.options, () => (newerThan === undefined ? this.revoke(saleId, true, this.sales.now()) : this.revokeNewer(saleId, newerThan, this.sales.now())));
+    return write(this.db, this.options, () =>
+      newerThan === undefined
+        ? this.revoke(saleId, true, this.sales.now())
+        : this.revokeNewer(saleId, newerThan, this.sales.now()),
+    );
   }
 
   async expireGrants(limit: number): Promise<number> {
     return write(this.db, this.options, () => {
       const now = this.sales.now();
       let units = 0;
-      for (const { sale_id: sale } of this.stmt.expiredGrantSales.all(now, limit) as { sale_id: string }[]) units += this.revoke(sale, false, now);
+      for (const { sale_id: sale } of this.stmt.expiredGrantSales.all(now, limit) as { sale_id: string }[])
+        units += this.revoke(sale, false, now);
       return units;
     });
   }
@@ -101,11 +147,17 @@ export class SqliteGrants implements GrantLedger {
 
   async auditGrants(saleId: string): Promise<SaleViolation[]> {
     return read(this.options, () =>
-      this.db.transaction(() => {
-        const row = this.stmt.auditGrants.get({ sale: saleId }) as GrantAuditRow | undefined;
-        if (!row) throw notFound('sale', saleId);
-        return grantViolations(saleId, row, this.stmt.grantsMisused.all({ sale: saleId }) as { id: string; used: number; ordered: number }[]);
-      }).deferred(),
+      this.db
+        .transaction(() => {
+          const row = this.stmt.auditGrants.get({ sale: saleId }) as GrantAuditRow | undefined;
+          if (!row) throw notFound('sale', saleId);
+          return grantViolations(
+            saleId,
+            row,
+            this.stmt.grantsMisused.all({ sale: saleId }) as { id: string; used: number; ordered: number }[],
+          );
+        })
+        .deferred(),
     );
   }
 
@@ -118,7 +170,10 @@ export class SqliteGrants implements GrantLedger {
   private revokeNewer(saleId: string, newest: string, now: string): number {
     if (!/^\d{1,15}$/.test(newest)) return 0;
     let units = 0;
-    for (const { unused } of this.stmt.revokeNewer.all({ sale: saleId, newest: Number(newest), now }) as { unused: number }[]) units += unused;
+    for (const { unused } of this.stmt.revokeNewer.all({ sale: saleId, newest: Number(newest), now }) as {
+      unused: number;
+    }[])
+      units += unused;
     if (units > 0) this.stmt.moveEscrow.run({ sale: saleId, n: -units });
     return units;
   }
@@ -126,7 +181,8 @@ export class SqliteGrants implements GrantLedger {
   /** Inside a write: revokes open grants (all, or expired ones) and returns their unused units to the sale. */
   private revoke(saleId: string, all: boolean, now: string): number {
     let units = 0;
-    for (const { unused } of this.stmt.revokeOpen.all({ sale: saleId, all: all ? 1 : 0, now }) as { unused: number }[]) units += unused;
+    for (const { unused } of this.stmt.revokeOpen.all({ sale: saleId, all: all ? 1 : 0, now }) as { unused: number }[])
+      units += unused;
     if (units > 0) this.stmt.moveEscrow.run({ sale: saleId, n: -units });
     return units;
   }

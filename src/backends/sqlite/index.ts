@@ -97,7 +97,8 @@ export const openSqlite: BackendFactory = async (url) => {
 function filenameOf(url: URL): string {
   // `sqlite:./x.db` → './x.db'; `sqlite:///abs/x.db` → '/abs/x.db'; `sqlite::memory:` → ':memory:'
   const path = decodeURIComponent(url.host ? `${url.host}${url.pathname}` : url.pathname);
-  if (!path) throw new DibsError('invalid_input', 'store: a sqlite URL needs a file, e.g. sqlite:./dibs.db', { field: 'store' });
+  if (!path)
+    throw new DibsError('invalid_input', 'store: a sqlite URL needs a file, e.g. sqlite:./dibs.db', { field: 'store' });
   return path;
 }
 
@@ -105,13 +106,15 @@ function numberParam(url: URL, name: string, fallback: number): number {
   const raw = url.searchParams.get(name);
   if (raw === null) return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new DibsError('invalid_input', `store: ${name} must be a non-negative number`, { field: 'store' });
+  if (!Number.isFinite(value) || value < 0)
+    throw new DibsError('invalid_input', `store: ${name} must be a non-negative number`, { field: 'store' });
   return value;
 }
 
 function enumParam<T extends string>(url: URL, name: string, allowed: readonly T[], fallback: T): T {
   const raw = url.searchParams.get(name)?.toLowerCase();
   if (raw === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) throw new DibsError('invalid_input', `store: ${name} must be one of ${allowed.join(', ')}`, { field: 'store' });
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new DibsError('invalid_input', `store: ${name} must be one of ${allowed.join(', ')}`, { field: 'store' });
   return raw as T;
 }

@@ -11,7 +11,17 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./limits.sql', import.meta.url), [
-  'nowMs', 'insertDef', 'updateDef', 'getDef', 'listDefs', 'deleteDef', 'deleteStates', 'getState', 'putState', 'deleteState', 'sweepIdle',
+  'nowMs',
+  'insertDef',
+  'updateDef',
+  'getDef',
+  'listDefs',
+  'deleteDef',
+  'deleteStates',
+  'getState',
+  'putState',
+  'deleteState',
+  'sweepIdle',
 ]);
 
 /** One in this many admissions also sweeps a few idle states. */
@@ -21,7 +31,10 @@ export class SqliteLimits implements LimitBackend {
   private readonly s;
   private writes = 0;
 
-  constructor(private readonly db: Db, private readonly options: SqliteOptions) {
+  constructor(
+    private readonly db: Db,
+    private readonly options: SqliteOptions,
+  ) {
     this.s = prepareAll(db, Q);
   }
 
@@ -50,7 +63,9 @@ export class SqliteLimits implements LimitBackend {
   }
 
   list(): Promise<LimitDefinition[]> {
-    return read(this.options, () => (this.s.listDefs.all() as { definition: string }[]).map((r) => JSON.parse(r.definition) as LimitDefinition));
+    return read(this.options, () =>
+      (this.s.listDefs.all() as { definition: string }[]).map((r) => JSON.parse(r.definition) as LimitDefinition),
+    );
   }
 
   remove(name: string): Promise<boolean> {

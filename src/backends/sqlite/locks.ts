@@ -20,8 +20,19 @@ import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions } from './database.js';
 
 const Q = loadQueries(new URL('./locks.sql', import.meta.url), [
-  'nowMs', 'sweep', 'holderCount', 'nextFence', 'insertHolder', 'extendHolder', 'deleteHolder', 'liveHolders', 'lastFence',
-  'ticketOf', 'ticketsAhead', 'dropTicket', 'listKeys',
+  'nowMs',
+  'sweep',
+  'holderCount',
+  'nextFence',
+  'insertHolder',
+  'extendHolder',
+  'deleteHolder',
+  'liveHolders',
+  'lastFence',
+  'ticketOf',
+  'ticketsAhead',
+  'dropTicket',
+  'listKeys',
 ]);
 
 export class SqliteLocks implements LockBackend {
@@ -32,7 +43,11 @@ export class SqliteLocks implements LockBackend {
   private watcher: FSWatcher | null = null;
   private closed = false;
 
-  constructor(private readonly db: Db, private readonly options: SqliteOptions, filename = ':memory:') {
+  constructor(
+    private readonly db: Db,
+    private readonly options: SqliteOptions,
+    filename = ':memory:',
+  ) {
     this.s = prepareAll(db, Q);
     this.wakeFile = filename === ':memory:' || filename === '' ? null : `${filename}-lockwake`;
   }
@@ -52,7 +67,13 @@ export class SqliteLocks implements LockBackend {
     });
   }
 
-  async tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null> {
+  async tryAcquireFair(
+    key: string,
+    limit: number,
+    ttlMs: number,
+    queueKey: string,
+    ticket: string | null,
+  ): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
     return write(this.db, this.options, () => {
       const now = this.now();
@@ -105,15 +126,27 @@ export class SqliteLocks implements LockBackend {
   }
 
   async inspect(key: string): Promise<Omit<LockInfo, 'waiters'>> {
-    return read(this.options, () => this.db.transaction(() => {
-      const rows = this.s.liveHolders.all(key, this.now()) as { token: string; fence: number; expires_ms: number }[];
-      const last = this.s.lastFence.get(key) as { fence: number } | undefined;
-      return {
-        key,
-        holders: rows.map((r) => ({ tokenPrefix: r.token.slice(0, 8), fence: r.fence, expiresAt: new Date(r.expires_ms).toISOString() })),
-        lastFence: last?.fence ?? 0,
-      };
-    }).deferred());
+    return read(this.options, () =>
+      this.db
+        .transaction(() => {
+          const rows = this.s.liveHolders.all(key, this.now()) as {
+            token: string;
+            fence: number;
+            expires_ms: number;
+          }[];
+          const last = this.s.lastFence.get(key) as { fence: number } | undefined;
+          return {
+            key,
+            holders: rows.map((r) => ({
+              tokenPrefix: r.token.slice(0, 8),
+              fence: r.fence,
+              expiresAt: new Date(r.expires_ms).toISOString(),
+            })),
+            lastFence: last?.fence ?? 0,
+          };
+        })
+        .deferred(),
+    );
   }
 
   onRelease(key: string, listener: () => void): () => void {
@@ -153,5 +186,10 @@ export class SqliteLocks implements LockBackend {
 }
 
 function grant(token: string, fence: number, expiresMs: number, nowMs: number): LeaseGrant {
-  return { token, fence, expiresAt: new Date(expiresMs).toISOString(), validForMs: Math.max(1, Math.floor(expiresMs - nowMs)) };
+  return {
+    token,
+    fence,
+    expiresAt: new Date(expiresMs).toISOString(),
+    validForMs: Math.max(1, Math.floor(expiresMs - nowMs)),
+  };
 }

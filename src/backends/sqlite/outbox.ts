@@ -3,7 +3,15 @@ import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../.
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, type Db, type SqliteOptions, type Statements } from './database.js';
 
-const Q = loadQueries(new URL('./outbox.sql', import.meta.url), ['now', 'claimDue', 'markDelivered', 'markFailed', 'insertDelivery', 'deliveries', 'status']);
+const Q = loadQueries(new URL('./outbox.sql', import.meta.url), [
+  'now',
+  'claimDue',
+  'markDelivered',
+  'markFailed',
+  'insertDelivery',
+  'deliveries',
+  'status',
+]);
 
 export class SqliteOutbox implements OutboxBackend {
   private readonly stmt: Statements<typeof Q>;
@@ -17,10 +25,24 @@ export class SqliteOutbox implements OutboxBackend {
 
   async claimDue(limit: number, leaseMs: number): Promise<DueEvent[]> {
     return write(this.db, this.options, () => {
-      const rows = this.stmt.claimDue.all({ limit, leaseMs, now: this.now() }) as { id: number; type: string; idempotency_key: string; payload: string; created_at: string; attempts: number }[];
+      const rows = this.stmt.claimDue.all({ limit, leaseMs, now: this.now() }) as {
+        id: number;
+        type: string;
+        idempotency_key: string;
+        payload: string;
+        created_at: string;
+        attempts: number;
+      }[];
       return rows
         .sort((a, b) => a.id - b.id)
-        .map((e) => ({ id: String(e.id), type: e.type, idempotencyKey: e.idempotency_key, payload: JSON.parse(e.payload) as Record<string, unknown>, createdAt: e.created_at, attempts: e.attempts }));
+        .map((e) => ({
+          id: String(e.id),
+          type: e.type,
+          idempotencyKey: e.idempotency_key,
+          payload: JSON.parse(e.payload) as Record<string, unknown>,
+          createdAt: e.created_at,
+          attempts: e.attempts,
+        }));
     });
   }
 
@@ -35,20 +57,30 @@ export class SqliteOutbox implements OutboxBackend {
   async markFailed(id: string, detail: string, retryInMs: number | null): Promise<void> {
     await write(this.db, this.options, () => {
       const now = this.now();
-      const row = this.stmt.markFailed.get({ id: eventId(id), detail, retryInMs, now }) as { attempts: number } | undefined;
+      const row = this.stmt.markFailed.get({ id: eventId(id), detail, retryInMs, now }) as
+        | { attempts: number }
+        | undefined;
       if (row) this.stmt.insertDelivery.run({ id: eventId(id), attempt: row.attempts, ok: 0, detail, now });
     });
   }
 
   async deliveries(id: string): Promise<DeliveryRecord[]> {
     return read(this.options, () =>
-      (this.stmt.deliveries.all(eventId(id)) as { attempt: number; ok: number; detail: string; at: string }[]).map((d) => ({ attempt: d.attempt, ok: d.ok === 1, detail: d.detail, at: d.at })));
+      (this.stmt.deliveries.all(eventId(id)) as { attempt: number; ok: number; detail: string; at: string }[]).map(
+        (d) => ({ attempt: d.attempt, ok: d.ok === 1, detail: d.detail, at: d.at }),
+      ),
+    );
   }
 
   async status(): Promise<OutboxStatus> {
     return read(this.options, () => {
       const s = this.stmt.status.get() as { pending: number; delivered: number; dead: number; oldest: string | null };
-      return { pending: s.pending, delivered: s.delivered, dead: s.dead, oldestPendingMs: s.oldest ? Math.max(0, Date.parse(this.now()) - Date.parse(s.oldest)) : 0 };
+      return {
+        pending: s.pending,
+        delivered: s.delivered,
+        dead: s.dead,
+        oldestPendingMs: s.oldest ? Math.max(0, Date.parse(this.now()) - Date.parse(s.oldest)) : 0,
+      };
     });
   }
 

@@ -20,7 +20,21 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { lowStockEvent, unredeemedEvent } from '../../core/events.js';
-import { judgeClaim, judgeClaimKey, judgeHold, judgeLimitChange, judgeRedeem, judgeRelease, judgeReleaseHold, judgeRevoke, judgeUnredeem, judgeUnuse, judgeUse, type CodeState, type PoolRules } from '../../core/model/pools.js';
+import {
+  judgeClaim,
+  judgeClaimKey,
+  judgeHold,
+  judgeLimitChange,
+  judgeRedeem,
+  judgeRelease,
+  judgeReleaseHold,
+  judgeRevoke,
+  judgeUnredeem,
+  judgeUnuse,
+  judgeUse,
+  type CodeState,
+  type PoolRules,
+} from '../../core/model/pools.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
 import { usesOf } from '../shared/pool-rules.js';
@@ -28,13 +42,53 @@ import { counterViolations } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
-  'now', 'poolByName', 'insertPool', 'listPools', 'updatePool', 'maxHeldByOneClaimant', 'deletePool', 'deletePoolEvents',
-  'insertCode', 'addFree', 'claimKey', 'insertClaimKey', 'deleteClaimKey', 'codesOfKey', 'heldCodes',
-  'unparkDue', 'parkExpired', 'takeFree', 'markClaimed', 'moveCounters', 'fireLowStock', 'insertEvent', 'codeByValue', 'setCodeState', 'redeemedBy',
-  'exportAll', 'exportByStatus', 'countByStatus', 'claimantsOverLimit', 'holderMismatch',
-  'keysWithForeignCodes', 'lowStockEventCount', 'eventsAfter', 'poolEventsAfter',
-  'setHold', 'setCodeWindow', 'multiByValue', 'insertMulti', 'setMultiWindow', 'moveUses', 'useOfOrder', 'usesByClaimant',
-  'insertUse', 'deleteUse', 'holdMismatch', 'multiUseMismatch', 'multiUseOverClaimant',
+  'now',
+  'poolByName',
+  'insertPool',
+  'listPools',
+  'updatePool',
+  'maxHeldByOneClaimant',
+  'deletePool',
+  'deletePoolEvents',
+  'insertCode',
+  'addFree',
+  'claimKey',
+  'insertClaimKey',
+  'deleteClaimKey',
+  'codesOfKey',
+  'heldCodes',
+  'unparkDue',
+  'parkExpired',
+  'takeFree',
+  'markClaimed',
+  'moveCounters',
+  'fireLowStock',
+  'insertEvent',
+  'codeByValue',
+  'setCodeState',
+  'redeemedBy',
+  'exportAll',
+  'exportByStatus',
+  'countByStatus',
+  'claimantsOverLimit',
+  'holderMismatch',
+  'keysWithForeignCodes',
+  'lowStockEventCount',
+  'eventsAfter',
+  'poolEventsAfter',
+  'setHold',
+  'setCodeWindow',
+  'multiByValue',
+  'insertMulti',
+  'setMultiWindow',
+  'moveUses',
+  'useOfOrder',
+  'usesByClaimant',
+  'insertUse',
+  'deleteUse',
+  'holdMismatch',
+  'multiUseMismatch',
+  'multiUseOverClaimant',
 ]);
 
 interface PoolRow {
@@ -115,7 +169,12 @@ export class SqlitePools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
-      const { changes } = this.stmt.insertPool.run({ ...spec, metadata: JSON.stringify(spec.metadata), publicCodes: spec.publicCodes ? 1 : 0, codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null });
+      const { changes } = this.stmt.insertPool.run({
+        ...spec,
+        metadata: JSON.stringify(spec.metadata),
+        publicCodes: spec.publicCodes ? 1 : 0,
+        codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null,
+      });
       if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
       return toPool(this.pool(spec.name));
     });
@@ -149,9 +208,17 @@ export class SqlitePools implements PoolBackend {
         startsAt: patch.startsAt === undefined ? row.starts_at : patch.startsAt,
         expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
         maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
-        maxRedemptionsPerClaimant: patch.maxRedemptionsPerClaimant === undefined ? row.max_redemptions_per_claimant : patch.maxRedemptionsPerClaimant,
+        maxRedemptionsPerClaimant:
+          patch.maxRedemptionsPerClaimant === undefined
+            ? row.max_redemptions_per_claimant
+            : patch.maxRedemptionsPerClaimant,
         publicCodes: patch.publicCodes === undefined ? row.public_codes : patch.publicCodes ? 1 : 0,
-        codeFormat: patch.codeFormat === undefined ? row.code_format : patch.codeFormat === null ? null : JSON.stringify(patch.codeFormat),
+        codeFormat:
+          patch.codeFormat === undefined
+            ? row.code_format
+            : patch.codeFormat === null
+              ? null
+              : JSON.stringify(patch.codeFormat),
       });
       return toPool(this.pool(name));
     });
@@ -170,7 +237,8 @@ export class SqlitePools implements PoolBackend {
       const row = this.pool(pool);
       const now = this.now();
       let inserted = 0;
-      for (const entry of codes) inserted += this.stmt.insertCode.run({ pool: row.id, now, ...withWindow(entry) }).changes;
+      for (const entry of codes)
+        inserted += this.stmt.insertCode.run({ pool: row.id, now, ...withWindow(entry) }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });
@@ -180,7 +248,12 @@ export class SqlitePools implements PoolBackend {
     const outcome = await write(this.db, this.options, (): ClaimManyResult | { refused: DibsError } => {
       const row = this.pool(pool);
       const answer = (status: ClaimManyResult['status'], codes: string[], replayed: boolean): ClaimManyResult => ({
-        pool, claimant, status, codes, replayed, held: this.heldCodes(row.id, claimant).map((c) => c.code),
+        pool,
+        claimant,
+        status,
+        codes,
+        replayed,
+        held: this.heldCodes(row.id, claimant).map((c) => c.code),
       });
 
       let spent = false;
@@ -214,7 +287,11 @@ export class SqlitePools implements PoolBackend {
       for (const { id } of free) this.stmt.markClaimed.run({ id, claimant, key, now });
       if (key !== null) this.stmt.insertClaimKey.run(row.id, key, claimant, count, now);
       this.moveCounters(row, { free: -free.length, claimed: free.length }, now);
-      return answer('claimed', free.map((c) => c.code), false);
+      return answer(
+        'claimed',
+        free.map((c) => c.code),
+        false,
+      );
     });
     if ('refused' in outcome) throw outcome.refused;
     return outcome;
@@ -223,45 +300,104 @@ export class SqlitePools implements PoolBackend {
   async release(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return this.transition(pool, code, (_row, c) => {
       judgeRelease(stateOf(c), claimant);
-      return { state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { claimed: -1, free: 1 } };
+      return {
+        state: { status: 'free', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null },
+        move: { claimed: -1, free: 1 },
+      };
     });
   }
 
   async redeem(pool: string, code: string, claimant: string | null, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (row, c, now) => {
-      const judged = judgeRedeem(rulesOf(row), stateOf(c), {
-        claimant, orderId, now,
-        heldBy: (who) => this.heldCodes(row.id, who).length,
-        redeemed: (holder) => ({ pool: row.redeemed, claimant: (this.stmt.redeemedBy.get(row.id, holder) as { n: number }).n }),
-      });
-      if (judged.kind === 'replay') return null; // the same checkout again: its answer
-      const { holder, direct } = judged;
-      return direct
-        ? { state: { status: 'redeemed', claimant: holder, claimKey: null, claimedAt: now, redeemedAt: now, order: orderId }, move: { free: -1, redeemed: 1 } }
-        : { state: { status: 'redeemed', claimant: holder, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: now, order: orderId }, move: { claimed: -1, redeemed: 1 } };
-    }, (row, m, now) => this.redeemUse(row, m, claimant, orderId, now));
+    return this.transition(
+      pool,
+      code,
+      (row, c, now) => {
+        const judged = judgeRedeem(rulesOf(row), stateOf(c), {
+          claimant,
+          orderId,
+          now,
+          heldBy: (who) => this.heldCodes(row.id, who).length,
+          redeemed: (holder) => ({
+            pool: row.redeemed,
+            claimant: (this.stmt.redeemedBy.get(row.id, holder) as { n: number }).n,
+          }),
+        });
+        if (judged.kind === 'replay') return null; // the same checkout again: its answer
+        const { holder, direct } = judged;
+        return direct
+          ? {
+              state: {
+                status: 'redeemed',
+                claimant: holder,
+                claimKey: null,
+                claimedAt: now,
+                redeemedAt: now,
+                order: orderId,
+              },
+              move: { free: -1, redeemed: 1 },
+            }
+          : {
+              state: {
+                status: 'redeemed',
+                claimant: holder,
+                claimKey: c.claim_key,
+                claimedAt: c.claimed_at,
+                redeemedAt: now,
+                order: orderId,
+              },
+              move: { claimed: -1, redeemed: 1 },
+            };
+      },
+      (row, m, now) => this.redeemUse(row, m, claimant, orderId, now),
+    );
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
-    return this.transition(pool, code, (_row, c, now) => {
-      judgeUnredeem(stateOf(c), orderId);
-      const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
-      this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool, payload: JSON.stringify(event.payload), now });
-      return { state: { status: 'claimed', claimant: c.claimant, claimKey: c.claim_key, claimedAt: c.claimed_at, redeemedAt: null, order: null }, move: { redeemed: -1, claimed: 1 } };
-    }, (row, m, now) => this.unredeemUse(row, m, orderId, now));
+    return this.transition(
+      pool,
+      code,
+      (_row, c, now) => {
+        judgeUnredeem(stateOf(c), orderId);
+        const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
+        this.stmt.insertEvent.run({
+          type: event.type,
+          key: event.idempotencyKey,
+          pool,
+          payload: JSON.stringify(event.payload),
+          now,
+        });
+        return {
+          state: {
+            status: 'claimed',
+            claimant: c.claimant,
+            claimKey: c.claim_key,
+            claimedAt: c.claimed_at,
+            redeemedAt: null,
+            order: null,
+          },
+          move: { redeemed: -1, claimed: 1 },
+        };
+      },
+      (row, m, now) => this.unredeemUse(row, m, orderId, now),
+    );
   }
 
   async revoke(pool: string, code: string): Promise<CodeInfo> {
     return this.transition(pool, code, (_row, c) => {
       judgeRevoke(stateOf(c));
-      return { state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null }, move: { [c.status]: -1, revoked: 1 } };
+      return {
+        state: { status: 'revoked', claimant: null, claimKey: null, claimedAt: null, redeemedAt: null, order: null },
+        move: { [c.status]: -1, revoked: 1 },
+      };
     });
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const c = this.codeOrMulti(row.id, code, () => { throw refusal('multi_use_not_holdable', { code }); });
+      const c = this.codeOrMulti(row.id, code, () => {
+        throw refusal('multi_use_not_holdable', { code });
+      });
       const now = this.now();
       judgeHold(rulesOf(row), stateOf(c), claimant, now, (who) => this.heldCodes(row.id, who).length);
       this.stmt.setHold.run({ id: c.id, claimant, until: new Date(Date.parse(now) + ttlMs).toISOString() });
@@ -272,7 +408,9 @@ export class SqlitePools implements PoolBackend {
   async releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const c = this.codeOrMulti(row.id, code, () => { throw refusal('multi_use_not_holdable', { code }); });
+      const c = this.codeOrMulti(row.id, code, () => {
+        throw refusal('multi_use_not_holdable', { code });
+      });
       const now = this.now();
       if (judgeReleaseHold(stateOf(c), claimant, now) === 'none') return toCode(pool, c, now);
       this.stmt.setHold.run({ id: c.id, claimant: null, until: null });
@@ -297,7 +435,15 @@ export class SqlitePools implements PoolBackend {
   async addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo> {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
-      const { changes } = this.stmt.insertMulti.run({ pool: row.id, code: spec.code, uses: spec.uses, perClaimant: spec.usesPerClaimant, startsAt: spec.startsAt, expiresAt: spec.expiresAt, now: this.now() });
+      const { changes } = this.stmt.insertMulti.run({
+        pool: row.id,
+        code: spec.code,
+        uses: spec.uses,
+        perClaimant: spec.usesPerClaimant,
+        startsAt: spec.startsAt,
+        expiresAt: spec.expiresAt,
+        now: this.now(),
+      });
       if (changes === 0) throw refusal('code_exists', { code: spec.code });
       return toMultiCode(pool, this.stmt.multiByValue.get(row.id, spec.code) as MultiRow);
     });
@@ -311,7 +457,12 @@ export class SqlitePools implements PoolBackend {
     return read(this.options, () => {
       const { id } = this.pool(pool);
       const m = this.stmt.multiByValue.get(id, code) as MultiRow | undefined;
-      if (m) return toMultiCode(pool, m, claimant ? (this.stmt.usesByClaimant.get(id, code, claimant) as { n: number }).n : undefined);
+      if (m)
+        return toMultiCode(
+          pool,
+          m,
+          claimant ? (this.stmt.usesByClaimant.get(id, code, claimant) as { n: number }).n : undefined,
+        );
       return toCode(pool, this.code(id, code), this.now());
     });
   }
@@ -324,12 +475,20 @@ export class SqlitePools implements PoolBackend {
     return read(this.options, () => toStats(this.pool(pool)));
   }
 
-  async *exportCodes(pool: string, { status, batchSize }: { status?: CodeStatus; batchSize: number }): AsyncIterable<CodeInfo[]> {
+  async *exportCodes(
+    pool: string,
+    { status, batchSize }: { status?: CodeStatus; batchSize: number },
+  ): AsyncIterable<CodeInfo[]> {
     const { id } = await read(this.options, () => this.pool(pool));
     let after = 0;
     for (;;) {
-      const rows = await read(this.options, () =>
-        (status ? this.stmt.exportByStatus.all(id, status, after, batchSize) : this.stmt.exportAll.all(id, after, batchSize)) as CodeRow[]);
+      const rows = await read(
+        this.options,
+        () =>
+          (status
+            ? this.stmt.exportByStatus.all(id, status, after, batchSize)
+            : this.stmt.exportAll.all(id, after, batchSize)) as CodeRow[],
+      );
       if (rows.length === 0) return;
       after = rows[rows.length - 1]!.id;
       yield rows.map((r) => toCode(pool, r));
@@ -338,46 +497,116 @@ export class SqlitePools implements PoolBackend {
 
   async audit(pool: string): Promise<Violation[]> {
     // One read transaction: a consistent snapshot of counters and rows.
-    return read(this.options, () => this.db.transaction(() => {
-      const row = this.pool(pool);
-      const violations: Violation[] = [];
-      for (const c of this.stmt.holderMismatch.all(row.id) as CodeRow[]) {
-        violations.push({ invariant: 'I1', pool, code: c.code, message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}` });
-      }
-      for (const c of this.stmt.holdMismatch.all(row.id) as CodeRow[]) {
-        violations.push({ invariant: 'I1', pool, code: c.code, claimant: c.hold_claimant!, message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'` });
-      }
-      for (const m of this.stmt.multiUseMismatch.all(row.id) as { code: string; uses: number; max_uses: number; recorded: number }[]) {
-        violations.push({ invariant: 'I4', pool, code: m.code, expected: m.recorded, actual: m.uses, message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded` });
-      }
-      for (const u of this.stmt.multiUseOverClaimant.all(row.id) as { code: string; claimant: string; n: number; per_claimant: number }[]) {
-        violations.push({ invariant: 'I2', pool, code: u.code, claimant: u.claimant, expected: u.per_claimant, actual: u.n, message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}` });
-      }
-      for (const k of this.stmt.keysWithForeignCodes.all(row.id) as { key: string; claimant: string; code: string; holder: string | null }[]) {
-        violations.push({ invariant: 'I2', pool, code: k.code, claimant: k.claimant, message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}` });
-      }
-      for (const c of this.stmt.claimantsOverLimit.all(row.id, row.per_claimant_limit) as { claimant: string; n: number }[]) {
-        violations.push({ invariant: 'I2', pool, claimant: c.claimant, expected: row.per_claimant_limit, actual: c.n, message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}` });
-      }
-      const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
-      for (const { status, n } of this.stmt.countByStatus.all(row.id) as { status: CodeStatus; n: number }[]) {
-        ledger[status] = n;
-        ledger.total += n;
-      }
-      violations.push(...counterViolations(pool, toStats(row), ledger));
-      const { n: events } = this.stmt.lowStockEventCount.get(pool) as { n: number };
-      if (events !== row.low_stock_events) {
-        violations.push({ invariant: 'I7', pool, expected: row.low_stock_events, actual: events, message: `${row.low_stock_events} low-stock crossings were recorded but the outbox holds ${events} low-stock events` });
-      }
-      return violations;
-    }).deferred());
+    return read(this.options, () =>
+      this.db
+        .transaction(() => {
+          const row = this.pool(pool);
+          const violations: Violation[] = [];
+          for (const c of this.stmt.holderMismatch.all(row.id) as CodeRow[]) {
+            violations.push({
+              invariant: 'I1',
+              pool,
+              code: c.code,
+              message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}`,
+            });
+          }
+          for (const c of this.stmt.holdMismatch.all(row.id) as CodeRow[]) {
+            violations.push({
+              invariant: 'I1',
+              pool,
+              code: c.code,
+              claimant: c.hold_claimant!,
+              message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'`,
+            });
+          }
+          for (const m of this.stmt.multiUseMismatch.all(row.id) as {
+            code: string;
+            uses: number;
+            max_uses: number;
+            recorded: number;
+          }[]) {
+            violations.push({
+              invariant: 'I4',
+              pool,
+              code: m.code,
+              expected: m.recorded,
+              actual: m.uses,
+              message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded`,
+            });
+          }
+          for (const u of this.stmt.multiUseOverClaimant.all(row.id) as {
+            code: string;
+            claimant: string;
+            n: number;
+            per_claimant: number;
+          }[]) {
+            violations.push({
+              invariant: 'I2',
+              pool,
+              code: u.code,
+              claimant: u.claimant,
+              expected: u.per_claimant,
+              actual: u.n,
+              message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}`,
+            });
+          }
+          for (const k of this.stmt.keysWithForeignCodes.all(row.id) as {
+            key: string;
+            claimant: string;
+            code: string;
+            holder: string | null;
+          }[]) {
+            violations.push({
+              invariant: 'I2',
+              pool,
+              code: k.code,
+              claimant: k.claimant,
+              message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}`,
+            });
+          }
+          for (const c of this.stmt.claimantsOverLimit.all(row.id, row.per_claimant_limit) as {
+            claimant: string;
+            n: number;
+          }[]) {
+            violations.push({
+              invariant: 'I2',
+              pool,
+              claimant: c.claimant,
+              expected: row.per_claimant_limit,
+              actual: c.n,
+              message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
+            });
+          }
+          const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
+          for (const { status, n } of this.stmt.countByStatus.all(row.id) as { status: CodeStatus; n: number }[]) {
+            ledger[status] = n;
+            ledger.total += n;
+          }
+          violations.push(...counterViolations(pool, toStats(row), ledger));
+          const { n: events } = this.stmt.lowStockEventCount.get(pool) as { n: number };
+          if (events !== row.low_stock_events) {
+            violations.push({
+              invariant: 'I7',
+              pool,
+              expected: row.low_stock_events,
+              actual: events,
+              message: `${row.low_stock_events} low-stock crossings were recorded but the outbox holds ${events} low-stock events`,
+            });
+          }
+          return violations;
+        })
+        .deferred(),
+    );
   }
 
   async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
     const from = after === undefined ? 0 : Number(after);
-    if (!Number.isSafeInteger(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    if (!Number.isSafeInteger(from))
+      throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     return read(this.options, () => {
-      const rows = (pool ? this.stmt.poolEventsAfter.all(pool, from, limit) : this.stmt.eventsAfter.all(from, limit)) as EventRow[];
+      const rows = (
+        pool ? this.stmt.poolEventsAfter.all(pool, from, limit) : this.stmt.eventsAfter.all(from, limit)
+      ) as EventRow[];
       return rows.map(toEvent);
     });
   }
@@ -405,11 +634,26 @@ export class SqlitePools implements PoolBackend {
   }
 
   private redeemUse(row: PoolRow, m: MultiRow, claimant: string | null, orderId: string | null, now: string): CodeInfo {
-    const prior = orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined);
-    const judged = judgeUse(rulesOf(row), { code: m.code, maxUses: m.max_uses, perClaimant: m.per_claimant, uses: m.uses, startsAt: m.starts_at, expiresAt: m.expires_at }, {
-      claimant, orderId, now, prior: prior ?? null,
-      usesBy: (who) => (this.stmt.usesByClaimant.get(row.id, m.code, who) as { n: number }).n,
-    });
+    const prior =
+      orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined);
+    const judged = judgeUse(
+      rulesOf(row),
+      {
+        code: m.code,
+        maxUses: m.max_uses,
+        perClaimant: m.per_claimant,
+        uses: m.uses,
+        startsAt: m.starts_at,
+        expiresAt: m.expires_at,
+      },
+      {
+        claimant,
+        orderId,
+        now,
+        prior: prior ?? null,
+        usesBy: (who) => (this.stmt.usesByClaimant.get(row.id, m.code, who) as { n: number }).n,
+      },
+    );
     if (judged === 'replay') return toUse(row.name, m, prior!); // the same checkout again: its use, unchanged
     if (orderId === null) throw new Error('unreachable: judgeUse requires an order');
     this.stmt.insertUse.run({ pool: row.id, code: m.code, order: orderId, claimant, now });
@@ -418,11 +662,21 @@ export class SqlitePools implements PoolBackend {
   }
 
   private unredeemUse(row: PoolRow, m: MultiRow, orderId: string | null, now: string): CodeInfo {
-    const use = judgeUnuse(m.code, orderId, orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined));
+    const use = judgeUnuse(
+      m.code,
+      orderId,
+      orderId === null ? undefined : (this.stmt.useOfOrder.get(row.id, m.code, orderId) as UseRow | undefined),
+    );
     this.stmt.deleteUse.run(row.id, m.code, orderId);
     this.stmt.moveUses.run({ pool: row.id, code: m.code, n: -1 });
     const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
-    this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool: row.name, payload: JSON.stringify(event.payload), now });
+    this.stmt.insertEvent.run({
+      type: event.type,
+      key: event.idempotencyKey,
+      pool: row.name,
+      payload: JSON.stringify(event.payload),
+      now,
+    });
     return toMultiCode(row.name, { ...m, uses: m.uses - 1 });
   }
 
@@ -451,12 +705,30 @@ export class SqlitePools implements PoolBackend {
 
   /** Moves counters and, when free has just dropped to/below the threshold, records the event. */
   private moveCounters(row: PoolRow, move: CounterMove, now: string): void {
-    const after = this.stmt.moveCounters.get({ id: row.id, free: 0, claimed: 0, redeemed: 0, revoked: 0, ...move }) as PoolRow;
+    const after = this.stmt.moveCounters.get({
+      id: row.id,
+      free: 0,
+      claimed: 0,
+      redeemed: 0,
+      revoked: 0,
+      ...move,
+    }) as PoolRow;
     const dropped = (move.free ?? 0) < 0;
-    if (dropped && after.low_stock_threshold !== null && after.low_stock_armed === 1 && after.free <= after.low_stock_threshold) {
+    if (
+      dropped &&
+      after.low_stock_threshold !== null &&
+      after.low_stock_armed === 1 &&
+      after.free <= after.low_stock_threshold
+    ) {
       const { low_stock_events: crossing } = this.stmt.fireLowStock.get(row.id) as PoolRow;
       const event = lowStockEvent(row.name, crossing, after.free, after.low_stock_threshold);
-      this.stmt.insertEvent.run({ type: event.type, key: event.idempotencyKey, pool: row.name, payload: JSON.stringify(event.payload), now });
+      this.stmt.insertEvent.run({
+        type: event.type,
+        key: event.idempotencyKey,
+        pool: row.name,
+        payload: JSON.stringify(event.payload),
+        now,
+      });
     }
   }
 
@@ -464,7 +736,21 @@ export class SqlitePools implements PoolBackend {
     pool: string,
     code: string,
     /** The code's next state and counter move, or null: leave it as it is and answer with it. */
-    decide: (row: PoolRow, c: CodeRow, now: string) => { state: { status: CodeStatus; claimant: string | null; claimKey: string | null; claimedAt: string | null; redeemedAt: string | null; order: string | null }; move: CounterMove } | null,
+    decide: (
+      row: PoolRow,
+      c: CodeRow,
+      now: string,
+    ) => {
+      state: {
+        status: CodeStatus;
+        claimant: string | null;
+        claimKey: string | null;
+        claimedAt: string | null;
+        redeemedAt: string | null;
+        order: string | null;
+      };
+      move: CounterMove;
+    } | null,
     /** The same step for a multi-use code (redeem, unredeem); without it such a code is not_found. */
     multi?: (row: PoolRow, m: MultiRow, now: string) => CodeInfo,
   ): Promise<CodeInfo> {
@@ -489,12 +775,23 @@ export class SqlitePools implements PoolBackend {
 
 /** The pool and a code as the model judges them. */
 const rulesOf = (row: PoolRow): PoolRules => ({
-  name: row.name, perClaimantLimit: row.per_claimant_limit, publicCodes: row.public_codes === 1, startsAt: row.starts_at, expiresAt: row.expires_at,
-  maxRedemptions: row.max_redemptions, maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
+  name: row.name,
+  perClaimantLimit: row.per_claimant_limit,
+  publicCodes: row.public_codes === 1,
+  startsAt: row.starts_at,
+  expiresAt: row.expires_at,
+  maxRedemptions: row.max_redemptions,
+  maxRedemptionsPerClaimant: row.max_redemptions_per_claimant,
 });
 const stateOf = (c: CodeRow): CodeState => ({
-  code: c.code, status: c.status, claimant: c.claimant, redeemedAt: c.redeemed_at, order: c.redeemed_order,
-  hold: c.hold_claimant !== null && c.hold_until !== null ? { claimant: c.hold_claimant, until: c.hold_until } : null, startsAt: c.starts_at, expiresAt: c.expires_at,
+  code: c.code,
+  status: c.status,
+  claimant: c.claimant,
+  redeemedAt: c.redeemed_at,
+  order: c.redeemed_order,
+  hold: c.hold_claimant !== null && c.hold_until !== null ? { claimant: c.hold_claimant, until: c.hold_until } : null,
+  startsAt: c.starts_at,
+  expiresAt: c.expires_at,
 });
 
 function toStats(row: PoolRow): PoolStats {
@@ -521,24 +818,49 @@ function toPool(row: PoolRow): Pool {
 /** A code as answered; `now` (the store's clock) reports a live hold, when given. */
 function toCode(pool: string, row: CodeRow, now?: string): CodeInfo {
   return {
-    pool, code: row.code, status: row.status, claimant: row.claimant, claimedAt: row.claimed_at, redeemedAt: row.redeemed_at, orderId: row.redeemed_order,
+    pool,
+    code: row.code,
+    status: row.status,
+    claimant: row.claimant,
+    claimedAt: row.claimed_at,
+    redeemedAt: row.redeemed_at,
+    orderId: row.redeemed_order,
     ...(row.starts_at !== null || row.expires_at !== null ? codeWindowOf(row) : {}),
-    ...(now !== undefined && liveHold(row, now) ? { hold: { claimant: row.hold_claimant!, expiresAt: row.hold_until! } } : {}),
+    ...(now !== undefined && liveHold(row, now)
+      ? { hold: { claimant: row.hold_claimant!, expiresAt: row.hold_until! } }
+      : {}),
   };
 }
 
 const liveHold = (c: CodeRow, now: string) => c.hold_until !== null && c.hold_until > now;
-const codeWindowOf = (c: { starts_at: string | null; expires_at: string | null }) => ({ startsAt: c.starts_at, expiresAt: c.expires_at });
+const codeWindowOf = (c: { starts_at: string | null; expires_at: string | null }) => ({
+  startsAt: c.starts_at,
+  expiresAt: c.expires_at,
+});
 
 /** A multi-use code: free while uses remain, redeemed when none do. */
 function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
   return {
-    pool, code: m.code, status: m.uses < m.max_uses ? 'free' : 'redeemed', claimant: null, claimedAt: null, redeemedAt: null, orderId: null,
-    startsAt: m.starts_at, expiresAt: m.expires_at, uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
+    pool,
+    code: m.code,
+    status: m.uses < m.max_uses ? 'free' : 'redeemed',
+    claimant: null,
+    claimedAt: null,
+    redeemedAt: null,
+    orderId: null,
+    startsAt: m.starts_at,
+    expiresAt: m.expires_at,
+    uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
   };
 }
 
 /** One use of a multi-use code (the answer of its redeem). */
 function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
-  return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.claimant, redeemedAt: use.used_at, orderId: use.order_id };
+  return {
+    ...toMultiCode(pool, m),
+    status: 'redeemed',
+    claimant: use.claimant,
+    redeemedAt: use.used_at,
+    orderId: use.order_id,
+  };
 }

@@ -5,19 +5,66 @@ import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Order, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Order,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
-  'now', 'later', 'saleById', 'insertSale', 'sameSku', 'listSales', 'listSalesBySku', 'updateSale', 'cancelSale',
-  'cancelSaleHolds', 'zeroHeld', 'staleHolds', 'staleHoldsAnySale', 'setHoldStatus', 'moveSale', 'unitsOfCustomer',
-  'activeHoldOf', 'activeHolds', 'holdById', 'insertHold', 'replaceHold', 'insertOrder', 'orderById', 'orderOfHold', 'saleKey',
-  'insertSaleKey', 'insertEvent', 'activeHeldUnits', 'auditLedger', 'customersOverLimit', 'confirmedWithoutOrder',
-  'eventsAfter', 'saleEventsAfter', 'upsertWish', 'deleteWish', 'listWishes', 'wishesOfSku', 'salesToAnnounce',
-  'markAnnounced', 'salesToEnd', 'markEnded', 'hasWaitingRoom',
+  'now',
+  'later',
+  'saleById',
+  'insertSale',
+  'sameSku',
+  'listSales',
+  'listSalesBySku',
+  'updateSale',
+  'cancelSale',
+  'cancelSaleHolds',
+  'zeroHeld',
+  'staleHolds',
+  'staleHoldsAnySale',
+  'setHoldStatus',
+  'moveSale',
+  'unitsOfCustomer',
+  'activeHoldOf',
+  'activeHolds',
+  'holdById',
+  'insertHold',
+  'replaceHold',
+  'insertOrder',
+  'orderById',
+  'orderOfHold',
+  'saleKey',
+  'insertSaleKey',
+  'insertEvent',
+  'activeHeldUnits',
+  'auditLedger',
+  'customersOverLimit',
+  'confirmedWithoutOrder',
+  'eventsAfter',
+  'saleEventsAfter',
+  'upsertWish',
+  'deleteWish',
+  'listWishes',
+  'wishesOfSku',
+  'salesToAnnounce',
+  'markAnnounced',
+  'salesToEnd',
+  'markEnded',
+  'hasWaitingRoom',
 ]);
 
 export interface SaleRow {
@@ -91,7 +138,11 @@ export class SqliteSales implements SaleBackend {
   async listSales({ limit, after, sku }: { limit: number; after?: string; sku?: string }): Promise<Page<Sale>> {
     return read(this.options, () => {
       const now = this.now();
-      const rows = (sku ? this.stmt.listSalesBySku.all(sku, after ?? '', limit + 1) : this.stmt.listSales.all(after ?? '', limit + 1)) as SaleRow[];
+      const rows = (
+        sku
+          ? this.stmt.listSalesBySku.all(sku, after ?? '', limit + 1)
+          : this.stmt.listSales.all(after ?? '', limit + 1)
+      ) as SaleRow[];
       const items = rows.slice(0, limit).map((r) => this.toSale(r, now));
       return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
     });
@@ -113,14 +164,33 @@ export class SqliteSales implements SaleBackend {
         perCustomerLimit: patch.perCustomerLimit ?? row.per_customer_limit,
         metadata: patch.metadata ?? (JSON.parse(row.metadata) as Record<string, unknown>),
       };
-      assertPreflight(spec, { now, sameSku: this.sameSku(row.sku, id), committed: current.sold + current.held + current.escrow, existing: { startsAt: row.starts_at } });
+      assertPreflight(spec, {
+        now,
+        sameSku: this.sameSku(row.sku, id),
+        committed: current.sold + current.held + current.escrow,
+        existing: { startsAt: row.starts_at },
+      });
       if (spec.perCustomerLimit < row.per_customer_limit) {
-        const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as { units: number }[];
-        if (over.length > 0) throw refusal('sale_limit_below_units', { sale: id, requested: spec.perCustomerLimit, units: Math.max(...over.map((c) => c.units)) });
+        const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as {
+          units: number;
+        }[];
+        if (over.length > 0)
+          throw refusal('sale_limit_below_units', {
+            sale: id,
+            requested: spec.perCustomerLimit,
+            units: Math.max(...over.map((c) => c.units)),
+          });
       }
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
-      if (spec.cap !== null && spec.cap > 0 && current.sold >= spec.cap) this.event('sale.sold_out', `sale.sold_out:${id}`, id, { sale: id, sku: row.sku, sold: current.sold, cap: spec.cap }, now);
+      if (spec.cap !== null && spec.cap > 0 && current.sold >= spec.cap)
+        this.event(
+          'sale.sold_out',
+          `sale.sold_out:${id}`,
+          id,
+          { sale: id, sku: row.sku, sold: current.sold, cap: spec.cap },
+          now,
+        );
       return this.toSale(this.sale(id), now);
     });
   }
@@ -151,12 +221,19 @@ export class SqliteSales implements SaleBackend {
         if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
       const order = this.insertOrder(row, customer, quantity, null, now);
-      if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'buy', customer, quantity, resultId: order.id });
+      if (key !== null)
+        this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'buy', customer, quantity, resultId: order.id });
       return { order: toOrder(order), replayed: false };
     });
   }
 
-  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
+  async reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+  ): Promise<HoldResult> {
     return write(this.db, this.options, () => this.reserveStep(saleId, customer, quantity, ttlMs, key, false));
   }
 
@@ -164,7 +241,14 @@ export class SqliteSales implements SaleBackend {
    * The body of a reservation, run inside the caller's write transaction. `viaTicket`: the
    * waiting room has already checked an admitted ticket in this same transaction.
    */
-  reserveStep(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null, viaTicket: boolean): HoldResult {
+  reserveStep(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+    viaTicket: boolean,
+  ): HoldResult {
     {
       const now = this.now();
       const replay = this.replay(saleId, key, 'reserve', customer, quantity);
@@ -189,7 +273,8 @@ export class SqliteSales implements SaleBackend {
         this.stmt.insertHold.run({ id, sale: saleId, customer, quantity, expiresAt, now });
       }
       this.stmt.moveSale.run({ id: saleId, sold: 0, held: quantity - ownUnits });
-      if (key !== null) this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
+      if (key !== null)
+        this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
       return { hold: toHold(this.hold(id)), replayed: false };
     }
   }
@@ -200,7 +285,14 @@ export class SqliteSales implements SaleBackend {
   }
 
   /** @internal Records an idempotency key's result, inside the caller's write. */
-  insertKey(saleId: string, key: string, kind: KeyRow['kind'], customer: string, quantity: number, resultId: string): void {
+  insertKey(
+    saleId: string,
+    key: string,
+    kind: KeyRow['kind'],
+    customer: string,
+    quantity: number,
+    resultId: string,
+  ): void {
     this.stmt.insertSaleKey.run({ sale: saleId, key, kind, customer, quantity, resultId });
   }
 
@@ -209,7 +301,10 @@ export class SqliteSales implements SaleBackend {
     const before = this.sale(saleId);
     this.expireStale(before, now);
     const row = this.sale(saleId);
-    const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
+    const status = saleStatus(
+      { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
+      now,
+    );
     return { row, status, held: row.held };
   }
 
@@ -221,7 +316,8 @@ export class SqliteSales implements SaleBackend {
     return write(this.db, this.options, () => {
       const now = this.now();
       const hold = this.hold(holdId);
-      if (hold.status === 'confirmed') return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
+      if (hold.status === 'confirmed')
+        return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
       if (hold.status === 'cancelled') throw refusal('hold_cancelled', { hold: holdId });
       const row = this.sale(hold.sale_id);
       this.expireStale(row, now);
@@ -258,10 +354,16 @@ export class SqliteSales implements SaleBackend {
   }
 
   async listHolds(saleId: string, { limit, customer }: { limit: number; customer?: string }): Promise<Hold[]> {
-    return read(this.options, () => this.db.transaction(() => {
-      this.sale(saleId); // not_found for an unknown sale
-      return (this.stmt.activeHolds.all({ sale: saleId, now: this.now(), customer: customer ?? null, limit }) as HoldRow[]).map(toHold);
-    }).deferred());
+    return read(this.options, () =>
+      this.db
+        .transaction(() => {
+          this.sale(saleId); // not_found for an unknown sale
+          return (
+            this.stmt.activeHolds.all({ sale: saleId, now: this.now(), customer: customer ?? null, limit }) as HoldRow[]
+          ).map(toHold);
+        })
+        .deferred(),
+    );
   }
 
   async expireHolds(limit: number): Promise<number> {
@@ -274,7 +376,11 @@ export class SqliteSales implements SaleBackend {
   }
 
   async addToWishlist(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
-    return write(this.db, this.options, () => toWish(this.stmt.upsertWish.get({ sku, customer, channels: JSON.stringify(channels), now: this.now() }) as WishRow));
+    return write(this.db, this.options, () =>
+      toWish(
+        this.stmt.upsertWish.get({ sku, customer, channels: JSON.stringify(channels), now: this.now() }) as WishRow,
+      ),
+    );
   }
 
   async removeFromWishlist(sku: string, customer: string): Promise<void> {
@@ -298,14 +404,26 @@ export class SqliteSales implements SaleBackend {
       for (const sale of this.stmt.salesToAnnounce.all({ now }) as SaleRow[]) {
         if (this.stmt.markAnnounced.run({ id: sale.id, now }).changes === 0) continue;
         result.sales.push(sale.id);
-        const about = { sale: sale.id, sku: sale.sku, startsAt: sale.starts_at, endsAt: sale.ends_at, metadata: JSON.parse(sale.metadata) as unknown };
+        const about = {
+          sale: sale.id,
+          sku: sale.sku,
+          startsAt: sale.starts_at,
+          endsAt: sale.ends_at,
+          metadata: JSON.parse(sale.metadata) as unknown,
+        };
         this.event('sale.live', `sale.live:${sale.id}`, sale.id, about, now);
         for (const wish of this.stmt.wishesOfSku.all(sale.sku) as WishRow[]) {
           const channels = JSON.parse(wish.channels) as WishlistChannels;
           for (const channel of CHANNELS) {
             const to = channels[channel];
             if (to === undefined) continue;
-            this.event('sale.live.notify', `sale.live:${sale.id}:${wish.customer}:${channel}`, sale.id, { ...about, customer: wish.customer, channel, to }, now);
+            this.event(
+              'sale.live.notify',
+              `sale.live:${sale.id}:${wish.customer}:${channel}`,
+              sale.id,
+              { ...about, customer: wish.customer, channel, to },
+              now,
+            );
             result.notifications++;
           }
         }
@@ -322,7 +440,14 @@ export class SqliteSales implements SaleBackend {
         if (this.stmt.markEnded.run({ id: sale.id, now }).changes === 0) continue;
         this.expireStale(sale, now);
         // Holds of an ended sale can still be confirmed until they expire; nothing else changes.
-        if (sale.cancelled_at === null) this.event('sale.ended', `sale.ended:${sale.id}`, sale.id, { sale: sale.id, sku: sale.sku, sold: this.sale(sale.id).sold, cap: sale.cap }, now);
+        if (sale.cancelled_at === null)
+          this.event(
+            'sale.ended',
+            `sale.ended:${sale.id}`,
+            sale.id,
+            { sale: sale.id, sku: sale.sku, sold: this.sale(sale.id).sold, cap: sale.cap },
+            now,
+          );
         ended.push(sale.id);
       }
       return ended;
@@ -330,34 +455,83 @@ export class SqliteSales implements SaleBackend {
   }
 
   async auditSale(id: string): Promise<SaleViolation[]> {
-    return read(this.options, () => this.db.transaction(() => {
-      const now = this.now();
-      const row = this.sale(id);
-      const violations: SaleViolation[] = [];
-      const ledger = this.stmt.auditLedger.get({ sale: id }) as { ordered: number; active: number; soldOutEvents: number };
-      if (ledger.ordered !== row.sold) violations.push({ invariant: 'I4', sale: id, expected: ledger.ordered, actual: row.sold, message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units` });
-      if (ledger.active !== row.held) violations.push({ invariant: 'I4', sale: id, expected: ledger.active, actual: row.held, message: `held counter says ${row.held} but active holds have ${ledger.active} units` });
-      const live = (this.stmt.activeHeldUnits.get(id, now) as { n: number }).n;
-      if (row.cap !== null && ledger.ordered + live > row.cap) {
-        violations.push({ invariant: 'I3', sale: id, expected: row.cap, actual: ledger.ordered + live, message: `sold ${ledger.ordered} + held ${live} exceeds the cap of ${row.cap}` });
-      }
-      for (const c of this.stmt.customersOverLimit.all({ sale: id, now, limit: row.per_customer_limit }) as { customer: string; units: number }[]) {
-        violations.push({ invariant: 'I2', sale: id, customer: c.customer, expected: row.per_customer_limit, actual: c.units, message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}` });
-      }
-      for (const h of this.stmt.confirmedWithoutOrder.all(id) as { id: string }[]) {
-        violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
-      }
-      const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.soldOutEvents);
-      if (soldOutWrong) violations.push(soldOutWrong);
-      return violations;
-    }).deferred());
+    return read(this.options, () =>
+      this.db
+        .transaction(() => {
+          const now = this.now();
+          const row = this.sale(id);
+          const violations: SaleViolation[] = [];
+          const ledger = this.stmt.auditLedger.get({ sale: id }) as {
+            ordered: number;
+            active: number;
+            soldOutEvents: number;
+          };
+          if (ledger.ordered !== row.sold)
+            violations.push({
+              invariant: 'I4',
+              sale: id,
+              expected: ledger.ordered,
+              actual: row.sold,
+              message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units`,
+            });
+          if (ledger.active !== row.held)
+            violations.push({
+              invariant: 'I4',
+              sale: id,
+              expected: ledger.active,
+              actual: row.held,
+              message: `held counter says ${row.held} but active holds have ${ledger.active} units`,
+            });
+          const live = (this.stmt.activeHeldUnits.get(id, now) as { n: number }).n;
+          if (row.cap !== null && ledger.ordered + live > row.cap) {
+            violations.push({
+              invariant: 'I3',
+              sale: id,
+              expected: row.cap,
+              actual: ledger.ordered + live,
+              message: `sold ${ledger.ordered} + held ${live} exceeds the cap of ${row.cap}`,
+            });
+          }
+          for (const c of this.stmt.customersOverLimit.all({ sale: id, now, limit: row.per_customer_limit }) as {
+            customer: string;
+            units: number;
+          }[]) {
+            violations.push({
+              invariant: 'I2',
+              sale: id,
+              customer: c.customer,
+              expected: row.per_customer_limit,
+              actual: c.units,
+              message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}`,
+            });
+          }
+          for (const h of this.stmt.confirmedWithoutOrder.all(id) as { id: string }[]) {
+            violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
+          }
+          const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.soldOutEvents);
+          if (soldOutWrong) violations.push(soldOutWrong);
+          return violations;
+        })
+        .deferred(),
+    );
   }
 
-  async listSaleEvents({ after, limit, sale }: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]> {
+  async listSaleEvents({
+    after,
+    limit,
+    sale,
+  }: {
+    after?: string;
+    limit: number;
+    sale?: string;
+  }): Promise<OutboxEvent[]> {
     const from = after === undefined ? 0 : Number(after);
-    if (!Number.isSafeInteger(from)) throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
+    if (!Number.isSafeInteger(from))
+      throw new DibsError('invalid_input', `after: '${after}' is not an event id`, { field: 'after' });
     return read(this.options, () => {
-      const rows = (sale ? this.stmt.saleEventsAfter.all(sale, from, limit) : this.stmt.eventsAfter.all(from, limit)) as { id: number; type: string; idempotency_key: string; payload: string; created_at: string }[];
+      const rows = (
+        sale ? this.stmt.saleEventsAfter.all(sale, from, limit) : this.stmt.eventsAfter.all(from, limit)
+      ) as { id: number; type: string; idempotency_key: string; payload: string; created_at: string }[];
       return rows.map(toEvent);
     });
   }
@@ -395,7 +569,10 @@ export class SqliteSales implements SaleBackend {
     const before = this.sale(id);
     this.expireStale(before, now);
     const row = this.sale(id);
-    const status = saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now);
+    const status = saleStatus(
+      { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
+      now,
+    );
     if (status !== 'live') throw refusal('sale_not_live', { sale: id, status });
     return row;
   }
@@ -407,20 +584,60 @@ export class SqliteSales implements SaleBackend {
   private expireHold(hold: HoldRow, now: string): void {
     this.stmt.setHoldStatus.run({ id: hold.id, status: 'expired', orderId: null });
     this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
-    this.event('hold.expired', `hold.expired:${hold.id}`, hold.sale_id, { sale: hold.sale_id, hold: hold.id, customer: hold.customer, quantity: hold.quantity, expiresAt: hold.expires_at }, now);
+    this.event(
+      'hold.expired',
+      `hold.expired:${hold.id}`,
+      hold.sale_id,
+      {
+        sale: hold.sale_id,
+        hold: hold.id,
+        customer: hold.customer,
+        quantity: hold.quantity,
+        expiresAt: hold.expires_at,
+      },
+      now,
+    );
   }
 
   /** @internal */
   assertWithinLimit(row: SaleRow, customer: string, more: number): void {
-    const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as { ordered: number; held: number };
-    if (ordered + held + more > row.per_customer_limit) throw refusal('sale_limit', { sale: row.id, customer, units: ordered + held, quantity: more, limit: row.per_customer_limit });
+    const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as {
+      ordered: number;
+      held: number;
+    };
+    if (ordered + held + more > row.per_customer_limit)
+      throw refusal('sale_limit', {
+        sale: row.id,
+        customer,
+        units: ordered + held,
+        quantity: more,
+        limit: row.per_customer_limit,
+      });
   }
 
   /** @internal `grantId`: the tiered fast-path grant the order consumed. */
-  insertOrder(row: SaleRow, customer: string, quantity: number, holdId: string | null, now: string, id = newId('ord'), grantId: number | null = null): OrderRow {
+  insertOrder(
+    row: SaleRow,
+    customer: string,
+    quantity: number,
+    holdId: string | null,
+    now: string,
+    id = newId('ord'),
+    grantId: number | null = null,
+  ): OrderRow {
     this.stmt.insertOrder.run({ id, sale: row.id, customer, quantity, holdId, now, grantId });
-    const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: 0 }) as { sold: number; cap: number | null };
-    if (after.cap !== null && after.sold >= after.cap) this.event('sale.sold_out', `sale.sold_out:${row.id}`, row.id, { sale: row.id, sku: row.sku, sold: after.sold, cap: after.cap }, now);
+    const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: 0 }) as {
+      sold: number;
+      cap: number | null;
+    };
+    if (after.cap !== null && after.sold >= after.cap)
+      this.event(
+        'sale.sold_out',
+        `sale.sold_out:${row.id}`,
+        row.id,
+        { sale: row.id, sku: row.sku, sold: after.sold, cap: after.cap },
+        now,
+      );
     return this.order(id);
   }
 
@@ -448,7 +665,10 @@ export class SqliteSales implements SaleBackend {
       cap: row.cap,
       perCustomerLimit: row.per_customer_limit,
       metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-      status: saleStatus({ startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold }, now),
+      status: saleStatus(
+        { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
+        now,
+      ),
       cancelledAt: row.cancelled_at,
       createdAt: row.created_at,
       stats: { sold: row.sold, held, available: row.cap === null ? null : Math.max(0, row.cap - row.sold - held) },
@@ -464,13 +684,34 @@ interface WishRow {
 }
 
 function toWish(row: WishRow): WishlistEntry {
-  return { sku: row.sku, customer: row.customer, channels: JSON.parse(row.channels) as WishlistChannels, createdAt: row.created_at };
+  return {
+    sku: row.sku,
+    customer: row.customer,
+    channels: JSON.parse(row.channels) as WishlistChannels,
+    createdAt: row.created_at,
+  };
 }
 
 function toHold(row: HoldRow): Hold {
-  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, status: row.status, expiresAt: row.expires_at, createdAt: row.created_at, orderId: row.order_id };
+  return {
+    id: row.id,
+    saleId: row.sale_id,
+    customer: row.customer,
+    quantity: row.quantity,
+    status: row.status,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    orderId: row.order_id,
+  };
 }
 
 export function toOrder(row: OrderRow): Order {
-  return { id: row.id, saleId: row.sale_id, customer: row.customer, quantity: row.quantity, holdId: row.hold_id, createdAt: row.created_at };
+  return {
+    id: row.id,
+    saleId: row.sale_id,
+    customer: row.customer,
+    quantity: row.quantity,
+    holdId: row.hold_id,
+    createdAt: row.created_at,
+  };
 }

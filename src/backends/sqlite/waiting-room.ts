@@ -7,14 +7,35 @@
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
-import { admissions, notAdmitted, signTicket, verifyTicket, type Ticket, type TicketStatus, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from '../../core/sales/waiting-room.js';
+import {
+  admissions,
+  notAdmitted,
+  signTicket,
+  verifyTicket,
+  type Ticket,
+  type TicketStatus,
+  type WaitingRoom,
+  type WaitingRoomBackend,
+  type WaitingRoomSpec,
+} from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import type { SqliteSales } from './sales.js';
 
 const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
-  'roomOf', 'upsertRoom', 'ticketCounts', 'ticketOf', 'takeNumber', 'insertTicket', 'expireWindows',
-  'admittedUnused', 'admitNext', 'setAdmission', 'closeWaiting', 'useTicket', 'elapsedMs',
+  'roomOf',
+  'upsertRoom',
+  'ticketCounts',
+  'ticketOf',
+  'takeNumber',
+  'insertTicket',
+  'expireWindows',
+  'admittedUnused',
+  'admitNext',
+  'setAdmission',
+  'closeWaiting',
+  'useTicket',
+  'elapsedMs',
 ]);
 
 interface RoomRow {
@@ -54,8 +75,19 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
     return write(this.db, this.options, () => {
       const now = this.sales.clock();
       const { row } = this.sales.snapshot(saleId, now);
-      if (row.cap === null) throw new DibsError('invalid_input', `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`, { field: 'saleId' });
-      this.stmt.upsertRoom.run({ sale: saleId, rate: spec.admitPerSecond, windowMs: spec.windowMs, secret: randomBytes(32).toString('base64url'), now });
+      if (row.cap === null)
+        throw new DibsError(
+          'invalid_input',
+          `sale '${saleId}' is unlimited: a waiting room needs a cap to admit against`,
+          { field: 'saleId' },
+        );
+      this.stmt.upsertRoom.run({
+        sale: saleId,
+        rate: spec.admitPerSecond,
+        windowMs: spec.windowMs,
+        secret: randomBytes(32).toString('base64url'),
+        now,
+      });
       return this.describe(this.room(saleId));
     });
   }
@@ -94,7 +126,8 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       // the same reservation again (a retry after a lost answer) gets the same hold back
       const key = `ticket:${ticket.number}`;
       if (ticket.status === 'used') return this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
-      if (ticket.status !== 'admitted') throw notAdmitted({ saleId, number: ticket.number, status: ticket.status, position: this.ahead(room, ticket) });
+      if (ticket.status !== 'admitted')
+        throw notAdmitted({ saleId, number: ticket.number, status: ticket.status, position: this.ahead(room, ticket) });
       const result = this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
       this.stmt.useTicket.run({ sale: saleId, number: ticket.number, hold: result.hold.id });
       return result;
@@ -139,7 +172,12 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
   private genuine(room: RoomRow, customer: string, token: string): TicketRow {
     const number = verifyTicket(room.secret, room.sale_id, customer, token);
     const ticket = this.stmt.ticketOf.get(room.sale_id, customer) as TicketRow | undefined;
-    if (!ticket || ticket.number !== number) throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${room.sale_id}'`, { field: 'ticket' });
+    if (!ticket || ticket.number !== number)
+      throw new DibsError(
+        'invalid_ticket',
+        `this ticket is not valid for customer '${customer}' in sale '${room.sale_id}'`,
+        { field: 'ticket' },
+      );
     return ticket;
   }
 
@@ -155,7 +193,12 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       number: t.number,
       status: t.status,
       position,
-      estimatedWaitMs: t.status === 'waiting' ? Math.ceil(((position + 1) / room.admit_per_second) * 1000) : t.status === 'admitted' ? 0 : null,
+      estimatedWaitMs:
+        t.status === 'waiting'
+          ? Math.ceil(((position + 1) / room.admit_per_second) * 1000)
+          : t.status === 'admitted'
+            ? 0
+            : null,
       admittedUntil: t.admitted_until,
       holdId: t.hold_id,
       token: signTicket(room.secret, t.sale_id, t.customer, t.number),
@@ -164,7 +207,14 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
 
   private describe(room: RoomRow): WaitingRoom {
     const tickets: Record<TicketStatus, number> = { waiting: 0, admitted: 0, used: 0, expired: 0, sold_out: 0 };
-    for (const { status, n } of this.stmt.ticketCounts.all(room.sale_id) as { status: TicketStatus; n: number }[]) tickets[status] = n;
-    return { saleId: room.sale_id, admitPerSecond: room.admit_per_second, windowMs: room.window_ms, createdAt: room.created_at, tickets };
+    for (const { status, n } of this.stmt.ticketCounts.all(room.sale_id) as { status: TicketStatus; n: number }[])
+      tickets[status] = n;
+    return {
+      saleId: room.sale_id,
+      admitPerSecond: room.admit_per_second,
+      windowMs: room.window_ms,
+      createdAt: room.created_at,
+      tickets,
+    };
   }
 }

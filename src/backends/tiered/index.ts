@@ -34,7 +34,11 @@ export const TIERED_PARAM = 'fastpath';
 
 export async function openTiered(ledger: Backend, fastpath: string): Promise<Backend> {
   if (!ledger.sales || !ledger.grants) {
-    throw new DibsError('invalid_input', `store: ${TIERED_PARAM}= needs a ledger that keeps sale grants (sqlite: or postgres://), not ${ledger.kind}`, { field: 'store' });
+    throw new DibsError(
+      'invalid_input',
+      `store: ${TIERED_PARAM}= needs a ledger that keeps sale grants (sqlite: or postgres://), not ${ledger.kind}`,
+      { field: 'store' },
+    );
   }
   let url: URL;
   try {
@@ -42,9 +46,18 @@ export async function openTiered(ledger: Backend, fastpath: string): Promise<Bac
     // scheme cannot hold a space, so this can only mean the Cluster scheme.
     url = parseStoreUrl(fastpath.replace(/^redis cluster:\/\//, 'redis+cluster://'));
   } catch {
-    throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`, { field: 'store' });
+    throw new DibsError(
+      'invalid_input',
+      `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`,
+      { field: 'store' },
+    );
   }
-  if (!['redis:', 'rediss:', 'redis+cluster:'].includes(url.protocol)) throw new DibsError('invalid_input', `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`, { field: 'store' });
+  if (!['redis:', 'rediss:', 'redis+cluster:'].includes(url.protocol))
+    throw new DibsError(
+      'invalid_input',
+      `store: ${TIERED_PARAM} must be a redis://, rediss:// or redis+cluster:// URL`,
+      { field: 'store' },
+    );
   const options = tieredOptions(url);
   const commandTimeout = intParam(url, 'commandTimeoutMs', 1000, 50, 60_000);
   url.searchParams.delete('commandTimeoutMs');
@@ -52,11 +65,24 @@ export async function openTiered(ledger: Backend, fastpath: string): Promise<Bac
   const reconnect = (attempt: number) => Math.min(20 * 2 ** attempt, 500);
   const client = createRedisClient(url, {
     // A dead Redis must not queue buys: fail at once and let the circuit breaker send them to the ledger.
-    node: { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout, retryStrategy: reconnect },
+    node: {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      commandTimeout,
+      retryStrategy: reconnect,
+    },
     // The same on a Cluster, where a master that is down, or a cluster that says CLUSTERDOWN, would
     // otherwise be retried for up to 16 redirections: the breaker of the sales on that master opens
     // and the sales on the others stay fast.
-    cluster: { lazyConnect: true, enableOfflineQueue: false, retryDelayOnFailover: 0, retryDelayOnClusterDown: 0, clusterRetryStrategy: reconnect },
+    cluster: {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+      clusterRetryStrategy: reconnect,
+    },
   });
   client.on('error', () => {});
   // Redis being down at start is not fatal: the ledger sells until it answers.
@@ -67,13 +93,21 @@ export async function openTiered(ledger: Backend, fastpath: string): Promise<Bac
 function intParam(url: URL, name: string, fallback: number, min: number, max: number): number {
   const raw = url.searchParams.get(name);
   const value = raw === null ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new DibsError('invalid_input', `store: ${TIERED_PARAM} ${name} must be a whole number from ${min} to ${max}`, { field: 'store' });
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new DibsError(
+      'invalid_input',
+      `store: ${TIERED_PARAM} ${name} must be a whole number from ${min} to ${max}`,
+      { field: 'store' },
+    );
   return value;
 }
 
 function tieredOptions(url: URL): TieredOptions {
   const prefix = url.searchParams.get('prefix') ?? 'dibs';
-  if (!/^[\w.:-]{1,64}$/.test(prefix)) throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", ".", ":" and "-"', { field: 'store' });
+  if (!/^[\w.:-]{1,64}$/.test(prefix))
+    throw new DibsError('invalid_input', 'store: prefix may use letters, digits, "_", ".", ":" and "-"', {
+      field: 'store',
+    });
   const options: TieredOptions = {
     prefix,
     chunk: intParam(url, 'chunk', 32, 1, 100_000),
@@ -99,7 +133,9 @@ export class TieredBackend implements Backend {
     private readonly cluster: boolean,
   ) {
     this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options, cluster);
-    this.waitingRooms = ledger.waitingRooms ? new TieredWaitingRooms(ledger.waitingRooms, (saleId) => this.sales.resetFastPath(saleId)) : undefined;
+    this.waitingRooms = ledger.waitingRooms
+      ? new TieredWaitingRooms(ledger.waitingRooms, (saleId) => this.sales.resetFastPath(saleId))
+      : undefined;
   }
 
   get pools() {
@@ -135,29 +171,69 @@ export class TieredBackend implements Backend {
     const failure = this.sales.lastFailure;
     // A node can answer PING and still refuse every buy (READONLY after a failover, OOM, MISCONF…):
     // an open breaker means the fast path is degraded, whatever PING says.
-    const degraded = { degraded: true, breaker, ...(failure ? { ...(failure.reason ? { reason: failure.reason } : {}), error: failure.message, since: failure.at } : {}) };
+    const degraded = {
+      degraded: true,
+      breaker,
+      ...(failure
+        ? { ...(failure.reason ? { reason: failure.reason } : {}), error: failure.message, since: failure.at }
+        : {}),
+    };
     let fastPath: Record<string, unknown>;
     try {
       if (!this.cluster) await this.redis.ping();
       const mode = this.cluster ? { mode: 'cluster', masters: await this.pingMasters() } : { mode: 'single' };
-      fastPath = open === 0 ? { ok: true, ...mode, prefix: this.options.prefix, breaker } : { ok: false, ...mode, prefix: this.options.prefix, ...degraded, note: 'buys are served by the ledger until the breaker closes' };
+      fastPath =
+        open === 0
+          ? { ok: true, ...mode, prefix: this.options.prefix, breaker }
+          : {
+              ok: false,
+              ...mode,
+              prefix: this.options.prefix,
+              ...degraded,
+              note: 'buys are served by the ledger until the breaker closes',
+            };
     } catch (error) {
       const reason = unavailableReply(error);
-      fastPath = { ok: false, ...degraded, ...(reason ? { reason } : {}), error: (error as Error).message, note: 'buys are served by the ledger until Redis answers' };
+      fastPath = {
+        ok: false,
+        ...degraded,
+        ...(reason ? { reason } : {}),
+        error: (error as Error).message,
+        note: 'buys are served by the ledger until Redis answers',
+      };
     }
     // A dead fast path degrades speed, never correctness: health follows the ledger.
-    return { ok: ledger.ok, backend: this.kind, details: { ...ledger.details, ledger: ledger.backend, fastPath }, ...(ledger.migrations ? { migrations: ledger.migrations } : {}) };
+    return {
+      ok: ledger.ok,
+      backend: this.kind,
+      details: { ...ledger.details, ledger: ledger.backend, fastPath },
+      ...(ledger.migrations ? { migrations: ledger.migrations } : {}),
+    };
   }
 
   /** Pings every master that owns slots; throws naming those that do not answer (their sales go to the ledger). */
   private async pingMasters(): Promise<number> {
     const cluster = this.redis as Cluster;
-    const connected = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
+    const connected = new Map(
+      cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]),
+    );
     const owners = new Set(cluster.slots.map((nodes) => nodes?.[0]).filter((key): key is string => !!key));
     if (owners.size === 0) throw new Error('no Cluster master answers');
-    const answers = await Promise.all([...owners].map(async (key) => ((await connected.get(key)?.ping().catch(() => null)) === 'PONG' ? null : key)));
+    const answers = await Promise.all(
+      [...owners].map(async (key) =>
+        (await connected
+          .get(key)
+          ?.ping()
+          .catch(() => null)) === 'PONG'
+          ? null
+          : key,
+      ),
+    );
     const down = answers.filter((key): key is string => key !== null);
-    if (down.length > 0) throw new Error(`Cluster master(s) ${down.join(', ')} not answering; their sales are sold by the ledger meanwhile`);
+    if (down.length > 0)
+      throw new Error(
+        `Cluster master(s) ${down.join(', ')} not answering; their sales are sold by the ledger meanwhile`,
+      );
     return owners.size;
   }
 

@@ -26,7 +26,17 @@ import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
 import { isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from '../../core/sales/types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadScripts, runScript, type RedisClient } from '../redis/scripts.js';
 import { tieredSaleKeys } from '../redis/keys.js';
@@ -148,7 +158,13 @@ export class TieredSales implements SaleBackend {
     let refills = 0;
     for (let round = 0; ; round++) {
       const orderId = newId('ord');
-      const reply = (await this.script('tiered_take', saleId, [customer, quantity, key ?? '', orderId, this.options.leaseMs])) as TakeReply;
+      const reply = (await this.script('tiered_take', saleId, [
+        customer,
+        quantity,
+        key ?? '',
+        orderId,
+        this.options.leaseMs,
+      ])) as TakeReply;
       switch (reply[0]) {
         case 'lost':
           await this.track(saleId, () => this.reconcile(saleId));
@@ -166,7 +182,13 @@ export class TieredSales implements SaleBackend {
         case 'sold_out':
           throw refusal('sale_sold_out', { sale: saleId, available: 0 });
         case 'limit':
-          throw refusal('sale_limit', { sale: saleId, customer, units: Number(reply[1]), quantity, limit: Number(reply[2]) });
+          throw refusal('sale_limit', {
+            sale: saleId,
+            customer,
+            units: Number(reply[1]),
+            quantity,
+            limit: Number(reply[2]),
+          });
         case 'replay': {
           const [who, qty, id] = reply[1].split('\t');
           judgeSaleKey(key!, { kind: 'buy', customer: who!, quantity: Number(qty) }, 'buy', customer, quantity);
@@ -191,7 +213,14 @@ export class TieredSales implements SaleBackend {
   }
 
   /** Redis said yes: the order becomes durable in the ledger against the grant, or the decision is undone. */
-  private async writeWin(saleId: string, grant: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<BuyResult> {
+  private async writeWin(
+    saleId: string,
+    grant: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    orderId: string,
+  ): Promise<BuyResult> {
     let taken: GrantedTake;
     try {
       taken = await this.grants.takeGranted(saleId, grant, customer, quantity, key, orderId);
@@ -214,7 +243,14 @@ export class TieredSales implements SaleBackend {
   }
 
   /** Undoes a Redis decision; units Redis cannot take back (its grant moved on) go back to the ledger. */
-  private async giveBack(saleId: string, grant: string, customer: string, quantity: number, key: string | null, what: 'give' | 'drop'): Promise<void> {
+  private async giveBack(
+    saleId: string,
+    grant: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    what: 'give' | 'drop',
+  ): Promise<void> {
     let back = 0;
     try {
       back = Number(await this.script('tiered_return', saleId, [grant, customer, quantity, key ?? '', what]));
@@ -229,7 +265,13 @@ export class TieredSales implements SaleBackend {
   }
 
   /** The ledger path. `redisDown`: when everything is granted, revoke the grants (Redis cannot sell them now) and try again. */
-  private async ledgerBuy(saleId: string, customer: string, quantity: number, key: string | null, redisDown: boolean): Promise<BuyResult> {
+  private async ledgerBuy(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    redisDown: boolean,
+  ): Promise<BuyResult> {
     return this.withReclaim(saleId, redisDown, () => this.ledger.buy(saleId, customer, quantity, key));
   }
 
@@ -275,11 +317,22 @@ export class TieredSales implements SaleBackend {
    */
   private async refill(saleId: string, sealed: string, left: number, gen: string): Promise<void> {
     if (sealed !== '' && left > 0) await this.grants.closeGrant(sealed, left);
-    const g = await this.grants.grant(saleId, this.options.chunk, this.options.grantTtlMs, false, gen === '' ? null : gen);
+    const g = await this.grants.grant(
+      saleId,
+      this.options.chunk,
+      this.options.grantTtlMs,
+      false,
+      gen === '' ? null : gen,
+    );
     await this.install(saleId, 'refill', g, sealed);
   }
 
-  private async install(saleId: string, how: 'fresh' | 'refill', g: Awaited<ReturnType<GrantLedger['grant']>>, prev: string): Promise<void> {
+  private async install(
+    saleId: string,
+    how: 'fresh' | 'refill',
+    g: Awaited<ReturnType<GrantLedger['grant']>>,
+    prev: string,
+  ): Promise<void> {
     const { recheckMs } = this.options;
     if (g.outcome === 'not_live' || g.outcome === 'ledger_only') {
       await this.script('tiered_install', saleId, ['ledger', '', 0, 0, 0, prev, recheckMs, recheckMs]);
@@ -291,7 +344,9 @@ export class TieredSales implements SaleBackend {
     const size = g.outcome === 'ok' ? g.size : 0;
     let installed = 0;
     try {
-      installed = Number(await this.script('tiered_install', saleId, [how, grant, size, g.perCustomerLimit, ends, prev, ttl, recheckMs]));
+      installed = Number(
+        await this.script('tiered_install', saleId, [how, grant, size, g.perCustomerLimit, ends, prev, ttl, recheckMs]),
+      );
     } finally {
       // Not installed (the state moved on, or Redis failed): the new grant goes straight back.
       if (installed !== 1 && grant !== '') await this.grants.closeGrant(grant, size);
@@ -304,9 +359,11 @@ export class TieredSales implements SaleBackend {
    */
   private async track(saleId: string, fn: () => Promise<void>): Promise<void> {
     const p = fn();
-    const settled = p.catch(() => {}).finally(() => {
-      if (this.inFlight.get(saleId) === settled) this.inFlight.delete(saleId);
-    });
+    const settled = p
+      .catch(() => {})
+      .finally(() => {
+        if (this.inFlight.get(saleId) === settled) this.inFlight.delete(saleId);
+      });
     this.inFlight.set(saleId, settled);
     return p;
   }
@@ -320,7 +377,11 @@ export class TieredSales implements SaleBackend {
       if (isDibsError(translated, 'unavailable')) {
         this.breaker.fail(saleId);
         const reason = translated.details?.reason;
-        this.lastFailure = { ...(typeof reason === 'string' ? { reason } : {}), message: (error as Error).message, at: new Date().toISOString() };
+        this.lastFailure = {
+          ...(typeof reason === 'string' ? { reason } : {}),
+          message: (error as Error).message,
+          at: new Date().toISOString(),
+        };
         throw new RedisDown((error as Error).message);
       }
       throw translated;
@@ -343,8 +404,16 @@ export class TieredSales implements SaleBackend {
 
   // --- everything else is the ledger's ---
 
-  async reserve(saleId: string, customer: string, quantity: number, ttlMs: number, key: string | null): Promise<HoldResult> {
-    return this.withReclaim(saleId, this.breaker.open(saleId), () => this.ledger.reserve(saleId, customer, quantity, ttlMs, key));
+  async reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    key: string | null,
+  ): Promise<HoldResult> {
+    return this.withReclaim(saleId, this.breaker.open(saleId), () =>
+      this.ledger.reserve(saleId, customer, quantity, ttlMs, key),
+    );
   }
 
   createSale(spec: SaleSpec): Promise<Sale> {

@@ -10,7 +10,9 @@ import { block, EXIT, intOption, output, withDibs } from '../context.js';
 export function codeCommands(program: Command): void {
   program
     .command('import <pool> <file>')
-    .description('import codes from a CSV file (or - for stdin): one code per line, or a "code" column (optional "starts_at"/"expires_at": each code\'s own window)')
+    .description(
+      'import codes from a CSV file (or - for stdin): one code per line, or a "code" column (optional "starts_at"/"expires_at": each code\'s own window)',
+    )
     .option('--no-progress', 'no progress bar')
     .addHelpText(
       'after',
@@ -36,8 +38,15 @@ export function codeCommands(program: Command): void {
           bar?.stop();
           bar = null;
           const seconds = (Date.now() - started) / 1000;
-          const first = result.firstInvalid ? ` (first: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message})` : '';
-          output(command, result, () => `imported ${result.imported}, duplicates ${result.duplicates}, invalid ${result.invalid}${first} in ${seconds.toFixed(1)} s`);
+          const first = result.firstInvalid
+            ? ` (first: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message})`
+            : '';
+          output(
+            command,
+            result,
+            () =>
+              `imported ${result.imported}, duplicates ${result.duplicates}, invalid ${result.invalid}${first} in ${seconds.toFixed(1)} s`,
+          );
         } finally {
           bar?.stop();
         }
@@ -49,13 +58,21 @@ export function codeCommands(program: Command): void {
     .description('give a code to a claimant (or show the one it already holds)')
     .option('--key <key>', 'idempotency key: a retry with the same key returns the same answer')
     .option('--count <n>', 'claim up to n codes at once', intOption('--count'))
-    .addHelpText('after', '\nExamples:\n  $ dibs claim spring alice@example.com --key order-42\n  $ dibs claim spring bob --count 3 --json')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs claim spring alice@example.com --key order-42\n  $ dibs claim spring bob --count 3 --json',
+    )
     .action(async (pool: string, claimant: string, opts: { key?: string; count?: number }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const options = opts.key ? { idempotencyKey: opts.key } : {};
         if (opts.count !== undefined) {
           const result = await dibs.pools.claimMany(pool, claimant, opts.count, options);
-          output(command, result, () => `${result.status}${result.replayed ? ' (replayed)' : ''}: ${(result.status === 'claimed' ? result.codes : result.held).join(' ')}`);
+          output(
+            command,
+            result,
+            () =>
+              `${result.status}${result.replayed ? ' (replayed)' : ''}: ${(result.status === 'claimed' ? result.codes : result.held).join(' ')}`,
+          );
         } else {
           const result = await dibs.pools.claim(pool, claimant, options);
           output(command, result, () => `${result.status}${result.replayed ? ' (replayed)' : ''}: ${result.code}`);
@@ -70,18 +87,30 @@ export function codeCommands(program: Command): void {
     ['revoke', 'withdraw a code for good (its holder loses it)'],
   ] as const) {
     const cmd = program.command(`${action} <pool> <code>`).description(help);
-    if (action === 'release' || action === 'redeem') cmd.option('--claimant <id>', 'only if this claimant holds the code');
+    if (action === 'release' || action === 'redeem')
+      cmd.option('--claimant <id>', 'only if this claimant holds the code');
     if (action === 'redeem') cmd.option('--order <id>', 'the order it is redeemed for');
     if (action === 'unredeem') cmd.option('--order <id>', 'only if it was redeemed for this order');
     cmd.action(async (pool: string, code: string, opts: { claimant?: string; order?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const options = { ...(opts.claimant ? { claimant: opts.claimant } : {}), ...(opts.order ? { orderId: opts.order } : {}) };
+        const options = {
+          ...(opts.claimant ? { claimant: opts.claimant } : {}),
+          ...(opts.order ? { orderId: opts.order } : {}),
+        };
         const info =
-          action === 'release' ? await dibs.pools.release(pool, code, options)
-          : action === 'redeem' ? await dibs.pools.redeem(pool, code, options)
-          : action === 'unredeem' ? await dibs.pools.unredeem(pool, code, options)
-          : await dibs.pools.revoke(pool, code);
-        output(command, info, () => `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}${info.orderId ? ` for order ${info.orderId}` : ''}${info.uses ? ` — ${info.uses.remaining} of ${info.uses.max} uses left` : ''}`);
+          action === 'release'
+            ? await dibs.pools.release(pool, code, options)
+            : action === 'redeem'
+              ? await dibs.pools.redeem(pool, code, options)
+              : action === 'unredeem'
+                ? await dibs.pools.unredeem(pool, code, options)
+                : await dibs.pools.revoke(pool, code);
+        output(
+          command,
+          info,
+          () =>
+            `${info.code}: ${info.status}${info.claimant ? ` (${info.claimant})` : ''}${info.orderId ? ` for order ${info.orderId}` : ''}${info.uses ? ` — ${info.uses.remaining} of ${info.uses.max} uses left` : ''}`,
+        );
       });
     });
   }
@@ -93,16 +122,25 @@ export function codeCommands(program: Command): void {
     .action(async (pool: string, code: string, opts: { claimant?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const answer = await dibs.pools.validate(pool, code, opts.claimant ? { claimant: opts.claimant } : {});
-        output(command, answer, () => (answer.valid ? `${code}: valid (${answer.code.uses ? `${answer.code.uses.remaining} of ${answer.code.uses.max} uses left` : `held by ${answer.code.claimant}`})` : `${code}: not valid — ${answer.reason.replace('_', ' ')}`));
+        output(command, answer, () =>
+          answer.valid
+            ? `${code}: valid (${answer.code.uses ? `${answer.code.uses.remaining} of ${answer.code.uses.max} uses left` : `held by ${answer.code.claimant}`})`
+            : `${code}: not valid — ${answer.reason.replace('_', ' ')}`,
+        );
         if (!answer.valid) process.exitCode = 1;
       });
     });
 
   program
     .command('hold <pool> <code> <claimant>')
-    .description('hold a code for a checkout: nobody else can redeem or hold it until the hold expires (holding again renews)')
+    .description(
+      'hold a code for a checkout: nobody else can redeem or hold it until the hold expires (holding again renews)',
+    )
     .option('--ttl <ms>', 'how long the hold lasts, in milliseconds (1000 … 86400000)', intOption('--ttl'), 600_000)
-    .addHelpText('after', '\nExamples:\n  $ dibs hold spring SPRING-0002 alice --ttl 600000\n  $ dibs redeem spring SPRING-0002 --claimant alice --order order-42   # consumes the hold\n  $ dibs unhold spring SPRING-0002 --claimant alice                   # checkout abandoned')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs hold spring SPRING-0002 alice --ttl 600000\n  $ dibs redeem spring SPRING-0002 --claimant alice --order order-42   # consumes the hold\n  $ dibs unhold spring SPRING-0002 --claimant alice                   # checkout abandoned',
+    )
     .action(async (pool: string, code: string, claimant: string, opts: { ttl: number }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const info = await dibs.pools.hold(pool, code, claimant, opts.ttl);
@@ -123,31 +161,58 @@ export function codeCommands(program: Command): void {
 
   program
     .command('window <pool> <code>')
-    .description("set a code's own validity window (with the pool's): outside it the code is neither handed out nor redeemed")
+    .description(
+      "set a code's own validity window (with the pool's): outside it the code is neither handed out nor redeemed",
+    )
     .option('--starts <iso>', 'valid from (ISO 8601); absent = open')
     .option('--expires <iso>', 'valid until, exclusive (ISO 8601); absent = open')
     .addHelpText('after', '\nExamples:\n  $ dibs window spring SPRING-0002 --expires 2026-11-30T23:59:59Z')
     .action(async (pool: string, code: string, opts: { starts?: string; expires?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const info = await dibs.pools.setCodeWindow(pool, code, { startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
-        output(command, info, () => `${info.code}: valid from ${info.startsAt ?? 'always'} until ${info.expiresAt ?? 'forever'}`);
+        const info = await dibs.pools.setCodeWindow(pool, code, {
+          startsAt: opts.starts ?? null,
+          expiresAt: opts.expires ?? null,
+        });
+        output(
+          command,
+          info,
+          () => `${info.code}: valid from ${info.startsAt ?? 'always'} until ${info.expiresAt ?? 'forever'}`,
+        );
       });
     });
 
   program
     .command('multi-use <pool> <code>')
-    .description('add a multi-use code: one code, N uses, each order counted once (e.g. WELCOME10 for the first 1,000 buyers)')
+    .description(
+      'add a multi-use code: one code, N uses, each order counted once (e.g. WELCOME10 for the first 1,000 buyers)',
+    )
     .requiredOption('--uses <n>', 'uses in all', intOption('--uses'))
     .option('--per-claimant <n>', 'uses per claimant (default 1; 0 = no limit)', intOption('--per-claimant'), 1)
     .option('--starts <iso>', 'valid from (ISO 8601)')
     .option('--expires <iso>', 'valid until, exclusive (ISO 8601)')
-    .addHelpText('after', '\nExamples:\n  $ dibs multi-use spring WELCOME10 --uses 1000\n  $ dibs redeem spring WELCOME10 --claimant alice --order order-42')
-    .action(async (pool: string, code: string, opts: { uses: number; perClaimant: number; starts?: string; expires?: string }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const info = await dibs.pools.addMultiUseCode(pool, { code, uses: opts.uses, usesPerClaimant: opts.perClaimant === 0 ? null : opts.perClaimant, startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null });
-        output(command, info, () => `${info.code}: ${info.uses?.remaining} of ${info.uses?.max} uses left`);
-      });
-    });
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs multi-use spring WELCOME10 --uses 1000\n  $ dibs redeem spring WELCOME10 --claimant alice --order order-42',
+    )
+    .action(
+      async (
+        pool: string,
+        code: string,
+        opts: { uses: number; perClaimant: number; starts?: string; expires?: string },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const info = await dibs.pools.addMultiUseCode(pool, {
+            code,
+            uses: opts.uses,
+            usesPerClaimant: opts.perClaimant === 0 ? null : opts.perClaimant,
+            startsAt: opts.starts ?? null,
+            expiresAt: opts.expires ?? null,
+          });
+          output(command, info, () => `${info.code}: ${info.uses?.remaining} of ${info.uses?.max} uses left`);
+        });
+      },
+    );
 
   program
     .command('holdings <pool> <claimant>')
@@ -155,7 +220,11 @@ export function codeCommands(program: Command): void {
     .action(async (pool: string, claimant: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const codes = await dibs.pools.holdings(pool, claimant);
-        output(command, codes, () => (codes.length ? codes.map((c) => `${c.code}  ${c.status}  ${c.claimedAt}`).join('\n') : `${claimant} holds no codes in ${pool}`));
+        output(command, codes, () =>
+          codes.length
+            ? codes.map((c) => `${c.code}  ${c.status}  ${c.claimedAt}`).join('\n')
+            : `${claimant} holds no codes in ${pool}`,
+        );
       });
     });
 
@@ -179,8 +248,15 @@ export function codeCommands(program: Command): void {
     .command('forecast <pool-or-sale>')
     .description('burn rate over the last 1/5/15 minutes and the predicted time to empty')
     .option('--sale', 'the argument is a sale id (held units count as gone)')
-    .option('--alert <minutes>', 'record a <kind>.empty_soon event whenever it is predicted empty within this many minutes (0 stops)', intOption('--alert'))
-    .addHelpText('after', '\nExamples:\n  $ dibs forecast spring\n  $ dibs forecast spring --alert 10     # webhook when "empty in < 10 min"\n  $ dibs forecast sale_… --sale')
+    .option(
+      '--alert <minutes>',
+      'record a <kind>.empty_soon event whenever it is predicted empty within this many minutes (0 stops)',
+      intOption('--alert'),
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs forecast spring\n  $ dibs forecast spring --alert 10     # webhook when "empty in < 10 min"\n  $ dibs forecast sale_… --sale',
+    )
     .action(async (subject: string, opts: { sale?: boolean; alert?: number }, command: Command) => {
       await withDibs(command, async (dibs) => {
         if (opts.alert !== undefined) {
@@ -188,7 +264,13 @@ export function codeCommands(program: Command): void {
           await (opts.sale ? dibs.forecasts.watchSale(subject, within) : dibs.forecasts.watchPool(subject, within));
         }
         const f = opts.sale ? await dibs.forecasts.sale(subject) : await dibs.forecasts.pool(subject);
-        output(command, f, () => block([[opts.sale ? 'sale' : 'pool', subject], ['remaining', f.remaining ?? 'unlimited'], ...forecastLines(f)]));
+        output(command, f, () =>
+          block([
+            [opts.sale ? 'sale' : 'pool', subject],
+            ['remaining', f.remaining ?? 'unlimited'],
+            ...forecastLines(f),
+          ]),
+        );
       });
     });
 
@@ -198,13 +280,22 @@ export function codeCommands(program: Command): void {
     .option('--out <file>', 'write to a file instead of stdout')
     .option('--status <status>', 'only codes in this status: free, claimed, redeemed, revoked')
     .option('--raw', 'do not escape spreadsheet formula cells (= + - @)')
-    .action(async (pool: string, opts: { out?: string; status?: 'free' | 'claimed' | 'redeemed' | 'revoked'; raw?: boolean }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const csv = await dibs.pools.exportCsv(pool, { ...(opts.status ? { status: opts.status } : {}), escapeFormulas: !opts.raw });
-        await pipeline(csv, opts.out ? createWriteStream(opts.out) : process.stdout, { end: Boolean(opts.out) });
-        if (opts.out) process.stderr.write(`exported ${pool} to ${opts.out}\n`);
-      });
-    });
+    .action(
+      async (
+        pool: string,
+        opts: { out?: string; status?: 'free' | 'claimed' | 'redeemed' | 'revoked'; raw?: boolean },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const csv = await dibs.pools.exportCsv(pool, {
+            ...(opts.status ? { status: opts.status } : {}),
+            escapeFormulas: !opts.raw,
+          });
+          await pipeline(csv, opts.out ? createWriteStream(opts.out) : process.stdout, { end: Boolean(opts.out) });
+          if (opts.out) process.stderr.write(`exported ${pool} to ${opts.out}\n`);
+        });
+      },
+    );
 
   program
     .command('audit <pool>')
@@ -212,7 +303,11 @@ export function codeCommands(program: Command): void {
     .action(async (pool: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const violations = await dibs.pools.audit(pool);
-        output(command, { violations }, () => (violations.length === 0 ? `${pool}: clean (I1, I2, I4, I7 hold)` : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n')));
+        output(command, { violations }, () =>
+          violations.length === 0
+            ? `${pool}: clean (I1, I2, I4, I7 hold)`
+            : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n'),
+        );
         if (violations.length > 0) process.exitCode = EXIT.failure;
       });
     });
@@ -225,8 +320,16 @@ export function codeCommands(program: Command): void {
     .option('--limit <n>', 'how many', intOption('--limit'), 100)
     .action(async (opts: { pool?: string; after?: string; limit: number }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const events = await dibs.pools.events({ limit: opts.limit, ...(opts.pool ? { pool: opts.pool } : {}), ...(opts.after ? { after: opts.after } : {}) });
-        output(command, events, () => (events.length ? events.map((e) => `${e.id}  ${e.createdAt}  ${e.type}  ${JSON.stringify(e.payload)}`).join('\n') : 'no events'));
+        const events = await dibs.pools.events({
+          limit: opts.limit,
+          ...(opts.pool ? { pool: opts.pool } : {}),
+          ...(opts.after ? { after: opts.after } : {}),
+        });
+        output(command, events, () =>
+          events.length
+            ? events.map((e) => `${e.id}  ${e.createdAt}  ${e.type}  ${JSON.stringify(e.payload)}`).join('\n')
+            : 'no events',
+        );
       });
     });
 }
@@ -234,7 +337,9 @@ export function codeCommands(program: Command): void {
 function progressBar(size: number | undefined) {
   const bar = new cliProgress.SingleBar(
     {
-      format: size ? 'importing |{bar}| {percentage}% · {imported} imported · {duplicates} duplicates · {invalid} invalid · eta {eta_formatted}' : 'importing {imported} imported · {duplicates} duplicates · {invalid} invalid',
+      format: size
+        ? 'importing |{bar}| {percentage}% · {imported} imported · {duplicates} duplicates · {invalid} invalid · eta {eta_formatted}'
+        : 'importing {imported} imported · {duplicates} duplicates · {invalid} invalid',
       stream: process.stderr,
       hideCursor: true,
     },
@@ -242,7 +347,8 @@ function progressBar(size: number | undefined) {
   );
   bar.start(size ?? 0, 0, { imported: 0, duplicates: 0, invalid: 0 });
   return {
-    update: (p: ImportProgress) => bar.update(p.bytes ?? 0, { imported: p.imported, duplicates: p.duplicates, invalid: p.invalid }),
+    update: (p: ImportProgress) =>
+      bar.update(p.bytes ?? 0, { imported: p.imported, duplicates: p.duplicates, invalid: p.invalid }),
     stop: () => bar.stop(),
   };
 }
@@ -250,8 +356,16 @@ function progressBar(size: number | undefined) {
 /** "pace" and "empty" lines for the human output of stats/forecast. */
 function forecastLines(f: Forecast): [string, unknown][] {
   const pace = `${f.perMinute['1m']}/min (1m) · ${f.perMinute['5m']}/min (5m) · ${f.perMinute['15m']}/min (15m)`;
-  const empty = f.timeToEmptyMs === null ? 'not at this pace' : f.timeToEmptyMs === 0 ? 'now' : `in ~${humanMs(f.timeToEmptyMs)} (${f.emptyAt}, from the ${f.basis} pace)`;
-  return [['pace', pace], ['empty', empty]];
+  const empty =
+    f.timeToEmptyMs === null
+      ? 'not at this pace'
+      : f.timeToEmptyMs === 0
+        ? 'now'
+        : `in ~${humanMs(f.timeToEmptyMs)} (${f.emptyAt}, from the ${f.basis} pace)`;
+  return [
+    ['pace', pace],
+    ['empty', empty],
+  ];
 }
 
 function humanMs(ms: number): string {

@@ -22,7 +22,12 @@ export function generateCommand(program: Command): void {
     .requiredOption('--count <n>', 'how many new codes', intOption('--count'))
     .option('--length <n>', 'random characters per code (or give --pattern)', intOption('--length'))
     .option('--pattern <pattern>', 'literal text with # for each random character, e.g. PROMO-####-####')
-    .addOption(new Option('--charset <chars>', `${Object.keys(CHARSETS).join(' | ')} (look-alikes 0/O, 1/I/L left out) or your own characters`).default('alphanumeric'))
+    .addOption(
+      new Option(
+        '--charset <chars>',
+        `${Object.keys(CHARSETS).join(' | ')} (look-alikes 0/O, 1/I/L left out) or your own characters`,
+      ).default('alphanumeric'),
+    )
     .option('--prefix <text>', 'literal text before every code')
     .option('--suffix <text>', 'literal text after every code')
     .option('--check', 'append a check character (Luhn mod N) so typos are caught before a lookup')
@@ -49,13 +54,29 @@ that codes become guessable and draws collide; such a request is refused before 
           checkChar: Boolean(opts.check),
         };
         codeShape(spec).assertFeasible(spec.count); // a clear refusal before the pool is touched
-        const bar = opts.progress && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'generating [{bar}] {value}/{total} codes · {collisions} redrawn · {eta_formatted} left', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+        const bar =
+          opts.progress && process.stderr.isTTY
+            ? new cliProgress.SingleBar(
+                {
+                  format: 'generating [{bar}] {value}/{total} codes · {collisions} redrawn · {eta_formatted} left',
+                  stream: process.stderr,
+                },
+                cliProgress.Presets.shades_classic,
+              )
+            : null;
         bar?.start(spec.count, 0, { collisions: 0 });
         const started = Date.now();
         try {
-          const result = await dibs.pools.generate(pool, spec, { onProgress: (p) => bar?.update(p.generated, { collisions: p.collisions }) });
+          const result = await dibs.pools.generate(pool, spec, {
+            onProgress: (p) => bar?.update(p.generated, { collisions: p.collisions }),
+          });
           bar?.stop();
-          output(command, result, () => `generated ${result.generated} codes into ${pool} (${result.collisions} draws redrawn) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+          output(
+            command,
+            result,
+            () =>
+              `generated ${result.generated} codes into ${pool} (${result.collisions} draws redrawn) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+          );
         } finally {
           bar?.stop();
         }

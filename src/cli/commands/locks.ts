@@ -11,12 +11,19 @@ export function locksCommand(program: Command): void {
     .action(async (key: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const info = await dibs.semaphores.inspect(key);
-        output(command, info, () => block([
-          ['key', info.key],
-          ['last fence', info.lastFence],
-          ['waiters', info.waiters],
-          ['holders', info.holders.length ? info.holders.map((h) => `${h.tokenPrefix}… fence ${h.fence} until ${h.expiresAt}`).join('; ') : 'none'],
-        ]));
+        output(command, info, () =>
+          block([
+            ['key', info.key],
+            ['last fence', info.lastFence],
+            ['waiters', info.waiters],
+            [
+              'holders',
+              info.holders.length
+                ? info.holders.map((h) => `${h.tokenPrefix}… fence ${h.fence} until ${h.expiresAt}`).join('; ')
+                : 'none',
+            ],
+          ]),
+        );
       });
     });
 
@@ -26,21 +33,31 @@ export function locksCommand(program: Command): void {
     .option('--ttl <ms>', 'lease time to live', intOption('--ttl'), 30_000)
     .option('--wait <ms>', 'how long to wait for it', intOption('--wait'), 0)
     .option('--limit <n>', 'holders allowed at once (a semaphore when above 1)', intOption('--limit'), 1)
-    .option('--fair', 'wait in the store\'s line: FIFO across every process and instance', false)
+    .option('--fair', "wait in the store's line: FIFO across every process and instance", false)
     .addHelpText('after', '\nExample:\n  $ dibs locks acquire nightly-report --ttl 60000 --wait 5000 --fair')
-    .action(async (key: string, opts: { ttl: number; wait: number; limit: number; fair: boolean }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const lease = await dibs.semaphores.acquire(key, opts.limit, { ttlMs: opts.ttl, waitMs: opts.wait, fair: opts.fair });
-        process.stdout.write(`${JSON.stringify(shellLease(lease), null, 2)}\n`);
-      });
-    });
+    .action(
+      async (key: string, opts: { ttl: number; wait: number; limit: number; fair: boolean }, command: Command) => {
+        await withDibs(command, async (dibs) => {
+          const lease = await dibs.semaphores.acquire(key, opts.limit, {
+            ttlMs: opts.ttl,
+            waitMs: opts.wait,
+            fair: opts.fair,
+          });
+          process.stdout.write(`${JSON.stringify(shellLease(lease), null, 2)}\n`);
+        });
+      },
+    );
 
   for (const action of ['renew', 'release'] as const) {
     locks
       .command(`${action} <key>`)
       .description(action === 'renew' ? 'extend a lease you hold' : 'give a lease back')
       .requiredOption('--token <token>', 'the token acquire printed')
-      .option('--ttl <ms>', 'new time to live (renew; default: the TTL the lease was acquired with)', intOption('--ttl'))
+      .option(
+        '--ttl <ms>',
+        'new time to live (renew; default: the TTL the lease was acquired with)',
+        intOption('--ttl'),
+      )
       .action(async (key: string, opts: { token: string; ttl?: number }, command: Command) => {
         await withDibs(command, async (dibs) => {
           const { token, limit } = parseShellToken(opts.token, '--token');
@@ -49,21 +66,29 @@ export function locksCommand(program: Command): void {
             await dibs.semaphores.release(lease);
             output(command, { released: key }, () => `released ${key}`);
           } else {
-            const renewed = shellLease(await dibs.semaphores.renew(lease, opts.ttl !== undefined ? { ttlMs: opts.ttl } : {}));
+            const renewed = shellLease(
+              await dibs.semaphores.renew(lease, opts.ttl !== undefined ? { ttlMs: opts.ttl } : {}),
+            );
             output(command, renewed, () => `renewed ${key} until ${renewed.expiresAt} (fence ${renewed.fence})`);
           }
         });
       });
   }
 
-  const counters = program.command('counters').description('sharded counters: exact reads, shards added under contention');
+  const counters = program
+    .command('counters')
+    .description('sharded counters: exact reads, shards added under contention');
   counters
     .command('get <name>')
     .description('the exact value')
     .action(async (name: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const value = await dibs.counters.get(name);
-        output(command, value, () => `${name} = ${value.value} (${value.shards} shard${value.shards === 1 ? '' : 's'})`);
+        output(
+          command,
+          value,
+          () => `${name} = ${value.value} (${value.shards} shard${value.shards === 1 ? '' : 's'})`,
+        );
       });
     });
   for (const action of ['incr', 'decr'] as const) {
@@ -73,7 +98,8 @@ export function locksCommand(program: Command): void {
       .option('--by <n>', 'amount', intOption('--by'), 1)
       .action(async (name: string, opts: { by: number }, command: Command) => {
         await withDibs(command, async (dibs) => {
-          const value = action === 'incr' ? await dibs.counters.incr(name, opts.by) : await dibs.counters.decr(name, opts.by);
+          const value =
+            action === 'incr' ? await dibs.counters.incr(name, opts.by) : await dibs.counters.decr(name, opts.by);
           output(command, value, () => `${name} = ${value.value}`);
         });
       });

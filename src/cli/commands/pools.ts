@@ -11,7 +11,9 @@ export function describePool(pool: Pool): string {
     ...(pool.startsAt ? [['valid from', pool.startsAt] as [string, unknown]] : []),
     ...(pool.expiresAt ? [['expires', pool.expiresAt] as [string, unknown]] : []),
     ...(pool.maxRedemptions !== null ? [['max redemptions', pool.maxRedemptions] as [string, unknown]] : []),
-    ...(pool.maxRedemptionsPerClaimant !== null ? [['max per claimant', pool.maxRedemptionsPerClaimant] as [string, unknown]] : []),
+    ...(pool.maxRedemptionsPerClaimant !== null
+      ? [['max per claimant', pool.maxRedemptionsPerClaimant] as [string, unknown]]
+      : []),
     ...(pool.publicCodes ? [['public codes', 'yes: redeemable without a claim'] as [string, unknown]] : []),
     ['total', s.total],
     ['free', s.free],
@@ -47,16 +49,41 @@ export function poolsCommand(program: Command): void {
     .option('--max-redemptions <n>', 'at most n codes of the pool redeemed in all', intOption('--max-redemptions'))
     .option('--max-per-claimant <n>', 'at most n codes redeemed by one claimant', intOption('--max-per-claimant'))
     .option('--public', 'codes never claimed may be redeemed directly (printed or shared codes)')
-    .addHelpText('after', '\nExamples:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'\n  $ dibs pools create bf --starts 2026-11-27T00:00:00Z --expires 2026-11-30T23:59:59Z')
-    .action(async (name: string, opts: { limit: number; lowStock?: number; metadata?: Record<string, unknown>; starts?: string; expires?: string; maxRedemptions?: number; maxPerClaimant?: number; public?: boolean }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const pool = await dibs.pools.create({
-          name, perClaimantLimit: opts.limit, lowStockThreshold: opts.lowStock ?? null, metadata: opts.metadata ?? {},
-          startsAt: opts.starts ?? null, expiresAt: opts.expires ?? null, maxRedemptions: opts.maxRedemptions ?? null, maxRedemptionsPerClaimant: opts.maxPerClaimant ?? null, publicCodes: opts.public ?? false,
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs pools create spring --limit 1 --low-stock 100 --metadata \'{"campaign":"spring"}\'\n  $ dibs pools create bf --starts 2026-11-27T00:00:00Z --expires 2026-11-30T23:59:59Z',
+    )
+    .action(
+      async (
+        name: string,
+        opts: {
+          limit: number;
+          lowStock?: number;
+          metadata?: Record<string, unknown>;
+          starts?: string;
+          expires?: string;
+          maxRedemptions?: number;
+          maxPerClaimant?: number;
+          public?: boolean;
+        },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const pool = await dibs.pools.create({
+            name,
+            perClaimantLimit: opts.limit,
+            lowStockThreshold: opts.lowStock ?? null,
+            metadata: opts.metadata ?? {},
+            startsAt: opts.starts ?? null,
+            expiresAt: opts.expires ?? null,
+            maxRedemptions: opts.maxRedemptions ?? null,
+            maxRedemptionsPerClaimant: opts.maxPerClaimant ?? null,
+            publicCodes: opts.public ?? false,
+          });
+          output(command, pool, () => `created pool '${pool.name}'\n${describePool(pool)}`);
         });
-        output(command, pool, () => `created pool '${pool.name}'\n${describePool(pool)}`);
-      });
-    });
+      },
+    );
 
   pools
     .command('list')
@@ -68,11 +95,18 @@ export function poolsCommand(program: Command): void {
         const page = await dibs.pools.list({ limit: opts.limit, ...(opts.after ? { after: opts.after } : {}) });
         output(command, page, () => {
           if (page.items.length === 0) return 'no pools (create one with: dibs pools create <name>)';
-          const rows = page.items.map((p) => [p.name, p.stats.total, p.stats.free, p.stats.claimed, p.stats.redeemed].map(String));
+          const rows = page.items.map((p) =>
+            [p.name, p.stats.total, p.stats.free, p.stats.claimed, p.stats.redeemed].map(String),
+          );
           const header = ['pool', 'total', 'free', 'claimed', 'redeemed'];
           const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-          const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-          return [line(header), ...rows.map(line), ...(page.nextCursor ? [`… more: --after ${page.nextCursor}`] : [])].join('\n');
+          const line = (cells: string[]) =>
+            cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+          return [
+            line(header),
+            ...rows.map(line),
+            ...(page.nextCursor ? [`… more: --after ${page.nextCursor}`] : []),
+          ].join('\n');
         });
       });
     });
@@ -89,25 +123,41 @@ export function poolsCommand(program: Command): void {
 
   pools
     .command('update <name>')
-    .description('change a pool\'s limit, low-stock threshold, validity window or metadata')
+    .description("change a pool's limit, low-stock threshold, validity window or metadata")
     .option('--limit <n>', 'codes one claimant may hold (cannot go below what someone holds)', intOption('--limit'))
     .option('--low-stock <n>', 'low-stock threshold', intOption('--low-stock'))
     .option('--no-low-stock', 'turn the low-stock alert off')
     .option('--metadata <json>', 'replace the metadata', jsonOption)
-    .option('--starts <time>', 'valid from this ISO 8601 time (\'none\': no start)')
-    .option('--expires <time>', 'valid until this ISO 8601 time (\'none\': never expires)')
-    .action(async (name: string, opts: { limit?: number; lowStock?: number | false; metadata?: Record<string, unknown>; starts?: string; expires?: string }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const pool = await dibs.pools.update(name, {
-          ...(opts.limit !== undefined ? { perClaimantLimit: opts.limit } : {}),
-          ...(opts.lowStock === false ? { lowStockThreshold: null } : opts.lowStock !== undefined ? { lowStockThreshold: opts.lowStock } : {}),
-          ...(opts.metadata ? { metadata: opts.metadata } : {}),
-          ...(opts.starts !== undefined ? { startsAt: opts.starts === 'none' ? null : opts.starts } : {}),
-          ...(opts.expires !== undefined ? { expiresAt: opts.expires === 'none' ? null : opts.expires } : {}),
+    .option('--starts <time>', "valid from this ISO 8601 time ('none': no start)")
+    .option('--expires <time>', "valid until this ISO 8601 time ('none': never expires)")
+    .action(
+      async (
+        name: string,
+        opts: {
+          limit?: number;
+          lowStock?: number | false;
+          metadata?: Record<string, unknown>;
+          starts?: string;
+          expires?: string;
+        },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const pool = await dibs.pools.update(name, {
+            ...(opts.limit !== undefined ? { perClaimantLimit: opts.limit } : {}),
+            ...(opts.lowStock === false
+              ? { lowStockThreshold: null }
+              : opts.lowStock !== undefined
+                ? { lowStockThreshold: opts.lowStock }
+                : {}),
+            ...(opts.metadata ? { metadata: opts.metadata } : {}),
+            ...(opts.starts !== undefined ? { startsAt: opts.starts === 'none' ? null : opts.starts } : {}),
+            ...(opts.expires !== undefined ? { expiresAt: opts.expires === 'none' ? null : opts.expires } : {}),
+          });
+          output(command, pool, () => describePool(pool));
         });
-        output(command, pool, () => describePool(pool));
-      });
-    });
+      },
+    );
 
   pools
     .command('delete <name>')

@@ -18,7 +18,9 @@ function describeSale(sale: Sale): string {
 }
 
 export function salesCommand(program: Command): void {
-  const sales = program.command('sales').description('flash sales: time window, unit cap, per-customer limit, cart holds');
+  const sales = program
+    .command('sales')
+    .description('flash sales: time window, unit cap, per-customer limit, cart holds');
   waitingRoomCommand(sales);
 
   sales
@@ -29,13 +31,29 @@ export function salesCommand(program: Command): void {
     .option('--cap <units>', 'units for sale (default: unlimited)', intOption('--cap'))
     .option('--limit <units>', 'units one customer may buy', intOption('--limit'), 1)
     .option('--id <id>', 'sale id (default: generated)')
-    .addHelpText('after', '\nExample:\n  $ dibs sales create TV-55 --starts 2026-11-27T09:00:00Z --ends 2026-11-27T21:00:00Z --cap 100 --limit 1')
-    .action(async (sku: string, opts: { ends: string; starts?: string; cap?: number; limit: number; id?: string }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const sale = await dibs.sales.create({ sku, startsAt: opts.starts ?? new Date().toISOString(), endsAt: opts.ends, cap: opts.cap ?? null, perCustomerLimit: opts.limit, ...(opts.id ? { id: opts.id } : {}) });
-        output(command, sale, () => describeSale(sale));
-      });
-    });
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ dibs sales create TV-55 --starts 2026-11-27T09:00:00Z --ends 2026-11-27T21:00:00Z --cap 100 --limit 1',
+    )
+    .action(
+      async (
+        sku: string,
+        opts: { ends: string; starts?: string; cap?: number; limit: number; id?: string },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const sale = await dibs.sales.create({
+            sku,
+            startsAt: opts.starts ?? new Date().toISOString(),
+            endsAt: opts.ends,
+            cap: opts.cap ?? null,
+            perCustomerLimit: opts.limit,
+            ...(opts.id ? { id: opts.id } : {}),
+          });
+          output(command, sale, () => describeSale(sale));
+        });
+      },
+    );
 
   sales
     .command('list')
@@ -44,7 +62,14 @@ export function salesCommand(program: Command): void {
     .action(async (opts: { sku?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
         const page = await dibs.sales.list(opts.sku ? { sku: opts.sku } : {});
-        output(command, page, () => page.items.map((s) => `${s.id}  ${s.sku}  ${s.status}  sold ${s.stats.sold}/${s.cap ?? '∞'}  held ${s.stats.held}`).join('\n') || 'no sales');
+        output(
+          command,
+          page,
+          () =>
+            page.items
+              .map((s) => `${s.id}  ${s.sku}  ${s.status}  sold ${s.stats.sold}/${s.cap ?? '∞'}  held ${s.stats.held}`)
+              .join('\n') || 'no sales',
+        );
       });
     });
 
@@ -65,8 +90,17 @@ export function salesCommand(program: Command): void {
     .option('--key <key>', 'idempotency key')
     .action(async (id: string, customer: string, opts: { quantity: number; key?: string }, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const { order, replayed } = await dibs.sales.buy(id, customer, opts.quantity, opts.key ? { idempotencyKey: opts.key } : {});
-        output(command, { order, replayed }, () => `order ${order.id}: ${order.quantity} unit(s) for ${order.customer}${replayed ? ' (replayed)' : ''}`);
+        const { order, replayed } = await dibs.sales.buy(
+          id,
+          customer,
+          opts.quantity,
+          opts.key ? { idempotencyKey: opts.key } : {},
+        );
+        output(
+          command,
+          { order, replayed },
+          () => `order ${order.id}: ${order.quantity} unit(s) for ${order.customer}${replayed ? ' (replayed)' : ''}`,
+        );
       });
     });
 
@@ -118,18 +152,35 @@ export function salesCommand(program: Command): void {
     .action(async (id: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const violations = await dibs.sales.audit(id);
-        output(command, { violations }, () => (violations.length === 0 ? `${id}: clean (I2, I3, I4, I7 hold)` : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n')));
+        output(command, { violations }, () =>
+          violations.length === 0
+            ? `${id}: clean (I2, I3, I4, I7 hold)`
+            : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n'),
+        );
         if (violations.length > 0) process.exitCode = EXIT.failure;
       });
     });
 
   sales
     .command('jobs')
-    .description('run the background jobs once: activate due sales (notify wishlists), end finished ones, expire stale holds')
+    .description(
+      'run the background jobs once: activate due sales (notify wishlists), end finished ones, expire stale holds',
+    )
     .action(async (_opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
-        const result = { activated: await dibs.sales.activateDue(), ended: await dibs.sales.endDue(), holdsExpired: await dibs.sales.expireHolds() };
-        output(command, result, () => block([['activated', result.activated.sales.join(', ') || '-'], ['notifications', result.activated.notifications], ['ended', result.ended.join(', ') || '-'], ['holds expired', result.holdsExpired]]));
+        const result = {
+          activated: await dibs.sales.activateDue(),
+          ended: await dibs.sales.endDue(),
+          holdsExpired: await dibs.sales.expireHolds(),
+        };
+        output(command, result, () =>
+          block([
+            ['activated', result.activated.sales.join(', ') || '-'],
+            ['notifications', result.activated.notifications],
+            ['ended', result.ended.join(', ') || '-'],
+            ['holds expired', result.holdsExpired],
+          ]),
+        );
       });
     });
 }

@@ -18,11 +18,23 @@ export function serveCommand(program: Command): void {
     .option('--port <port>', 'port to listen on (env PORT; default 3000)', intOption('--port'))
     .option('--host <host>', 'interface to bind (env HOST; default 127.0.0.1)')
     .option('--demo', 'create a demo pool (100 codes) and a live demo sale if missing, and print a local admin API key')
-    .option('--no-jobs', 'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery, Firestore pool deletions left by a dead deleter)')
-    .option('--rate-limit <n>', 'requests per API key per window (rateLimitWindowMs, default 60 s), 0 = off (env DIBS_RATE_LIMIT; default 6000)', intOption('--rate-limit'))
+    .option(
+      '--no-jobs',
+      'do not run background jobs (sale activation/expiry, hold sweep, outbox delivery, Firestore pool deletions left by a dead deleter)',
+    )
+    .option(
+      '--rate-limit <n>',
+      'requests per API key per window (rateLimitWindowMs, default 60 s), 0 = off (env DIBS_RATE_LIMIT; default 6000)',
+      intOption('--rate-limit'),
+    )
     .option('--metrics-public', 'serve /metrics without an API key (env DIBS_METRICS_PUBLIC)')
-    .option('--workers <n>', "service processes sharing the port (node:cluster), or 'auto' = one per core (env DIBS_WORKERS; default 1)")
-    .addHelpText('after', `
+    .option(
+      '--workers <n>',
+      "service processes sharing the port (node:cluster), or 'auto' = one per core (env DIBS_WORKERS; default 1)",
+    )
+    .addHelpText(
+      'after',
+      `
 Every /v1 request needs an API key: Authorization: Bearer dibs_…
   $ dibs keys create --name backend --scopes pools:read,pools:claim
   (--demo prints a fresh admin key of the default tenant at every start)
@@ -60,11 +72,18 @@ OpenTelemetry tracing is off unless the standard variables turn it on (docs/oper
 
 Examples:
   $ dibs serve --demo
-  $ dibs serve --port 8080 --host 0.0.0.0 --store postgres://dibs@db/shop`)
+  $ dibs serve --port 8080 --host 0.0.0.0 --store postgres://dibs@db/shop`,
+    )
     .action(async (opts: ServeFlags, command: Command) => {
       // The service (Fastify, metrics, delivery channels) loads only for `serve`: every other
       // command of the CLI starts about 0.3 s sooner without it.
-      const [{ redact }, { isServiceWorker, reportListening, runPrimary, workerCount }, { loadServiceConfig }, { checkDeliveryEnv, exitOnSignals, startServer }, { tracingExporters }] = await Promise.all([
+      const [
+        { redact },
+        { isServiceWorker, reportListening, runPrimary, workerCount },
+        { loadServiceConfig },
+        { checkDeliveryEnv, exitOnSignals, startServer },
+        { tracingExporters },
+      ] = await Promise.all([
         import('../../backends/registry.js'),
         import('../../service/cluster.js'),
         import('../../service/config.js'),
@@ -74,7 +93,16 @@ Examples:
       const globals = command.optsWithGlobals() as { store?: string; config?: string };
       const config = loadServiceConfig({
         ...(globals.config ? { file: globals.config } : {}),
-        flags: { store: globals.store, port: opts.port, host: opts.host, demo: opts.demo, jobs: opts.jobs === false ? false : undefined, rateLimit: opts.rateLimit, metricsPublic: opts.metricsPublic, workers: opts.workers },
+        flags: {
+          store: globals.store,
+          port: opts.port,
+          host: opts.host,
+          demo: opts.demo,
+          jobs: opts.jobs === false ? false : undefined,
+          rateLimit: opts.rateLimit,
+          metricsPublic: opts.metricsPublic,
+          workers: opts.workers,
+        },
       });
       const { store, port, host, demo, jobs, workers: wanted, ...rest } = config;
       checkDeliveryEnv(process.env); // delivery settings fail here, once, before any worker starts
@@ -105,7 +133,9 @@ Examples:
         exitOnSignals(server);
         served = server;
       }
-      process.stderr.write(`\ndibs is serving ${served.url} on ${redact(store)}${workers > 1 ? ` (${workers} workers)` : ''}\n`);
+      process.stderr.write(
+        `\ndibs is serving ${served.url} on ${redact(store)}${workers > 1 ? ` (${workers} workers)` : ''}\n`,
+      );
       if (served.demoKey) {
         const auth = `-H 'authorization: Bearer ${served.demoKey}'`;
         process.stderr.write(`

@@ -5,7 +5,8 @@ import { block, intOption, output, withDibs } from '../context.js';
 
 const rate = (raw: string) => {
   const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('expected a number of tickets per second above 0.');
+  if (!Number.isFinite(value) || value <= 0)
+    throw new InvalidArgumentError('expected a number of tickets per second above 0.');
   return value;
 };
 
@@ -13,7 +14,12 @@ function describeRoom(room: WaitingRoom): string {
   return block([
     ['sale', room.saleId],
     ['admits', `${room.admitPerSecond}/s, ${room.windowMs / 1000} s to reserve`],
-    ['tickets', Object.entries(room.tickets).map(([status, n]) => `${status} ${n}`).join(' · ')],
+    [
+      'tickets',
+      Object.entries(room.tickets)
+        .map(([status, n]) => `${status} ${n}`)
+        .join(' · '),
+    ],
   ]);
 }
 
@@ -21,14 +27,18 @@ function describeTicket(t: Ticket): string {
   return block([
     ['ticket', `#${t.number} of ${t.customer}`],
     ['status', t.status],
-    ...(t.status === 'waiting' ? [['ahead', `${t.position} (about ${Math.ceil((t.estimatedWaitMs ?? 0) / 1000)} s)`] as [string, unknown]] : []),
+    ...(t.status === 'waiting'
+      ? [['ahead', `${t.position} (about ${Math.ceil((t.estimatedWaitMs ?? 0) / 1000)} s)`] as [string, unknown]]
+      : []),
     ...(t.admittedUntil ? [['reserve by', t.admittedUntil] as [string, unknown]] : []),
     ['token', t.token],
   ]);
 }
 
 export function waitingRoomCommand(sales: Command): void {
-  const room = sales.command('room').description('a fair waiting room: tickets in arrival order, admitted at a rate while units remain');
+  const room = sales
+    .command('room')
+    .description('a fair waiting room: tickets in arrival order, admitted at a rate while units remain');
 
   room
     .command('enable <sale>')
@@ -78,10 +88,18 @@ export function waitingRoomCommand(sales: Command): void {
     .description('hold units with an admitted ticket; confirm with `dibs sales confirm <hold>`')
     .option('--quantity <n>', 'units', intOption('--quantity'), 1)
     .option('--ttl <seconds>', 'how long to hold them', intOption('--ttl'), 600)
-    .action(async (sale: string, customer: string, token: string, opts: { quantity: number; ttl: number }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const { hold } = await dibs.waitingRooms.reserve(sale, customer, token, opts.quantity, opts.ttl * 1000);
-        output(command, hold, () => `hold ${hold.id}: ${hold.quantity} unit(s) until ${hold.expiresAt}`);
-      });
-    });
+    .action(
+      async (
+        sale: string,
+        customer: string,
+        token: string,
+        opts: { quantity: number; ttl: number },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const { hold } = await dibs.waitingRooms.reserve(sale, customer, token, opts.quantity, opts.ttl * 1000);
+          output(command, hold, () => `hold ${hold.id}: ${hold.quantity} unit(s) until ${hold.expiresAt}`);
+        });
+      },
+    );
 }

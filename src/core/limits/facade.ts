@@ -6,7 +6,14 @@
 import type { LimitBackend } from './backend.js';
 import { limitNotFound, limitUnsupported, tooMany, waitAborted, waitTimedOut } from './errors.js';
 import { mostAtOnce, planOf } from './rules.js';
-import { limitInputSchema, limitNameSchema, limitUpdateSchema, takeCountSchema, takeOptionsSchema, waitOptionsSchema } from './schemas.js';
+import {
+  limitInputSchema,
+  limitNameSchema,
+  limitUpdateSchema,
+  takeCountSchema,
+  takeOptionsSchema,
+  waitOptionsSchema,
+} from './schemas.js';
 import type { LimitAllowed, LimitDecision, LimitDefinition, LimitInput, LimitPlan, LimitUpdate } from './types.js';
 import { DibsError } from '../errors.js';
 import { parseInput } from '../validate.js';
@@ -20,7 +27,10 @@ export const DEFINITION_CACHE_MS = 1000;
 export class Limits {
   private readonly cache = new Map<string, { def: LimitDefinition; plan: LimitPlan; until: number }>();
 
-  constructor(private readonly backend: LimitBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: LimitBackend | undefined,
+    private readonly kind: string,
+  ) {}
 
   private get store(): LimitBackend {
     if (!this.backend) throw limitUnsupported(this.kind);
@@ -85,7 +95,11 @@ export class Limits {
    * wait the store computed, so this sleeps once per contender that got in first — no polling.
    * `rate_limited` when `waitMs` passes or `signal` aborts.
    */
-  async waitFor(name: string, n = 1, options: { key?: string; waitMs?: number; signal?: AbortSignal } = {}): Promise<LimitAllowed> {
+  async waitFor(
+    name: string,
+    n = 1,
+    options: { key?: string; waitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<LimitAllowed> {
     const limit = parseInput(limitNameSchema, name, 'name');
     const count = parseInput(takeCountSchema, n, 'n');
     const { key, waitMs, signal } = parseInput(waitOptionsSchema, options);
@@ -126,11 +140,13 @@ export class Limits {
 }
 
 /** Defaults and the cross-field rules of a definition (one place). */
-function normalize(input: Omit<LimitDefinition, 'burst' | 'segments'> & { burst?: number | undefined; segments?: number | undefined }): LimitDefinition {
+function normalize(
+  input: Omit<LimitDefinition, 'burst' | 'segments'> & { burst?: number | undefined; segments?: number | undefined },
+): LimitDefinition {
   const { algorithm, limit, periodMs, name } = input;
-  const burst = algorithm === 'token-bucket' ? input.burst ?? limit : limit;
+  const burst = algorithm === 'token-bucket' ? (input.burst ?? limit) : limit;
   // default: 10 buckets, or the most up to 10 that divide the period into whole milliseconds
-  const segments = algorithm === 'sliding-window' ? input.segments ?? defaultSegments(periodMs) : 1;
+  const segments = algorithm === 'sliding-window' ? (input.segments ?? defaultSegments(periodMs)) : 1;
   if (algorithm !== 'token-bucket' && input.burst !== undefined && input.burst !== limit) {
     throw new DibsError('invalid_input', `burst: only a token-bucket limit has a burst`, { field: 'burst' });
   }
@@ -138,7 +154,11 @@ function normalize(input: Omit<LimitDefinition, 'burst' | 'segments'> & { burst?
     throw new DibsError('invalid_input', `segments: only a sliding-window limit has segments`, { field: 'segments' });
   }
   if (periodMs % segments !== 0) {
-    throw new DibsError('invalid_input', `segments: periodMs (${periodMs}) must be a multiple of segments (${segments})`, { field: 'segments' });
+    throw new DibsError(
+      'invalid_input',
+      `segments: periodMs (${periodMs}) must be a multiple of segments (${segments})`,
+      { field: 'segments' },
+    );
   }
   return { name, algorithm, limit, periodMs, burst, segments, createdAt: input.createdAt, updatedAt: input.updatedAt };
 }

@@ -10,11 +10,26 @@ import type { LimitDecision, LimitDefinition, LimitPlan, LimitState } from './ty
 export function planOf(def: LimitDefinition): LimitPlan {
   if (def.algorithm === 'token-bucket') {
     const intervalMs = def.periodMs / def.limit;
-    return { kind: 'gcra', name: def.name, shape: `gcra:${def.periodMs}:${def.limit}:${def.burst}`, intervalMs, toleranceMs: def.burst * intervalMs, idleMs: Math.ceil(def.burst * intervalMs) + 1000 };
+    return {
+      kind: 'gcra',
+      name: def.name,
+      shape: `gcra:${def.periodMs}:${def.limit}:${def.burst}`,
+      intervalMs,
+      toleranceMs: def.burst * intervalMs,
+      idleMs: Math.ceil(def.burst * intervalMs) + 1000,
+    };
   }
   const span = def.algorithm === 'quota' ? 0 : def.segments;
   const widthMs = def.algorithm === 'quota' ? def.periodMs : def.periodMs / def.segments;
-  return { kind: 'window', name: def.name, shape: `window:${widthMs}:${span}`, widthMs, span, limit: def.limit, idleMs: Math.ceil(widthMs * (span + 1)) + 1000 };
+  return {
+    kind: 'window',
+    name: def.name,
+    shape: `window:${widthMs}:${span}`,
+    widthMs,
+    span,
+    limit: def.limit,
+    idleMs: Math.ceil(widthMs * (span + 1)) + 1000,
+  };
 }
 
 /** The most one take can ask for (more is never admitted). */
@@ -26,7 +41,12 @@ const fresh = (plan: LimitPlan): LimitState => ({ shape: plan.shape, last: 0, ta
  * One decision at the store's clock `clockMs`. Returns the decision and the state to store, or
  * null when nothing changes (a denial writes nothing).
  */
-export function decide(plan: LimitPlan, stored: LimitState | null, n: number, clockMs: number): { decision: LimitDecision; next: LimitState | null } {
+export function decide(
+  plan: LimitPlan,
+  stored: LimitState | null,
+  n: number,
+  clockMs: number,
+): { decision: LimitDecision; next: LimitState | null } {
   const state = stored && stored.shape === plan.shape ? stored : fresh(plan);
   // The store's clock as this key has seen it: never earlier than an admission already made.
   const now = Math.max(clockMs, state.last);
@@ -39,7 +59,10 @@ export function decide(plan: LimitPlan, stored: LimitState | null, n: number, cl
       return { decision: { allowed: false, retryAfterMs: Math.ceil(over), remaining, at: now }, next: null };
     }
     const remaining = Math.floor((plan.toleranceMs - (newTat - now)) / plan.intervalMs + 1e-9);
-    return { decision: { allowed: true, remaining, at: now }, next: { shape: plan.shape, last: now, tat: newTat, base: 0, counts: [] } };
+    return {
+      decision: { allowed: true, remaining, at: now },
+      next: { shape: plan.shape, last: now, tat: newTat, base: 0, counts: [] },
+    };
   }
   const bucket = Math.floor(now / plan.widthMs);
   const first = bucket - plan.span;
@@ -59,8 +82,19 @@ export function decide(plan: LimitPlan, stored: LimitState | null, n: number, cl
       if (freed >= excess) break;
     }
     const leavesAt = (first + i + plan.span + 1) * plan.widthMs;
-    return { decision: { allowed: false, retryAfterMs: Math.max(1, Math.ceil(leavesAt - now)), remaining: Math.max(0, plan.limit - used), at: now }, next: null };
+    return {
+      decision: {
+        allowed: false,
+        retryAfterMs: Math.max(1, Math.ceil(leavesAt - now)),
+        remaining: Math.max(0, plan.limit - used),
+        at: now,
+      },
+      next: null,
+    };
   }
   counts[plan.span] = counts[plan.span]! + n;
-  return { decision: { allowed: true, remaining: plan.limit - used - n, at: now }, next: { shape: plan.shape, last: now, tat: 0, base: first, counts } };
+  return {
+    decision: { allowed: true, remaining: plan.limit - used - n, at: now },
+    next: { shape: plan.shape, last: now, tat: 0, base: first, counts },
+  };
 }

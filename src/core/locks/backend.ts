@@ -24,7 +24,13 @@ export interface LockBackend {
    * `ticket` from the line. `ticket` null (tryAcquire, first attempt): every live ticket is ahead.
    * Returns null when not granted — also when `ticket` is no longer live (it lapsed).
    */
-  tryAcquireFair(key: string, limit: number, ttlMs: number, queueKey: string, ticket: string | null): Promise<LeaseGrant | null>;
+  tryAcquireFair(
+    key: string,
+    limit: number,
+    ttlMs: number,
+    queueKey: string,
+    ticket: string | null,
+  ): Promise<LeaseGrant | null>;
   /** Extends a live lease to now + ttlMs. Throws `lease_lost` if it expired or is not held by `token`. */
   renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant>;
   /** Frees the slot. Throws `not_owner` if `token` holds no live slot of `key` (expired or foreign). */

@@ -7,7 +7,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CounterBackend, LockBackend } from './backend.js';
 import { aborted, leaseLost, lockTimeout, unsupported } from './errors.js';
-import { acquireOptionsSchema, counterStepSchema, leaseSchema, lockKeySchema, semaphoreLimitSchema, tryAcquireOptionsSchema, ttlMsSchema } from './schemas.js';
+import {
+  acquireOptionsSchema,
+  counterStepSchema,
+  leaseSchema,
+  lockKeySchema,
+  semaphoreLimitSchema,
+  tryAcquireOptionsSchema,
+  ttlMsSchema,
+} from './schemas.js';
 import type { AcquireOptions, CounterValue, Lease, LeaseGrant, LockInfo, RunExclusiveOptions } from './types.js';
 import { listOptionsSchema } from '../schemas.js';
 import type { Page } from '../types.js';
@@ -20,7 +28,10 @@ export class Semaphores {
   /** Waiters of this process per key, in arrival order (FIFO fairness within a process). */
   private readonly queues = new Map<string, symbol[]>();
 
-  constructor(private readonly backend: LockBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: LockBackend | undefined,
+    private readonly kind: string,
+  ) {}
 
   private get store(): LockBackend {
     if (!this.backend) throw unsupported('locks', this.kind);
@@ -28,12 +39,18 @@ export class Semaphores {
   }
 
   /** With `fair`, a free slot is taken only if nobody waits in the store's line for this key. */
-  async tryAcquire(key: string, limit: number, options: Pick<AcquireOptions, 'ttlMs' | 'fair'> = {}): Promise<Lease | null> {
+  async tryAcquire(
+    key: string,
+    limit: number,
+    options: Pick<AcquireOptions, 'ttlMs' | 'fair'> = {},
+  ): Promise<Lease | null> {
     const k = parseInput(lockKeySchema, key, 'key');
     const n = parseInput(semaphoreLimitSchema, limit, 'limit');
     const { ttlMs, fair } = parseInput(tryAcquireOptionsSchema, options);
     const sentAt = performance.now();
-    const grant = fair ? await this.store.tryAcquireFair(k, n, ttlMs, fairQueueKey(k), null) : await this.store.tryAcquire(k, n, ttlMs);
+    const grant = fair
+      ? await this.store.tryAcquireFair(k, n, ttlMs, fairQueueKey(k), null)
+      : await this.store.tryAcquire(k, n, ttlMs);
     return grant ? anchored(this.store, k, n, grant, ttlMs, sentAt) : null;
   }
 
@@ -97,7 +114,14 @@ export class Semaphores {
     const held = splitToken(token);
     const ttlMs = parseInput(ttlMsSchema, options.ttlMs ?? held.ttlMs ?? DEFAULT_TTL_MS, 'ttlMs');
     const sentAt = performance.now();
-    const renewed = anchored(this.store, key, lease.limit ?? 1, await this.store.renew(key, held.storeToken, ttlMs), held.ttlMs ?? ttlMs, sentAt);
+    const renewed = anchored(
+      this.store,
+      key,
+      lease.limit ?? 1,
+      await this.store.renew(key, held.storeToken, ttlMs),
+      held.ttlMs ?? ttlMs,
+      sentAt,
+    );
     if (!renewed) throw leaseLost(key); // the reply came back too late to count on the renewal
     return renewed;
   }
@@ -113,8 +137,15 @@ export class Semaphores {
    */
   async inspect(key: string): Promise<LockInfo> {
     const k = parseInput(lockKeySchema, key, 'key');
-    const [info, registered, line] = await Promise.all([this.store.inspect(k), this.store.inspect(waitersKey(k)), this.store.inspect(fairQueueKey(k))]);
-    return { ...info, waiters: Math.max(this.queues.get(k)?.length ?? 0, registered.holders.length + line.holders.length) };
+    const [info, registered, line] = await Promise.all([
+      this.store.inspect(k),
+      this.store.inspect(waitersKey(k)),
+      this.store.inspect(fairQueueKey(k)),
+    ]);
+    return {
+      ...info,
+      waiters: Math.max(this.queues.get(k)?.length ?? 0, registered.holders.length + line.holders.length),
+    };
   }
 
   /** Lock keys ever granted (each keeps its last fence), in key order: `unsupported` on stores that cannot list them. */
@@ -132,12 +163,19 @@ export class Semaphores {
    * latency, a stalled network or a blocked event loop make the signal fire earlier, never later
    * than the store's expiry.
    */
-  async runExclusive<T>(key: string, limit: number, fn: (signal: AbortSignal, lease: Lease) => Promise<T>, options: RunExclusiveOptions = {}): Promise<T> {
+  async runExclusive<T>(
+    key: string,
+    limit: number,
+    fn: (signal: AbortSignal, lease: Lease) => Promise<T>,
+    options: RunExclusiveOptions = {},
+  ): Promise<T> {
     const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     let lease = await this.acquire(key, limit, options);
     let anchor = anchorOf(lease);
     const lost = new AbortController();
-    const loseLease = (reason: string) => { if (!lost.signal.aborted) lost.abort(`${leaseLost(key).message} (${reason})`); };
+    const loseLease = (reason: string) => {
+      if (!lost.signal.aborted) lost.abort(`${leaseLost(key).message} (${reason})`);
+    };
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     // Ref'd on purpose (bounded by the lease, cleared in finally): a fn awaiting only the signal
@@ -146,23 +184,28 @@ export class Semaphores {
     let expiry = expiryTimer();
     const schedule = () => {
       const renewAt = anchor.sentAt + Math.min(ttlMs, anchor.validForMs) * 0.8;
-      timer = setTimeout(async () => {
-        if (lost.signal.aborted) return;
-        if (options.maxHoldMs !== undefined && performance.now() - started >= options.maxHoldMs) return loseLease('maxHoldMs reached');
-        try {
-          lease = await this.renew(lease, { ttlMs });
-          const renewed = anchorOf(lease);
-          anchor = { ...renewed, deadline: Math.max(anchor.deadline, renewed.deadline) };
-          clearTimeout(expiry);
-          expiry = expiryTimer();
-          schedule();
-        } catch {
-          loseLease('renew failed');
-        }
-      }, Math.max(10, Math.floor(renewAt - performance.now()))).unref();
+      timer = setTimeout(
+        async () => {
+          if (lost.signal.aborted) return;
+          if (options.maxHoldMs !== undefined && performance.now() - started >= options.maxHoldMs)
+            return loseLease('maxHoldMs reached');
+          try {
+            lease = await this.renew(lease, { ttlMs });
+            const renewed = anchorOf(lease);
+            anchor = { ...renewed, deadline: Math.max(anchor.deadline, renewed.deadline) };
+            clearTimeout(expiry);
+            expiry = expiryTimer();
+            schedule();
+          } catch {
+            loseLease('renew failed');
+          }
+        },
+        Math.max(10, Math.floor(renewAt - performance.now())),
+      ).unref();
     };
     schedule();
-    const cap = options.maxHoldMs !== undefined ? setTimeout(() => loseLease('maxHoldMs reached'), options.maxHoldMs) : undefined; // ref'd: a fn awaiting only the signal must still see it
+    const cap =
+      options.maxHoldMs !== undefined ? setTimeout(() => loseLease('maxHoldMs reached'), options.maxHoldMs) : undefined; // ref'd: a fn awaiting only the signal must still see it
     try {
       return await fn(lost.signal, lease);
     } finally {
@@ -178,18 +221,31 @@ export class Semaphores {
 /** Mutual exclusion = a semaphore of one. */
 export class Locks {
   constructor(private readonly semaphores: Semaphores) {}
-  acquire(key: string, options?: AcquireOptions) { return this.semaphores.acquire(key, 1, options); }
-  tryAcquire(key: string, options?: Pick<AcquireOptions, 'ttlMs' | 'fair'>) { return this.semaphores.tryAcquire(key, 1, options); }
-  renew(lease: Lease, options?: { ttlMs?: number }) { return this.semaphores.renew(lease, options); }
-  release(lease: Lease) { return this.semaphores.release(lease); }
-  inspect(key: string) { return this.semaphores.inspect(key); }
+  acquire(key: string, options?: AcquireOptions) {
+    return this.semaphores.acquire(key, 1, options);
+  }
+  tryAcquire(key: string, options?: Pick<AcquireOptions, 'ttlMs' | 'fair'>) {
+    return this.semaphores.tryAcquire(key, 1, options);
+  }
+  renew(lease: Lease, options?: { ttlMs?: number }) {
+    return this.semaphores.renew(lease, options);
+  }
+  release(lease: Lease) {
+    return this.semaphores.release(lease);
+  }
+  inspect(key: string) {
+    return this.semaphores.inspect(key);
+  }
   runExclusive<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T>, options?: RunExclusiveOptions) {
     return this.semaphores.runExclusive(key, 1, fn, options);
   }
 }
 
 export class Counters {
-  constructor(private readonly backend: CounterBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: CounterBackend | undefined,
+    private readonly kind: string,
+  ) {}
   private get store(): CounterBackend {
     if (!this.backend) throw unsupported('counters', this.kind);
     return this.backend;
@@ -235,7 +291,10 @@ class WaiterRegistration {
   private ended = false;
   private ending: Promise<void> = Promise.resolve();
 
-  constructor(private readonly store: LockBackend, key: string) {
+  constructor(
+    private readonly store: LockBackend,
+    key: string,
+  ) {
     this.key = waitersKey(key);
     this.start = setTimeout(() => {
       this.token = this.register();
@@ -244,13 +303,21 @@ class WaiterRegistration {
   }
 
   private register(): Promise<string | null> {
-    return this.store.tryAcquire(this.key, WAITER_SLOTS, WAITER_TTL_MS).then((grant) => grant?.token ?? null, () => null);
+    return this.store.tryAcquire(this.key, WAITER_SLOTS, WAITER_TTL_MS).then(
+      (grant) => grant?.token ?? null,
+      () => null,
+    );
   }
 
   private async renew(): Promise<void> {
     const token = await this.token;
     if (this.ended) return;
-    const renewed = token ? await this.store.renew(this.key, token, WAITER_TTL_MS).then(() => true, () => false) : false;
+    const renewed = token
+      ? await this.store.renew(this.key, token, WAITER_TTL_MS).then(
+          () => true,
+          () => false,
+        )
+      : false;
     if (!renewed && !this.ended) this.token = this.register();
   }
 
@@ -260,7 +327,9 @@ class WaiterRegistration {
       this.ended = true;
       clearTimeout(this.start);
       clearInterval(this.refresh);
-      this.ending = this.token.then((token) => (token ? this.store.release(this.key, token) : undefined)).catch(() => undefined);
+      this.ending = this.token
+        .then((token) => (token ? this.store.release(this.key, token) : undefined))
+        .catch(() => undefined);
     }
     return this.ending;
   }
@@ -279,7 +348,15 @@ export const fairQueueKey = (key: string) => `${key}\u001fline`;
 export const FAIR_TICKET_TTL_MS = 10_000;
 const FAIR_LINE_SLOTS = 1_000_000;
 
-async function acquireFair(store: LockBackend, k: string, n: number, ttlMs: number, deadline: number, waitMs: number, signal: AbortSignal | undefined): Promise<Lease> {
+async function acquireFair(
+  store: LockBackend,
+  k: string,
+  n: number,
+  ttlMs: number,
+  deadline: number,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Lease> {
   const line = fairQueueKey(k);
   let ticket: FairTicket | undefined;
   try {
@@ -318,7 +395,12 @@ class FairTicket {
   private done = false;
   private readonly refresh: NodeJS.Timeout;
 
-  private constructor(private readonly store: LockBackend, private readonly line: string, readonly token: string, readonly number: number) {
+  private constructor(
+    private readonly store: LockBackend,
+    private readonly line: string,
+    readonly token: string,
+    readonly number: number,
+  ) {
     this.refresh = setInterval(() => {
       void this.store.renew(this.line, this.token, FAIR_TICKET_TTL_MS).catch(() => {
         if (!this.done) this.lost = true;
@@ -358,7 +440,11 @@ const DEFAULT_TTL_MS = 30_000;
  * between this host and the store's; a loop blocked past the deadline still fires late — that is
  * what fences are for.
  */
-interface Anchor { sentAt: number; validForMs: number; deadline: number }
+interface Anchor {
+  sentAt: number;
+  validForMs: number;
+  deadline: number;
+}
 const ANCHORS = new WeakMap<Lease, Anchor>();
 const safetyMargin = (validForMs: number) => Math.min(1000, Math.max(5, Math.floor(validForMs * 0.02)));
 
@@ -367,21 +453,39 @@ const safetyMargin = (validForMs: number) => Math.min(1000, Math.max(5, Math.flo
  * from now up to the anchored deadline; null (and the grant released, best effort) when the reply
  * came back too late to leave any validity: the store may already have given the slot away.
  */
-function anchored(store: LockBackend, key: string, limit: number, grant: LeaseGrant, ttlMs: number, sentAt: number, ticket?: number): Lease | null {
+function anchored(
+  store: LockBackend,
+  key: string,
+  limit: number,
+  grant: LeaseGrant,
+  ttlMs: number,
+  sentAt: number,
+  ticket?: number,
+): Lease | null {
   const deadline = sentAt + grant.validForMs - safetyMargin(grant.validForMs);
   const left = Math.floor(deadline - performance.now());
   if (left <= 0) {
     void store.release(key, grant.token).catch(() => undefined);
     return null;
   }
-  const lease: Lease = { ...toLease(key, limit, grant, ttlMs), validForMs: left, ...(ticket !== undefined ? { ticket } : {}) };
+  const lease: Lease = {
+    ...toLease(key, limit, grant, ttlMs),
+    validForMs: left,
+    ...(ticket !== undefined ? { ticket } : {}),
+  };
   ANCHORS.set(lease, { sentAt, validForMs: grant.validForMs, deadline });
   return lease;
 }
 
 /** A lease from elsewhere (built by hand): counted from now, as the best this process knows. */
 function anchorOf(lease: Lease): Anchor {
-  return ANCHORS.get(lease) ?? { sentAt: performance.now(), validForMs: lease.validForMs, deadline: performance.now() + lease.validForMs };
+  return (
+    ANCHORS.get(lease) ?? {
+      sentAt: performance.now(),
+      validForMs: lease.validForMs,
+      deadline: performance.now() + lease.validForMs,
+    }
+  );
 }
 
 /**
@@ -403,7 +507,10 @@ function splitToken(token: string): { storeToken: string; ttlMs?: number } {
  * A release subscription for `key`, armed before an attempt: `wait` resolves at once if a release
  * already arrived, else on the next release, after `ms`, or when `signal` aborts.
  */
-function armWake(store: LockBackend, key: string): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; dispose(): void } {
+function armWake(
+  store: LockBackend,
+  key: string,
+): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; dispose(): void } {
   const ac = new AbortController();
   const unsubscribe = store.onRelease(key, () => ac.abort());
   return {

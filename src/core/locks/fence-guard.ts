@@ -22,9 +22,13 @@ export class FenceGuard {
 
   /** Returns true and records the write when its fence is the newest seen (see the rule above). */
   accept(resource: string, writer: Fenced): boolean {
-    const { fence, holder } = typeof writer === 'number' ? { fence: writer, holder: null } : { fence: writer.fence, holder: ownerOf(writer.token) };
+    const { fence, holder } =
+      typeof writer === 'number'
+        ? { fence: writer, holder: null }
+        : { fence: writer.fence, holder: ownerOf(writer.token) };
     const seen = this.newest.get(resource);
-    if (seen && (fence < seen.fence || (fence === seen.fence && (holder === null || holder !== seen.holder)))) return false;
+    if (seen && (fence < seen.fence || (fence === seen.fence && (holder === null || holder !== seen.holder))))
+      return false;
     this.newest.set(resource, { fence, holder });
     return true;
   }
@@ -35,7 +39,9 @@ export class FenceGuard {
       const fence = typeof writer === 'number' ? writer : writer.fence;
       const newest = this.newest.get(resource)!.fence;
       const why = fence === newest ? `another holder already wrote with fence ${newest}` : `fence ${newest} is newer`;
-      throw new DibsError('lease_lost', `write to '${resource}' with fence ${fence} rejected: ${why}`, { details: { resource, fence } });
+      throw new DibsError('lease_lost', `write to '${resource}' with fence ${fence} rejected: ${why}`, {
+        details: { resource, fence },
+      });
     }
   }
 }

@@ -45,8 +45,14 @@ export function judgeClaim(pool: PoolRules, now: string, held: number, count: nu
 }
 
 /** A claim's idempotency key seen before must name the same claimant and count. */
-export function judgeClaimKey(key: string, prior: { claimant: string; count: number }, claimant: string, count: number): void {
-  if (prior.claimant !== claimant || prior.count !== count) throw refusal('key_reused', { key, prior: { claimant: prior.claimant, count: prior.count } });
+export function judgeClaimKey(
+  key: string,
+  prior: { claimant: string; count: number },
+  claimant: string,
+  count: number,
+): void {
+  if (prior.claimant !== claimant || prior.count !== count)
+    throw refusal('key_reused', { key, prior: { claimant: prior.claimant, count: prior.count } });
 }
 
 /** A lower perClaimantLimit may not go below what a claimant already holds. */
@@ -99,22 +105,31 @@ export function judgeRedeem(pool: PoolRules, c: CodeState, ctx: RedeemContext): 
   const direct = c.status === 'free' && pool.publicCodes;
   if (direct) {
     if (ctx.claimant === null) throw refusal('claimant_required', { code: c.code });
-    if (roomUnderLimit(pool.perClaimantLimit, ctx.heldBy(ctx.claimant)) === 0) throw refusal('holder_at_limit', { pool: pool.name, claimant: ctx.claimant, limit: pool.perClaimantLimit });
+    if (roomUnderLimit(pool.perClaimantLimit, ctx.heldBy(ctx.claimant)) === 0)
+      throw refusal('holder_at_limit', { pool: pool.name, claimant: ctx.claimant, limit: pool.perClaimantLimit });
   } else {
     judgeHeld(c, ctx.claimant);
   }
   const holder = direct ? ctx.claimant! : c.claimant!;
-  if (holdIsLive(c, ctx.now) && c.hold!.claimant !== holder) throw refusal('held', { code: c.code, until: c.hold!.until });
+  if (holdIsLive(c, ctx.now) && c.hold!.claimant !== holder)
+    throw refusal('held', { code: c.code, until: c.hold!.until });
   assertInWindow(pool.name, pool, ctx.now);
   assertCodeInWindow(c.code, c, ctx.now);
-  if (pool.maxRedemptions !== null || pool.maxRedemptionsPerClaimant !== null) judgeRedemptionRoom(pool, ctx.redeemed(holder), holder);
+  if (pool.maxRedemptions !== null || pool.maxRedemptionsPerClaimant !== null)
+    judgeRedemptionRoom(pool, ctx.redeemed(holder), holder);
   return { kind: 'redeem', holder, direct };
 }
 
 /** A redeem beyond the pool's redemption limits: `limit_reached`, naming the limit. */
-export function judgeRedemptionRoom(pool: Pick<PoolRules, 'name' | 'maxRedemptions' | 'maxRedemptionsPerClaimant'>, redeemed: { pool: number; claimant: number }, claimant: string): void {
-  if (pool.maxRedemptions !== null && redeemed.pool >= pool.maxRedemptions) throw refusal('redemptions_pool', { pool: pool.name, max: pool.maxRedemptions });
-  if (pool.maxRedemptionsPerClaimant !== null && redeemed.claimant >= pool.maxRedemptionsPerClaimant) throw refusal('redemptions_claimant', { pool: pool.name, claimant, max: pool.maxRedemptionsPerClaimant });
+export function judgeRedemptionRoom(
+  pool: Pick<PoolRules, 'name' | 'maxRedemptions' | 'maxRedemptionsPerClaimant'>,
+  redeemed: { pool: number; claimant: number },
+  claimant: string,
+): void {
+  if (pool.maxRedemptions !== null && redeemed.pool >= pool.maxRedemptions)
+    throw refusal('redemptions_pool', { pool: pool.name, max: pool.maxRedemptions });
+  if (pool.maxRedemptionsPerClaimant !== null && redeemed.claimant >= pool.maxRedemptionsPerClaimant)
+    throw refusal('redemptions_claimant', { pool: pool.name, claimant, max: pool.maxRedemptionsPerClaimant });
 }
 
 /** Unredeem needs a redeemed code, and — when an order is named — the redemption of that order. */
@@ -127,16 +142,24 @@ export function judgeUnredeem(c: Pick<CodeState, 'code' | 'status' | 'order'>, o
  * A checkout hold by `claimant`: the code must be redeemable by them now (theirs, or a free code of
  * a public pool with room under their limit), not held live by another checkout, inside both windows.
  */
-export function judgeHold(pool: PoolRules, c: CodeState, claimant: string, now: string, heldBy: (claimant: string) => number): void {
+export function judgeHold(
+  pool: PoolRules,
+  c: CodeState,
+  claimant: string,
+  now: string,
+  heldBy: (claimant: string) => number,
+): void {
   if (c.status === 'redeemed') throw refusal('already_redeemed', { code: c.code, at: c.redeemedAt! });
   if (c.status === 'revoked') throw refusal('revoked', { code: c.code });
   if (c.status === 'free') {
     if (!pool.publicCodes) throw refusal('not_held', { code: c.code, status: c.status });
-    if (roomUnderLimit(pool.perClaimantLimit, heldBy(claimant)) === 0) throw refusal('holder_at_limit', { pool: pool.name, claimant, limit: pool.perClaimantLimit });
+    if (roomUnderLimit(pool.perClaimantLimit, heldBy(claimant)) === 0)
+      throw refusal('holder_at_limit', { pool: pool.name, claimant, limit: pool.perClaimantLimit });
   } else {
     judgeHeld(c, claimant);
   }
-  if (holdIsLive(c, now) && c.hold!.claimant !== claimant) throw refusal('held', { code: c.code, until: c.hold!.until });
+  if (holdIsLive(c, now) && c.hold!.claimant !== claimant)
+    throw refusal('held', { code: c.code, until: c.hold!.until });
   assertInWindow(pool.name, pool, now);
   assertCodeInWindow(c.code, c, now);
 }
@@ -161,10 +184,21 @@ export interface MultiUseState extends ValidityWindow {
  * names another claimant); a new use needs both windows open, a use left, and — when uses are
  * limited per claimant — a named claimant with room.
  */
-export function judgeUse(pool: PoolRules, m: MultiUseState, ctx: { claimant: string | null; orderId: string | null; now: string; prior: { claimant: string | null } | null; usesBy(claimant: string): number }): 'replay' | 'use' {
+export function judgeUse(
+  pool: PoolRules,
+  m: MultiUseState,
+  ctx: {
+    claimant: string | null;
+    orderId: string | null;
+    now: string;
+    prior: { claimant: string | null } | null;
+    usesBy(claimant: string): number;
+  },
+): 'replay' | 'use' {
   if (ctx.orderId === null) throw refusal('order_required', { code: m.code });
   if (ctx.prior) {
-    if (ctx.claimant !== null && ctx.prior.claimant !== ctx.claimant) throw refusal('order_of_other_claimant', { code: m.code, orderId: ctx.orderId });
+    if (ctx.claimant !== null && ctx.prior.claimant !== ctx.claimant)
+      throw refusal('order_of_other_claimant', { code: m.code, orderId: ctx.orderId });
     return 'replay';
   }
   assertInWindow(pool.name, pool, ctx.now);
@@ -172,7 +206,8 @@ export function judgeUse(pool: PoolRules, m: MultiUseState, ctx: { claimant: str
   if (m.uses >= m.maxUses) throw refusal('uses_exhausted', { code: m.code, max: m.maxUses });
   if (m.perClaimant !== null) {
     if (ctx.claimant === null) throw refusal('claimant_required', { code: m.code });
-    if (ctx.usesBy(ctx.claimant) >= m.perClaimant) throw refusal('uses_per_claimant', { code: m.code, claimant: ctx.claimant, max: m.perClaimant });
+    if (ctx.usesBy(ctx.claimant) >= m.perClaimant)
+      throw refusal('uses_per_claimant', { code: m.code, claimant: ctx.claimant, max: m.perClaimant });
   }
   return 'use';
 }

@@ -24,7 +24,8 @@ export interface SaleState {
 export function judgeBuy(sale: SaleState, now: string, customer: string, units: number, quantity: number): void {
   const status = saleStatus(sale, now);
   if (status !== 'live') throw refusal('sale_not_live', { sale: sale.id, status });
-  if (units + quantity > sale.perCustomerLimit) throw refusal('sale_limit', { sale: sale.id, customer, units, quantity, limit: sale.perCustomerLimit });
+  if (units + quantity > sale.perCustomerLimit)
+    throw refusal('sale_limit', { sale: sale.id, customer, units, quantity, limit: sale.perCustomerLimit });
   if (sale.cap !== null) {
     const available = sale.cap - sale.sold - sale.held;
     if (quantity > available) throw refusal('sale_sold_out', { sale: sale.id, available: Math.max(0, available) });
@@ -32,10 +33,24 @@ export function judgeBuy(sale: SaleState, now: string, customer: string, units: 
 }
 
 /** A reservation replaces the customer's own active hold (`own` units): it counts neither against the limit nor the stock. */
-export function judgeReserve(sale: SaleState, now: string, customer: string, units: number, own: number, quantity: number): void {
+export function judgeReserve(
+  sale: SaleState,
+  now: string,
+  customer: string,
+  units: number,
+  own: number,
+  quantity: number,
+): void {
   const status = saleStatus(sale, now);
   if (status !== 'live') throw refusal('sale_not_live', { sale: sale.id, status });
-  if (units + quantity - own > sale.perCustomerLimit) throw refusal('sale_limit', { sale: sale.id, customer, units, quantity: quantity - own, limit: sale.perCustomerLimit });
+  if (units + quantity - own > sale.perCustomerLimit)
+    throw refusal('sale_limit', {
+      sale: sale.id,
+      customer,
+      units,
+      quantity: quantity - own,
+      limit: sale.perCustomerLimit,
+    });
   if (sale.cap !== null) {
     const available = sale.cap - sale.sold - (sale.held - own);
     if (quantity > available) throw refusal('sale_sold_out', { sale: sale.id, available: Math.max(0, available) });
@@ -45,8 +60,18 @@ export function judgeReserve(sale: SaleState, now: string, customer: string, uni
 export type SaleKeyKind = 'buy' | 'reserve';
 
 /** A sale's idempotency key seen before must name the same kind, customer and quantity. */
-export function judgeSaleKey(key: string, prior: { kind: SaleKeyKind; customer: string; quantity: number }, kind: SaleKeyKind, customer: string, quantity: number): void {
-  if (prior.kind !== kind || prior.customer !== customer || prior.quantity !== quantity) throw refusal('key_reused', { key, prior: { kind: prior.kind, quantity: prior.quantity, customer: prior.customer } });
+export function judgeSaleKey(
+  key: string,
+  prior: { kind: SaleKeyKind; customer: string; quantity: number },
+  kind: SaleKeyKind,
+  customer: string,
+  quantity: number,
+): void {
+  if (prior.kind !== kind || prior.customer !== customer || prior.quantity !== quantity)
+    throw refusal('key_reused', {
+      key,
+      prior: { kind: prior.kind, quantity: prior.quantity, customer: prior.customer },
+    });
 }
 
 /** A lower per-customer limit may not go below what a customer already has (orders and live holds). */

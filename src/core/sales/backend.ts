@@ -1,5 +1,15 @@
 import type { OutboxEvent, Page } from '../types.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, SalePatch, SaleSpec, WishlistChannels, WishlistEntry } from './types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Hold,
+  HoldResult,
+  Sale,
+  SalePatch,
+  SaleSpec,
+  WishlistChannels,
+  WishlistEntry,
+} from './types.js';
 
 export interface SaleViolation {
   invariant: 'I2' | 'I3' | 'I4' | 'I7';
@@ -38,7 +48,13 @@ export interface SaleBackend {
    * replaces it (new quantity and expiry). Capped sales: quantity ≤ cap − sold − holds of everyone
    * else, else `sold_out`. Unlimited sales: holds are advisory and never refused for stock.
    */
-  reserve(saleId: string, customer: string, quantity: number, ttlMs: number, idempotencyKey: string | null): Promise<HoldResult>;
+  reserve(
+    saleId: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    idempotencyKey: string | null,
+  ): Promise<HoldResult>;
   /** Turns an active hold into an order. A confirmed hold replays its order; expired → `hold_expired`; cancelled → `conflict`. */
   confirmHold(holdId: string): Promise<BuyResult>;
   /** Releases an active hold. Idempotent for cancelled/expired holds; a confirmed hold → `conflict`. */

@@ -24,17 +24,28 @@ import {
 import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, WishlistChannels, WishlistEntry } from './types.js';
 
 export class Sales {
-  constructor(private readonly backend: SaleBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: SaleBackend | undefined,
+    private readonly kind: string,
+  ) {}
 
   private get store(): SaleBackend {
-    if (!this.backend) throw new DibsError('invalid_input', `the ${this.kind} store does not support flash sales yet`, { field: 'store' });
+    if (!this.backend)
+      throw new DibsError('invalid_input', `the ${this.kind} store does not support flash sales yet`, {
+        field: 'store',
+      });
     return this.backend;
   }
 
   /** Creates a sale after the preflight checks (window, cap, limit ≤ cap, no overlapping sale of the SKU). */
   async create(input: CreateSaleInput): Promise<Sale> {
     const spec = parseInput(createSaleSchema, input);
-    return this.store.createSale({ ...spec, id: spec.id ?? newId('sale'), startsAt: normaliseTimestamp(spec.startsAt), endsAt: normaliseTimestamp(spec.endsAt) });
+    return this.store.createSale({
+      ...spec,
+      id: spec.id ?? newId('sale'),
+      startsAt: normaliseTimestamp(spec.startsAt),
+      endsAt: normaliseTimestamp(spec.endsAt),
+    });
   }
 
   async get(id: string): Promise<Sale> {
@@ -44,7 +55,10 @@ export class Sales {
   async list(options: { limit?: number; after?: string; sku?: string } = {}): Promise<Page<Sale>> {
     const { sku, ...page } = options;
     const parsed = parseInput(listOptionsSchema, page);
-    return this.store.listSales({ ...parsed, ...(sku ? { sku: parseInput(z.string().min(1).max(128), sku, 'sku') } : {}) });
+    return this.store.listSales({
+      ...parsed,
+      ...(sku ? { sku: parseInput(z.string().min(1).max(128), sku, 'sku') } : {}),
+    });
   }
 
   async update(id: string, patch: UpdateSaleInput): Promise<Sale> {
@@ -63,13 +77,30 @@ export class Sales {
   /** Buys units outright: `not_live`, `sold_out` or `limit_reached` when it cannot. */
   async buy(id: string, customer: string, quantity = 1, options: { idempotencyKey?: string } = {}): Promise<BuyResult> {
     const { idempotencyKey } = parseInput(buyOptionsSchema, options);
-    return this.store.buy(saleId(id), who(customer), parseInput(quantitySchema, quantity, 'quantity'), idempotencyKey ?? null);
+    return this.store.buy(
+      saleId(id),
+      who(customer),
+      parseInput(quantitySchema, quantity, 'quantity'),
+      idempotencyKey ?? null,
+    );
   }
 
   /** Holds units in a cart for `ttlMs`; reserving again replaces the customer's hold. */
-  async reserve(id: string, customer: string, quantity: number, ttlMs: number, options: { idempotencyKey?: string } = {}): Promise<HoldResult> {
+  async reserve(
+    id: string,
+    customer: string,
+    quantity: number,
+    ttlMs: number,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<HoldResult> {
     const { idempotencyKey } = parseInput(buyOptionsSchema, options);
-    return this.store.reserve(saleId(id), who(customer), parseInput(quantitySchema, quantity, 'quantity'), parseInput(ttlSchema, ttlMs, 'ttlMs'), idempotencyKey ?? null);
+    return this.store.reserve(
+      saleId(id),
+      who(customer),
+      parseInput(quantitySchema, quantity, 'quantity'),
+      parseInput(ttlSchema, ttlMs, 'ttlMs'),
+      idempotencyKey ?? null,
+    );
   }
 
   async confirm(holdId: string): Promise<BuyResult> {
@@ -89,7 +120,10 @@ export class Sales {
     const store = this.store;
     if (!store.listHolds) throw new DibsError('unsupported', `the ${this.kind} store cannot list a sale's holds yet`);
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
-    return store.listHolds(saleId(id), { limit, ...(options.customer !== undefined ? { customer: who(options.customer) } : {}) });
+    return store.listHolds(saleId(id), {
+      limit,
+      ...(options.customer !== undefined ? { customer: who(options.customer) } : {}),
+    });
   }
 
   /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
@@ -99,7 +133,11 @@ export class Sales {
 
   /** Registers interest in a SKU: notified on every channel given when a sale of it goes live. */
   async wish(sku: string, customer: string, channels: WishlistChannels): Promise<WishlistEntry> {
-    return this.store.addToWishlist(parseInput(skuSchema, sku, 'sku'), who(customer), parseInput(wishlistChannelsSchema, channels, 'channels'));
+    return this.store.addToWishlist(
+      parseInput(skuSchema, sku, 'sku'),
+      who(customer),
+      parseInput(wishlistChannelsSchema, channels, 'channels'),
+    );
   }
 
   async unwish(sku: string, customer: string): Promise<void> {
@@ -126,7 +164,11 @@ export class Sales {
 
   async events(options: { after?: string; limit?: number; sale?: string } = {}): Promise<OutboxEvent[]> {
     const limit = parseInput(z.number().int().min(1).max(1000), options.limit ?? 100, 'limit');
-    return this.store.listSaleEvents({ limit, ...(options.after ? { after: options.after } : {}), ...(options.sale ? { sale: saleId(options.sale) } : {}) });
+    return this.store.listSaleEvents({
+      limit,
+      ...(options.after ? { after: options.after } : {}),
+      ...(options.sale ? { sale: saleId(options.sale) } : {}),
+    });
   }
 }
 

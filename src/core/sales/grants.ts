@@ -36,7 +36,14 @@ export interface GrantLedger {
    * (`not_live`), the waiting room (`ticket_required`), the per-customer limit (`limit_reached`) again, then consume `quantity` units
    * of the grant and write the order — or answer `revoked` when the grant cannot give them.
    */
-  takeGranted(saleId: string, grantId: string, customer: string, quantity: number, key: string | null, orderId: string): Promise<GrantedTake>;
+  takeGranted(
+    saleId: string,
+    grantId: string,
+    customer: string,
+    quantity: number,
+    key: string | null,
+    orderId: string,
+  ): Promise<GrantedTake>;
   /** Gives back up to `unused` units of a grant the fast path stopped selling from. → units returned */
   closeGrant(grantId: string, unused: number): Promise<number>;
   /**
@@ -69,14 +76,53 @@ export interface GrantAuditRow {
 }
 
 /** The grant invariants, the same for every ledger. */
-export function grantViolations(sale: string, row: GrantAuditRow, misused: { id: string; used: number; ordered: number }[]): SaleViolation[] {
+export function grantViolations(
+  sale: string,
+  row: GrantAuditRow,
+  misused: { id: string; used: number; ordered: number }[],
+): SaleViolation[] {
   const violations: SaleViolation[] = [];
-  if (row.escrow !== row.open_unused) violations.push({ invariant: 'I4', sale, expected: row.open_unused, actual: row.escrow, message: `escrow counter says ${row.escrow} but open grants have ${row.open_unused} unused units` });
-  for (const g of misused) violations.push({ invariant: 'I4', sale, expected: g.ordered, actual: g.used, message: `grant ${g.id} says ${g.used} units used but its orders hold ${g.ordered}` });
-  if (row.fast_sold > row.granted) violations.push({ invariant: 'I3', sale, expected: row.granted, actual: row.fast_sold, message: `the fast path sold ${row.fast_sold} units but only ${row.granted} were granted` });
+  if (row.escrow !== row.open_unused)
+    violations.push({
+      invariant: 'I4',
+      sale,
+      expected: row.open_unused,
+      actual: row.escrow,
+      message: `escrow counter says ${row.escrow} but open grants have ${row.open_unused} unused units`,
+    });
+  for (const g of misused)
+    violations.push({
+      invariant: 'I4',
+      sale,
+      expected: g.ordered,
+      actual: g.used,
+      message: `grant ${g.id} says ${g.used} units used but its orders hold ${g.ordered}`,
+    });
+  if (row.fast_sold > row.granted)
+    violations.push({
+      invariant: 'I3',
+      sale,
+      expected: row.granted,
+      actual: row.fast_sold,
+      message: `the fast path sold ${row.fast_sold} units but only ${row.granted} were granted`,
+    });
   if (row.cap !== null) {
-    if (row.granted > row.cap) violations.push({ invariant: 'I3', sale, expected: row.cap, actual: row.granted, message: `${row.granted} units granted, over the cap of ${row.cap}` });
-    if (row.sold + row.held + row.escrow > row.cap) violations.push({ invariant: 'I3', sale, expected: row.cap, actual: row.sold + row.held + row.escrow, message: `sold ${row.sold} + held ${row.held} + escrow ${row.escrow} exceeds the cap of ${row.cap}` });
+    if (row.granted > row.cap)
+      violations.push({
+        invariant: 'I3',
+        sale,
+        expected: row.cap,
+        actual: row.granted,
+        message: `${row.granted} units granted, over the cap of ${row.cap}`,
+      });
+    if (row.sold + row.held + row.escrow > row.cap)
+      violations.push({
+        invariant: 'I3',
+        sale,
+        expected: row.cap,
+        actual: row.sold + row.held + row.escrow,
+        message: `sold ${row.sold} + held ${row.held} + escrow ${row.escrow} exceeds the cap of ${row.cap}`,
+      });
   }
   return violations;
 }

@@ -37,7 +37,8 @@ export function preflight(spec: SaleSpec, context: PreflightContext): Problem[] 
   const ends = Date.parse(spec.endsAt);
   if (ends <= starts) problems.push({ field: 'endsAt', message: `must be after startsAt (${spec.startsAt})` });
   if (ends <= now) problems.push({ field: 'endsAt', message: `must be in the future (now is ${context.now})` });
-  if (!context.existing && starts < now - START_GRACE_MS) problems.push({ field: 'startsAt', message: `must be now or in the future (now is ${context.now})` });
+  if (!context.existing && starts < now - START_GRACE_MS)
+    problems.push({ field: 'startsAt', message: `must be now or in the future (now is ${context.now})` });
   if (context.existing && context.existing.startsAt !== spec.startsAt && Date.parse(context.existing.startsAt) <= now) {
     problems.push({ field: 'startsAt', message: 'cannot move: the sale has already started' });
   }
@@ -49,7 +50,10 @@ export function preflight(spec: SaleSpec, context: PreflightContext): Problem[] 
   }
   for (const other of context.sameSku) {
     if (other.id !== spec.id && Date.parse(other.startsAt) < ends && starts < Date.parse(other.endsAt)) {
-      problems.push({ field: 'sku', message: `sale '${other.id}' sells ${spec.sku} in an overlapping window (${other.startsAt} – ${other.endsAt})` });
+      problems.push({
+        field: 'sku',
+        message: `sale '${other.id}' sells ${spec.sku} in an overlapping window (${other.startsAt} – ${other.endsAt})`,
+      });
     }
   }
   return problems;
@@ -60,10 +64,16 @@ export function assertPreflight(spec: SaleSpec, context: PreflightContext): void
   if (problems.length === 0) return;
   const first = problems[0]!;
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
-  throw new DibsError('invalid_input', `${first.field}: ${first.message}${more}`, { field: first.field, details: { problems } });
+  throw new DibsError('invalid_input', `${first.field}: ${first.message}${more}`, {
+    field: first.field,
+    details: { problems },
+  });
 }
 
-export function saleStatus(sale: { startsAt: string; endsAt: string; cancelledAt: string | null; cap: number | null; sold: number }, now: string): SaleStatus {
+export function saleStatus(
+  sale: { startsAt: string; endsAt: string; cancelledAt: string | null; cap: number | null; sold: number },
+  now: string,
+): SaleStatus {
   if (sale.cancelledAt !== null) return 'cancelled';
   if (now < sale.startsAt) return 'scheduled';
   if (now >= sale.endsAt) return 'ended';
@@ -81,9 +91,20 @@ export function normaliseTimestamp(value: string): string {
  * (a last order, or a cap lowered to exactly what is sold). A cap raised afterwards does not unsay it:
  * at or above the cap the event must be there once; below it, once or not at all. Null when right.
  */
-export function soldOutEventViolation(saleId: string, cap: number | null, sold: number, events: number): SaleViolation | null {
+export function soldOutEventViolation(
+  saleId: string,
+  cap: number | null,
+  sold: number,
+  events: number,
+): SaleViolation | null {
   const atCap = cap !== null && cap > 0 && sold >= cap;
   if (atCap ? events === 1 : events <= 1) return null;
   const expected = atCap ? 1 : '0 or 1';
-  return { invariant: 'I7', sale: saleId, expected, actual: events, message: `expected ${expected} sale.sold_out event(s), found ${events}` };
+  return {
+    invariant: 'I7',
+    sale: saleId,
+    expected,
+    actual: events,
+    message: `expected ${expected} sale.sold_out event(s), found ${events}`,
+  };
 }

@@ -3,13 +3,26 @@ import { DibsError } from '../errors.js';
 import { parseInput } from '../validate.js';
 import { customerSchema, quantitySchema, saleIdSchema, ttlSchema } from './schemas.js';
 import type { HoldResult } from './types.js';
-import { ticketTokenSchema, waitingRoomSpecSchema, type Ticket, type WaitingRoom, type WaitingRoomBackend, type WaitingRoomSpec } from './waiting-room.js';
+import {
+  ticketTokenSchema,
+  waitingRoomSpecSchema,
+  type Ticket,
+  type WaitingRoom,
+  type WaitingRoomBackend,
+  type WaitingRoomSpec,
+} from './waiting-room.js';
 
 export class WaitingRooms {
-  constructor(private readonly backend: WaitingRoomBackend | undefined, private readonly kind: string) {}
+  constructor(
+    private readonly backend: WaitingRoomBackend | undefined,
+    private readonly kind: string,
+  ) {}
 
   private get store(): WaitingRoomBackend {
-    if (!this.backend) throw new DibsError('unsupported', `the ${this.kind} store does not support waiting rooms yet`, { field: 'store' });
+    if (!this.backend)
+      throw new DibsError('unsupported', `the ${this.kind} store does not support waiting rooms yet`, {
+        field: 'store',
+      });
     return this.backend;
   }
 

@@ -69,12 +69,21 @@ export interface WaitingRoomBackend {
 
 export const waitingRoomSpecSchema = z
   .object({
-    admitPerSecond: z.number({ error: 'must be a number' }).positive('must be more than 0').max(100_000, 'at most 100000'),
-    windowMs: z.number({ error: 'must be a number' }).int('must be a whole number').min(1000, 'at least 1000 ms').max(3_600_000, 'at most one hour'),
+    admitPerSecond: z
+      .number({ error: 'must be a number' })
+      .positive('must be more than 0')
+      .max(100_000, 'at most 100000'),
+    windowMs: z
+      .number({ error: 'must be a number' })
+      .int('must be a whole number')
+      .min(1000, 'at least 1000 ms')
+      .max(3_600_000, 'at most one hour'),
   })
   .strict();
 
-export const ticketTokenSchema = z.string({ error: 'must be a string' }).regex(/^\d{1,12}\.[A-Za-z0-9_-]{43}$/, 'is not a ticket token');
+export const ticketTokenSchema = z
+  .string({ error: 'must be a string' })
+  .regex(/^\d{1,12}\.[A-Za-z0-9_-]{43}$/, 'is not a ticket token');
 
 /** `<number>.<HMAC-SHA256(secret, sale \0 customer \0 number) in base64url>` */
 export function signTicket(secret: string, saleId: string, customer: string, number: number): string {
@@ -86,26 +95,53 @@ export function verifyTicket(secret: string, saleId: string, customer: string, t
   const number = Number(token.slice(0, token.indexOf('.')));
   const expected = Buffer.from(signTicket(secret, saleId, customer, number));
   const given = Buffer.from(token);
-  if (!Number.isSafeInteger(number) || number < 1 || expected.length !== given.length || !timingSafeEqual(expected, given)) {
-    throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, { field: 'ticket' });
+  if (
+    !Number.isSafeInteger(number) ||
+    number < 1 ||
+    expected.length !== given.length ||
+    !timingSafeEqual(expected, given)
+  ) {
+    throw new DibsError('invalid_ticket', `this ticket is not valid for customer '${customer}' in sale '${saleId}'`, {
+      field: 'ticket',
+    });
   }
   return number;
 }
 
 export function notAdmitted(ticket: Pick<Ticket, 'saleId' | 'number' | 'status' | 'position'>): DibsError {
-  const why = ticket.status === 'waiting' ? `is still waiting (${ticket.position} ahead)` : ticket.status === 'expired' ? 'was admitted but its window to reserve has passed' : ticket.status === 'used' ? 'was already used' : 'can no longer be admitted: the sale is sold out';
-  return new DibsError('not_admitted', `ticket ${ticket.number} of sale '${ticket.saleId}' ${why}`, { field: 'ticket', retriable: ticket.status === 'waiting', details: { status: ticket.status, position: ticket.position } });
+  const why =
+    ticket.status === 'waiting'
+      ? `is still waiting (${ticket.position} ahead)`
+      : ticket.status === 'expired'
+        ? 'was admitted but its window to reserve has passed'
+        : ticket.status === 'used'
+          ? 'was already used'
+          : 'can no longer be admitted: the sale is sold out';
+  return new DibsError('not_admitted', `ticket ${ticket.number} of sale '${ticket.saleId}' ${why}`, {
+    field: 'ticket',
+    retriable: ticket.status === 'waiting',
+    details: { status: ticket.status, position: ticket.position },
+  });
 }
 
 export function ticketRequired(saleId: string): DibsError {
-  return new DibsError('ticket_required', `sale '${saleId}' has a waiting room: join it and reserve with your ticket`, { field: 'ticket' });
+  return new DibsError('ticket_required', `sale '${saleId}' has a waiting room: join it and reserve with your ticket`, {
+    field: 'ticket',
+  });
 }
 
 /**
  * How many tickets may be admitted now: the token bucket (refilled at `rate` per second since the
  * last admission, holding at most one second's worth — at least 1) and the units left for them.
  */
-export function admissions(input: { budget: number; elapsedMs: number; rate: number; freeUnits: number; perCustomerLimit: number; waiting: number }): { admit: number; budget: number } {
+export function admissions(input: {
+  budget: number;
+  elapsedMs: number;
+  rate: number;
+  freeUnits: number;
+  perCustomerLimit: number;
+  waiting: number;
+}): { admit: number; budget: number } {
   const budget = Math.min(Math.max(1, input.rate), input.budget + (Math.max(0, input.elapsedMs) / 1000) * input.rate);
   // a customer may take fewer units than its limit: admit while any unit is unspoken for
   const slots = Math.max(0, Math.ceil(input.freeUnits / input.perCustomerLimit));

@@ -42,7 +42,13 @@ export function renderRateChart(container, points, { title, forecast = null }) {
   for (const fraction of [0, 0.5, 1]) {
     const value = yMax * fraction;
     svg.append(el('line', { class: 'axis', x1: PAD.left, x2: W - PAD.right, y1: y(value), y2: y(value) }));
-    svg.append(el('text', { class: 'tick', x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' }, String(Math.round(value * 10) / 10)));
+    svg.append(
+      el(
+        'text',
+        { class: 'tick', x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' },
+        String(Math.round(value * 10) / 10),
+      ),
+    );
   }
   svg.append(el('text', { class: 'tick', x: PAD.left, y: H - 8 }, clock(t0)));
   svg.append(el('text', { class: 'tick', x: W - PAD.right, y: H - 8, 'text-anchor': 'end' }, clock(t1)));
@@ -50,15 +56,39 @@ export function renderRateChart(container, points, { title, forecast = null }) {
   if (points.length > 0) {
     const coords = points.map((p, i) => `${x(times[i]).toFixed(1)},${y(p.perMinute).toFixed(1)}`);
     const base = y(0).toFixed(1);
-    svg.append(el('polygon', { class: 'area', points: `${x(times[0]).toFixed(1)},${base} ${coords.join(' ')} ${x(times[times.length - 1]).toFixed(1)},${base}` }));
+    svg.append(
+      el('polygon', {
+        class: 'area',
+        points: `${x(times[0]).toFixed(1)},${base} ${coords.join(' ')} ${x(times[times.length - 1]).toFixed(1)},${base}`,
+      }),
+    );
     svg.append(el('polyline', { class: 'line', points: coords.join(' ') }));
     const last = coords[coords.length - 1].split(',');
     svg.append(el('circle', { class: 'dot', cx: last[0], cy: last[1], r: 3.5 }));
   }
 
   if (forecast) {
-    svg.append(el('line', { class: 'forecast', x1: PAD.left, x2: W - PAD.right, y1: y(forecast.perMinute), y2: y(forecast.perMinute) }));
-    svg.append(el('text', { class: 'forecast-label', x: W - PAD.right - 4, y: Math.max(PAD.top + 10, y(forecast.perMinute) - 6), 'text-anchor': 'end' }, forecast.label));
+    svg.append(
+      el('line', {
+        class: 'forecast',
+        x1: PAD.left,
+        x2: W - PAD.right,
+        y1: y(forecast.perMinute),
+        y2: y(forecast.perMinute),
+      }),
+    );
+    svg.append(
+      el(
+        'text',
+        {
+          class: 'forecast-label',
+          x: W - PAD.right - 4,
+          y: Math.max(PAD.top + 10, y(forecast.perMinute) - 6),
+          'text-anchor': 'end',
+        },
+        forecast.label,
+      ),
+    );
   }
 
   const latest = points.length ? points[points.length - 1].perMinute : 0;
@@ -98,7 +128,13 @@ export function renderSeriesChart(container, points, { title, lines }) {
   for (const fraction of [0, 0.5, 1]) {
     const value = yMax * fraction;
     svg.append(el('line', { class: 'axis', x1: PAD.left, x2: W - PAD.right, y1: y(value), y2: y(value) }));
-    svg.append(el('text', { class: 'tick', x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' }, String(Math.round(value * 10) / 10)));
+    svg.append(
+      el(
+        'text',
+        { class: 'tick', x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' },
+        String(Math.round(value * 10) / 10),
+      ),
+    );
   }
   svg.append(el('text', { class: 'tick', x: PAD.left, y: H - 8 }, clock(t0)));
   svg.append(el('text', { class: 'tick', x: W - PAD.right, y: H - 8, 'text-anchor': 'end' }, clock(t1)));
@@ -116,7 +152,8 @@ export function renderSeriesChart(container, points, { title, lines }) {
   container.replaceChildren(svg);
   container.dataset.points = String(points.length);
   const last = points[points.length - 1];
-  for (const line of lines) container.dataset[`latest${line.key[0].toUpperCase()}${line.key.slice(1)}`] = String(last?.[line.key] ?? '');
+  for (const line of lines)
+    container.dataset[`latest${line.key[0].toUpperCase()}${line.key.slice(1)}`] = String(last?.[line.key] ?? '');
   container.setAttribute(
     'aria-label',
     last

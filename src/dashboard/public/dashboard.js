@@ -2,7 +2,24 @@
 // elsewhere. Every call carries the API key from sessionStorage; a 401 returns to the log-in screen.
 // This file: log-in, the overview and the address-driven switch to the detail pages.
 import { renderRateChart } from './chart.js';
-import { $, api, authHeaders, describe, download, duration, enc, forecastText, forgetRendered, h, number, onSubmit, renderRows, session, toast, upload } from './lib.js';
+import {
+  $,
+  api,
+  authHeaders,
+  describe,
+  download,
+  duration,
+  enc,
+  forecastText,
+  forgetRendered,
+  h,
+  number,
+  onSubmit,
+  renderRows,
+  session,
+  toast,
+  upload,
+} from './lib.js';
 import { keysPage } from './keys-page.js';
 import { poolPage } from './pool-page.js';
 import { salePage } from './sale-page.js';
@@ -75,12 +92,17 @@ async function refresh() {
   again = false;
   try {
     const view = state.view;
-    const parts = await Promise.allSettled(view
-      ? [refreshHealth(), PAGES[view.page].refresh()]
-      : [refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()]);
+    const parts = await Promise.allSettled(
+      view
+        ? [refreshHealth(), PAGES[view.page].refresh()]
+        : [refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()],
+    );
     const failed = parts.find((p) => p.status === 'rejected' && p.reason?.status !== 401);
-    $('updated').textContent = failed ? `update failed: ${failed.reason.message}` : `updated ${new Date().toLocaleTimeString()}`;
-    if (session.key && !view) await refreshChart().catch((error) => error.status !== 401 && ($('chart-caption').textContent = describe(error)));
+    $('updated').textContent = failed
+      ? `update failed: ${failed.reason.message}`
+      : `updated ${new Date().toLocaleTimeString()}`;
+    if (session.key && !view)
+      await refreshChart().catch((error) => error.status !== 401 && ($('chart-caption').textContent = describe(error)));
   } finally {
     refreshing = false;
   }
@@ -93,7 +115,8 @@ async function refreshHealth() {
   // Replicated Redis: the acknowledgement setting and each master's replicas, as health() reports them.
   const d = health.details ?? {};
   const replication = typeof d.acks === 'string' ? ` · acks ${d.acks.split(' (')[0]} · ${d.replication ?? ''}` : '';
-  $('store').textContent = `${health.backend ?? '?'}${d.mode ? ` ${d.mode}` : ''}${health.ok === false ? ' (not ready)' : ''}${replication}`;
+  $('store').textContent =
+    `${health.backend ?? '?'}${d.mode ? ` ${d.mode}` : ''}${health.ok === false ? ' (not ready)' : ''}${replication}`;
   $('store').title = typeof d.warning === 'string' ? d.warning : '';
 }
 
@@ -101,7 +124,10 @@ async function listAll(path, max = 1000) {
   const items = [];
   let after;
   do {
-    const page = await api('GET', `${path}?limit=${Math.min(1000, max - items.length)}${after ? `&after=${enc(after)}` : ''}`);
+    const page = await api(
+      'GET',
+      `${path}?limit=${Math.min(1000, max - items.length)}${after ? `&after=${enc(after)}` : ''}`,
+    );
     items.push(...page.data);
     after = page.nextCursor;
   } while (after && items.length < max);
@@ -120,22 +146,74 @@ async function refreshPools() {
   state.pools = pools;
   if (!state.pool || !pools.some((p) => p.name === state.pool)) state.pool = pools[0]?.name ?? null;
   renderPoolSelect();
-  renderRows('pool-rows', pools.map((p) => ({ ...p, selected: p.name === state.pool })), 8, (rows) =>
-    rows.map((p) => {
-      const s = p.stats;
-      const out = s.claimed + s.redeemed;
-      return h('tr', { class: p.selected ? 'selected' : '', 'data-pool': p.name },
-        h('th', { scope: 'row' }, h('button', { type: 'button', class: 'link', 'aria-pressed': String(p.selected), onclick: () => selectPool(p.name) }, p.name),
-          ' ', h('a', { href: `#/pool/${enc(p.name)}`, 'aria-label': `Open pool ${p.name}` }, 'open')),
-        h('td', { 'data-col': 'total', class: 'num' }, number(s.total)),
-        h('td', { 'data-col': 'free', class: 'num' }, number(s.free)),
-        h('td', { 'data-col': 'claimed', class: 'num' }, number(s.claimed)),
-        // redemption count, against the pool's redemption limit when it has one
-        h('td', { 'data-col': 'redeemed', class: 'num', title: p.maxRedemptions == null ? 'codes redeemed' : `${s.redeemed} of at most ${p.maxRedemptions} redemptions` }, p.maxRedemptions == null ? number(s.redeemed) : `${number(s.redeemed)} / ${number(p.maxRedemptions)}`),
-        h('td', { 'data-col': 'revoked', class: 'num' }, number(s.revoked)),
-        h('td', {}, h('meter', { min: 0, max: Math.max(1, s.total), value: out, title: `${out} of ${s.total}`, 'aria-label': `${p.name}: ${out} of ${s.total} handed out` })),
-        h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => exportPool(p.name), 'aria-label': `Export ${p.name} as CSV` }, 'CSV')));
-    }), 'No pools yet — create one below.');
+  renderRows(
+    'pool-rows',
+    pools.map((p) => ({ ...p, selected: p.name === state.pool })),
+    8,
+    (rows) =>
+      rows.map((p) => {
+        const s = p.stats;
+        const out = s.claimed + s.redeemed;
+        return h(
+          'tr',
+          { class: p.selected ? 'selected' : '', 'data-pool': p.name },
+          h(
+            'th',
+            { scope: 'row' },
+            h(
+              'button',
+              { type: 'button', class: 'link', 'aria-pressed': String(p.selected), onclick: () => selectPool(p.name) },
+              p.name,
+            ),
+            ' ',
+            h('a', { href: `#/pool/${enc(p.name)}`, 'aria-label': `Open pool ${p.name}` }, 'open'),
+          ),
+          h('td', { 'data-col': 'total', class: 'num' }, number(s.total)),
+          h('td', { 'data-col': 'free', class: 'num' }, number(s.free)),
+          h('td', { 'data-col': 'claimed', class: 'num' }, number(s.claimed)),
+          // redemption count, against the pool's redemption limit when it has one
+          h(
+            'td',
+            {
+              'data-col': 'redeemed',
+              class: 'num',
+              title:
+                p.maxRedemptions == null
+                  ? 'codes redeemed'
+                  : `${s.redeemed} of at most ${p.maxRedemptions} redemptions`,
+            },
+            p.maxRedemptions == null ? number(s.redeemed) : `${number(s.redeemed)} / ${number(p.maxRedemptions)}`,
+          ),
+          h('td', { 'data-col': 'revoked', class: 'num' }, number(s.revoked)),
+          h(
+            'td',
+            {},
+            h('meter', {
+              min: 0,
+              max: Math.max(1, s.total),
+              value: out,
+              title: `${out} of ${s.total}`,
+              'aria-label': `${p.name}: ${out} of ${s.total} handed out`,
+            }),
+          ),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'link',
+                onclick: () => exportPool(p.name),
+                'aria-label': `Export ${p.name} as CSV`,
+              },
+              'CSV',
+            ),
+          ),
+        );
+      }),
+    'No pools yet — create one below.',
+  );
 }
 
 function renderPoolSelect() {
@@ -144,7 +222,11 @@ function renderPoolSelect() {
   const signature = JSON.stringify([names, state.pool]);
   if (select.dataset.signature === signature) return;
   select.dataset.signature = signature;
-  select.replaceChildren(...(names.length ? names.map((n) => h('option', { value: n, selected: n === state.pool }, n)) : [h('option', { value: '' }, '— no pools yet —')]));
+  select.replaceChildren(
+    ...(names.length
+      ? names.map((n) => h('option', { value: n, selected: n === state.pool }, n))
+      : [h('option', { value: '' }, '— no pools yet —')]),
+  );
 }
 
 function selectPool(name) {
@@ -170,11 +252,27 @@ async function refreshChart() {
   if (pool !== state.pool) return;
   container.dataset.pool = pool;
   const pace = forecast?.basis ? forecast.perMinute[forecast.basis] : null;
-  renderRateChart(container, series.points, { title: `Claim rate of ${pool}`, forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` } });
+  renderRateChart(container, series.points, {
+    title: `Claim rate of ${pool}`,
+    forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` },
+  });
   const last = series.points[series.points.length - 1];
-  $('chart-caption').textContent = `${pool}: ${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.${forecast ? ` Forecast: ${forecastText(forecast)}.` : ''}`;
-  $('chart-rows').replaceChildren(...series.points.slice(-20).reverse().map((p) =>
-    h('tr', {}, h('td', {}, new Date(p.at).toLocaleTimeString()), h('td', { class: 'num' }, number(p.handedOut)), h('td', { class: 'num' }, String(p.perMinute)))));
+  $('chart-caption').textContent =
+    `${pool}: ${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.${forecast ? ` Forecast: ${forecastText(forecast)}.` : ''}`;
+  $('chart-rows').replaceChildren(
+    ...series.points
+      .slice(-20)
+      .reverse()
+      .map((p) =>
+        h(
+          'tr',
+          {},
+          h('td', {}, new Date(p.at).toLocaleTimeString()),
+          h('td', { class: 'num' }, number(p.handedOut)),
+          h('td', { class: 'num' }, String(p.perMinute)),
+        ),
+      ),
+  );
 }
 
 async function refreshSales() {
@@ -189,14 +287,49 @@ async function refreshSales() {
     throw error;
   }
   state.sales = sales;
-  renderRows('sale-rows', sales, 6, (rows) =>
-    rows.map((s) => h('tr', { 'data-sale': s.id },
-      h('th', { scope: 'row' }, h('a', { href: `#/sale/${enc(s.id)}`, 'aria-label': `Open sale ${s.id}` }, h('code', {}, s.id))),
-      h('td', {}, s.sku),
-      h('td', {}, h('span', { class: 'status' }, s.status)),
-      h('td', {}, h('span', { class: 'countdown', 'data-starts': s.startsAt, 'data-ends': s.endsAt, 'data-status': s.status }, countdown(s))),
-      h('td', {}, `${number(s.stats.sold)} / ${number(s.cap)}`, s.cap ? h('meter', { min: 0, max: s.cap, value: s.stats.sold, 'aria-label': `${s.id}: ${s.stats.sold} of ${s.cap} sold` }) : null),
-      h('td', { class: 'num' }, number(s.stats.held)))), 'No sales yet.');
+  renderRows(
+    'sale-rows',
+    sales,
+    6,
+    (rows) =>
+      rows.map((s) =>
+        h(
+          'tr',
+          { 'data-sale': s.id },
+          h(
+            'th',
+            { scope: 'row' },
+            h('a', { href: `#/sale/${enc(s.id)}`, 'aria-label': `Open sale ${s.id}` }, h('code', {}, s.id)),
+          ),
+          h('td', {}, s.sku),
+          h('td', {}, h('span', { class: 'status' }, s.status)),
+          h(
+            'td',
+            {},
+            h(
+              'span',
+              { class: 'countdown', 'data-starts': s.startsAt, 'data-ends': s.endsAt, 'data-status': s.status },
+              countdown(s),
+            ),
+          ),
+          h(
+            'td',
+            {},
+            `${number(s.stats.sold)} / ${number(s.cap)}`,
+            s.cap
+              ? h('meter', {
+                  min: 0,
+                  max: s.cap,
+                  value: s.stats.sold,
+                  'aria-label': `${s.id}: ${s.stats.sold} of ${s.cap} sold`,
+                })
+              : null,
+          ),
+          h('td', { class: 'num' }, number(s.stats.held)),
+        ),
+      ),
+    'No sales yet.',
+  );
   tickCountdowns();
 }
 
@@ -213,7 +346,11 @@ function countdown({ startsAt, endsAt, status }) {
 /** Countdowns tick every second in place (text only), without re-rendering the rows. */
 function tickCountdowns() {
   for (const node of document.querySelectorAll('.countdown')) {
-    node.textContent = countdown({ startsAt: node.dataset.starts, endsAt: node.dataset.ends, status: node.dataset.status });
+    node.textContent = countdown({
+      startsAt: node.dataset.starts,
+      endsAt: node.dataset.ends,
+      status: node.dataset.status,
+    });
   }
 }
 
@@ -221,7 +358,10 @@ async function refreshEvents() {
   // Events are listed oldest first after a cursor: the first load pages to the end, later loads
   // only fetch what is new. The page keeps the newest 50.
   for (let pages = 0; pages < 100; pages++) {
-    const page = await api('GET', `/v1/events?limit=1000${state.eventCursor ? `&after=${enc(state.eventCursor)}` : ''}`);
+    const page = await api(
+      'GET',
+      `/v1/events?limit=1000${state.eventCursor ? `&after=${enc(state.eventCursor)}` : ''}`,
+    );
     const batch = page.data;
     if (batch.length) state.events = [...state.events, ...batch].slice(-50);
     // A nextCursor (when the API gives one) may skip events this key cannot see; without one, a
@@ -231,22 +371,45 @@ async function refreshEvents() {
     if (!next) break;
   }
   const newest = [...state.events].reverse();
-  renderRows('event-rows', newest, 5, (rows) =>
-    rows.map((e) => {
-      const subject = e.payload?.pool ?? e.payload?.sale ?? e.payload?.sku ?? '';
-      return h('tr', {},
-        h('th', { scope: 'row' }, h('code', {}, e.id)),
-        h('td', {}, e.type),
-        h('td', {}, String(subject)),
-        h('td', {}, new Date(e.createdAt).toLocaleString()),
-        h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => showDeliveries(e), 'aria-label': `Show deliveries of event ${e.id}` }, 'show')));
-    }), 'No events yet.');
+  renderRows(
+    'event-rows',
+    newest,
+    5,
+    (rows) =>
+      rows.map((e) => {
+        const subject = e.payload?.pool ?? e.payload?.sale ?? e.payload?.sku ?? '';
+        return h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, h('code', {}, e.id)),
+          h('td', {}, e.type),
+          h('td', {}, String(subject)),
+          h('td', {}, new Date(e.createdAt).toLocaleString()),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'link',
+                onclick: () => showDeliveries(e),
+                'aria-label': `Show deliveries of event ${e.id}`,
+              },
+              'show',
+            ),
+          ),
+        );
+      }),
+    'No events yet.',
+  );
 }
 
 async function refreshOutbox() {
   try {
     const s = await api('GET', '/v1/outbox');
-    $('outbox').textContent = `Outbox: ${number(s.pending)} pending · ${number(s.delivered)} delivered · ${number(s.dead)} dead letters · lag ${duration(s.oldestPendingMs)}`;
+    $('outbox').textContent =
+      `Outbox: ${number(s.pending)} pending · ${number(s.delivered)} delivered · ${number(s.dead)} dead letters · lag ${duration(s.oldestPendingMs)}`;
   } catch (error) {
     if (error.status === 401) throw error;
     $('outbox').textContent = error.status === 501 ? 'Outbox: this store has no outbox.' : `Outbox: ${describe(error)}`;
@@ -261,10 +424,49 @@ async function showDeliveries(event) {
     panel.replaceChildren(
       h('h3', {}, `Deliveries of event ${event.id} (${event.type})`),
       data.length
-        ? h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Attempt'), h('th', { scope: 'col' }, 'Result'), h('th', { scope: 'col' }, 'Detail'), h('th', { scope: 'col' }, 'At'))),
-          h('tbody', {}, data.map((d) => h('tr', {}, h('td', {}, String(d.attempt)), h('td', {}, d.ok ? 'delivered' : 'failed'), h('td', {}, d.detail), h('td', {}, new Date(d.at).toLocaleString())))))
+        ? h(
+            'table',
+            {},
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'col' }, 'Attempt'),
+                h('th', { scope: 'col' }, 'Result'),
+                h('th', { scope: 'col' }, 'Detail'),
+                h('th', { scope: 'col' }, 'At'),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              data.map((d) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, String(d.attempt)),
+                  h('td', {}, d.ok ? 'delivered' : 'failed'),
+                  h('td', {}, d.detail),
+                  h('td', {}, new Date(d.at).toLocaleString()),
+                ),
+              ),
+            ),
+          )
         : h('p', { class: 'hint' }, 'No delivery attempts yet.'),
-      h('button', { type: 'button', class: 'secondary', onclick: () => { panel.hidden = true; } }, 'Close'));
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          onclick: () => {
+            panel.hidden = true;
+          },
+        },
+        'Close',
+      ),
+    );
   } catch (error) {
     panel.replaceChildren(h('p', { class: 'error' }, describe(error)));
   }
@@ -275,7 +477,10 @@ async function showDeliveries(event) {
 function loadWatch() {
   try {
     const value = JSON.parse(localStorage.getItem(WATCH_STORAGE) ?? '{}');
-    return { locks: Array.isArray(value.locks) ? value.locks : [], counters: Array.isArray(value.counters) ? value.counters : [] };
+    return {
+      locks: Array.isArray(value.locks) ? value.locks : [],
+      counters: Array.isArray(value.counters) ? value.counters : [],
+    };
   } catch {
     return { locks: [], counters: [] };
   }
@@ -292,13 +497,25 @@ const LIST_LIMIT = 50;
  * names watched in this browser (for stores that cannot, or beyond the first page).
  */
 async function refreshWatched() {
-  const settle = (promise) => promise.then((value) => ({ value }), (error) => { if (error.status === 401) throw error; return { error }; });
-  const [lockList, counterList] = await Promise.all([settle(api('GET', `/v1/locks?limit=${LIST_LIMIT}`)), settle(api('GET', `/v1/counters?limit=${LIST_LIMIT}`))]);
+  const settle = (promise) =>
+    promise.then(
+      (value) => ({ value }),
+      (error) => {
+        if (error.status === 401) throw error;
+        return { error };
+      },
+    );
+  const [lockList, counterList] = await Promise.all([
+    settle(api('GET', `/v1/locks?limit=${LIST_LIMIT}`)),
+    settle(api('GET', `/v1/counters?limit=${LIST_LIMIT}`)),
+  ]);
   const listed = (result, name) => new Map((result.value?.data ?? []).map((item) => [item[name], { value: item }]));
   const lockMap = listed(lockList, 'key');
   const counterMap = listed(counterList, 'name');
   const extra = async (names, map, path) => {
-    await Promise.all(names.filter((n) => !map.has(n)).map(async (n) => map.set(n, await settle(api('GET', `${path}/${enc(n)}`)))));
+    await Promise.all(
+      names.filter((n) => !map.has(n)).map(async (n) => map.set(n, await settle(api('GET', `${path}/${enc(n)}`)))),
+    );
     return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   };
   const locks = (await extra(state.watch.locks, lockMap, '/v1/locks')).map(([key, r]) => ({ key, ...r }));
@@ -312,27 +529,90 @@ async function refreshWatched() {
     saveWatch();
     refresh();
   };
-  const watchCell = (kind, name, what) => h('td', {}, state.watch[kind].includes(name)
-    ? h('button', { type: 'button', class: 'link', onclick: unwatch(kind, name), 'aria-label': `Stop watching ${what} ${name}` }, 'stop watching')
-    : null);
-  renderRows('lock-rows', locks.map((l) => ({ key: l.key, value: l.value, error: l.error?.message, watched: state.watch.locks.includes(l.key) })), 5, (rows) =>
-    rows.map((l) => h('tr', { 'data-lock': l.key },
-      h('th', { scope: 'row' }, h('code', {}, l.key)),
-      l.error
-        ? h('td', { colSpan: 3, class: 'error' }, l.error)
-        : [
-          h('td', {}, l.value.holders.length
-            ? h('ul', { class: 'holders' }, l.value.holders.map((x) => h('li', {}, h('code', {}, `${x.tokenPrefix}…`), ` · fence ${x.fence} · expires in ${duration(Date.parse(x.expiresAt) - Date.now())}`)))
-            : h('span', { class: 'hint' }, 'free')),
-          h('td', { class: 'num' }, String(l.value.waiters)),
-          h('td', { class: 'num' }, String(l.value.lastFence)),
-        ],
-      watchCell('locks', l.key, 'lock'))), canList ? 'No locks yet.' : 'No locks watched.');
-  renderRows('counter-rows', counters.map((c) => ({ name: c.name, value: c.value, error: c.error?.message, watched: state.watch.counters.includes(c.name) })), 4, (rows) =>
-    rows.map((c) => h('tr', { 'data-counter': c.name },
-      h('th', { scope: 'row' }, h('code', {}, c.name)),
-      c.error ? h('td', { colSpan: 2, class: 'error' }, c.error) : [h('td', { class: 'num' }, number(c.value.value)), h('td', { class: 'num' }, String(c.value.shards))],
-      watchCell('counters', c.name, 'counter'))), canList ? 'No counters yet.' : 'No counters watched.');
+  const watchCell = (kind, name, what) =>
+    h(
+      'td',
+      {},
+      state.watch[kind].includes(name)
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'link',
+              onclick: unwatch(kind, name),
+              'aria-label': `Stop watching ${what} ${name}`,
+            },
+            'stop watching',
+          )
+        : null,
+    );
+  renderRows(
+    'lock-rows',
+    locks.map((l) => ({
+      key: l.key,
+      value: l.value,
+      error: l.error?.message,
+      watched: state.watch.locks.includes(l.key),
+    })),
+    5,
+    (rows) =>
+      rows.map((l) =>
+        h(
+          'tr',
+          { 'data-lock': l.key },
+          h('th', { scope: 'row' }, h('code', {}, l.key)),
+          l.error
+            ? h('td', { colSpan: 3, class: 'error' }, l.error)
+            : [
+                h(
+                  'td',
+                  {},
+                  l.value.holders.length
+                    ? h(
+                        'ul',
+                        { class: 'holders' },
+                        l.value.holders.map((x) =>
+                          h(
+                            'li',
+                            {},
+                            h('code', {}, `${x.tokenPrefix}…`),
+                            ` · fence ${x.fence} · expires in ${duration(Date.parse(x.expiresAt) - Date.now())}`,
+                          ),
+                        ),
+                      )
+                    : h('span', { class: 'hint' }, 'free'),
+                ),
+                h('td', { class: 'num' }, String(l.value.waiters)),
+                h('td', { class: 'num' }, String(l.value.lastFence)),
+              ],
+          watchCell('locks', l.key, 'lock'),
+        ),
+      ),
+    canList ? 'No locks yet.' : 'No locks watched.',
+  );
+  renderRows(
+    'counter-rows',
+    counters.map((c) => ({
+      name: c.name,
+      value: c.value,
+      error: c.error?.message,
+      watched: state.watch.counters.includes(c.name),
+    })),
+    4,
+    (rows) =>
+      rows.map((c) =>
+        h(
+          'tr',
+          { 'data-counter': c.name },
+          h('th', { scope: 'row' }, h('code', {}, c.name)),
+          c.error
+            ? h('td', { colSpan: 2, class: 'error' }, c.error)
+            : [h('td', { class: 'num' }, number(c.value.value)), h('td', { class: 'num' }, String(c.value.shards))],
+          watchCell('counters', c.name, 'counter'),
+        ),
+      ),
+    canList ? 'No counters yet.' : 'No counters watched.',
+  );
 }
 
 // --- actions ---------------------------------------------------------------------------------
@@ -377,7 +657,8 @@ function wire() {
   onSubmit('create-form', 'create-result', async (form) => {
     const name = form.elements.name.value.trim();
     const body = { name, perClaimantLimit: Number(form.elements.perClaimantLimit.value) };
-    if (form.elements.lowStockThreshold.value !== '') body.lowStockThreshold = Number(form.elements.lowStockThreshold.value);
+    if (form.elements.lowStockThreshold.value !== '')
+      body.lowStockThreshold = Number(form.elements.lowStockThreshold.value);
     await api('POST', '/v1/pools', { body });
     form.elements.name.value = '';
     selectPool(name);
@@ -403,10 +684,14 @@ function wire() {
       bar.value = 100;
       form.reset();
       refresh();
-      const first = result.firstInvalid ? ` First skipped: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message}.` : '';
+      const first = result.firstInvalid
+        ? ` First skipped: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message}.`
+        : '';
       return `Imported ${number(result.imported)} codes into ${pool} (${number(result.duplicates)} duplicates, ${number(result.invalid)} invalid).${first}`;
     } finally {
-      setTimeout(() => { bar.hidden = true; }, 1500);
+      setTimeout(() => {
+        bar.hidden = true;
+      }, 1500);
     }
   });
 
@@ -415,7 +700,9 @@ function wire() {
     const claimant = form.elements.claimant.value.trim();
     const result = await api('POST', `/v1/pools/${enc(pool)}/claims`, { body: { claimant } });
     refresh();
-    return result.status === 'claimed' ? `${claimant} got ${result.code}` : `${claimant} already holds ${result.code} (limit reached)`;
+    return result.status === 'claimed'
+      ? `${claimant} got ${result.code}`
+      : `${claimant} already holds ${result.code} (limit reached)`;
   });
 
   $('lock-form').addEventListener('submit', (event) => {

@@ -19,8 +19,11 @@ const SCOPES = [
 const page = { me: null };
 
 async function refresh() {
-  if (!page.me) page.me = await api('GET', '/v1/me').catch((error) => (error.status === 401 ? Promise.reject(error) : null));
-  if (page.me) $('keys-me').textContent = `Logged in with key ${page.me.keyId} (tenant ${page.me.tenant}; scopes ${page.me.scopes.join(', ')}).`;
+  if (!page.me)
+    page.me = await api('GET', '/v1/me').catch((error) => (error.status === 401 ? Promise.reject(error) : null));
+  if (page.me)
+    $('keys-me').textContent =
+      `Logged in with key ${page.me.keyId} (tenant ${page.me.tenant}; scopes ${page.me.scopes.join(', ')}).`;
   let keys;
   try {
     keys = (await api('GET', '/v1/keys')).data;
@@ -29,19 +32,41 @@ async function refresh() {
     renderRows('key-rows', [], 6, () => [], describe(error));
     return;
   }
-  renderRows('key-rows', keys, 6, (rows) => rows.map((key) => {
-    const mine = key.id === page.me?.keyId;
-    return h('tr', { 'data-key': key.id },
-      h('th', { scope: 'row' }, key.name, mine ? h('span', { class: 'hint' }, ' (this tab)') : null),
-      h('td', {}, h('code', {}, key.id)),
-      h('td', {}, key.scopes.join(', ')),
-      h('td', {}, new Date(key.createdAt).toLocaleString()),
-      h('td', {}, key.revokedAt ? `revoked ${new Date(key.revokedAt).toLocaleString()}` : 'active'),
-      h('td', {}, key.revokedAt ? null : h('button', {
-        type: 'button', class: 'secondary', 'aria-label': `Revoke key ${key.name} (${key.id})`,
-        onclick: (event) => revoke(key, mine, event.currentTarget),
-      }, 'Revoke')));
-  }), 'No keys.');
+  renderRows(
+    'key-rows',
+    keys,
+    6,
+    (rows) =>
+      rows.map((key) => {
+        const mine = key.id === page.me?.keyId;
+        return h(
+          'tr',
+          { 'data-key': key.id },
+          h('th', { scope: 'row' }, key.name, mine ? h('span', { class: 'hint' }, ' (this tab)') : null),
+          h('td', {}, h('code', {}, key.id)),
+          h('td', {}, key.scopes.join(', ')),
+          h('td', {}, new Date(key.createdAt).toLocaleString()),
+          h('td', {}, key.revokedAt ? `revoked ${new Date(key.revokedAt).toLocaleString()}` : 'active'),
+          h(
+            'td',
+            {},
+            key.revokedAt
+              ? null
+              : h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'secondary',
+                    'aria-label': `Revoke key ${key.name} (${key.id})`,
+                    onclick: (event) => revoke(key, mine, event.currentTarget),
+                  },
+                  'Revoke',
+                ),
+          ),
+        );
+      }),
+    'No keys.',
+  );
 }
 
 /** Revoking is for good (and revoking this tab's own key logs it out): the first press asks. */
@@ -64,9 +89,21 @@ async function revoke(key, mine, button) {
 }
 
 function wire() {
-  $('key-scopes').replaceChildren(...SCOPES.map(([scope, what]) => h('p', { class: 'check' },
-    h('input', { type: 'checkbox', id: `scope-${scope.replace(':', '-')}`, name: 'scopes', value: scope }),
-    h('label', { for: `scope-${scope.replace(':', '-')}` }, h('code', {}, scope), h('span', { class: 'hint' }, ` — ${what}`)))));
+  $('key-scopes').replaceChildren(
+    ...SCOPES.map(([scope, what]) =>
+      h(
+        'p',
+        { class: 'check' },
+        h('input', { type: 'checkbox', id: `scope-${scope.replace(':', '-')}`, name: 'scopes', value: scope }),
+        h(
+          'label',
+          { for: `scope-${scope.replace(':', '-')}` },
+          h('code', {}, scope),
+          h('span', { class: 'hint' }, ` — ${what}`),
+        ),
+      ),
+    ),
+  );
   onSubmit('key-create-form', 'key-create-result', async (form) => {
     const scopes = [...form.querySelectorAll('input[name=scopes]:checked')].map((box) => box.value);
     if (scopes.length === 0) throw new Error('Pick at least one scope.');

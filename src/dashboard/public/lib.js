@@ -59,7 +59,11 @@ export function upload(path, file, onProgress) {
     xhr.onerror = () => reject(new ApiError(0, { message: 'network error during upload' }));
     xhr.onload = () => {
       let data = null;
-      try { data = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      try {
+        data = JSON.parse(xhr.responseText);
+      } catch {
+        /* not JSON */
+      }
       if (xhr.status === 401) {
         session.onUnauthorized(UNAUTHORIZED);
         reject(new ApiError(401, data?.error));
@@ -93,7 +97,9 @@ export function h(tag, attrs = {}, ...children) {
     else if (k in node && k !== 'list') node[k] = v;
     else node.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined && child !== false)
+      node.append(child instanceof Node ? child : String(child));
   return node;
 }
 
@@ -125,12 +131,16 @@ export function toast(message) {
   toast.timer = setTimeout(() => ($('toast').textContent = ''), 5000);
 }
 
-export const describe = (error) => (error.status === 403 ? `not allowed with this key: ${error.message}` : error.message);
+export const describe = (error) =>
+  error.status === 403 ? `not allowed with this key: ${error.message}` : error.message;
 export const number = (n) => (n === null || n === undefined ? '∞' : Number(n).toLocaleString());
 
 export function duration(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
-  const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), mm = Math.floor((s % 3600) / 60), ss = s % 60;
+  const d = Math.floor(s / 86400),
+    hh = Math.floor((s % 86400) / 3600),
+    mm = Math.floor((s % 3600) / 60),
+    ss = s % 60;
   if (d) return `${d}d ${hh}h ${mm}m`;
   if (hh) return `${hh}h ${mm}m ${ss}s`;
   if (mm) return `${mm}m ${ss}s`;

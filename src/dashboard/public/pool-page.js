@@ -2,7 +2,21 @@
 // claimant lookup with release / redeem / refund / revoke from there, a streamed import with
 // progress, code generation, export and the audit. Everything through the public /v1 API with the tab's key.
 import { renderRateChart } from './chart.js';
-import { $, api, describe, download, duration, enc, forecastText, h, number, onSubmit, renderRows, showResult, upload } from './lib.js';
+import {
+  $,
+  api,
+  describe,
+  download,
+  duration,
+  enc,
+  forecastText,
+  h,
+  number,
+  onSubmit,
+  renderRows,
+  showResult,
+  upload,
+} from './lib.js';
 
 const page = { name: null, code: null, claimant: null, refreshAll: () => {} };
 
@@ -14,7 +28,12 @@ const ACTIONS = {
   revoked: [],
 };
 const LABEL = { release: 'Release', redeem: 'Redeem', unredeem: 'Refund', revoke: 'Revoke' };
-const DONE = { release: 'released back to the pool', redeem: 'redeemed', unredeem: 'refunded to its holder', revoke: 'revoked for good' };
+const DONE = {
+  release: 'released back to the pool',
+  redeem: 'redeemed',
+  unredeem: 'refunded to its holder',
+  revoke: 'revoked for good',
+};
 
 async function refresh() {
   const name = page.name;
@@ -29,26 +48,37 @@ async function refresh() {
   ]);
   if (name !== page.name) return;
   $('pool-error').textContent = '';
-  for (const key of ['total', 'free', 'claimed', 'redeemed', 'revoked']) $(`pool-${key}`).textContent = number(pool.stats[key]);
+  for (const key of ['total', 'free', 'claimed', 'redeemed', 'revoked'])
+    $(`pool-${key}`).textContent = number(pool.stats[key]);
   $('pool-forecast').textContent = forecast ? forecastText(forecast) : '–';
   if (series) {
     const pace = forecast?.basis ? forecast.perMinute[forecast.basis] : null;
     const container = $('pool-chart');
     container.dataset.pool = name;
-    renderRateChart(container, series.points, { title: `Claim rate of ${name}`, forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` } });
+    renderRateChart(container, series.points, {
+      title: `Claim rate of ${name}`,
+      forecast: pace === null ? null : { perMinute: pace, label: `forecast: ${forecastText(forecast)}` },
+    });
     const last = series.points[series.points.length - 1];
-    $('pool-chart-caption').textContent = `${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.`;
+    $('pool-chart-caption').textContent =
+      `${last ? `${last.perMinute} per minute now, ${last.handedOut} handed out` : 'no samples yet'} · sampled by the service every ${series.everyMs / 1000} s while watched.`;
   }
 }
 
 function actionButtons(info) {
-  return (ACTIONS[info.status] ?? []).map((action) => h('button', {
-    type: 'button',
-    class: action === 'revoke' ? 'secondary' : '',
-    'aria-label': `${LABEL[action]} ${info.code}`,
-    'data-action': action,
-    onclick: (event) => act(info, action, event.currentTarget),
-  }, LABEL[action]));
+  return (ACTIONS[info.status] ?? []).map((action) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: action === 'revoke' ? 'secondary' : '',
+        'aria-label': `${LABEL[action]} ${info.code}`,
+        'data-action': action,
+        onclick: (event) => act(info, action, event.currentTarget),
+      },
+      LABEL[action],
+    ),
+  );
 }
 
 /** Revoking is for good: the first press asks, the second does it. */
@@ -62,13 +92,18 @@ async function act(info, action, button) {
   button.disabled = true;
   try {
     const body = action === 'revoke' ? undefined : {};
-    const after = await api('POST', `/v1/pools/${enc(page.name)}/codes/${enc(info.code)}/${action}`, body === undefined ? {} : { body });
+    const after = await api(
+      'POST',
+      `/v1/pools/${enc(page.name)}/codes/${enc(info.code)}/${action}`,
+      body === undefined ? {} : { body },
+    );
     showResult('code-action-result', `${info.code} ${DONE[action]} (now ${after.status}).`, true);
     await Promise.all([page.code ? lookUpCode(page.code) : null, page.claimant ? lookUpClaimant(page.claimant) : null]);
     page.refreshAll();
   } catch (error) {
     button.disabled = false;
-    if (error.status !== 401) showResult('code-action-result', `${LABEL[action]} ${info.code}: ${describe(error)}`, false);
+    if (error.status !== 401)
+      showResult('code-action-result', `${LABEL[action]} ${info.code}: ${describe(error)}`, false);
   }
 }
 
@@ -85,16 +120,31 @@ async function lookUpCode(code) {
       ['Claimed', when(info.claimedAt)],
       ['Redeemed', info.redeemedAt ? `${when(info.redeemedAt)}${info.orderId ? ` (order ${info.orderId})` : ''}` : '–'],
     ];
-    if (info.startsAt || info.expiresAt) rows.push(['Valid', `${info.startsAt ? `from ${when(info.startsAt)} ` : ''}${info.expiresAt ? `until ${when(info.expiresAt)}` : ''}`]);
-    if (info.hold) rows.push(['Checkout hold', `${info.hold.claimant}, ${duration(Date.parse(info.hold.expiresAt) - Date.now())} left`]);
+    if (info.startsAt || info.expiresAt)
+      rows.push([
+        'Valid',
+        `${info.startsAt ? `from ${when(info.startsAt)} ` : ''}${info.expiresAt ? `until ${when(info.expiresAt)}` : ''}`,
+      ]);
+    if (info.hold)
+      rows.push([
+        'Checkout hold',
+        `${info.hold.claimant}, ${duration(Date.parse(info.hold.expiresAt) - Date.now())} left`,
+      ]);
     if (info.uses) rows.push(['Uses', JSON.stringify(info.uses)]);
     box.replaceChildren(
       h('h4', {}, 'Code ', h('code', {}, info.code)),
-      h('dl', { class: 'facts', 'data-code': info.code }, rows.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value)))),
-      h('p', { class: 'actions' }, actionButtons(info)));
+      h(
+        'dl',
+        { class: 'facts', 'data-code': info.code },
+        rows.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
+      ),
+      h('p', { class: 'actions' }, actionButtons(info)),
+    );
   } catch (error) {
     if (error.status === 401) return;
-    box.replaceChildren(h('p', { class: 'error' }, error.status === 404 ? `No code ${code} in ${page.name}.` : describe(error)));
+    box.replaceChildren(
+      h('p', { class: 'error' }, error.status === 404 ? `No code ${code} in ${page.name}.` : describe(error)),
+    );
   }
 }
 
@@ -102,13 +152,26 @@ async function lookUpClaimant(claimant) {
   page.claimant = claimant;
   try {
     const { codes } = await api('GET', `/v1/pools/${enc(page.name)}/claimants/${enc(claimant)}`);
-    $('claimant-summary').textContent = codes.length ? `${claimant} holds ${codes.length} code${codes.length === 1 ? '' : 's'}.` : `${claimant} holds no code of ${page.name}.`;
-    renderRows('claimant-rows', codes, 4, (rows) => rows.map((info) =>
-      h('tr', { 'data-code': info.code },
-        h('th', { scope: 'row' }, h('code', {}, info.code)),
-        h('td', {}, h('span', { class: 'status' }, info.status)),
-        h('td', {}, when(info.claimedAt)),
-        h('td', { class: 'actions' }, actionButtons(info)))), 'No codes.');
+    $('claimant-summary').textContent = codes.length
+      ? `${claimant} holds ${codes.length} code${codes.length === 1 ? '' : 's'}.`
+      : `${claimant} holds no code of ${page.name}.`;
+    renderRows(
+      'claimant-rows',
+      codes,
+      4,
+      (rows) =>
+        rows.map((info) =>
+          h(
+            'tr',
+            { 'data-code': info.code },
+            h('th', { scope: 'row' }, h('code', {}, info.code)),
+            h('td', {}, h('span', { class: 'status' }, info.status)),
+            h('td', {}, when(info.claimedAt)),
+            h('td', { class: 'actions' }, actionButtons(info)),
+          ),
+        ),
+      'No codes.',
+    );
   } catch (error) {
     if (error.status !== 401) $('claimant-summary').textContent = describe(error);
   }
@@ -146,16 +209,25 @@ function wire() {
       bar.value = 100;
       form.reset();
       page.refreshAll();
-      const first = result.firstInvalid ? ` First skipped: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message}.` : '';
+      const first = result.firstInvalid
+        ? ` First skipped: line ${result.firstInvalid.line}, ${result.firstInvalid.field}: ${result.firstInvalid.message}.`
+        : '';
       return `Imported ${number(result.imported)} codes into ${name} (${number(result.duplicates)} duplicates, ${number(result.invalid)} invalid).${first}`;
     } finally {
-      setTimeout(() => { bar.hidden = true; }, 1500);
+      setTimeout(() => {
+        bar.hidden = true;
+      }, 1500);
     }
   });
 
   onSubmit('pool-generate-form', 'pool-generate-result', async (form) => {
     const f = form.elements; // (a field named "length" would be shadowed by elements.length)
-    const body = { count: Number(f.count.value), length: Number(f.randomLength.value), prefix: f.prefix.value, checkChar: f.checkChar.checked };
+    const body = {
+      count: Number(f.count.value),
+      length: Number(f.randomLength.value),
+      prefix: f.prefix.value,
+      checkChar: f.checkChar.checked,
+    };
     const result = await api('POST', `/v1/pools/${enc(page.name)}/generate`, { body });
     page.refreshAll();
     return `Generated ${number(result.generated)} codes into ${page.name}${result.collisions ? ` (${number(result.collisions)} draws collided and were redrawn)` : ''}.`;
@@ -175,10 +247,24 @@ function wire() {
     box.replaceChildren(h('p', { class: 'hint' }, 'Auditing…'));
     try {
       const { violations } = await api('GET', `/v1/pools/${enc(page.name)}/audit`);
-      box.replaceChildren(violations.length
-        ? h('div', {}, h('p', { class: 'error' }, `${violations.length} violation${violations.length === 1 ? '' : 's'} found:`),
-          h('ul', {}, violations.map((v) => h('li', {}, h('strong', {}, v.invariant), ` ${v.message}`))))
-        : h('p', { class: 'result ok' }, `Clean: no violations in ${page.name} (audited ${new Date().toLocaleTimeString()}).`));
+      box.replaceChildren(
+        violations.length
+          ? h(
+              'div',
+              {},
+              h('p', { class: 'error' }, `${violations.length} violation${violations.length === 1 ? '' : 's'} found:`),
+              h(
+                'ul',
+                {},
+                violations.map((v) => h('li', {}, h('strong', {}, v.invariant), ` ${v.message}`)),
+              ),
+            )
+          : h(
+              'p',
+              { class: 'result ok' },
+              `Clean: no violations in ${page.name} (audited ${new Date().toLocaleTimeString()}).`,
+            ),
+      );
     } catch (error) {
       if (error.status !== 401) box.replaceChildren(h('p', { class: 'error' }, describe(error)));
     } finally {
@@ -195,7 +281,15 @@ export const poolPage = {
     Object.assign(page, { name, code: null, claimant: null });
     $('pool-title').textContent = name;
     for (const id of ['code-result', 'pool-audit-result']) $(id).replaceChildren();
-    for (const id of ['claimant-summary', 'code-action-result', 'pool-import-result', 'pool-generate-result', 'pool-export-result', 'pool-error']) $(id).textContent = '';
+    for (const id of [
+      'claimant-summary',
+      'code-action-result',
+      'pool-import-result',
+      'pool-generate-result',
+      'pool-export-result',
+      'pool-error',
+    ])
+      $(id).textContent = '';
     $('claimant-rows').replaceChildren();
     for (const id of ['code-find', 'claimant-find']) $(id).value = '';
     renderRateChart($('pool-chart'), [], { title: `Claim rate of ${name}` });

@@ -2,7 +2,21 @@
 // rate, active holds (find a customer, cancel a hold), the forecast, edit and cancel — and the
 // "Create a sale" form of the overview. Everything through the public /v1 API with the tab's key.
 import { renderSeriesChart } from './chart.js';
-import { $, api, describe, duration, enc, forecastText, fromLocalInput, h, number, onSubmit, renderRows, showResult, toLocalInput } from './lib.js';
+import {
+  $,
+  api,
+  describe,
+  duration,
+  enc,
+  forecastText,
+  fromLocalInput,
+  h,
+  number,
+  onSubmit,
+  renderRows,
+  showResult,
+  toLocalInput,
+} from './lib.js';
 
 const MAX_SAMPLES = 600; // 20 minutes at one sample per 2 s
 const RATE_WINDOW_MS = 30_000;
@@ -36,7 +50,8 @@ function countdown(sale) {
 function tick() {
   if (!page.sale || $('sale-page').hidden) return;
   const s = page.sale;
-  $('sale-summary').textContent = `SKU ${s.sku} · ${s.status.replace('_', ' ')} · ${countdown(s)} · ${number(s.perCustomerLimit)} per customer`;
+  $('sale-summary').textContent =
+    `SKU ${s.sku} · ${s.status.replace('_', ' ')} · ${countdown(s)} · ${number(s.perCustomerLimit)} per customer`;
   for (const node of document.querySelectorAll('#hold-rows [data-expires]')) {
     node.textContent = `in ${duration(Date.parse(node.dataset.expires) - Date.now())}`;
   }
@@ -54,10 +69,11 @@ function fillEdit(sale) {
 async function refresh() {
   const id = page.id;
   if (!id) return;
-  const optional = (promise, absent) => promise.catch((error) => {
-    if (error.status === 401) throw error;
-    return absent(error);
-  });
+  const optional = (promise, absent) =>
+    promise.catch((error) => {
+      if (error.status === 401) throw error;
+      return absent(error);
+    });
   const [sale, forecast, room, holds] = await Promise.all([
     api('GET', `/v1/sales/${enc(id)}`).catch((error) => {
       $('sale-error').textContent = error.status === 401 ? '' : describe(error);
@@ -65,7 +81,10 @@ async function refresh() {
     }),
     optional(api('GET', `/v1/sales/${enc(id)}/forecast`), () => null),
     optional(api('GET', `/v1/sales/${enc(id)}/waiting-room`), (error) => (error.status === 404 ? null : { error })),
-    optional(api('GET', `/v1/sales/${enc(id)}/holds?limit=100${page.customer ? `&customer=${enc(page.customer)}` : ''}`), (error) => ({ error })),
+    optional(
+      api('GET', `/v1/sales/${enc(id)}/holds?limit=100${page.customer ? `&customer=${enc(page.customer)}` : ''}`),
+      (error) => ({ error }),
+    ),
   ]);
   if (id !== page.id) return;
   $('sale-error').textContent = '';
@@ -89,18 +108,35 @@ function renderStats(sale, forecast) {
   if (page.series.length > MAX_SAMPLES) page.series.shift();
   const container = $('sale-chart');
   container.dataset.sale = sale.id;
-  renderSeriesChart(container, page.series, { title: `Units of sale ${sale.id}`, lines: sale.cap === null ? LINES.slice(0, 2) : LINES });
-  $('sale-chart-rows').replaceChildren(...page.series.slice(-20).reverse().map((p) =>
-    h('tr', {}, h('td', {}, new Date(p.at).toLocaleTimeString()), h('td', { class: 'num' }, number(p.sold)), h('td', { class: 'num' }, number(p.held)), h('td', { class: 'num' }, p.available === null ? 'unlimited' : number(p.available)))));
+  renderSeriesChart(container, page.series, {
+    title: `Units of sale ${sale.id}`,
+    lines: sale.cap === null ? LINES.slice(0, 2) : LINES,
+  });
+  $('sale-chart-rows').replaceChildren(
+    ...page.series
+      .slice(-20)
+      .reverse()
+      .map((p) =>
+        h(
+          'tr',
+          {},
+          h('td', {}, new Date(p.at).toLocaleTimeString()),
+          h('td', { class: 'num' }, number(p.sold)),
+          h('td', { class: 'num' }, number(p.held)),
+          h('td', { class: 'num' }, p.available === null ? 'unlimited' : number(p.available)),
+        ),
+      ),
+  );
 }
 
 function renderRoom(sale, room) {
   const submit = $('room-submit');
   if (room === null) {
     $('room-stats').hidden = true;
-    $('room-summary').textContent = sale.cap === null
-      ? 'No waiting room (an unlimited sale cannot have one: give it a cap first).'
-      : 'No waiting room: buyers buy directly. Add one to let them in at a steady rate, in arrival order.';
+    $('room-summary').textContent =
+      sale.cap === null
+        ? 'No waiting room (an unlimited sale cannot have one: give it a cap first).'
+        : 'No waiting room: buyers buy directly. Add one to let them in at a steady rate, in arrival order.';
     submit.textContent = 'Add waiting room';
     return;
   }
@@ -119,9 +155,10 @@ function renderRoom(sale, room) {
   page.admissions.push({ at: now, through });
   while (page.admissions.length > 2 && now - page.admissions[1].at > RATE_WINDOW_MS) page.admissions.shift();
   const first = page.admissions[0];
-  const observed = now - first.at >= 1000 ? ((through - first.through) / ((now - first.at) / 60_000)) : null;
-  $('room-summary').textContent = `Admits up to ${room.admitPerSecond}/s (${room.admitPerSecond * 60}/min); each admitted customer has ${duration(room.windowMs)} to reserve.`
-    + (observed === null ? '' : ` Admitted lately: ${Math.round(observed)}/min (last ${duration(now - first.at)}).`);
+  const observed = now - first.at >= 1000 ? (through - first.through) / ((now - first.at) / 60_000) : null;
+  $('room-summary').textContent =
+    `Admits up to ${room.admitPerSecond}/s (${room.admitPerSecond * 60}/min); each admitted customer has ${duration(room.windowMs)} to reserve.` +
+    (observed === null ? '' : ` Admitted lately: ${Math.round(observed)}/min (last ${duration(now - first.at)}).`);
   $('room-stats').dataset.observedPerMinute = observed === null ? '' : String(Math.round(observed));
   submit.textContent = 'Save waiting room';
   const form = $('room-form');
@@ -135,31 +172,71 @@ function renderRoom(sale, room) {
 function renderHolds(_sale, holds) {
   const summary = page.customer ? `Holds of ${page.customer}` : 'Soonest expiry first (first 100).';
   if (holds.error) {
-    renderRows('hold-rows', [], 4, () => [], holds.error.status === 501 ? 'This store cannot list holds.' : describe(holds.error));
+    renderRows(
+      'hold-rows',
+      [],
+      4,
+      () => [],
+      holds.error.status === 501 ? 'This store cannot list holds.' : describe(holds.error),
+    );
     $('holds-summary').textContent = summary;
     return;
   }
   $('holds-summary').textContent = page.customer
-    ? (holds.data.length ? `${page.customer} holds ${holds.data[0].quantity} unit(s).` : `${page.customer} has no active hold.`)
+    ? holds.data.length
+      ? `${page.customer} holds ${holds.data[0].quantity} unit(s).`
+      : `${page.customer} has no active hold.`
     : `${holds.data.length} active hold${holds.data.length === 1 ? '' : 's'} shown, soonest expiry first.`;
-  renderRows('hold-rows', holds.data, 4, (rows) => rows.map((hold) =>
-    h('tr', { 'data-hold': hold.id, 'data-customer': hold.customer },
-      h('th', { scope: 'row' }, hold.customer),
-      h('td', { class: 'num' }, number(hold.quantity)),
-      h('td', { title: new Date(hold.expiresAt).toLocaleString() }, h('span', { 'data-expires': hold.expiresAt }, `in ${duration(Date.parse(hold.expiresAt) - Date.now())}`)),
-      h('td', {}, h('button', { type: 'button', class: 'link', 'aria-label': `Cancel the hold of ${hold.customer}`, onclick: (event) => cancelHold(hold, event.currentTarget) }, 'cancel hold')))),
-  page.customer ? `${page.customer} has no active hold.` : 'No active holds.');
+  renderRows(
+    'hold-rows',
+    holds.data,
+    4,
+    (rows) =>
+      rows.map((hold) =>
+        h(
+          'tr',
+          { 'data-hold': hold.id, 'data-customer': hold.customer },
+          h('th', { scope: 'row' }, hold.customer),
+          h('td', { class: 'num' }, number(hold.quantity)),
+          h(
+            'td',
+            { title: new Date(hold.expiresAt).toLocaleString() },
+            h('span', { 'data-expires': hold.expiresAt }, `in ${duration(Date.parse(hold.expiresAt) - Date.now())}`),
+          ),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'link',
+                'aria-label': `Cancel the hold of ${hold.customer}`,
+                onclick: (event) => cancelHold(hold, event.currentTarget),
+              },
+              'cancel hold',
+            ),
+          ),
+        ),
+      ),
+    page.customer ? `${page.customer} has no active hold.` : 'No active holds.',
+  );
 }
 
 async function cancelHold(hold, button) {
   button.disabled = true;
   try {
     await api('POST', `/v1/reservations/${enc(hold.id)}/cancel`);
-    showResult('hold-result', `Cancelled the hold of ${hold.customer} (${hold.quantity} unit${hold.quantity === 1 ? '' : 's'} back on sale).`, true);
+    showResult(
+      'hold-result',
+      `Cancelled the hold of ${hold.customer} (${hold.quantity} unit${hold.quantity === 1 ? '' : 's'} back on sale).`,
+      true,
+    );
     page.refreshAll();
   } catch (error) {
     button.disabled = false;
-    if (error.status !== 401) showResult('hold-result', `Could not cancel the hold of ${hold.customer}: ${describe(error)}`, false);
+    if (error.status !== 401)
+      showResult('hold-result', `Could not cancel the hold of ${hold.customer}: ${describe(error)}`, false);
   }
 }
 
@@ -169,16 +246,27 @@ function wire() {
   create.elements.endsAt.value = toLocalInput(new Date(Date.now() + 3_600_000).toISOString());
   onSubmit('sale-create-form', 'sale-create-result', async (form) => {
     const f = form.elements;
-    const body = { sku: f.sku.value.trim(), startsAt: fromLocalInput(f.startsAt.value), endsAt: fromLocalInput(f.endsAt.value), perCustomerLimit: Number(f.perCustomerLimit.value), cap: f.cap.value === '' ? null : Number(f.cap.value) };
+    const body = {
+      sku: f.sku.value.trim(),
+      startsAt: fromLocalInput(f.startsAt.value),
+      endsAt: fromLocalInput(f.endsAt.value),
+      perCustomerLimit: Number(f.perCustomerLimit.value),
+      cap: f.cap.value === '' ? null : Number(f.cap.value),
+    };
     if (f.id.value.trim()) body.id = f.id.value.trim();
     const sale = await api('POST', '/v1/sales', { body });
     if (f.admitPerSecond.value !== '') {
       try {
-        await api('PUT', `/v1/sales/${enc(sale.id)}/waiting-room`, { body: { admitPerSecond: Number(f.admitPerSecond.value), windowMs: 60_000 } });
+        await api('PUT', `/v1/sales/${enc(sale.id)}/waiting-room`, {
+          body: { admitPerSecond: Number(f.admitPerSecond.value), windowMs: 60_000 },
+        });
       } catch (error) {
         if (error.status === 401) throw error;
         location.hash = `#/sale/${enc(sale.id)}`;
-        throw Object.assign(new Error(`Created sale ${sale.id}, but its waiting room was refused: ${describe(error)}`), { status: error.status });
+        throw Object.assign(
+          new Error(`Created sale ${sale.id}, but its waiting room was refused: ${describe(error)}`),
+          { status: error.status },
+        );
       }
     }
     f.id.value = '';
@@ -188,14 +276,26 @@ function wire() {
 
   onSubmit('sale-edit-form', 'sale-edit-result', async (form) => {
     const f = form.elements;
-    const sale = await api('PATCH', `/v1/sales/${enc(page.id)}`, { body: { startsAt: fromLocalInput(f.startsAt.value), endsAt: fromLocalInput(f.endsAt.value), cap: f.cap.value === '' ? null : Number(f.cap.value), perCustomerLimit: Number(f.perCustomerLimit.value) } });
+    const sale = await api('PATCH', `/v1/sales/${enc(page.id)}`, {
+      body: {
+        startsAt: fromLocalInput(f.startsAt.value),
+        endsAt: fromLocalInput(f.endsAt.value),
+        cap: f.cap.value === '' ? null : Number(f.cap.value),
+        perCustomerLimit: Number(f.perCustomerLimit.value),
+      },
+    });
     fillEdit(sale);
     page.refreshAll();
     return `Saved: ${sale.id} now ${countdown(sale)}, cap ${sale.cap ?? 'unlimited'}, ${sale.perCustomerLimit} per customer.`;
   });
 
   onSubmit('room-form', 'room-result', async (form) => {
-    const room = await api('PUT', `/v1/sales/${enc(page.id)}/waiting-room`, { body: { admitPerSecond: Number(form.elements.admitPerSecond.value), windowMs: Number(form.elements.windowS.value) * 1000 } });
+    const room = await api('PUT', `/v1/sales/${enc(page.id)}/waiting-room`, {
+      body: {
+        admitPerSecond: Number(form.elements.admitPerSecond.value),
+        windowMs: Number(form.elements.windowS.value) * 1000,
+      },
+    });
     page.refreshAll();
     return `Waiting room admits ${room.admitPerSecond}/s, ${duration(room.windowMs)} to reserve.`;
   });
@@ -238,7 +338,8 @@ export const salePage = {
     $('sale-title').textContent = id;
     $('hold-customer').value = '';
     $('room-form').dataset.filled = '';
-    for (const result of ['sale-edit-result', 'room-result', 'sale-cancel-result', 'hold-result']) $(result).textContent = '';
+    for (const result of ['sale-edit-result', 'room-result', 'sale-cancel-result', 'hold-result'])
+      $(result).textContent = '';
     $('sale-cancel-confirm').hidden = true;
     renderSeriesChart($('sale-chart'), [], { title: `Units of sale ${id}`, lines: LINES });
   },

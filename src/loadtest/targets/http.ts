@@ -45,16 +45,33 @@ class Http {
   }
 
   /** A work request: the answer's JSON body, or the error code as an answer (never throws). */
-  async work(method: string, url: string, body: unknown, timeoutMs = this.timeoutMs): Promise<{ ok: true; status: number; body: Record<string, unknown> } | { ok: false; answer: ClaimAnswer }> {
+  async work(
+    method: string,
+    url: string,
+    body: unknown,
+    timeoutMs = this.timeoutMs,
+  ): Promise<{ ok: true; status: number; body: Record<string, unknown> } | { ok: false; answer: ClaimAnswer }> {
     let res: Response;
     try {
       res = await this.send(method, url, body, timeoutMs);
     } catch (error) {
-      return { ok: false, answer: { status: 'error', error: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unavailable' } };
+      return {
+        ok: false,
+        answer: {
+          status: 'error',
+          error: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unavailable',
+        },
+      };
     }
     const parsed = (await res.json().catch(() => null)) as Record<string, unknown> | null;
     if (res.ok) return { ok: true, status: res.status, body: parsed ?? {} };
-    return { ok: false, answer: { status: 'error', error: (parsed?.error as { code?: string } | undefined)?.code ?? `http_${res.status}` } };
+    return {
+      ok: false,
+      answer: {
+        status: 'error',
+        error: (parsed?.error as { code?: string } | undefined)?.code ?? `http_${res.status}`,
+      },
+    };
   }
 
   send(method: string, url: string, body?: unknown, timeoutMs = this.timeoutMs): Promise<Response> {
@@ -73,13 +90,26 @@ class Http {
       // Control reads (export of a big pool) may take longer than one claim.
       res = await this.send(method, url, body, Math.max(this.timeoutMs, 120_000));
     } catch (error) {
-      throw new DibsError('unavailable', `${method} ${redact(url)} failed: ${describe(error)}`, { retriable: true, cause: error });
+      throw new DibsError('unavailable', `${method} ${redact(url)} failed: ${describe(error)}`, {
+        retriable: true,
+        cause: error,
+      });
     }
     if (res.ok) return (as === 'json' ? await res.json() : await res.text()) as T;
     const payload = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
     const code = payload?.error?.code;
-    const known = code !== undefined && isErrorCode(code) ? code : res.status === 401 ? 'unauthorized' : res.status >= 500 ? 'unavailable' : 'invalid_input';
-    throw new DibsError(known, `${method} ${redact(url)} answered ${res.status}${code ? ` ${code}` : ''}: ${payload?.error?.message ?? res.statusText}`);
+    const known =
+      code !== undefined && isErrorCode(code)
+        ? code
+        : res.status === 401
+          ? 'unauthorized'
+          : res.status >= 500
+            ? 'unavailable'
+            : 'invalid_input';
+    throw new DibsError(
+      known,
+      `${method} ${redact(url)} answered ${res.status}${code ? ` ${code}` : ''}: ${payload?.error?.message ?? res.statusText}`,
+    );
   }
 }
 
@@ -102,9 +132,16 @@ export class HttpClaimClient implements ClaimClient {
   async claim(pool: string, claimant: string, idempotencyKey: string | undefined): Promise<ClaimAnswer> {
     let res: Response;
     try {
-      res = await this.http.send('POST', this.http.poolPath(pool, '/claims'), idempotencyKey === undefined ? { claimant } : { claimant, idempotencyKey });
+      res = await this.http.send(
+        'POST',
+        this.http.poolPath(pool, '/claims'),
+        idempotencyKey === undefined ? { claimant } : { claimant, idempotencyKey },
+      );
     } catch (error) {
-      return { status: 'error', error: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unavailable' };
+      return {
+        status: 'error',
+        error: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unavailable',
+      };
     }
     let body: { status?: string; code?: string; held?: string[]; replayed?: boolean; error?: { code?: string } } | null;
     try {
@@ -112,8 +149,18 @@ export class HttpClaimClient implements ClaimClient {
     } catch {
       body = null;
     }
-    if ((res.status === 201 || res.status === 200) && body && (body.status === 'claimed' || body.status === 'already-held') && typeof body.code === 'string') {
-      return { status: body.status, code: body.code, held: Array.isArray(body.held) ? body.held : [body.code], replayed: body.replayed === true };
+    if (
+      (res.status === 201 || res.status === 200) &&
+      body &&
+      (body.status === 'claimed' || body.status === 'already-held') &&
+      typeof body.code === 'string'
+    ) {
+      return {
+        status: body.status,
+        code: body.code,
+        held: Array.isArray(body.held) ? body.held : [body.code],
+        replayed: body.replayed === true,
+      };
     }
     return { status: 'error', error: body?.error?.code ?? `http_${res.status}` };
   }
@@ -131,8 +178,13 @@ export function httpWorkClient(target: UrlTarget, mode: Exclude<WorkMode, { kind
   if (mode.kind === 'sale') {
     return {
       async run(op: PlannedClaim) {
-        const r = await http.work('POST', http.salePath(name, '/claims'), { customer: op.claimant, quantity: mode.qty, ...(op.key !== undefined ? { idempotencyKey: op.key } : {}) });
-        if (!r.ok) return r.answer.error === 'limit_reached' ? { status: 'already-held', error: 'limit_reached' } : r.answer;
+        const r = await http.work('POST', http.salePath(name, '/claims'), {
+          customer: op.claimant,
+          quantity: mode.qty,
+          ...(op.key !== undefined ? { idempotencyKey: op.key } : {}),
+        });
+        if (!r.ok)
+          return r.answer.error === 'limit_reached' ? { status: 'already-held', error: 'limit_reached' } : r.answer;
         const order = r.body.order as { id: string; quantity: number };
         return { status: 'claimed', code: order.id, units: order.quantity, replayed: r.body.replayed === true };
       },
@@ -143,7 +195,12 @@ export function httpWorkClient(target: UrlTarget, mode: Exclude<WorkMode, { kind
     async run(op: PlannedClaim) {
       const key = op.resource ?? name;
       // waiting for the lock is part of the call: allow the wait on top of the request timeout
-      const acquired = await http.work('POST', http.lockPath(key, '/acquire'), { ttlMs: 30_000 + mode.holdMs, waitMs: 120_000 }, http.timeoutMs + 120_000);
+      const acquired = await http.work(
+        'POST',
+        http.lockPath(key, '/acquire'),
+        { ttlMs: 30_000 + mode.holdMs, waitMs: 120_000 },
+        http.timeoutMs + 120_000,
+      );
       if (!acquired.ok) return { ...acquired.answer, resource: key };
       const lease = acquired.body as { token: string; fence: number };
       const start = now();
@@ -174,7 +231,9 @@ export class HttpControlClient implements ControlClient {
   async importCodes(pool: string, codes: readonly string[]): Promise<ImportResult> {
     const total: ImportResult = { imported: 0, duplicates: 0, invalid: 0 };
     for (let i = 0; i < codes.length || i === 0; i += IMPORT_BATCH) {
-      const r = await this.http.call<ImportResult>('POST', this.http.poolPath(pool, '/codes'), { codes: codes.slice(i, i + IMPORT_BATCH) });
+      const r = await this.http.call<ImportResult>('POST', this.http.poolPath(pool, '/codes'), {
+        codes: codes.slice(i, i + IMPORT_BATCH),
+      });
       total.imported += r.imported;
       total.duplicates += r.duplicates;
       total.invalid += r.invalid;
@@ -190,7 +249,11 @@ export class HttpControlClient implements ControlClient {
   async exportCodes(pool: string): Promise<CodeState[]> {
     const csv = await this.http.call<string>('GET', this.http.poolPath(pool, '/export'), undefined, 'text');
     const rows = parse(csv, { columns: true, skip_empty_lines: true, bom: true }) as Record<string, string>[];
-    return rows.map((r) => ({ code: unescapeFormula(r.code ?? ''), status: (r.status ?? 'free') as CodeStatus, claimant: r.claimant ? unescapeFormula(r.claimant) : null }));
+    return rows.map((r) => ({
+      code: unescapeFormula(r.code ?? ''),
+      status: (r.status ?? 'free') as CodeStatus,
+      claimant: r.claimant ? unescapeFormula(r.claimant) : null,
+    }));
   }
 
   async audit(pool: string): Promise<AuditFinding[]> {
@@ -199,11 +262,21 @@ export class HttpControlClient implements ControlClient {
   }
 
   async createSale(id: string, cap: number, perCustomerLimit: number): Promise<void> {
-    await this.http.call('POST', `${this.http.base}/v1/sales`, { id, sku: id, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit });
+    await this.http.call('POST', `${this.http.base}/v1/sales`, {
+      id,
+      sku: id,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap,
+      perCustomerLimit,
+    });
   }
 
   async saleInfo(id: string): Promise<SaleFinalStats> {
-    const sale = await this.http.call<{ cap: number | null; stats: { sold: number; held: number; available: number | null } }>('GET', this.http.salePath(id));
+    const sale = await this.http.call<{
+      cap: number | null;
+      stats: { sold: number; held: number; available: number | null };
+    }>('GET', this.http.salePath(id));
     return { cap: sale.cap ?? 0, sold: sale.stats.sold, held: sale.stats.held, available: sale.stats.available ?? 0 };
   }
 

@@ -18,7 +18,8 @@ async function loadOpenDibs(target: StoreTarget): Promise<OpenDibs> {
   if (target.storeModule === undefined) return (await import('../../index.js')).openDibs;
   const path = isAbsolute(target.storeModule) ? target.storeModule : resolve(target.storeModule);
   const mod = (await import(pathToFileURL(path).href)) as { openDibs?: OpenDibs };
-  if (typeof mod.openDibs !== 'function') throw new Error(`store module ${target.storeModule} does not export openDibs(store, options)`);
+  if (typeof mod.openDibs !== 'function')
+    throw new Error(`store module ${target.storeModule} does not export openDibs(store, options)`);
   return mod.openDibs;
 }
 
@@ -55,11 +56,17 @@ export async function openLibraryWorkClient(target: StoreTarget, mode: WorkMode,
       return {
         async run(op) {
           try {
-            const r = await dibs.sales.buy(name, op.claimant, mode.qty, op.key === undefined ? {} : { idempotencyKey: op.key });
+            const r = await dibs.sales.buy(
+              name,
+              op.claimant,
+              mode.qty,
+              op.key === undefined ? {} : { idempotencyKey: op.key },
+            );
             return { status: 'claimed', code: r.order.id, units: r.order.quantity, replayed: r.replayed };
           } catch (error) {
             // At the limit is the sale's "already holds": the customer bought what it may.
-            if (isDibsError(error) && error.code === 'limit_reached') return { status: 'already-held', error: 'limit_reached' };
+            if (isDibsError(error) && error.code === 'limit_reached')
+              return { status: 'already-held', error: 'limit_reached' };
             return errorAnswer(error);
           }
         },
@@ -108,7 +115,14 @@ export async function openLibraryControlClient(target: StoreTarget): Promise<Con
     audit: (pool) => dibs.pools.audit(pool),
     async createSale(id, cap, perCustomerLimit) {
       const startsAt = new Date(Date.now() - 1000).toISOString();
-      await dibs.sales.create({ id, sku: id, startsAt, endsAt: new Date(Date.now() + 3_600_000).toISOString(), cap, perCustomerLimit });
+      await dibs.sales.create({
+        id,
+        sku: id,
+        startsAt,
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap,
+        perCustomerLimit,
+      });
     },
     async saleInfo(id) {
       const { cap, stats } = await dibs.sales.get(id);

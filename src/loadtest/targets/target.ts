@@ -7,7 +7,10 @@ import type { ImportResult, PoolStats } from '../../core/types.js';
 import type { AuditFinding, ClaimOutcome, CodeState, LoadTarget, PlannedClaim, SaleFinalStats } from '../types.js';
 
 /** The answer part of an outcome. */
-export type ClaimAnswer = Pick<ClaimOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error' | 'detail' | 'units' | 'resource' | 'fence' | 'start' | 'end'>;
+export type ClaimAnswer = Pick<
+  ClaimOutcome,
+  'status' | 'code' | 'held' | 'replayed' | 'error' | 'detail' | 'units' | 'resource' | 'fence' | 'start' | 'end'
+>;
 
 /** What each planned request does, by mode. */
 export type WorkMode = { kind: 'pool' } | { kind: 'sale'; qty: number } | { kind: 'locks'; holdMs: number };

@@ -16,12 +16,18 @@ export function registerAuth(app: FastifyInstance, verifier: KeyVerifier): void 
   app.decorateRequest('tenant', null as never);
 
   /** After the key is verified: the scope check and the tenant. An error to answer, or undefined. */
-  const admit = (request: FastifyRequest, principal: Principal, scope: string, undeclared: boolean): Error | undefined => {
+  const admit = (
+    request: FastifyRequest,
+    principal: Principal,
+    scope: string,
+    undeclared: boolean,
+  ): Error | undefined => {
     request.principal = principal;
     if (scope !== 'any' && !grants(principal.scopes, scope as Scope)) {
       return new DibsError('forbidden', `this API key lacks the scope '${scope}'`, { details: { needed: scope } });
     }
-    if (undeclared && principal.tenant !== DEFAULT_TENANT) return new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
+    if (undeclared && principal.tenant !== DEFAULT_TENANT)
+      return new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
     request.tenant = tenantOf(principal.tenant);
     return undefined;
   };
@@ -48,7 +54,12 @@ export function registerAuth(app: FastifyInstance, verifier: KeyVerifier): void 
     }
     if (!key) {
       void reply.header('www-authenticate', 'Bearer realm="dibs"');
-      return done(new DibsError('unauthorized', 'an API key is required: send "Authorization: Bearer dibs_…" (create one with `dibs keys create`)'));
+      return done(
+        new DibsError(
+          'unauthorized',
+          'an API key is required: send "Authorization: Bearer dibs_…" (create one with `dibs keys create`)',
+        ),
+      );
     }
     let principal: Principal | undefined;
     try {

@@ -18,17 +18,31 @@ export const DEFAULT_TENANT = 'default';
  * implies everything (including managing keys of its own tenant and reading /metrics).
  */
 export const SCOPES = [
-  'pools:read', 'pools:claim', 'pools:admin',
-  'sales:read', 'sales:buy', 'sales:admin',
-  'locks:read', 'locks:write',
+  'pools:read',
+  'pools:claim',
+  'pools:admin',
+  'sales:read',
+  'sales:buy',
+  'sales:admin',
+  'locks:read',
+  'locks:write',
   'metrics:read',
   'admin',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
-const scopeSchema = z.string().refine((s) => (SCOPES as readonly string[]).includes(s) || /^(pools|sales|locks|metrics):\*$/.test(s), `a scope: one of ${SCOPES.join(', ')} or <family>:*`);
+const scopeSchema = z
+  .string()
+  .refine(
+    (s) => (SCOPES as readonly string[]).includes(s) || /^(pools|sales|locks|metrics):\*$/.test(s),
+    `a scope: one of ${SCOPES.join(', ')} or <family>:*`,
+  );
 export const scopesSchema = z.array(scopeSchema).min(1, 'give at least one scope').max(32);
-export const keyNameSchema = z.string().min(1).max(100).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+export const keyNameSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
 
 export function grants(granted: readonly string[], needed: Scope): boolean {
   if (granted.includes('admin') || granted.includes(needed)) return true;
@@ -46,13 +60,24 @@ export interface CreatedKey {
   record: Omit<ApiKeyRecord, 'hash'>;
 }
 
-export async function createApiKey(store: ServiceStore, input: { tenant?: string; name: string; scopes: string[] }): Promise<CreatedKey> {
+export async function createApiKey(
+  store: ServiceStore,
+  input: { tenant?: string; name: string; scopes: string[] },
+): Promise<CreatedKey> {
   const tenant = parseInput(tenantIdSchema, input.tenant ?? DEFAULT_TENANT, 'tenant');
   const name = parseInput(keyNameSchema, input.name, 'name');
   const scopes = [...new Set(parseInput(scopesSchema, input.scopes, 'scopes'))];
   const id = randomBytes(8).toString('hex');
   const key = `dibs_${id}_${randomBytes(24).toString('base64url')}`;
-  const record: ApiKeyRecord = { id, tenant, name, scopes, hash: hashKey(key), createdAt: new Date().toISOString(), revokedAt: null };
+  const record: ApiKeyRecord = {
+    id,
+    tenant,
+    name,
+    scopes,
+    hash: hashKey(key),
+    createdAt: new Date().toISOString(),
+    revokedAt: null,
+  };
   await store.insertKey(record);
   const { hash: _hash, ...shown } = record;
   return { key, record: shown };
@@ -114,7 +139,13 @@ export class KeyVerifier {
     const entry: CachedKey = {
       record,
       hash: Buffer.from(record?.hash ?? NO_HASH, 'hex'),
-      principal: record ? Object.freeze({ keyId: record.id, tenant: record.tenant, scopes: Object.freeze([...record.scopes]) as string[] }) : null,
+      principal: record
+        ? Object.freeze({
+            keyId: record.id,
+            tenant: record.tenant,
+            scopes: Object.freeze([...record.scopes]) as string[],
+          })
+        : null,
       until: now + this.cacheMs,
     };
     this.cache.set(id, entry);

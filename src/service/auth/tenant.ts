@@ -18,7 +18,8 @@ const NAME_FIELDS = new Set(['name', 'pool', 'sale', 'saleId', 'sku', 'key', 'id
 const OPAQUE_FIELDS = new Set(['metadata', 'channels', 'claimant', 'customer', 'code', 'codes', 'held']);
 
 const noSeparator = (value: string, field: string): string => {
-  if (value.includes(TENANT_SEPARATOR)) throw new DibsError('invalid_input', `${field}: must not contain '${TENANT_SEPARATOR}'`, { field });
+  if (value.includes(TENANT_SEPARATOR))
+    throw new DibsError('invalid_input', `${field}: must not contain '${TENANT_SEPARATOR}'`, { field });
   return value;
 };
 
@@ -68,8 +69,12 @@ export class Tenant {
 }
 
 function strip(value: unknown, prefix: string, field?: string): unknown {
-  if (typeof value === 'string') return field !== undefined && NAME_FIELDS.has(field) && value.startsWith(prefix) ? value.slice(prefix.length) : value;
-  if (Array.isArray(value)) return value.map((v) => strip(v, prefix, field === 'sales' || field === 'skus' ? field.slice(0, -1) : undefined));
+  if (typeof value === 'string')
+    return field !== undefined && NAME_FIELDS.has(field) && value.startsWith(prefix)
+      ? value.slice(prefix.length)
+      : value;
+  if (Array.isArray(value))
+    return value.map((v) => strip(v, prefix, field === 'sales' || field === 'skus' ? field.slice(0, -1) : undefined));
   if (value && typeof value === 'object' && (value as object).constructor === Object) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) out[k] = OPAQUE_FIELDS.has(k) ? v : strip(v, prefix, k);
@@ -94,7 +99,10 @@ export async function listOwned<T>(
   const items: T[] = [];
   let cursor = options.after === undefined ? tenant.prefix || undefined : tenant.prefix + options.after;
   for (let round = 0; round < 50; round++) {
-    const page = await fetch({ limit: Math.min(1000, limit - items.length + (tenant.prefix ? 0 : 50)), ...(cursor ? { after: cursor } : {}) });
+    const page = await fetch({
+      limit: Math.min(1000, limit - items.length + (tenant.prefix ? 0 : 50)),
+      ...(cursor ? { after: cursor } : {}),
+    });
     for (const item of page.items) {
       if (!tenant.owns(nameOf(item))) {
         if (tenant.prefix) return { data: items, nextCursor: null };

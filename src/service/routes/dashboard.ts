@@ -26,7 +26,8 @@ const ASSETS: Record<string, string> = {
   'pool-page.js': 'text/javascript; charset=utf-8',
   'keys-page.js': 'text/javascript; charset=utf-8',
 };
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
 function secure(reply: FastifyReply, type: string): FastifyReply {
   return reply
@@ -39,37 +40,95 @@ function secure(reply: FastifyReply, type: string): FastifyReply {
 
 export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, options: ClaimRateOptions = {}): void {
   const page = readFileSync(new URL('index.html', PUBLIC), 'utf8');
-  const assets = new Map(Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, PUBLIC), 'utf8') }]));
+  const assets = new Map(
+    Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, PUBLIC), 'utf8') }]),
+  );
   const sampler = new ClaimRateSampler(dibs, options);
   app.addHook('onClose', async () => sampler.stop());
   const tag = 'Dashboard';
 
   // the page and its files hold no data: public; every API call the page makes carries the key
-  route(app, { method: 'GET', url: '/', scope: 'public', noRateLimit: true, tag, summary: 'The admin dashboard', responses: { 200: { description: 'HTML', contentType: 'text/html' } } }, async (_request, reply) =>
-    secure(reply, 'text/html; charset=utf-8').send(page));
-  route(app, { method: 'GET', url: '/dashboard/:file', scope: 'public', noRateLimit: true, tag, summary: 'A file of the dashboard (fixed list)', responses: { 200: { description: 'JS or CSS' } } }, async (request, reply) => {
-    const asset = assets.get(request.params.file!);
-    if (!asset) throw new DibsError('not_found', `no dashboard file '${request.params.file}'`);
-    return secure(reply, asset.type).send(asset.body);
-  });
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/',
+      scope: 'public',
+      noRateLimit: true,
+      tag,
+      summary: 'The admin dashboard',
+      responses: { 200: { description: 'HTML', contentType: 'text/html' } },
+    },
+    async (_request, reply) => secure(reply, 'text/html; charset=utf-8').send(page),
+  );
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/dashboard/:file',
+      scope: 'public',
+      noRateLimit: true,
+      tag,
+      summary: 'A file of the dashboard (fixed list)',
+      responses: { 200: { description: 'JS or CSS' } },
+    },
+    async (request, reply) => {
+      const asset = assets.get(request.params.file!);
+      if (!asset) throw new DibsError('not_found', `no dashboard file '${request.params.file}'`);
+      return secure(reply, asset.type).send(asset.body);
+    },
+  );
 
-  route(app, { method: 'GET', url: '/v1/pools/:pool/claim-rate', scope: 'pools:read', tag, summary: "A pool's claim rate over time (sampled in memory by this service instance)", responses: { 200: { description: 'The series', schema: S.claimRateSchema } } }, async (request) =>
-    sampler.series(request.tenant.pool(request.params.pool)));
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/pools/:pool/claim-rate',
+      scope: 'pools:read',
+      tag,
+      summary: "A pool's claim rate over time (sampled in memory by this service instance)",
+      responses: { 200: { description: 'The series', schema: S.claimRateSchema } },
+    },
+    async (request) => sampler.series(request.tenant.pool(request.params.pool)),
+  );
 
   // The outbox is shared by every tenant: its status and delivery logs (any tenant's events and
   // receivers) are for the operator — admin keys of the default tenant. Another tenant's admin
   // key gets 404, as for any object that is not its own.
   const operatorOnly = (request: FastifyRequest) => {
-    if (request.tenant.prefix !== '') throw new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
+    if (request.tenant.prefix !== '')
+      throw new DibsError('not_found', `no route ${request.method} ${request.url.split('?')[0]} for this tenant`);
   };
-  route(app, { method: 'GET', url: '/v1/outbox', scope: 'admin', tag, summary: 'Outbox status: pending, delivered, dead, lag (operator: admin keys of the default tenant)', responses: { 200: { description: 'The status', schema: S.outboxStatusSchema } } }, async (request) => {
-    operatorOnly(request);
-    if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
-    return dibs.backend.outbox.status();
-  });
-  route(app, { method: 'GET', url: '/v1/events/:id/deliveries', scope: 'admin', tag, summary: "An event's delivery attempts (operator: admin keys of the default tenant)", responses: { 200: { description: 'The attempts', schema: S.deliveriesSchema } } }, async (request) => {
-    operatorOnly(request);
-    if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
-    return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };
-  });
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/outbox',
+      scope: 'admin',
+      tag,
+      summary: 'Outbox status: pending, delivered, dead, lag (operator: admin keys of the default tenant)',
+      responses: { 200: { description: 'The status', schema: S.outboxStatusSchema } },
+    },
+    async (request) => {
+      operatorOnly(request);
+      if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+      return dibs.backend.outbox.status();
+    },
+  );
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/events/:id/deliveries',
+      scope: 'admin',
+      tag,
+      summary: "An event's delivery attempts (operator: admin keys of the default tenant)",
+      responses: { 200: { description: 'The attempts', schema: S.deliveriesSchema } },
+    },
+    async (request) => {
+      operatorOnly(request);
+      if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+      return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };
+    },
+  );
 }
