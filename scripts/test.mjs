@@ -34,9 +34,13 @@ if (!process.argv.includes('--no-typecheck')) {
 }
 
 const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
+// --test-force-exit: each file's process exits once its tests and hooks are done. Node 20 can spin
+// for ever in its exit-time handle cleanup (seen once: a file whose tests had all passed, 15 min at
+// full CPU in FreeEnvironment → CleanupHandles); process.exit skips that cleanup. Leaked
+// connections are caught by tests that count them (cold-start, per-invocation), not by a hang.
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  ['--import', 'tsx', '--test', '--test-force-exit', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
   {
     cwd: root,
     stdio: 'inherit',
