@@ -40,7 +40,15 @@ const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
 // connections are caught by tests that count them (cold-start, per-invocation), not by a hang.
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-force-exit', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-force-exit',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    ...files,
+  ],
   {
     cwd: root,
     stdio: 'inherit',
