@@ -4,7 +4,7 @@
  */
 import { Readable } from 'node:stream';
 import { Parser } from 'csv-parse';
-import type { PoolBackend } from './backend.js';
+import type { PoolBackend } from './pools/backend.js';
 import { DibsError } from './errors.js';
 import { csvColumns, parseCsvRow, parseListEntry, type CsvColumns, type ParsedEntry } from './import-entries.js';
 import type { ImportedCode, ImportProgress, ImportResult } from './types.js';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import type { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { stringify } from 'csv-stringify/sync';
-import type { PoolBackend } from '../../src/core/backend.js';
+import type { PoolBackend } from '../../src/core/pools/backend.js';
 import { codesToCsv } from '../../src/core/export.js';
 import { importCsv } from '../../src/core/import.js';
 import type { CodeInfo, ImportedCode } from '../../src/core/types.js';

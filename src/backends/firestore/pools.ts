@@ -7,7 +7,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { notFound } from '../../core/errors.js';
 import type {
   ClaimManyResult,

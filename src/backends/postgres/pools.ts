@@ -6,7 +6,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,

@@ -1,6 +1,6 @@
 import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import { counterViolations } from '../shared/pool-rules.js';
 import { usesOf } from '../shared/pool-rules.js';

@@ -1,6 +1,6 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, isDibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,
