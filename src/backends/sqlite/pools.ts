@@ -15,6 +15,7 @@ import type {
   Page,
   Pool,
   PoolPatch,
+  PoolSettings,
   PoolSpec,
   PoolStats,
   Violation,
@@ -35,6 +36,7 @@ import {
   type CodeState,
   type PoolRules,
 } from '../../core/model/pools.js';
+import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
 import { usesOf } from '../shared/pool-rules.js';
@@ -169,12 +171,7 @@ export class SqlitePools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
-      const { changes } = this.stmt.insertPool.run({
-        ...spec,
-        metadata: JSON.stringify(spec.metadata),
-        publicCodes: spec.publicCodes ? 1 : 0,
-        codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null,
-      });
+      const { changes } = this.stmt.insertPool.run({ name: spec.name, ...settingsParams(spec) });
       if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
       return toPool(this.pool(spec.name));
     });
@@ -195,31 +192,12 @@ export class SqlitePools implements PoolBackend {
   async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
     return write(this.db, this.options, () => {
       const row = this.pool(name);
-      const perClaimantLimit = patch.perClaimantLimit ?? row.per_claimant_limit;
-      if (perClaimantLimit < row.per_claimant_limit) {
+      const next = mergePoolSettings(toPool(row), patch);
+      if (next.perClaimantLimit < row.per_claimant_limit) {
         const { n } = this.stmt.maxHeldByOneClaimant.get(row.id) as { n: number };
-        judgeLimitChange(perClaimantLimit, n);
+        judgeLimitChange(next.perClaimantLimit, n);
       }
-      this.stmt.updatePool.run({
-        id: row.id,
-        perClaimantLimit,
-        lowStockThreshold: patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold,
-        metadata: patch.metadata === undefined ? row.metadata : JSON.stringify(patch.metadata),
-        startsAt: patch.startsAt === undefined ? row.starts_at : patch.startsAt,
-        expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
-        maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
-        maxRedemptionsPerClaimant:
-          patch.maxRedemptionsPerClaimant === undefined
-            ? row.max_redemptions_per_claimant
-            : patch.maxRedemptionsPerClaimant,
-        publicCodes: patch.publicCodes === undefined ? row.public_codes : patch.publicCodes ? 1 : 0,
-        codeFormat:
-          patch.codeFormat === undefined
-            ? row.code_format
-            : patch.codeFormat === null
-              ? null
-              : JSON.stringify(patch.codeFormat),
-      });
+      this.stmt.updatePool.run({ id: row.id, ...settingsParams(next) });
       return toPool(this.pool(name));
     });
   }
@@ -796,6 +774,16 @@ const stateOf = (c: CodeRow): CodeState => ({
 
 function toStats(row: PoolRow): PoolStats {
   return { total: row.total, free: row.free, claimed: row.claimed, redeemed: row.redeemed, revoked: row.revoked };
+}
+
+/** A pool's settings as the pool statements bind them (JSON text, 0/1). */
+function settingsParams(s: PoolSettings) {
+  return {
+    ...s,
+    metadata: JSON.stringify(s.metadata),
+    publicCodes: s.publicCodes ? 1 : 0,
+    codeFormat: s.codeFormat ? JSON.stringify(s.codeFormat) : null,
+  };
 }
 
 function toPool(row: PoolRow): Pool {

@@ -15,41 +15,44 @@ export interface PoolStats {
   revoked: number;
 }
 
-export interface Pool {
-  name: string;
+/** What a pool's owner decides about it: set at creation, changed by `update` (a `PoolPatch`). */
+export interface PoolSettings {
+  /** How many codes one claimant may hold at once (claimed or redeemed). */
   perClaimantLimit: number;
+  /** Below this many free codes a `pool.low_stock` event is recorded (once per crossing); null: never. */
   lowStockThreshold: number | null;
   metadata: Record<string, unknown>;
-  /** Codes are handed out and redeemed only from `startsAt` (inclusive) until `expiresAt` (exclusive), by the store's clock. */
+  /**
+   * Validity window (ISO 8601, normalised to UTC): codes are handed out and redeemed only from
+   * `startsAt` (inclusive) until `expiresAt` (exclusive), by the store's clock.
+   */
   startsAt: string | null;
   expiresAt: string | null;
   /** At most this many codes redeemed in all / by one claimant (null: no limit); beyond: `limit_reached`. */
   maxRedemptions: number | null;
   maxRedemptionsPerClaimant: number | null;
-  /** Codes never claimed may be redeemed directly (the redeemer becomes their holder). */
-  publicCodes: boolean;
-  /** The shape of generated codes, when the pool's codes were generated: typos are caught before a lookup. */
-  codeFormat: CodeFormat | null;
-  createdAt: string;
-  stats: PoolStats;
-}
-
-export interface PoolSpec {
-  name: string;
-  perClaimantLimit: number;
-  lowStockThreshold: number | null;
-  metadata: Record<string, unknown>;
-  /** Validity window (ISO 8601, normalised to UTC): codes are handed out and redeemed only inside it. */
-  startsAt: string | null;
-  expiresAt: string | null;
-  /** At most this many codes of the pool redeemed in all / by one claimant (null: no limit). */
-  maxRedemptions: number | null;
-  maxRedemptionsPerClaimant: number | null;
-  /** Public codes (printed on receipts, shared in a newsletter): a code never claimed may be redeemed directly by a claimant. */
+  /**
+   * Public codes (printed on receipts, shared in a newsletter): a code never claimed may be
+   * redeemed directly by a claimant, who becomes its holder.
+   */
   publicCodes: boolean;
   /** The shape of the pool's codes (set by `generate`): `validate` refuses a mistyped code before any lookup. */
   codeFormat: CodeFormat | null;
 }
+
+/** A pool to create: its name and settings. */
+export interface PoolSpec extends PoolSettings {
+  name: string;
+}
+
+/** A pool as stored: its spec, when it was created, and its counters. */
+export interface Pool extends PoolSpec {
+  createdAt: string;
+  stats: PoolStats;
+}
+
+/** A change of settings: a field left out keeps its value (merged by `mergePoolSettings`, rules.ts). */
+export type PoolPatch = Partial<PoolSettings>;
 
 /** A generated code's shape: pattern or length, charset, prefix/suffix, check character. */
 export interface CodeFormat {
@@ -59,18 +62,6 @@ export interface CodeFormat {
   prefix: string;
   suffix: string;
   checkChar: boolean;
-}
-
-export interface PoolPatch {
-  perClaimantLimit?: number;
-  lowStockThreshold?: number | null;
-  metadata?: Record<string, unknown>;
-  startsAt?: string | null;
-  expiresAt?: string | null;
-  maxRedemptions?: number | null;
-  maxRedemptionsPerClaimant?: number | null;
-  publicCodes?: boolean;
-  codeFormat?: CodeFormat | null;
 }
 
 export interface CodeInfo {
