@@ -46,7 +46,7 @@ export interface PoolBackend {
 
   /**
    * Adds one batch of already-validated codes (≤ a few thousand) atomically, each with its own
-   * validity window when it has one (stores without `setCodeWindow` never receive one). Codes
+   * validity window when it has one. Codes
    * already in the pool — or repeated inside the batch — are counted as duplicates, never inserted
    * twice, and keep their window (the first occurrence wins). Counters (total, free) move in the
    * same atomic step. Throws `not_found`.
@@ -104,8 +104,6 @@ export interface PoolBackend {
    */
   getCode(pool: string, code: string, claimant?: string | null): Promise<CodeInfo>;
 
-  // --- the rest of the coupon lifecycle; optional so other stores can land later ---
-
   /**
    * Holds a single-use code for `claimant` for `ttlMs` (by the store's clock) during checkout: in
    * the same atomic step it checks the code could be redeemed by `claimant` now (claimed by them,
@@ -114,18 +112,18 @@ export interface PoolBackend {
    * A held free code is not handed out by claims. Redeem by the holder consumes the hold; an
    * expired hold is ignored by every step (lazily). Multi-use codes cannot be held (`conflict`).
    */
-  hold?(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo>;
+  hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo>;
   /** Drops a live hold (`claimant`, when given, must be its holder: else `held`); no hold: the code unchanged. */
-  releaseHold?(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
+  releaseHold(pool: string, code: string, claimant: string | null): Promise<CodeInfo>;
   /** Sets a code's own validity window (single- or multi-use); claims skip a code outside it, redeems refuse it. */
-  setCodeWindow?(pool: string, code: string, window: CodeWindow): Promise<CodeInfo>;
+  setCodeWindow(pool: string, code: string, window: CodeWindow): Promise<CodeInfo>;
   /**
    * Adds a multi-use code: redeemable `uses` times in all (at most `usesPerClaimant` by one
    * claimant), each use once per order — a redeem for an order already recorded answers with that
    * use; unredeem of an order gives its use back (a `code.unredeemed` event). `already_exists` when
    * the pool has that code (single- or multi-use).
    */
-  addMultiUseCode?(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo>;
+  addMultiUseCode(pool: string, spec: MultiUseCodeSpec): Promise<CodeInfo>;
   /** Codes the claimant holds (claimed or redeemed), oldest first. */
   holdings(pool: string, claimant: string): Promise<CodeInfo[]>;
 

@@ -240,26 +240,17 @@ export class Pools {
    * itself. Holding again renews. `redeem` by the holder consumes the hold.
    */
   async hold(name: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
-    return this.lifecycle('hold').hold!(
-      pool(name),
-      codeArg(code),
-      who(claimant),
-      parseInput(holdTtlSchema, ttlMs, 'ttlMs'),
-    );
+    return this.backend.hold(pool(name), codeArg(code), who(claimant), parseInput(holdTtlSchema, ttlMs, 'ttlMs'));
   }
 
   /** Ends a hold before it expires (a checkout abandoned); `claimant`, when given, must hold it. */
   async releaseHold(name: string, code: string, options: { claimant?: string } = {}): Promise<CodeInfo> {
-    return this.lifecycle('releaseHold').releaseHold!(pool(name), codeArg(code), optionalClaimant(options.claimant));
+    return this.backend.releaseHold(pool(name), codeArg(code), optionalClaimant(options.claimant));
   }
 
   /** A code's own validity window (combined with the pool's): outside it the code is neither handed out nor redeemed. */
   async setCodeWindow(name: string, code: string, window: CodeWindowInput): Promise<CodeInfo> {
-    return this.lifecycle('setCodeWindow').setCodeWindow!(
-      pool(name),
-      codeArg(code),
-      parseInput(codeWindowSchema, window),
-    );
+    return this.backend.setCodeWindow(pool(name), codeArg(code), parseInput(codeWindowSchema, window));
   }
 
   /**
@@ -267,13 +258,7 @@ export class Pools {
    * `usesPerClaimant` (default 1; null: no limit) per claimant, each use recorded once per order.
    */
   async addMultiUseCode(name: string, spec: MultiUseCodeInput): Promise<CodeInfo> {
-    return this.lifecycle('addMultiUseCode').addMultiUseCode!(pool(name), parseInput(multiUseCodeSchema, spec));
-  }
-
-  private lifecycle(operation: 'hold' | 'releaseHold' | 'setCodeWindow' | 'addMultiUseCode'): PoolBackend {
-    if (this.backend[operation] === undefined)
-      throw new DibsError('unsupported', `${operation} is not available on this store yet`);
-    return this.backend;
+    return this.backend.addMultiUseCode(pool(name), parseInput(multiUseCodeSchema, spec));
   }
 
   async revoke(name: string, code: string): Promise<CodeInfo> {
