@@ -18,16 +18,16 @@ export interface Backend {
   /** `sqlite`, `postgres`, `redis`, … */
   readonly kind: string;
   readonly pools: PoolBackend;
-  /** Flash sales; absent on stores that do not support them yet. */
-  readonly sales?: SaleBackend;
-  /** Outbox delivery (leases, retries); absent on stores whose dispatcher is not built yet. */
-  readonly outbox?: OutboxBackend;
-  /** Leases, semaphores; absent on stores whose lock scripts are not built yet. */
-  readonly locks?: LockBackend;
-  /** Sharded exact counters; absent on stores that do not have them yet. */
-  readonly counters?: CounterBackend;
-  /** Rate limits and quotas shared across instances; absent where not built yet. */
-  readonly limits?: LimitBackend;
+  /** Flash sales. */
+  readonly sales: SaleBackend;
+  /** Outbox delivery (leases, retries). */
+  readonly outbox: OutboxBackend;
+  /** Leases, semaphores. */
+  readonly locks: LockBackend;
+  /** Sharded exact counters. */
+  readonly counters: CounterBackend;
+  /** Rate limits and quotas shared across instances. */
+  readonly limits: LimitBackend;
   /** Fair waiting rooms for flash sales; absent where not built yet. */
   readonly waitingRooms?: WaitingRoomBackend;
   /** Burn rate, time to empty and predicted-empty alerts; absent where not built yet. */
@@ -35,7 +35,7 @@ export interface Backend {
   /** Tiered mode: the sale capacity this (durable) store grants to a Redis fast path; absent on Redis. */
   readonly grants?: GrantLedger;
   /** API keys and idempotency records of the HTTP service. */
-  readonly service?: ServiceStore;
+  readonly service: ServiceStore;
   /**
    * The longest one operation may keep running against the store before it answers (its
    * client-side timeouts in sequence). The HTTP service keeps a request's in-flight idempotency

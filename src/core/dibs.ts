@@ -28,7 +28,7 @@ export class Dibs {
     this.semaphores = new Semaphores(backend.locks, backend.kind);
     this.locks = new Locks(this.semaphores);
     this.counters = new Counters(backend.counters, backend.kind);
-    this.limits = new Limits(backend.limits, backend.kind);
+    this.limits = new Limits(backend.limits);
     this.waitingRooms = new WaitingRooms(backend.waitingRooms, backend.kind);
     this.forecasts = new Forecasts(backend.forecasts, backend.kind);
   }

@@ -12,7 +12,6 @@ import type { PoolBackend } from '../../src/core/pools/backend.js';
 import { codesToCsv } from '../../src/core/export.js';
 import { importCsv } from '../../src/core/import.js';
 import type { CodeInfo, ImportedCode } from '../../src/core/types.js';
-import { rejectsWith } from '../support/assert.js';
 
 /** A store that records every batch. */
 function recordingBackend() {
