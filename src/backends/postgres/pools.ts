@@ -39,7 +39,7 @@ import {
   type CodeState,
   type PoolRules,
 } from '../../core/model/pools.js';
-import { usesOf } from '../shared/pool-rules.js';
+import { overLimitViolation, usesOf } from '../shared/pool-rules.js';
 import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
@@ -683,16 +683,8 @@ export class PgPools implements PoolBackend {
         }
         for (const c of (
           await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])
-        ).rows) {
-          violations.push({
-            invariant: 'I2',
-            pool,
-            claimant: c.claimant,
-            expected: row.per_claimant_limit,
-            actual: c.n,
-            message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
-          });
-        }
+        ).rows)
+          violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
         const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
         for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id]))
           .rows) {

@@ -39,8 +39,7 @@ import {
 import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
-import { usesOf } from '../shared/pool-rules.js';
-import { counterViolations } from '../shared/pool-rules.js';
+import { counterViolations, overLimitViolation, usesOf } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -545,16 +544,8 @@ export class SqlitePools implements PoolBackend {
           for (const c of this.stmt.claimantsOverLimit.all(row.id, row.per_claimant_limit) as {
             claimant: string;
             n: number;
-          }[]) {
-            violations.push({
-              invariant: 'I2',
-              pool,
-              claimant: c.claimant,
-              expected: row.per_claimant_limit,
-              actual: c.n,
-              message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
-            });
-          }
+          }[])
+            violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
           const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
           for (const { status, n } of this.stmt.countByStatus.all(row.id) as { status: CodeStatus; n: number }[]) {
             ledger[status] = n;
