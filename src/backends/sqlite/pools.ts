@@ -336,13 +336,7 @@ export class SqlitePools implements PoolBackend {
       (_row, c, now) => {
         judgeUnredeem(stateOf(c), orderId);
         const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
-        this.stmt.insertEvent.run({
-          type: event.type,
-          key: event.idempotencyKey,
-          pool,
-          payload: JSON.stringify(event.payload),
-          now,
-        });
+        this.recordEvent(event, pool, now);
         return {
           state: {
             status: 'claimed',
@@ -639,13 +633,7 @@ export class SqlitePools implements PoolBackend {
     this.stmt.deleteUse.run(row.id, m.code, orderId);
     this.stmt.moveUses.run({ pool: row.id, code: m.code, n: -1 });
     const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
-    this.stmt.insertEvent.run({
-      type: event.type,
-      key: event.idempotencyKey,
-      pool: row.name,
-      payload: JSON.stringify(event.payload),
-      now,
-    });
+    this.recordEvent(event, row.name, now);
     return toMultiCode(row.name, { ...m, uses: m.uses - 1 });
   }
 
@@ -666,6 +654,21 @@ export class SqlitePools implements PoolBackend {
 
   private heldCodes(poolId: number, claimant: string): CodeRow[] {
     return this.stmt.heldCodes.all(poolId, claimant) as CodeRow[];
+  }
+
+  /** An outbox event of `pool`, in the step's transaction. */
+  private recordEvent(
+    event: { type: string; idempotencyKey: string; payload: unknown },
+    pool: string,
+    now: string,
+  ): void {
+    this.stmt.insertEvent.run({
+      type: event.type,
+      key: event.idempotencyKey,
+      pool,
+      payload: JSON.stringify(event.payload),
+      now,
+    });
   }
 
   private now(): string {
@@ -691,13 +694,7 @@ export class SqlitePools implements PoolBackend {
     ) {
       const { low_stock_events: crossing } = this.stmt.fireLowStock.get(row.id) as PoolRow;
       const event = lowStockEvent(row.name, crossing, after.free, after.low_stock_threshold);
-      this.stmt.insertEvent.run({
-        type: event.type,
-        key: event.idempotencyKey,
-        pool: row.name,
-        payload: JSON.stringify(event.payload),
-        now,
-      });
+      this.recordEvent(event, row.name, now);
     }
   }
 
