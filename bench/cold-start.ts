@@ -361,7 +361,7 @@ export async function main(): Promise<void> {
       await app.listen({ port: 0, host: '127.0.0.1' });
       try {
         const { port } = app.server.address() as { port: number };
-        const apiKey = (await createApiKey(lib.backend.service!, { name: 'bench', scopes: ['pools:claim'] })).key;
+        const apiKey = (await createApiKey(lib.backend.service, { name: 'bench', scopes: ['pools:claim'] })).key;
         const before = await clients();
         const h = await runProcesses(
           PROCESSES,

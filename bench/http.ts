@@ -313,7 +313,7 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   const store = storeUrl(dir, `http${round}`);
   await seedDibs(store, claims + warmup);
   const keyStore = await openDibs(store);
-  const { key } = await createApiKey(keyStore.backend.service!, { name: 'bench', scopes: ['pools:claim'] });
+  const { key } = await createApiKey(keyStore.backend.service, { name: 'bench', scopes: ['pools:claim'] });
   await keyStore.close();
   const service = await driveHttp(
     [

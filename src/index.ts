@@ -4,7 +4,8 @@ import { DEFAULT_STORE, openBackend } from './backends/registry.js';
 import { loadOtel } from './tracing/otel.js';
 import { traceDibs } from './tracing/instrument.js';
 
-export { Dibs, Pools } from './core/dibs.js';
+export { Dibs } from './core/dibs.js';
+export { Pools } from './core/pools/facade.js';
 export { Sales } from './core/sales/facade.js';
 export { WaitingRooms } from './core/sales/waiting-room-facade.js';
 export { Forecasts } from './core/forecast-facade.js';
@@ -29,7 +30,8 @@ export type { SaleBackend, SaleViolation } from './core/sales/backend.js';
 export { preflight, type Problem } from './core/sales/rules.js';
 export { DibsError, isDibsError, ERROR_CODES, type ErrorCode } from './core/errors.js';
 export type * from './core/types.js';
-export type { Backend, PoolBackend, BackendFactory, BackendOptions } from './core/backend.js';
+export type { Backend, BackendFactory, BackendOptions } from './core/backend.js';
+export type { PoolBackend } from './core/pools/backend.js';
 export { LIMITS } from './core/schemas.js';
 export { DEFAULT_STORE, redact } from './backends/registry.js';
 

@@ -4,7 +4,8 @@
  */
 import type { z } from 'zod';
 import { DibsError } from './errors.js';
-import { codeSchema, windowedCodeSchema } from './schemas.js';
+import { windowedCodeSchema } from './pools/schemas.js';
+import { codeSchema } from './schemas.js';
 import type { ImportedCode } from './types.js';
 
 export type ParsedEntry = { ok: true; entry: ImportedCode } | { ok: false; field: string; message: string };

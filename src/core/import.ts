@@ -4,7 +4,7 @@
  */
 import { Readable } from 'node:stream';
 import { Parser } from 'csv-parse';
-import type { PoolBackend } from './backend.js';
+import type { PoolBackend } from './pools/backend.js';
 import { DibsError } from './errors.js';
 import { csvColumns, parseCsvRow, parseListEntry, type CsvColumns, type ParsedEntry } from './import-entries.js';
 import type { ImportedCode, ImportProgress, ImportResult } from './types.js';
@@ -71,11 +71,7 @@ export async function importCsv(
     for await (const { record, line } of parser as AsyncIterable<NumberedRecord>) {
       if (columns === undefined) {
         columns = csvColumns(record);
-        if (columns !== null) {
-          // refused before anything is written: a store that cannot keep windows must not drop them
-          if (columns.windows.length > 0) importer.assertWindowsSupported();
-          continue;
-        }
+        if (columns !== null) continue;
       }
       await importer.add(parseCsvRow(record, columns), { line });
     }
@@ -136,19 +132,8 @@ class BatchImporter {
       this.totals.firstInvalid ??= { ...at, field: parsed.field, message: parsed.message };
       return;
     }
-    if (typeof parsed.entry !== 'string') this.assertWindowsSupported();
     this.batch.push(parsed.entry);
     if (this.batch.length >= this.batchSize) await this.flush();
-  }
-
-  /** Per-code windows need a store that judges them at claim and redeem time (`setCodeWindow`). */
-  assertWindowsSupported(): void {
-    if (this.backend.setCodeWindow === undefined)
-      throw new DibsError(
-        'unsupported',
-        'codes with their own validity window (starts_at/expires_at) cannot be imported into this store yet',
-        { field: 'codes' },
-      );
   }
 
   progress(): ImportProgress {

@@ -25,17 +25,14 @@ export interface JobEvents {
 export const FINISH_DELETIONS_EVERY_MS = 60_000;
 export const FINISH_DELETIONS_BUDGET = { deletions: 10, batches: 25 } as const;
 
-/** The standard jobs for a Dibs instance (sales jobs only where the store supports sales). */
+/** The standard jobs for a Dibs instance (forecast alerts only where the store has forecasts). */
 export function standardJobs(dibs: Dibs, options: { dispatcher?: OutboxDispatcher; everyMs?: number } = {}): JobSpec[] {
   const every = options.everyMs ?? 1000;
-  const jobs: JobSpec[] = [];
-  if (dibs.backend.sales) {
-    jobs.push(
-      { name: 'sales.activate', everyMs: every, run: () => dibs.sales.activateDue() },
-      { name: 'sales.end', everyMs: every, run: () => dibs.sales.endDue() },
-      { name: 'holds.expire', everyMs: every, run: () => dibs.sales.expireHolds() },
-    );
-  }
+  const jobs: JobSpec[] = [
+    { name: 'sales.activate', everyMs: every, run: () => dibs.sales.activateDue() },
+    { name: 'sales.end', everyMs: every, run: () => dibs.sales.endDue() },
+    { name: 'holds.expire', everyMs: every, run: () => dibs.sales.expireHolds() },
+  ];
   if (dibs.backend.forecasts) {
     jobs.push({ name: 'forecast.alerts', everyMs: Math.max(every, 5000), run: () => dibs.forecasts.checkWatches() });
   }

@@ -5,20 +5,16 @@
  */
 import { z } from 'zod';
 import {
-  claimantSchema,
   codeFormatSchema,
   codeStatusSchema,
   codeWindowSchema,
   createPoolSchema,
   holdTtlSchema,
-  idempotencyKeySchema,
   importEntrySchema,
-  LIMITS,
-  localPoolNameSchema,
-  metadataSchema,
   multiUseCodeSchema,
   updatePoolSchema,
-} from '../core/schemas.js';
+} from '../core/pools/schemas.js';
+import { claimantSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema } from '../core/schemas.js';
 import {
   createSaleSchema,
   quantitySchema,

@@ -93,8 +93,6 @@ export const DEFAULT_RATE_LIMIT: RateLimitOptions = { max: 6000, timeWindowMs: 6
 export function buildServer(options: ServerOptions): FastifyInstance {
   const { dibs, logger = false, bodyLimit = 1024 * 1024 } = options;
   const store = options.serviceStore ?? dibs.backend.service;
-  if (!store)
-    throw new DibsError('unsupported', `the ${dibs.kind} store has no service store (API keys); pass serviceStore`);
   // Aborted when closing begins (preClose below): requests that only wait stop, new ones are refused.
   const closing = new AbortController();
   const app = Fastify({

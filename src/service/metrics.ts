@@ -78,23 +78,21 @@ export class ServiceMetrics {
       },
     });
     const outbox = dibs.backend.outbox;
-    if (outbox) {
-      const lag = new Gauge({
-        name: 'dibs_outbox_lag_seconds',
-        help: 'Age of the oldest undelivered outbox event (0 when none)',
-        registers,
-      });
-      new Gauge({
-        name: 'dibs_outbox_pending_events',
-        help: 'Outbox events waiting for delivery',
-        registers,
-        async collect() {
-          const status = await outbox.status();
-          this.set(status.pending);
-          lag.set(status.oldestPendingMs / 1000);
-        },
-      });
-    }
+    const lag = new Gauge({
+      name: 'dibs_outbox_lag_seconds',
+      help: 'Age of the oldest undelivered outbox event (0 when none)',
+      registers,
+    });
+    new Gauge({
+      name: 'dibs_outbox_pending_events',
+      help: 'Outbox events waiting for delivery',
+      registers,
+      async collect() {
+        const status = await outbox.status();
+        this.set(status.pending);
+        lag.set(status.oldestPendingMs / 1000);
+      },
+    });
   }
 
   /** Times a claim and counts its outcome: the result's status, or the error code. */

@@ -69,24 +69,22 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   });
   const demoKey = options.demo ? await prepareDemo(dibs) : undefined;
 
-  const destinations = dibs.backend.outbox && options.jobs !== false ? await destinationsFromEnv(env) : [];
-  const dispatcher = dibs.backend.outbox
-    ? new OutboxDispatcher({
-        outbox: dibs.backend.outbox,
-        channels: channelsFromEnv(env),
-        webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS),
-        destinations,
-        onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
-      })
-    : undefined;
+  const destinations = options.jobs !== false ? await destinationsFromEnv(env) : [];
+  const dispatcher = new OutboxDispatcher({
+    outbox: dibs.backend.outbox,
+    channels: channelsFromEnv(env),
+    webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS),
+    destinations,
+    onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
+  });
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
   const service = dibs.backend.service;
   const jobSpecs =
     options.jobs === false
       ? []
       : [
-          ...standardJobs(dibs, { ...(dispatcher ? { dispatcher } : {}), everyMs: every }),
-          ...(service ? [{ name: 'idempotency.purge', everyMs: 60_000, run: () => service.purgeExpired() }] : []),
+          ...standardJobs(dibs, { dispatcher, everyMs: every }),
+          { name: 'idempotency.purge', everyMs: 60_000, run: () => service.purgeExpired() },
         ];
   const jobs = new JobRunner(jobSpecs, {
     onError: (name, error) => app.log.error({ err: error, job: name }, 'job failed'),
@@ -148,7 +146,6 @@ export async function prepareDemo(dibs: Dibs): Promise<string | undefined> {
  */
 async function demoAdminKey(dibs: Dibs): Promise<string | undefined> {
   const store = dibs.backend.service;
-  if (!store) return undefined;
   for (const old of await store.listKeys(DEFAULT_TENANT))
     if (old.name === DEMO_KEY_NAME && !old.revokedAt) await store.revokeKey(old.id);
   return (await createApiKey(store, { tenant: DEFAULT_TENANT, name: DEMO_KEY_NAME, scopes: ['admin'] })).key;
@@ -259,7 +256,6 @@ async function seedDemo(dibs: Dibs): Promise<void> {
   } catch (error) {
     if (!isDibsError(error, 'already_exists')) throw error;
   }
-  if (!dibs.backend.sales) return;
   try {
     await dibs.sales.create({
       id: 'demo',

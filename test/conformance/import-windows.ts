@@ -1,7 +1,7 @@
 /**
  * Import with per-code validity windows (CSV `starts_at`/`expires_at` columns, JSON objects), part
- * of the pool conformance suite: on a store with per-code windows each code is claimable exactly
- * inside its window; a store without them refuses before writing anything.
+ * of the pool conformance suite: on every store each code is claimable exactly
+ * inside its window.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,9 +15,8 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
   /** The store's clock shifted by `ms`: windows are judged by it, not by this process's clock. */
   const storeTime = async (ms = 0) => new Date(Date.parse(await dibsOf().backend.pools.clock()) + ms).toISOString();
   const hour = 3_600_000;
-  const windowsSupported = () => dibsOf().backend.pools.setCodeWindow !== undefined;
 
-  it('imports each CSV row with its own window: claims take only codes inside theirs; bad dates skip only their row', async (t) => {
+  it('imports each CSV row with its own window: claims take only codes inside theirs; bad dates skip only their row', async () => {
     const dibs = dibsOf();
     const name = await freshPool({ perClaimantLimit: 10, prefix: 'win' });
     const [past, soon, later] = await Promise.all([storeTime(-hour), storeTime(hour), storeTime(2 * hour)]);
@@ -31,12 +30,6 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
       `BAD-ORDER,${later},${soon}`, // line 7: ends before it starts
       `NOW,,`, // line 8: a duplicate keeps the first row's window
     ].join('\n');
-    if (!windowsSupported()) {
-      await rejectsWith(dibs.pools.importCsv(name, csv), 'unsupported', 'codes');
-      assert.equal((await dibs.pools.stats(name)).total, 0, 'refused before anything was written');
-      t.diagnostic('store without per-code windows: refused');
-      return;
-    }
     const result = await dibs.pools.importCsv(name, csv);
     assert.deepEqual(result, {
       imported: 4,
@@ -64,7 +57,6 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     await rejectsWith(dibs.pools.importCsv(name, 'code,starts_at,Valid From\nA,,\n'), 'invalid_input', 'codes');
     await rejectsWith(dibs.pools.importCsv(name, 'coupon,expires_at\nA,\n'), 'invalid_input', 'codes');
     assert.equal((await dibs.pools.stats(name)).total, 0);
-    if (!windowsSupported()) return;
     const expires = await storeTime(-1000);
     const result = await dibs.pools.importCsv(name, `n,CODE,Valid From,valid-until\n1,OLD,,${expires}\n2,OK,,\n`);
     assert.deepEqual(result, { imported: 2, duplicates: 0, invalid: 0 });
@@ -82,11 +74,11 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
       { code: 'J3', startsAt: 'soon' },
       { code: 'J4', expiresAt: null, extra: 1 },
       42,
-      ...(windowsSupported() ? [{ code: 'J5', startsAt: soon }] : []),
+      { code: 'J5', startsAt: soon },
     ];
     const result = await dibs.pools.importCodes(name, entries);
     assert.deepEqual(result, {
-      imported: windowsSupported() ? 3 : 2,
+      imported: 3,
       duplicates: 0,
       invalid: 3,
       firstInvalid: {
@@ -95,16 +87,11 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
         message: 'must be an ISO 8601 timestamp, e.g. 2026-11-27T09:00:00Z',
       },
     });
-    if (!windowsSupported()) {
-      await rejectsWith(dibs.pools.importCodes(name, [{ code: 'J5', startsAt: soon }]), 'unsupported', 'codes');
-      return;
-    }
     assert.equal((await dibs.pools.code(name, 'J5')).startsAt, soon);
     assert.deepEqual([...(await dibs.pools.claimMany(name, 'alice', 10)).codes].sort(), ['J1', 'J2']);
   });
 
-  it('a code imported before its window opens is handed out once the store clock reaches it', async (t) => {
-    if (!windowsSupported()) return t.skip('no per-code windows on this store');
+  it('a code imported before its window opens is handed out once the store clock reaches it', async () => {
     const dibs = dibsOf();
     const name = await freshPool({ prefix: 'win' });
     const opens = await storeTime(1200);
@@ -115,8 +102,7 @@ export function importWindowCases(dibsOf: () => Dibs, freshPool: FreshPool): voi
     assert.deepEqual(await dibs.pools.audit(name), []);
   });
 
-  it('streams a 5,000-row CSV with windows in batches; export carries the windows and imports back', async (t) => {
-    if (!windowsSupported()) return t.skip('no per-code windows on this store');
+  it('streams a 5,000-row CSV with windows in batches; export carries the windows and imports back', async () => {
     const dibs = dibsOf();
     const name = await freshPool({ perClaimantLimit: 1000, prefix: 'win' });
     const [past, recent, later] = await Promise.all([storeTime(-2 * hour), storeTime(-hour), storeTime(hour)]);

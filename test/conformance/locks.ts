@@ -218,7 +218,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it("fair: a dead waiter's ticket blocks the line only until it lapses; fair tryAcquire never jumps the line", async () => {
       const k = key('fair-dead');
       // A waiter that died right after taking its ticket: a ticket nobody renews (short TTL).
-      const dead = await dibs.backend.locks!.tryAcquire(fairQueueKey(k), 1_000_000, 1_500);
+      const dead = await dibs.backend.locks.tryAcquire(fairQueueKey(k), 1_000_000, 1_500);
       assert.ok(dead);
       assert.equal(
         await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true }),
@@ -231,7 +231,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       const lease = await dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000, fair: true });
       assert.ok(lease.ticket! > dead.fence, 'queued behind the dead ticket, granted once it lapsed');
       assert.equal(
-        (await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length,
+        (await dibs.backend.locks.inspect(fairQueueKey(k))).holders.length,
         0,
         'the grant removed its ticket',
       );
@@ -246,13 +246,13 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       const other = new Dibs(dibs.backend);
       const holder = await dibs.locks.acquire(k, { ttlMs: 30_000 });
       await rejectsWith(other.locks.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true }), 'lock_timeout');
-      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'timed out: ticket removed');
+      assert.equal((await dibs.backend.locks.inspect(fairQueueKey(k))).holders.length, 0, 'timed out: ticket removed');
       const ac = new AbortController();
       const waiting = other.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000, fair: true, signal: ac.signal });
       await waitersBecome(dibs, k, 1);
       ac.abort();
       await rejectsWith(waiting, 'lock_timeout');
-      assert.equal((await dibs.backend.locks!.inspect(fairQueueKey(k))).holders.length, 0, 'aborted: ticket removed');
+      assert.equal((await dibs.backend.locks.inspect(fairQueueKey(k))).holders.length, 0, 'aborted: ticket removed');
       await dibs.locks.release(holder);
       const next = await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true });
       assert.ok(next, 'nobody left in line blocks the key');
@@ -306,7 +306,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.counters.incr(`${run}-y`, 2);
       await dibs.counters.incr(`${run}-x`, 1);
       const locks = dibs.backend.locks;
-      if (!locks?.listKeys) {
+      if (!locks.listKeys) {
         await rejectsWith(dibs.semaphores.list(), 'unsupported');
       } else {
         const mine = async (after?: string) =>
@@ -323,7 +323,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
         assert.deepEqual((await dibs.semaphores.list({ limit: 2, after: a })).items, [b, c]);
         assert.ok((await dibs.semaphores.list({ limit: 1000 })).items.every((k) => !/[\u0000-\u001f]/.test(k)));
       }
-      if (!dibs.backend.counters?.listNames) {
+      if (!dibs.backend.counters.listNames) {
         await rejectsWith(dibs.counters.list(), 'unsupported');
       } else {
         assert.deepEqual(
@@ -335,7 +335,7 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
           nextCursor: `${run}-x`,
         });
       }
-      await rejectsWith(dibs.semaphores.list({ limit: 0 }), locks?.listKeys ? 'invalid_input' : 'unsupported');
+      await rejectsWith(dibs.semaphores.list({ limit: 0 }), locks.listKeys ? 'invalid_input' : 'unsupported');
       await dibs.locks.release(fair);
       await dibs.locks.release(await waiting);
       await dibs.locks.release(held);

@@ -32,7 +32,7 @@ async function withEvents(
       cap: 10,
     });
     assert.equal((await dibs.sales.activateDue()).notifications, fans);
-    await fn(dibs.backend.outbox!, dibs);
+    await fn(dibs.backend.outbox, dibs);
   } finally {
     await target.cleanup();
   }

@@ -315,7 +315,7 @@ export function saleConformance(label: string, open: () => Promise<ConformanceTa
         await dibs.sales.cancelHold(gone.id);
         const bought = (await dibs.sales.reserve(sale.id, 'gina', 1, 60_000)).hold;
         await dibs.sales.confirm(bought.id);
-        if (!dibs.backend.sales?.listHolds) {
+        if (!dibs.backend.sales.listHolds) {
           await rejectsWith(dibs.sales.holds(sale.id), 'unsupported');
           return;
         }

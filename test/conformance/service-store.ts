@@ -18,7 +18,7 @@ export function serviceStoreConformance(
     let store: ServiceStore;
     before(async () => {
       env = await open();
-      store = env.dibs.backend.service!;
+      store = env.dibs.backend.service;
       assert.ok(store, `${name} has a service store`);
     });
     after(() => env.cleanup());

@@ -8,22 +8,18 @@ import { describe, it } from 'node:test';
 import type { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { stringify } from 'csv-stringify/sync';
-import type { PoolBackend } from '../../src/core/backend.js';
+import type { PoolBackend } from '../../src/core/pools/backend.js';
 import { codesToCsv } from '../../src/core/export.js';
 import { importCsv } from '../../src/core/import.js';
 import type { CodeInfo, ImportedCode } from '../../src/core/types.js';
-import { rejectsWith } from '../support/assert.js';
 
-/** A store that records every batch; `setCodeWindow` is there only to say it keeps windows. */
+/** A store that records every batch. */
 function recordingBackend() {
   const stored: ImportedCode[] = [];
   const backend = {
     async insertCodes(_pool: string, codes: readonly ImportedCode[]) {
       stored.push(...codes);
       return { inserted: codes.length, duplicates: 0 };
-    },
-    async setCodeWindow() {
-      throw new Error('not called by an import');
     },
   } as unknown as PoolBackend;
   return { backend, stored };
@@ -135,18 +131,6 @@ describe('CSV import with windows', () => {
       stored,
       ['A', { code: 'D', startsAt: null, expiresAt: '2026-11-30T00:00:00.000Z' }],
       'a date or a time without an offset is not guessed',
-    );
-  });
-
-  it('refuses window columns for a store without per-code windows before storing anything', async () => {
-    const { backend, stored } = recordingBackend();
-    delete (backend as { setCodeWindow?: unknown }).setCodeWindow;
-    await rejectsWith(importCsv(backend, 'p', 'code,valid_until\nA,\n'), 'unsupported', 'codes');
-    assert.deepEqual(stored, []);
-    assert.deepEqual(
-      await importCsv(backend, 'p', 'code\nA\n'),
-      { imported: 1, duplicates: 0, invalid: 0 },
-      'bare codes still import',
     );
   });
 });

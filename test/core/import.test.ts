@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PoolBackend } from '../../src/core/backend.js';
+import type { PoolBackend } from '../../src/core/pools/backend.js';
 import { importCodeList } from '../../src/core/import.js';
 
 function scriptedBackend(importConcurrency: number, failOnBatch?: number) {

@@ -18,7 +18,7 @@ describe('dashboard: files and read endpoints', () => {
     env = await openTempSqlite();
     app = buildServer({ dibs: env.dibs, rateLimit: false });
     await app.ready();
-    authorization = `Bearer ${(await createApiKey(env.dibs.backend.service!, { name: 'dashboard api test', scopes: ['admin'] })).key}`;
+    authorization = `Bearer ${(await createApiKey(env.dibs.backend.service, { name: 'dashboard api test', scopes: ['admin'] })).key}`;
   });
   after(async () => {
     await app.close();
@@ -88,7 +88,7 @@ describe('dashboard: files and read endpoints', () => {
     await env.dibs.pools.claim('low', 'someone');
     const status = (await get('/v1/outbox')).json();
     assert.equal(status.pending, 1);
-    const outbox = env.dibs.backend.outbox!;
+    const outbox = env.dibs.backend.outbox;
     const [due] = await outbox.claimDue(10, 60_000);
     assert.ok(due);
     await outbox.markFailed(due.id, 'HTTP 500 from receiver', 1000);

@@ -30,8 +30,8 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
 
   before(async () => {
     const dibs = await openDibs(temp.store);
-    adminKey = (await createApiKey(dibs.backend.service!, { name: 'operator', scopes: ['admin'] })).key;
-    buyerKey = (await createApiKey(dibs.backend.service!, { name: 'storefront', scopes: ['sales:buy'] })).key;
+    adminKey = (await createApiKey(dibs.backend.service, { name: 'operator', scopes: ['admin'] })).key;
+    buyerKey = (await createApiKey(dibs.backend.service, { name: 'storefront', scopes: ['sales:buy'] })).key;
     await dibs.close();
     server = await startServer({ store: temp.store, port: 0, host: '127.0.0.1', logger: false, jobs: false });
     browser = await launchChromium();

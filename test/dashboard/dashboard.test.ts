@@ -29,7 +29,7 @@ describe('dashboard in headless Chromium', { skip, timeout: 120_000 }, () => {
 
   before(async () => {
     const dibs = await openDibs(temp.store);
-    KEY = (await createApiKey(dibs.backend.service!, { name: 'dashboard browser test', scopes: ['admin'] })).key;
+    KEY = (await createApiKey(dibs.backend.service, { name: 'dashboard browser test', scopes: ['admin'] })).key;
     await dibs.close();
     server = await startServer({ store: temp.store, port: 0, host: '127.0.0.1', logger: false, jobs: false });
     browser = await launchChromium();

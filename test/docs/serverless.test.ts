@@ -107,7 +107,7 @@ describe('docs/serverless.md examples: client and Worker against the service', (
     await dibs.pools.importCodes('spring', ['S-1', 'S-2', 'S-3']);
     served = await serveOverHttp(dibs);
     key = (
-      await createApiKey(dibs.backend.service!, {
+      await createApiKey(dibs.backend.service, {
         name: 'function',
         scopes: ['pools:claim', 'locks:write', 'locks:read'],
       })

@@ -29,7 +29,7 @@ async function listen(
   dibs: Dibs,
   rateLimit: { max: number; timeWindowMs: number } | false,
 ): Promise<{ app: FastifyInstance; base: string; auth: string }> {
-  const { key } = await createApiKey(dibs.backend.service!, { name: 'overload', scopes: ['admin'] });
+  const { key } = await createApiKey(dibs.backend.service, { name: 'overload', scopes: ['admin'] });
   const app = buildServer({ dibs, rateLimit });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, base: address, auth: `Bearer ${key}` };

@@ -279,11 +279,11 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
   }, async () => {
     await withDibs(async (dibs, db) => {
       const faults = injectCommitFaults(db, { when: writes('/idempotency/') });
-      const begun = await dibs.backend.service!.beginIdempotent('scope', 'order-9', 'fp', 60_000);
+      const begun = await dibs.backend.service.beginIdempotent('scope', 'order-9', 'fp', 60_000);
       faults.stop();
       assert.equal(faults.injected, 1);
       assert.equal(begun.state, 'started', `the request that created the record was told ${begun.state}`);
-      assert.equal((await dibs.backend.service!.beginIdempotent('scope', 'order-9', 'fp', 60_000)).state, 'in_flight');
+      assert.equal((await dibs.backend.service.beginIdempotent('scope', 'order-9', 'fp', 60_000)).state, 'in_flight');
     });
   });
 });

@@ -26,7 +26,7 @@ describe('firestore service store (the official emulator, started by the test)',
     try {
       await dibs.pools.create({ name: 'web' });
       await dibs.pools.importCodes('web', ['W-1', 'W-2']);
-      const { key } = await createApiKey(dibs.backend.service!, { name: 'ci', scopes: ['admin'] });
+      const { key } = await createApiKey(dibs.backend.service, { name: 'ci', scopes: ['admin'] });
       const claim = () =>
         app.inject({
           method: 'POST',

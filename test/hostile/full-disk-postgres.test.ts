@@ -48,7 +48,7 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     dibs = await openDibs(store);
     app = buildServer({ dibs, rateLimit: false });
     await app.ready();
-    auth = `Bearer ${(await createApiKey(dibs.backend.service!, { tenant: 'default', name: 'disk test', scopes: ['pools:read', 'pools:claim'] })).key}`;
+    auth = `Bearer ${(await createApiKey(dibs.backend.service, { tenant: 'default', name: 'disk test', scopes: ['pools:read', 'pools:claim'] })).key}`;
   });
   after(async () => {
     await app?.close();

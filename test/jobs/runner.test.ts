@@ -60,7 +60,7 @@ function runnerSuite(label: string, makeStore: () => { store: string; cleanup():
         assert.equal(sale.status, 'scheduled');
         const runners = instances.map((dibs) => {
           const dispatcher = new OutboxDispatcher({
-            outbox: dibs.backend.outbox!,
+            outbox: dibs.backend.outbox,
             channels: { webhook: new WebhookChannel({ secret: 's' }) },
             batchSize: 5,
           });
@@ -78,7 +78,7 @@ function runnerSuite(label: string, makeStore: () => { store: string; cleanup():
         const { hold } = await admin.sales.reserve(sale.id, 'shopper', 1, 1000);
         for (const deadline = Date.now() + 8000; Date.now() < deadline; await sleep(50)) {
           const ended = (await admin.sales.events({ sale: sale.id })).some((e) => e.type === 'sale.ended');
-          if (ended && receiver.received.length >= 25 && (await admin.backend.outbox!.status()).pending === 0) break;
+          if (ended && receiver.received.length >= 25 && (await admin.backend.outbox.status()).pending === 0) break;
         }
         await Promise.all(runners.map((r) => r.stop()));
 

@@ -48,12 +48,12 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
   let refusals = 0;
   async function buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     try {
-      return await real.sales!.buy(saleId, customer, quantity, key);
+      return await real.sales.buy(saleId, customer, quantity, key);
     } catch (error) {
       if (bug === 'oversell' && (error as { code?: string }).code === 'sold_out' && ++refusals % 3 === 0) {
-        const sale = await real.sales!.getSale(saleId);
-        if (sale.cap !== null) await real.sales!.updateSale(saleId, { cap: sale.cap + quantity });
-        return real.sales!.buy(saleId, customer, quantity, key);
+        const sale = await real.sales.getSale(saleId);
+        if (sale.cap !== null) await real.sales.updateSale(saleId, { cap: sale.cap + quantity });
+        return real.sales.buy(saleId, customer, quantity, key);
       }
       if (bug !== 'phantom-order' || (error as { code?: string }).code !== 'sold_out' || ++refusals % 3 !== 0)
         throw error;
@@ -78,12 +78,16 @@ export async function openDibs(store: string, options: BackendOptions = {}): Pro
       },
     });
   const pools = override(real.pools, { claim }) as PoolBackend;
-  const sales = real.sales ? (override(real.sales, { buy }) as SaleBackend) : undefined;
+  const sales = override(real.sales, { buy }) as SaleBackend;
   const backend: Backend = {
     kind: real.kind,
     pools,
-    ...(sales ? { sales } : {}),
-    ...(real.outbox ? { outbox: real.outbox } : {}),
+    sales,
+    outbox: real.outbox,
+    locks: real.locks,
+    counters: real.counters,
+    limits: real.limits,
+    service: real.service,
     health: () => real.health(),
     close: () => real.close(),
   };

@@ -67,13 +67,13 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
       }
       return total;
     };
-    const nothingPending = async () => (await dibs.backend.outbox!.status()).pending === 0;
+    const nothingPending = async () => (await dibs.backend.outbox.status()).pending === 0;
     const dispatcher = (
       channels: ConstructorParameters<typeof OutboxDispatcher>[0]['channels'],
       webhookUrls: string[] = [],
     ) =>
       new OutboxDispatcher({
-        outbox: dibs.backend.outbox!,
+        outbox: dibs.backend.outbox,
         channels,
         webhookUrls,
         backoff: { baseMs: 1, maxMs: 5 },
@@ -126,10 +126,10 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
           'the flaky endpoint got two retries',
         );
         assert.ok(notifications.every((d) => d.data.sale === sale.id));
-        const status = await dibs.backend.outbox!.status();
+        const status = await dibs.backend.outbox.status();
         assert.equal(status.pending, 0);
         const catEvent = (await dibs.sales.events({ sale: sale.id })).find((e) => e.payload.customer === 'cat')!;
-        const log = await dibs.backend.outbox!.deliveries(catEvent.id);
+        const log = await dibs.backend.outbox.deliveries(catEvent.id);
         assert.deepEqual(
           log.map((d) => d.ok),
           [false, false, true],
@@ -215,7 +215,7 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         );
         assert.ok(ops.some((e) => e.type === 'sale.live'));
         assert.equal(receiver.received.filter((r) => r.path === '/gone').length, 1, 'no retry after 410');
-        assert.ok((await dibs.backend.outbox!.status()).dead >= 1);
+        assert.ok((await dibs.backend.outbox.status()).dead >= 1);
       } finally {
         await receiver.close();
       }
@@ -228,8 +228,8 @@ function dispatchSuite(label: string, open: () => Promise<{ dibs: Dibs; cleanup(
         await startSale('DUO-5');
         await dibs.sales.activateDue();
         const channel = new WebhookChannel({ secret: SECRET });
-        const a = new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels: { webhook: channel }, batchSize: 7 });
-        const b = new OutboxDispatcher({ outbox: dibs.backend.outbox!, channels: { webhook: channel }, batchSize: 7 });
+        const a = new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: { webhook: channel }, batchSize: 7 });
+        const b = new OutboxDispatcher({ outbox: dibs.backend.outbox, channels: { webhook: channel }, batchSize: 7 });
         await Promise.all([a.drain(), b.drain()]);
         const keys = receiver.received
           .filter((r) => r.path === '/duo')

@@ -44,10 +44,10 @@ function streamSuite() {
 /** Runs dispatcher batches until nothing is pending, bounded. */
 async function settle(dibs: Dibs, dispatcher: OutboxDispatcher, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
-  while ((await dibs.backend.outbox!.status()).pending > 0) {
+  while ((await dibs.backend.outbox.status()).pending > 0) {
     assert.ok(
       Date.now() < deadline,
-      `still pending after ${ms} ms: ${JSON.stringify(await dibs.backend.outbox!.status())}`,
+      `still pending after ${ms} ms: ${JSON.stringify(await dibs.backend.outbox.status())}`,
     );
     await dispatcher.runOnce();
     await sleep(5);
@@ -93,7 +93,7 @@ describe('Redis stream destination: in order, once each', { skip }, () => {
     );
     try {
       const dispatcher = new OutboxDispatcher({
-        outbox: env.dibs.backend.outbox!,
+        outbox: env.dibs.backend.outbox,
         destinations: [destination],
         batchSize: 7,
         backoff: fast,
@@ -117,7 +117,7 @@ describe('Redis stream destination: in order, once each', { skip }, () => {
       assert.match(await destination.deliver({ ...last, attempts: 1 }), /already there as \d+-\d+/);
       assert.equal((await readStream(SHARED_REDIS, env.stream)).length, events.length);
       assert.match(
-        (await env.dibs.backend.outbox!.deliveries(last.id))[0]!.detail,
+        (await env.dibs.backend.outbox.deliveries(last.id))[0]!.detail,
         new RegExp(`XADD ${env.stream}: \\d+-\\d+`),
       );
     } finally {
@@ -139,7 +139,7 @@ describe('Redis stream destination: a broken destination', { skip }, () => {
     });
     try {
       const dispatcher = new OutboxDispatcher({
-        outbox: env.dibs.backend.outbox!,
+        outbox: env.dibs.backend.outbox,
         destinations: [destination],
         batchSize: 10,
         backoff: fast,
@@ -165,9 +165,9 @@ describe('Redis stream destination: a broken destination', { skip }, () => {
         events.map((e) => e.id),
         `every event once, in outbox order, after the outage: ${positions(entries, events)}`,
       );
-      const log = await env.dibs.backend.outbox!.deliveries(events[12]!.id);
+      const log = await env.dibs.backend.outbox.deliveries(events[12]!.id);
       assert.ok(log.length >= 2 && !log[0]!.ok && log.at(-1)!.ok, JSON.stringify(log));
-      assert.equal((await env.dibs.backend.outbox!.status()).dead, 0);
+      assert.equal((await env.dibs.backend.outbox.status()).dead, 0);
     } finally {
       await destination.close();
     }
@@ -186,17 +186,17 @@ describe('Redis stream destination: dead letters', { skip }, () => {
     try {
       await addEvents(env.dibs, 4);
       const dispatcher = new OutboxDispatcher({
-        outbox: env.dibs.backend.outbox!,
+        outbox: env.dibs.backend.outbox,
         destinations: [destination],
         backoff: fast,
         maxAttempts: 3,
       });
       await settle(env.dibs, dispatcher);
-      const status = await env.dibs.backend.outbox!.status();
+      const status = await env.dibs.backend.outbox.status();
       const events = await allEvents(env.dibs);
       assert.equal(status.dead, events.length);
       for (const event of events) {
-        const log = await env.dibs.backend.outbox!.deliveries(event.id);
+        const log = await env.dibs.backend.outbox.deliveries(event.id);
         assert.equal(log.length, 3, JSON.stringify(log));
         assert.ok(
           log.every((a) => !a.ok && a.detail.startsWith(`XADD ${env.stream}:`)),
@@ -236,12 +236,12 @@ describe('Redis stream destination: a dispatcher killed mid-delivery', { skip },
       await exited;
       const before = (await readStream(SHARED_REDIS, env.stream)).length;
       assert.ok(before < 60, `killed mid-delivery (${before} of 60 appended)`);
-      assert.ok((await env.dibs.backend.outbox!.status()).pending > 0);
+      assert.ok((await env.dibs.backend.outbox.status()).pending > 0);
       const destination = await RedisStreamDestination.open(url, { backoff: fast });
       try {
         await settle(
           env.dibs,
-          new OutboxDispatcher({ outbox: env.dibs.backend.outbox!, destinations: [destination], backoff: fast }),
+          new OutboxDispatcher({ outbox: env.dibs.backend.outbox, destinations: [destination], backoff: fast }),
           20_000,
         );
       } finally {
@@ -257,7 +257,7 @@ describe('Redis stream destination: a dispatcher killed mid-delivery', { skip },
         `every event exactly once: ${positions(entries, events)}`,
       );
       assert.equal(entries.length, events.length);
-      assert.equal((await env.dibs.backend.outbox!.status()).delivered, events.length);
+      assert.equal((await env.dibs.backend.outbox.status()).delivered, events.length);
     } finally {
       clearTimeout(killer);
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

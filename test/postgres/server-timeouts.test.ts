@@ -245,7 +245,7 @@ describe('postgres: the HTTP in-flight idempotency record outlives every store t
   });
 
   it('a claim waiting on the store: its key stays in flight longer than the store could keep it', async () => {
-    const { key } = await createApiKey(dibs.backend.service!, { tenant: 'default', name: 'pg', scopes: ['admin'] });
+    const { key } = await createApiKey(dibs.backend.service, { tenant: 'default', name: 'pg', scopes: ['admin'] });
     const call = (method: 'POST', url: string, body: unknown, headers: Record<string, string> = {}) =>
       app.inject({
         method,

@@ -34,9 +34,8 @@ describe('service on postgres, two instances', { skip }, () => {
   });
 
   it('shares keys, idempotency and the rate limit; keeps tenants apart', async () => {
-    const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
-    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] }))
-      .key;
+    const { key } = await createApiKey(a.dibs.backend.service, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
+    const other = (await createApiKey(a.dibs.backend.service, { tenant: 'globex', name: 'pg', scopes: ['admin'] })).key;
     const call = (
       app: typeof a.app,
       method: 'GET' | 'POST',

@@ -43,7 +43,7 @@ describe('redis acks=replicas:1', {
         await dibs.pools.importCodes('p', ['A', 'B', 'C']);
         assert.equal((await dibs.pools.claim('p', 'first')).status, 'claimed');
         await dibs.counters.incr('c', 1);
-        const keyId = (await createApiKey(dibs.backend.service!, { name: 'old', scopes: ['admin'] })).record.id;
+        const keyId = (await createApiKey(dibs.backend.service, { name: 'old', scopes: ['admin'] })).record.id;
         assert.match(String((await dibs.health()).details.acks), /^replicas:1/);
         await replica.kill();
         const refused = await dibs.pools.claim('p', 'second', { idempotencyKey: 'k2' }).then(
@@ -61,8 +61,8 @@ describe('redis acks=replicas:1', {
         const admin: [string, () => Promise<unknown>][] = [
           ['pools.delete', () => dibs.pools.delete('gone')],
           ['counters.reset', () => dibs.counters.reset('c')],
-          ['API key created', () => createApiKey(dibs.backend.service!, { name: 'ops', scopes: ['admin'] })],
-          ['API key revoked', () => dibs.backend.service!.revokeKey(keyId)],
+          ['API key created', () => createApiKey(dibs.backend.service, { name: 'ops', scopes: ['admin'] })],
+          ['API key revoked', () => dibs.backend.service.revokeKey(keyId)],
         ];
         for (const [what, call] of admin) {
           const answer = await call().then(

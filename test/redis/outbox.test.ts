@@ -15,7 +15,7 @@ describe('redis outbox: events of many streams', { skip: !single }, () => {
     const prefix = testPrefix();
     const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
     try {
-      const outbox = dibs.backend.outbox!;
+      const outbox = dibs.backend.outbox;
       await dibs.pools.create({ name: 'ob-pool', lowStockThreshold: 1 });
       await dibs.pools.importCodes('ob-pool', ['A', 'B']);
       for (let i = 0; i < 12; i++) await dibs.sales.wish('OB-A', `fan-${i}`, { webhook: `http://127.0.0.1:9/${i}` });

@@ -250,7 +250,7 @@ describe('Redis answers but refuses to serve', { skip: !installed }, () => {
     const refusing = config(() => primary, 'min-replicas-to-write', '2', '0');
     try {
       await app.ready();
-      const auth = `Bearer ${(await createApiKey(dibs.backend.service!, { tenant: 'default', name: 'test', scopes: ['pools:admin', 'pools:claim'] })).key}`;
+      const auth = `Bearer ${(await createApiKey(dibs.backend.service, { tenant: 'default', name: 'test', scopes: ['pools:admin', 'pools:claim'] })).key}`;
       await dibs.pools.create({ name: 'p' });
       await dibs.pools.importCodes('p', ['A']);
       await refusing.produce();

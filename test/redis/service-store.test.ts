@@ -11,7 +11,7 @@ await onRedisStores(serviceStoreConformance, (url) => {
     const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
     const app = buildServer({ dibs, rateLimit: { max: 3, timeWindowMs: 60_000 } });
     try {
-      const { key } = await createApiKey(dibs.backend.service!, { name: 'c', scopes: ['pools:read'] });
+      const { key } = await createApiKey(dibs.backend.service, { name: 'c', scopes: ['pools:read'] });
       const statuses = [];
       for (let i = 0; i < 4; i++)
         statuses.push(

@@ -35,9 +35,8 @@ describe('service on redis, two instances', { skip }, () => {
   });
 
   it('shares keys, idempotency and the rate limit; keeps tenants apart', async () => {
-    const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
-    const other = (await createApiKey(a.dibs.backend.service!, { tenant: 'globex', name: 'pg', scopes: ['admin'] }))
-      .key;
+    const { key } = await createApiKey(a.dibs.backend.service, { tenant: 'acme', name: 'pg', scopes: ['admin'] });
+    const other = (await createApiKey(a.dibs.backend.service, { tenant: 'globex', name: 'pg', scopes: ['admin'] })).key;
     const call = (
       app: typeof a.app,
       method: 'GET' | 'POST',
@@ -74,7 +73,7 @@ describe('service on redis, two instances', { skip }, () => {
   });
 
   it('sells through the sale routes on either instance (reserve on one, confirm on the other)', async () => {
-    const { key } = await createApiKey(a.dibs.backend.service!, { tenant: 'shop', name: 'sales', scopes: ['admin'] });
+    const { key } = await createApiKey(a.dibs.backend.service, { tenant: 'shop', name: 'sales', scopes: ['admin'] });
     const call = (app: typeof a.app, method: 'GET' | 'POST', url: string, body?: unknown) =>
       app.inject({
         method,

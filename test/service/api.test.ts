@@ -14,7 +14,7 @@ describe('HTTP API', () => {
     env = await openTempSqlite();
     app = buildServer({ dibs: env.dibs });
     await app.ready();
-    authorization = `Bearer ${(await createApiKey(env.dibs.backend.service!, { name: 'api test', scopes: ['admin'] })).key}`;
+    authorization = `Bearer ${(await createApiKey(env.dibs.backend.service, { name: 'api test', scopes: ['admin'] })).key}`;
   });
   after(async () => {
     await app.close();

@@ -258,7 +258,7 @@ describe('routes registered without a declaration', () => {
     await app.ready();
     try {
       const key = async (tenant: string, scopes: string[]) =>
-        `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: 't', scopes })).key}`;
+        `Bearer ${(await createApiKey(env.dibs.backend.service, { tenant, name: 't', scopes })).key}`;
       assert.equal((await app.inject({ method: 'GET', url: '/v1/undeclared' })).statusCode, 401);
       assert.equal(
         (

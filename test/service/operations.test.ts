@@ -108,7 +108,7 @@ describe('Idempotency-Key', () => {
   it('a request whose key is still in flight → 409 idempotency_key_in_use', async () => {
     const me = (await svc.call(admin, 'GET', '/v1/me')).json() as { keyId: string };
     // Another instance has begun this key and not answered yet.
-    await svc.dibs.backend.service!.beginIdempotent(me.keyId, 'busy-1', 'whatever', 60_000);
+    await svc.dibs.backend.service.beginIdempotent(me.keyId, 'busy-1', 'whatever', 60_000);
     const res = await svc.call(
       admin,
       'POST',

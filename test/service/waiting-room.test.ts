@@ -17,7 +17,7 @@ describe('HTTP: waiting rooms', () => {
     app = buildServer({ dibs: env.dibs, rateLimit: false });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
     const key = async (tenant: string) =>
-      `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: tenant, scopes: ['sales:admin'] })).key}`;
+      `Bearer ${(await createApiKey(env.dibs.backend.service, { tenant, name: tenant, scopes: ['sales:admin'] })).key}`;
     auth = await key('shop');
     other = await key('rival');
   });

@@ -114,7 +114,7 @@ export function throughClient(open: () => Promise<{ dibs: Dibs; cleanup(): Promi
 export function throughServe(open: () => Promise<{ dibs: Dibs; store: string; cleanup(): Promise<void> }>) {
   return async () => {
     const target = await open();
-    const apiKey = (await createApiKey(target.dibs.backend.service!, { name: 'serve conformance', scopes: ['admin'] }))
+    const apiKey = (await createApiKey(target.dibs.backend.service, { name: 'serve conformance', scopes: ['admin'] }))
       .key;
     const child = spawn(
       process.execPath,

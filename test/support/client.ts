@@ -21,7 +21,7 @@ export async function serveOverHttp(dibs: Dibs): Promise<ServedDibs> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
   const baseUrl = `http://127.0.0.1:${port}`;
-  const apiKey = (await createApiKey(dibs.backend.service!, { name: 'client tests', scopes: ['admin'] })).key;
+  const apiKey = (await createApiKey(dibs.backend.service, { name: 'client tests', scopes: ['admin'] })).key;
   return {
     app,
     baseUrl,

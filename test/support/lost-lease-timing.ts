@@ -78,7 +78,7 @@ function assertNoOverlap(t: Partial<Timeline>, what: string): void {
  * process). Everything else goes to the real store unchanged.
  */
 function lockedUpAfterFirstGrant(dibs: Dibs): Locks {
-  const real = dibs.backend.locks!;
+  const real = dibs.backend.locks;
   let blockNext = true;
   const blocking = new Proxy(real, {
     get(target, prop, receiver) {

@@ -41,7 +41,7 @@ export async function openTestService(options: Partial<Omit<ServerOptions, 'dibs
     store: env.store,
     contract,
     key: async (tenant, scopes) =>
-      `Bearer ${(await createApiKey(env.dibs.backend.service!, { tenant, name: `test ${tenant}`, scopes })).key}`,
+      `Bearer ${(await createApiKey(env.dibs.backend.service, { tenant, name: `test ${tenant}`, scopes })).key}`,
     call: async (auth, method, url, body, headers = {}) => {
       const res = await app.inject({
         method,

@@ -11,14 +11,14 @@ const [store, destinationUrl] = process.argv.slice(2) as [string, string];
 const dibs = await openDibs(store);
 const destination = await RedisStreamDestination.open(destinationUrl, { backoff: { baseMs: 20, maxMs: 100 } });
 const dispatcher = new OutboxDispatcher({
-  outbox: dibs.backend.outbox!,
+  outbox: dibs.backend.outbox,
   destinations: [destination],
   batchSize: 50,
   leaseMs: 1000,
   backoff: { baseMs: 10, maxMs: 50 },
 });
 process.stdout.write('ready\n');
-while ((await dibs.backend.outbox!.status()).pending > 0) {
+while ((await dibs.backend.outbox.status()).pending > 0) {
   const r = await dispatcher.runOnce();
   process.stdout.write(`delivered ${r.delivered}\n`);
 }

@@ -6,7 +6,7 @@
  */
 import { notFound } from '../../core/errors.js';
 import type { PoolStats, Violation } from '../../core/types.js';
-import { counterViolations } from '../shared/pool-rules.js';
+import { counterViolations, misListedViolation, overLimitViolation, unlistedViolation } from '../shared/pool-rules.js';
 import type { Layout } from './layout.js';
 import { auditMultiUse } from './multi-use.js';
 import {
@@ -71,24 +71,11 @@ export async function auditPool(layout: Layout, runner: TxRunner, pool: string):
         message: `code '${code}' is ${rec.s}${rec.h ? ` by '${rec.h}'` : ''} but held for checkout by '${rec.hc}'`,
       });
     if (holds && rec.h && !holderDocs.get(rec.h)?.held.some((e) => e.c === code))
-      violations.push({
-        invariant: 'I1',
-        pool,
-        code,
-        claimant: rec.h,
-        message: `code '${code}' names holder '${rec.h}' who does not list it`,
-      });
+      violations.push(unlistedViolation(pool, code, rec.h));
   }
   for (const [claimant, doc] of holderDocs) {
     if (doc.held.length > poolDoc.limit)
-      violations.push({
-        invariant: 'I2',
-        pool,
-        claimant,
-        expected: poolDoc.limit,
-        actual: doc.held.length,
-        message: `claimant '${claimant}' holds ${doc.held.length} codes, limit is ${poolDoc.limit}`,
-      });
+      violations.push(overLimitViolation(pool, claimant, doc.held.length, poolDoc.limit));
     if (doc.n !== doc.held.length)
       violations.push({
         invariant: 'I2',
@@ -109,14 +96,8 @@ export async function auditPool(layout: Layout, runner: TxRunner, pool: string):
         message: `holder '${claimant}' counts ${doc.redeemed} redeemed codes, the codes say ${redeemed}`,
       });
     for (const { c: code } of doc.held) {
-      if (records.get(code)?.h !== claimant)
-        violations.push({
-          invariant: 'I1',
-          pool,
-          code,
-          claimant,
-          message: `'${claimant}' lists code '${code}' held by ${records.get(code)?.h ?? 'nobody'}`,
-        });
+      const holder = records.get(code)?.h;
+      if (holder !== claimant) violations.push(misListedViolation(pool, claimant, code, holder));
     }
   }
   for (const snap of keys.docs) {

@@ -7,7 +7,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import { FieldPath, type DocumentReference, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { notFound } from '../../core/errors.js';
 import type {
   ClaimManyResult,
@@ -36,6 +36,7 @@ import type { Layout, PoolRefs } from './layout.js';
 import { PoolDeletions, type PoolDeletionOptions, type TombstoneDoc } from './pool-deletion.js';
 import {
   bumpCounters,
+  eventPage,
   freeCode,
   iso,
   lifeOf,
@@ -441,18 +442,8 @@ export class FirestorePools implements PoolBackend {
   }
 
   async listEvents({ after, limit, pool }: { after?: string; limit: number; pool?: string }): Promise<OutboxEvent[]> {
-    let query = (pool ? this.layout.events.where('pool', '==', pool) : this.layout.events)
-      .orderBy(FieldPath.documentId())
-      .limit(limit);
-    if (after) query = query.startAfter(after);
-    const page = await query.get();
-    return page.docs.map((d) => ({
-      id: d.id,
-      type: d.get('type') as string,
-      idempotencyKey: d.get('key') as string,
-      payload: d.get('payload') as Record<string, unknown>,
-      createdAt: iso(d.get('at') as Timestamp)!,
-    }));
+    const events = pool ? this.layout.events.where('pool', '==', pool) : this.layout.events;
+    return eventPage(events, limit, after || undefined);
   }
 }
 

@@ -1,5 +1,13 @@
 /** Document shapes of the Firestore backend and their conversion to dibs' domain types. */
-import { FieldValue, Timestamp, type DocumentSnapshot, type Transaction } from '@google-cloud/firestore';
+import {
+  FieldPath,
+  FieldValue,
+  Timestamp,
+  type DocumentSnapshot,
+  type Query,
+  type Transaction,
+} from '@google-cloud/firestore';
+import type { OutboxEvent } from '../../core/types.js';
 import type { CodeFormat, CodeInfo, CodeStatus, Pool, PoolStats } from '../../core/types.js';
 import type { Layout, PoolRefs } from './layout.js';
 import type { CodeState, PoolRules } from '../../core/model/pools.js';
@@ -232,6 +240,19 @@ export function recordEvent(
   payload: Record<string, unknown>,
 ): void {
   writeEvent(tx, layout, { pool }, at, type, key, payload);
+}
+
+/** A page of outbox events of `query`, in document id order (the event ids), after the event id `after`. */
+export async function eventPage(query: Query, limit: number, after: string | undefined): Promise<OutboxEvent[]> {
+  let page = query.orderBy(FieldPath.documentId()).limit(limit);
+  if (after !== undefined) page = page.startAfter(after);
+  return (await page.get()).docs.map((d) => ({
+    id: d.id,
+    type: d.get('type') as string,
+    idempotencyKey: d.get('key') as string,
+    payload: d.get('payload') as Record<string, unknown>,
+    createdAt: iso(d.get('at') as Timestamp)!,
+  }));
 }
 
 export { FieldValue, Timestamp };

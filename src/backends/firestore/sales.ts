@@ -43,7 +43,7 @@ import type {
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import type { Layout } from './layout.js';
-import { iso, type Timestamp } from './records.js';
+import { eventPage, type Timestamp } from './records.js';
 import { auditSale } from './sale-audit.js';
 import {
   emptyCustomer,
@@ -504,18 +504,8 @@ export class FirestoreSales implements SaleBackend {
     limit: number;
     sale?: string;
   }): Promise<OutboxEvent[]> {
-    let query = (sale ? this.layout.events.where('sale', '==', sale) : this.layout.events.where('src', '==', 'sale'))
-      .orderBy(FieldPath.documentId())
-      .limit(limit);
-    if (after !== undefined) query = query.startAfter(after);
-    const page = await query.get();
-    return page.docs.map((d) => ({
-      id: d.id,
-      type: d.get('type') as string,
-      idempotencyKey: d.get('key') as string,
-      payload: d.get('payload') as Record<string, unknown>,
-      createdAt: iso(d.get('at') as Timestamp)!,
-    }));
+    const events = sale ? this.layout.events.where('sale', '==', sale) : this.layout.events.where('src', '==', 'sale');
+    return eventPage(events, limit, after);
   }
 }
 

@@ -240,3 +240,17 @@ export async function query<R extends pg.QueryResultRow>(
 export function prepared(name: string, text: string, values: unknown[]): pg.QueryConfig {
   return { name, text, values };
 }
+
+/** A hot statement as a named prepared statement on any connection of the pool (autocommit), errors translated. */
+export async function queryPrepared<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await pool.query<R>(prepared(name, text, values));
+  } catch (error) {
+    throw translate(error);
+  }
+}

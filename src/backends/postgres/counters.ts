@@ -10,7 +10,7 @@ import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
 import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, query, translate, withTransaction } from './connection.js';
+import { query, queryPrepared, withTransaction } from './connection.js';
 
 const Q = loadQueries(new URL('./counters.sql', import.meta.url), [
   'shards',
@@ -36,7 +36,7 @@ export class PgCounters implements CounterBackend {
     let shards = this.shardHint.get(name) ?? (await this.ensure(name));
     for (let attempt = 0; attempt < TRIES; attempt++) {
       const shard = Math.floor(Math.random() * shards);
-      const { rows } = await run<{ added: number; present: number; value: string; shards: number }>(
+      const { rows } = await queryPrepared<{ added: number; present: number; value: string; shards: number }>(
         this.pool,
         'dibs_counter_try_add',
         Q.tryAdd,
@@ -56,7 +56,7 @@ export class PgCounters implements CounterBackend {
     }
     // Still contended after TRIES misses: wait for a row lock instead of spinning.
     for (;;) {
-      const { rows } = await run<{ value: string; shards: number }>(this.pool, 'dibs_counter_add', Q.add, [
+      const { rows } = await queryPrepared<{ value: string; shards: number }>(this.pool, 'dibs_counter_add', Q.add, [
         name,
         Math.floor(Math.random() * shards),
         by,
@@ -100,18 +100,5 @@ export class PgCounters implements CounterBackend {
     const shards = rows[0]?.shards ?? (await this.ensure(name));
     this.shardHint.set(name, shards);
     return shards;
-  }
-}
-
-async function run<R extends pg.QueryResultRow>(
-  pool: pg.Pool,
-  name: string,
-  text: string,
-  values: unknown[],
-): Promise<pg.QueryResult<R>> {
-  try {
-    return await pool.query<R>(prepared(name, text, values));
-  } catch (error) {
-    throw translate(error);
   }
 }

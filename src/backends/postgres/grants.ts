@@ -4,7 +4,6 @@
  * sale_grants_expire), which locks the sale row first like every other sale step.
  */
 import { judgeSaleKey, type SaleKeyKind } from '../../core/model/sales.js';
-import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
@@ -16,7 +15,7 @@ import {
   type GrantOutcome,
 } from '../../core/sales/grants.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
+import { takeRefusal } from './take-refusal.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
@@ -110,13 +109,10 @@ export class PgGrants implements GrantLedger {
     ).rows[0]!;
     switch (r.outcome) {
       case 'not_found':
-        throw notFound('sale', saleId);
       case 'not_live':
-        throw refusal('sale_not_live', { sale: saleId, status: r.status! });
       case 'ticket_required':
-        throw ticketRequired(saleId);
       case 'limit_reached':
-        throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
+        throw takeRefusal(r, saleId, customer);
       case 'revoked':
         return { outcome: 'revoked' };
       case 'replay':

@@ -7,7 +7,7 @@ import type { LimitBackend } from '../../core/limits/backend.js';
 import { limitExists, limitNotFound } from '../../core/limits/errors.js';
 import type { LimitDecision, LimitDefinition, LimitPlan } from '../../core/limits/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, query, translate } from './connection.js';
+import { query, queryPrepared } from './connection.js';
 
 const Q = loadQueries(new URL('./limits.sql', import.meta.url), [
   'take',
@@ -48,7 +48,9 @@ export class PgLimits implements LimitBackend {
   }
 
   async get(name: string): Promise<LimitDefinition | null> {
-    const { rows } = await run<{ definition: LimitDefinition }>(this.pool, 'dibs_limit_get', Q.getDef, [name]);
+    const { rows } = await queryPrepared<{ definition: LimitDefinition }>(this.pool, 'dibs_limit_get', Q.getDef, [
+      name,
+    ]);
     return rows[0]?.definition ?? null;
   }
 
@@ -67,7 +69,7 @@ export class PgLimits implements LimitBackend {
       plan.kind === 'gcra'
         ? [plan.name, key, plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
         : [plan.name, key, plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
-    const { rows } = await run<TakeRow>(this.pool, 'dibs_limit_take', Q.take, args);
+    const { rows } = await queryPrepared<TakeRow>(this.pool, 'dibs_limit_take', Q.take, args);
     const row = rows[0]!;
     if (row.allowed && ++this.takes % SWEEP_EVERY === 0) void query(this.pool, Q.sweepIdle, []).catch(() => {});
     return row.allowed
@@ -77,19 +79,5 @@ export class PgLimits implements LimitBackend {
 
   async reset(plan: LimitPlan, key: string): Promise<void> {
     await query(this.pool, Q.reset, [plan.name, key]);
-  }
-}
-
-/** A hot statement as a named prepared statement (parsed once per connection), errors translated. */
-async function run<R extends pg.QueryResultRow>(
-  pool: pg.Pool,
-  name: string,
-  text: string,
-  values: unknown[],
-): Promise<pg.QueryResult<R>> {
-  try {
-    return await pool.query<R>(prepared(name, text, values));
-  } catch (error) {
-    throw translate(error);
   }
 }

@@ -11,7 +11,7 @@ import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
 import type { Page } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, query, translate } from './connection.js';
+import { query, queryPrepared } from './connection.js';
 import type { ReleaseListener } from './listener.js';
 
 const Q = loadQueries(new URL('./locks.sql', import.meta.url), [
@@ -37,7 +37,12 @@ export class PgLocks implements LockBackend {
 
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
-    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire', Q.acquire, [key, token, limit, ttlMs]);
+    const { rows } = await queryPrepared<GrantRow>(this.pool, 'dibs_lock_acquire', Q.acquire, [
+      key,
+      token,
+      limit,
+      ttlMs,
+    ]);
     return rows[0] ? grant(token, rows[0]) : null;
   }
 
@@ -49,7 +54,7 @@ export class PgLocks implements LockBackend {
     ticket: string | null,
   ): Promise<LeaseGrant | null> {
     const token = randomBytes(16).toString('base64url');
-    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_acquire_fair', Q.acquireFair, [
+    const { rows } = await queryPrepared<GrantRow>(this.pool, 'dibs_lock_acquire_fair', Q.acquireFair, [
       key,
       token,
       limit,
@@ -61,13 +66,13 @@ export class PgLocks implements LockBackend {
   }
 
   async renew(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
-    const { rows } = await run<GrantRow>(this.pool, 'dibs_lock_renew', Q.renew, [key, token, ttlMs]);
+    const { rows } = await queryPrepared<GrantRow>(this.pool, 'dibs_lock_renew', Q.renew, [key, token, ttlMs]);
     if (!rows[0]) throw leaseLost(key);
     return grant(token, rows[0]);
   }
 
   async release(key: string, token: string): Promise<void> {
-    const { rows } = await run<{ released: boolean }>(this.pool, 'dibs_lock_release', Q.release, [
+    const { rows } = await queryPrepared<{ released: boolean }>(this.pool, 'dibs_lock_release', Q.release, [
       key,
       token,
       this.listener.channel,
@@ -100,20 +105,6 @@ export class PgLocks implements LockBackend {
 
   onRelease(key: string, listener: () => void): () => void {
     return this.listener.on(key, listener);
-  }
-}
-
-/** A hot statement as a named prepared statement (parsed once per connection), errors translated. */
-async function run<R extends pg.QueryResultRow>(
-  pool: pg.Pool,
-  name: string,
-  text: string,
-  values: unknown[],
-): Promise<pg.QueryResult<R>> {
-  try {
-    return await pool.query<R>(prepared(name, text, values));
-  } catch (error) {
-    throw translate(error);
   }
 }
 

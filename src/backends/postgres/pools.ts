@@ -6,7 +6,7 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,
@@ -39,7 +39,8 @@ import {
   type CodeState,
   type PoolRules,
 } from '../../core/model/pools.js';
-import { usesOf } from '../shared/pool-rules.js';
+import { overLimitViolation, usesOf } from '../shared/pool-rules.js';
+import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
 import { causeState, query, translate, withTransaction, type PgOptions } from './connection.js';
@@ -260,36 +261,26 @@ export class PgPools implements PoolBackend {
       // read again under the locks: another update may have committed while this one waited
       const row = await this.poolRow(client, name);
       if (row.id !== before.id) throw notFound('pool', name);
-      const limit = patch.perClaimantLimit ?? row.per_claimant_limit;
+      const next = mergePoolSettings(toPool(row), patch);
+      const limit = next.perClaimantLimit;
       if (limit < row.per_claimant_limit || lowering) {
         const { n } = (await client.query<{ n: number }>(Q.maxHeldByOneClaimant, [row.id])).rows[0]!;
         judgeLimitChange(limit, n);
         await client.query(Q.compactSlots, [row.id, limit]);
       }
-      const threshold = patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold;
-      const metadata = patch.metadata === undefined ? row.metadata : patch.metadata;
-      const startsAt = patch.startsAt === undefined ? row.starts_at : patch.startsAt;
-      const expiresAt = patch.expiresAt === undefined ? row.expires_at : patch.expiresAt;
-      const maxRedemptions = patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions;
-      const maxPerClaimant =
-        patch.maxRedemptionsPerClaimant === undefined
-          ? row.max_redemptions_per_claimant
-          : patch.maxRedemptionsPerClaimant;
-      const publicCodes = patch.publicCodes ?? row.public_codes;
-      const format = patch.codeFormat === undefined ? row.code_format : patch.codeFormat;
       await client.query(Q.updatePool, [
         row.id,
         limit,
-        threshold,
-        JSON.stringify(metadata),
-        startsAt,
-        expiresAt,
-        maxRedemptions,
-        maxPerClaimant,
-        publicCodes,
-        format === null ? null : JSON.stringify(format),
+        next.lowStockThreshold,
+        JSON.stringify(next.metadata),
+        next.startsAt,
+        next.expiresAt,
+        next.maxRedemptions,
+        next.maxRedemptionsPerClaimant,
+        next.publicCodes,
+        next.codeFormat === null ? null : JSON.stringify(next.codeFormat),
       ]);
-      return threshold;
+      return next.lowStockThreshold;
     });
     this.claims.thresholdChanged(name, threshold);
     return this.getPool(name);
@@ -692,16 +683,8 @@ export class PgPools implements PoolBackend {
         }
         for (const c of (
           await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])
-        ).rows) {
-          violations.push({
-            invariant: 'I2',
-            pool,
-            claimant: c.claimant,
-            expected: row.per_claimant_limit,
-            actual: c.n,
-            message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
-          });
-        }
+        ).rows)
+          violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
         const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
         for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id]))
           .rows) {

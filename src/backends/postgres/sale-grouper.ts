@@ -13,7 +13,7 @@
 import type pg from 'pg';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, query, translate } from './connection.js';
+import { query, queryPrepared } from './connection.js';
 
 const G = loadQueries(new URL('./sale-group.sql', import.meta.url), [
   'takeGroup',
@@ -201,11 +201,7 @@ export class SaleGrouper {
   }
 
   private async statement<R extends pg.QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
-    try {
-      return (await this.pool.query<R>(prepared(name, text, values))).rows;
-    } catch (error) {
-      throw translate(error);
-    }
+    return (await queryPrepared<R>(this.pool, name, text, values)).rows;
   }
 
   private async readBack(orders: string[], holds: string[]): Promise<Map<string, OrderRow | HoldRow>> {

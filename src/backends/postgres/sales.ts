@@ -21,7 +21,7 @@ import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
+import { takeRefusal } from './take-refusal.js';
 import type {
   ActivationResult,
   BuyResult,
@@ -716,13 +716,10 @@ function takeOutcome(
         replayed: true,
       };
     case 'not_found':
-      throw notFound('sale', saleId);
     case 'not_live':
-      throw refusal('sale_not_live', { sale: saleId, status: r.status! });
     case 'ticket_required':
-      throw ticketRequired(saleId);
     case 'limit_reached':
-      throw refusal('sale_limit', { sale: saleId, customer, units: r.units!, quantity: r.more!, limit: r.lim! });
+      throw takeRefusal(r, saleId, customer);
     case 'sold_out':
       throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
   }

@@ -1,9 +1,14 @@
 import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import { counterViolations } from '../shared/pool-rules.js';
-import { usesOf } from '../shared/pool-rules.js';
+import {
+  counterViolations,
+  misListedViolation,
+  overLimitViolation,
+  unlistedViolation,
+  usesOf,
+} from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import type {
@@ -543,13 +548,7 @@ export class RedisPools implements PoolBackend {
         });
       }
       if (holds && rec.h !== undefined && !(JSON.parse(heldRaw[rec.h] ?? '[]') as string[]).includes(code)) {
-        violations.push({
-          invariant: 'I1',
-          pool,
-          code,
-          claimant: rec.h,
-          message: `code '${code}' names holder '${rec.h}' who does not list it`,
-        });
+        violations.push(unlistedViolation(pool, code, rec.h));
       }
     }
     for (const code of freeSet)
@@ -561,24 +560,10 @@ export class RedisPools implements PoolBackend {
     violations.push(...multiUseViolations(pool, multiRaw, usesRaw, usesByRaw));
     for (const [claimant, raw] of Object.entries(heldRaw)) {
       const codes = JSON.parse(raw) as string[];
-      if (codes.length > limit)
-        violations.push({
-          invariant: 'I2',
-          pool,
-          claimant,
-          expected: limit,
-          actual: codes.length,
-          message: `claimant '${claimant}' holds ${codes.length} codes, limit is ${limit}`,
-        });
+      if (codes.length > limit) violations.push(overLimitViolation(pool, claimant, codes.length, limit));
       for (const code of codes) {
-        if (records.get(code)?.h !== claimant)
-          violations.push({
-            invariant: 'I1',
-            pool,
-            code,
-            claimant,
-            message: `'${claimant}' lists code '${code}' held by ${records.get(code)?.h ?? 'nobody'}`,
-          });
+        const holder = records.get(code)?.h;
+        if (holder !== claimant) violations.push(misListedViolation(pool, claimant, code, holder));
       }
     }
     for (const [key, raw] of Object.entries(keysRaw)) {

@@ -1,6 +1,6 @@
 import { refusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
-import type { PoolBackend } from '../../core/backend.js';
+import type { PoolBackend } from '../../core/pools/backend.js';
 import { DibsError, isDibsError, notFound } from '../../core/errors.js';
 import type {
   CodeFormat,
@@ -15,6 +15,7 @@ import type {
   Page,
   Pool,
   PoolPatch,
+  PoolSettings,
   PoolSpec,
   PoolStats,
   Violation,
@@ -35,10 +36,10 @@ import {
   type CodeState,
   type PoolRules,
 } from '../../core/model/pools.js';
+import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
-import { usesOf } from '../shared/pool-rules.js';
-import { counterViolations } from '../shared/pool-rules.js';
+import { counterViolations, overLimitViolation, usesOf } from '../shared/pool-rules.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -169,12 +170,7 @@ export class SqlitePools implements PoolBackend {
 
   async createPool(spec: PoolSpec): Promise<Pool> {
     return write(this.db, this.options, () => {
-      const { changes } = this.stmt.insertPool.run({
-        ...spec,
-        metadata: JSON.stringify(spec.metadata),
-        publicCodes: spec.publicCodes ? 1 : 0,
-        codeFormat: spec.codeFormat ? JSON.stringify(spec.codeFormat) : null,
-      });
+      const { changes } = this.stmt.insertPool.run({ name: spec.name, ...settingsParams(spec) });
       if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
       return toPool(this.pool(spec.name));
     });
@@ -195,31 +191,12 @@ export class SqlitePools implements PoolBackend {
   async updatePool(name: string, patch: PoolPatch): Promise<Pool> {
     return write(this.db, this.options, () => {
       const row = this.pool(name);
-      const perClaimantLimit = patch.perClaimantLimit ?? row.per_claimant_limit;
-      if (perClaimantLimit < row.per_claimant_limit) {
+      const next = mergePoolSettings(toPool(row), patch);
+      if (next.perClaimantLimit < row.per_claimant_limit) {
         const { n } = this.stmt.maxHeldByOneClaimant.get(row.id) as { n: number };
-        judgeLimitChange(perClaimantLimit, n);
+        judgeLimitChange(next.perClaimantLimit, n);
       }
-      this.stmt.updatePool.run({
-        id: row.id,
-        perClaimantLimit,
-        lowStockThreshold: patch.lowStockThreshold === undefined ? row.low_stock_threshold : patch.lowStockThreshold,
-        metadata: patch.metadata === undefined ? row.metadata : JSON.stringify(patch.metadata),
-        startsAt: patch.startsAt === undefined ? row.starts_at : patch.startsAt,
-        expiresAt: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
-        maxRedemptions: patch.maxRedemptions === undefined ? row.max_redemptions : patch.maxRedemptions,
-        maxRedemptionsPerClaimant:
-          patch.maxRedemptionsPerClaimant === undefined
-            ? row.max_redemptions_per_claimant
-            : patch.maxRedemptionsPerClaimant,
-        publicCodes: patch.publicCodes === undefined ? row.public_codes : patch.publicCodes ? 1 : 0,
-        codeFormat:
-          patch.codeFormat === undefined
-            ? row.code_format
-            : patch.codeFormat === null
-              ? null
-              : JSON.stringify(patch.codeFormat),
-      });
+      this.stmt.updatePool.run({ id: row.id, ...settingsParams(next) });
       return toPool(this.pool(name));
     });
   }
@@ -359,13 +336,7 @@ export class SqlitePools implements PoolBackend {
       (_row, c, now) => {
         judgeUnredeem(stateOf(c), orderId);
         const event = unredeemedEvent(pool, c.code, c.claimant!, c.redeemed_order, c.redeemed_at!, now, randomUUID());
-        this.stmt.insertEvent.run({
-          type: event.type,
-          key: event.idempotencyKey,
-          pool,
-          payload: JSON.stringify(event.payload),
-          now,
-        });
+        this.recordEvent(event, pool, now);
         return {
           state: {
             status: 'claimed',
@@ -567,16 +538,8 @@ export class SqlitePools implements PoolBackend {
           for (const c of this.stmt.claimantsOverLimit.all(row.id, row.per_claimant_limit) as {
             claimant: string;
             n: number;
-          }[]) {
-            violations.push({
-              invariant: 'I2',
-              pool,
-              claimant: c.claimant,
-              expected: row.per_claimant_limit,
-              actual: c.n,
-              message: `claimant '${c.claimant}' holds ${c.n} codes, limit is ${row.per_claimant_limit}`,
-            });
-          }
+          }[])
+            violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
           const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
           for (const { status, n } of this.stmt.countByStatus.all(row.id) as { status: CodeStatus; n: number }[]) {
             ledger[status] = n;
@@ -670,13 +633,7 @@ export class SqlitePools implements PoolBackend {
     this.stmt.deleteUse.run(row.id, m.code, orderId);
     this.stmt.moveUses.run({ pool: row.id, code: m.code, n: -1 });
     const event = unredeemedEvent(row.name, m.code, use.claimant ?? '', orderId, use.used_at, now, randomUUID());
-    this.stmt.insertEvent.run({
-      type: event.type,
-      key: event.idempotencyKey,
-      pool: row.name,
-      payload: JSON.stringify(event.payload),
-      now,
-    });
+    this.recordEvent(event, row.name, now);
     return toMultiCode(row.name, { ...m, uses: m.uses - 1 });
   }
 
@@ -697,6 +654,21 @@ export class SqlitePools implements PoolBackend {
 
   private heldCodes(poolId: number, claimant: string): CodeRow[] {
     return this.stmt.heldCodes.all(poolId, claimant) as CodeRow[];
+  }
+
+  /** An outbox event of `pool`, in the step's transaction. */
+  private recordEvent(
+    event: { type: string; idempotencyKey: string; payload: unknown },
+    pool: string,
+    now: string,
+  ): void {
+    this.stmt.insertEvent.run({
+      type: event.type,
+      key: event.idempotencyKey,
+      pool,
+      payload: JSON.stringify(event.payload),
+      now,
+    });
   }
 
   private now(): string {
@@ -722,13 +694,7 @@ export class SqlitePools implements PoolBackend {
     ) {
       const { low_stock_events: crossing } = this.stmt.fireLowStock.get(row.id) as PoolRow;
       const event = lowStockEvent(row.name, crossing, after.free, after.low_stock_threshold);
-      this.stmt.insertEvent.run({
-        type: event.type,
-        key: event.idempotencyKey,
-        pool: row.name,
-        payload: JSON.stringify(event.payload),
-        now,
-      });
+      this.recordEvent(event, row.name, now);
     }
   }
 
@@ -796,6 +762,16 @@ const stateOf = (c: CodeRow): CodeState => ({
 
 function toStats(row: PoolRow): PoolStats {
   return { total: row.total, free: row.free, claimed: row.claimed, redeemed: row.redeemed, revoked: row.revoked };
+}
+
+/** A pool's settings as the pool statements bind them (JSON text, 0/1). */
+function settingsParams(s: PoolSettings) {
+  return {
+    ...s,
+    metadata: JSON.stringify(s.metadata),
+    publicCodes: s.publicCodes ? 1 : 0,
+    codeFormat: s.codeFormat ? JSON.stringify(s.codeFormat) : null,
+  };
 }
 
 function toPool(row: PoolRow): Pool {

@@ -33,7 +33,7 @@ import { TieredWaitingRooms } from './waiting-rooms.js';
 export const TIERED_PARAM = 'fastpath';
 
 export async function openTiered(ledger: Backend, fastpath: string): Promise<Backend> {
-  if (!ledger.sales || !ledger.grants) {
+  if (!ledger.grants) {
     throw new DibsError(
       'invalid_input',
       `store: ${TIERED_PARAM}= needs a ledger that keeps sale grants (sqlite: or postgres://), not ${ledger.kind}`,
@@ -132,7 +132,7 @@ export class TieredBackend implements Backend {
     readonly options: TieredOptions,
     private readonly cluster: boolean,
   ) {
-    this.sales = new TieredSales(ledger.sales!, ledger.grants!, redis, options, cluster);
+    this.sales = new TieredSales(ledger.sales, ledger.grants!, redis, options, cluster);
     this.waitingRooms = ledger.waitingRooms
       ? new TieredWaitingRooms(ledger.waitingRooms, (saleId) => this.sales.resetFastPath(saleId))
       : undefined;

@@ -11,9 +11,7 @@ const list = (value: string) =>
     .filter(Boolean);
 
 function serviceStore(dibs: Dibs) {
-  const store = dibs.backend.service;
-  if (!store) throw new DibsError('unsupported', `the ${dibs.kind} store cannot hold API keys`);
-  return store;
+  return dibs.backend.service;
 }
 
 export function keysCommand(program: Command): void {

@@ -6,9 +6,6 @@ export const limitNotFound = (name: string) =>
 export const limitExists = (name: string) =>
   new DibsError('already_exists', `limit '${name}' already exists`, { details: { limit: name } });
 
-export const limitUnsupported = (backend: string) =>
-  new DibsError('unsupported', `rate limits are not available on the ${backend} store yet`, { details: { backend } });
-
 export const tooMany = (name: string, n: number, most: number) =>
   new DibsError('invalid_input', `n: ${n} can never be admitted by limit '${name}' (at most ${most} at once)`, {
     field: 'n',

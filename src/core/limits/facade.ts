@@ -4,7 +4,7 @@
  * caches definitions briefly and sleeps out the exact wait the store computed in `waitFor`.
  */
 import type { LimitBackend } from './backend.js';
-import { limitNotFound, limitUnsupported, tooMany, waitAborted, waitTimedOut } from './errors.js';
+import { limitNotFound, tooMany, waitAborted, waitTimedOut } from './errors.js';
 import { mostAtOnce, planOf } from './rules.js';
 import {
   limitInputSchema,
@@ -27,15 +27,7 @@ export const DEFINITION_CACHE_MS = 1000;
 export class Limits {
   private readonly cache = new Map<string, { def: LimitDefinition; plan: LimitPlan; until: number }>();
 
-  constructor(
-    private readonly backend: LimitBackend | undefined,
-    private readonly kind: string,
-  ) {}
-
-  private get store(): LimitBackend {
-    if (!this.backend) throw limitUnsupported(this.kind);
-    return this.backend;
-  }
+  constructor(private readonly store: LimitBackend) {}
 
   async create(input: LimitInput): Promise<LimitDefinition> {
     const parsed = parseInput(limitInputSchema, input);

@@ -29,14 +29,9 @@ export class Semaphores {
   private readonly queues = new Map<string, symbol[]>();
 
   constructor(
-    private readonly backend: LockBackend | undefined,
+    private readonly store: LockBackend,
     private readonly kind: string,
   ) {}
-
-  private get store(): LockBackend {
-    if (!this.backend) throw unsupported('locks', this.kind);
-    return this.backend;
-  }
 
   /** With `fair`, a free slot is taken only if nobody waits in the store's line for this key. */
   async tryAcquire(
@@ -243,13 +238,9 @@ export class Locks {
 
 export class Counters {
   constructor(
-    private readonly backend: CounterBackend | undefined,
+    private readonly store: CounterBackend,
     private readonly kind: string,
   ) {}
-  private get store(): CounterBackend {
-    if (!this.backend) throw unsupported('counters', this.kind);
-    return this.backend;
-  }
   async incr(name: string, by = 1): Promise<CounterValue> {
     return this.store.incr(parseInput(lockKeySchema, name, 'name'), parseInput(counterStepSchema, by, 'by'));
   }

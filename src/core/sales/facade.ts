@@ -25,17 +25,9 @@ import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, WishlistChann
 
 export class Sales {
   constructor(
-    private readonly backend: SaleBackend | undefined,
+    private readonly store: SaleBackend,
     private readonly kind: string,
   ) {}
-
-  private get store(): SaleBackend {
-    if (!this.backend)
-      throw new DibsError('invalid_input', `the ${this.kind} store does not support flash sales yet`, {
-        field: 'store',
-      });
-    return this.backend;
-  }
 
   /** Creates a sale after the preflight checks (window, cap, limit ≤ cap, no overlapping sale of the SKU). */
   async create(input: CreateSaleInput): Promise<Sale> {
