@@ -13,6 +13,7 @@ import { openDibs } from '../index.js';
 import { JobRunner, standardJobs } from '../jobs/runner.js';
 import { EmailChannel, WebhookChannel, WebPushChannel, type Channel, type Destination } from '../notify/channels.js';
 import { parseStreamTarget, RedisStreamDestination } from '../notify/redis-stream.js';
+import { DeliveryStats } from '../notify/delivery-stats.js';
 import { OutboxDispatcher } from '../notify/dispatcher.js';
 import { startTracingSdk } from '../tracing/sdk.js';
 import { buildServer, VERSION } from './app.js';
@@ -58,7 +59,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     throw error;
   }
   const rateLimit = options.rateLimit ?? 6000;
+  const deliveryStats = dibs.backend.outbox && options.jobs !== false ? new DeliveryStats() : undefined;
   const app = buildServer({
+    ...(deliveryStats ? { deliveryStats } : {}),
     dibs,
     logger: options.logger === false ? false : { level: options.logLevel ?? env.LOG_LEVEL ?? 'info' },
     ...(options.bodyLimit !== undefined ? { bodyLimit: options.bodyLimit } : {}),
@@ -77,6 +80,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS),
         destinations,
         onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
+        ...(deliveryStats ? { stats: deliveryStats } : {}),
       })
     : undefined;
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
