@@ -14,7 +14,7 @@ import { JobRunner, standardJobs } from '../jobs/runner.js';
 import { EmailChannel, WebhookChannel, WebPushChannel, type Channel, type Destination } from '../notify/channels.js';
 import { parseStreamTarget, RedisStreamDestination } from '../notify/redis-stream.js';
 import { DeliveryStats } from '../notify/delivery-stats.js';
-import { OutboxDispatcher } from '../notify/dispatcher.js';
+import { OutboxDispatcher, type DispatcherOptions } from '../notify/dispatcher.js';
 import { startTracingSdk } from '../tracing/sdk.js';
 import { buildServer, VERSION } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
@@ -37,6 +37,8 @@ export interface StartOptions
    * provider the caller registered (no SDK set-up here); false: off.
    */
   tracing?: boolean;
+  /** Outbox delivery's retry budget and backoff (default 10 attempts, 1 s doubling to 15 min). */
+  delivery?: Pick<DispatcherOptions, 'maxAttempts' | 'backoff'>;
 }
 
 export interface RunningServer {
@@ -81,6 +83,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         destinations,
         onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
         ...(deliveryStats ? { stats: deliveryStats } : {}),
+        ...options.delivery,
       })
     : undefined;
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
