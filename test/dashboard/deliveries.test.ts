@@ -118,4 +118,31 @@ describe('events & deliveries page (headless Chromium)', { skip, timeout: 90_000
     await page.locator('#dl-result').getByText('already delivered', { exact: false }).waitFor();
     await assertAccessibleAndPhoneSized(page, '51-deliveries-retried');
   });
+
+  it("shows a code's history from the outbox on the pool page (a refund)", async () => {
+    await server.dibs.pools.create({ name: 'spring' });
+    await server.dibs.pools.importCodes('spring', ['SPRING-1', 'SPRING-2']);
+    const { code } = await server.dibs.pools.claim('spring', 'alice');
+    await server.dibs.pools.redeem('spring', code, { orderId: 'order-7' });
+    await server.dibs.pools.unredeem('spring', code);
+    await page.goto(`${server.url}/#/pool/spring`);
+    await page
+      .getByRole('heading', { name: /spring/ })
+      .first()
+      .waitFor();
+    await page.getByLabel('Code to look up').fill(code);
+    await page.getByRole('button', { name: 'Look up code' }).click();
+    await page
+      .locator('#code-history li')
+      .getByText(/code\.unredeemed: refunded to alice \(order order-7\)/)
+      .waitFor();
+    const other = code === 'SPRING-1' ? 'SPRING-2' : 'SPRING-1';
+    await page.getByLabel('Code to look up').fill(other);
+    await page.getByRole('button', { name: 'Look up code' }).click();
+    await page
+      .locator('#code-history')
+      .getByText(/^No events name this code/)
+      .waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, '52-pool-code-history.png'), fullPage: true });
+  });
 });
