@@ -97,7 +97,7 @@ describe('events & deliveries page (headless Chromium)', { skip, timeout: 90_000
     await assertAccessibleAndPhoneSized(page, '50-deliveries-dead');
 
     answer = 200; // the receiver is fixed
-    await page.getByRole('button', { name: `Retry event ${id} now` }).click();
+    await page.getByRole('button', { name: `Retry now: event ${id}` }).click();
     await page.locator('#dl-result').getByText(`Event ${id} is due again`, { exact: false }).waitFor();
     await page.locator(`#dl-dead-rows tr[data-event="${id}"]`).waitFor({ state: 'detached' });
     // delivered on the next dispatcher run: the endpoint has a success now, and the log says so

@@ -107,7 +107,7 @@ async function refreshDead() {
               {
                 type: 'button',
                 class: 'secondary',
-                'aria-label': `Retry event ${e.id} now`,
+                'aria-label': `Retry now: event ${e.id}`,
                 onclick: (event) => retry(e.id, event.currentTarget),
               },
               'Retry now',
