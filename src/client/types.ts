@@ -78,6 +78,17 @@ export type CounterPage = {
   nextCursor: string | null;
 };
 
+export type DeadLetters = {
+  data: Array<{
+    id: string;
+    type: string;
+    createdAt: string;
+    attempts: number;
+    lastError: string;
+    deadAt: string;
+  }>;
+};
+
 export type Deliveries = {
   event: string;
   data: Array<{
@@ -85,6 +96,24 @@ export type Deliveries = {
     ok: boolean;
     detail: string;
     at: string;
+  }>;
+};
+
+export type EndpointStats = {
+  /** Whether this service instance runs an outbox dispatcher */
+  dispatcher: boolean;
+  /** When this instance began counting (its start) */
+  since: string | null;
+  data: Array<{
+    /** Webhook URL (without credentials), destination label or channel */
+    endpoint: string;
+    ok: number;
+    failed: number;
+    /** ok / (ok + failed), null before any attempt */
+    successRate: number | null;
+    lastOkAt: string | null;
+    lastFailureAt: string | null;
+    lastError: string | null;
   }>;
 };
 
@@ -314,6 +343,11 @@ export type Readiness = {
   };
 };
 
+export type RetryResult = {
+  event: string;
+  outcome: "queued";
+};
+
 export type Sale = {
   id: string;
   sku: string;
@@ -416,6 +450,8 @@ export interface Operations {
       scopes: Array<string>;
     } };
   getV1Outbox: { body: never; output: OutboxStatus };
+  getV1OutboxDead: { body: never; output: DeadLetters };
+  getV1OutboxEndpoints: { body: never; output: EndpointStats };
   getV1Pools: { body: never; output: PoolPage };
   getV1PoolsPool: { body: never; output: Pool };
   getV1PoolsPoolAudit: { body: never; output: AuditResult };
@@ -480,6 +516,7 @@ export interface Operations {
   postV1CountersName: { body: {
       by?: number;
     }; output: Counter };
+  postV1EventsIdRetry: { body: never; output: RetryResult };
   postV1Keys: { body: {
       name: string;
       scopes: Array<string>;

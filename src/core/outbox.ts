@@ -25,6 +25,23 @@ export interface OutboxStatus {
   oldestPendingMs: number;
 }
 
+/** An event the dispatcher gave up on (its retries spent, or a receiver refused it for good). */
+export interface DeadLetter {
+  id: string;
+  type: string;
+  createdAt: string;
+  attempts: number;
+  /** The last attempt's failure. */
+  lastError: string;
+  deadAt: string;
+}
+
+/**
+ * What `retryNow` did: `queued` (the event is due now: the next dispatcher run delivers it),
+ * `delivered` (nothing to retry), `leased` (a dispatcher is delivering it right now), `missing`.
+ */
+export type RetryOutcome = 'queued' | 'delivered' | 'leased' | 'missing';
+
 export interface OutboxBackend {
   /**
    * Leases up to `limit` due, undelivered events for `leaseMs`, oldest first: while leased no
@@ -36,4 +53,8 @@ export interface OutboxBackend {
   markFailed(id: string, detail: string, retryInMs: number | null): Promise<void>;
   deliveries(id: string): Promise<DeliveryRecord[]>;
   status(): Promise<OutboxStatus>;
+  /** The newest dead letters, most recently dead first (at most `limit`). */
+  deadLetters(limit: number): Promise<DeadLetter[]>;
+  /** Makes a dead or waiting (backed-off) event due now, keeping its attempt count and log. */
+  retryNow(id: string): Promise<RetryOutcome>;
 }

@@ -10,6 +10,7 @@
 import type { DueEvent, OutboxBackend } from '../core/outbox.js';
 import { inDeliverySpan, noteDeliveryFailure } from '../tracing/delivery.js';
 import { DeliveryError, type Channel, type Destination } from './channels.js';
+import type { DeliveryStats } from './delivery-stats.js';
 
 export interface DispatcherOptions {
   outbox: OutboxBackend;
@@ -23,6 +24,8 @@ export interface DispatcherOptions {
   maxAttempts?: number;
   backoff?: { baseMs: number; maxMs: number };
   onError?: (error: unknown) => void;
+  /** Counts each endpoint's successes and failures (the dashboard's per-endpoint success rate). */
+  stats?: DeliveryStats;
 }
 
 export interface DispatchResult {
@@ -120,7 +123,7 @@ export class OutboxDispatcher {
     if (channel !== undefined) {
       const handler = this.options.channels?.[channel];
       if (!handler) throw new DeliveryError(`no ${channel} channel is configured`, true);
-      return handler.deliver(event, to);
+      return this.counted(channel, () => handler.deliver(event, to));
     }
     const urls = this.options.webhookUrls ?? [];
     const webhook = urls.length > 0 ? this.options.channels?.webhook : undefined;
@@ -128,13 +131,15 @@ export class OutboxDispatcher {
     if (!webhook && destinations.length === 0) return 'no webhook endpoint configured';
     // Destinations first, before anything is awaited: they get the events in batch order.
     const lastAttempt = event.attempts + 1 >= (this.options.maxAttempts ?? 10);
-    const appended = Promise.allSettled(destinations.map((d) => d.deliver(event, lastAttempt)));
+    const appended = Promise.allSettled(
+      destinations.map((d) => this.counted(d.label, () => d.deliver(event, lastAttempt))),
+    );
     // At least once to every endpoint: a retry re-sends to all; receivers dedupe on the key
     // (streams append a redelivered event only once).
     const details: string[] = [];
     const failures: unknown[] = [];
     try {
-      if (webhook) for (const url of urls) details.push(await webhook.deliver(event, url));
+      if (webhook) for (const url of urls) details.push(await this.counted(url, () => webhook.deliver(event, url)));
     } catch (error) {
       failures.push(error);
     }
@@ -144,6 +149,17 @@ export class OutboxDispatcher {
     }
     if (failures.length > 0) throw worstOf(failures);
     return details.join('; ');
+  }
+
+  private async counted(endpoint: string, send: () => Promise<string>): Promise<string> {
+    try {
+      const detail = await send();
+      this.options.stats?.record(endpoint, true);
+      return detail;
+    } catch (error) {
+      this.options.stats?.record(endpoint, false, (error as Error).message);
+      throw error;
+    }
   }
 
   private backoff(attempt: number): number {

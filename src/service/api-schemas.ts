@@ -447,3 +447,37 @@ export const deliveriesSchema = z
     data: z.array(z.object({ attempt: z.number().int(), ok: z.boolean(), detail: z.string(), at: timestamp })),
   })
   .meta({ id: 'Deliveries' });
+export const endpointStatsSchema = z
+  .object({
+    dispatcher: z.boolean().meta({ description: 'Whether this service instance runs an outbox dispatcher' }),
+    since: timestamp.nullable().meta({ description: 'When this instance began counting (its start)' }),
+    data: z.array(
+      z.object({
+        endpoint: z.string().meta({ description: 'Webhook URL (without credentials), destination label or channel' }),
+        ok: z.number().int(),
+        failed: z.number().int(),
+        successRate: z.number().nullable().meta({ description: 'ok / (ok + failed), null before any attempt' }),
+        lastOkAt: timestamp.nullable(),
+        lastFailureAt: timestamp.nullable(),
+        lastError: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'EndpointStats' });
+export const deadLettersSchema = z
+  .object({
+    data: z.array(
+      z.object({
+        id: z.string(),
+        type: z.string(),
+        createdAt: timestamp,
+        attempts: z.number().int(),
+        lastError: z.string(),
+        deadAt: timestamp,
+      }),
+    ),
+  })
+  .meta({ id: 'DeadLetters' });
+export const retryResultSchema = z
+  .object({ event: z.string(), outcome: z.literal('queued') })
+  .meta({ id: 'RetryResult' });

@@ -38,6 +38,7 @@ import { waitingRoomRoutes } from './routes/waiting-room.js';
 import { forecastRoutes } from './routes/forecast.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import type { DeliveryStats } from '../notify/delivery-stats.js';
 import { isTraced } from '../tracing/instrument.js';
 import { registerHttpTracing } from '../tracing/http.js';
 import { activeOtel } from '../tracing/otel.js';
@@ -63,6 +64,8 @@ export interface ServerOptions {
   keyCacheMs?: number;
   /** Serve /metrics without a key (default false: needs `metrics:read` or `admin`). */
   metricsPublic?: boolean;
+  /** The outbox dispatcher's per-endpoint counts, when this process runs one (GET /v1/outbox/endpoints). */
+  deliveryStats?: DeliveryStats;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -153,7 +156,14 @@ export function buildServer(options: ServerOptions): FastifyInstance {
 
   const verifier = new KeyVerifier(store, options.keyCacheMs ?? 5000);
   const metrics = new ServiceMetrics(dibs);
-  const context: ServiceContext = { dibs, store, verifier, metrics, closing: closing.signal };
+  const context: ServiceContext = {
+    dibs,
+    store,
+    verifier,
+    metrics,
+    closing: closing.signal,
+    ...(options.deliveryStats ? { deliveryStats: options.deliveryStats } : {}),
+  };
   registerAuth(app, verifier);
   metrics.register(app);
   // Answers carry the caller's names, never the namespaced ones.

@@ -13,7 +13,8 @@ import { openDibs } from '../index.js';
 import { JobRunner, standardJobs } from '../jobs/runner.js';
 import { EmailChannel, WebhookChannel, WebPushChannel, type Channel, type Destination } from '../notify/channels.js';
 import { parseStreamTarget, RedisStreamDestination } from '../notify/redis-stream.js';
-import { OutboxDispatcher } from '../notify/dispatcher.js';
+import { DeliveryStats } from '../notify/delivery-stats.js';
+import { OutboxDispatcher, type DispatcherOptions } from '../notify/dispatcher.js';
 import { startTracingSdk } from '../tracing/sdk.js';
 import { buildServer, VERSION } from './app.js';
 import { createApiKey, DEFAULT_TENANT } from './auth/keys.js';
@@ -36,6 +37,8 @@ export interface StartOptions
    * provider the caller registered (no SDK set-up here); false: off.
    */
   tracing?: boolean;
+  /** Outbox delivery's retry budget and backoff (default 10 attempts, 1 s doubling to 15 min). */
+  delivery?: Pick<DispatcherOptions, 'maxAttempts' | 'backoff'>;
 }
 
 export interface RunningServer {
@@ -58,7 +61,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     throw error;
   }
   const rateLimit = options.rateLimit ?? 6000;
+  const deliveryStats = dibs.backend.outbox && options.jobs !== false ? new DeliveryStats() : undefined;
   const app = buildServer({
+    ...(deliveryStats ? { deliveryStats } : {}),
     dibs,
     logger: options.logger === false ? false : { level: options.logLevel ?? env.LOG_LEVEL ?? 'info' },
     ...(options.bodyLimit !== undefined ? { bodyLimit: options.bodyLimit } : {}),
@@ -76,6 +81,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     webhookUrls: listEnv(env.DIBS_WEBHOOK_URLS),
     destinations,
     onError: (error) => app.log.error({ err: error }, 'outbox delivery failed'),
+    ...(deliveryStats ? { stats: deliveryStats } : {}),
+    ...options.delivery,
   });
   const every = options.jobsEveryMs ?? Number(env.DIBS_JOBS_EVERY_MS ?? 1000);
   const service = dibs.backend.service;

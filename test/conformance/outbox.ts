@@ -121,6 +121,59 @@ export function outboxConformance(label: string, open: () => Promise<Conformance
       });
     });
 
+    it('lists dead letters newest first; retry now makes a dead or waiting event due, keeping its log', async () => {
+      await withEvents(open, 2, async (outbox) => {
+        const [a, b, c] = await outbox.claimDue(10, 60_000);
+        await outbox.markFailed(a!.id, 'HTTP 500', null);
+        await sleep(50);
+        await outbox.markFailed(b!.id, 'HTTP 410', null);
+        await outbox.markFailed(c!.id, 'HTTP 503', 60_000);
+        const dead = await outbox.deadLetters(10);
+        assert.deepEqual(
+          dead.map((d) => [d.id, d.type, d.attempts, d.lastError]),
+          [
+            [b!.id, b!.type, 1, 'HTTP 410'],
+            [a!.id, a!.type, 1, 'HTTP 500'],
+          ],
+        );
+        assert.ok(dead.every((d) => !Number.isNaN(Date.parse(d.deadAt)) && !Number.isNaN(Date.parse(d.createdAt))));
+        assert.deepEqual(
+          (await outbox.deadLetters(1)).map((d) => d.id),
+          [b!.id],
+        );
+        assert.deepEqual(await outbox.claimDue(10, 60_000), [], 'dead and backed-off events are not due');
+
+        assert.equal(await outbox.retryNow(a!.id), 'queued', 'a dead letter');
+        assert.equal(await outbox.retryNow(c!.id), 'queued', 'an event waiting for its retry');
+        const due = await outbox.claimDue(10, 60_000);
+        assert.deepEqual(
+          due.map((e) => [e.id, e.attempts]).sort(),
+          [
+            [a!.id, 1],
+            [c!.id, 1],
+          ].sort(),
+        );
+        const status = await outbox.status();
+        assert.deepEqual({ pending: status.pending, dead: status.dead }, { pending: 2, dead: 1 });
+        assert.deepEqual(
+          (await outbox.deadLetters(10)).map((d) => d.id),
+          [b!.id],
+        );
+
+        await outbox.markDelivered(a!.id, 'HTTP 200');
+        assert.deepEqual(
+          (await outbox.deliveries(a!.id)).map((d) => [d.attempt, d.ok, d.detail]),
+          [
+            [1, false, 'HTTP 500'],
+            [2, true, 'HTTP 200'],
+          ],
+          'the retry continues the log',
+        );
+        assert.equal(await outbox.retryNow(a!.id), 'delivered');
+        await rejectsWith(outbox.retryNow('not-an-id'), 'invalid_input', 'id');
+      });
+    });
+
     it('reports the age of the oldest undelivered event as the lag', async () => {
       await withEvents(open, 1, async (outbox) => {
         await sleep(400);

@@ -3,6 +3,7 @@
  * Never a browser download — .ci/run installs the package with apt-get when it is missing.
  * Without Chromium the tests skip loudly on a developer machine and FAIL under CI=true.
  */
+import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -79,5 +80,33 @@ export async function seriousAxeViolations(page: Page, colorScheme: 'light' | 'd
           .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`)) as unknown[];
   } finally {
     await page.emulateMedia({ colorScheme: 'light' });
+  }
+}
+
+/**
+ * axe in both schemes (no serious or critical violation), and at a phone's width (390 px) nothing
+ * wider than the screen; a phone-sized screenshot `<name>-phone.png` in ARTIFACTS.
+ */
+export async function assertAccessibleAndPhoneSized(page: Page, name: string): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    const violations = await seriousAxeViolations(page, scheme);
+    assert.deepEqual(violations, [], `${name} (${scheme}): ${JSON.stringify(violations, null, 1)}`);
+  }
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await page.waitForTimeout(100);
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-phone.png`), fullPage: true });
+    const overflow = Number(
+      await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
+    );
+    const culprits =
+      overflow > 0
+        ? await page.evaluate(`[...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+        .slice(0, 5).map((el) => el.tagName + '#' + el.id + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))`)
+        : [];
+    assert.ok(overflow <= 0, `${name} is ${overflow}px wider than a 390px phone screen: ${JSON.stringify(culprits)}`);
+  } finally {
+    if (viewport) await page.setViewportSize(viewport);
   }
 }

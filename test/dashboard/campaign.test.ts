@@ -14,7 +14,7 @@ import { openDibs } from '../../src/index.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
 import { startServer, type RunningServer } from '../../src/service/server.js';
 import { tempSqliteStore } from '../support/sqlite.js';
-import { ARTIFACTS, chromiumMissing, launchChromium, seriousAxeViolations, type Browser } from './browser.js';
+import { ARTIFACTS, assertAccessibleAndPhoneSized, chromiumMissing, launchChromium, type Browser } from './browser.js';
 import { runBuyers, type BuyerOutcome } from './buyers.js';
 
 const skip = chromiumMissing();
@@ -53,28 +53,7 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   /** axe in both schemes, and at a phone's width nothing wider than the screen. */
-  async function accessibleAndPhoneSized(name: string): Promise<void> {
-    for (const scheme of ['light', 'dark'] as const) {
-      const violations = await seriousAxeViolations(page, scheme);
-      assert.deepEqual(violations, [], `${name} (${scheme}): ${JSON.stringify(violations, null, 1)}`);
-    }
-    await page.setViewportSize({ width: 390, height: 844 });
-    try {
-      await page.waitForTimeout(100);
-      await shot(`${name}-phone`);
-      const overflow = Number(
-        await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
-      );
-      const culprits =
-        overflow > 0
-          ? await page.evaluate(`[...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-        .slice(0, 5).map((el) => el.tagName + '#' + el.id + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))`)
-          : [];
-      assert.ok(overflow <= 0, `${name} is ${overflow}px wider than a 390px phone screen: ${JSON.stringify(culprits)}`);
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 900 });
-    }
-  }
+  const accessibleAndPhoneSized = (name: string) => assertAccessibleAndPhoneSized(page, name);
 
   it('creates a sale with a waiting room, watches the crowd arrive, finds a customer and cancels the hold', async () => {
     // the sale starts a few seconds from now: the page counts down to its start, then to its end

@@ -145,9 +145,21 @@ describe('auth and tenants', () => {
     errorOf(await svc.call(globex, 'GET', `/v1/events/${eventId}/deliveries`), 404, 'not_found');
     errorOf(await svc.call(acme, 'GET', `/v1/events/${eventId}/deliveries`), 404, 'not_found');
     errorOf(await svc.call(globex, 'GET', '/v1/outbox'), 404, 'not_found');
+    errorOf(await svc.call(acme, 'GET', '/v1/outbox/dead'), 404, 'not_found');
+    errorOf(await svc.call(acme, 'GET', '/v1/outbox/endpoints'), 404, 'not_found');
+    errorOf(await svc.call(acme, 'POST', `/v1/events/${eventId}/retry`), 404, 'not_found');
     const operator = await svc.key('default', ['admin']);
     assert.equal((await svc.call(operator, 'GET', `/v1/events/${eventId}/deliveries`)).statusCode, 200);
     assert.equal((await svc.call(operator, 'GET', '/v1/outbox')).statusCode, 200);
+    assert.equal((await svc.call(operator, 'GET', '/v1/outbox/dead')).statusCode, 200);
+    // no dispatcher in this test service: said, not an error
+    assert.deepEqual((await svc.call(operator, 'GET', '/v1/outbox/endpoints')).json(), {
+      dispatcher: false,
+      since: null,
+      data: [],
+    });
+    errorOf(await svc.call(operator, 'POST', '/v1/events/999999/retry'), 404, 'not_found');
+    assert.equal((await svc.call(operator, 'POST', `/v1/events/${eventId}/retry`)).statusCode, 200);
   });
 
   it("pool lists page through a tenant's pools only", async () => {

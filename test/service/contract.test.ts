@@ -92,6 +92,10 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     assert.ok(event, `a code.unredeemed event among ${JSON.stringify(events.data.map((e) => e.type))}`);
     await ok('GET', `/v1/events/${event.id}/deliveries`);
     await ok('GET', '/v1/outbox');
+    await ok('GET', '/v1/outbox/endpoints');
+    await ok('GET', '/v1/outbox/dead');
+    // not delivered (no dispatcher here): retrying makes it due now
+    await ok('POST', `/v1/events/${event.id}/retry`);
 
     await ok('POST', '/v1/pools', { name: 'gone' });
     await ok('DELETE', '/v1/pools/gone');

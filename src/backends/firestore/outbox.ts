@@ -14,7 +14,14 @@
  */
 import type { Transaction } from '@google-cloud/firestore';
 import { DibsError } from '../../core/errors.js';
-import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../../core/outbox.js';
+import type {
+  DeadLetter,
+  DeliveryRecord,
+  DueEvent,
+  OutboxBackend,
+  OutboxStatus,
+  RetryOutcome,
+} from '../../core/outbox.js';
 import type { Layout } from './layout.js';
 import { EVENT_ID, iso, type Timestamp } from './records.js';
 import type { TxRunner } from './transactions.js';
@@ -108,6 +115,48 @@ export class FirestoreOutbox implements OutboxBackend {
       dead: dead.data().count,
       oldestPendingMs: first === undefined ? 0 : Math.max(0, oldest.readTime.toMillis() - first),
     };
+  }
+
+  /**
+   * Dead letters by the single-field index on `x` (no composite index to deploy), so in event id
+   * order: up to 500 are read and the newest dead are kept.
+   */
+  async deadLetters(limit: number): Promise<DeadLetter[]> {
+    const page = await this.layout.events.where('x', '==', 'x').limit(500).get();
+    return page.docs
+      .map((doc) => {
+        const e = doc.data() as DeliveryState;
+        const last = e.log?.at(-1);
+        return {
+          id: doc.id,
+          type: e.type,
+          createdAt: iso(e.at)!,
+          attempts: e.a ?? 0,
+          lastError: last?.detail ?? '',
+          deadAt: new Date(last?.at ?? 0).toISOString(),
+        };
+      })
+      .sort((a, b) => (a.deadAt < b.deadAt ? 1 : a.deadAt > b.deadAt ? -1 : 0))
+      .slice(0, limit);
+  }
+
+  /**
+   * A dead event gets its pending fields back (`p` its creation, `d` now); a waiting one is due
+   * now. A lease and a back-off both look like a later `d`, so an event being delivered right
+   * now is made due again too (at least once still holds: receivers dedupe on the key).
+   */
+  async retryNow(id: string): Promise<RetryOutcome> {
+    const ref = this.layout.events.doc(checkId(id));
+    return this.runner.run(async (tx: Transaction): Promise<RetryOutcome> => {
+      const snap = await tx.get(ref);
+      if (!snap.exists) return 'missing';
+      const e = snap.data() as DeliveryState;
+      if (e.x === 'd') return 'delivered';
+      const now = snap.readTime.toMillis();
+      const { x: _x, ...rest } = e;
+      tx.set(ref, { ...rest, p: e.p ?? e.at.toMillis(), d: now });
+      return 'queued';
+    });
   }
 }
 

@@ -48,3 +48,22 @@ SELECT
   count(*) FILTER (WHERE dead_at IS NOT NULL)::int AS dead,
   COALESCE(floor(extract(epoch FROM now() - min(created_at) FILTER (WHERE delivered_at IS NULL AND dead_at IS NULL)) * 1000), 0)::bigint::text AS oldest_ms
 FROM outbox
+
+-- name: deadLetters
+-- $1 limit. Dead letters are few (an operator's to-do list); no index: a scan, newest dead first.
+SELECT id::text, type, created_at, attempts, COALESCE(last_error, '') AS last_error, dead_at
+FROM outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT $1
+
+-- name: retryNow
+-- $1 event id. A dead or backed-off event becomes due now; its attempts and log stay (one more
+-- failure after the budget is spent dead-letters it again). The row lock orders this with a
+-- dispatcher's markDelivered/markFailed; the outcome says what was found.
+WITH e AS (SELECT id, delivered_at, locked_until > now() AS leased FROM outbox WHERE id = $1 FOR UPDATE),
+u AS (
+  UPDATE outbox o SET dead_at = NULL, next_attempt_at = NULL, locked_until = NULL
+  FROM e WHERE o.id = e.id AND e.delivered_at IS NULL AND e.leased IS NOT TRUE
+  RETURNING o.id
+)
+SELECT CASE WHEN e.delivered_at IS NOT NULL THEN 'delivered'
+            WHEN e.leased THEN 'leased' ELSE 'queued' END AS outcome
+FROM e

@@ -5,7 +5,14 @@
  */
 import type pg from 'pg';
 import { DibsError } from '../../core/errors.js';
-import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../../core/outbox.js';
+import type {
+  DeadLetter,
+  DeliveryRecord,
+  DueEvent,
+  OutboxBackend,
+  OutboxStatus,
+  RetryOutcome,
+} from '../../core/outbox.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
 
@@ -15,6 +22,8 @@ const Q = loadQueries(new URL('./outbox.sql', import.meta.url), [
   'markFailed',
   'deliveries',
   'status',
+  'deadLetters',
+  'retryNow',
 ]);
 
 export class PgOutbox implements OutboxBackend {
@@ -66,6 +75,30 @@ export class PgOutbox implements OutboxBackend {
       dead: s.dead,
       oldestPendingMs: Math.max(0, Number(s.oldest_ms)),
     };
+  }
+
+  async deadLetters(limit: number): Promise<DeadLetter[]> {
+    const { rows } = await query<{
+      id: string;
+      type: string;
+      created_at: Date;
+      attempts: number;
+      last_error: string;
+      dead_at: Date;
+    }>(this.pool, Q.deadLetters, [limit]);
+    return rows.map((e) => ({
+      id: e.id,
+      type: e.type,
+      createdAt: e.created_at.toISOString(),
+      attempts: e.attempts,
+      lastError: e.last_error,
+      deadAt: e.dead_at.toISOString(),
+    }));
+  }
+
+  async retryNow(id: string): Promise<RetryOutcome> {
+    const { rows } = await query<{ outcome: RetryOutcome }>(this.pool, Q.retryNow, [eventId(id)]);
+    return rows[0]?.outcome ?? 'missing';
   }
 }
 

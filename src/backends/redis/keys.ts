@@ -117,11 +117,12 @@ export const saleKey = (
 ) => `${tag}:${kind}:${id}`;
 
 /** Delivery state of one event stream (outbox_lib.lua), beside the stream in its slot. */
-export const outboxKeys = (stream: string): [string, string, string, string] => [
+export const outboxKeys = (stream: string): [string, string, string, string, string] => [
   stream,
   `${stream}:obq`,
   `${stream}:obp`,
   `${stream}:obi`,
+  `${stream}:obx`,
 ];
 
 /**

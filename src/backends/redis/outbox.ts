@@ -13,7 +13,14 @@
  * Event ids are `<p|s>~<pool or sale>~<stream id>` (keys.ts outboxEventId).
  */
 import { DibsError } from '../../core/errors.js';
-import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../../core/outbox.js';
+import type {
+  DeadLetter,
+  DeliveryRecord,
+  DueEvent,
+  OutboxBackend,
+  OutboxStatus,
+  RetryOutcome,
+} from '../../core/outbox.js';
 import { outboxEventId, outboxKeys, poolKeys, registryKey } from './keys.js';
 import type { RedisSales } from './sales.js';
 import { runScript, type RedisClient } from './scripts.js';
@@ -122,6 +129,47 @@ export class RedisOutbox implements OutboxBackend {
       if (oldest >= 0) status.oldestPendingMs = Math.max(status.oldestPendingMs, now - oldest);
     }
     return status;
+  }
+
+  /** Each source's newest dead letters (its dead zset), merged: one script per source. */
+  async deadLetters(limit: number): Promise<DeadLetter[]> {
+    const lists = await Promise.all(
+      (await this.sources()).map(async (source) => {
+        const reply = (await runScript(this.client, 'outbox_dead', outboxKeys(source.stream), [limit])) as string[];
+        const dead: (DeadLetter & { ms: number })[] = [];
+        for (let i = 0; i < reply.length; i += 6) {
+          const [padded, type, at, attempts, lastError, deadMs] = reply.slice(i, i + 6) as [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+          ];
+          dead.push({
+            id: eventId(source, padded),
+            type,
+            createdAt: new Date(Number(at)).toISOString(),
+            attempts: Number(attempts),
+            lastError,
+            deadAt: new Date(Number(deadMs)).toISOString(),
+            ms: Number(deadMs),
+          });
+        }
+        return dead;
+      }),
+    );
+    return lists
+      .flat()
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, limit)
+      .map(({ ms: _ms, ...d }) => d);
+  }
+
+  async retryNow(id: string): Promise<RetryOutcome> {
+    const { source, padded } = await this.parse(id);
+    if (!source) return 'missing';
+    return (await runScript(this.client, 'outbox_retry', outboxKeys(source.stream), [padded])) as RetryOutcome;
   }
 
   private async settle(id: string, outcome: 'ok' | 'fail', detail: string, retry: number | ''): Promise<void> {

@@ -55,6 +55,8 @@ export const SCRIPT_NAMES = [
   'outbox_lease',
   'outbox_settle',
   'outbox_status',
+  'outbox_dead',
+  'outbox_retry',
   'forecast_pool',
   'sale_forecast',
   'forecast_step',

@@ -41,3 +41,17 @@ SELECT
   (SELECT COUNT(*) FROM dibs_outbox WHERE delivered_at IS NOT NULL) AS delivered,
   (SELECT COUNT(*) FROM dibs_outbox WHERE dead_at IS NOT NULL) AS dead,
   (SELECT MIN(created_at) FROM dibs_outbox WHERE delivered_at IS NULL AND dead_at IS NULL) AS oldest
+
+-- name: deadLetters
+-- Dead letters are few (an operator's to-do list); no index: a scan of the outbox, newest dead first.
+SELECT id, type, created_at, attempts, COALESCE(last_error, '') AS last_error, dead_at
+FROM dibs_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, id DESC LIMIT @limit
+
+-- name: retryState
+SELECT delivered_at, dead_at, locked_until FROM dibs_outbox WHERE id = ?
+
+-- name: retryNow
+-- A dead or backed-off event becomes due now; its attempts and log stay (one more failure after
+-- the budget is spent dead-letters it again).
+UPDATE dibs_outbox SET dead_at = NULL, next_attempt_at = NULL, locked_until = NULL
+WHERE id = @id AND delivered_at IS NULL AND (locked_until IS NULL OR locked_until <= @now)

@@ -1,5 +1,12 @@
 import { DibsError } from '../../core/errors.js';
-import type { DeliveryRecord, DueEvent, OutboxBackend, OutboxStatus } from '../../core/outbox.js';
+import type {
+  DeadLetter,
+  DeliveryRecord,
+  DueEvent,
+  OutboxBackend,
+  OutboxStatus,
+  RetryOutcome,
+} from '../../core/outbox.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, type Db, type SqliteOptions, type Statements } from './database.js';
 
@@ -11,6 +18,9 @@ const Q = loadQueries(new URL('./outbox.sql', import.meta.url), [
   'insertDelivery',
   'deliveries',
   'status',
+  'deadLetters',
+  'retryState',
+  'retryNow',
 ]);
 
 export class SqliteOutbox implements OutboxBackend {
@@ -81,6 +91,42 @@ export class SqliteOutbox implements OutboxBackend {
         dead: s.dead,
         oldestPendingMs: s.oldest ? Math.max(0, Date.parse(this.now()) - Date.parse(s.oldest)) : 0,
       };
+    });
+  }
+
+  async deadLetters(limit: number): Promise<DeadLetter[]> {
+    return read(this.options, () =>
+      (
+        this.stmt.deadLetters.all({ limit }) as {
+          id: number;
+          type: string;
+          created_at: string;
+          attempts: number;
+          last_error: string;
+          dead_at: string;
+        }[]
+      ).map((e) => ({
+        id: String(e.id),
+        type: e.type,
+        createdAt: e.created_at,
+        attempts: e.attempts,
+        lastError: e.last_error,
+        deadAt: e.dead_at,
+      })),
+    );
+  }
+
+  async retryNow(id: string): Promise<RetryOutcome> {
+    return write(this.db, this.options, () => {
+      const now = this.now();
+      const row = this.stmt.retryState.get(eventId(id)) as
+        | { delivered_at: string | null; dead_at: string | null; locked_until: string | null }
+        | undefined;
+      if (!row) return 'missing';
+      if (row.delivered_at !== null) return 'delivered';
+      if (row.locked_until !== null && row.locked_until > now) return 'leased';
+      this.stmt.retryNow.run({ id: eventId(id), now });
+      return 'queued';
     });
   }
 

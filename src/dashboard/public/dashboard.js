@@ -20,11 +20,12 @@ import {
   toast,
   upload,
 } from './lib.js';
+import { deliveriesPage } from './deliveries-page.js';
 import { keysPage } from './keys-page.js';
 import { poolPage } from './pool-page.js';
 import { salePage } from './sale-page.js';
 
-const PAGES = { sale: salePage, pool: poolPage, keys: keysPage };
+const PAGES = { sale: salePage, pool: poolPage, keys: keysPage, deliveries: deliveriesPage };
 
 const WATCH_STORAGE = 'dibs.watch';
 const REFRESH_MS = 2000;
@@ -726,10 +727,10 @@ function wire() {
   for (const page of Object.values(PAGES)) page.wire();
 }
 
-// --- pages: the address says which (#/sale/<id>, #/pool/<name>, #/keys; anything else is the overview)
+// --- pages: the address says which (#/sale/<id>, #/pool/<name>, #/keys, #/deliveries; anything else is the overview)
 
 function route() {
-  const match = /^#\/(sale|pool|keys)(?:\/(.+))?$/.exec(location.hash);
+  const match = /^#\/(sale|pool|keys|deliveries)(?:\/(.+))?$/.exec(location.hash);
   const next = match ? { page: match[1], arg: match[2] === undefined ? null : decodeURIComponent(match[2]) } : null;
   const previous = state.view;
   state.view = next;

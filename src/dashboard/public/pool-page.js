@@ -18,7 +18,69 @@ import {
   upload,
 } from './lib.js';
 
-const page = { name: null, code: null, claimant: null, refreshAll: () => {} };
+const page = { name: null, code: null, claimant: null, lookups: 0, refreshAll: () => {} };
+
+/** Event pages (of 1,000) a code's history reads at most: the pool's events are read oldest first. */
+const HISTORY_PAGES = 5;
+const HISTORY_TEXT = {
+  'code.unredeemed': (p) =>
+    `refunded to ${p.claimant}${p.orderId ? ` (order ${p.orderId})` : ''}; it had been redeemed ${new Date(p.redeemedAt).toLocaleString()}`,
+};
+
+/**
+ * A code's history from the outbox: the pool's events (the public /v1/events?pool=) that name it.
+ * Claims, releases and redemptions record no event; refunds do. Bounded: the first
+ * HISTORY_PAGES × 1,000 events of the pool.
+ */
+async function codeHistory(code) {
+  const found = [];
+  let after;
+  for (let pages = 0; pages < HISTORY_PAGES; pages++) {
+    const res = await api('GET', `/v1/events?pool=${enc(page.name)}&limit=1000${after ? `&after=${enc(after)}` : ''}`);
+    for (const e of res.data) if (e.payload?.code === code) found.push(e);
+    if (!res.nextCursor) return { found, complete: true };
+    after = res.nextCursor;
+  }
+  return { found, complete: false };
+}
+
+async function showHistory(code, ticket) {
+  let history;
+  try {
+    history = await codeHistory(code);
+  } catch (error) {
+    if (error.status === 401 || ticket !== page.lookups) return;
+    $('code-history')?.replaceChildren(h('p', { class: 'hint' }, `History: ${describe(error)}`));
+    return;
+  }
+  if (ticket !== page.lookups) return; // another lookup since: its own history is on the way
+  const { found, complete } = history;
+  $('code-history')?.replaceChildren(
+    h('h5', {}, 'History (from the outbox)'),
+    found.length
+      ? h(
+          'ol',
+          { class: 'history' },
+          found.map((e) =>
+            h(
+              'li',
+              { 'data-event': e.id },
+              h('time', { datetime: e.createdAt }, new Date(e.createdAt).toLocaleString()),
+              ` — ${e.type}: `,
+              HISTORY_TEXT[e.type]?.(e.payload ?? {}) ?? JSON.stringify(e.payload ?? {}),
+            ),
+          ),
+        )
+      : h(
+          'p',
+          { class: 'hint' },
+          'No events name this code (claims, releases and redemptions record none; refunds do).',
+        ),
+    complete
+      ? null
+      : h('p', { class: 'hint' }, `Searched the pool's first ${number(HISTORY_PAGES * 1000)} events only.`),
+  );
+}
 
 /** What an operator may do to a code in each status (the API decides; these are the sensible ones). */
 const ACTIONS = {
@@ -111,6 +173,7 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : '–');
 
 async function lookUpCode(code) {
   page.code = code;
+  const ticket = ++page.lookups;
   const box = $('code-result');
   try {
     const info = await api('GET', `/v1/pools/${enc(page.name)}/codes/${enc(code)}`);
@@ -139,7 +202,9 @@ async function lookUpCode(code) {
         rows.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
       ),
       h('p', { class: 'actions' }, actionButtons(info)),
+      h('div', { id: 'code-history' }, h('p', { class: 'hint' }, 'Reading its history…')),
     );
+    showHistory(info.code, ticket);
   } catch (error) {
     if (error.status === 401) return;
     box.replaceChildren(

@@ -25,6 +25,7 @@ const ASSETS: Record<string, string> = {
   'sale-page.js': 'text/javascript; charset=utf-8',
   'pool-page.js': 'text/javascript; charset=utf-8',
   'keys-page.js': 'text/javascript; charset=utf-8',
+  'deliveries-page.js': 'text/javascript; charset=utf-8',
 };
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
@@ -38,7 +39,14 @@ function secure(reply: FastifyReply, type: string): FastifyReply {
     .header('cache-control', 'no-cache');
 }
 
-export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, options: ClaimRateOptions = {}): void {
+/** Dead letters listed at most (newest dead first). */
+const DEAD_LETTERS = 100;
+
+export function dashboardRoutes(
+  app: FastifyInstance,
+  { dibs, deliveryStats }: ServiceContext,
+  options: ClaimRateOptions = {},
+): void {
   const page = readFileSync(new URL('index.html', PUBLIC), 'utf8');
   const assets = new Map(
     Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, PUBLIC), 'utf8') }]),
@@ -127,6 +135,73 @@ export function dashboardRoutes(app: FastifyInstance, { dibs }: ServiceContext, 
     async (request) => {
       operatorOnly(request);
       return { event: request.params.id, data: await dibs.backend.outbox.deliveries(request.params.id!) };
+    },
+  );
+
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/outbox/endpoints',
+      scope: 'admin',
+      tag,
+      summary:
+        "Each delivery endpoint's successes and failures, counted by this instance's dispatcher since it started (operator)",
+      responses: { 200: { description: 'Per-endpoint counts', schema: S.endpointStatsSchema } },
+    },
+    async (request) => {
+      operatorOnly(request);
+      if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+      return {
+        dispatcher: deliveryStats !== undefined,
+        since: deliveryStats?.since ?? null,
+        data: (deliveryStats?.list() ?? []).map((e) => ({
+          ...e,
+          successRate: e.ok + e.failed === 0 ? null : e.ok / (e.ok + e.failed),
+        })),
+      };
+    },
+  );
+  route(
+    app,
+    {
+      method: 'GET',
+      url: '/v1/outbox/dead',
+      scope: 'admin',
+      tag,
+      summary: `Dead letters: events delivery gave up on, most recently dead first (at most ${DEAD_LETTERS}; operator)`,
+      responses: { 200: { description: 'The dead letters', schema: S.deadLettersSchema } },
+    },
+    async (request) => {
+      operatorOnly(request);
+      if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+      return { data: await dibs.backend.outbox.deadLetters(DEAD_LETTERS) };
+    },
+  );
+  route(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/events/:id/retry',
+      scope: 'admin',
+      tag,
+      summary:
+        'Retry a dead or waiting event now: it becomes due, keeping its attempts and log (operator). 409 when delivered or being delivered',
+      responses: { 200: { description: 'Queued for the next dispatcher run', schema: S.retryResultSchema } },
+    },
+    async (request) => {
+      operatorOnly(request);
+      if (!dibs.backend.outbox) throw new DibsError('unsupported', `the ${dibs.kind} store has no outbox`);
+      const id = request.params.id!;
+      const outcome = await dibs.backend.outbox.retryNow(id);
+      if (outcome === 'missing') throw new DibsError('not_found', `event '${id}' does not exist`, { details: { id } });
+      if (outcome !== 'queued')
+        throw new DibsError(
+          'conflict',
+          outcome === 'delivered' ? `event '${id}' is already delivered` : `event '${id}' is being delivered right now`,
+          { details: { id, outcome } },
+        );
+      return { event: id, outcome };
     },
   );
 }

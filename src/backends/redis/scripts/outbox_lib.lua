@@ -4,7 +4,8 @@
 -- end of its lease or its next retry), KEYS[3] pending zset (event -> creation ms; delivered and
 -- dead events leave it), KEYS[4] info hash: 'cursor' (last stream id taken into the zsets),
 -- 'delivered', 'dead', and per event 'a:<e>' attempts, 'l:<e>' JSON log of attempts, 'x:<e>'
--- final state ('d' delivered, 'x' dead). Events are named in the zsets by their stream id
+-- final state ('d' delivered, 'x' dead); KEYS[5] dead zset (event -> when it died: the dead
+-- letters, newest listed first). Events are named in the zsets by their stream id
 -- zero-padded ('%015d-%010d'), so ties within one millisecond sort in stream order.
 
 local function padded(stream_id)

@@ -19,6 +19,7 @@ elseif retry == '' then
   redis.call('ZREM', KEYS[2], p)
   redis.call('ZREM', KEYS[3], p)
   redis.call('HSET', KEYS[4], 'x:' .. p, 'x')
+  redis.call('ZADD', KEYS[5], now, p)
   redis.call('HINCRBY', KEYS[4], 'dead', 1)
 else
   redis.call('ZADD', KEYS[2], now + tonumber(retry), p)
