@@ -14,18 +14,23 @@
  * jump lets a second holder in and the fenced resource refuses the first's late write; a 3-process
  * lock storm through a sequence of jumps, judged by the history checker on a fenced PostgreSQL
  * table: no fence out of order, nothing acknowledged missing (overlapping holders are counted and
- * printed — a forward jump causes them by definition).
+ * printed — a forward jump causes them by definition). On a 3-master Redis Cluster the same rounds
+ * move every node's clock at once, and one more moves only the clock of the master that owns the
+ * lock's slot (a lock lives on one node and reads that node's clock).
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
+import { lockKeys } from '../../src/backends/redis/keys.js';
 import { uniqueId } from '../support/assert.js';
 import {
   clockShiftUnavailable,
   faketimeUnavailable,
+  startFakeClockCluster,
   startFakeClockPostgres,
   startFakeClockRedis,
+  type FakeClockCluster,
   type FakeClockStore,
 } from '../support/faketime.js';
 import { LONG } from '../support/faults.js';
@@ -53,6 +58,13 @@ const stores: Array<{
     label: 'Redis',
     skip: clockShiftUnavailable() ?? pgMissing,
     start: startFakeClockRedis,
+    scoped: (url, tag) => `${url}?prefix=${tag}`,
+  },
+  {
+    // every node's clock moved at once; the round below moves only the node that owns the lock
+    label: 'Redis Cluster',
+    skip: clockShiftUnavailable() ?? pgMissing,
+    start: startFakeClockCluster,
     scoped: (url, tag) => `${url}?prefix=${tag}`,
   },
 ];
@@ -127,6 +139,70 @@ for (const kind of stores)
         await resource.drop().finally(() => resource.close());
       }
     });
+
+    if (kind.label === 'Redis Cluster')
+      it("one node's clock jumps (the master owning the lock's slot): leases follow that node, fences never go back, the resource refuses older fences", async () => {
+        const cluster = store as FakeClockCluster;
+        const prefix = 'owner';
+        const dibs = await openDibs(kind.scoped(store.url, prefix));
+        const resource = new GuardedResource({ url: TEST_PG, schema: uniqueId('g').toLowerCase() });
+        await resource.create();
+        const slotKey = (key: string) => lockKeys(prefix, key).holders;
+        const owner = cluster.cluster.ownerOf(slotKey('invoice'));
+        // a lock on another master, whose clock stays real
+        const other = Array.from({ length: 64 }, (_, i) => `other-${i}`).find(
+          (key) => cluster.cluster.ownerOf(slotKey(key)) !== owner,
+        )!;
+        const offsetOf = async (key: string) => ((await cluster.nowOf(slotKey(key))) - Date.now()) / 1000;
+        try {
+          const steps: string[] = [];
+          const a = await dibs.locks.acquire('invoice', { ttlMs: 30_000 });
+          assert.equal(await resource.write('invoice', a.fence, 'a', 'a1'), true);
+          steps.push(`A fence ${a.fence}`);
+          cluster.jumpOwnerOf(slotKey('invoice'), 60);
+          assert.ok(Math.abs((await offsetOf('invoice')) - 60) < 5, "the owner's clock is 60 s ahead");
+          assert.ok(Math.abs(await offsetOf(other)) < 5, "the other masters' clocks are real");
+          const b = await dibs.locks.tryAcquire('invoice', { ttlMs: 30_000 });
+          assert.ok(b, "after a 60 s forward jump of its node the 30 s lease has expired by that node's clock");
+          assert.ok(b.fence > a.fence, `fence ${b.fence} > ${a.fence}`);
+          assert.equal(await resource.write('invoice', b.fence, 'b', 'b1'), true);
+          assert.equal(await resource.write('invoice', a.fence, 'a', 'a2'), false, "A's late write is refused");
+          await assert.rejects(dibs.locks.renew(a), (e: { code?: string }) => e.code === 'lease_lost');
+          steps.push(`+60 s on the owner: B fence ${b.fence}, A's late write refused`);
+          // the lock on another master follows its own (real) clock
+          const elsewhere = await dibs.locks.acquire(other, { ttlMs: 30_000 });
+          const elsewhereIn = (Date.parse(elsewhere.expiresAt) - Date.now()) / 1000;
+          assert.ok(
+            Math.abs(elsewhereIn - 30) < 10,
+            `a lease on another master expires by the real clock (${elsewhereIn} s)`,
+          );
+          await dibs.locks.release(elsewhere);
+          // far back: the next fence still continues from the last one
+          await dibs.locks.release(b);
+          cluster.jumpOwnerOf(slotKey('invoice'), -3600);
+          assert.ok(Math.abs((await offsetOf('invoice')) + 3600) < 5, "the owner's clock is 1 h behind");
+          const c = await dibs.locks.acquire('invoice', { ttlMs: 30_000 });
+          assert.ok(c.fence > b.fence, `fence went back at -3600 s: ${c.fence} after ${b.fence}`);
+          assert.equal(await resource.write('invoice', c.fence, 'c', 'c1'), true);
+          assert.equal(await resource.write('invoice', b.fence, 'b', 'b2'), false, "B's late write is refused");
+          steps.push(`-3600 s: C fence ${c.fence}, B's late write refused`);
+          await dibs.locks.release(c);
+          cluster.jumpOwnerOf(slotKey('invoice'), 0);
+          const d = await dibs.locks.acquire('invoice', { ttlMs: 30_000 });
+          assert.ok(d.fence > c.fence, `fence went back at 0 s: ${d.fence} after ${c.fence}`);
+          assert.equal(await resource.write('invoice', d.fence, 'd', 'd1'), true);
+          steps.push(`0 s: D fence ${d.fence}`);
+          await dibs.locks.release(d);
+          const applied = (await resource.log()).map((r) => `${r.lease}:${r.fence}`);
+          console.log(
+            `[clock] Redis Cluster, only the lock's master jumps: ${steps.join('; ')}; applied ${applied.join(' ')}`,
+          );
+        } finally {
+          cluster.jump(0);
+          await dibs.close();
+          await resource.drop().finally(() => resource.close());
+        }
+      });
 
     it('a 3-process lock storm through forward and backward jumps: history valid on the fenced resource', async () => {
       const tag = uniqueId('j').toLowerCase();

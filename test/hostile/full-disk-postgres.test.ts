@@ -14,6 +14,11 @@
  * `unavailable` (503 + Retry-After through the service, never a 500), nothing acknowledged is lost,
  * and the same library handle and the same service answer again by themselves once the server is
  * back — no reopen, no service restart.
+ *
+ * Then the same for flash-sale buys (test/support/full-disk-sales.ts): a paced 3-process buy storm
+ * while the WAL disk fills again, judged by the client ledger (every acknowledged order stored,
+ * keyed retries replay or buy once, sold ≤ cap, audit clean), and a wave of buys after
+ * the restart that sells out exactly the cap without a failure.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +28,7 @@ import { openDibs, type Dibs } from '../../src/index.js';
 import { buildServer } from '../../src/service/app.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
 import { LONG } from '../support/faults.js';
+import { buyStormOnFullDisk } from '../support/full-disk-sales.js';
 import { requirePgBinaries, startPgServer, type OwnedPgServer } from '../support/pg-cluster.js';
 import { assertStormInvariants, runClaimStorm, type StormOutcome } from '../support/storm.js';
 import { mountSmallDisk, tmpfsUnavailable, type SmallDisk } from '../support/tmpfs.js';
@@ -195,5 +201,37 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     console.log(
       `[disk] postgres WAL: after the restart the same library handle and the same service claim again; codes given ${summary.codesGiven}, ledger violations 0`,
     );
+  });
+
+  it('a buy storm (3 processes) while the WAL disk fills: only `unavailable`, nothing acknowledged lost, sold ≤ cap, back after the restart', async () => {
+    // more units than buys in the storm: it keeps writing WAL until the server stops, and the wave
+    // after the restart sells what the full disk refused
+    await buyStormOnFullDisk({
+      label: 'postgres WAL',
+      sku: 'WAL',
+      cap: LONG ? 16_000 : 3200,
+      buyers: LONG ? 15_000 : 3000,
+      delayMs: 2,
+      store,
+      dibs,
+      storedOrders: async (saleId) =>
+        new Set(
+          (await server.query<{ id: string }>('SELECT id FROM disk.sale_orders WHERE sale_id = $1', [saleId])).map(
+            (r) => r.id,
+          ),
+        ),
+      fault: async () => {
+        await sleep(300);
+        const taken = disk.fill();
+        const filledAt = performance.now();
+        while (server.alive() && performance.now() - filledAt < 20_000) await sleep(50);
+        const stoppedMs = server.alive() ? null : performance.now() - filledAt;
+        await sleep(1500);
+        disk.free();
+        const restarted = !server.alive();
+        if (restarted) await server.restart();
+        return `disk filled 300 ms into the storm (${(taken / 1e6).toFixed(1)} MB); PostgreSQL ${stoppedMs === null ? 'stayed up' : `shut itself down ${stoppedMs.toFixed(0)} ms later`}; freed 1.5 s later${restarted ? ', then restarted (its supervisor)' : ''}`;
+      },
+    });
   });
 });

@@ -10,6 +10,8 @@
  *   libfaketime 0.9.10 deadlocks Debian's redis-server at start (its lazy initialisation
  *   re-enters itself inside jemalloc's start-up; the C file says how), so Redis gets a shim that
  *   never allocates and moves only the wall clock.
+ * - A 3-master Redis Cluster gets the same shim on every node, each with its own control file, so
+ *   a test moves all clocks at once or only the one of the node that owns a key's slot.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import {
@@ -17,6 +19,7 @@ import {
   chmodSync,
   chownSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   renameSync,
   rmSync,
@@ -27,7 +30,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { freePort, redisServerInstalled, startRedis } from './redis.js';
+import { freePort, type OwnedCluster, redisServerInstalled, startCluster, startRedis } from './redis.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -82,10 +85,8 @@ function clockShiftLibrary(): string {
   return (shim = out);
 }
 
-/** A redis-server (single node, no persistence) whose wall clock the test moves. */
-export async function startFakeClockRedis(): Promise<FakeClockStore> {
-  const library = clockShiftLibrary();
-  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-redis-'));
+/** The control file of one clock-shifted redis-server and the function that moves its clock. */
+function clockShiftControl(dir: string): { env: Record<string, string>; jump(offsetS: number): void } {
   const control = join(dir, 'offset-ms');
   // Written whole then renamed: the server never reads a half-written offset.
   const jump = (offsetS: number) => {
@@ -93,17 +94,62 @@ export async function startFakeClockRedis(): Promise<FakeClockStore> {
     renameSync(`${control}.next`, control);
   };
   jump(0);
-  const owned = await startRedis(['--appendonly', 'no'], dir, { LD_PRELOAD: library, CLOCKSHIFT_FILE: control });
-  const now = async () => {
-    const client = new Redis(owned.url, { maxRetriesPerRequest: 1 });
-    try {
-      const [s, us] = (await client.time()) as [string | number, string | number];
-      return Number(s) * 1000 + Number(us) / 1000;
-    } finally {
-      client.disconnect();
-    }
+  return { env: { LD_PRELOAD: clockShiftLibrary(), CLOCKSHIFT_FILE: control }, jump };
+}
+
+/** A Redis node's own clock (TIME, ms since the epoch). */
+async function redisTime(url: string): Promise<number> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    const [s, us] = (await client.time()) as [string | number, string | number];
+    return Number(s) * 1000 + Number(us) / 1000;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A redis-server (single node, no persistence) whose wall clock the test moves. */
+export async function startFakeClockRedis(): Promise<FakeClockStore> {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-redis-'));
+  const { env, jump } = clockShiftControl(dir);
+  const owned = await startRedis(['--appendonly', 'no'], dir, env);
+  return { url: owned.url, jump, now: () => redisTime(owned.url), stop: () => owned.stop() };
+}
+
+export interface FakeClockCluster extends FakeClockStore {
+  /** Moves the clock of the master that owns `key`'s slot only (the others keep the real clock). */
+  jumpOwnerOf(key: string, offsetS: number): void;
+  /** The clock of the master that owns `key`'s slot. */
+  nowOf(key: string): Promise<number>;
+  cluster: OwnedCluster;
+}
+
+/**
+ * A 3-master Redis Cluster (no persistence) with the clock shift preloaded on every node, each with
+ * its own control file: `jump` moves all three clocks at once, `jumpOwnerOf` one node's.
+ */
+export async function startFakeClockCluster(): Promise<FakeClockCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-cluster-'));
+  const controls = [0, 1, 2].map((i) => {
+    mkdirSync(join(dir, `n${i}`));
+    return clockShiftControl(join(dir, `n${i}`));
+  });
+  const cluster = await startCluster(['--appendonly', 'no'], { envFor: (i) => controls[i]!.env });
+  const controlOf = (key: string) => controls[cluster.nodes.indexOf(cluster.ownerOf(key))]!;
+  return {
+    url: cluster.url,
+    cluster,
+    jump: (offsetS) => {
+      for (const control of controls) control.jump(offsetS);
+    },
+    jumpOwnerOf: (key, offsetS) => controlOf(key).jump(offsetS),
+    now: () => redisTime(cluster.nodes[0]!.url),
+    nowOf: (key) => redisTime(cluster.ownerOf(key).url),
+    stop: async () => {
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
-  return { url: owned.url, jump, now, stop: () => owned.stop() };
 }
 
 export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {

@@ -271,10 +271,11 @@ export interface OwnedCluster {
 
 /** Three masters (each with `replicas` replicas, default none) on free loopback ports; `stop`
  * removes everything. `persistence` replaces the default `--appendonly no` (e.g. AOF with
- * appendfsync always for crash tests). */
+ * appendfsync always for crash tests). `envFor(i)`: extra environment of node i (e.g. a preloaded
+ * clock shift with its own control file). */
 export async function startCluster(
   persistence: string[] = ['--appendonly', 'no'],
-  options: { replicas?: number; nodeTimeoutMs?: number } = {},
+  options: { replicas?: number; nodeTimeoutMs?: number; envFor?: (node: number) => Record<string, string> } = {},
 ): Promise<OwnedCluster> {
   const nodes: OwnedRedis[] = [];
   const replicas = options.replicas ?? 0;
@@ -293,6 +294,7 @@ export async function startCluster(
             ...persistence,
           ],
           dir,
+          options.envFor?.(i),
         ),
       );
     }
