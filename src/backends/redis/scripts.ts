@@ -75,7 +75,7 @@ export interface Script {
   sha: string;
 }
 
-function load(name: string, dir = new URL('./scripts/', import.meta.url)): string {
+function load(name: string, dir: URL = OWN_DIR): string {
   return readFileSync(new URL(`${name}.lua`, dir), 'utf8');
 }
 
@@ -91,15 +91,12 @@ const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, lo
 
 function build(name: string, dir: URL): Script {
   const family = FRAGMENTS.find((head) => name.startsWith(head));
-  const source = `${fragment('lib')}
-${
-  family
-    ? `-- ${family}lib.lua
-${fragment(`${family}lib`)}
-`
-    : ''
-}-- ${name}.lua
-${load(name, dir)}`;
+  const parts = [
+    fragment('lib'),
+    ...(family ? [`-- ${family}lib.lua`, fragment(`${family}lib`)] : []),
+    `-- ${name}.lua`,
+  ];
+  const source = `${parts.join('\n')}\n${load(name, dir)}`;
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
