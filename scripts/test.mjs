@@ -47,6 +47,12 @@ const result = spawnSync(
     '--test-force-exit',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    // DIBS_TEST_TIMES=FILE also appends each top-level test's file and wall time to FILE, to see
+    // where the suite's minutes go.
+    ...(process.env.DIBS_TEST_TIMES
+      ? ['--test-reporter=./scripts/file-times.mjs', '--test-reporter-destination=stdout']
+      : []),
     ...files,
   ],
   {
