@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import { needsAcks, runAcked } from './acks.js';
+import { usedParts } from './script-parts.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -81,7 +82,7 @@ function load(name: string, dir: URL = OWN_DIR): string {
 
 /**
  * A script's source (lib.lua, its family's fragment — sale_*.lua and outbox_*.lua have one — and
- * its own file) and SHA, read on its first use: a cold process that only claims reads and hashes
+ * its own file; of the fragments only the functions the script calls, script-parts.ts) and SHA, read on its first use: a cold process that only claims reads and hashes
  * one script, not all of them.
  */
 const FRAGMENTS = ['sale_', 'outbox_'] as const;
@@ -91,12 +92,15 @@ const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, lo
 
 function build(name: string, dir: URL): Script {
   const family = FRAGMENTS.find((head) => name.startsWith(head));
+  const body = load(name, dir);
+  // each fragment trimmed to the functions this script (and what it keeps of the fragments) calls
+  const familyPart = family ? usedParts(fragment(`${family}lib`), body, `${family}lib.lua`) : undefined;
   const parts = [
-    fragment('lib'),
-    ...(family ? [`-- ${family}lib.lua`, fragment(`${family}lib`)] : []),
+    usedParts(fragment('lib'), `${familyPart ?? ''}\n${body}`, 'lib.lua'),
+    ...(familyPart !== undefined ? [`-- ${family}lib.lua`, familyPart] : []),
     `-- ${name}.lua`,
   ];
-  const source = `${parts.join('\n')}\n${load(name, dir)}`;
+  const source = `${parts.join('\n')}\n${body}`;
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 

@@ -7,7 +7,10 @@
 -- Returns {status, taken codes, held codes} with status one of
 --   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
 --   | {'not_yet_valid', starts} | {'expired', expires} (outside the pool's window; a replay still answers)
-local limit = redis.call('HGET', KEYS[1], 'limit')
+-- Hot path: one read of the pool hash (definition, window, counters, alert state), one TIME, and
+-- one write of the counters; the parked set is scanned only when it exists.
+local p = redis.call('HMGET', KEYS[1], 'limit', 'starts', 'expires', 'free', 'claimed', 'threshold', 'armed')
+local limit = p[1]
 if limit == false then return { 'not_found' } end
 local claimant, count, key = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local held = held_of(KEYS[4], claimant)
@@ -26,14 +29,16 @@ if key ~= '' then
   end
 end
 
-local closed = window_closed(KEYS[1], now_ms())
+local now = now_ms()
+local closed = window_closed_at(p[2], p[3], now)
 if closed then return closed end
 local room = tonumber(limit) - #held
 if room <= 0 then return { 'already_held', {}, held } end
-local now = now_ms()
 -- parked codes whose hold lapsed or whose window opened return to the free set (a bounded batch)
-for _, code in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 100)) do
-  put_free(KEYS[2], KEYS[7], code, cjson.decode(redis.call('HGET', KEYS[3], code)), now)
+if redis.call('EXISTS', KEYS[7]) == 1 then
+  for _, code in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 100)) do
+    put_free(KEYS[2], KEYS[7], code, cjson.decode(redis.call('HGET', KEYS[3], code)), now)
+  end
 end
 local want = math.min(count, room)
 local taken = {}
@@ -61,6 +66,7 @@ end
 if #taken == 0 then return { 'sold_out' } end
 save_held(KEYS[4], claimant, held)
 if key ~= '' then redis.call('HSET', KEYS[5], key, cjson.encode({ c = claimant, n = count })) end
-redis.call('HINCRBY', KEYS[1], 'claimed', #taken)
-after_free_dropped(KEYS[1], KEYS[6], redis.call('HINCRBY', KEYS[1], 'free', -#taken), now)
+local free = tonumber(p[4] or '0') - #taken
+redis.call('HSET', KEYS[1], 'claimed', string.format('%d', tonumber(p[5] or '0') + #taken), 'free', string.format('%d', free))
+low_stock_check(KEYS[1], KEYS[6], free, threshold_from(p[6]), p[7], now)
 return { 'claimed', taken, held }

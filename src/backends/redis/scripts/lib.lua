@@ -9,17 +9,21 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function threshold_of(pool_key)
-  local t = redis.call('HGET', pool_key, 'threshold')
-  if t == false or t == '' then return nil end
-  return tonumber(t)
+-- The pool's low-stock threshold from its raw field value (nil: no alert).
+local function threshold_from(raw)
+  if raw == false or raw == nil or raw == '' then return nil end
+  return tonumber(raw)
 end
 
--- After free went DOWN: record one pool.low_stock event when it crossed the threshold.
-local function after_free_dropped(pool_key, events_key, free, now)
-  local threshold = threshold_of(pool_key)
-  if threshold == nil or free > threshold then return end
-  if redis.call('HGET', pool_key, 'armed') ~= '1' then return end
+local function threshold_of(pool_key)
+  return threshold_from(redis.call('HGET', pool_key, 'threshold'))
+end
+
+-- After free went DOWN to `free`, with the pool's threshold and 'armed' field already read (a
+-- caller that reads them with the rest of the pool saves two commands): record one
+-- pool.low_stock event when free crossed the threshold while the alert was armed.
+local function low_stock_check(pool_key, events_key, free, threshold, armed, now)
+  if threshold == nil or free > threshold or armed ~= '1' then return end
   redis.call('HSET', pool_key, 'armed', '0')
   local crossing = redis.call('HINCRBY', pool_key, 'low_events', 1)
   local name = redis.call('HGET', pool_key, 'name')
@@ -28,6 +32,13 @@ local function after_free_dropped(pool_key, events_key, free, now)
     'key', 'pool.low_stock:' .. name .. ':' .. crossing,
     'payload', cjson.encode({ pool = name, free = free, threshold = threshold, crossing = crossing }),
     'at', tostring(now))
+end
+
+-- After free went DOWN: record one pool.low_stock event when it crossed the threshold.
+local function after_free_dropped(pool_key, events_key, free, now)
+  local threshold = threshold_of(pool_key)
+  if threshold == nil or free > threshold then return end
+  low_stock_check(pool_key, events_key, free, threshold, redis.call('HGET', pool_key, 'armed'), now)
 end
 
 -- After free went UP (import, release): re-arm the alert once free is above the threshold.
@@ -54,11 +65,16 @@ end
 
 -- The pool's validity window ('starts'/'expires', epoch ms, '' = open on that side) at `now`:
 -- nil when open, else the reply {'not_yet_valid', starts} / {'expired', expires}.
+-- window_closed_at: the same from the two fields' values, already read.
+local function window_closed_at(starts, expires, now)
+  if starts and starts ~= '' and now < tonumber(starts) then return { 'not_yet_valid', starts } end
+  if expires and expires ~= '' and now >= tonumber(expires) then return { 'expired', expires } end
+  return nil
+end
+
 local function window_closed(pool_key, now)
   local w = redis.call('HMGET', pool_key, 'starts', 'expires')
-  if w[1] and w[1] ~= '' and now < tonumber(w[1]) then return { 'not_yet_valid', w[1] } end
-  if w[2] and w[2] ~= '' and now >= tonumber(w[2]) then return { 'expired', w[2] } end
-  return nil
+  return window_closed_at(w[1], w[2], now)
 end
 
 -- A code's record as the flat reply the TypeScript side decodes: code, status, holder, claimed at,
