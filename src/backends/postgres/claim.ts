@@ -17,15 +17,7 @@ import { notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
-import {
-  causeState,
-  connectionSlot,
-  prepared,
-  query,
-  translate,
-  withClient,
-  type PgOptions,
-} from './connection.js';
+import { causeState, connectionSlot, prepared, query, translate, withClient, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { runClaim } from './claim-statement.js';
