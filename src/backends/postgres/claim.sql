@@ -112,7 +112,9 @@ taken AS (
       -- a lapsed checkout hold ends here (claims skip live ones), as every other state change ends one
       hold_claimant = NULL, hold_until = NULL
   FROM assigned a
-  WHERE c.id = a.code_id AND EXISTS (SELECT 1 FROM counted)
+  -- the array keeps this on the primary key whatever the planner guesses the CTEs above return
+  -- (a guess of thousands of rows made it hash all of the table's codes)
+  WHERE c.id = ANY (ARRAY(SELECT code_id FROM assigned)) AND c.id = a.code_id AND EXISTS (SELECT 1 FROM counted)
   RETURNING a.i, c.id, c.code
 ),
 free_seen AS (
