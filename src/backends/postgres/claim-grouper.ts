@@ -36,6 +36,6 @@ export class ClaimGrouper {
       group.map((w) => w.request),
       this.settles(pool),
     );
-    rows.forEach((row, i) => group[i]!.resolve(row));
+    for (const row of rows) group[Number(row.i) - 1]!.resolve(row);
   }
 }

@@ -1,6 +1,8 @@
 /** What a claim asks and what claim.sql answers: shared by claim.ts, claim-grouper.ts and claim-statement.ts. */
 /** claim.sql's answer to one request (one row per request). */
 export interface ClaimRow {
+  /** The request's 1-based position in the statement's arrays. */
+  i: string;
   pool_id: string | null;
   threshold: number | null;
   /** The pool's perClaimantLimit. */
