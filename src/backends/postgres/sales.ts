@@ -42,7 +42,7 @@ import type {
   WishlistEntry,
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
-import { holdFromRow, orderFromRow } from '../shared/sale-rows.js';
+import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
@@ -112,12 +112,7 @@ interface SaleViewRow extends SaleRow {
   live_held: number;
 }
 
-interface KeyRow {
-  kind: 'buy' | 'reserve';
-  customer: string;
-  quantity: number;
-  result_id: string;
-}
+type KeyRow = SaleKeyRow;
 
 interface WishRow {
   sku: string;

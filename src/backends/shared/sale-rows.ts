@@ -1,6 +1,6 @@
 /**
- * Rows of the SQL stores' sale_holds and sale_orders tables (PostgreSQL and SQLite share the
- * columns) and the one mapping of each to the API's shape. `T` is how the driver hands over a
+ * Rows of the SQL stores' sale_holds, sale_orders and sale_keys tables (PostgreSQL and SQLite share
+ * the columns) and the one mapping of each to the API's shape. `T` is how the driver hands over a
  * timestamp: a Date from pg, ISO 8601 text from SQLite.
  */
 import type { Hold, Order } from '../../core/sales/types.js';
@@ -23,6 +23,14 @@ export interface OrderRowOf<T> {
   quantity: number;
   hold_id: string | null;
   created_at: T;
+}
+
+/** A sale_keys row: the request a key was first used for, and the order or hold it made. */
+export interface SaleKeyRow {
+  kind: 'buy' | 'reserve';
+  customer: string;
+  quantity: number;
+  result_id: string;
 }
 
 export function holdFromRow<T>(row: HoldRowOf<T>, time: (t: T) => string): Hold {

@@ -25,7 +25,7 @@ import type {
 } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
-import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf } from '../shared/sale-rows.js';
+import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf, type SaleKeyRow } from '../shared/sale-rows.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
@@ -94,12 +94,7 @@ type HoldRow = HoldRowOf<string>;
 
 export type OrderRow = OrderRowOf<string>;
 
-interface KeyRow {
-  kind: 'buy' | 'reserve';
-  customer: string;
-  quantity: number;
-  result_id: string;
-}
+type KeyRow = SaleKeyRow;
 
 export class SqliteSales implements SaleBackend {
   private readonly stmt: Statements<typeof Q>;
