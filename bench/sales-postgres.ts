@@ -14,15 +14,13 @@
  */
 import pg from 'pg';
 import { openDibs, type Dibs } from '../src/index.js';
-import { printTable, summarise, timeOps } from './lib/measure.js';
-import { printRatios } from './lib/rounds.js';
-import { saleRatios, type SaleBench } from './lib/sale-bench.js';
+import { summarise, timeOps } from './lib/measure.js';
+import { dibsSaleSteps, runSaleBench, type SaleBench } from './lib/sale-bench.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const BUYS = Number(process.env.BENCH_SALE_BUYS ?? 3000);
 const CONNECTIONS = Number(process.env.BENCH_SALE_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const HOUR = 3_600_000;
 
 const RAW_SCHEMA = `
   CREATE TABLE raw_sales (id integer PRIMARY KEY, cap integer NOT NULL, sold integer NOT NULL DEFAULT 0);
@@ -57,28 +55,15 @@ export async function openPgSaleBench(): Promise<SaleBench> {
     await admin(`DROP SCHEMA IF EXISTS ${rawSchema} CASCADE; DROP SCHEMA IF EXISTS ${dibsSchema} CASCADE`);
     throw error;
   }
-  let next = 0;
-  const newSale = (cap: number) =>
-    dibs.sales.create({
-      sku: `BENCH-${++next}`,
-      startsAt: new Date().toISOString(),
-      endsAt: new Date(Date.now() + HOUR).toISOString(),
-      cap,
-      perCustomerLimit: 1,
-    });
-  const audited = async (id: string, sold: number) => {
-    const audit = await dibs.sales.audit(id);
-    if ((await dibs.sales.get(id)).stats.sold !== sold || audit.length)
-      throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
-  };
+  const steps = dibsSaleSteps(dibs);
   // Warm-up (connections, prepared statements, JIT) on both sides, untimed.
+  let next = 0;
   const warmRaw = ++next;
   await pool.query(`INSERT INTO raw_sales (id, cap) VALUES ($1, 200)`, [warmRaw]);
   await timeOps(200, CONNECTIONS, (i) =>
     pool.query({ name: 'raw_buy', text: RAW_BUY, values: [warmRaw, `warm-${i}`] }),
   );
-  const warm = await newSale(200);
-  await timeOps(200, CONNECTIONS, (i) => dibs.sales.buy(warm.id, `warm-${i}`));
+  await steps.warm(CONNECTIONS);
   return {
     async rawBuy(callers, buys) {
       const id = ++next;
@@ -95,42 +80,7 @@ export async function openPgSaleBench(): Promise<SaleBench> {
         run.seconds,
       );
     },
-    async dibsBuy(callers, buys) {
-      const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, (i) =>
-        dibs.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}),
-      );
-      await audited(sale.id, buys);
-      return summarise(`dibs sales.buy (half keyed), ${callers} callers`, run.latencies, run.seconds);
-    },
-    async dibsReserveConfirm(callers, buys) {
-      const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, async (i) => {
-        const { hold } = await dibs.sales.reserve(sale.id, `user-${i}`, 1, 60_000);
-        await dibs.sales.confirm(hold.id);
-      });
-      await audited(sale.id, buys);
-      return summarise(`dibs reserve + confirm (2 steps per op), ${callers} callers`, run.latencies, run.seconds);
-    },
-    async dibsRefusals(callers, buys) {
-      const sale = await newSale(1);
-      await dibs.sales.buy(sale.id, 'first');
-      const run = await timeOps(buys, callers, async (i) => {
-        await dibs.sales.buy(sale.id, `late-${i}`).then(
-          () => {
-            throw new Error('sold past the cap');
-          },
-          (error: { code?: string }) => {
-            if (error.code !== 'sold_out') throw error;
-          },
-        );
-      });
-      return summarise(
-        `dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`,
-        run.latencies,
-        run.seconds,
-      );
-    },
+    ...steps,
     async close() {
       await dibs.close().catch(() => {});
       await pool.end().catch(() => {});
@@ -140,20 +90,12 @@ export async function openPgSaleBench(): Promise<SaleBench> {
 }
 
 export async function main(): Promise<void> {
-  const bench = await openPgSaleBench();
-  try {
-    const rows = await saleRatios(bench, 'PostgreSQL', ROUNDS, BUYS);
-    printRatios(
-      `PostgreSQL flash-sale steps on one hot sale, ${BUYS} ops per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds`,
-      rows,
-    );
-    const raw = await bench.rawBuy(CONNECTIONS, BUYS);
-    printTable(
-      'After the sell-out: refusals answered without the row lock (one run, vs the raw buy)',
-      [raw, await bench.dibsRefusals(CONNECTIONS, BUYS)],
-      raw,
-    );
-  } finally {
-    await bench.close();
-  }
+  await runSaleBench(await openPgSaleBench(), {
+    store: 'PostgreSQL',
+    setting: `${CONNECTIONS} connections`,
+    rounds: ROUNDS,
+    buys: BUYS,
+    refusalCallers: CONNECTIONS,
+    refusalTitle: 'After the sell-out: refusals answered without the row lock (one run, vs the raw buy)',
+  });
 }

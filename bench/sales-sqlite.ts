@@ -16,13 +16,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDibs, type Dibs } from '../src/index.js';
-import { printTable, summarise, timeOps } from './lib/measure.js';
-import { printRatios } from './lib/rounds.js';
-import { saleRatios, type SaleBench } from './lib/sale-bench.js';
+import { summarise, timeOps } from './lib/measure.js';
+import { dibsSaleSteps, runSaleBench, type SaleBench } from './lib/sale-bench.js';
 
 const BUYS = Number(process.env.BENCH_SALE_BUYS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const HOUR = 3_600_000;
 
 export async function openSqliteSaleBench(): Promise<SaleBench> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-bench-sales-sqlite-'));
@@ -46,20 +44,8 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
   const rawBuy = raw.transaction((sale: number, customer: string) =>
     take.run(sale).changes === 1 ? (order.run(sale, customer), 1) : 0,
   );
+  const steps = dibsSaleSteps(d);
   let next = 0;
-  const newSale = (cap: number) =>
-    d.sales.create({
-      sku: `BENCH-${++next}`,
-      startsAt: new Date().toISOString(),
-      endsAt: new Date(Date.now() + HOUR).toISOString(),
-      cap,
-      perCustomerLimit: 1,
-    });
-  const audited = async (id: string, sold: number) => {
-    const audit = await d.sales.audit(id);
-    if ((await d.sales.get(id)).stats.sold !== sold || audit.length)
-      throw new Error(`dibs sold wrong or audit failed: ${JSON.stringify(audit)}`);
-  };
   return {
     async rawBuy(callers, buys) {
       const id = ++next;
@@ -76,42 +62,7 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
         run.seconds,
       );
     },
-    async dibsBuy(callers, buys) {
-      const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, (i) =>
-        d.sales.buy(sale.id, `user-${i}`, 1, i % 2 === 0 ? { idempotencyKey: `k-${i}` } : {}),
-      );
-      await audited(sale.id, buys);
-      return summarise(`dibs sales.buy (half keyed), ${callers} callers`, run.latencies, run.seconds);
-    },
-    async dibsReserveConfirm(callers, buys) {
-      const sale = await newSale(buys);
-      const run = await timeOps(buys, callers, async (i) => {
-        const { hold } = await d.sales.reserve(sale.id, `user-${i}`, 1, 60_000);
-        await d.sales.confirm(hold.id);
-      });
-      await audited(sale.id, buys);
-      return summarise(`dibs reserve + confirm (2 steps per op), ${callers} callers`, run.latencies, run.seconds);
-    },
-    async dibsRefusals(callers, buys) {
-      const sale = await newSale(1);
-      await d.sales.buy(sale.id, 'first');
-      const run = await timeOps(buys, callers, async (i) => {
-        await d.sales.buy(sale.id, `late-${i}`).then(
-          () => {
-            throw new Error('sold past the cap');
-          },
-          (error: { code?: string }) => {
-            if (error.code !== 'sold_out') throw error;
-          },
-        );
-      });
-      return summarise(
-        `dibs sales.buy after the sell-out (sold_out answers), ${callers} callers`,
-        run.latencies,
-        run.seconds,
-      );
-    },
+    ...steps,
     async close() {
       await d.close().catch(() => {});
       raw.close();
@@ -121,16 +72,12 @@ export async function openSqliteSaleBench(): Promise<SaleBench> {
 }
 
 export async function main(): Promise<void> {
-  const bench = await openSqliteSaleBench();
-  try {
-    const rows = await saleRatios(bench, 'SQLite', ROUNDS, BUYS);
-    printRatios(
-      `SQLite flash-sale steps on one hot sale, ${BUYS} ops per run, synchronous=FULL, WAL, one process, ${ROUNDS} interleaved rounds`,
-      rows,
-    );
-    const raw = await bench.rawBuy(16, BUYS);
-    printTable('After the sell-out (one run, vs the raw buy)', [raw, await bench.dibsRefusals(16, BUYS)], raw);
-  } finally {
-    await bench.close();
-  }
+  await runSaleBench(await openSqliteSaleBench(), {
+    store: 'SQLite',
+    setting: 'synchronous=FULL, WAL, one process',
+    rounds: ROUNDS,
+    buys: BUYS,
+    refusalCallers: 16,
+    refusalTitle: 'After the sell-out (one run, vs the raw buy)',
+  });
 }

@@ -144,8 +144,6 @@ CREATE FUNCTION dibs.lock_acquire(p_key text, p_token text, p_limit integer, p_t
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
-  v_fence bigint;
-  v_expires timestamptz;
   v_live integer;
 BEGIN
   -- Cheap refusal first: a plain read takes no row lock and no transaction id, so a waiter that
@@ -154,22 +152,12 @@ BEGIN
   IF v_live >= p_limit THEN
     RETURN;
   END IF;
-  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
-    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  END IF;
-  v_now := clock_timestamp();
-  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
+  v_now := lock_enter(p_key);
   SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key;
   IF v_live >= p_limit THEN
     RETURN;
   END IF;
-  v_fence := lock_next_fence(p_key, v_now);
-  v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
-  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
-  -- Validity measured after the write, on the same clock: never stale on return.
-  RETURN QUERY SELECT v_fence, v_expires, (extract(epoch FROM v_expires - clock_timestamp()) * 1000)::double precision;
+  RETURN QUERY SELECT * FROM lock_grant(p_key, p_token, p_ttl_ms, v_now);
 END
 $$;
 
@@ -179,8 +167,6 @@ CREATE FUNCTION dibs.lock_acquire_fair(p_key text, p_token text, p_limit integer
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
-  v_fence bigint;
-  v_expires timestamptz;
   v_live integer;
   v_ahead integer;
   v_mine bigint := 9223372036854775807;
@@ -197,30 +183,53 @@ BEGIN
   IF v_live + v_ahead >= p_limit THEN
     RETURN;
   END IF;
-  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
-    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  END IF;
-  v_now := clock_timestamp();
+  v_now := lock_enter(p_key);
   IF p_ticket IS NOT NULL THEN
     SELECT h.fence INTO v_mine FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket AND h.expires_at > v_now;
     IF NOT FOUND THEN
       RETURN;
     END IF;
   END IF;
-  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
   SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key;
   SELECT count(*) INTO v_ahead FROM lock_holders AS h WHERE h.key = p_queue AND h.expires_at > v_now AND h.fence < v_mine;
   IF v_live + v_ahead >= p_limit THEN
     RETURN;
   END IF;
-  v_fence := lock_next_fence(p_key, v_now);
-  v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
-  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
   IF p_ticket IS NOT NULL THEN
     DELETE FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket;
   END IF;
+  RETURN QUERY SELECT * FROM lock_grant(p_key, p_token, p_ttl_ms, v_now);
+END
+$$;
+
+CREATE FUNCTION dibs.lock_enter(p_key text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_now timestamptz;
+BEGIN
+  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
+    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
+  END IF;
+  v_now := clock_timestamp();
+  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
+  RETURN v_now;
+END
+$$;
+
+CREATE FUNCTION dibs.lock_grant(p_key text, p_token text, p_ttl_ms integer, p_now timestamp with time zone) RETURNS TABLE(fence bigint, expires_at timestamp with time zone, valid_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  v_fence bigint;
+  v_expires timestamptz;
+BEGIN
+  v_fence := lock_next_fence(p_key, p_now);
+  v_expires := p_now + make_interval(secs => p_ttl_ms / 1000.0);
+  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
   RETURN QUERY SELECT v_fence, v_expires, (extract(epoch FROM v_expires - clock_timestamp()) * 1000)::double precision;
 END
 $$;
@@ -642,8 +651,7 @@ CREATE FUNCTION dibs.sale_take(p_sale text, p_customer text, p_quantity integer,
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
-  k sale_keys%ROWTYPE;
-  st text;
+  o record;
   ordered integer;
   own_id text;
   own integer;
@@ -651,33 +659,14 @@ DECLARE
   left_ integer;
   kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
 BEGIN
-  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
-  IF p_key IS NOT NULL THEN
-    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
-    IF FOUND THEN
-      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
-      RETURN;
-    END IF;
-  END IF;
-  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
-  IF s.held > 0 THEN
-    s.held := s.held - sale_expire_stale(p_sale);
-  END IF;
-  st := sale_status(s);
-  IF st <> 'live' THEN
-    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
   -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
-  IF (kind = 'buy' OR NOT p_via_ticket) AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, kind = 'reserve' AND p_via_ticket);
+  IF o.o_outcome IS NOT NULL THEN
+    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
     RETURN;
   END IF;
-  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  s := o.o_sale;
+  ordered := o.o_ordered;
   SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   own := COALESCE(own, 0);
   -- A reserve replaces the customer's own hold; a buy comes on top of it.
@@ -726,37 +715,18 @@ CREATE FUNCTION dibs.sale_take_granted(p_sale text, p_grant bigint, p_customer t
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
-  k sale_keys%ROWTYPE;
-  st text;
+  o record;
   ordered integer;
   own integer;
 BEGIN
-  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
-  IF p_key IS NOT NULL THEN
-    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
-    IF FOUND THEN
-      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
-      RETURN;
-    END IF;
-  END IF;
-  IF s.held > 0 THEN
-    s.held := s.held - sale_expire_stale(p_sale);
-  END IF;
-  st := sale_status(s);
-  IF st <> 'live' THEN
-    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
   -- A room enabled while a grant was out: the grant's units sell only through tickets now.
-  IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, false);
+  IF o.o_outcome IS NOT NULL THEN
+    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
     RETURN;
   END IF;
-  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  s := o.o_sale;
+  ordered := o.o_ordered;
   SELECT COALESCE(sum(quantity), 0) INTO own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   IF ordered + own + p_quantity > s.per_customer_limit THEN
     RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, p_quantity, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
@@ -779,6 +749,54 @@ BEGIN
     INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, 'buy', p_customer, p_quantity, p_new_id);
   END IF;
   RETURN QUERY SELECT 'ok'::text, NULL::text, p_new_id, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+END
+$$;
+
+CREATE TABLE dibs.sale_keys (
+    sale_id text NOT NULL,
+    key text NOT NULL,
+    kind text NOT NULL,
+    customer text NOT NULL,
+    quantity integer NOT NULL,
+    result_id text NOT NULL,
+    CONSTRAINT sale_keys_kind_check CHECK ((kind = ANY (ARRAY['buy'::text, 'reserve'::text])))
+);
+
+CREATE FUNCTION dibs.sale_take_open(p_sale text, p_customer text, p_key text, p_ticket_ok boolean, OUT o_outcome text, OUT o_status text, OUT o_sale dibs.sales, OUT o_key dibs.sale_keys, OUT o_ordered integer) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    o_outcome := 'not_found';
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO o_key FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      o_outcome := 'replay';
+      RETURN;
+    END IF;
+  END IF;
+  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  o_status := sale_status(s);
+  IF o_status <> 'live' THEN
+    o_outcome := 'not_live';
+    RETURN;
+  END IF;
+  o_status := NULL;
+  IF NOT p_ticket_ok AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    o_outcome := 'ticket_required';
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO o_ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  o_sale := s;
 END
 $$;
 
@@ -1079,16 +1097,6 @@ CREATE TABLE dibs.sale_holds (
     order_id text,
     CONSTRAINT sale_holds_quantity_check CHECK ((quantity >= 1)),
     CONSTRAINT sale_holds_status_check CHECK ((status = ANY (ARRAY['active'::text, 'confirmed'::text, 'cancelled'::text, 'expired'::text])))
-);
-
-CREATE TABLE dibs.sale_keys (
-    sale_id text NOT NULL,
-    key text NOT NULL,
-    kind text NOT NULL,
-    customer text NOT NULL,
-    quantity integer NOT NULL,
-    result_id text NOT NULL,
-    CONSTRAINT sale_keys_kind_check CHECK ((kind = ANY (ARRAY['buy'::text, 'reserve'::text])))
 );
 
 CREATE TABLE dibs.sale_orders (

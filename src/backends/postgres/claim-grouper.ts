@@ -1,17 +1,15 @@
 /**
  * Grouped claims (shared/group-queue.ts says why and how they group): single-code claims of one
- * pool that wait in this process at the same time are served by ONE statement (claim-group.sql)
- * that takes k free rows and assigns them to k claimants, each decided exactly like a single claim.
+ * pool that wait in this process at the same time are served by ONE run of the claim statement
+ * (claim.sql, one request per claimant), which takes k free rows and assigns them to k claimants,
+ * each decided exactly like a single claim.
  * The statement relies on the group's claimants and keys being pairwise distinct.
  */
 import type pg from 'pg';
-import { loadQueries } from '../shared/sql-files.js';
-import { prepared, translate, withTransaction, type PgOptions } from './connection.js';
+import type { PgOptions } from './connection.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
-import { settleLowStock } from './low-stock.js';
+import { runClaim } from './claim-statement.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
-
-const GROUP = loadQueries(new URL('./claim-group.sql', import.meta.url), ['claimGroup']);
 
 export class ClaimGrouper {
   private readonly queue: GroupQueue<ClaimRequest, ClaimRow>;
@@ -32,30 +30,12 @@ export class ClaimGrouper {
   }
 
   private async run(pool: string, group: readonly Waiting<ClaimRequest, ClaimRow>[]): Promise<void> {
-    const settle = this.settles(pool);
-    const params = [
+    const rows = await runClaim(
+      this.pool,
       pool,
-      group.map((w) => w.request.claimant),
-      group.map((w) => w.request.key),
-      Math.random(),
-      Math.random(),
-      settle,
-    ];
-    const rows = settle
-      ? await withTransaction(this.pool, async (client) => {
-          const result = (
-            await client.query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))
-          ).rows;
-          if (result.some((r) => r.taken.length > 0)) await settleLowStock(client, result[0]!.pool_id!, true);
-          return result;
-        })
-      : (
-          await this.pool
-            .query<ClaimRow & { i: string }>(prepared('dibs_claim_group', GROUP.claimGroup, params))
-            .catch((error: unknown) => {
-              throw translate(error);
-            })
-        ).rows;
+      group.map((w) => w.request),
+      this.settles(pool),
+    );
     for (const row of rows) group[Number(row.i) - 1]!.resolve(row);
   }
 }

@@ -1,10 +1,12 @@
-/** What a claim asks and what claim.sql / claim-group.sql answer: shared by claim.ts and claim-grouper.ts. */
-/** The one-row answer of claim.sql (and each row of claim-group.sql). */
+/** What a claim asks and what claim.sql answers: shared by claim.ts, claim-grouper.ts and claim-statement.ts. */
+/** claim.sql's answer to one request (one row per request). */
 export interface ClaimRow {
+  /** The request's 1-based position in the statement's arrays. */
+  i: string;
   pool_id: string | null;
   threshold: number | null;
-  /** The pool's perClaimantLimit (claim.sql only). */
-  per_claimant_limit?: number;
+  /** The pool's perClaimantLimit. */
+  per_claimant_limit: number | null;
   prior_claimant: string | null;
   prior_count: number | null;
   key_codes: string[];

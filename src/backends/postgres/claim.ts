@@ -1,6 +1,6 @@
 /**
- * Claims on PostgreSQL. The rules live in claim.sql / claim-group.sql (one statement each); this
- * module runs them and turns their one-row answers into results, retrying the few situations the
+ * Claims on PostgreSQL. The rules live in claim.sql (one statement for single and grouped claims);
+ * this module runs it and turns its per-request answers into results, retrying the few situations the
  * statement reports instead of resolving itself:
  * - a unique violation (23505): a racing claim of the same claimant or key won; the retry sees it;
  * - `busy`: nothing was free that was not locked by an in-flight claim, yet the snapshot still saw
@@ -17,22 +17,12 @@ import { notFound, unavailable } from '../../core/errors.js';
 import type { ClaimManyResult } from '../../core/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { outsideWindow } from '../../core/window.js';
-import {
-  causeState,
-  connectionSlot,
-  prepared,
-  query,
-  translate,
-  withClient,
-  withTransaction,
-  type PgOptions,
-} from './connection.js';
+import { causeState, connectionSlot, prepared, query, translate, withClient, type PgOptions } from './connection.js';
 import { ClaimGrouper } from './claim-grouper.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
-import { settleLowStock } from './low-stock.js';
+import { runClaim } from './claim-statement.js';
 import { noteStoreRetry } from '../../tracing/retries.js';
 
-const SINGLE = loadQueries(new URL('./claim.sql', import.meta.url), ['claim']);
 const FAST = loadQueries(new URL('./claim-fast.sql', import.meta.url), ['claimFast']);
 const SPENT = loadQueries(new URL('./pools.sql', import.meta.url), ['deleteSpentKey']);
 
@@ -156,7 +146,7 @@ export class PgClaims {
 
   /** Remembers whether claim-fast.sql can serve the pool, from a full statement's answer. */
   private noteFastness(pool: string, row: ClaimRow): void {
-    if (row.pool_id === null || row.per_claimant_limit === undefined) return;
+    if (row.pool_id === null || row.per_claimant_limit === null) return;
     if (row.per_claimant_limit === 1 && row.threshold === null && row.starts_at === null && row.expires_at === null) {
       this.notFast.delete(pool);
       return;
@@ -165,21 +155,9 @@ export class PgClaims {
     this.notFast.set(pool, Date.now() + NOT_FAST_TTL_MS);
   }
 
-  /** One statement (autocommit); in a transaction with low-stock settling when the pool has a threshold. */
+  /** The claim statement for this request alone (autocommit, or settling low stock when the pool has a threshold). */
   private async runSingle(r: ClaimRequest): Promise<ClaimRow> {
-    const params = (settle: boolean) => [r.pool, r.claimant, r.count, r.key, Math.random(), Math.random(), settle];
-    if (!this.settled.has(r.pool)) {
-      try {
-        return (await this.pool.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(false)))).rows[0]!;
-      } catch (error) {
-        throw translate(error);
-      }
-    }
-    return withTransaction(this.pool, async (client) => {
-      const row = (await client.query<ClaimRow>(prepared('dibs_claim', SINGLE.claim, params(true)))).rows[0]!;
-      if (row.taken.length > 0) await settleLowStock(client, row.pool_id!, true);
-      return row;
-    });
+    return (await runClaim(this.pool, r.pool, [r], this.settled.has(r.pool)))[0]!;
   }
 }
 

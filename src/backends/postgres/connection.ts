@@ -14,7 +14,7 @@ export interface PgOptions {
   schema: string;
   /** Maximum connections of this process. */
   poolSize: number;
-  /** Serve concurrent single claims of one pool (claim-group.sql), and concurrent steps of one sale (sale-group.sql), with one statement. */
+  /** Serve concurrent single claims of one pool (claim.sql), and concurrent steps of one sale (sale-group.sql), with one statement. */
   grouped: boolean;
   /** Most claims (or sale steps) served by one grouped statement. */
   groupMax: number;

@@ -1,4 +1,4 @@
--- Statements of the PostgreSQL pool backend (claims are in claim.sql / claim-group.sql).
+-- Statements of the PostgreSQL pool backend (claims are in claim.sql and claim-fast.sql).
 -- Lock order, everywhere: code rows → counter shard → pool row (low-stock settle). Keeping one
 -- order means a claim and a release/revoke can never deadlock each other. Claims move their shard
 -- before they take code rows, but they take codes with SKIP LOCKED and so never wait for a code row

@@ -11,6 +11,7 @@
  * a confirmation's order — is read back after the commit, one statement for the whole group.
  */
 import type pg from 'pg';
+import type { HoldRowOf, OrderRowOf } from '../shared/sale-rows.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, queryPrepared } from './connection.js';
@@ -24,26 +25,10 @@ const G = loadQueries(new URL('./sale-group.sql', import.meta.url), [
 ]);
 
 /** A sale_orders row. */
-export interface OrderRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  hold_id: string | null;
-  created_at: Date;
-}
+export type OrderRow = OrderRowOf<Date>;
 
 /** A sale_holds row. */
-export interface HoldRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  status: 'active' | 'confirmed' | 'cancelled' | 'expired';
-  expires_at: Date;
-  created_at: Date;
-  order_id: string | null;
-}
+export type HoldRow = HoldRowOf<Date>;
 
 /** One buy (ttlMs null) or reservation of a sale. */
 export interface TakeRequest {

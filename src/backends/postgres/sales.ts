@@ -14,13 +14,20 @@
  * client-side transactions built from sales.sql. Status codes of the functions become the same
  * errors core/sales/rules.ts gives every backend.
  */
-import { judgeSaleKey } from '../../core/model/sales.js';
+import { judgeCustomerLimitChange, judgeSaleKey } from '../../core/model/sales.js';
 import { refusal } from '../../core/refusals.js';
 import type pg from 'pg';
 import { DibsError, isDibsError, notFound, unavailable } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, CHANNELS, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
+import {
+  assertPreflight,
+  CHANNELS,
+  ledgerViolations,
+  overLimitViolations,
+  saleStatus,
+  soldOutEventViolation,
+} from '../../core/sales/rules.js';
 import { takeRefusal } from './take-refusal.js';
 import type {
   ActivationResult,
@@ -35,6 +42,7 @@ import type {
   WishlistEntry,
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
+import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
@@ -104,12 +112,7 @@ interface SaleViewRow extends SaleRow {
   live_held: number;
 }
 
-interface KeyRow {
-  kind: 'buy' | 'reserve';
-  customer: string;
-  quantity: number;
-  result_id: string;
-}
+type KeyRow = SaleKeyRow;
 
 interface WishRow {
   sku: string;
@@ -206,12 +209,7 @@ export class PgSales implements SaleBackend {
       if (spec.perCustomerLimit < row.per_customer_limit) {
         // under the sale's row lock: every buy and reservation that counted against the old limit has committed
         const over = (await client.query<{ units: number }>(Q.customersOverLimit, [id, spec.perCustomerLimit])).rows;
-        if (over.length > 0)
-          throw refusal('sale_limit_below_units', {
-            sale: id,
-            requested: spec.perCustomerLimit,
-            units: Math.max(...over.map((c) => c.units)),
-          });
+        judgeCustomerLimitChange(id, spec.perCustomerLimit, Math.max(0, ...over.map((c) => c.units)));
       }
       await client.query(Q.updateSale, [
         id,
@@ -426,31 +424,7 @@ export class PgSales implements SaleBackend {
             expired_events: number;
           }>(Q.auditLedger, [id])
         ).rows[0]!;
-        if (ledger.ordered !== row.sold)
-          violations.push({
-            invariant: 'I4',
-            sale: id,
-            expected: ledger.ordered,
-            actual: row.sold,
-            message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units`,
-          });
-        if (ledger.active !== row.held)
-          violations.push({
-            invariant: 'I4',
-            sale: id,
-            expected: ledger.active,
-            actual: row.held,
-            message: `held counter says ${row.held} but active holds have ${ledger.active} units`,
-          });
-        if (row.cap !== null && ledger.ordered + ledger.live > row.cap) {
-          violations.push({
-            invariant: 'I3',
-            sale: id,
-            expected: row.cap,
-            actual: ledger.ordered + ledger.live,
-            message: `sold ${ledger.ordered} + held ${ledger.live} exceeds the cap of ${row.cap}`,
-          });
-        }
+        violations.push(...ledgerViolations(id, row, ledger));
         if (row.cap !== null && row.sold > row.cap) {
           violations.push({
             invariant: 'I3',
@@ -460,18 +434,10 @@ export class PgSales implements SaleBackend {
             message: `sold counter ${row.sold} exceeds the cap of ${row.cap}`,
           });
         }
-        for (const c of (
+        const over = (
           await client.query<{ customer: string; units: number }>(Q.customersOverLimit, [id, row.per_customer_limit])
-        ).rows) {
-          violations.push({
-            invariant: 'I2',
-            sale: id,
-            customer: c.customer,
-            expected: row.per_customer_limit,
-            actual: c.units,
-            message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}`,
-          });
-        }
+        ).rows;
+        violations.push(...overLimitViolations(id, row.per_customer_limit, over));
         for (const k of (
           await client.query<{ key: string; customer: string; owner: string | null }>(Q.keysWithForeignResults, [id])
         ).rows) {
@@ -771,29 +737,9 @@ function toWish(row: WishRow): WishlistEntry {
   return { sku: row.sku, customer: row.customer, channels: row.channels, createdAt: iso(row.created_at) };
 }
 
-function toHold(row: HoldRow): Hold {
-  return {
-    id: row.id,
-    saleId: row.sale_id,
-    customer: row.customer,
-    quantity: row.quantity,
-    status: row.status,
-    expiresAt: iso(row.expires_at),
-    createdAt: iso(row.created_at),
-    orderId: row.order_id,
-  };
-}
+const toHold = (row: HoldRow): Hold => holdFromRow(row, iso);
 
-function toOrder(row: OrderRow): Order {
-  return {
-    id: row.id,
-    saleId: row.sale_id,
-    customer: row.customer,
-    quantity: row.quantity,
-    holdId: row.hold_id,
-    createdAt: iso(row.created_at),
-  };
-}
+const toOrder = (row: OrderRow): Order => orderFromRow(row, iso);
 
 /**
  * An order or hold this call just committed (or a stored answer pointed at) is missing when read

@@ -1,7 +1,7 @@
 /**
  * Opportunistic grouping: requests of one key (a pool, a sale) that wait in this process at the
  * same time are served by ONE round trip of the store — one statement (PostgreSQL claims,
- * claim-group.sql) or one transaction (Firestore claims, Firestore sale steps) — each judged
+ * claim.sql) or one transaction (Firestore claims, Firestore sale steps) — each judged
  * exactly as if alone, in arrival order. Callers do not notice: each gets its own answer.
  *
  * Why: every round trip and every contended document or index page is paid once per group instead

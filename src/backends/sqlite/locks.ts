@@ -59,11 +59,7 @@ export class SqliteLocks implements LockBackend {
       this.s.sweep.run(key, now);
       const { n } = this.s.holderCount.get(key) as { n: number };
       if (n >= limit) return null;
-      const { fence } = this.s.nextFence.get(key) as { fence: number };
-      const expiresMs = now + ttlMs;
-      this.s.insertHolder.run({ key, token, fence, expiresMs });
-      // validForMs measured after the write, on the same clock, so it is never stale on return.
-      return grant(token, fence, expiresMs, this.now());
+      return this.grantLocked(key, token, ttlMs, now);
     });
   }
 
@@ -88,11 +84,8 @@ export class SqliteLocks implements LockBackend {
       if (n >= limit) return null;
       const ahead = (this.s.ticketsAhead.get(queueKey, now, mine) as { n: number }).n;
       if (n + ahead >= limit) return null;
-      const { fence } = this.s.nextFence.get(key) as { fence: number };
-      const expiresMs = now + ttlMs;
-      this.s.insertHolder.run({ key, token, fence, expiresMs });
       if (ticket !== null) this.s.dropTicket.run(queueKey, ticket);
-      return grant(token, fence, expiresMs, this.now());
+      return this.grantLocked(key, token, ttlMs, now);
     });
   }
 
@@ -178,6 +171,18 @@ export class SqliteLocks implements LockBackend {
     } catch {
       this.watcher = null; // no change notification here: the safety-net poll remains
     }
+  }
+
+  /**
+   * Inside an acquire's transaction, judged by `now`: records `token` as a holder with the key's
+   * next fence and answers the grant, its validity measured after the write on the same clock, so
+   * it is never stale on return.
+   */
+  private grantLocked(key: string, token: string, ttlMs: number, now: number): LeaseGrant {
+    const { fence } = this.s.nextFence.get(key) as { fence: number };
+    const expiresMs = now + ttlMs;
+    this.s.insertHolder.run({ key, token, fence, expiresMs });
+    return grant(token, fence, expiresMs, this.now());
   }
 
   private now(): number {

@@ -1,9 +1,15 @@
 import { refusal } from '../../core/refusals.js';
-import { judgeSaleKey } from '../../core/model/sales.js';
+import { judgeCustomerLimitChange, judgeSaleKey } from '../../core/model/sales.js';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
-import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
+import {
+  assertPreflight,
+  ledgerViolations,
+  overLimitViolations,
+  saleStatus,
+  soldOutEventViolation,
+} from '../../core/sales/rules.js';
 import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type {
   ActivationResult,
@@ -19,6 +25,7 @@ import type {
 } from '../../core/sales/types.js';
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
+import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf, type SaleKeyRow } from '../shared/sale-rows.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
@@ -83,32 +90,11 @@ export interface SaleRow {
   escrow: number;
 }
 
-interface HoldRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  status: Hold['status'];
-  expires_at: string;
-  created_at: string;
-  order_id: string | null;
-}
+type HoldRow = HoldRowOf<string>;
 
-export interface OrderRow {
-  id: string;
-  sale_id: string;
-  customer: string;
-  quantity: number;
-  hold_id: string | null;
-  created_at: string;
-}
+export type OrderRow = OrderRowOf<string>;
 
-interface KeyRow {
-  kind: 'buy' | 'reserve';
-  customer: string;
-  quantity: number;
-  result_id: string;
-}
+type KeyRow = SaleKeyRow;
 
 export class SqliteSales implements SaleBackend {
   private readonly stmt: Statements<typeof Q>;
@@ -174,12 +160,7 @@ export class SqliteSales implements SaleBackend {
         const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: spec.perCustomerLimit }) as {
           units: number;
         }[];
-        if (over.length > 0)
-          throw refusal('sale_limit_below_units', {
-            sale: id,
-            requested: spec.perCustomerLimit,
-            units: Math.max(...over.map((c) => c.units)),
-          });
+        judgeCustomerLimitChange(id, spec.perCustomerLimit, Math.max(0, ...over.map((c) => c.units)));
       }
       this.stmt.updateSale.run({ ...spec, metadata: JSON.stringify(spec.metadata) });
       // a cap lowered to exactly what is sold sells the sale out in this step, as a last order would
@@ -466,45 +447,13 @@ export class SqliteSales implements SaleBackend {
             active: number;
             soldOutEvents: number;
           };
-          if (ledger.ordered !== row.sold)
-            violations.push({
-              invariant: 'I4',
-              sale: id,
-              expected: ledger.ordered,
-              actual: row.sold,
-              message: `sold counter says ${row.sold} but orders hold ${ledger.ordered} units`,
-            });
-          if (ledger.active !== row.held)
-            violations.push({
-              invariant: 'I4',
-              sale: id,
-              expected: ledger.active,
-              actual: row.held,
-              message: `held counter says ${row.held} but active holds have ${ledger.active} units`,
-            });
           const live = (this.stmt.activeHeldUnits.get(id, now) as { n: number }).n;
-          if (row.cap !== null && ledger.ordered + live > row.cap) {
-            violations.push({
-              invariant: 'I3',
-              sale: id,
-              expected: row.cap,
-              actual: ledger.ordered + live,
-              message: `sold ${ledger.ordered} + held ${live} exceeds the cap of ${row.cap}`,
-            });
-          }
-          for (const c of this.stmt.customersOverLimit.all({ sale: id, now, limit: row.per_customer_limit }) as {
+          violations.push(...ledgerViolations(id, row, { ...ledger, live }));
+          const over = this.stmt.customersOverLimit.all({ sale: id, now, limit: row.per_customer_limit }) as {
             customer: string;
             units: number;
-          }[]) {
-            violations.push({
-              invariant: 'I2',
-              sale: id,
-              customer: c.customer,
-              expected: row.per_customer_limit,
-              actual: c.units,
-              message: `customer '${c.customer}' has ${c.units} units, limit ${row.per_customer_limit}`,
-            });
-          }
+          }[];
+          violations.push(...overLimitViolations(id, row.per_customer_limit, over));
           for (const h of this.stmt.confirmedWithoutOrder.all(id) as { id: string }[]) {
             violations.push({ invariant: 'I4', sale: id, message: `hold '${h.id}' is confirmed but has no order` });
           }
@@ -692,26 +641,6 @@ function toWish(row: WishRow): WishlistEntry {
   };
 }
 
-function toHold(row: HoldRow): Hold {
-  return {
-    id: row.id,
-    saleId: row.sale_id,
-    customer: row.customer,
-    quantity: row.quantity,
-    status: row.status,
-    expiresAt: row.expires_at,
-    createdAt: row.created_at,
-    orderId: row.order_id,
-  };
-}
+const toHold = (row: HoldRow): Hold => holdFromRow(row, (t) => t);
 
-export function toOrder(row: OrderRow): Order {
-  return {
-    id: row.id,
-    saleId: row.sale_id,
-    customer: row.customer,
-    quantity: row.quantity,
-    holdId: row.hold_id,
-    createdAt: row.created_at,
-  };
-}
+export const toOrder = (row: OrderRow): Order => orderFromRow(row, (t) => t);

@@ -4,9 +4,9 @@
  * decides WHEN to ask again: on an in-process release event, or after a bounded safety-net poll
  * (SQLite cannot notify other processes of a release).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { CounterBackend, LockBackend } from './backend.js';
-import { aborted, leaseLost, lockTimeout, unsupported } from './errors.js';
+import { leaseLost, lockTimeout, unsupported } from './errors.js';
+import { waitForLease } from './wait.js';
 import {
   acquireOptionsSchema,
   counterStepSchema,
@@ -20,9 +20,6 @@ import type { AcquireOptions, CounterValue, Lease, LeaseGrant, LockInfo, RunExcl
 import { listOptionsSchema } from '../schemas.js';
 import type { Page } from '../types.js';
 import { parseInput } from '../validate.js';
-
-/** Longest sleep between attempts when no release event arrives (cross-process releases). */
-const SAFETY_POLL_MAX_MS = 200;
 
 export class Semaphores {
   /** Waiters of this process per key, in arrival order (FIFO fairness within a process). */
@@ -69,28 +66,12 @@ export class Semaphores {
     }
     const registration = waitMs > 0 ? new WaiterRegistration(store, k) : undefined;
     try {
-      let delay = 5;
-      for (;;) {
-        if (signal?.aborted) throw aborted(k, signal.reason);
-        // Subscribed BEFORE the attempt: a release that lands while tryAcquire is in flight (it
-        // saw the old holder) still wakes us, instead of costing a whole safety-net poll.
-        const wake = armWake(store, k);
-        try {
-          const myTurn = !fifo || queue.indexOf(me) < n;
-          if (myTurn) {
-            const sentAt = performance.now();
-            const grant = await store.tryAcquire(k, n, ttlMs);
-            const lease = grant && anchored(store, k, n, grant, ttlMs, sentAt);
-            if (lease) return lease;
-          }
-          const left = deadline - Date.now();
-          if (left <= 0) throw lockTimeout(k, waitMs);
-          await wake.wait(Math.min(left, delay), signal);
-        } finally {
-          wake.dispose();
-        }
-        delay = Math.min(delay * 2, SAFETY_POLL_MAX_MS);
-      }
+      return await waitForLease(store, k, { deadline, waitMs, signal }, async () => {
+        if (fifo && queue.indexOf(me) >= n) return null;
+        const sentAt = performance.now();
+        const grant = await store.tryAcquire(k, n, ttlMs);
+        return grant && anchored(store, k, n, grant, ttlMs, sentAt);
+      });
     } catch (error) {
       // A waiter that gives up is gone from inspect when acquire rejects (a granted one does not
       // wait for this: the handoff stays one round trip).
@@ -351,31 +332,26 @@ async function acquireFair(
   const line = fairQueueKey(k);
   let ticket: FairTicket | undefined;
   try {
-    let delay = 5;
-    for (;;) {
-      if (signal?.aborted) throw aborted(k, signal.reason);
-      const wake = armWake(store, k);
-      try {
+    return await waitForLease(
+      store,
+      k,
+      { deadline, waitMs, signal },
+      async () => {
         const sentAt = performance.now();
         const grant = await store.tryAcquireFair(k, n, ttlMs, line, ticket && !ticket.lost ? ticket.token : null);
         if (grant) ticket?.granted(); // the grant took the ticket out of the line, in the store
         const lease = grant && anchored(store, k, n, grant, ttlMs, sentAt, ticket?.number);
-        if (lease) return lease;
-        if (grant) ticket = undefined; // granted too late to count on: line up again
-        const left = deadline - Date.now();
-        if (left <= 0) throw lockTimeout(k, waitMs);
-        if (!ticket || ticket.lost) {
-          await ticket?.end();
-          ticket = await FairTicket.take(store, line);
-          if (!ticket) throw lockTimeout(k, waitMs); // a million waiters in line
-          continue; // try at once with the ticket: the slot may be free and the line empty
-        }
-        await wake.wait(Math.min(left, delay), signal);
-      } finally {
-        wake.dispose();
-      }
-      delay = Math.min(delay * 2, SAFETY_POLL_MAX_MS);
-    }
+        if (grant && !lease) ticket = undefined; // granted too late to count on: line up again
+        return lease;
+      },
+      async () => {
+        if (ticket && !ticket.lost) return false;
+        await ticket?.end();
+        ticket = await FairTicket.take(store, line);
+        if (!ticket) throw lockTimeout(k, waitMs); // a million waiters in line
+        return true; // try at once with the ticket: the slot may be free and the line empty
+      },
+    );
   } finally {
     await ticket?.end();
   }
@@ -492,29 +468,4 @@ function toLease(key: string, limit: number, grant: LeaseGrant, ttlMs: number): 
 function splitToken(token: string): { storeToken: string; ttlMs?: number } {
   const match = /^([^.]+)\.(\d{1,9})$/.exec(token);
   return match ? { storeToken: match[1]!, ttlMs: Number(match[2]) } : { storeToken: token };
-}
-
-/**
- * A release subscription for `key`, armed before an attempt: `wait` resolves at once if a release
- * already arrived, else on the next release, after `ms`, or when `signal` aborts.
- */
-function armWake(
-  store: LockBackend,
-  key: string,
-): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; dispose(): void } {
-  const ac = new AbortController();
-  const unsubscribe = store.onRelease(key, () => ac.abort());
-  return {
-    async wait(ms, signal) {
-      if (ac.signal.aborted) return;
-      const stop = () => ac.abort();
-      signal?.addEventListener('abort', stop, { once: true });
-      try {
-        await sleep(ms, undefined, { signal: ac.signal }).catch(() => undefined);
-      } finally {
-        signal?.removeEventListener('abort', stop);
-      }
-    },
-    dispose: unsubscribe,
-  };
 }

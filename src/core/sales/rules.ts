@@ -108,3 +108,58 @@ export function soldOutEventViolation(
     message: `expected ${expected} sale.sold_out event(s), found ${events}`,
   };
 }
+
+/**
+ * The audit's judgement of a sale's counters against its ledger, read in one snapshot: the sold
+ * and held counters equal the orders and active holds (I4), and orders plus the holds that have
+ * not lapsed stay within the cap (I3).
+ */
+export function ledgerViolations(
+  saleId: string,
+  counters: { sold: number; held: number; cap: number | null },
+  ledger: { ordered: number; active: number; live: number },
+): SaleViolation[] {
+  const violations: SaleViolation[] = [];
+  const { sold, held, cap } = counters;
+  if (ledger.ordered !== sold)
+    violations.push({
+      invariant: 'I4',
+      sale: saleId,
+      expected: ledger.ordered,
+      actual: sold,
+      message: `sold counter says ${sold} but orders hold ${ledger.ordered} units`,
+    });
+  if (ledger.active !== held)
+    violations.push({
+      invariant: 'I4',
+      sale: saleId,
+      expected: ledger.active,
+      actual: held,
+      message: `held counter says ${held} but active holds have ${ledger.active} units`,
+    });
+  if (cap !== null && ledger.ordered + ledger.live > cap)
+    violations.push({
+      invariant: 'I3',
+      sale: saleId,
+      expected: cap,
+      actual: ledger.ordered + ledger.live,
+      message: `sold ${ledger.ordered} + held ${ledger.live} exceeds the cap of ${cap}`,
+    });
+  return violations;
+}
+
+/** The audit's I2 finding for each customer found over the sale's per-customer limit. */
+export function overLimitViolations(
+  saleId: string,
+  limit: number,
+  over: readonly { customer: string; units: number }[],
+): SaleViolation[] {
+  return over.map((c) => ({
+    invariant: 'I2',
+    sale: saleId,
+    customer: c.customer,
+    expected: limit,
+    actual: c.units,
+    message: `customer '${c.customer}' has ${c.units} units, limit ${limit}`,
+  }));
+}

@@ -8,16 +8,14 @@
 -- gets no grant (its waiter takes a new one). Same locking as lock_acquire: the key's fence row
 -- lock serialises grants; plpgsql so each statement sees a fresh snapshot after it. A ticket
 -- with a smaller number always committed before any larger one was handed out (tickets are issued
--- under the line's own fence row lock), so the count below never misses one ahead. The fence
--- comes from lock_next_fence.
+-- under the line's own fence row lock), so the count below never misses one ahead. The locking,
+-- sweep and grant are lock_acquire's own (lock_enter, lock_grant).
 CREATE OR REPLACE FUNCTION lock_acquire_fair(p_key text, p_token text, p_limit integer, p_ttl_ms integer, p_queue text, p_ticket text)
 RETURNS TABLE (fence bigint, expires_at timestamptz, valid_ms double precision)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
-  v_fence bigint;
-  v_expires timestamptz;
   v_live integer;
   v_ahead integer;
   v_mine bigint := 9223372036854775807;
@@ -34,30 +32,21 @@ BEGIN
   IF v_live + v_ahead >= p_limit THEN
     RETURN;
   END IF;
-  PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO lock_fences AS f (key, fence) VALUES (p_key, 0) ON CONFLICT (key) DO NOTHING;
-    PERFORM 1 FROM lock_fences AS f WHERE f.key = p_key FOR UPDATE;
-  END IF;
-  v_now := clock_timestamp();
+  v_now := lock_enter(p_key);
   IF p_ticket IS NOT NULL THEN
     SELECT h.fence INTO v_mine FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket AND h.expires_at > v_now;
     IF NOT FOUND THEN
       RETURN;
     END IF;
   END IF;
-  DELETE FROM lock_holders AS h WHERE h.key = p_key AND h.expires_at <= v_now;
   SELECT count(*) INTO v_live FROM lock_holders AS h WHERE h.key = p_key;
   SELECT count(*) INTO v_ahead FROM lock_holders AS h WHERE h.key = p_queue AND h.expires_at > v_now AND h.fence < v_mine;
   IF v_live + v_ahead >= p_limit THEN
     RETURN;
   END IF;
-  v_fence := lock_next_fence(p_key, v_now);
-  v_expires := v_now + make_interval(secs => p_ttl_ms / 1000.0);
-  INSERT INTO lock_holders (key, token, fence, expires_at) VALUES (p_key, p_token, v_fence, v_expires);
   IF p_ticket IS NOT NULL THEN
     DELETE FROM lock_holders AS h WHERE h.key = p_queue AND h.token = p_ticket;
   END IF;
-  RETURN QUERY SELECT v_fence, v_expires, (extract(epoch FROM v_expires - clock_timestamp()) * 1000)::double precision;
+  RETURN QUERY SELECT * FROM lock_grant(p_key, p_token, p_ttl_ms, v_now);
 END
 $$;

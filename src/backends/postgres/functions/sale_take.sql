@@ -5,6 +5,7 @@
 --   not_live (status) | ticket_required | limit_reached (units = what the customer has, more = what
 --   was asked beyond it, lim = the limit) | sold_out (available) | ok (result_id = the new order /
 --   the new or replaced hold)
+-- The opening (lock, replay, expiry, status, waiting room) is sale_take_open, shared with sale_take_granted.
 -- The 6-argument form (before p_via_ticket) goes: with it beside this one, a 6-argument call would be ambiguous.
 DROP FUNCTION IF EXISTS sale_take(text, text, integer, text, text, double precision);
 CREATE OR REPLACE FUNCTION sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false)
@@ -13,8 +14,7 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
-  k sale_keys%ROWTYPE;
-  st text;
+  o record;
   ordered integer;
   own_id text;
   own integer;
@@ -22,33 +22,14 @@ DECLARE
   left_ integer;
   kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
 BEGIN
-  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
-  IF p_key IS NOT NULL THEN
-    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
-    IF FOUND THEN
-      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
-      RETURN;
-    END IF;
-  END IF;
-  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
-  IF s.held > 0 THEN
-    s.held := s.held - sale_expire_stale(p_sale);
-  END IF;
-  st := sale_status(s);
-  IF st <> 'live' THEN
-    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
   -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
-  IF (kind = 'buy' OR NOT p_via_ticket) AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, kind = 'reserve' AND p_via_ticket);
+  IF o.o_outcome IS NOT NULL THEN
+    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
     RETURN;
   END IF;
-  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  s := o.o_sale;
+  ordered := o.o_ordered;
   SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   own := COALESCE(own, 0);
   -- A reserve replaces the customer's own hold; a buy comes on top of it.

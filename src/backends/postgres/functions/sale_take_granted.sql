@@ -3,44 +3,25 @@
 -- limit, the waiting room and the idempotency key again, under the sale row lock. Outcomes:
 -- not_found | replay (key_*) | not_live (status) | ticket_required (a waiting room: only admitted
 -- tickets buy) | limit_reached (units, more, lim) | revoked (the grant is gone: use the ledger path)
--- | ok (result_id = the new order).
+-- | ok (result_id = the new order). The opening is sale_take_open, shared with sale_take.
 CREATE OR REPLACE FUNCTION sale_take_granted(p_sale text, p_grant bigint, p_customer text, p_quantity integer, p_key text, p_new_id text)
 RETURNS TABLE (outcome text, status text, result_id text, units integer, more integer, key_kind text, key_customer text, key_quantity integer, lim integer)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
-  k sale_keys%ROWTYPE;
-  st text;
+  o record;
   ordered integer;
   own integer;
 BEGIN
-  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
-  IF p_key IS NOT NULL THEN
-    SELECT * INTO k FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
-    IF FOUND THEN
-      RETURN QUERY SELECT 'replay'::text, NULL::text, k.result_id, NULL::int, NULL::int, k.kind, k.customer, k.quantity, NULL::int;
-      RETURN;
-    END IF;
-  END IF;
-  IF s.held > 0 THEN
-    s.held := s.held - sale_expire_stale(p_sale);
-  END IF;
-  st := sale_status(s);
-  IF st <> 'live' THEN
-    RETURN QUERY SELECT 'not_live'::text, st, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
-    RETURN;
-  END IF;
   -- A room enabled while a grant was out: the grant's units sell only through tickets now.
-  IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    RETURN QUERY SELECT 'ticket_required'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, false);
+  IF o.o_outcome IS NOT NULL THEN
+    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
     RETURN;
   END IF;
-  SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  s := o.o_sale;
+  ordered := o.o_ordered;
   SELECT COALESCE(sum(quantity), 0) INTO own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   IF ordered + own + p_quantity > s.per_customer_limit THEN
     RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, p_quantity, NULL::text, NULL::text, NULL::int, s.per_customer_limit;

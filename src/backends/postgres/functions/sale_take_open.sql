@@ -1,0 +1,44 @@
+-- The opening of every take of a sale (sale_take, sale_take_granted): locks the sale row, replays a
+-- known idempotency key, expires the sale's stale holds, refuses a sale that is not live or that a
+-- waiting room guards (unless `p_ticket_ok`: the caller reserves through an admitted ticket), and
+-- reads how many units the customer has ordered. `o_outcome` is null when the take may go on with
+-- `o_sale` (locked, held net of the holds just expired); otherwise it is the refusal or 'replay',
+-- with `o_status` (not_live) or `o_key` (replay: the stored request) describing it.
+CREATE OR REPLACE FUNCTION sale_take_open(
+  p_sale text, p_customer text, p_key text, p_ticket_ok boolean,
+  OUT o_outcome text, OUT o_status text, OUT o_sale sales, OUT o_key sale_keys, OUT o_ordered integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  s sales%ROWTYPE;
+BEGIN
+  SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
+  IF NOT FOUND THEN
+    o_outcome := 'not_found';
+    RETURN;
+  END IF;
+  IF p_key IS NOT NULL THEN
+    SELECT * INTO o_key FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
+    IF FOUND THEN
+      o_outcome := 'replay';
+      RETURN;
+    END IF;
+  END IF;
+  -- Holds marked active are counted in held, so with held = 0 there is nothing to expire.
+  IF s.held > 0 THEN
+    s.held := s.held - sale_expire_stale(p_sale);
+  END IF;
+  o_status := sale_status(s);
+  IF o_status <> 'live' THEN
+    o_outcome := 'not_live';
+    RETURN;
+  END IF;
+  o_status := NULL;
+  IF NOT p_ticket_ok AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
+    o_outcome := 'ticket_required';
+    RETURN;
+  END IF;
+  SELECT COALESCE(sum(quantity), 0) INTO o_ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;
+  o_sale := s;
+END
+$$;
