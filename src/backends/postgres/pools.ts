@@ -3,7 +3,7 @@
  * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
  * the lock order of pools.sql (code rows → counter shard → pool row).
  */
-import { refusal } from '../../core/refusals.js';
+import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PoolBackend } from '../../core/pools/backend.js';
@@ -26,7 +26,6 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import {
   judgeHold,
   judgeLimitChange,
@@ -111,6 +110,8 @@ interface MultiUseRow {
   o_uses: number;
   o_starts: Date | null;
   o_expires: Date | null;
+  o_at: Date | null;
+  o_limit: number | null;
   o_claimant: string | null;
   o_used_at: Date | null;
   o_pool_starts: Date | null;
@@ -376,27 +377,18 @@ export class PgPools implements PoolBackend {
         throw notFound('pool', pool);
       case 'no_code':
         return undefined;
-      case 'other_claimant':
-        throw refusal('order_of_other_claimant', { code, orderId });
-      case 'pool_not_yet_valid':
-      case 'pool_expired':
-        throw outsideWindow(
-          pool,
-          { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) },
-          r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid',
-        );
-      case 'code_not_yet_valid':
-        throw codeOutsideWindow(code, 'not_yet_valid', iso(r.o_starts)!);
-      case 'code_expired':
-        throw codeOutsideWindow(code, 'expired', iso(r.o_expires)!);
-      case 'exhausted':
-        throw refusal('uses_exhausted', { code, max: r.o_max });
-      case 'claimant_required':
-        throw refusal('claimant_required', { code });
-      case 'per_claimant':
-        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: r.o_per! });
       default:
-        throw new Error(`multi_use_redeem answered ${r.o_outcome}`);
+        // a refusal by its reason id, with the instant and limit it names
+        throw scriptRefusal(r.o_outcome, {
+          pool,
+          code,
+          claimant,
+          orderId,
+          startsAt: iso(r.o_pool_starts),
+          expiresAt: iso(r.o_pool_expires),
+          at: iso(r.o_at),
+          max: r.o_limit,
+        });
     }
   }
 
