@@ -7,7 +7,8 @@ import {
   misListedViolation,
   overLimitViolation,
   unlistedViolation,
-  usesOf,
+  multiUseCode,
+  useOf,
 } from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
@@ -280,13 +281,11 @@ export class RedisPools implements PoolBackend {
       this.multiUseCodes.add(known);
     }
     if (use[0] === 'use')
-      return {
-        ...toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord),
-        status: 'redeemed',
+      return useOf(toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord), {
         claimant: use[2] || null,
-        redeemedAt: iso(use[3]),
+        at: iso(use[3])!,
         orderId: use[4]!,
-      };
+      });
     return this.codeReply(pool, code, use, { claimant, orderId });
   }
 
@@ -713,20 +712,12 @@ function toCode(pool: string, code: string, rec: CodeRecord, now?: number): Code
 }
 
 /** A multi-use code: free while uses remain, redeemed when none do. */
-function toMultiCode(pool: string, code: string, m: MultiRecord, byClaimant?: number): CodeInfo {
-  return {
+const toMultiCode = (pool: string, code: string, m: MultiRecord, byClaimant?: number): CodeInfo =>
+  multiUseCode(
     pool,
-    code,
-    status: m.u < m.m ? 'free' : 'redeemed',
-    claimant: null,
-    claimedAt: null,
-    redeemedAt: null,
-    orderId: null,
-    startsAt: iso(m.vs),
-    expiresAt: iso(m.ve),
-    uses: usesOf(m.m, m.u, m.p ?? null, byClaimant),
-  };
-}
+    { code, max: m.m, used: m.u, perClaimant: m.p ?? null, startsAt: iso(m.vs), expiresAt: iso(m.ve) },
+    byClaimant,
+  );
 
 /** The script's answer for a code that is not a single-use code of the pool. */
 const isCodeNotFound = (reply: unknown) => Array.isArray(reply) && reply[0] === 'not_found' && reply[1] === 'code';
