@@ -110,14 +110,23 @@ interface ModelHold {
   id: string;
   customer: string;
   quantity: number;
-  /** An active hold past `expiresAt` (by the store's clock) is expired. */
-  status: 'active' | 'confirmed' | 'cancelled';
+  /**
+   * An active hold past `expiresAt` (by the store's clock) is expired. `lapsed`: it had expired when
+   * its sale was cancelled — every store then reads it `cancelled`, unless a step had already
+   * recorded the expiry (`expired`); the model follows the store's first answer about it.
+   */
+  status: 'active' | 'confirmed' | 'cancelled' | 'lapsed';
   expiresAt: string;
   orderId: string | null;
 }
 
 const statusAt = (h: ModelHold, now: string) =>
   h.status === 'active' && h.expiresAt <= now ? ('expired' as const) : h.status;
+
+/** A lapsed hold as the store first showed it: expired (its expiry recorded first) or cancelled. */
+const follow = (h: ModelHold, expired: boolean) => {
+  h.status = expired ? 'active' : 'cancelled';
+};
 
 class SaleModel {
   readonly holds: ModelHold[] = [];
@@ -198,6 +207,7 @@ export async function runSaleScenario(
   );
   for (const h of m.holds) {
     const got = await dibs.sales.hold(h.id);
+    if (h.status === 'lapsed') follow(h, got.status === 'expired');
     assert.deepEqual(
       { customer: got.customer, quantity: got.quantity, status: got.status },
       { customer: h.customer, quantity: h.quantity, status: statusAt(h, m.now) },
@@ -308,6 +318,7 @@ async function step(
       const h = m.holds[cmd.hold % Math.max(1, m.holds.length)];
       if (!h) return;
       const store = await attempt(() => dibs.sales.confirm(h.id));
+      if (h.status === 'lapsed') follow(h, !store.ok && store.code === 'hold_expired');
       const model = judged(() => {
         if (h.status === 'cancelled') throw refusal('hold_cancelled', { hold: h.id });
         if (statusAt(h, now) === 'expired') throw refusal('hold_expired', { hold: h.id, expiresAt: h.expiresAt });
@@ -327,6 +338,7 @@ async function step(
       const h = m.holds[cmd.hold % Math.max(1, m.holds.length)];
       if (!h) return;
       const store = await attempt(() => dibs.sales.cancelHold(h.id));
+      if (h.status === 'lapsed') follow(h, store.ok && (store.value as Hold).status === 'expired');
       const model = judged(() => {
         if (h.status === 'confirmed') throw refusal('hold_confirmed', { hold: h.id, order: h.orderId });
         return null;
@@ -369,7 +381,7 @@ async function step(
     case 'cancelSale': {
       const got = await dibs.sales.cancel(id);
       if (m.sale.cancelledAt === null) m.sale.cancelledAt = got.cancelledAt;
-      for (const h of m.live()) h.status = 'cancelled';
+      for (const h of m.holds) if (h.status === 'active') h.status = h.expiresAt <= now ? 'lapsed' : 'cancelled';
       return;
     }
     case 'sweep': {
@@ -432,6 +444,17 @@ const EXPIRY_REGRESSIONS: SaleScenario[] = [
       { op: 'reserve', customer: 'ann', quantity: 1, key: null, short: false },
       { op: 'sweep' },
       { op: 'limit', perCustomerLimit: 1 },
+    ],
+  },
+  {
+    scheduled: false,
+    cap: null,
+    perCustomerLimit: 1,
+    commands: [
+      { op: 'reserve', customer: 'ann', quantity: 1, key: null, short: true },
+      { op: 'advance' },
+      { op: 'cancelSale' },
+      { op: 'reserve', customer: 'ann', quantity: 1, key: null, short: false },
     ],
   },
 ];
