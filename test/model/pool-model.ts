@@ -8,8 +8,11 @@
  * the TypeScript judgements: this is how their rules are held to them.
  *
  * Which free code a claim takes is the store's choice (random start points): the model accepts any
- * code that is claimable in the model and then follows the store's pick. Holds last ten minutes,
- * windows lie in 2000 or 2100, so the store's clock never decides between two answers.
+ * code that is claimable in the model and then follows the store's pick. Windows lie in 2000 or
+ * 2100. Holds last ten minutes — or, in the expiry runs, a fraction of a second (`short`), and an
+ * `advance` command waits past them: then the store's clock decides that a hold is gone (the code
+ * is claimable again, another claimant may hold or redeem it), and clock.ts keeps every step
+ * plainly before or after each expiry.
  *
  * Seeded and shrinking: a failure prints the seed, the path and the shrunk command list; replay it
  * with DIBS_MODEL_SEED=<seed> DIBS_MODEL_PATH=<path>. DIBS_MODEL_RUNS (or FAULTS_LONG=1: ×10) runs more.
@@ -19,6 +22,7 @@ import fc from 'fast-check';
 import type { Dibs } from '../../src/index.js';
 import { notFound } from '../../src/core/errors.js';
 import { attempt, judged, sameAnswer, tally, type Outcome } from './outcome.js';
+import { advance, settle, type Expiry } from './clock.js';
 import {
   judgeClaim,
   judgeClaimKey,
@@ -62,7 +66,8 @@ export type PoolCommand =
   | { op: 'redeem'; code: string; claimant: string | null; orderId: string | null }
   | { op: 'unredeem'; code: string; orderId: string | null }
   | { op: 'revoke'; code: string }
-  | { op: 'hold'; code: string; claimant: string }
+  | { op: 'hold'; code: string; claimant: string; short: boolean }
+  | { op: 'advance' }
   | { op: 'addMulti'; code: string; uses: number; usesPerClaimant: number | null }
   | { op: 'codeWindow'; code: string; window: 'open' | 'later' | 'past' }
   | { op: 'releaseHold'; code: string; claimant: string | null }
@@ -84,87 +89,100 @@ const code = fc.constantFrom(...CODES);
 const anyCode = fc.constantFrom(...CODES, ...MULTI);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null, freq: 3 });
 
-const command: fc.Arbitrary<PoolCommand> = fc.oneof(
-  {
-    weight: 2,
-    arbitrary: fc.record({ op: fc.constant('import' as const), codes: fc.array(code, { minLength: 1, maxLength: 4 }) }),
-  },
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      op: fc.constant('claim' as const),
-      claimant,
-      count: fc.integer({ min: 1, max: 3 }),
-      many: fc.boolean(),
-      key: maybe(fc.constantFrom(...KEYS)),
-    }),
-  },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), code, claimant: maybe(claimant) }) },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('redeem' as const),
-      code: anyCode,
-      claimant: maybe(claimant),
-      orderId: maybe(fc.constantFrom(...ORDERS)),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      op: fc.constant('unredeem' as const),
-      code: anyCode,
-      orderId: maybe(fc.constantFrom(...ORDERS)),
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('addMulti' as const),
-      code: fc.constantFrom(...MULTI, 'C0'),
-      uses: fc.integer({ min: 1, max: 3 }),
-      usesPerClaimant: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }),
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('codeWindow' as const),
-      code: anyCode,
-      window: fc.constantFrom('open', 'later', 'past') as fc.Arbitrary<'open' | 'later' | 'past'>,
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), code }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('hold' as const), code: anyCode, claimant }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('releaseHold' as const), code, claimant: maybe(claimant) }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({ op: fc.constant('limit' as const), perClaimantLimit: fc.integer({ min: 1, max: 3 }) }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('window' as const),
-      window: fc.constantFrom('open', 'later', 'past', 'bounded') as fc.Arbitrary<keyof typeof WINDOWS>,
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('redemptions' as const),
-      maxRedemptions: maybe(fc.integer({ min: 1, max: 3 })),
-      maxRedemptionsPerClaimant: maybe(fc.integer({ min: 1, max: 2 })),
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('public' as const), publicCodes: fc.boolean() }) },
-);
+const commands = (expiry: boolean): fc.Arbitrary<PoolCommand> =>
+  fc.oneof(
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        op: fc.constant('import' as const),
+        codes: fc.array(code, { minLength: 1, maxLength: 4 }),
+      }),
+    },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        op: fc.constant('claim' as const),
+        claimant,
+        count: fc.integer({ min: 1, max: 3 }),
+        many: fc.boolean(),
+        key: maybe(fc.constantFrom(...KEYS)),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('release' as const), code, claimant: maybe(claimant) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('redeem' as const),
+        code: anyCode,
+        claimant: maybe(claimant),
+        orderId: maybe(fc.constantFrom(...ORDERS)),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        op: fc.constant('unredeem' as const),
+        code: anyCode,
+        orderId: maybe(fc.constantFrom(...ORDERS)),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('addMulti' as const),
+        code: fc.constantFrom(...MULTI, 'C0'),
+        uses: fc.integer({ min: 1, max: 3 }),
+        usesPerClaimant: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('codeWindow' as const),
+        code: anyCode,
+        window: fc.constantFrom('open', 'later', 'past') as fc.Arbitrary<'open' | 'later' | 'past'>,
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), code }) },
+    {
+      weight: expiry ? 4 : 2,
+      arbitrary: fc.record({
+        op: fc.constant('hold' as const),
+        code: anyCode,
+        claimant,
+        short: expiry ? fc.boolean() : fc.constant(false),
+      }),
+    },
+    ...(expiry ? [{ weight: 2, arbitrary: fc.constant({ op: 'advance' as const }) }] : []),
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('releaseHold' as const), code, claimant: maybe(claimant) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant('limit' as const), perClaimantLimit: fc.integer({ min: 1, max: 3 }) }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('window' as const),
+        window: fc.constantFrom('open', 'later', 'past', 'bounded') as fc.Arbitrary<keyof typeof WINDOWS>,
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('redemptions' as const),
+        maxRedemptions: maybe(fc.integer({ min: 1, max: 3 })),
+        maxRedemptionsPerClaimant: maybe(fc.integer({ min: 1, max: 2 })),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('public' as const), publicCodes: fc.boolean() }) },
+  );
 
-export const scenarios = (maxCommands: number): fc.Arbitrary<PoolScenario> =>
+export const scenarios = (maxCommands: number, expiry = false): fc.Arbitrary<PoolScenario> =>
   fc.record({
     initial: fc.subarray([...CODES], { minLength: 1 }),
     perClaimantLimit: fc.integer({ min: 1, max: 3 }),
     publicCodes: fc.boolean(),
-    commands: fc.array(command, { minLength: 1, maxLength: maxCommands, size: 'max' }),
+    commands: fc.array(commands(expiry), { minLength: 1, maxLength: maxCommands, size: 'max' }),
   });
 
 interface ModelCode extends CodeState {
@@ -195,6 +213,11 @@ class PoolModel {
     return c;
   }
 
+  /** Every hold's end, as the store answered it (ms). */
+  *expiries(): Iterable<number> {
+    for (const c of this.codes.values()) if (c.hold) yield Date.parse(c.hold.until);
+  }
+
   stats(): PoolStats {
     const stats: PoolStats = { total: this.codes.size, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
     for (const c of this.codes.values()) stats[c.status] += 1;
@@ -219,7 +242,12 @@ const modelView = (c: ModelCode, now: string) => ({
 const sameRefusal = (what: string, store: Outcome, model: Outcome) => sameAnswer(what, store, model);
 
 /** Runs one scenario on a fresh pool of `dibs`; throws (an assertion) at the first disagreement. */
-export async function runPoolScenario(dibs: Dibs, name: string, scenario: PoolScenario): Promise<void> {
+export async function runPoolScenario(
+  dibs: Dibs,
+  name: string,
+  scenario: PoolScenario,
+  expiry: Expiry = { ttlMs: HOLD_MS, marginMs: 0 },
+): Promise<void> {
   await dibs.pools.create({ name, perClaimantLimit: scenario.perClaimantLimit, publicCodes: scenario.publicCodes });
   const model = new PoolModel({
     name,
@@ -232,10 +260,11 @@ export async function runPoolScenario(dibs: Dibs, name: string, scenario: PoolSc
   });
   for (const [i, cmd] of [{ op: 'import' as const, codes: scenario.initial }, ...scenario.commands].entries()) {
     const what = `step ${i} ${JSON.stringify(cmd)}`;
-    const now = new Date().toISOString();
-    await step(dibs, model, cmd, now, what);
+    const now = await settle(() => model.expiries(), expiry);
+    if (cmd.op === 'advance') await advance(() => model.expiries(), expiry);
+    else await step(dibs, model, cmd, now, what, expiry);
   }
-  const now = new Date().toISOString();
+  const now = await settle(() => model.expiries(), expiry);
   for (const c of model.codes.values())
     assert.deepEqual(codeView(await dibs.pools.code(name, c.code)), modelView(c, now), `final state of code ${c.code}`);
   for (const u of model.multis.values())
@@ -254,7 +283,14 @@ export async function runPoolScenario(dibs: Dibs, name: string, scenario: PoolSc
   assert.deepEqual(await dibs.pools.audit(name), [], 'the audit finds the pool clean');
 }
 
-async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, what: string): Promise<void> {
+async function step(
+  dibs: Dibs,
+  m: PoolModel,
+  cmd: Exclude<PoolCommand, { op: 'advance' }>,
+  now: string,
+  what: string,
+  expiry: Expiry,
+): Promise<void> {
   const pool = m.rules.name;
   switch (cmd.op) {
     case 'import': {
@@ -442,7 +478,12 @@ async function step(dibs: Dibs, m: PoolModel, cmd: PoolCommand, now: string, wha
       break;
     }
     case 'hold': {
-      const store = await attempt(() => dibs.pools.hold(pool, cmd.code, cmd.claimant, HOLD_MS));
+      // a short hold is under the facade's 1 s minimum: the store's own step, with the same input
+      const store = await attempt(() =>
+        cmd.short
+          ? dibs.backend.pools.hold(pool, cmd.code, cmd.claimant, expiry.ttlMs)
+          : dibs.pools.hold(pool, cmd.code, cmd.claimant, HOLD_MS),
+      );
       const model = judged(() =>
         m.multis.has(cmd.code)
           ? (() => {
@@ -598,6 +639,24 @@ const REGRESSIONS: PoolScenario[] = [
   },
 ];
 
+/** Expiry seen by every store on every run: a free code held briefly is skipped by a claim, then claimed once the hold is gone. */
+const EXPIRY_REGRESSIONS: PoolScenario[] = [
+  {
+    initial: ['C0'],
+    perClaimantLimit: 1,
+    publicCodes: true,
+    commands: [
+      { op: 'hold', code: 'C0', claimant: 'ann', short: true },
+      { op: 'claim', claimant: 'bob', count: 1, many: false, key: null },
+      { op: 'hold', code: 'C0', claimant: 'bob', short: false },
+      { op: 'advance' },
+      { op: 'hold', code: 'C0', claimant: 'bob', short: true },
+      { op: 'advance' },
+      { op: 'claim', claimant: 'cat', count: 1, many: false, key: null },
+    ],
+  },
+];
+
 /** Runs bounded for CI; longer on demand. */
 export function modelRuns(base: number): { numRuns: number; seed?: number; path?: string } {
   const runs = Number(process.env.DIBS_MODEL_RUNS ?? (process.env.FAULTS_LONG === '1' ? base * 10 : base));
@@ -612,18 +671,19 @@ export function modelRuns(base: number): { numRuns: number; seed?: number; path?
 export async function checkPools(
   dibs: Dibs,
   label: string,
-  options: { runs: number; maxCommands: number },
+  options: { runs: number; maxCommands: number; expiry?: Expiry },
 ): Promise<void> {
   let run = 0;
+  const expiry = options.expiry;
   await fc.assert(
-    fc.asyncProperty(scenarios(options.maxCommands), async (scenario) => {
-      await runPoolScenario(dibs, `model-${label}-${process.pid}-${run++}`, scenario);
+    fc.asyncProperty(scenarios(options.maxCommands, expiry !== undefined), async (scenario) => {
+      await runPoolScenario(dibs, `model-${label}${expiry ? '-x' : ''}-${process.pid}-${run++}`, scenario, expiry);
     }),
     {
       ...modelRuns(options.runs),
       endOnFailure: false,
       verbose: 0,
-      examples: REGRESSIONS.map((r) => [r] as [PoolScenario]),
+      examples: (expiry ? EXPIRY_REGRESSIONS : REGRESSIONS).map((r) => [r] as [PoolScenario]),
     },
   );
   if (process.env.DIBS_MODEL_STATS === '1') console.log(label, Object.fromEntries([...tally].sort()));

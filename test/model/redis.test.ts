@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { redisForSuite, sharedRedisAvailable } from '../support/redis.js';
 import { checkPools } from './pool-model.js';
 import { checkSales } from './sale-model.js';
+import { FAST_EXPIRY } from './clock.js';
 
 const skip = !(await sharedRedisAvailable());
 
@@ -13,5 +14,11 @@ describe('redis: against the reference model', { skip }, () => {
   });
   it('flash sales: every answer and the final state match the model (seeded, shrinking)', async () => {
     await checkSales(env.dibs, 'redis', { runs: 50, maxCommands: 25 });
+  });
+  it("expiry by the store's clock: short holds and reservations end, units come back (seeded, shrinking)", async () => {
+    await Promise.all([
+      checkPools(env.dibs, 'redis', { runs: 15, maxCommands: 20, expiry: FAST_EXPIRY }),
+      checkSales(env.dibs, 'redis', { runs: 15, maxCommands: 20, expiry: FAST_EXPIRY }),
+    ]);
   });
 });

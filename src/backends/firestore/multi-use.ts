@@ -19,7 +19,7 @@ import { notFound } from '../../core/errors.js';
 import { unredeemedEvent } from '../../core/events.js';
 import type { CodeInfo, CodeWindow, MultiUseCodeSpec, Violation } from '../../core/types.js';
 import { judgeUnuse, judgeUse } from '../../core/model/pools.js';
-import { usesOf } from '../shared/pool-rules.js';
+import { multiUseCode, useOf } from '../shared/pool-rules.js';
 import type { Layout, PoolRefs } from './layout.js';
 import { iso, recordEvent, rulesOf, type PoolDoc } from './records.js';
 import type { TxRunner } from './transactions.js';
@@ -40,25 +40,16 @@ interface UseDoc {
   at: Timestamp;
 }
 
-/** A multi-use code as answered: free while uses remain. */
-export function toMultiCode(pool: string, m: MultiDoc, byClaimant?: number): CodeInfo {
-  return {
+/** A multi-use code as answered. */
+export const toMultiCode = (pool: string, m: MultiDoc, byClaimant?: number): CodeInfo =>
+  multiUseCode(
     pool,
-    code: m.code,
-    status: m.used < m.max ? 'free' : 'redeemed',
-    claimant: null,
-    claimedAt: null,
-    redeemedAt: null,
-    orderId: null,
-    startsAt: m.vs,
-    expiresAt: m.ve,
-    uses: usesOf(m.max, m.used, m.per, byClaimant),
-  };
-}
+    { code: m.code, max: m.max, used: m.used, perClaimant: m.per, startsAt: m.vs, expiresAt: m.ve },
+    byClaimant,
+  );
 
-function toUse(pool: string, m: MultiDoc, use: UseDoc): CodeInfo {
-  return { ...toMultiCode(pool, m), status: 'redeemed', claimant: use.c, redeemedAt: iso(use.at), orderId: use.o };
-}
+const toUse = (pool: string, m: MultiDoc, use: UseDoc): CodeInfo =>
+  useOf(toMultiCode(pool, m), { claimant: use.c, at: iso(use.at)!, orderId: use.o });
 
 /** `addMultiUseCode`: `already_exists` when the pool has the code, single- or multi-use. */
 export async function addMultiUse(

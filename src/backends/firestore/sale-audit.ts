@@ -6,6 +6,7 @@
  */
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { notFound } from '../../core/errors.js';
+import { soldOutEventViolation } from '../../core/sales/rules.js';
 import type { Layout } from './layout.js';
 import type { CustomerDoc, HoldDoc, OrderDoc, SaleDoc } from './sale-records.js';
 import type { TxRunner } from './transactions.js';
@@ -168,15 +169,8 @@ export async function auditSale(layout: Layout, runner: TxRunner, id: string): P
       });
     }
   }
-  if (
-    sale.soldout !== (sale.cap !== null && sale.cap > 0 && sale.sold >= sale.cap) &&
-    !(sale.soldout && sale.cap !== null && sale.sold < sale.cap)
-  ) {
-    v.push({
-      invariant: 'I7',
-      sale: id,
-      message: `sold ${sale.sold} of ${sale.cap} but the sold-out event was ${sale.soldout ? '' : 'not '}recorded`,
-    });
-  }
+  // the flag is the event (checked above); whether it is due is the rule every store audits by
+  const soldOutWrong = soldOutEventViolation(id, sale.cap, sale.sold, sale.soldout ? 1 : 0);
+  if (soldOutWrong) v.push(soldOutWrong);
   return v;
 }

@@ -520,13 +520,14 @@ const cancelledSale = (id: string) => refusal('sale_cancelled', { sale: id });
 
 /**
  * The most units one customer has (orders and live hold) when someone has more than `limit`, else
- * at most `limit`: read in the update's transaction from the customers ordering more than `limit`
- * (one is enough) and those with a live hold (as many as there are live holds). Every buy and
+ * at most `limit`: read in the update's transaction from the customer with the most orders beyond
+ * `limit` (the refusal names the most, as on every store) and those with a live hold (as many as
+ * there are live holds). Every buy and
  * reservation writes the sale document this transaction reads, so none slips in between.
  */
 async function mostUnits(step: SaleStep, customers: CollectionReference, limit: number): Promise<number> {
   const [ordered, holding] = await Promise.all([
-    step.query(customers.where('o', '>', limit).limit(1)),
+    step.query(customers.where('o', '>', limit).orderBy('o', 'desc').limit(1)),
     step.query(customers.where('he', '>', step.now)),
   ]);
   const units = (c: CustomerDoc) => c.o + (c.h !== null && c.he > step.now ? c.hq : 0);

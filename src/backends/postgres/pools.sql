@@ -355,5 +355,5 @@ GROUP BY u.code, u.claimant, m.per_claimant HAVING count(*) > m.per_claimant
 LIMIT 100
 
 -- name: multiUseRedeem
--- $1 pool name, $2 code, $3 claimant or null, $4 order → one row (see multi_use_redeem in 009)
+-- $1 pool name, $2 code, $3 claimant or null, $4 order → one row (see functions/multi_use_redeem.sql)
 SELECT * FROM multi_use_redeem($1, $2, $3::text, $4)

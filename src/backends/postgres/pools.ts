@@ -3,7 +3,7 @@
  * (import-codes.ts). Each operation is one statement or one transaction; multi-step ones follow
  * the lock order of pools.sql (code rows → counter shard → pool row).
  */
-import { refusal } from '../../core/refusals.js';
+import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PoolBackend } from '../../core/pools/backend.js';
@@ -26,7 +26,6 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { unredeemedEvent } from '../../core/events.js';
-import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
 import {
   judgeHold,
   judgeLimitChange,
@@ -39,7 +38,8 @@ import {
   type CodeState,
   type PoolRules,
 } from '../../core/model/pools.js';
-import { overLimitViolation, usesOf } from '../shared/pool-rules.js';
+import { multiUseCode, useOf } from '../shared/pool-rules.js';
+import { sqlPoolViolations } from '../shared/sql-pool-audit.js';
 import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { PgClaims } from './claim.js';
@@ -111,6 +111,8 @@ interface MultiUseRow {
   o_uses: number;
   o_starts: Date | null;
   o_expires: Date | null;
+  o_at: Date | null;
+  o_limit: number | null;
   o_claimant: string | null;
   o_used_at: Date | null;
   o_pool_starts: Date | null;
@@ -376,27 +378,18 @@ export class PgPools implements PoolBackend {
         throw notFound('pool', pool);
       case 'no_code':
         return undefined;
-      case 'other_claimant':
-        throw refusal('order_of_other_claimant', { code, orderId });
-      case 'pool_not_yet_valid':
-      case 'pool_expired':
-        throw outsideWindow(
-          pool,
-          { startsAt: iso(r.o_pool_starts), expiresAt: iso(r.o_pool_expires) },
-          r.o_outcome === 'pool_expired' ? 'expired' : 'not_yet_valid',
-        );
-      case 'code_not_yet_valid':
-        throw codeOutsideWindow(code, 'not_yet_valid', iso(r.o_starts)!);
-      case 'code_expired':
-        throw codeOutsideWindow(code, 'expired', iso(r.o_expires)!);
-      case 'exhausted':
-        throw refusal('uses_exhausted', { code, max: r.o_max });
-      case 'claimant_required':
-        throw refusal('claimant_required', { code });
-      case 'per_claimant':
-        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: r.o_per! });
       default:
-        throw new Error(`multi_use_redeem answered ${r.o_outcome}`);
+        // a refusal by its reason id, with the instant and limit it names
+        throw scriptRefusal(r.o_outcome, {
+          pool,
+          code,
+          claimant,
+          orderId,
+          startsAt: iso(r.o_pool_starts),
+          expiresAt: iso(r.o_pool_expires),
+          at: iso(r.o_at),
+          max: r.o_limit,
+        });
     }
   }
 
@@ -619,103 +612,21 @@ export class PgPools implements PoolBackend {
       this.pool,
       async (client) => {
         const row = await this.poolRow(client, pool);
-        const violations: Violation[] = [];
-        for (const c of (await client.query<CodeRow>(Q.holderMismatch, [row.id])).rows) {
-          violations.push({
-            invariant: 'I1',
-            pool,
-            code: c.code,
-            message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}`,
-          });
-        }
-        for (const c of (await client.query<CodeRow>(Q.holdMismatch, [row.id])).rows) {
-          violations.push({
-            invariant: 'I1',
-            pool,
-            code: c.code,
-            claimant: c.hold_claimant!,
-            message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'`,
-          });
-        }
-        for (const m of (
-          await client.query<{ code: string; uses: number; max_uses: number; recorded: number }>(Q.multiUseMismatch, [
-            row.id,
-          ])
-        ).rows) {
-          violations.push({
-            invariant: 'I4',
-            pool,
-            code: m.code,
-            expected: m.recorded,
-            actual: m.uses,
-            message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded`,
-          });
-        }
-        for (const u of (
-          await client.query<{ code: string; claimant: string; n: number; per_claimant: number }>(
-            Q.multiUseOverClaimant,
-            [row.id],
-          )
-        ).rows) {
-          violations.push({
-            invariant: 'I2',
-            pool,
-            code: u.code,
-            claimant: u.claimant,
-            expected: u.per_claimant,
-            actual: u.n,
-            message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}`,
-          });
-        }
-        for (const k of (
-          await client.query<{ key: string; claimant: string; code: string; holder: string | null }>(
-            Q.keysWithForeignCodes,
-            [row.id],
-          )
-        ).rows) {
-          violations.push({
-            invariant: 'I2',
-            pool,
-            code: k.code,
-            claimant: k.claimant,
-            message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}`,
-          });
-        }
-        for (const c of (
-          await client.query<{ claimant: string; n: number }>(Q.claimantsOverLimit, [row.id, row.per_claimant_limit])
-        ).rows)
-          violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
-        const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
-        for (const { status, n } of (await client.query<{ status: CodeStatus; n: string }>(Q.countByStatus, [row.id]))
-          .rows) {
-          ledger[status] = Number(n);
-          ledger.total += Number(n);
-        }
-        const counters = toStats(row);
-        for (const k of Object.keys(ledger) as (keyof PoolStats)[]) {
-          if (counters[k] !== ledger[k])
-            violations.push({
-              invariant: 'I4',
-              pool,
-              expected: ledger[k],
-              actual: counters[k],
-              message: `counter '${k}' says ${counters[k]} but the codes say ${ledger[k]}`,
-            });
-        }
-        const { low_stock_events: crossings } = (
-          await client.query<{ low_stock_events: number }>(Q.lowStockState, [row.id])
-        ).rows[0]!;
-        const { n: events } = (await client.query<{ n: number }>(Q.lowStockEventCount, [pool])).rows[0]!;
-        if (events !== crossings) {
-          violations.push({
-            invariant: 'I7',
-            pool,
-            expected: crossings,
-            actual: events,
-            message: `${crossings} low-stock crossings were recorded but the outbox holds ${events} low-stock events`,
-          });
-        }
-        return violations;
+        const rows = async <R extends pg.QueryResultRow>(q: string, params: unknown[] = [row.id]) =>
+          (await client.query<R>(q, params)).rows;
+        const { low_stock_events: crossings } = (await rows<{ low_stock_events: number }>(Q.lowStockState))[0]!;
+        return sqlPoolViolations(pool, {
+          perClaimantLimit: row.per_claimant_limit,
+          counters: toStats(row),
+          byStatus: await rows(Q.countByStatus),
+          holderMismatch: await rows(Q.holderMismatch),
+          holdMismatch: await rows(Q.holdMismatch),
+          multiUseMismatch: await rows(Q.multiUseMismatch),
+          multiUseOverClaimant: await rows(Q.multiUseOverClaimant),
+          keysWithForeignCodes: await rows(Q.keysWithForeignCodes),
+          claimantsOverLimit: await rows(Q.claimantsOverLimit, [row.id, row.per_claimant_limit]),
+          lowStock: { crossings, events: (await rows<{ n: number }>(Q.lowStockEventCount, [pool]))[0]!.n },
+        });
       },
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
     );
@@ -883,30 +794,15 @@ const codeWindowOf = (c: { starts_at?: Date | null; expires_at?: Date | null }) 
   expiresAt: iso(c.expires_at ?? null),
 });
 
-/** A multi-use code: free while uses remain, redeemed when none do. */
-function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
-  return {
+const toMultiCode = (pool: string, m: MultiRow, byClaimant?: number): CodeInfo =>
+  multiUseCode(
     pool,
-    code: m.code,
-    status: m.uses < m.max_uses ? 'free' : 'redeemed',
-    claimant: null,
-    claimedAt: null,
-    redeemedAt: null,
-    orderId: null,
-    ...codeWindowOf(m),
-    uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
-  };
-}
+    { code: m.code, max: m.max_uses, used: m.uses, perClaimant: m.per_claimant, ...codeWindowOf(m) },
+    byClaimant,
+  );
 
-function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
-  return {
-    ...toMultiCode(pool, m),
-    status: 'redeemed',
-    claimant: use.claimant,
-    redeemedAt: use.used_at.toISOString(),
-    orderId: use.order_id,
-  };
-}
+const toUse = (pool: string, m: MultiRow, use: UseRow): CodeInfo =>
+  useOf(toMultiCode(pool, m), { claimant: use.claimant, at: use.used_at.toISOString(), orderId: use.order_id });
 
 /**
  * Runs a rule change or a deletion, again (up to 3 more times) when the server chose it as a

@@ -7,7 +7,8 @@ import {
   misListedViolation,
   overLimitViolation,
   unlistedViolation,
-  usesOf,
+  multiUseCode,
+  useOf,
 } from '../shared/pool-rules.js';
 import { withWindow } from '../shared/imported-code.js';
 import { codeOutsideWindow, outsideWindow } from '../../core/window.js';
@@ -56,13 +57,6 @@ interface MultiRecord {
   vs?: number;
   ve?: number;
 }
-
-/** The limit a script's `limit_reached` names, as its refusal reason. */
-const LIMIT_REASONS: Record<string, string> = {
-  holder: 'holder_at_limit',
-  pool: 'redemptions_pool',
-  claimant: 'redemptions_claimant',
-};
 
 const iso = (ms: string | number | undefined | null) =>
   ms === undefined || ms === null || ms === '' ? null : new Date(Number(ms)).toISOString();
@@ -286,24 +280,13 @@ export class RedisPools implements PoolBackend {
       if (this.multiUseCodes.size >= 10_000) this.multiUseCodes.clear();
       this.multiUseCodes.add(known);
     }
-    switch (use[0]) {
-      case 'use':
-        return {
-          ...toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord),
-          status: 'redeemed',
-          claimant: use[2] || null,
-          redeemedAt: iso(use[3]),
-          orderId: use[4]!,
-        };
-      case 'other_claimant':
-        throw refusal('order_of_other_claimant', { code, orderId });
-      case 'uses_exhausted':
-        throw refusal('uses_exhausted', { code, max: Number(use[1]) });
-      case 'per_claimant':
-        throw refusal('uses_per_claimant', { code, claimant: claimant!, max: Number(use[1]) });
-      default:
-        return this.codeReply(pool, code, use);
-    }
+    if (use[0] === 'use')
+      return useOf(toMultiCode(pool, code, JSON.parse(use[1]!) as MultiRecord), {
+        claimant: use[2] || null,
+        at: iso(use[3])!,
+        orderId: use[4]!,
+      });
+    return this.codeReply(pool, code, use, { claimant, orderId });
   }
 
   async unredeem(pool: string, code: string, orderId: string | null): Promise<CodeInfo> {
@@ -326,8 +309,7 @@ export class RedisPools implements PoolBackend {
       [code, orderId, randomUUID()],
     )) as string[];
     if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
-    if (back[0] === 'not_used') throw refusal('other_order', { code, orderId });
-    return this.codeReply(pool, code, back);
+    return this.codeReply(pool, code, back, { orderId });
   }
 
   async hold(pool: string, code: string, claimant: string, ttlMs: number): Promise<CodeInfo> {
@@ -634,21 +616,22 @@ export class RedisPools implements PoolBackend {
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
     if (head === 'held') throw refusal('held', { code, until: iso(rest[0])! });
     if (head === 'multi_use') throw refusal('multi_use_not_holdable', { code });
-    if (head === 'claimant_required') throw refusal('claimant_required', { code });
-    if (head === 'limit_reached') {
-      const [which, max, holder] = rest as [string, string, string];
-      throw scriptRefusal(LIMIT_REASONS[which] ?? which, {
+    if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
+    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
+    // a script's refusal by its reason id (with the status, limit and holder it names); the
+    // request's own claimant and order fill the rest of the context
+    if (head === 'refused') {
+      const [reason, status, max, holder] = rest;
+      throw scriptRefusal(reason, {
         pool,
-        claimant: holder,
+        code,
+        status,
+        claimant: holder || asked.claimant,
+        orderId: asked.orderId,
         limit: Number(max),
         max: Number(max),
       });
     }
-    if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
-    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
-    // a script's refusal by its reason id; the request's own claimant and order fill the context
-    if (head === 'conflict')
-      throw scriptRefusal(rest[0], { code, status: rest[1], claimant: asked.claimant, orderId: asked.orderId });
     const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] =
       reply as string[];
     return {
@@ -729,20 +712,12 @@ function toCode(pool: string, code: string, rec: CodeRecord, now?: number): Code
 }
 
 /** A multi-use code: free while uses remain, redeemed when none do. */
-function toMultiCode(pool: string, code: string, m: MultiRecord, byClaimant?: number): CodeInfo {
-  return {
+const toMultiCode = (pool: string, code: string, m: MultiRecord, byClaimant?: number): CodeInfo =>
+  multiUseCode(
     pool,
-    code,
-    status: m.u < m.m ? 'free' : 'redeemed',
-    claimant: null,
-    claimedAt: null,
-    redeemedAt: null,
-    orderId: null,
-    startsAt: iso(m.vs),
-    expiresAt: iso(m.ve),
-    uses: usesOf(m.m, m.u, m.p ?? null, byClaimant),
-  };
-}
+    { code, max: m.m, used: m.u, perClaimant: m.p ?? null, startsAt: iso(m.vs), expiresAt: iso(m.ve) },
+    byClaimant,
+  );
 
 /** The script's answer for a code that is not a single-use code of the pool. */
 const isCodeNotFound = (reply: unknown) => Array.isArray(reply) && reply[0] === 'not_found' && reply[1] === 'code';

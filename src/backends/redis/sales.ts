@@ -17,7 +17,7 @@
  * Durability is the server's: without AOF (appendfsync always) an acknowledged order can be lost
  * in a crash (docs/redis.md).
  */
-import { refusal } from '../../core/refusals.js';
+import { refusal, scriptRefusal } from '../../core/refusals.js';
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
@@ -258,7 +258,7 @@ export class RedisSales implements SaleBackend {
       case 'replayed':
         return { order: toOrder(saleId, JSON.parse(reply[1]!) as OrderRecord), replayed: reply[0] === 'replayed' };
       default:
-        throw this.refusal(saleId, customer, quantity, key, reply);
+        throw this.refusal(saleId, customer, key, reply);
     }
   }
 
@@ -280,25 +280,17 @@ export class RedisSales implements SaleBackend {
       if (answer[0] === 'not_found') throw notFound('sale', saleId);
       return answer;
     });
-    return this.holdReply(saleId, customer, quantity, key, reply);
+    return this.holdReply(saleId, customer, key, reply);
   }
 
   /** The answer of a reservation step (sale_reserve.lua, or sale_room_reserve.lua with a ticket). */
-  holdReply(saleId: string, customer: string, quantity: number, key: string | null, reply: string[]): HoldResult {
+  holdReply(saleId: string, customer: string, key: string | null, reply: string[]): HoldResult {
     switch (reply[0]) {
       case 'ok':
       case 'replayed':
         return { hold: toHold(JSON.parse(reply[1]!) as HoldRecord), replayed: reply[0] === 'replayed' };
-      case 'limit_reached':
-        throw refusal('sale_limit', {
-          sale: saleId,
-          customer,
-          units: Number(reply[1]),
-          quantity: Number(reply[2]),
-          limit: Number(reply[3]),
-        });
       default:
-        throw this.refusal(saleId, customer, quantity, key, reply);
+        throw this.refusal(saleId, customer, key, reply);
     }
   }
 
@@ -318,12 +310,8 @@ export class RedisSales implements SaleBackend {
       }
       case 'not_found':
         throw notFound('hold', holdId);
-      case 'cancelled':
-        throw refusal('hold_cancelled', { hold: holdId });
-      case 'hold_expired':
-        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(reply[1]!) });
-      case 'not_live':
-        throw refusal('sale_not_live', { sale: reply[2]!, status: 'cancelled' });
+      case 'refused':
+        throw refusedReply(reply, { hold: holdId });
       default:
         throw new Error(`sale_confirm.lua answered ${String(reply[0])}`);
     }
@@ -588,7 +576,7 @@ export class RedisSales implements SaleBackend {
     ) as Prepared;
   }
 
-  private refusal(saleId: string, customer: string, quantity: number, key: string | null, reply: string[]): Error {
+  private refusal(saleId: string, customer: string, key: string | null, reply: string[]): Error {
     switch (reply[0]) {
       case 'not_found':
         return notFound('sale', saleId);
@@ -596,24 +584,24 @@ export class RedisSales implements SaleBackend {
         const row = JSON.parse(reply[1]!) as { k: string; c: string; q: number };
         return refusal('key_reused', { key: key!, prior: { kind: row.k, quantity: row.q, customer: row.c } });
       }
-      case 'not_live':
-        return refusal('sale_not_live', { sale: saleId, status: reply[1] as Sale['status'] });
-      case 'limit_reached':
-        return refusal('sale_limit', {
-          sale: saleId,
-          customer,
-          units: Number(reply[1]),
-          quantity,
-          limit: Number(reply[2]),
-        });
-      case 'sold_out':
-        return refusal('sale_sold_out', { sale: saleId, available: Number(reply[1]) });
+      case 'refused':
+        return refusedReply(reply, { sale: saleId, customer });
       case 'ticket_required':
         return ticketRequired(saleId);
       default:
         return new Error(`sale script answered ${String(reply[0])}`);
     }
   }
+}
+
+/**
+ * A script's refusal, `{'refused', reason, field, value, …}`: its reason id from core/refusals.ts
+ * and the context it names (numbers come as integer replies) over what the request already says.
+ */
+function refusedReply(reply: unknown[], request: Record<string, unknown>): DibsError {
+  const context: Record<string, unknown> = { ...request };
+  for (let i = 2; i + 1 < reply.length; i += 2) context[String(reply[i])] = reply[i + 1];
+  return scriptRefusal(reply[1], context);
 }
 
 /** The audit's rules over one snapshot (sale_audit.lua): I2, I3, I4, I7. */

@@ -118,7 +118,7 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
         throw notAdmitted({ saleId, number: ticket.n, status: ticket.s, position: positionOf(room, ticket) });
       }
-      return this.sales.holdReply(saleId, customer, quantity, `ticket:${number}`, reply as string[]);
+      return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
     });
   }
 

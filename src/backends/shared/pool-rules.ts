@@ -1,5 +1,5 @@
 /** Pool audit checks and answers that every backend phrases the same way (refusals: core/refusals.ts). */
-import type { PoolStats, Violation } from '../../core/types.js';
+import type { CodeInfo, PoolStats, Violation } from '../../core/types.js';
 
 /** I4: every counter equals the count of codes in that state. */
 export function counterViolations(pool: string, counters: PoolStats, ledger: PoolStats): Violation[] {
@@ -14,15 +14,41 @@ export function counterViolations(pool: string, counters: PoolStats, ledger: Poo
     }));
 }
 
-/** The `uses` answer of a multi-use code. */
-export function usesOf(max: number, used: number, perClaimant: number | null, byClaimant?: number) {
+/** A multi-use code as a store read it (instants as ISO UTC). */
+export interface MultiUseFields {
+  code: string;
+  max: number;
+  used: number;
+  perClaimant: number | null;
+  startsAt: string | null;
+  expiresAt: string | null;
+}
+
+/** A multi-use code as answered: free while uses remain, redeemed when none do. */
+export function multiUseCode(pool: string, m: MultiUseFields, byClaimant?: number): CodeInfo {
   return {
-    max,
-    used,
-    remaining: Math.max(0, max - used),
-    perClaimant,
-    ...(byClaimant === undefined ? {} : { byClaimant }),
+    pool,
+    code: m.code,
+    status: m.used < m.max ? 'free' : 'redeemed',
+    claimant: null,
+    claimedAt: null,
+    redeemedAt: null,
+    orderId: null,
+    startsAt: m.startsAt,
+    expiresAt: m.expiresAt,
+    uses: {
+      max: m.max,
+      used: m.used,
+      remaining: Math.max(0, m.max - m.used),
+      perClaimant: m.perClaimant,
+      ...(byClaimant === undefined ? {} : { byClaimant }),
+    },
   };
+}
+
+/** One use of a multi-use code: the answer of its redeem. */
+export function useOf(code: CodeInfo, use: { claimant: string | null; at: string; orderId: string }): CodeInfo {
+  return { ...code, status: 'redeemed', claimant: use.claimant, redeemedAt: use.at, orderId: use.orderId };
 }
 
 /** I2: a claimant holding more codes than the pool's per-claimant limit. */

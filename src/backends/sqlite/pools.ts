@@ -39,7 +39,8 @@ import {
 import { mergePoolSettings } from '../../core/pools/rules.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { withWindow } from '../shared/imported-code.js';
-import { counterViolations, overLimitViolation, usesOf } from '../shared/pool-rules.js';
+import { multiUseCode, useOf } from '../shared/pool-rules.js';
+import { sqlPoolViolations } from '../shared/sql-pool-audit.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -472,91 +473,23 @@ export class SqlitePools implements PoolBackend {
       this.db
         .transaction(() => {
           const row = this.pool(pool);
-          const violations: Violation[] = [];
-          for (const c of this.stmt.holderMismatch.all(row.id) as CodeRow[]) {
-            violations.push({
-              invariant: 'I1',
-              pool,
-              code: c.code,
-              message: `code '${c.code}' is ${c.status} but its holder is ${c.claimant === null ? 'missing' : `'${c.claimant}'`}`,
-            });
-          }
-          for (const c of this.stmt.holdMismatch.all(row.id) as CodeRow[]) {
-            violations.push({
-              invariant: 'I1',
-              pool,
-              code: c.code,
-              claimant: c.hold_claimant!,
-              message: `code '${c.code}' is ${c.status}${c.claimant ? ` by '${c.claimant}'` : ''} but held for checkout by '${c.hold_claimant}'`,
-            });
-          }
-          for (const m of this.stmt.multiUseMismatch.all(row.id) as {
-            code: string;
-            uses: number;
-            max_uses: number;
-            recorded: number;
-          }[]) {
-            violations.push({
-              invariant: 'I4',
-              pool,
-              code: m.code,
-              expected: m.recorded,
-              actual: m.uses,
-              message: `multi-use code '${m.code}' counts ${m.uses} uses (of ${m.max_uses}) but ${m.recorded} are recorded`,
-            });
-          }
-          for (const u of this.stmt.multiUseOverClaimant.all(row.id) as {
-            code: string;
-            claimant: string;
-            n: number;
-            per_claimant: number;
-          }[]) {
-            violations.push({
-              invariant: 'I2',
-              pool,
-              code: u.code,
-              claimant: u.claimant,
-              expected: u.per_claimant,
-              actual: u.n,
-              message: `claimant '${u.claimant}' used multi-use code '${u.code}' ${u.n} times, limit is ${u.per_claimant}`,
-            });
-          }
-          for (const k of this.stmt.keysWithForeignCodes.all(row.id) as {
-            key: string;
-            claimant: string;
-            code: string;
-            holder: string | null;
-          }[]) {
-            violations.push({
-              invariant: 'I2',
-              pool,
-              code: k.code,
-              claimant: k.claimant,
-              message: `idempotency key '${k.key}' of '${k.claimant}' points at code '${k.code}' held by ${k.holder === null ? 'nobody' : `'${k.holder}'`}`,
-            });
-          }
-          for (const c of this.stmt.claimantsOverLimit.all(row.id, row.per_claimant_limit) as {
-            claimant: string;
-            n: number;
-          }[])
-            violations.push(overLimitViolation(pool, c.claimant, c.n, row.per_claimant_limit));
-          const ledger: PoolStats = { total: 0, free: 0, claimed: 0, redeemed: 0, revoked: 0 };
-          for (const { status, n } of this.stmt.countByStatus.all(row.id) as { status: CodeStatus; n: number }[]) {
-            ledger[status] = n;
-            ledger.total += n;
-          }
-          violations.push(...counterViolations(pool, toStats(row), ledger));
-          const { n: events } = this.stmt.lowStockEventCount.get(pool) as { n: number };
-          if (events !== row.low_stock_events) {
-            violations.push({
-              invariant: 'I7',
-              pool,
-              expected: row.low_stock_events,
-              actual: events,
-              message: `${row.low_stock_events} low-stock crossings were recorded but the outbox holds ${events} low-stock events`,
-            });
-          }
-          return violations;
+          const rows = <R>(name: keyof typeof this.stmt, ...params: unknown[]) =>
+            this.stmt[name].all(...(params.length > 0 ? params : [row.id])) as R[];
+          return sqlPoolViolations(pool, {
+            perClaimantLimit: row.per_claimant_limit,
+            counters: toStats(row),
+            byStatus: rows('countByStatus'),
+            holderMismatch: rows('holderMismatch'),
+            holdMismatch: rows('holdMismatch'),
+            multiUseMismatch: rows('multiUseMismatch'),
+            multiUseOverClaimant: rows('multiUseOverClaimant'),
+            keysWithForeignCodes: rows('keysWithForeignCodes'),
+            claimantsOverLimit: rows('claimantsOverLimit', row.id, row.per_claimant_limit),
+            lowStock: {
+              crossings: row.low_stock_events,
+              events: (this.stmt.lowStockEventCount.get(pool) as { n: number }).n,
+            },
+          });
         })
         .deferred(),
     );
@@ -814,29 +747,12 @@ const codeWindowOf = (c: { starts_at: string | null; expires_at: string | null }
   expiresAt: c.expires_at,
 });
 
-/** A multi-use code: free while uses remain, redeemed when none do. */
-function toMultiCode(pool: string, m: MultiRow, byClaimant?: number): CodeInfo {
-  return {
+const toMultiCode = (pool: string, m: MultiRow, byClaimant?: number): CodeInfo =>
+  multiUseCode(
     pool,
-    code: m.code,
-    status: m.uses < m.max_uses ? 'free' : 'redeemed',
-    claimant: null,
-    claimedAt: null,
-    redeemedAt: null,
-    orderId: null,
-    startsAt: m.starts_at,
-    expiresAt: m.expires_at,
-    uses: usesOf(m.max_uses, m.uses, m.per_claimant, byClaimant),
-  };
-}
+    { code: m.code, max: m.max_uses, used: m.uses, perClaimant: m.per_claimant, ...codeWindowOf(m) },
+    byClaimant,
+  );
 
-/** One use of a multi-use code (the answer of its redeem). */
-function toUse(pool: string, m: MultiRow, use: UseRow): CodeInfo {
-  return {
-    ...toMultiCode(pool, m),
-    status: 'redeemed',
-    claimant: use.claimant,
-    redeemedAt: use.used_at,
-    orderId: use.order_id,
-  };
-}
+const toUse = (pool: string, m: MultiRow, use: UseRow): CodeInfo =>
+  useOf(toMultiCode(pool, m), { claimant: use.claimant, at: use.used_at, orderId: use.order_id });

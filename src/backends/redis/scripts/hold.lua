@@ -2,8 +2,8 @@
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] parked zset,
 -- KEYS[6] multi-use codes hash
 -- ARGV[1] code, ARGV[2] claimant, ARGV[3] ttl ms
--- Returns code reply | {'not_found', what} | {'multi_use'} | {'already_redeemed', at} | {'conflict', reason (a refusal id of core/refusals.ts), status}
---   | {'limit_reached', 'holder', max, claimant} | {'held', until} | {'not_yet_valid'|'expired', at[, 'code']}
+-- Returns code reply | {'not_found', what} | {'multi_use'} | {'already_redeemed', at} | {'refused', reason (a refusal id of core/refusals.ts), status, max, holder}
+--   | {'held', until} | {'not_yet_valid'|'expired', at[, 'code']}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then
@@ -13,14 +13,14 @@ end
 local rec = cjson.decode(raw)
 local claimant = ARGV[2]
 if rec.s == 'redeemed' then return { 'already_redeemed', tostring(rec.ra) } end
-if rec.s == 'revoked' then return { 'conflict', 'revoked', rec.s } end
+if rec.s == 'revoked' then return { 'refused', 'revoked', rec.s } end
 if rec.s == 'free' then
   -- only a public code is redeemable unclaimed; its redeemer will need room under the limit
-  if redis.call('HGET', KEYS[1], 'public') ~= '1' then return { 'conflict', 'not_held', rec.s } end
+  if redis.call('HGET', KEYS[1], 'public') ~= '1' then return { 'refused', 'not_held', rec.s } end
   local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
-  if #held_of(KEYS[3], claimant) >= limit then return { 'limit_reached', 'holder', tostring(limit), claimant } end
+  if #held_of(KEYS[3], claimant) >= limit then return { 'refused', 'holder_at_limit', rec.s, tostring(limit), claimant } end
 elseif rec.h ~= claimant then
-  return { 'conflict', 'other_holder' }
+  return { 'refused', 'other_holder' }
 end
 local now = now_ms()
 if hold_live(rec, now) and rec.hc ~= claimant then return { 'held', tostring(rec.hu) } end

@@ -2,13 +2,13 @@
 -- KEYS[1] pool hash, KEYS[2] multi-use codes hash, KEYS[3] uses hash, KEYS[4] uses per claimant hash,
 -- KEYS[5] events stream
 -- ARGV[1] code, ARGV[2] order, ARGV[3] event nonce
--- Returns {'ok', record JSON} | {'not_found', what} | {'not_used'}
+-- Returns {'ok', record JSON} | {'not_found', what} | {'refused', 'other_order'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
 local use_key = ARGV[1] .. '\n' .. ARGV[2]
 local prior = redis.call('HGET', KEYS[3], use_key)
-if not prior then return { 'not_used' } end
+if not prior then return { 'refused', 'other_order' } end
 local use = cjson.decode(prior)
 local rec = cjson.decode(raw)
 local now = now_ms()

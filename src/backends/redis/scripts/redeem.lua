@@ -3,9 +3,8 @@
 -- KEYS[6] parked zset, KEYS[7] claim times zset (held code -> claimed at; the forecasts' index)
 -- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
 -- ARGV[3] order ('' = none)
--- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'conflict', reason (a refusal id of core/refusals.ts)}
---   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'limit_reached', which, max, holder}
---   | {'claimant_required'} | {'held', until} (another claimant's live checkout hold)
+-- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'refused', reason (a refusal id of core/refusals.ts), status, max, holder}
+--   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'held', until} (another claimant's live checkout hold)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -18,12 +17,12 @@ end
 -- a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
 local direct = rec.s == 'free' and redis.call('HGET', KEYS[1], 'public') == '1'
 if direct then
-  if ARGV[2] == '' then return { 'claimant_required' } end
+  if ARGV[2] == '' then return { 'refused', 'claimant_required' } end
   local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
-  if #held_of(KEYS[3], ARGV[2]) >= limit then return { 'limit_reached', 'holder', tostring(limit), ARGV[2] } end
+  if #held_of(KEYS[3], ARGV[2]) >= limit then return { 'refused', 'holder_at_limit', rec.s, tostring(limit), ARGV[2] } end
 else
-  if rec.s ~= 'claimed' then return { 'conflict', 'not_held', rec.s } end
-  if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'conflict', 'other_holder' } end
+  if rec.s ~= 'claimed' then return { 'refused', 'not_held', rec.s } end
+  if ARGV[2] ~= '' and rec.h ~= ARGV[2] then return { 'refused', 'other_holder' } end
 end
 local holder = direct and ARGV[2] or rec.h
 local now = now_ms()
@@ -32,13 +31,13 @@ if hold_live(rec, now) and rec.hc ~= holder then return { 'held', tostring(rec.h
 local closed = window_closed(KEYS[1], now) or code_window_closed(rec, now)
 if closed then return closed end
 local limits = redis.call('HMGET', KEYS[1], 'maxr', 'maxrc', 'redeemed')
-if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'limit_reached', 'pool', limits[1], holder } end
+if limits[1] and limits[1] ~= '' and tonumber(limits[3]) >= tonumber(limits[1]) then return { 'refused', 'redemptions_pool', rec.s, limits[1], holder } end
 if limits[2] and limits[2] ~= '' then
   local n = 0
   for _, held in ipairs(held_of(KEYS[3], holder)) do
     if cjson.decode(redis.call('HGET', KEYS[2], held)).s == 'redeemed' then n = n + 1 end
   end
-  if n >= tonumber(limits[2]) then return { 'limit_reached', 'claimant', limits[2], holder } end
+  if n >= tonumber(limits[2]) then return { 'refused', 'redemptions_claimant', rec.s, limits[2], holder } end
 end
 rec.s, rec.ra, rec.hc, rec.hu = 'redeemed', now, nil, nil
 if ARGV[3] ~= '' then rec.o = ARGV[3] end

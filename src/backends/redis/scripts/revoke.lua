@@ -2,12 +2,12 @@
 -- KEYS[1] pool hash, KEYS[2] free zset, KEYS[3] codes hash, KEYS[4] held hash, KEYS[5] events stream,
 -- KEYS[6] parked zset, KEYS[7] claim times zset
 -- ARGV[1] code
--- Returns code reply | {'not_found', what} | {'conflict', 'already_revoked'}
+-- Returns code reply | {'not_found', what} | {'refused', 'already_revoked'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
 local rec = cjson.decode(raw)
-if rec.s == 'revoked' then return { 'conflict', 'already_revoked' } end
+if rec.s == 'revoked' then return { 'refused', 'already_revoked' } end
 local was = rec.s
 if rec.h then save_held(KEYS[4], rec.h, without(held_of(KEYS[4], rec.h), ARGV[1])) end
 if was == 'free' then

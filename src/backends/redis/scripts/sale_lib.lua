@@ -147,8 +147,9 @@ local function save_key(sale_id, key, kind, c, q, result)
 end
 
 -- The body of a reservation (sale_reserve.lua, and sale_room_reserve.lua with an admitted ticket).
--- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON} | {'not_live', status}
---   | {'ticket_required'} | {'limit_reached', units, more, limit} | {'sold_out', available}
+-- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON} | {'ticket_required'}
+--   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (sale_not_live, sale_limit,
+--   sale_sold_out; numbers as integer replies)
 local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   local r = replay_of(sale_id, key, 'reserve', c, q)
   if r then
@@ -159,16 +160,16 @@ local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   expire_stale(sale_id, now)
   local s = sale_state(sale_id)
   local status = status_of(s, now)
-  if status ~= 'live' then return { 'not_live', status } end
+  if status ~= 'live' then return { 'refused', 'sale_not_live', 'status', status } end
   -- a sale behind a waiting room is reserved only with an admitted ticket (sale_room_reserve)
   if not via_ticket and s.room == '1' then return { 'ticket_required' } end
   local units, own = units_of(sale_id, cust_of(sale_id, c))
   local own_units = own and own.q or 0
-  if units + q - own_units > tonumber(s.limit) then return { 'limit_reached', tostring(units), tostring(q - own_units), s.limit } end
+  if units + q - own_units > tonumber(s.limit) then return { 'refused', 'sale_limit', 'units', units, 'quantity', q - own_units, 'limit', tonumber(s.limit) } end
   if s.cap ~= '' then
     -- everyone else's holds count; the customer's own hold is being replaced
     local available = tonumber(s.cap) - tonumber(s.sold) - (tonumber(s.held) - own_units)
-    if q > available then return { 'sold_out', tostring(math.max(0, available)) } end
+    if q > available then return { 'refused', 'sale_sold_out', 'available', math.max(0, available) } end
   end
   local rec = own
   if rec then

@@ -2,13 +2,13 @@
 -- code.unredeemed event records it.
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] events stream
 -- ARGV[1] code, ARGV[2] order it must have been redeemed for ('' = any), ARGV[3] event nonce
--- Returns code reply | {'not_found', what} | {'conflict', reason (a refusal id of core/refusals.ts), status}
+-- Returns code reply | {'not_found', what} | {'refused', reason (a refusal id of core/refusals.ts), status}
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
 local rec = cjson.decode(raw)
-if rec.s ~= 'redeemed' then return { 'conflict', 'not_redeemed', rec.s } end
-if ARGV[2] ~= '' and rec.o ~= ARGV[2] then return { 'conflict', 'other_order' } end
+if rec.s ~= 'redeemed' then return { 'refused', 'not_redeemed', rec.s } end
+if ARGV[2] ~= '' and rec.o ~= ARGV[2] then return { 'refused', 'other_order' } end
 local now = now_ms()
 local name = redis.call('HGET', KEYS[1], 'name')
 local redeemed_at = iso_ms(rec.ra)
