@@ -79,7 +79,10 @@ let shim: string | undefined;
 /** Compiles clockshift.c once per test process. */
 export function clockShiftLibrary(): string {
   if (shim && existsSync(shim)) return shim;
-  const out = join(mkdtempSync(join(tmpdir(), 'dibs-clockshift-')), 'clockshift.so');
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-'));
+  // readable by servers that drop root (PostgreSQL runs as user postgres)
+  chmodSync(dir, 0o755);
+  const out = join(dir, 'clockshift.so');
   const source = new URL('./clockshift.c', import.meta.url).pathname;
   const built = spawnSync('cc', ['-O2', '-Wall', '-Werror', '-shared', '-fPIC', '-o', out, source], {
     encoding: 'utf8',
