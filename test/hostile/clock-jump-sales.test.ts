@@ -324,7 +324,12 @@ for (const kind of stores)
       }
     });
 
-    it('a 3-process reserve/confirm/buy storm through forward and backward jumps: the ledger holds', async () => {
+    // SQLite and Redis Cluster run their storm under FAULTS_LONG=1 only (the CI time budget); their
+    // deterministic rounds above run everywhere
+    const longOnly = !LONG && ['SQLite', 'Redis Cluster'].includes(kind.label) ? 'FAULTS_LONG=1 only' : false;
+    it('a 3-process reserve/confirm/buy storm through forward and backward jumps: the ledger holds', {
+      skip: longOnly,
+    }, async () => {
       const sku = `STORM-${uniqueId('x')}`;
       const cap = LONG ? 150 : 20;
       const sale = await liveSale(sku, cap);

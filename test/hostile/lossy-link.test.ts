@@ -9,6 +9,7 @@
  * (test/support/link-rounds.ts): claims by the product's verifier, buys by the sale ledger, locks by
  * the history checker on a fenced table reached over the same lossy links.
  */
+import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LONG } from '../support/faults.js';
 import { buyRound, claimRound, type LinkRound, lockRound, type StoreKind } from '../support/link-rounds.js';
@@ -44,13 +45,25 @@ describe(`claims, buys and locks over links losing ${LOSS} % of packets`, {
         for (const link of env().links) env().net.heal(link);
       },
       report: () => `${LOSS} % loss each way, ${dropped} packets dropped`,
+      felt: () => assert.ok(dropped > 0, 'the links dropped packets'),
       size: LONG ? { claimants: 12_000, buyers: 2400, lockMs: 60_000 } : { claimants: 1600, buyers: 400, lockMs: 8000 },
     };
   };
+  // CI (the time budget) runs one round per operation — Redis claims, PostgreSQL buys, Redis locks;
+  // FAULTS_LONG=1 runs all six, larger
+  const ci = (kind: StoreKind, op: string) =>
+    LONG || (kind === 'redis' ? op !== 'buys' : op === 'buys') ? false : 'FAULTS_LONG=1 only';
   for (const kind of ['postgres', 'redis'] as const) {
-    it(`${kind}: claim storm from two hosts — client ledger clean`, () => claimRound(round(kind), kind));
-    it(`${kind}: flash sale from two hosts — every acknowledged order kept, sold ≤ cap`, () =>
-      buyRound(round(kind), kind));
-    it(`${kind}: lock storm from two hosts, TTL 1.5 s — history valid`, () => lockRound(round(kind), kind));
+    it(`${kind}: claim storm from two hosts — client ledger clean`, { skip: ci(kind, 'claims') }, () =>
+      claimRound(round(kind), kind),
+    );
+    it(
+      `${kind}: flash sale from two hosts — every acknowledged order kept, sold ≤ cap`,
+      { skip: ci(kind, 'buys') },
+      () => buyRound(round(kind), kind),
+    );
+    it(`${kind}: lock storm from two hosts, TTL 1.5 s — history valid`, { skip: ci(kind, 'locks') }, () =>
+      lockRound(round(kind), kind),
+    );
   }
 });

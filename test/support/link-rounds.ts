@@ -33,6 +33,8 @@ export interface LinkRound {
   heal(): void;
   /** What the fault did, for the report line (e.g. "1,234 packets dropped"). */
   report(): string;
+  /** Asserts that the fault really happened (e.g. packets were dropped), after `heal()`. */
+  felt?(): void;
   size: { claimants: number; buyers: number; lockMs: number };
 }
 
@@ -87,6 +89,7 @@ export async function claimRound(round: LinkRound, label: string): Promise<void>
       },
     }).finally(() => round.heal());
     assert.ok(faulted, 'the fault was on while the storm ran');
+    round.felt?.();
     const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
     assert.deepEqual(
       [...new Set(errors.map((o) => o.error))].filter((e) => e !== 'unavailable'),
@@ -142,6 +145,7 @@ export async function buyRound(round: LinkRound, label: string): Promise<void> {
       timeoutMs: 240_000,
       during: async () => round.fault(),
     }).finally(() => round.heal());
+    round.felt?.();
     const seen = await assertBuysSurvived(dibs, () => me.storedOrders(sku, sale.id), sale.id, cap, outcomes);
     console.log(
       `[link] ${label} buys: ${round.report()}; answers ${outcomes.length}, unavailable ${seen.unavailable} (${seen.retried} keyed, retried), sold ${seen.sold}/${cap}, violations 0`,
@@ -178,6 +182,7 @@ export async function lockRound(round: LinkRound, label: string): Promise<void> 
     const result = await runHistory(runs, () => resource.log(), round.size.lockMs + 120_000).finally(() =>
       round.heal(),
     );
+    round.felt?.();
     console.log(`[link] ${label} locks: ${round.report()}; rounds retried ${result.unavailable}`);
     console.log(formatVerdict(`${label} lock storm`, result.verdict));
     assert.deepEqual(result.verdict.violations, []);
