@@ -217,14 +217,17 @@ for (const kind of stores)
         }
       });
 
-    it('a 3-process lock storm through forward and backward jumps: history valid on the fenced resource', async () => {
+    // SQLite's storm (workers on three clocks) runs under FAULTS_LONG=1 only: the CI time budget
+    const longOnly = !LONG && kind.label === 'SQLite' ? 'FAULTS_LONG=1 only' : false;
+    it('a 3-process lock storm through forward and backward jumps: history valid on the fenced resource', {
+      skip: longOnly,
+    }, async () => {
       const tag = uniqueId('j').toLowerCase();
       const setup = await open(kind.scoped(store.url, tag));
       await setup.close();
       const resource = new GuardedResource({ url: TEST_PG, schema: tag });
       await resource.create();
-      // SQLite (added later) keeps its CI round short: the suite's time budget
-      const durationMs = LONG ? 60_000 : kind.label === 'SQLite' ? 9000 : 16_000;
+      const durationMs = LONG ? 60_000 : 16_000;
       const config: HistoryWorkerConfig = {
         store: kind.scoped(store.url, tag),
         resource: resource.config,

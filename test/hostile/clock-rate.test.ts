@@ -77,7 +77,8 @@ for (const kind of stores)
       await store?.stop();
     });
 
-    for (const rate of [1.5, 0.5])
+    // CI (the time budget): the fast lease/hold round on Redis; FAULTS_LONG=1: everything
+    for (const rate of LONG ? [1.5, 0.5] : [1.5])
       it(`at ${rate}× real time a 2 s lease and a 2 s hold last 2 s / ${rate} of real time; fences still grow`, async () => {
         const dibs = await openDibs(kind.scoped(store.url, uniqueId('r').toLowerCase()));
         try {
@@ -145,13 +146,13 @@ for (const kind of stores)
         }
       });
 
-    for (const rate of LONG ? [1.5, 0.5] : [1.5])
+    for (const rate of LONG ? [1.5, 0.5] : [])
       it(`a 3-process lock storm with the store clock at ${rate}×: history valid on the fenced resource`, async () => {
         const tag = uniqueId('q').toLowerCase();
         await (await openDibs(kind.scoped(store.url, tag))).close(); // migrate once, before the workers
         const resource = new GuardedResource({ url: TEST_PG, schema: tag });
         await resource.create();
-        const durationMs = LONG ? 40_000 : 9000;
+        const durationMs = 20_000;
         const config: HistoryWorkerConfig = {
           store: kind.scoped(store.url, tag),
           resource: resource.config,
