@@ -12,6 +12,10 @@
  * - whatever the clock does, a hold that expired and whose unit was sold to someone else never
  *   comes back: every step first marks the stale holds expired, once, before it counts stock.
  *
+ * The same rounds run on SQLite, whose clock is each sharing process's own (the test's calls run in
+ * a clock-shifted agent; the storm's workers run on three clocks: one ahead, one real, one behind),
+ * and on a 3-master Redis Cluster where only the master owning the sale's slot jumps.
+ *
  * Proved here on each store: windows opening and closing with the jumps; holds expiring early and
  * lasting longer; a pool code's checkout hold expiring early and not coming back; a 3-process reserve/confirm/buy storm through a schedule of jumps judged by the
  * client-side ledger — every acknowledged order is stored, sold = acknowledged ≤ cap, audit clean.

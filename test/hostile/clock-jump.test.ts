@@ -16,7 +16,11 @@
  * table: no fence out of order, nothing acknowledged missing (overlapping holders are counted and
  * printed — a forward jump causes them by definition). On a 3-master Redis Cluster the same rounds
  * move every node's clock at once, and one more moves only the clock of the master that owns the
- * lock's slot (a lock lives on one node and reads that node's clock).
+ * lock's slot (a lock lives on one node and reads that node's clock). SQLite has no server: its
+ * clock is that of each process sharing the file (test/support/sqlite-clock.ts) — the test's calls
+ * run in an agent process whose clock jumps, and the storm's three workers each run on a clock of
+ * their own (one ahead, one real, one behind), so processes that disagree about the time share one
+ * lock table.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
