@@ -2,7 +2,7 @@
  * Store clock jumps on the Firestore emulator. dibs on Firestore decides every time by a
  * transaction's read time — the server's clock. The emulator (Java 17) runs with
  * test/support/clockshift.c preloaded: the JVM reads the wall clock through the C library
- * (System.currentTimeMillis → gettimeofday, Instant.now → clock_gettime), so the shim moves it.
+ * (clock_gettime / gettimeofday), so the shim moves it.
  *
  * What a jump means here differs from PostgreSQL and Redis: the emulator never hands out a read or
  * commit time below one it has already handed out (its versions only grow). So
