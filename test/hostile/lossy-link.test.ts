@@ -49,7 +49,7 @@ for (const LOSS of LONG ? [10, 30] : [30])
         felt: () => assert.ok(dropped > 0, 'the links dropped packets'),
         size: LONG
           ? { claimants: 12_000, buyers: 2400, lockMs: 60_000 }
-          : { claimants: 1600, buyers: 400, lockMs: 8000 },
+          : { claimants: 800, buyers: 400, lockMs: 8000 },
       };
     };
     // CI (the time budget) runs the Redis claim round only; FAULTS_LONG=1 runs all six, larger
