@@ -44,7 +44,7 @@ const skip = !LONG
   ? 'FAULTS_LONG=1 only'
   : !firestoreEmulatorInstalled()
     ? 'no Firestore emulator'
-    : (clockShiftUnavailable() ?? pgMissing);
+    : (clockShiftUnavailable({ redis: false }) ?? pgMissing);
 const codeOf = (p: Promise<unknown>) =>
   p.then(
     () => 'ok',

@@ -59,7 +59,7 @@ const stores: Array<{
     // no server: the clock is each sharing process's own; the test's calls run in a clock-shifted
     // agent, the storm's workers each on a clock of its own (test/support/sqlite-clock.ts)
     label: 'SQLite',
-    skip: clockShiftUnavailable() ?? pgMissing,
+    skip: clockShiftUnavailable({ redis: false }) ?? pgMissing,
     start: startFakeClockSqlite,
     scoped: (url, tag) => url.replace(/dibs\.db$/, `${tag}.db`),
     open: (store, url) => (store as FakeClockSqlite).dibs(url),
