@@ -16,12 +16,16 @@
  * table: no fence out of order, nothing acknowledged missing (overlapping holders are counted and
  * printed — a forward jump causes them by definition). On a 3-master Redis Cluster the same rounds
  * move every node's clock at once, and one more moves only the clock of the master that owns the
- * lock's slot (a lock lives on one node and reads that node's clock).
+ * lock's slot (a lock lives on one node and reads that node's clock). SQLite has no server: its
+ * clock is that of each process sharing the file (test/support/sqlite-clock.ts) — the test's calls
+ * run in an agent process whose clock jumps, and the storm's three workers each run on a clock of
+ * their own (one ahead, one real, one behind), so processes that disagree about the time share one
+ * lock table.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { openDibs } from '../../src/index.js';
+import { openDibs, type Dibs } from '../../src/index.js';
 import { lockKeys } from '../../src/backends/redis/keys.js';
 import { uniqueId } from '../support/assert.js';
 import {
@@ -39,6 +43,7 @@ import { formatVerdict } from '../support/history-checker.js';
 import { runHistory, type WorkerRun } from '../support/history-run.js';
 import type { HistoryWorkerConfig } from '../support/history-worker.js';
 import { requirePostgres, TEST_PG } from '../support/postgres.js';
+import { startFakeClockSqlite, type FakeClockSqlite } from '../support/sqlite-clock.js';
 
 // The guarded resource is a table on the shared PostgreSQL for both stores.
 const pgMissing = await requirePostgres();
@@ -47,7 +52,18 @@ const stores: Array<{
   skip: string | false;
   start(): Promise<FakeClockStore>;
   scoped(url: string, tag: string): string;
+  /** How the test process opens the store (default: here, openDibs). */
+  open?(store: FakeClockStore, url: string): Promise<Dibs>;
 }> = [
+  {
+    // no server: the clock is each sharing process's own; the test's calls run in a clock-shifted
+    // agent, the storm's workers each on a clock of its own (test/support/sqlite-clock.ts)
+    label: 'SQLite',
+    skip: clockShiftUnavailable({ redis: false }) ?? pgMissing,
+    start: startFakeClockSqlite,
+    scoped: (url, tag) => url.replace(/dibs\.db$/, `${tag}.db`),
+    open: (store, url) => (store as FakeClockSqlite).dibs(url),
+  },
   {
     label: 'PostgreSQL',
     skip: faketimeUnavailable() ?? pgMissing,
@@ -80,9 +96,10 @@ for (const kind of stores)
     });
 
     const serverOffsetS = async () => ((await store.now()) - Date.now()) / 1000;
+    const open = (url: string) => kind.open?.(store, url) ?? openDibs(url);
 
     it('fences strictly increase across forward and backward jumps; leases follow the store clock', async () => {
-      const dibs = await openDibs(kind.scoped(store.url, 'fences'));
+      const dibs = await open(kind.scoped(store.url, 'fences'));
       try {
         const fences: number[] = [];
         const steps: string[] = [];
@@ -108,7 +125,7 @@ for (const kind of stores)
     });
 
     it('a forward jump past the TTL lets a second holder in; the fenced resource refuses the first', async () => {
-      const dibs = await openDibs(kind.scoped(store.url, 'forward'));
+      const dibs = await open(kind.scoped(store.url, 'forward'));
       const resource = new GuardedResource({ url: TEST_PG, schema: uniqueId('g').toLowerCase() });
       await resource.create();
       try {
@@ -204,9 +221,13 @@ for (const kind of stores)
         }
       });
 
-    it('a 3-process lock storm through forward and backward jumps: history valid on the fenced resource', async () => {
+    // SQLite's storm (workers on three clocks) runs under FAULTS_LONG=1 only: the CI time budget
+    const longOnly = !LONG && kind.label === 'SQLite' ? 'FAULTS_LONG=1 only' : false;
+    it('a 3-process lock storm through forward and backward jumps: history valid on the fenced resource', {
+      skip: longOnly,
+    }, async () => {
       const tag = uniqueId('j').toLowerCase();
-      const setup = await openDibs(kind.scoped(store.url, tag));
+      const setup = await open(kind.scoped(store.url, tag));
       await setup.close();
       const resource = new GuardedResource({ url: TEST_PG, schema: tag });
       await resource.create();
@@ -221,7 +242,16 @@ for (const kind of stores)
         ttlMs: 3000,
         durationMs,
       };
-      const runs: WorkerRun[] = Array.from({ length: 3 }, () => ({ config }));
+      // SQLite: each worker on a clock of its own, moved by offset × (1 − i): one ahead, one real, one behind
+      const sqlite = kind.label === 'SQLite' ? (store as FakeClockSqlite) : undefined;
+      const runs: WorkerRun[] = Array.from({ length: 3 }, (_, i) => ({
+        config,
+        ...(sqlite ? { prefix: sqlite.workerPrefix(i) } : {}),
+      }));
+      const move = (offset: number) => {
+        if (!sqlite) return store.jump(offset);
+        for (let i = 0; i < 3; i++) sqlite.jumpWorker(i, offset * (1 - i));
+      };
       // offset (s) and how long it holds: forward past the TTL, back, far back, forward again, home
       const schedule: Array<[number, number]> = [
         [10, 3000],
@@ -236,7 +266,7 @@ for (const kind of stores)
         await sleep(2500);
         for (let round = 0; round < (LONG ? 4 : 1) && !done; round++) {
           for (const [offset, ms] of schedule) {
-            store.jump(offset);
+            move(offset);
             jumps.push(`${offset >= 0 ? '+' : ''}${offset} s`);
             await sleep(ms);
           }
@@ -267,7 +297,7 @@ for (const kind of stores)
       } finally {
         done = true;
         await jumping;
-        store.jump(0);
+        move(0);
         await resource.drop().finally(() => resource.close());
       }
     });

@@ -5,7 +5,9 @@
  * freezes a direction for 300 ms on 2 % of chunks (a lost segment's retransmission), connections
  * independently (answers on different connections arrive reordered). Lock storms from both worker
  * hosts with short TTLs run through it, every section writing through the fenced PostgreSQL table
- * (also behind the relay); the history checker must find nothing. Verdicts are printed.
+ * (also behind the relay); the history checker must find nothing. Verdicts are printed. Then a
+ * claim storm and a flash sale through the same relays (test/support/link-rounds.ts), judged by the
+ * client-side ledgers.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -18,6 +20,7 @@ import { GuardedResource } from '../support/guarded-resource.js';
 import { formatVerdict } from '../support/history-checker.js';
 import { runHistory, type WorkerRun } from '../support/history-run.js';
 import type { HistoryWorkerConfig } from '../support/history-worker.js';
+import { buyRound, claimRound, type LinkRound } from '../support/link-rounds.js';
 import { netnsUnavailable } from '../support/netns.js';
 import { hostileNetworkForSuite, type HostileNetwork } from '../support/netns-suite.js';
 
@@ -81,6 +84,32 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
     },
   ];
   for (const target of TARGETS) {
+    const round = (): LinkRound => ({
+      get env() {
+        return net;
+      },
+      kind: target.label as 'postgres' | 'redis',
+      storeAt: (i, tag) =>
+        target.label === 'postgres'
+          ? `${target.lockStore(net.links[i]!.addressA, tag)}`
+          : `redis://${net.links[i]!.addressA}:${ports.redis}/0?prefix=${tag}&commandTimeoutMs=2000`,
+      resourceAt: (i) => `postgres://postgres@${net.links[i]!.addressA}:${ports.postgres}/postgres`,
+      fault: () => undefined,
+      heal: () => undefined,
+      report: () =>
+        `through the relay (${LINK.delayMs} ms + ≤ ${LINK.jitterMs} ms each way, ${LINK.stallP * 100} % of chunks stalled ${LINK.stallMs} ms)`,
+      size: LONG ? { claimants: 8000, buyers: 1600, lockMs: 0 } : { claimants: 1200, buyers: 240, lockMs: 0 },
+    });
+    // FAULTS_LONG=1 only (the CI time budget); the lock round below runs everywhere
+    const longOnly = LONG ? false : 'FAULTS_LONG=1 only';
+    it(`${target.label}: claim storm from two hosts through the relay — client ledger clean`, { skip: longOnly }, () =>
+      claimRound(round(), `${target.label} (slow link)`),
+    );
+    it(
+      `${target.label}: flash sale from two hosts through the relay — every acknowledged order kept`,
+      { skip: longOnly },
+      () => buyRound(round(), `${target.label} (slow link)`),
+    );
     it(`${target.label}: 2 hosts × 2 processes, TTL 1.5 s, through the relay — history valid`, async () => {
       const tag = uniqueId('l').toLowerCase();
       const resource = new GuardedResource({ url: net.pg.localUrl, schema: tag });

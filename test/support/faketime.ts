@@ -46,21 +46,29 @@ export function faketimeUnavailable(): string | null {
   return why;
 }
 
-/** Why the Redis clock tests cannot run, or null; under CI a missing prerequisite throws. */
-export function clockShiftUnavailable(): string | null {
+/**
+ * Why the clockshift tests cannot run, or null; under CI a missing prerequisite throws. They need a
+ * C compiler, and redis-server unless `redis: false` (SQLite, the Firestore emulator).
+ */
+export function clockShiftUnavailable(options: { redis?: boolean } = {}): string | null {
   let why: string | null = null;
   if (spawnSync('cc', ['--version']).status !== 0)
     why = 'no C compiler `cc` to build test/support/clockshift.c (apt-get install gcc libc6-dev)';
-  else if (!redisServerInstalled()) why = 'redis-server is not installed';
-  if (why && process.env.CI === 'true') throw new Error(`Redis store clock tests (CI=true): ${why}`);
-  if (why) process.stderr.write(`\n*** SKIPPING Redis store clock tests: ${why}\n\n`);
+  else if (options.redis !== false && !redisServerInstalled()) why = 'redis-server is not installed';
+  if (why && process.env.CI === 'true') throw new Error(`clockshift store clock tests (CI=true): ${why}`);
+  if (why) process.stderr.write(`\n*** SKIPPING clockshift store clock tests: ${why}\n\n`);
   return why;
 }
 
 export interface FakeClockStore {
   url: string;
-  /** Sets the server's clock to the real clock plus `offsetS` seconds (negative: behind). */
+  /** Sets the server's clock to the real clock plus `offsetS` seconds (negative: behind), at real speed. */
   jump(offsetS: number): void;
+  /**
+   * From now on the server's clock runs at `factor` × real time (1.5: fast, 0.5: slow), without a
+   * jump at the change. Only on stores run under clockshift (not the libfaketime PostgreSQL).
+   */
+  rate?(factor: number): void;
   /** The server's own clock (ms since the epoch), as it answers now. */
   now(): Promise<number>;
   stop(): Promise<void>;
@@ -72,9 +80,12 @@ export interface FakeClockPostgres extends FakeClockStore {
 
 let shim: string | undefined;
 /** Compiles clockshift.c once per test process. */
-function clockShiftLibrary(): string {
+export function clockShiftLibrary(): string {
   if (shim && existsSync(shim)) return shim;
-  const out = join(mkdtempSync(join(tmpdir(), 'dibs-clockshift-')), 'clockshift.so');
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-'));
+  // readable by servers that drop root (PostgreSQL runs as user postgres)
+  chmodSync(dir, 0o755);
+  const out = join(dir, 'clockshift.so');
   const source = new URL('./clockshift.c', import.meta.url).pathname;
   const built = spawnSync('cc', ['-O2', '-Wall', '-Werror', '-shared', '-fPIC', '-o', out, source], {
     encoding: 'utf8',
@@ -85,16 +96,47 @@ function clockShiftLibrary(): string {
   return (shim = out);
 }
 
-/** The control file of one clock-shifted redis-server and the function that moves its clock. */
-function clockShiftControl(dir: string): { env: Record<string, string>; jump(offsetS: number): void } {
-  const control = join(dir, 'offset-ms');
-  // Written whole then renamed: the server never reads a half-written offset.
-  const jump = (offsetS: number) => {
-    writeFileSync(`${control}.next`, `${offsetS >= 0 ? '+' : ''}${Math.round(offsetS * 1000)}\n`);
+export interface ClockControl {
+  /** The environment that runs a process on this clock (LD_PRELOAD and the control file). */
+  env: Record<string, string>;
+  /** The argv prefix that does the same (`env LD_PRELOAD=… CLOCKSHIFT_FILE=…`). */
+  prefix: string[];
+  /** The clock reads real + `offsetS`, at real speed. */
+  jump(offsetS: number): void;
+  /** The clock runs at `factor` × real time from now on, continuing from where it reads now. */
+  rate(factor: number): void;
+}
+
+/**
+ * The control file of one clock-shifted process (or a group sharing it) and the functions that
+ * move its clock. The file is written whole then renamed: a reader never sees half an offset.
+ * The test process itself runs on the real clock, so its Date.now() is the true realtime the
+ * shim's anchor is measured on.
+ */
+export function clockShiftControl(dir: string, name = 'offset-ms'): ClockControl {
+  const control = join(dir, name);
+  let state = { offsetMs: 0, ratePm: 1000, anchorMs: 0 };
+  const write = () => {
+    const { offsetMs, ratePm, anchorMs } = state;
+    const text = ratePm === 1000 ? `${offsetMs >= 0 ? '+' : ''}${offsetMs}` : `${offsetMs} ${ratePm} ${anchorMs}`;
+    writeFileSync(`${control}.next`, `${text}\n`);
+    chmodSync(`${control}.next`, 0o644);
     renameSync(`${control}.next`, control);
   };
+  const jump = (offsetS: number) => {
+    state = { offsetMs: Math.round(offsetS * 1000), ratePm: 1000, anchorMs: 0 };
+    write();
+  };
+  const rate = (factor: number) => {
+    const now = Date.now();
+    // the offset the clock has reached by now, so that the change of speed does not jump it
+    const reached = state.offsetMs + Math.trunc(((now - state.anchorMs) * (state.ratePm - 1000)) / 1000);
+    state = { offsetMs: reached, ratePm: Math.round(factor * 1000), anchorMs: now };
+    write();
+  };
   jump(0);
-  return { env: { LD_PRELOAD: clockShiftLibrary(), CLOCKSHIFT_FILE: control }, jump };
+  const env = { LD_PRELOAD: clockShiftLibrary(), CLOCKSHIFT_FILE: control };
+  return { env, prefix: ['env', `LD_PRELOAD=${env.LD_PRELOAD}`, `CLOCKSHIFT_FILE=${control}`], jump, rate };
 }
 
 /** A Redis node's own clock (TIME, ms since the epoch). */
@@ -111,9 +153,9 @@ async function redisTime(url: string): Promise<number> {
 /** A redis-server (single node, no persistence) whose wall clock the test moves. */
 export async function startFakeClockRedis(): Promise<FakeClockStore> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-clockshift-redis-'));
-  const { env, jump } = clockShiftControl(dir);
+  const { env, jump, rate } = clockShiftControl(dir);
   const owned = await startRedis(['--appendonly', 'no'], dir, env);
-  return { url: owned.url, jump, now: () => redisTime(owned.url), stop: () => owned.stop() };
+  return { url: owned.url, jump, rate, now: () => redisTime(owned.url), stop: () => owned.stop() };
 }
 
 export interface FakeClockCluster extends FakeClockStore {
@@ -142,6 +184,9 @@ export async function startFakeClockCluster(): Promise<FakeClockCluster> {
     jump: (offsetS) => {
       for (const control of controls) control.jump(offsetS);
     },
+    rate: (factor) => {
+      for (const control of controls) control.rate(factor);
+    },
     jumpOwnerOf: (key, offsetS) => controlOf(key).jump(offsetS),
     now: () => redisTime(cluster.nodes[0]!.url),
     nowOf: (key) => redisTime(cluster.ownerOf(key).url),
@@ -152,7 +197,11 @@ export async function startFakeClockCluster(): Promise<FakeClockCluster> {
   };
 }
 
-export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
+/**
+ * A test-owned PostgreSQL whose clock the test moves: under libfaketime by default, or with
+ * `clockshift: true` under test/support/clockshift.c (which can also change the clock's rate).
+ */
+export async function startFakeClockPostgres(options: { clockshift?: boolean } = {}): Promise<FakeClockPostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-faketime-pg-'));
   const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const [uid, gid] = [id('-u'), id('-g')];
@@ -172,17 +221,23 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
   const control = join(dir, 'faketime');
   writeFileSync(control, '+0\n');
   chmodSync(control, 0o644);
+  const shifted = options.clockshift ? clockShiftControl(dir) : undefined;
   const port = await freePort();
   // libfaketime is loaded after the switch to user postgres (its semaphore must belong to it).
+  const preload = shifted
+    ? shifted.prefix.slice(1)
+    : [
+        `LD_PRELOAD=${LIB}`,
+        `FAKETIME_TIMESTAMP_FILE=${control}`,
+        'FAKETIME_NO_CACHE=1',
+        'FAKETIME_DONT_FAKE_MONOTONIC=1',
+      ];
   const child = spawn(
     'setpriv',
     [
       ...asPostgres,
       'env',
-      `LD_PRELOAD=${LIB}`,
-      `FAKETIME_TIMESTAMP_FILE=${control}`,
-      'FAKETIME_NO_CACHE=1',
-      'FAKETIME_DONT_FAKE_MONOTONIC=1',
+      ...preload,
       `${PG_BIN}/postgres`,
       '-D',
       join(dir, 'data'),
@@ -230,5 +285,6 @@ export async function startFakeClockPostgres(): Promise<FakeClockPostgres> {
     }
   }
   const now = async () => (await query<{ t: Date }>('SELECT clock_timestamp() AS t'))[0]!.t.getTime();
+  if (shifted) return { url, jump: shifted.jump, rate: shifted.rate, now, query, stop };
   return { url, jump: (offsetS) => writeFileSync(control, `${offsetS >= 0 ? '+' : ''}${offsetS}\n`), now, query, stop };
 }

@@ -50,10 +50,14 @@ export interface OwnedEmulator {
  * test files open WebSocket servers on ports of their own choosing): then it starts again on
  * another port, up to 3 times.
  */
-export async function startFirestoreEmulator(timeoutMs = 120_000): Promise<OwnedEmulator> {
+export async function startFirestoreEmulator(
+  timeoutMs = 120_000,
+  /** Added to the emulator's environment (e.g. an LD_PRELOAD that moves its clock). */
+  env: Record<string, string> = {},
+): Promise<OwnedEmulator> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(await freePort(), timeoutMs);
+      return await startOnce(await freePort(), timeoutMs, env);
     } catch (error) {
       if (!(error instanceof PortTaken) || attempt >= 3) throw error;
     }
@@ -62,14 +66,18 @@ export async function startFirestoreEmulator(timeoutMs = 120_000): Promise<Owned
 
 class PortTaken extends Error {}
 
-async function startOnce(port: number, timeoutMs: number): Promise<OwnedEmulator> {
+async function startOnce(port: number, timeoutMs: number, extraEnv: Record<string, string>): Promise<OwnedEmulator> {
   const host = `127.0.0.1:${port}`;
   let log = '';
   const child: ChildProcess = spawn(EMULATOR, ['start', `--host=127.0.0.1`, `--port=${port}`], {
     detached: true, // its own process group: the shell script, java and anything java starts die together
     stdio: ['ignore', 'pipe', 'pipe'],
     // a small heap and the serial collector: this machine has 2 cores and many neighbours
-    env: { ...process.env, JAVA_TOOL_OPTIONS: process.env.DIBS_FIRESTORE_JAVA_OPTIONS ?? '-Xmx768m -XX:+UseSerialGC' },
+    env: {
+      ...process.env,
+      JAVA_TOOL_OPTIONS: process.env.DIBS_FIRESTORE_JAVA_OPTIONS ?? '-Xmx768m -XX:+UseSerialGC',
+      ...extraEnv,
+    },
   });
   const keep = (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-4000);

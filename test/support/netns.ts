@@ -159,6 +159,39 @@ export class Network {
     if (result.status !== 0) throw new Error(`nft failed: ${result.stderr}`);
   }
 
+  /**
+   * Random packet loss on `link`, on the store's side: each packet the worker host sends and each
+   * packet the store sends it is dropped with probability `percent` % (nftables `numgen random`),
+   * independently — what a lossy path does below TCP, which retransmits. Replaces any fault already
+   * on the link; `heal()` removes it.
+   */
+  lose(link: Link, percent: number): void {
+    this.heal(link);
+    const table = `dibsfault${this.links.indexOf(link) + 1}`;
+    const n = Math.round(percent);
+    const script = [
+      `add table inet ${table}`,
+      `add chain inet ${table} input { type filter hook input priority 0 ; policy accept ; }`,
+      `add chain inet ${table} output { type filter hook output priority 0 ; policy accept ; }`,
+      `add rule inet ${table} input ip saddr ${link.addressB} numgen random mod 100 < ${n} counter drop`,
+      `add rule inet ${table} output ip daddr ${link.addressB} numgen random mod 100 < ${n} counter drop`,
+    ].join('\n');
+    const result = spawnSync('ip', ['netns', 'exec', link.a.name, 'nft', '-f', '-'], {
+      input: script,
+      encoding: 'utf8',
+    });
+    if (result.status !== 0) throw new Error(`nft failed: ${result.stderr}`);
+  }
+
+  /** Packets dropped so far by `lose()` on `link` (both directions), read from the rules' counters. */
+  dropped(link: Link): number {
+    const table = `dibsfault${this.links.indexOf(link) + 1}`;
+    const out = spawnSync('ip', ['netns', 'exec', link.a.name, 'nft', 'list', 'table', 'inet', table], {
+      encoding: 'utf8',
+    }).stdout;
+    return [...(out ?? '').matchAll(/counter packets (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  }
+
   heal(link: Link): void {
     spawnSync(
       'ip',
