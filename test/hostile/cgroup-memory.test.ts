@@ -6,8 +6,8 @@
  * (memory-limit.test.ts) this bounds everything the process holds: the heap, SQLite's page cache,
  * socket buffers, the code itself.
  *
- * A claim storm through HTTP (16 clients from this process, each claimant once) while two clients
- * export the whole pool over and over for memory pressure. If the kernel's OOM killer ends the
+ * A claim storm through HTTP (16 clients from this process, each claimant once) while one client
+ * (two with FAULTS_LONG=1) exports the whole pool over and over for memory pressure. If the kernel's OOM killer ends the
  * service, its supervisor (the test) starts it again in the same cgroup and the clients carry on
  * against the new process; a claim whose connection broke is unacknowledged. Judged by the client
  * ledger against the store afterwards (the product's verifier, as for every claim storm): only 201
@@ -36,7 +36,7 @@ const CODES = 10_000;
  * again mid-storm (32 times in 1,200 claims in one run) and every restart must lose nothing.
  */
 const ROUNDS = [
-  { limitMb: Number(process.env.DIBS_CGROUP_LIMIT_MB ?? 128), claimants: LONG ? 4000 : 600 },
+  { limitMb: Number(process.env.DIBS_CGROUP_LIMIT_MB ?? 128), claimants: LONG ? 4000 : 300 },
   ...(LONG ? [{ limitMb: 72, claimants: 1200 }] : []),
 ];
 
@@ -179,7 +179,8 @@ for (const { limitMb: LIMIT_MB, claimants: CLAIMANTS } of ROUNDS)
           }
         }
       };
-      const pressure = [exporter(), exporter()];
+      // (one exporter in CI: an export holds SQLite while it reads a batch, and the claims wait for it)
+      const pressure = LONG ? [exporter(), exporter()] : [exporter()];
       const startedAt = performance.now();
       await Promise.all(Array.from({ length: 16 }, claimer));
       const stormS = (performance.now() - startedAt) / 1000;

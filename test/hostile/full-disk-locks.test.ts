@@ -29,7 +29,7 @@ import { requirePostgres } from '../support/postgres.js';
 import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/redis.js';
 
 const skip = tmpfsUnavailable() ?? ((await requirePostgres()) || null);
-const DURATION_MS = LONG ? 20_000 : 4000;
+const DURATION_MS = LONG ? 20_000 : 3000;
 
 describe('locks on a full disk: SQLite', { skip: skip ?? false, timeout: 180_000 }, () => {
   const smallDisk = smallDiskForSuite(16);
