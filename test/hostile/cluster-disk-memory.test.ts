@@ -8,7 +8,7 @@
  * (test/support/storm.ts), buys (test/support/full-disk-sales.ts), locks on a guarded resource
  * (test/support/full-disk-locks.ts) — only `unavailable`, nothing acknowledged lost, recovery.
  *
- * maxmemory: every master's `maxmemory` lowered to 80 % of its memory in use (`noeviction`) while
+ * maxmemory (the same cluster, once its disk is free again): every master's `maxmemory` lowered to 80 % of its memory in use (`noeviction`) while
  * a 3-process claim storm, a 3-process paced buy storm and lock acquires run at once. Redis refuses
  * a script's first write that may grow memory only while the script has written nothing, so no
  * step is half done; checked: the claim ledger and pool audit, the buy ledger and sale audit, no
@@ -46,7 +46,7 @@ function ordersOf(cluster: OwnedCluster, prefix: string, sku: string) {
   };
 }
 
-describe('Redis Cluster on a full disk (AOF always)', {
+describe('Redis Cluster on a full disk (AOF always) and at maxmemory (noeviction)', {
   skip: redisSkip || diskSkip || false,
   timeout: 300_000,
 }, () => {
@@ -56,13 +56,16 @@ describe('Redis Cluster on a full disk (AOF always)', {
   let store: string;
   const prefix = 'cdisk';
   before(async () => {
-    cluster = await startCluster(['--appendonly', 'yes', '--appendfsync', 'always'], {
-      dirFor: (i) => {
-        const dir = join(smallDisk().dir, `node${i}`);
-        mkdirSync(dir);
-        return dir;
+    cluster = await startCluster(
+      ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'],
+      {
+        dirFor: (i) => {
+          const dir = join(smallDisk().dir, `node${i}`);
+          mkdirSync(dir);
+          return dir;
+        },
       },
-    });
+    );
     store = `${cluster.url}?prefix=${prefix}&commandTimeoutMs=2000`;
     dibs = await openDibs(store);
   });
@@ -145,17 +148,8 @@ describe('Redis Cluster on a full disk (AOF always)', {
         diskFault(smallDisk(), { afterMs: 300, fullMs: 1500, whileFull, supervised: supervisedCluster(cluster) }),
     });
   });
-});
 
-describe('Redis Cluster at maxmemory (noeviction)', { skip: redisSkip, timeout: 300_000 }, () => {
-  let cluster: OwnedCluster;
-  before(async () => {
-    cluster = await startCluster(['--appendonly', 'no', '--maxmemory-policy', 'noeviction']);
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
-
+  // the same cluster, its disk freed: maxmemory
   it('claims, buys and lock acquires at once: no partial step, only `unavailable`, ledgers clean, recovers', async () => {
     const prefix = 'coom';
     const store = `${cluster.url}?prefix=${prefix}&commandTimeoutMs=5000`;
