@@ -61,6 +61,14 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     await server?.stop();
   });
 
+  // PostgreSQL stops by itself once it needs a new WAL segment; freed 1.5 s after that
+  const walFault = () =>
+    diskFault(smallDisk(), {
+      afterMs: 300,
+      untilDown: { store: supervisedPg(server), maxMs: 20_000 },
+      fullMs: 1500,
+    });
+
   const httpClaim = async (claimant: string) => {
     const res = await app.inject({
       method: 'POST',
@@ -84,13 +92,6 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
       Array.from({ length: codes }, (_, i) => `W-${i}`),
     );
 
-    // PostgreSQL stops by itself once it needs a new WAL segment; freed 1.5 s after that
-    const walFault = () =>
-      diskFault(smallDisk(), {
-        afterMs: 300,
-        untilDown: { store: supervisedPg(server), maxMs: 20_000 },
-        fullMs: 1500,
-      });
     let fault: Promise<string> = Promise.resolve('');
     let stormDone = false;
     const start = () => {
@@ -213,12 +214,7 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
             (r) => r.id,
           ),
         ),
-      fault: () =>
-        diskFault(smallDisk(), {
-          afterMs: 300,
-          untilDown: { store: supervisedPg(server), maxMs: 20_000 },
-          fullMs: 1500,
-        }),
+      fault: walFault,
     });
   });
 });
