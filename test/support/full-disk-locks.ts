@@ -16,42 +16,16 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Dibs, Lease } from '../../src/index.js';
+import type { Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
 import { formatVerdict, type Verdict } from './history-checker.js';
+import { takeProbeLeases, whenBack } from './lease-probes.js';
 import { GuardedResource } from './guarded-resource.js';
 import { runHistory } from './history-run.js';
 import type { HistoryWorkerConfig } from './history-worker.js';
 import { TEST_PG } from './postgres.js';
 
 const KEYS = ['ledger', 'invoice'];
-const PROBE_TTL_MS = 120_000;
-
-/** Retries `unavailable` for up to ~30 s (a restarted store, a reconnecting handle). */
-export async function whenBack<T>(step: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await step();
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'unavailable' || attempt >= 300) throw error;
-      await sleep(100);
-    }
-  }
-}
-
-interface ProbeAnswers {
-  acquire?: Lease | string;
-  renew?: Lease | string;
-  release?: 'ok' | string;
-}
-
-const answer = <T>(p: Promise<T>): Promise<T | string> =>
-  p.then(
-    (v) => v,
-    (e: { code?: string }) => e.code ?? String(e),
-  );
-const shown = (a: Lease | string | undefined) => (typeof a === 'object' ? `ok (fence ${a.fence})` : String(a));
-
 export interface LockRoundResult {
   verdict: Verdict;
   unavailable: number;
@@ -73,19 +47,7 @@ export async function lockRoundOnFullDisk(options: {
   const resource = new GuardedResource({ url: TEST_PG, schema: uniqueId('gdisk').toLowerCase() });
   await resource.create();
   try {
-    // two leases held across the fault: one renewed while the disk is full, one released
-    const toRenew = await dibs.locks.acquire('probe-renew', { ttlMs: PROBE_TTL_MS });
-    const toRelease = await dibs.locks.acquire('probe-release', { ttlMs: PROBE_TTL_MS });
-    const probes: ProbeAnswers = {};
-    const whileFull = async () => {
-      // at once: a store that is down costs one command timeout, not three
-      [probes.acquire, probes.renew, probes.release] = await Promise.all([
-        answer(dibs.locks.acquire('probe-acquire', { ttlMs: PROBE_TTL_MS, waitMs: 0 })),
-        answer(dibs.locks.renew(toRenew, { ttlMs: PROBE_TTL_MS })),
-        answer(dibs.locks.release(toRelease).then(() => 'ok' as const)),
-      ]);
-      return `acquire ${shown(probes.acquire)}, renew ${shown(probes.renew)}, release ${probes.release}`;
-    };
+    const probes = await takeProbeLeases(dibs, 'probe');
     const config: HistoryWorkerConfig = {
       store: options.store,
       resource: resource.config,
@@ -106,7 +68,7 @@ export async function lockRoundOnFullDisk(options: {
     faulting = (async () => {
       const deadline = Date.now() + 60_000;
       while ((await resource.log()).length < 12 && Date.now() < deadline) await sleep(50);
-      return options.fault(whileFull);
+      return options.fault(() => probes.probe());
     })();
     const t0 = performance.now();
     const [{ verdict, unavailable, history }, faultLog] = await Promise.all([run, faulting]);
@@ -117,58 +79,20 @@ export async function lockRoundOnFullDisk(options: {
     console.log(formatVerdict(`${label} locks on a full disk`, verdict));
     assert.deepEqual(verdict.violations, [], 'the history on the guarded resource is valid');
 
-    // every probe answer is ok or `unavailable`
-    for (const [op, a] of Object.entries(probes))
-      assert.ok(typeof a === 'object' || a === 'ok' || a === 'unavailable', `${op} while full answered ${a}`);
     assert.ok(
-      unavailable > 0 || Object.values(probes).includes('unavailable'),
+      unavailable > 0 || Object.values(probes.answers).includes('unavailable'),
       'the full disk was felt by the lock calls',
     );
     // an ok answer is what the store kept, once it is back
-    const held = async (key: string) => (await whenBack(() => dibs.locks.inspect(key))).holders;
-    if (typeof probes.acquire === 'object') {
-      const fence = probes.acquire.fence;
-      assert.deepEqual(
-        (await held('probe-acquire')).map((h) => h.fence),
-        [fence],
-        'an acquire answered ok while the disk was full is a lease the store kept',
-      );
-    }
-    const renewHolders = await held('probe-renew');
-    assert.deepEqual(
-      renewHolders.map((h) => h.fence),
-      [toRenew.fence],
-      'the lease renewed (or not) while the disk was full is still held',
-    );
-    if (typeof probes.renew === 'object')
-      assert.equal(
-        renewHolders[0]!.expiresAt,
-        probes.renew.expiresAt,
-        'a renew answered ok while the disk was full is the expiry the store kept',
-      );
-    if (probes.release === 'ok')
-      assert.deepEqual(await held('probe-release'), [], 'a release answered ok left no holder');
-
+    const probeFences = await probes.check();
     // fences only grow: per key in grant order, and past every fence granted once the store is back
     const last = new Map<string, number>();
     for (const s of [...history.sections].sort((a, b) => a.grantAt - b.grantAt)) {
       assert.ok(s.fence > (last.get(s.key) ?? 0), `${s.key}: fence ${s.fence} granted after ${last.get(s.key)}`);
       last.set(s.key, s.fence);
     }
-    const before = new Map(last);
-    before.set('probe-renew', toRenew.fence);
-    before.set('probe-release', toRelease.fence);
-    if (typeof probes.acquire === 'object') before.set('probe-acquire', probes.acquire.fence);
+    const before = new Map([...last, ...probeFences]);
     for (const [key, fence] of before) {
-      // the probes' 120 s leases are still held (unless released): take past them
-      for (const h of await held(key)) {
-        if (h.fence === toRenew.fence) await whenBack(() => dibs.locks.release(toRenew));
-        if (h.fence === toRelease.fence) await whenBack(() => dibs.locks.release(toRelease));
-        if (typeof probes.acquire === 'object' && h.fence === probes.acquire.fence) {
-          const acquired = probes.acquire;
-          await whenBack(() => dibs.locks.release(acquired));
-        }
-      }
       const lease = await whenBack(() => dibs.locks.acquire(key, { ttlMs: 5000, waitMs: 10_000 }));
       assert.ok(lease.fence > fence, `${key}: fence ${lease.fence} after the disk was freed, ${fence} before`);
       await dibs.locks.release(lease);
