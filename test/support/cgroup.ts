@@ -64,6 +64,10 @@ export interface MemoryCgroup {
   dir: string;
   version: 1 | 2;
   limitBytes: number;
+  /** Moves the limit (down too: the kernel reclaims to it first); no swap either way. */
+  setLimit(bytes: number): void;
+  /** Memory charged to the cgroup now (bytes). */
+  usage(): number;
   /** argv that runs `argv` inside the cgroup. */
   wrap(argv: string[]): string[];
   /** Peak usage (bytes), and how many processes the kernel's OOM killer ended in it. */
@@ -79,16 +83,20 @@ export function createMemoryCgroup(limitMb: number): MemoryCgroup {
   const { version, parent } = found;
   const dir = join(parent, `dibs-${process.pid}-${Date.now()}`);
   mkdirSync(dir);
-  const limitBytes = limitMb * 1024 * 1024;
-  if (version === 1) {
-    writeFileSync(join(dir, 'memory.limit_in_bytes'), String(limitBytes));
-    // no swap either (where the kernel accounts it)
-    if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
-      writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
-  } else {
-    writeFileSync(join(dir, 'memory.max'), String(limitBytes));
-    if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
-  }
+  const memsw = join(dir, 'memory.memsw.limit_in_bytes');
+  const setLimit = (bytes: number) => {
+    if (version === 1) {
+      // memsw ≥ memory at every step (no swap either, where the kernel accounts it)
+      const lowering = bytes < Number(read(join(dir, 'memory.limit_in_bytes')));
+      if (lowering) writeFileSync(join(dir, 'memory.limit_in_bytes'), String(bytes));
+      if (existsSync(memsw)) writeFileSync(memsw, String(bytes));
+      if (!lowering) writeFileSync(join(dir, 'memory.limit_in_bytes'), String(bytes));
+    } else {
+      writeFileSync(join(dir, 'memory.max'), String(bytes));
+      if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
+    }
+    cgroup.limitBytes = bytes;
+  };
   let removed = false;
   const remove = () => {
     if (removed) return;
@@ -112,10 +120,12 @@ export function createMemoryCgroup(limitMb: number): MemoryCgroup {
     }
   };
   process.on('exit', remove);
-  return {
+  const cgroup: MemoryCgroup = {
     dir,
     version,
-    limitBytes,
+    limitBytes: 0,
+    setLimit,
+    usage: () => Number(read(join(dir, version === 1 ? 'memory.usage_in_bytes' : 'memory.current'))),
     wrap: (argv) => ['/bin/sh', '-c', `echo $$ > ${join(dir, 'cgroup.procs')} && exec "$@"`, 'sh', ...argv],
     stats: () => {
       if (version === 1)
@@ -130,4 +140,6 @@ export function createMemoryCgroup(limitMb: number): MemoryCgroup {
     },
     remove,
   };
+  setLimit(limitMb * 1024 * 1024);
+  return cgroup;
 }
