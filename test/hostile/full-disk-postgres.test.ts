@@ -31,21 +31,20 @@ import { LONG } from '../support/faults.js';
 import { buyStormOnFullDisk } from '../support/full-disk-sales.js';
 import { requirePgBinaries, startPgServer, type OwnedPgServer } from '../support/pg-cluster.js';
 import { assertStormInvariants, runClaimStorm, type StormOutcome } from '../support/storm.js';
-import { mountSmallDisk, tmpfsUnavailable, type SmallDisk } from '../support/tmpfs.js';
+import { diskFault, smallDiskForSuite, supervisedPg, tmpfsUnavailable } from '../support/full-disk.js';
 
 const skip = tmpfsUnavailable() ?? requirePgBinaries();
 
 describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeout: 300_000 }, () => {
-  let disk: SmallDisk;
+  const smallDisk = smallDiskForSuite(24);
   let server: OwnedPgServer;
   let dibs: Dibs;
   let app: FastifyInstance;
   let auth: string;
   let store: string;
   before(async () => {
-    disk = mountSmallDisk(24);
     server = await startPgServer({
-      waldir: `${disk.dir}/pg_wal`,
+      waldir: `${smallDisk().dir}/pg_wal`,
       walSegmentMb: 1,
       // a new segment file at every switch (no renaming of old ones): the full disk is met within 1 MB of WAL
       conf: ['wal_recycle = off', 'min_wal_size = 4MB', 'max_wal_size = 8MB', 'fsync = off'],
@@ -60,8 +59,15 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
     await app?.close();
     await dibs?.close();
     await server?.stop();
-    disk?.unmount();
   });
+
+  // PostgreSQL stops by itself once it needs a new WAL segment; freed 1.5 s after that
+  const walFault = () =>
+    diskFault(smallDisk(), {
+      afterMs: 300,
+      untilDown: { store: supervisedPg(server), maxMs: 20_000 },
+      fullMs: 1500,
+    });
 
   const httpClaim = async (claimant: string) => {
     const res = await app.inject({
@@ -86,23 +92,10 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
       Array.from({ length: codes }, (_, i) => `W-${i}`),
     );
 
-    let faultLog = '';
-    let fault: Promise<void> = Promise.resolve();
+    let fault: Promise<string> = Promise.resolve('');
     let stormDone = false;
     const start = () => {
-      fault = (async () => {
-        await sleep(300);
-        const taken = disk.fill();
-        const filledAt = performance.now();
-        // PostgreSQL stops by itself once it needs a new WAL segment
-        while (server.alive() && performance.now() - filledAt < 20_000) await sleep(50);
-        const stoppedMs = server.alive() ? null : performance.now() - filledAt;
-        await sleep(1500);
-        disk.free();
-        const restarted = !server.alive();
-        if (restarted) await server.restart();
-        faultLog = `disk filled 300 ms into the storm (${(taken / 1e6).toFixed(1)} MB); PostgreSQL ${stoppedMs === null ? 'stayed up' : `shut itself down ${stoppedMs.toFixed(0)} ms later`}; freed 1.5 s later${restarted ? ', then restarted (its supervisor)' : ''}`;
-      })();
+      fault = walFault();
     };
     // The service answers claims on the same pool all along.
     const http: Array<{ claimant: string; status: number; retryAfter: unknown; code?: string; error?: string }> = [];
@@ -121,6 +114,7 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
       }
     })();
     let outcomes: StormOutcome[];
+    let faultLog = '';
     try {
       outcomes = await runClaimStorm({
         store,
@@ -133,7 +127,7 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
         onStart: start,
       });
     } finally {
-      await fault;
+      faultLog = await fault;
       stormDone = true;
       await serving;
     }
@@ -220,18 +214,7 @@ describe('PostgreSQL with its WAL on a full disk', { skip: skip || false, timeou
             (r) => r.id,
           ),
         ),
-      fault: async () => {
-        await sleep(300);
-        const taken = disk.fill();
-        const filledAt = performance.now();
-        while (server.alive() && performance.now() - filledAt < 20_000) await sleep(50);
-        const stoppedMs = server.alive() ? null : performance.now() - filledAt;
-        await sleep(1500);
-        disk.free();
-        const restarted = !server.alive();
-        if (restarted) await server.restart();
-        return `disk filled 300 ms into the storm (${(taken / 1e6).toFixed(1)} MB); PostgreSQL ${stoppedMs === null ? 'stayed up' : `shut itself down ${stoppedMs.toFixed(0)} ms later`}; freed 1.5 s later${restarted ? ', then restarted (its supervisor)' : ''}`;
-      },
+      fault: walFault,
     });
   });
 });

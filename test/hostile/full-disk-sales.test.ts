@@ -10,7 +10,6 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
@@ -19,7 +18,7 @@ import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js'
 import { LONG } from '../support/faults.js';
 import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/redis.js';
 import { buyStormOnFullDisk } from '../support/full-disk-sales.js';
-import { mountSmallDisk, tmpfsUnavailable, type SmallDisk } from '../support/tmpfs.js';
+import { diskFault, smallDiskForSuite, supervisedRedis, tmpfsUnavailable } from '../support/full-disk.js';
 
 const skip = tmpfsUnavailable();
 const SKU = 'DISK';
@@ -28,20 +27,19 @@ const CAP = LONG ? 7000 : 1000;
 const ROUND = { sku: SKU, cap: CAP, buyers: LONG ? 6000 : 900, delayMs: 30 };
 
 describe('SQLite on a full disk: flash-sale buys', { skip: skip ?? false, timeout: 300_000 }, () => {
-  let disk: SmallDisk;
+  const smallDisk = smallDiskForSuite(16);
   let store: string;
   let dibs: Dibs;
   before(async () => {
-    disk = mountSmallDisk(16);
-    store = `sqlite:${disk.dir}/dibs.db`;
+    store = `sqlite:${smallDisk().dir}/dibs.db`;
     dibs = await openDibs(store);
   });
   after(async () => {
     await dibs?.close();
-    disk?.unmount();
   });
 
   it('a buy storm while the disk fills up and is freed: only `unavailable`, nothing acknowledged lost, sold ≤ cap, recovers by itself', async () => {
+    const disk = smallDisk();
     const storedOrders = async (saleId: string) => {
       const db = new Database(`${disk.dir}/dibs.db`, { readonly: true, fileMustExist: true });
       try {
@@ -57,18 +55,17 @@ describe('SQLite on a full disk: flash-sale buys', { skip: skip ?? false, timeou
       store,
       dibs,
       storedOrders,
-      fault: async (saleId) => {
-        await sleep(300);
-        const taken = disk.fill();
-        await sleep(1500);
-        // while still full, this process' handle fails the same way
-        const probe = await dibs.sales.buy(saleId, 'while-full', 1).then(
-          () => 'ok',
-          (e: { code?: string }) => e.code ?? String(e),
-        );
-        disk.free();
-        return `disk filled 300 ms into the storm (${(taken / 1e6).toFixed(1)} MB) for 1.5 s (a buy from this process meanwhile: ${probe})`;
-      },
+      fault: (saleId) =>
+        diskFault(disk, {
+          afterMs: 300,
+          fullMs: 1500,
+          // while still full, this process' handle fails the same way
+          whileFull: () =>
+            dibs.sales.buy(saleId, 'while-full', 1).then(
+              () => 'a buy from this process: ok',
+              (e: { code?: string }) => `a buy from this process: ${e.code ?? String(e)}`,
+            ),
+        }),
     });
     // nothing acknowledged lost after reopening the file either
     await dibs.close();
@@ -88,18 +85,15 @@ describe('Redis AOF on a full disk: flash-sale buys', {
   skip: skip ?? (redisServerInstalled() ? false : 'redis-server missing'),
   timeout: 300_000,
 }, () => {
-  let disk: SmallDisk;
+  const smallDisk = smallDiskForSuite(24);
   const owned: OwnedRedis[] = [];
-  before(() => {
-    disk = mountSmallDisk(24);
-  });
   after(async () => {
     for (const r of owned) await r.stop().catch(() => undefined);
-    disk?.unmount();
   });
 
   for (const policy of ['always', 'everysec'] as const) {
     it(`appendfsync ${policy}: buy storm while the disk fills up: only \`unavailable\`, nothing acknowledged lost, sold ≤ cap, recovers`, async () => {
+      const disk = smallDisk();
       const dir = join(disk.dir, policy);
       mkdirSync(dir);
       const redis = await startRedis(['--appendonly', 'yes', '--appendfsync', policy], dir);
@@ -107,7 +101,7 @@ describe('Redis AOF on a full disk: flash-sale buys', {
       const prefix = 'disk';
       const store = `${redis.url}?prefix=${prefix}&commandTimeoutMs=2000`;
       const dibs = await openDibs(store);
-      const down = () => redis.process.exitCode !== null || redis.process.signalCode !== null;
+      const supervised = supervisedRedis(redis);
       try {
         await buyStormOnFullDisk({
           label: `redis AOF ${policy}`,
@@ -122,19 +116,11 @@ describe('Redis AOF on a full disk: flash-sale buys', {
               raw.disconnect();
             }
           },
-          fault: async () => {
-            await sleep(300);
-            const taken = disk.fill();
-            await sleep(1500);
-            const exited = down();
-            disk.free();
-            if (exited) await redis.restart();
-            return `disk filled 300 ms into the storm (${(taken / 1e6).toFixed(1)} MB) for 1.5 s; redis ${exited ? 'exited, restarted after the disk was freed' : 'stayed up'}`;
-          },
+          fault: () => diskFault(disk, { afterMs: 300, fullMs: 1500, supervised }),
         });
       } finally {
         disk.free();
-        if (down()) await redis.restart().catch(() => undefined);
+        if (supervised.down()) await supervised.restart().catch(() => undefined);
         await dibs.close();
       }
     });

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
-import { mountSmallDisk, tmpfsUnavailable, type SmallDisk } from '../support/tmpfs.js';
+import { diskFault, smallDiskForSuite, supervisedRedis, tmpfsUnavailable } from '../support/full-disk.js';
 import { LONG } from '../support/faults.js';
 import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/redis.js';
 import { mkdirSync } from 'node:fs';
@@ -17,29 +17,16 @@ import { join } from 'node:path';
 
 const skip = tmpfsUnavailable();
 
-/** Fills the disk `afterMs` into the storm and keeps it full until `free()`. */
-function fillDuring(disk: SmallDisk, afterMs: number): { start(): void; filled(): Promise<number> } {
-  let run: Promise<number> = Promise.resolve(0);
-  return {
-    start() {
-      run = sleep(afterMs).then(() => disk.fill());
-    },
-    filled: () => run,
-  };
-}
-
 describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () => {
-  let disk: SmallDisk;
+  const smallDisk = smallDiskForSuite(16);
   let store: string;
   let dibs: Dibs;
   before(async () => {
-    disk = mountSmallDisk(16);
-    store = `sqlite:${disk.dir}/dibs.db`;
+    store = `sqlite:${smallDisk().dir}/dibs.db`;
     dibs = await openDibs(store);
   });
   after(async () => {
     await dibs?.close();
-    disk?.unmount();
   });
 
   it('a claim storm while the disk fills up and is freed: only `unavailable`, nothing acknowledged lost, recovers by itself', async () => {
@@ -49,7 +36,8 @@ describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () 
       'disk',
       Array.from({ length: codes }, (_, i) => `D-${i}`),
     );
-    const fault = fillDuring(disk, 200);
+    const disk = smallDisk();
+    let fault: Promise<string> = Promise.resolve('');
     const outcomes = await runClaimStorm({
       store,
       pool: 'disk',
@@ -57,13 +45,15 @@ describe('SQLite on a full disk', { skip: skip ?? false, timeout: 300_000 }, () 
       claimants: LONG ? 30_000 : 4000,
       concurrency: 4,
       timeoutMs: 240_000,
-      onStart: fault.start,
+      onStart: () => {
+        fault = diskFault(disk, { afterMs: 200 });
+      },
     });
-    const taken = await fault.filled();
+    const faultLog = await fault;
     const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
     const kinds = [...new Set(errors.map((o) => o.error))];
     console.log(
-      `[disk] sqlite claims: disk filled 200 ms into the storm (${(taken / 1e6).toFixed(1)} MB taken); answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`,
+      `[disk] sqlite claims: ${faultLog}; answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`,
     );
     assert.deepEqual(
       kinds.filter((e) => e !== 'unavailable'),
@@ -119,18 +109,15 @@ describe('Redis AOF on a full disk', {
   skip: skip ?? (redisServerInstalled() ? false : 'redis-server missing'),
   timeout: 300_000,
 }, () => {
-  let disk: SmallDisk;
+  const smallDisk = smallDiskForSuite(24);
   const owned: OwnedRedis[] = [];
-  before(() => {
-    disk = mountSmallDisk(24);
-  });
   after(async () => {
     for (const r of owned) await r.stop().catch(() => undefined);
-    disk?.unmount();
   });
 
   for (const policy of ['always', 'everysec'] as const) {
     it(`appendfsync ${policy}: claim storm while the disk fills up: only \`unavailable\`, nothing acknowledged lost, recovers`, async () => {
+      const disk = smallDisk();
       const dir = join(disk.dir, policy);
       mkdirSync(dir);
       const redis = await startRedis(['--appendonly', 'yes', '--appendfsync', policy], dir);
@@ -146,19 +133,10 @@ describe('Redis AOF on a full disk', {
         );
         // The fault: fill the disk 150 ms in, keep it full for 2 s, free it; a Redis that exited is
         // restarted on its port once space is back, as its supervisor would.
-        let faultLog = '';
-        let fault: Promise<void> = Promise.resolve();
-        const down = () => redis.process.exitCode !== null || redis.process.signalCode !== null;
+        const supervised = supervisedRedis(redis);
+        let fault: Promise<string> = Promise.resolve('');
         const start = () => {
-          fault = (async () => {
-            await sleep(150);
-            const taken = disk.fill();
-            await sleep(2000);
-            const exited = down();
-            disk.free();
-            if (exited) await redis.restart();
-            faultLog = `disk filled 150 ms into the storm (${(taken / 1e6).toFixed(1)} MB) for 2 s; redis ${exited ? 'exited, restarted after the disk was freed' : 'stayed up'}`;
-          })();
+          fault = diskFault(disk, { afterMs: 150, fullMs: 2000, supervised });
         };
         const outcomes = await runClaimStorm({
           store,
@@ -169,14 +147,14 @@ describe('Redis AOF on a full disk', {
           timeoutMs: 240_000,
           onStart: start,
         });
-        await fault;
+        const faultLog = await fault;
         const errors = outcomes.filter((o) => o.status === 'error' && o.error !== 'sold_out');
         const kinds = [...new Set(errors.map((o) => o.error))];
         console.log(
           `[disk] redis AOF ${policy}: ${faultLog}; answers ${outcomes.length}, failed ${errors.length} (${kinds.join(', ') || 'none'})`,
         );
         assert.ok(errors.length > 0, 'the full disk was felt by the clients');
-        if (down()) await redis.restart();
+        if (supervised.down()) await supervised.restart();
         // recovers: this process' handle, open through it all, claims again (reconnecting by itself)
         for (let attempt = 0; ; attempt++) {
           try {

@@ -12,7 +12,8 @@
  * in this process while maxmemory is reached, judged by the client ledger of the buys (every
  * acknowledged order stored, keyed retries replay or buy once, sold ≤ cap, the sale's audit clean)
  * and, for every lock acquire refused, no lease left behind (no partial script effect) and the key
- * taken again with a higher fence once the limit is lifted.
+ * taken again with a higher fence once the limit is lifted; an acquire, a renew and a release probed
+ * under the limit answer ok or `unavailable`, each ok as the store kept it (test/support/lease-probes.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -24,6 +25,7 @@ import { assertBuysSurvived, runSaleStorm, spread, type SaleOp, type SaleOutcome
 import { LONG } from '../support/faults.js';
 import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/redis.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
+import { takeProbeLeases } from '../support/lease-probes.js';
 
 describe('Redis out of memory mid-storm', { skip: !redisServerInstalled(), timeout: 300_000 }, () => {
   let redis: OwnedRedis;
@@ -126,8 +128,11 @@ describe('Redis out of memory mid-storm', { skip: !redisServerInstalled(), timeo
         fenceBefore.set(key, lease.fence);
         await dibs.locks.release(lease);
       }
+      // lock calls probed under the limit: an acquire, a renew and a release
+      const probes = await takeProbeLeases(dibs, 'oom-probe');
       const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
       await admin.config('SET', 'maxmemory', String(Math.floor(used * 0.8)));
+      let probed = '';
       const buyers = LONG ? 3000 : 600;
       const ops: SaleOp[] = Array.from({ length: buyers }, (_, i) => ({
         customer: `buyer-${i % (buyers / 2)}`,
@@ -149,6 +154,7 @@ describe('Redis out of memory mid-storm', { skip: !redisServerInstalled(), timeo
           timeoutMs: 240_000,
           // lock acquires, 4 at a time, for as long as the buys run
           during: async (done) => {
+            probed = await probes.probe();
             let i = 0;
             while (!done()) {
               await Promise.all(
@@ -175,6 +181,9 @@ describe('Redis out of memory mid-storm', { skip: !redisServerInstalled(), timeo
       console.log(
         `[oom] redis buys: maxmemory 80 % of the memory in use (${((used * 0.8) / 1e6).toFixed(2)} MB); buys ${outcomes.length}, ok ${outcomes.filter((o) => o.status === 'ok').length}, errors ${buyErrors.join(', ') || 'none'}; lock acquires ${locks.length}, granted ${granted.length}, errors ${lockErrors.join(', ') || 'none'}; memory after ${memory}`,
       );
+      // lock calls at maxmemory: ok or `unavailable`, and an ok is what the store kept
+      console.log(`[oom] redis: at maxmemory ${probed}`);
+      await probes.check();
       // buys: the ledger, read raw from the sale's orders hash
       const storedOrders = async () => {
         const raw = new Redis(redis.port, '127.0.0.1');

@@ -275,13 +275,19 @@ export interface OwnedCluster {
  * clock shift with its own control file). */
 export async function startCluster(
   persistence: string[] = ['--appendonly', 'no'],
-  options: { replicas?: number; nodeTimeoutMs?: number; envFor?: (node: number) => Record<string, string> } = {},
+  options: {
+    replicas?: number;
+    nodeTimeoutMs?: number;
+    envFor?: (node: number) => Record<string, string>;
+    /** Where node i keeps its files (AOF, nodes.conf), e.g. on a small disk; default a new temporary directory. */
+    dirFor?: (node: number) => string;
+  } = {},
 ): Promise<OwnedCluster> {
   const nodes: OwnedRedis[] = [];
   const replicas = options.replicas ?? 0;
   try {
     for (let i = 0; i < 3 * (1 + replicas); i++) {
-      const dir = mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
+      const dir = options.dirFor?.(i) ?? mkdtempSync(join(tmpdir(), 'dibs-cluster-'));
       nodes.push(
         await startRedis(
           [
