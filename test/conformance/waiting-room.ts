@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import type { Dibs, Ticket } from '../../src/index.js';
+import { drawnPlaces, type Dibs, type DibsError, type Ticket } from '../../src/index.js';
 import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
@@ -18,7 +18,15 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
     let n = 0;
     /** A live capped sale behind a waiting room. */
     const room = async (
-      options: { cap?: number; limit?: number; rate?: number; windowMs?: number; startsInMs?: number } = {},
+      options: {
+        cap?: number;
+        limit?: number;
+        rate?: number;
+        windowMs?: number;
+        startsInMs?: number;
+        fairStart?: boolean;
+        verification?: boolean;
+      } = {},
     ) => {
       const sale = await dibs.sales.create({
         sku: `WR-${++n}`,
@@ -30,6 +38,8 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       await dibs.waitingRooms.enable(sale.id, {
         admitPerSecond: options.rate ?? 1000,
         windowMs: options.windowMs ?? 60_000,
+        ...(options.fairStart ? { fairStart: true } : {}),
+        ...(options.verification ? { verification: true } : {}),
       });
       return sale.id;
     };
@@ -163,6 +173,88 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       assert.equal(a!.status, 'waiting');
       await sleep(1800);
       assert.equal((await status(sale, a!)).status, 'admitted');
+    });
+
+    it('a fair start draws the pre-queue once at the opening; later arrivals queue behind in order', async () => {
+      const sale = await room({ cap: 3, startsInMs: 1200, fairStart: true });
+      const early = await line(sale, 12);
+      for (const t of await Promise.all(early.map((e) => status(sale, e)))) {
+        assert.equal(t.status, 'waiting');
+        assert.equal(t.place, null, 'no place before the draw');
+        assert.equal(t.position, 11, 'before the draw, everyone else in the pre-queue');
+      }
+      const before = await dibs.waitingRooms.get(sale);
+      assert.equal(before.fairStart, true);
+      assert.equal(before.draw, null);
+      await sleep(1500);
+      const late1 = await dibs.waitingRooms.join(sale, 'late-1');
+      const late2 = await dibs.waitingRooms.join(sale, 'late-2');
+      const { draw } = await dibs.waitingRooms.get(sale);
+      assert.ok(draw, 'drawn at the opening');
+      assert.match(draw.seed!, /^[0-9a-f]{16}$/);
+      assert.equal(draw.preQueue, 12);
+      const places = drawnPlaces(draw.seed!, 12);
+      const now = await Promise.all(early.map((t) => status(sale, t)));
+      assert.deepEqual(
+        now.map((t) => t.place),
+        early.map((t) => places[t.number]),
+        'every place re-derives from the recorded seed',
+      );
+      assert.deepEqual(
+        now.filter((t) => t.status === 'admitted').map((t) => t.place!).sort((a, b) => a - b),
+        [1, 2, 3],
+        'the first three places are admitted',
+      );
+      assert.deepEqual(
+        [late1.number, late1.place, late2.number, late2.place],
+        [13, 13, 14, 14],
+        'arrivals after the opening keep arrival order, behind the pre-queue',
+      );
+      // drawn once: nothing moves on later steps
+      const again = await Promise.all(early.map((t) => status(sale, t)));
+      assert.deepEqual(
+        again.map((t) => t.place),
+        now.map((t) => t.place),
+      );
+      assert.deepEqual((await dibs.waitingRooms.get(sale)).draw, draw);
+    });
+
+    it('without a fair start the pre-queue keeps arrival order', async () => {
+      const sale = await room({ cap: 1, startsInMs: 1000 });
+      const early = await line(sale, 3);
+      assert.deepEqual(
+        early.map((t) => t.place),
+        [1, 2, 3],
+      );
+      await sleep(1300);
+      const { draw } = await dibs.waitingRooms.get(sale);
+      assert.equal(draw?.seed, null);
+      assert.equal((await status(sale, early[0]!)).status, 'admitted');
+    });
+
+    it('with verification, a ticket is admitted only once verified; the unverified keep their place', async () => {
+      const sale = await room({ cap: 2, verification: true });
+      const [a, b, c] = await line(sale, 3);
+      assert.deepEqual(
+        [a!.status, a!.verified],
+        ['waiting', false],
+      );
+      await assert.rejects(dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000), (e: DibsError) => {
+        assert.equal(e.code, 'not_admitted');
+        assert.equal((e.details as { verified?: boolean }).verified, false);
+        return true;
+      });
+      const vb = await dibs.waitingRooms.verify(sale, 'c2', b!.token);
+      assert.deepEqual([vb.verified, vb.status], [true, 'admitted']);
+      assert.equal((await status(sale, a!)).status, 'waiting', 'passed over, not admitted');
+      const va = await dibs.waitingRooms.verify(sale, 'c1', a!.token);
+      assert.equal(va.status, 'admitted', 'a verified ticket that was passed over goes in first');
+      assert.equal((await dibs.waitingRooms.verify(sale, 'c1', a!.token)).status, 'admitted', 'idempotent');
+      const vc = await dibs.waitingRooms.verify(sale, 'c3', c!.token);
+      assert.equal(vc.status, 'waiting', 'no units left for a third');
+      await rejectsWith(dibs.waitingRooms.verify(sale, 'c3', a!.token), 'invalid_ticket');
+      const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
+      assert.equal(hold.quantity, 1);
     });
 
     it('rejects bad settings and unknown rooms', async () => {
