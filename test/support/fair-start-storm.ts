@@ -123,7 +123,7 @@ export function fairStartStormSuite(
         cap,
         perCustomerLimit: 1,
       });
-      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 400, windowMs: 5000, fairStart: true });
+      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 400, windowMs: 20_000, fairStart: true });
       const ops: SaleOp[] = Array.from({ length: pre + late }, (_, i) => ({
         customer: `f${i}`,
         kind: 'reserve',
@@ -156,6 +156,12 @@ export function fairStartStormSuite(
         console.log('pre', span(t((o) => o.phase === 'pre')), 'late', span(t((o) => o.phase === 'late')),
           'polls', outcomes.filter((o) => o.step === 'poll').length, span(t((o) => o.step === 'poll')),
           'confirm', span(t((o) => o.step === 'confirm')));
+        const counts: Record<string, number> = {};
+        for (const o of outcomes) {
+          const k = `${o.step}:${o.status ?? ''}:${o.error ?? o.ticketStatus ?? ''}`;
+          counts[k] = (counts[k] ?? 0) + 1;
+        }
+        console.log(JSON.stringify(counts));
       }
       assert.deepEqual(checkFairStart({ outcomes, draw: room.draw, pre, late, cap }), []);
       assert.equal((await dibs.sales.get(sale.id)).stats.sold, cap);

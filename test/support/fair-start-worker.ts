@@ -59,9 +59,11 @@ async function shop([op, first]: [SaleOp, Ticket]): Promise<void> {
   }
   if (ticket.status !== 'admitted') return;
   let holdId: string;
+  // an abandoned hold lapses after the storm's short TTL; one that will be confirmed must outlive a loaded machine
+  const ttlMs = op.then === 'abandon' ? config.ttlMs : 60_000;
   try {
     holdId = (
-      await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, config.ttlMs))
+      await retrying(() => dibs.waitingRooms.reserve(config.sale, op.customer, ticket.token, op.quantity, ttlMs))
     ).hold.id;
     record({ ...base, step: 'reserve', status: 'ok', place: ticket.place, holdId });
   } catch (error) {
