@@ -312,7 +312,10 @@ export class ClientWaitingRooms {
     return this.http.call({ method: 'GET', path: `/v1/sales/${seg(sale)}/waiting-room` }, o);
   }
   join(sale: string, customer: string, o?: CallOptions): Promise<T.Ticket> {
-    return this.http.call({ method: 'POST', path: `/v1/sales/${seg(sale)}/waiting-room/tickets`, body: { customer } }, o);
+    return this.http.call(
+      { method: 'POST', path: `/v1/sales/${seg(sale)}/waiting-room/tickets`, body: { customer } },
+      o,
+    );
   }
   ticket(sale: string, customer: string, token: string, o?: CallOptions): Promise<T.Ticket> {
     return this.http.call(

@@ -365,10 +365,9 @@ const ticketCountsSchema = z
   .meta({ description: 'Tickets by status right now' });
 const roomDrawSchema = z
   .object({
-    seed: z
-      .string()
-      .nullable()
-      .meta({ description: '16 hex digits: drawOrder(seed, preQueue) re-derives the order; null without a fair start' }),
+    seed: z.string().nullable().meta({
+      description: '16 hex digits: drawOrder(seed, preQueue) re-derives the order; null without a fair start',
+    }),
     preQueue: z.number().int().meta({ description: 'Tickets in the pre-queue: arrival numbers 1..preQueue' }),
     drawnAt: timestamp,
   })
@@ -391,11 +390,10 @@ export const ticketSchema = z
     customer: z.string(),
     number: z.number().int().meta({ description: 'Arrival number, 1-based, in the order the store saw the arrivals' }),
     status: ticketStatusSchema,
-    place: z
-      .number()
-      .int()
-      .nullable()
-      .meta({ description: "Place in line: arrival order, or drawn at the opening for a fair start's pre-queue (null until then)" }),
+    place: z.number().int().nullable().meta({
+      description:
+        "Place in line: arrival order, or drawn at the opening for a fair start's pre-queue (null until then)",
+    }),
     verified: z.boolean().meta({ description: 'Verified for admission (always true without verification)' }),
     position: z
       .number()

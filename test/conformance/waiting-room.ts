@@ -201,7 +201,10 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
         'every place re-derives from the recorded seed',
       );
       assert.deepEqual(
-        now.filter((t) => t.status === 'admitted').map((t) => t.place!).sort((a, b) => a - b),
+        now
+          .filter((t) => t.status === 'admitted')
+          .map((t) => t.place!)
+          .sort((a, b) => a - b),
         [1, 2, 3],
         'the first three places are admitted',
       );
@@ -235,10 +238,7 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
     it('with verification, a ticket is admitted only once verified; the unverified keep their place', async () => {
       const sale = await room({ cap: 2, verification: true });
       const [a, b, c] = await line(sale, 3);
-      assert.deepEqual(
-        [a!.status, a!.verified],
-        ['waiting', false],
-      );
+      assert.deepEqual([a!.status, a!.verified], ['waiting', false]);
       await assert.rejects(dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000), (e: DibsError) => {
         assert.equal(e.code, 'not_admitted');
         assert.equal((e.details as { verified?: boolean }).verified, false);

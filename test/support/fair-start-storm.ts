@@ -77,7 +77,9 @@ export function checkFairStart(input: {
   for (const [number, seen] of told) {
     if (seen.size !== 1 || !seen.has(expected(number))) {
       if (++misplaced <= 3)
-        problems.push(`ticket ${number}: told place ${[...seen].join(', ')}, the recorded seed gives ${expected(number)}`);
+        problems.push(
+          `ticket ${number}: told place ${[...seen].join(', ')}, the recorded seed gives ${expected(number)}`,
+        );
     }
   }
   if (misplaced > 3) problems.push(`… ${misplaced} tickets in all were not where the recorded draw puts them`);
@@ -153,9 +155,17 @@ export function fairStartStormSuite(
         const t = (f: (o: FairOutcome) => boolean) => outcomes.filter(f).map((o) => o.at!);
         const base = Math.min(...t(() => true));
         const span = (xs: number[]) => `${Math.min(...xs) - base}..${Math.max(...xs) - base}`;
-        console.log('pre', span(t((o) => o.phase === 'pre')), 'late', span(t((o) => o.phase === 'late')),
-          'polls', outcomes.filter((o) => o.step === 'poll').length, span(t((o) => o.step === 'poll')),
-          'confirm', span(t((o) => o.step === 'confirm')));
+        console.log(
+          'pre',
+          span(t((o) => o.phase === 'pre')),
+          'late',
+          span(t((o) => o.phase === 'late')),
+          'polls',
+          outcomes.filter((o) => o.step === 'poll').length,
+          span(t((o) => o.step === 'poll')),
+          'confirm',
+          span(t((o) => o.step === 'confirm')),
+        );
         const counts: Record<string, number> = {};
         for (const o of outcomes) {
           const k = `${o.step}:${o.status ?? ''}:${o.error ?? o.ticketStatus ?? ''}`;

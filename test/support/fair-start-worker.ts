@@ -42,7 +42,15 @@ async function pool<T>(items: T[], width: number, each: (item: T) => Promise<voi
 async function join(op: SaleOp, phase: 'pre' | 'late'): Promise<[SaleOp, Ticket]> {
   const t0 = Date.now();
   const ticket = await retrying(() => dibs.waitingRooms.join(config.sale, op.customer));
-  record({ customer: op.customer, step: 'join', phase, t0, t1: Date.now(), number: ticket.number, place: ticket.place });
+  record({
+    customer: op.customer,
+    step: 'join',
+    phase,
+    t0,
+    t1: Date.now(),
+    number: ticket.number,
+    place: ticket.place,
+  });
   return [op, ticket];
 }
 

@@ -280,9 +280,7 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       fairStart: room.fair_start === 1,
       verification: room.verification === 1,
       draw:
-        room.drawn_at === null
-          ? null
-          : { seed: room.draw_seed, preQueue: room.pre_queue ?? 0, drawnAt: room.drawn_at },
+        room.drawn_at === null ? null : { seed: room.draw_seed, preQueue: room.pre_queue ?? 0, drawnAt: room.drawn_at },
       createdAt: room.created_at,
       tickets,
     };

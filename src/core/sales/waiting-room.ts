@@ -156,7 +156,11 @@ export function notAdmitted(
   return new DibsError('not_admitted', `ticket ${ticket.number} of sale '${ticket.saleId}' ${why}`, {
     field: 'ticket',
     retriable: ticket.status === 'waiting',
-    details: { status: ticket.status, position: ticket.position, ...(ticket.verified === false ? { verified: false } : {}) },
+    details: {
+      status: ticket.status,
+      position: ticket.position,
+      ...(ticket.verified === false ? { verified: false } : {}),
+    },
   });
 }
 
@@ -186,7 +190,11 @@ export function admissions(input: {
 }
 
 /** Waiting tickets ahead of one: by place once drawn; before a fair start's draw, the rest of the pre-queue. */
-export function ticketPosition(t: { status: TicketStatus; place: number | null }, through: number, joined: number): number {
+export function ticketPosition(
+  t: { status: TicketStatus; place: number | null },
+  through: number,
+  joined: number,
+): number {
   if (t.status !== 'waiting') return 0;
   if (t.place === null) return Math.max(0, joined - 1);
   return Math.max(0, t.place - through - 1);

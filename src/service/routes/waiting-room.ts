@@ -57,7 +57,10 @@ export function waitingRoomRoutes(app: FastifyInstance, { dibs }: ServiceContext
     },
     async (request) => {
       return guarded(request, (sale) =>
-        dibs.waitingRooms.enable(sale, pick(bodyObject(request), ['admitPerSecond', 'windowMs', 'fairStart', 'verification']) as never),
+        dibs.waitingRooms.enable(
+          sale,
+          pick(bodyObject(request), ['admitPerSecond', 'windowMs', 'fairStart', 'verification']) as never,
+        ),
       );
     },
   );
