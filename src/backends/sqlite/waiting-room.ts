@@ -118,8 +118,10 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
 
   join(saleId: string, customer: string): Promise<Ticket> {
     return write(this.db, this.options, () => {
-      // admission (and the opening's draw) before a newcomer: who joins after the opening is not in the pre-queue
-      const before = this.admit(saleId);
+      // a fair start not drawn yet: admission (which draws at the opening) before a newcomer, so
+      // that who joins after the opening is not in the pre-queue
+      let before = this.room(saleId);
+      if (before.fair_start === 1 && before.drawn_at === null) before = this.admit(saleId);
       if (!this.stmt.ticketOf.get(saleId, customer)) {
         const { number } = this.stmt.takeNumber.get(saleId) as { number: number };
         const preQueue = before.fair_start === 1 && before.drawn_at === null;
