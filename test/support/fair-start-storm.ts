@@ -151,28 +151,6 @@ export function fairStartStormSuite(
         },
       });
       const room = await dibs.waitingRooms.get(sale.id);
-      if (process.env.FAIR_TIMING) {
-        const t = (f: (o: FairOutcome) => boolean) => outcomes.filter(f).map((o) => o.at!);
-        const base = Math.min(...t(() => true));
-        const span = (xs: number[]) => `${Math.min(...xs) - base}..${Math.max(...xs) - base}`;
-        console.log(
-          'pre',
-          span(t((o) => o.phase === 'pre')),
-          'late',
-          span(t((o) => o.phase === 'late')),
-          'polls',
-          outcomes.filter((o) => o.step === 'poll').length,
-          span(t((o) => o.step === 'poll')),
-          'confirm',
-          span(t((o) => o.step === 'confirm')),
-        );
-        const counts: Record<string, number> = {};
-        for (const o of outcomes) {
-          const k = `${o.step}:${o.status ?? ''}:${o.error ?? o.ticketStatus ?? ''}`;
-          counts[k] = (counts[k] ?? 0) + 1;
-        }
-        console.log(JSON.stringify(counts));
-      }
       assert.deepEqual(checkFairStart({ outcomes, draw: room.draw, pre, late, cap }), []);
       assert.equal((await dibs.sales.get(sale.id)).stats.sold, cap);
       assert.deepEqual(await dibs.sales.audit(sale.id), []);
