@@ -245,6 +245,9 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       const vc = await dibs.waitingRooms.verify(sale, 'c3', c!.token);
       assert.equal(vc.status, 'waiting', 'no units left for a third');
       await rejectsWith(dibs.waitingRooms.verify(sale, 'c3', a!.token), 'invalid_ticket');
+      // a change of rate that leaves the other settings out keeps them
+      const changed = await dibs.waitingRooms.enable(sale, { admitPerSecond: 500, windowMs: 60_000 });
+      assert.deepEqual([changed.admitPerSecond, changed.verification, changed.fairStart], [500, true, false]);
       const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
       assert.equal(hold.quantity, 1);
     });

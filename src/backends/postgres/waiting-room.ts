@@ -86,8 +86,8 @@ export class PgWaitingRooms implements WaitingRoomBackend {
         spec.admitPerSecond,
         spec.windowMs,
         randomBytes(32).toString('base64url'),
-        spec.fairStart ?? false,
-        spec.verification ?? false,
+        spec.fairStart ?? null,
+        spec.verification ?? null,
       ]);
       return this.describe(client, await this.step(client, saleId, null, false));
     });

@@ -75,8 +75,8 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
           spec.admitPerSecond,
           spec.windowMs,
           randomBytes(32).toString('base64url'),
-          spec.fairStart ? '1' : '0',
-          spec.verification ? '1' : '0',
+          flag(spec.fairStart),
+          flag(spec.verification),
         ],
       );
       if (reply === 'not_found') throw notFound('sale', saleId);
@@ -186,6 +186,9 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
     });
   }
 }
+
+/** A setting for sale_room_enable: '1', '0', or '' to keep it as it is. */
+const flag = (on: boolean | undefined): string => (on === undefined ? '' : on ? '1' : '0');
 
 /** A fresh 64-bit seed for the draw, proposed with every step (only the step that draws uses it). */
 const drawSeed = (): string => randomBytes(8).toString('hex');

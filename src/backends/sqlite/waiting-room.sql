@@ -6,9 +6,10 @@ SELECT * FROM dibs_waiting_rooms WHERE sale_id = ?
 -- name: upsertRoom
 -- the bucket starts full: the first second's worth of tickets is admitted without a wait
 INSERT INTO dibs_waiting_rooms (sale_id, admit_per_second, window_ms, secret, budget, refilled_at, created_at, fair_start, verification)
-VALUES (@sale, @rate, @windowMs, @secret, max(1.0, @rate), @now, @now, @fair, @verification)
+VALUES (@sale, @rate, @windowMs, @secret, max(1.0, @rate), @now, @now, coalesce(@fair, 0), coalesce(@verification, 0))
+-- a setting left out (NULL) keeps its value
 ON CONFLICT (sale_id) DO UPDATE SET admit_per_second = excluded.admit_per_second, window_ms = excluded.window_ms,
-  fair_start = excluded.fair_start, verification = excluded.verification
+  fair_start = coalesce(@fair, fair_start), verification = coalesce(@verification, verification)
 
 -- name: ticketCounts
 SELECT status, count(*) AS n FROM dibs_tickets WHERE sale_id = ? GROUP BY status

@@ -102,8 +102,8 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
         windowMs: spec.windowMs,
         secret: randomBytes(32).toString('base64url'),
         now,
-        fair: spec.fairStart ? 1 : 0,
-        verification: spec.verification ? 1 : 0,
+        fair: spec.fairStart === undefined ? null : spec.fairStart ? 1 : 0,
+        verification: spec.verification === undefined ? null : spec.verification ? 1 : 0,
       });
       return this.describe(this.room(saleId));
     });

@@ -80,7 +80,10 @@ export interface Ticket {
 
 /** The store side. Every step first runs admission for the sale (expiry, rate, capacity, sold-out). */
 export interface WaitingRoomBackend {
-  /** Sale must exist and be capped. Replaces the settings of an existing room (keeps its tickets). */
+  /**
+   * Sale must exist and be capped. Replaces the settings of an existing room (keeps its tickets and
+   * any draw made); `fairStart`/`verification` left out keep their current value (false for a new room).
+   */
   enable(saleId: string, spec: WaitingRoomSpec): Promise<WaitingRoom>;
   get(saleId: string): Promise<WaitingRoom>;
   /** One ticket per customer: joining again returns the existing ticket. */
