@@ -163,8 +163,11 @@ describe('dibs CLI', () => {
     const verified = await runCli(['sales', 'room', 'verify', sale.id, 'ann', ann.token], { env });
     assert.equal(verified.code, 0, verified.stderr);
     assert.match(verified.stdout, /status +admitted/);
+    const rerated = await runCli(['sales', 'room', 'enable', sale.id, '--rate', '7'], { env });
+    assert.match(rerated.stdout, /verification +required before admission/, 'settings left out stay as they are');
+    assert.match(rerated.stdout, /fair start +yes/);
     const help = await runCli(['sales', 'room', 'enable', '--help'], { env });
-    assert.match(help.stdout, /--fair-start/);
+    assert.match(help.stdout, /--no-verification/);
   });
 
   it('creates a pool, imports a file and stdin, claims, reports and exports', async () => {

@@ -57,14 +57,17 @@ export function waitingRoomCommand(sales: Command): void {
     .option('--rate <n>', 'tickets admitted per second', rate, 10)
     .option('--window <seconds>', 'how long an admitted customer has to reserve', intOption('--window'), 120)
     .option('--fair-start', 'who joins before the sale opens gets a random place, drawn once at the opening')
+    .option('--no-fair-start', 'arrival order for the pre-queue again (left out: as it is; a new room: arrival order)')
     .option('--verification', 'admit a ticket only once verified (`dibs sales room verify`)')
+    .option('--no-verification', 'admit without verification again (left out: as it is; a new room: none)')
     .addHelpText(
       'after',
       `
 Examples:
   $ dibs sales room enable sale_… --rate 50 --window 120
   $ dibs sales room enable sale_… --rate 50 --fair-start                # random order for the pre-queue
-  $ dibs sales room enable sale_… --rate 50 --fair-start --verification # and a check before admission`,
+  $ dibs sales room enable sale_… --rate 50 --fair-start --verification # and a check before admission
+  $ dibs sales room enable sale_… --rate 80 --no-verification           # other settings stay as they are`,
     )
     .action(
       async (
@@ -76,8 +79,8 @@ Examples:
           const r = await dibs.waitingRooms.enable(sale, {
             admitPerSecond: opts.rate,
             windowMs: opts.window * 1000,
-            fairStart: opts.fairStart === true,
-            verification: opts.verification === true,
+            ...(opts.fairStart === undefined ? {} : { fairStart: opts.fairStart }),
+            ...(opts.verification === undefined ? {} : { verification: opts.verification }),
           });
           output(command, r, () => describeRoom(r));
         });
