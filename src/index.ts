@@ -24,7 +24,9 @@ export type {
   WaitingRoom,
   WaitingRoomSpec,
   WaitingRoomBackend,
+  RoomDraw,
 } from './core/sales/waiting-room.js';
+export { drawOrder, drawnPlaces } from './core/sales/fair-draw.js';
 export type * from './core/sales/types.js';
 export type { SaleBackend, SaleViolation } from './core/sales/backend.js';
 export { preflight, type Problem } from './core/sales/rules.js';

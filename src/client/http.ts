@@ -52,6 +52,8 @@ export interface Request {
   keyInBody?: boolean;
   /** Extra time the server may legitimately take (a lock acquire's `waitMs`). */
   serverWaitMs?: number;
+  /** Headers of this request only (a waiting-room ticket's `Dibs-Ticket`). */
+  headers?: Record<string, string>;
 }
 
 const KNOWN = new Set(Object.keys(ERROR_CODES));
@@ -88,7 +90,7 @@ export class Transport {
     const key =
       request.method === 'GET' || request.keyInBody ? undefined : (call.idempotencyKey ?? newIdempotencyKey());
     const url = this.url(request);
-    const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers };
+    const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers, ...request.headers };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
     if (key !== undefined) headers['idempotency-key'] = key;
     let body: string | undefined;

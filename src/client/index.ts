@@ -49,6 +49,7 @@ export function createClient(options: ClientOptions): DibsClient {
 export class DibsClient {
   readonly pools: ClientPools;
   readonly sales: ClientSales;
+  readonly waitingRooms: ClientWaitingRooms;
   readonly semaphores: ClientSemaphores;
   readonly locks: ClientLocks;
   readonly counters: ClientCounters;
@@ -58,6 +59,7 @@ export class DibsClient {
     const http = new Transport(options);
     this.pools = new ClientPools(http);
     this.sales = new ClientSales(http);
+    this.waitingRooms = new ClientWaitingRooms(http);
     this.semaphores = new ClientSemaphores(http);
     this.locks = new ClientLocks(this.semaphores);
     this.counters = new ClientCounters(http);
@@ -296,6 +298,62 @@ export class ClientSales {
         { method: 'GET', path: `/v1/wishlist/${seg(sku)}`, query: { ...options } },
         o,
       ),
+    );
+  }
+}
+
+/** `dibs.waitingRooms` over HTTP; the ticket token travels in the Dibs-Ticket header. */
+export class ClientWaitingRooms {
+  constructor(private readonly http: Transport) {}
+  enable(sale: string, spec: In<'putV1SalesSaleWaitingRoom'>, o?: CallOptions): Promise<T.WaitingRoom> {
+    return this.http.call({ method: 'PUT', path: `/v1/sales/${seg(sale)}/waiting-room`, body: spec }, o);
+  }
+  get(sale: string, o?: CallOptions): Promise<T.WaitingRoom> {
+    return this.http.call({ method: 'GET', path: `/v1/sales/${seg(sale)}/waiting-room` }, o);
+  }
+  join(sale: string, customer: string, o?: CallOptions): Promise<T.Ticket> {
+    return this.http.call(
+      { method: 'POST', path: `/v1/sales/${seg(sale)}/waiting-room/tickets`, body: { customer } },
+      o,
+    );
+  }
+  ticket(sale: string, customer: string, token: string, o?: CallOptions): Promise<T.Ticket> {
+    return this.http.call(
+      {
+        method: 'GET',
+        path: `/v1/sales/${seg(sale)}/waiting-room/tickets/${seg(customer)}`,
+        headers: { 'dibs-ticket': token },
+      },
+      o,
+    );
+  }
+  /** Marks a ticket verified once your own check of the customer passed (needs `sales:admin`). */
+  verify(sale: string, customer: string, token: string, o?: CallOptions): Promise<T.Ticket> {
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/sales/${seg(sale)}/waiting-room/tickets/${seg(customer)}/verification`,
+        headers: { 'dibs-ticket': token },
+      },
+      o,
+    );
+  }
+  reserve(
+    sale: string,
+    customer: string,
+    token: string,
+    quantity: number,
+    ttlMs: number,
+    o?: CallOptions,
+  ): Promise<T.HoldResult> {
+    return this.http.call(
+      {
+        method: 'POST',
+        path: `/v1/sales/${seg(sale)}/waiting-room/reservations`,
+        body: { customer, quantity, ttlMs },
+        headers: { 'dibs-ticket': token },
+      },
+      o,
     );
   }
 }

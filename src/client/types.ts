@@ -348,6 +348,14 @@ export type RetryResult = {
   outcome: "queued";
 };
 
+export type RoomDraw = {
+  /** 16 hex digits: drawOrder(seed, preQueue) re-derives the order; null without a fair start */
+  seed: string | null;
+  /** Tickets in the pre-queue: arrival numbers 1..preQueue */
+  preQueue: number;
+  drawnAt: string;
+};
+
 export type Sale = {
   id: string;
   sku: string;
@@ -380,7 +388,11 @@ export type Ticket = {
   /** Arrival number, 1-based, in the order the store saw the arrivals */
   number: number;
   status: "waiting" | "admitted" | "used" | "expired" | "sold_out";
-  /** Waiting tickets ahead (0 once admitted) */
+  /** Place in line: arrival order, or drawn at the opening for a fair start's pre-queue (null until then) */
+  place: number | null;
+  /** Verified for admission (always true without verification) */
+  verified: boolean;
+  /** Tickets ahead (0 once admitted; before the draw, everyone else in the pre-queue) */
   position: number;
   /** Rough wait until admission at the room's rate; null when it will never be */
   estimatedWaitMs: number | null;
@@ -394,6 +406,11 @@ export type WaitingRoom = {
   saleId: string;
   admitPerSecond: number;
   windowMs: number;
+  /** Those who join before the opening get a random place at it */
+  fairStart: boolean;
+  /** A ticket is admitted only once verified */
+  verification: boolean;
+  draw: RoomDraw | null;
   createdAt: string;
   /** Tickets by status right now */
   tickets: {
@@ -680,6 +697,7 @@ export interface Operations {
   postV1SalesSaleWaitingRoomTickets: { body: {
       customer: string;
     }; output: Ticket };
+  postV1SalesSaleWaitingRoomTicketsCustomerVerification: { body: never; output: Ticket };
   postV1Wishlist: { body: {
       sku: string;
       customer: string;
@@ -704,5 +722,7 @@ export interface Operations {
   putV1SalesSaleWaitingRoom: { body: {
       admitPerSecond: number;
       windowMs: number;
+      fairStart?: boolean;
+      verification?: boolean;
     }; output: WaitingRoom };
 }

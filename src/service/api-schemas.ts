@@ -363,11 +363,23 @@ const ticketCountsSchema = z
     >,
   )
   .meta({ description: 'Tickets by status right now' });
+const roomDrawSchema = z
+  .object({
+    seed: z.string().nullable().meta({
+      description: '16 hex digits: drawOrder(seed, preQueue) re-derives the order; null without a fair start',
+    }),
+    preQueue: z.number().int().meta({ description: 'Tickets in the pre-queue: arrival numbers 1..preQueue' }),
+    drawnAt: timestamp,
+  })
+  .meta({ id: 'RoomDraw', description: "The opening's draw, made once by the store; null until the sale opens" });
 export const waitingRoomSchema = z
   .object({
     saleId: z.string(),
     admitPerSecond: z.number(),
     windowMs: z.number().int(),
+    fairStart: z.boolean().meta({ description: 'Those who join before the opening get a random place at it' }),
+    verification: z.boolean().meta({ description: 'A ticket is admitted only once verified' }),
+    draw: roomDrawSchema.nullable(),
     createdAt: timestamp,
     tickets: ticketCountsSchema,
   })
@@ -378,7 +390,15 @@ export const ticketSchema = z
     customer: z.string(),
     number: z.number().int().meta({ description: 'Arrival number, 1-based, in the order the store saw the arrivals' }),
     status: ticketStatusSchema,
-    position: z.number().int().meta({ description: 'Waiting tickets ahead (0 once admitted)' }),
+    place: z.number().int().nullable().meta({
+      description:
+        "Place in line: arrival order, or drawn at the opening for a fair start's pre-queue (null until then)",
+    }),
+    verified: z.boolean().meta({ description: 'Verified for admission (always true without verification)' }),
+    position: z
+      .number()
+      .int()
+      .meta({ description: 'Tickets ahead (0 once admitted; before the draw, everyone else in the pre-queue)' }),
     estimatedWaitMs: z
       .number()
       .nullable()

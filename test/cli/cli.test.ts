@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runCli } from '../support/cli.js';
 import { tempSqliteStore } from '../support/sqlite.js';
+import { openDibs } from '../../src/index.js';
 
 describe('dibs CLI', () => {
   const temp = tempSqliteStore();
@@ -123,6 +124,50 @@ describe('dibs CLI', () => {
     const forged = await runCli(['sales', 'room', 'ticket', sale.id, 'bob', ann.token], { env });
     assert.equal(forged.code, 2);
     assert.match(forged.stderr, /invalid_ticket/);
+  });
+
+  it('a fair start with verification: the pre-queue drawn at the opening, verify admits', async () => {
+    const sale = JSON.parse(
+      (
+        await runCli(
+          [
+            'sales',
+            'create',
+            'FAIR-CLI',
+            '--starts',
+            new Date(Date.now() + 600_000).toISOString(),
+            '--ends',
+            new Date(Date.now() + 3_600_000).toISOString(),
+            '--cap',
+            '1',
+            '--json',
+          ],
+          { env },
+        )
+      ).stdout,
+    ) as { id: string };
+    const enabled = await runCli(['sales', 'room', 'enable', sale.id, '--fair-start', '--verification'], { env });
+    assert.match(enabled.stdout, /fair start +yes/);
+    const ann = JSON.parse((await runCli(['sales', 'room', 'join', sale.id, 'ann', '--json'], { env })).stdout) as {
+      place: number | null;
+      token: string;
+    };
+    assert.equal(ann.place, null);
+    // the opening, brought forward (the CLI has no sale update)
+    const dibs = await openDibs(temp.store);
+    await dibs.sales.update(sale.id, { startsAt: new Date(Date.now() + 300).toISOString() });
+    await dibs.close();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const shown = await runCli(['sales', 'room', 'show', sale.id], { env });
+    assert.match(shown.stdout, /draw +seed [0-9a-f]{16} over 1 early tickets/);
+    const verified = await runCli(['sales', 'room', 'verify', sale.id, 'ann', ann.token], { env });
+    assert.equal(verified.code, 0, verified.stderr);
+    assert.match(verified.stdout, /status +admitted/);
+    const rerated = await runCli(['sales', 'room', 'enable', sale.id, '--rate', '7'], { env });
+    assert.match(rerated.stdout, /verification +required before admission/, 'settings left out stay as they are');
+    assert.match(rerated.stdout, /fair start +yes/);
+    const help = await runCli(['sales', 'room', 'enable', '--help'], { env });
+    assert.match(help.stdout, /--no-verification/);
   });
 
   it('creates a pool, imports a file and stdin, claims, reports and exports', async () => {

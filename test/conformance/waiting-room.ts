@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import type { Dibs, Ticket } from '../../src/index.js';
+import { drawnPlaces, type Dibs, type DibsError, type Ticket } from '../../src/index.js';
 import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
@@ -18,7 +18,15 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
     let n = 0;
     /** A live capped sale behind a waiting room. */
     const room = async (
-      options: { cap?: number; limit?: number; rate?: number; windowMs?: number; startsInMs?: number } = {},
+      options: {
+        cap?: number;
+        limit?: number;
+        rate?: number;
+        windowMs?: number;
+        startsInMs?: number;
+        fairStart?: boolean;
+        verification?: boolean;
+      } = {},
     ) => {
       const sale = await dibs.sales.create({
         sku: `WR-${++n}`,
@@ -30,6 +38,8 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       await dibs.waitingRooms.enable(sale.id, {
         admitPerSecond: options.rate ?? 1000,
         windowMs: options.windowMs ?? 60_000,
+        ...(options.fairStart ? { fairStart: true } : {}),
+        ...(options.verification ? { verification: true } : {}),
       });
       return sale.id;
     };
@@ -157,12 +167,89 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       assert.ok(later > first, `more were admitted a second later (${first} → ${later})`);
     });
 
-    it('the line forms before the start; admission begins at it', async () => {
+    it('the line forms before the start; admission begins at it (in arrival order without a fair start)', async () => {
       const sale = await room({ cap: 5, startsInMs: 1500 });
-      const [a] = await line(sale, 1);
+      const [a, b] = await line(sale, 2);
       assert.equal(a!.status, 'waiting');
+      assert.deepEqual([a!.place, b!.place], [1, 2]);
       await sleep(1800);
       assert.equal((await status(sale, a!)).status, 'admitted');
+      const { draw } = await dibs.waitingRooms.get(sale);
+      assert.deepEqual([draw?.seed, draw?.preQueue], [null, 2], 'the opening is recorded, with no shuffle');
+    });
+
+    it('a fair start draws the pre-queue once at the opening; later arrivals queue behind in order', async () => {
+      const sale = await room({ cap: 3, startsInMs: 600_000, fairStart: true });
+      const early = await line(sale, 12);
+      for (const t of await Promise.all(early.map((e) => status(sale, e)))) {
+        assert.equal(t.status, 'waiting');
+        assert.equal(t.place, null, 'no place before the draw');
+        assert.equal(t.position, 11, 'before the draw, everyone else in the pre-queue');
+      }
+      const before = await dibs.waitingRooms.get(sale);
+      assert.equal(before.fairStart, true);
+      assert.equal(before.draw, null);
+      // the opening, brought forward once all are in (a loaded machine's joins set no deadline)
+      await dibs.sales.update(sale, { startsAt: iso(300) });
+      await sleep(500);
+      const late1 = await dibs.waitingRooms.join(sale, 'late-1');
+      const late2 = await dibs.waitingRooms.join(sale, 'late-2');
+      const { draw } = await dibs.waitingRooms.get(sale);
+      assert.ok(draw, 'drawn at the opening');
+      assert.match(draw.seed!, /^[0-9a-f]{16}$/);
+      assert.equal(draw.preQueue, 12);
+      const places = drawnPlaces(draw.seed!, 12);
+      const now = await Promise.all(early.map((t) => status(sale, t)));
+      assert.deepEqual(
+        now.map((t) => t.place),
+        early.map((t) => places[t.number]),
+        'every place re-derives from the recorded seed',
+      );
+      assert.deepEqual(
+        now
+          .filter((t) => t.status === 'admitted')
+          .map((t) => t.place!)
+          .sort((a, b) => a - b),
+        [1, 2, 3],
+        'the first three places are admitted',
+      );
+      assert.deepEqual(
+        [late1.number, late1.place, late2.number, late2.place],
+        [13, 13, 14, 14],
+        'arrivals after the opening keep arrival order, behind the pre-queue',
+      );
+      // drawn once: nothing moves on later steps
+      const again = await Promise.all(early.map((t) => status(sale, t)));
+      assert.deepEqual(
+        again.map((t) => t.place),
+        now.map((t) => t.place),
+      );
+      assert.deepEqual((await dibs.waitingRooms.get(sale)).draw, draw);
+    });
+
+    it('with verification, a ticket is admitted only once verified; the unverified keep their place', async () => {
+      const sale = await room({ cap: 2, verification: true });
+      const [a, b, c] = await line(sale, 3);
+      assert.deepEqual([a!.status, a!.verified], ['waiting', false]);
+      await assert.rejects(dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000), (e: DibsError) => {
+        assert.equal(e.code, 'not_admitted');
+        assert.equal((e.details as { verified?: boolean }).verified, false);
+        return true;
+      });
+      const vb = await dibs.waitingRooms.verify(sale, 'c2', b!.token);
+      assert.deepEqual([vb.verified, vb.status], [true, 'admitted']);
+      assert.equal((await status(sale, a!)).status, 'waiting', 'passed over, not admitted');
+      const va = await dibs.waitingRooms.verify(sale, 'c1', a!.token);
+      assert.equal(va.status, 'admitted', 'a verified ticket that was passed over goes in first');
+      assert.equal((await dibs.waitingRooms.verify(sale, 'c1', a!.token)).status, 'admitted', 'idempotent');
+      const vc = await dibs.waitingRooms.verify(sale, 'c3', c!.token);
+      assert.equal(vc.status, 'waiting', 'no units left for a third');
+      await rejectsWith(dibs.waitingRooms.verify(sale, 'c3', a!.token), 'invalid_ticket');
+      // a change of rate that leaves the other settings out keeps them
+      const changed = await dibs.waitingRooms.enable(sale, { admitPerSecond: 500, windowMs: 60_000 });
+      assert.deepEqual([changed.admitPerSecond, changed.verification, changed.fairStart], [500, true, false]);
+      const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
+      assert.equal(hold.quantity, 1);
     });
 
     it('rejects bad settings and unknown rooms', async () => {

@@ -323,7 +323,47 @@ CREATE FUNCTION dibs.pool_window_state(p_starts timestamp with time zone, p_expi
   END
 $$;
 
-CREATE FUNCTION dibs.room_poll(p_sale text, p_customer text) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text)
+CREATE FUNCTION dibs.room_draw(p_sale text, p_fair boolean, p_size bigint) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  seed text;
+  s1 bigint;
+  s2 bigint;
+  z bigint;
+  j integer;
+  tmp bigint;
+  ord bigint[];
+BEGIN
+  -- cleared first: the unique index on places would trip over a half-done swap
+  UPDATE tickets SET place = NULL WHERE sale_id = p_sale;
+  IF p_fair THEN
+    seed := substr(md5(gen_random_uuid()::text), 1, 16);
+    s1 := ('x' || substr(seed, 1, 8))::bit(32)::bigint % 2147483562 + 1;
+    s2 := ('x' || substr(seed, 9, 8))::bit(32)::bigint % 2147483398 + 1;
+    ord := ARRAY(SELECT generate_series(1::bigint, p_size));
+    FOR i IN REVERSE p_size..2 LOOP
+      s1 := (s1 * 40014) % 2147483563;
+      s2 := (s2 * 40692) % 2147483399;
+      z := s1 - s2;
+      IF z < 1 THEN z := z + 2147483562; END IF;
+      j := 1 + z % i;
+      tmp := ord[i];
+      ord[i] := ord[j];
+      ord[j] := tmp;
+    END LOOP;
+    UPDATE tickets t SET place = o.place
+    FROM unnest(ord) WITH ORDINALITY AS o(number, place)
+    WHERE t.sale_id = p_sale AND t.number = o.number;
+  ELSE
+    UPDATE tickets SET place = number WHERE sale_id = p_sale;
+  END IF;
+  UPDATE waiting_rooms SET draw_seed = seed, pre_queue = p_size, drawn_at = now() WHERE sale_id = p_sale;
+  RETURN seed;
+END
+$$;
+
+CREATE FUNCTION dibs.room_poll(p_sale text, p_customer text) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, fair_start boolean, verification boolean, draw_seed text, pre_queue bigint, drawn_at timestamp with time zone, joined bigint, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text, place bigint, verified boolean)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -338,16 +378,17 @@ BEGIN
   -- A window that ran out is reported as expired, as the next step will record it.
   RETURN QUERY
     SELECT r.sale_id, r.admit_per_second, r.window_ms, r.secret, r.admitted_through, r.created_at,
+           r.fair_start, r.verification, r.draw_seed, r.pre_queue, r.drawn_at, r.next_number - 1,
            t.number, t.customer,
            CASE WHEN t.status = 'admitted' AND t.admitted_until <= now() THEN 'expired' ELSE t.status END,
-           t.admitted_until, t.hold_id
+           t.admitted_until, t.hold_id, t.place, t.verified
     FROM waiting_rooms r
     LEFT JOIN tickets t ON t.sale_id = r.sale_id AND t.customer = p_customer
     WHERE r.sale_id = p_sale;
 END
 $$;
 
-CREATE FUNCTION dibs.room_step(p_sale text, p_customer text DEFAULT NULL::text, p_join boolean DEFAULT false) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text)
+CREATE FUNCTION dibs.room_step(p_sale text, p_customer text DEFAULT NULL::text, p_join boolean DEFAULT false) RETURNS TABLE(sale_id text, admit_per_second double precision, window_ms integer, secret text, admitted_through bigint, created_at timestamp with time zone, fair_start boolean, verification boolean, draw_seed text, pre_queue bigint, drawn_at timestamp with time zone, joined bigint, number bigint, customer text, status text, admitted_until timestamp with time zone, hold_id text, place bigint, verified boolean)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -360,40 +401,56 @@ DECLARE
   bucket double precision;
   slots bigint;
   n bigint;
+  m bigint := 0;
+  top bigint := 0;
 BEGIN
   SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
   IF NOT FOUND THEN RETURN; END IF;
   SELECT * INTO r FROM waiting_rooms WHERE sale_id = p_sale;
   IF NOT FOUND THEN RETURN; END IF;
-  IF p_join AND NOT EXISTS (SELECT 1 FROM tickets WHERE sale_id = p_sale AND customer = p_customer) THEN
-    UPDATE waiting_rooms SET next_number = next_number + 1 WHERE sale_id = p_sale RETURNING * INTO r;
-    INSERT INTO tickets (sale_id, number, customer) VALUES (p_sale, r.next_number - 1, p_customer);
-  END IF;
   IF s.held > 0 THEN
     PERFORM sale_expire_stale(p_sale);
     SELECT * INTO s FROM sales WHERE id = p_sale;
   END IF;
-  UPDATE tickets SET status = 'expired' WHERE sale_id = p_sale AND status = 'admitted' AND admitted_until <= now();
   st := sale_status(s);
+  IF st = 'live' AND r.drawn_at IS NULL THEN
+    PERFORM room_draw(p_sale, r.fair_start, r.next_number - 1);
+    SELECT * INTO r FROM waiting_rooms WHERE sale_id = p_sale;
+  END IF;
+  IF p_join AND NOT EXISTS (SELECT 1 FROM tickets WHERE sale_id = p_sale AND customer = p_customer) THEN
+    UPDATE waiting_rooms SET next_number = next_number + 1 WHERE sale_id = p_sale RETURNING * INTO r;
+    INSERT INTO tickets (sale_id, number, customer, place, verified)
+    VALUES (p_sale, r.next_number - 1, p_customer,
+            CASE WHEN r.fair_start AND r.drawn_at IS NULL THEN NULL ELSE r.next_number - 1 END,
+            NOT r.verification);
+  END IF;
+  UPDATE tickets SET status = 'expired' WHERE sale_id = p_sale AND status = 'admitted' AND admitted_until <= now();
   IF st IN ('ended', 'cancelled') OR (s.cap IS NOT NULL AND s.sold >= s.cap) THEN
-    UPDATE tickets SET status = 'sold_out' WHERE sale_id = p_sale AND number > r.admitted_through AND status = 'waiting';
+    UPDATE tickets SET status = 'sold_out' WHERE sale_id = p_sale AND status = 'waiting';
   ELSIF st = 'live' THEN
     SELECT count(*) INTO unused FROM tickets WHERE sale_id = p_sale AND status = 'admitted';
     bucket := least(greatest(1.0, r.admit_per_second), r.budget + greatest(0, extract(epoch FROM now() - r.refilled_at)) * r.admit_per_second);
     slots := greatest(0, ceil((s.cap - s.sold - s.held - unused * s.per_customer_limit)::double precision / s.per_customer_limit));
-    n := greatest(0, least(floor(bucket)::bigint, slots, r.next_number - 1 - r.admitted_through));
+    n := greatest(0, least(floor(bucket)::bigint, slots));
     IF n > 0 THEN
-      UPDATE tickets SET status = 'admitted', admitted_until = now() + make_interval(secs => r.window_ms / 1000.0)
-      WHERE sale_id = p_sale AND number > r.admitted_through AND number <= r.admitted_through + n AND status = 'waiting';
+      WITH admitted AS (
+        UPDATE tickets SET status = 'admitted', admitted_until = now() + make_interval(secs => r.window_ms / 1000.0)
+        WHERE sale_id = p_sale AND number IN (
+          SELECT w.number FROM tickets w
+          WHERE w.sale_id = p_sale AND w.status = 'waiting' AND w.place IS NOT NULL AND (w.verified OR NOT r.verification)
+          ORDER BY w.place LIMIT n)
+        RETURNING place)
+      SELECT count(*), coalesce(max(place), 0) INTO m, top FROM admitted;
     END IF;
-    UPDATE waiting_rooms SET budget = bucket - n, refilled_at = now(), admitted_through = admitted_through + n
+    UPDATE waiting_rooms SET budget = bucket - m, refilled_at = now(), admitted_through = greatest(admitted_through, top)
     WHERE sale_id = p_sale RETURNING * INTO r;
   END IF;
   IF p_customer IS NOT NULL THEN
     SELECT * INTO t FROM tickets WHERE sale_id = p_sale AND customer = p_customer;
   END IF;
   RETURN QUERY SELECT r.sale_id, r.admit_per_second, r.window_ms, r.secret, r.admitted_through, r.created_at,
-                      t.number, t.customer, t.status, t.admitted_until, t.hold_id;
+                      r.fair_start, r.verification, r.draw_seed, r.pre_queue, r.drawn_at, r.next_number - 1,
+                      t.number, t.customer, t.status, t.admitted_until, t.hold_id, t.place, t.verified;
 END
 $$;
 
@@ -1124,6 +1181,8 @@ CREATE TABLE dibs.tickets (
     joined_at timestamp with time zone DEFAULT now() NOT NULL,
     admitted_until timestamp with time zone,
     hold_id text,
+    place bigint,
+    verified boolean DEFAULT true NOT NULL,
     CONSTRAINT tickets_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'admitted'::text, 'used'::text, 'expired'::text, 'sold_out'::text])))
 );
 
@@ -1137,6 +1196,11 @@ CREATE TABLE dibs.waiting_rooms (
     budget double precision DEFAULT 0 NOT NULL,
     refilled_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    fair_start boolean DEFAULT false NOT NULL,
+    verification boolean DEFAULT false NOT NULL,
+    draw_seed text,
+    pre_queue bigint,
+    drawn_at timestamp with time zone,
     CONSTRAINT waiting_rooms_admit_per_second_check CHECK ((admit_per_second > (0)::double precision)),
     CONSTRAINT waiting_rooms_window_ms_check CHECK ((window_ms > 0))
 );
@@ -1308,6 +1372,10 @@ CREATE INDEX sales_to_announce ON dibs.sales USING btree (starts_at) WHERE ((ann
 CREATE INDEX sales_to_end ON dibs.sales USING btree (ends_at) WHERE (ended_recorded_at IS NULL);
 
 CREATE INDEX tickets_admitted ON dibs.tickets USING btree (sale_id, admitted_until) WHERE (status = 'admitted'::text);
+
+CREATE UNIQUE INDEX tickets_place ON dibs.tickets USING btree (sale_id, place);
+
+CREATE INDEX tickets_waiting ON dibs.tickets USING btree (sale_id, place) WHERE (status = 'waiting'::text);
 
 CREATE TRIGGER codes_park_insert BEFORE INSERT ON dibs.codes FOR EACH ROW WHEN (((new.hold_until IS NOT NULL) OR (new.starts_at IS NOT NULL) OR (new.expires_at IS NOT NULL))) EXECUTE FUNCTION dibs.codes_park();
 

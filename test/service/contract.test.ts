@@ -108,6 +108,17 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     await ok('POST', '/v1/sales', { id: 'tour', sku: 'SKU-TOUR', startsAt, endsAt, cap: 50, perCustomerLimit: 5 });
     await ok('POST', '/v1/sales', { id: 'roomy', sku: 'SKU-ROOM', startsAt, endsAt, cap: 20, perCustomerLimit: 2 });
     await ok('POST', '/v1/sales', { id: 'doomed', sku: 'SKU-DOOM', startsAt, endsAt, cap: 5 });
+    await ok('POST', '/v1/sales', { id: 'fairy', sku: 'SKU-FAIR', startsAt, endsAt, cap: 5 });
+    await ok('PUT', '/v1/sales/fairy/waiting-room', {
+      admitPerSecond: 100,
+      windowMs: 60_000,
+      fairStart: true,
+      verification: true,
+    });
+    const early = await json<{ token: string; place: number | null }>('POST', '/v1/sales/fairy/waiting-room/tickets', {
+      customer: 'e1',
+    });
+    assert.equal(early.place, null, 'placed by the draw at the opening');
     await ok('GET', '/v1/sales');
     await ok('GET', '/v1/sales/tour');
     await ok('PATCH', '/v1/sales/tour', { metadata: { drop: 'contract' } });
@@ -167,6 +178,16 @@ describe('OpenAPI contract: every operation answers as documented', () => {
       200,
       'a retry returns the same hold',
     );
+
+    const verified = await json<{ status: string; verified: boolean; place: number }>(
+      'POST',
+      '/v1/sales/fairy/waiting-room/tickets/e1/verification',
+      undefined,
+      { 'dibs-ticket': early.token },
+    );
+    assert.deepEqual([verified.status, verified.verified, verified.place], ['admitted', true, 1]);
+    const fairRoom = await json<{ draw: { seed: string; preQueue: number } }>('GET', '/v1/sales/fairy/waiting-room');
+    assert.equal(fairRoom.draw.preQueue, 1);
 
     await ok('POST', '/v1/wishlist', { sku: 'SKU-TOUR', customer: 'fan', email: 'fan@example.com' });
     await ok('GET', '/v1/wishlist/SKU-TOUR');

@@ -14,11 +14,13 @@ SELECT * FROM room_poll($1, $2)
 SELECT id, cap FROM sales WHERE id = $1 FOR UPDATE
 
 -- name: upsertRoom
--- $1 sale, $2 admissions per second, $3 window ms, $4 secret. The bucket starts full: the first
--- second's worth of tickets is admitted without a wait.
-INSERT INTO waiting_rooms (sale_id, admit_per_second, window_ms, secret, budget)
-VALUES ($1, $2::float8, $3, $4, greatest(1.0, $2::float8))
-ON CONFLICT (sale_id) DO UPDATE SET admit_per_second = excluded.admit_per_second, window_ms = excluded.window_ms
+-- $1 sale, $2 admissions per second, $3 window ms, $4 secret, $5 fair start, $6 verification (null: as is). The
+-- bucket starts full: the first second's worth of tickets is admitted without a wait.
+INSERT INTO waiting_rooms (sale_id, admit_per_second, window_ms, secret, budget, fair_start, verification)
+VALUES ($1, $2::float8, $3, $4, greatest(1.0, $2::float8), coalesce($5::boolean, false), coalesce($6::boolean, false))
+-- a setting left out (null) keeps its value
+ON CONFLICT (sale_id) DO UPDATE SET admit_per_second = excluded.admit_per_second, window_ms = excluded.window_ms,
+  fair_start = coalesce($5::boolean, waiting_rooms.fair_start), verification = coalesce($6::boolean, waiting_rooms.verification)
 RETURNING *
 
 -- name: ticketCounts
@@ -26,3 +28,6 @@ SELECT status, count(*)::int AS n FROM tickets WHERE sale_id = $1 GROUP BY statu
 
 -- name: useTicket
 UPDATE tickets SET status = 'used', hold_id = $3 WHERE sale_id = $1 AND number = $2
+
+-- name: verifyTicket
+UPDATE tickets SET verified = true WHERE sale_id = $1 AND number = $2

@@ -6,7 +6,8 @@
  * ticket. So the order of admission never depends on which client polls first, and the sale row is
  * locked for one statement, not for client round trips. A ticket poll (`room_poll`, functions/room_poll.sql)
  * steps only when the lock is free and otherwise reads the committed ticket, so thousands of pollers
- * never queue on the sale row. A reservation runs that step, the hold
+ * never queue on the sale row. The first step after the sale opens makes a fair start's draw
+ * (functions/room_draw.sql) in that statement. A reservation runs that step, the hold
  * (PgSales, with `p_via_ticket`) and the ticket's use in one transaction. Times are now().
  */
 import { randomBytes } from 'node:crypto';
@@ -14,8 +15,10 @@ import type pg from 'pg';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
 import {
+  estimatedWait,
   notAdmitted,
   signTicket,
+  ticketPosition,
   verifyTicket,
   type Ticket,
   type TicketStatus,
@@ -34,6 +37,7 @@ const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
   'upsertRoom',
   'ticketCounts',
   'useTicket',
+  'verifyTicket',
 ]);
 
 /** One row of `room_step`: the room after admission, and the asked-for customer's ticket (if any). */
@@ -44,11 +48,19 @@ interface StepRow {
   secret: string;
   admitted_through: string;
   created_at: Date;
+  fair_start: boolean;
+  verification: boolean;
+  draw_seed: string | null;
+  pre_queue: string | null;
+  drawn_at: Date | null;
+  joined: string;
   number: string | null;
   customer: string | null;
   status: TicketStatus | null;
   admitted_until: Date | null;
   hold_id: string | null;
+  place: string | null;
+  verified: boolean | null;
 }
 
 type Db = pg.Pool | pg.ClientBase;
@@ -74,6 +86,8 @@ export class PgWaitingRooms implements WaitingRoomBackend {
         spec.admitPerSecond,
         spec.windowMs,
         randomBytes(32).toString('base64url'),
+        spec.fairStart ?? null,
+        spec.verification ?? null,
       ]);
       return this.describe(client, await this.step(client, saleId, null, false));
     });
@@ -102,10 +116,25 @@ export class PgWaitingRooms implements WaitingRoomBackend {
       const key = `ticket:${ticket.number}`;
       if (ticket.status === 'used') return this.sales.reserveViaTicket(client, saleId, customer, quantity, ttlMs, key);
       if (ticket.status !== 'admitted')
-        throw notAdmitted({ saleId, number: Number(ticket.number), status: ticket.status!, position: ahead(ticket) });
+        throw notAdmitted({
+          saleId,
+          number: Number(ticket.number),
+          status: ticket.status!,
+          position: ahead(ticket),
+          verified: ticket.verified !== false,
+        });
       const result = await this.sales.reserveViaTicket(client, saleId, customer, quantity, ttlMs, key);
       await client.query(Q.useTicket, [saleId, ticket.number, result.hold.id]);
       return result;
+    });
+  }
+
+  verify(saleId: string, customer: string, token: string): Promise<Ticket> {
+    return withTransaction(this.pool, async (client) => {
+      const ticket = genuine(await this.step(client, saleId, customer, false), saleId, customer, token);
+      if (ticket.verified === false) await client.query(Q.verifyTicket, [saleId, ticket.number]);
+      // admission again: a verified ticket at the door goes in now
+      return toTicket(await this.step(client, saleId, customer, false));
     });
   }
 
@@ -129,6 +158,12 @@ export class PgWaitingRooms implements WaitingRoomBackend {
       saleId: room.sale_id,
       admitPerSecond: room.admit_per_second,
       windowMs: room.window_ms,
+      fairStart: room.fair_start,
+      verification: room.verification,
+      draw:
+        room.drawn_at === null
+          ? null
+          : { seed: room.draw_seed, preQueue: Number(room.pre_queue ?? 0), drawnAt: room.drawn_at.toISOString() },
       createdAt: room.created_at.toISOString(),
       tickets,
     };
@@ -145,9 +180,13 @@ function genuine(row: StepRow, saleId: string, customer: string, token: string):
   return row;
 }
 
-/** Waiting tickets ahead of this one (0 once admitted). */
+/** Tickets ahead of this one (0 once admitted). */
 const ahead = (row: StepRow): number =>
-  row.status === 'waiting' ? Number(row.number) - Number(row.admitted_through) - 1 : 0;
+  ticketPosition(
+    { status: row.status!, place: row.place === null ? null : Number(row.place) },
+    Number(row.admitted_through),
+    Number(row.joined),
+  );
 
 function toTicket(row: StepRow): Ticket {
   const position = ahead(row);
@@ -158,13 +197,10 @@ function toTicket(row: StepRow): Ticket {
     customer: row.customer!,
     number,
     status,
+    place: row.place === null ? null : Number(row.place),
+    verified: row.verified !== false,
     position,
-    estimatedWaitMs:
-      status === 'waiting'
-        ? Math.ceil(((position + 1) / row.admit_per_second) * 1000)
-        : status === 'admitted'
-          ? 0
-          : null,
+    estimatedWaitMs: estimatedWait(status, position, row.admit_per_second),
     admittedUntil: row.admitted_until?.toISOString() ?? null,
     holdId: row.hold_id,
     token: signTicket(row.secret, row.sale_id, row.customer!, number),

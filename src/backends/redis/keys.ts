@@ -112,6 +112,8 @@ export const saleKey = (
     | 'room'
     | 'tickets'
     | 'tnum'
+    | 'tplace'
+    | 'vq'
     | 'adm',
   id: string,
 ) => `${tag}:${kind}:${id}`;

@@ -4,7 +4,9 @@
  * the next tickets in number order while units remain, close the line when the sale is over), then
  * the step's own work (join, read a ticket, or reserve with an admitted ticket together with the
  * hold and the per-customer limit) — is one script. Ticket numbers come from the room's counter in
- * that script, i.e. the order the store saw the arrivals.
+ * that script, i.e. the order the store saw the arrivals. The first step after the opening makes a
+ * fair start's draw (sale_lib.lua `draw`, the shuffle of core/sales/fair-draw.ts) with a seed this
+ * adapter proposes on every step; only the step that draws records and uses it.
  *
  * Tokens are HMACs with the room's secret (core/sales/waiting-room.ts): it never leaves the store
  * and this adapter; the signature is checked here and the number it carries is checked against
@@ -14,8 +16,10 @@ import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
 import {
+  estimatedWait,
   notAdmitted,
   signTicket,
+  ticketPosition,
   verifyTicket,
   type Ticket,
   type TicketStatus,
@@ -34,6 +38,12 @@ interface RoomState {
   next: number;
   through: number;
   created: number;
+  fair: string;
+  verify: string;
+  drawn?: string;
+  seed?: string;
+  preq?: string;
+  legacy?: boolean;
 }
 
 interface TicketRecord {
@@ -43,6 +53,8 @@ interface TicketRecord {
   j: number;
   u?: number;
   h?: string;
+  p?: number;
+  v?: number;
 }
 
 export class RedisWaitingRooms implements WaitingRoomBackend {
@@ -57,7 +69,15 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         this.client,
         'sale_room_enable',
         [saleKey(tag, 'sale', saleId)],
-        [tag, saleId, spec.admitPerSecond, spec.windowMs, randomBytes(32).toString('base64url')],
+        [
+          tag,
+          saleId,
+          spec.admitPerSecond,
+          spec.windowMs,
+          randomBytes(32).toString('base64url'),
+          flag(spec.fairStart),
+          flag(spec.verification),
+        ],
       );
       if (reply === 'not_found') throw notFound('sale', saleId);
       if (reply === 'unlimited')
@@ -79,6 +99,16 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
       saleId,
       admitPerSecond: room.rate,
       windowMs: room.window,
+      fairStart: room.fair === '1',
+      verification: room.verify === '1',
+      draw:
+        room.drawn === undefined
+          ? null
+          : {
+              seed: room.seed ? room.seed : null,
+              preQueue: Number(room.preq ?? 0),
+              drawnAt: new Date(Number(room.drawn)).toISOString(),
+            },
       createdAt: new Date(room.created).toISOString(),
       tickets: counts,
     };
@@ -109,22 +139,35 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         this.client,
         'sale_room_reserve',
         [saleKey(tag, 'room', saleId)],
-        [tag, saleId, customer, number, quantity, ttlMs, holdId],
+        [tag, saleId, customer, number, quantity, ttlMs, holdId, drawSeed()],
       )) as string | string[];
       if (reply === 'not_found') throw roomNotFound(saleId);
       const [head, body] = reply as string[];
       if (head === 'invalid_ticket') throw invalidTicket(saleId, customer);
       if (head === 'not_admitted') {
         const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
-        throw notAdmitted({ saleId, number: ticket.n, status: ticket.s, position: positionOf(room, ticket) });
+        throw notAdmitted({
+          saleId,
+          number: ticket.n,
+          status: ticket.s,
+          position: positionOf(room, ticket),
+          verified: ticket.v !== 0,
+        });
       }
       return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
     });
   }
 
+  async verify(saleId: string, customer: string, token: string): Promise<Ticket> {
+    // the signature first: an invalid token changes nothing
+    await this.ticket(saleId, customer, token);
+    const { room, ticket } = (await this.step(saleId, 'verify', customer)) as { room: RoomState; ticket: TicketRecord };
+    return toTicket(saleId, room, ticket);
+  }
+
   private async step(
     saleId: string,
-    op: 'get' | 'join' | 'ticket',
+    op: 'get' | 'join' | 'ticket' | 'verify',
     customer: string,
   ): Promise<Record<string, unknown>> {
     return this.sales.onSale(saleId, async (tag) => {
@@ -132,7 +175,7 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         this.client,
         'sale_room_step',
         [saleKey(tag, 'room', saleId)],
-        [tag, saleId, op, customer],
+        [tag, saleId, op, customer, drawSeed()],
       )) as string;
       if (reply === 'not_found') {
         // no room: the sale itself may be unknown too
@@ -144,8 +187,16 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
   }
 }
 
+/** A setting for sale_room_enable: '1', '0', or '' to keep it as it is. */
+const flag = (on: boolean | undefined): string => (on === undefined ? '' : on ? '1' : '0');
+
+/** A fresh 64-bit seed for the draw, proposed with every step (only the step that draws uses it). */
+const drawSeed = (): string => randomBytes(8).toString('hex');
+
+const placeOf = (room: RoomState, t: TicketRecord): number | null => t.p ?? (room.legacy ? t.n : null);
+
 function positionOf(room: RoomState, t: TicketRecord): number {
-  return t.s === 'waiting' ? t.n - room.through - 1 : 0;
+  return ticketPosition({ status: t.s, place: placeOf(room, t) }, room.through, room.next - 1);
 }
 
 function toTicket(saleId: string, room: RoomState, t: TicketRecord): Ticket {
@@ -155,8 +206,10 @@ function toTicket(saleId: string, room: RoomState, t: TicketRecord): Ticket {
     customer: t.c,
     number: t.n,
     status: t.s,
+    place: placeOf(room, t),
+    verified: t.v !== 0,
     position,
-    estimatedWaitMs: t.s === 'waiting' ? Math.ceil(((position + 1) / room.rate) * 1000) : t.s === 'admitted' ? 0 : null,
+    estimatedWaitMs: estimatedWait(t.s, position, room.rate),
     admittedUntil: t.u === undefined ? null : new Date(t.u).toISOString(),
     holdId: t.h ?? null,
     token: signTicket(room.secret, saleId, t.c, t.n),

@@ -2,15 +2,19 @@
  * Waiting rooms on SQLite. Every step is one write transaction that first runs admission for the
  * sale (expire unused windows, refill the rate budget, admit the next tickets in number order
  * while units remain, close the line when the sale is over), then does its own work — so the
- * order of admission never depends on which client polls first.
+ * order of admission never depends on which client polls first. The first step after the sale
+ * opens makes a fair start's draw (core/sales/fair-draw.ts) in that same transaction.
  */
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import type { HoldResult } from '../../core/sales/types.js';
+import { drawOrder } from '../../core/sales/fair-draw.js';
 import {
   admissions,
+  estimatedWait,
   notAdmitted,
   signTicket,
+  ticketPosition,
   verifyTicket,
   type Ticket,
   type TicketStatus,
@@ -36,6 +40,10 @@ const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
   'closeWaiting',
   'useTicket',
   'elapsedMs',
+  'unplaceAll',
+  'placeTicket',
+  'recordDraw',
+  'verifyTicket',
 ]);
 
 interface RoomRow {
@@ -48,6 +56,11 @@ interface RoomRow {
   budget: number;
   refilled_at: string;
   created_at: string;
+  fair_start: 0 | 1;
+  verification: 0 | 1;
+  draw_seed: string | null;
+  pre_queue: number | null;
+  drawn_at: string | null;
 }
 
 interface TicketRow {
@@ -58,6 +71,8 @@ interface TicketRow {
   joined_at: string;
   admitted_until: string | null;
   hold_id: string | null;
+  place: number | null;
+  verified: 0 | 1;
 }
 
 export class SqliteWaitingRooms implements WaitingRoomBackend {
@@ -87,6 +102,8 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
         windowMs: spec.windowMs,
         secret: randomBytes(32).toString('base64url'),
         now,
+        fair: spec.fairStart === undefined ? null : spec.fairStart ? 1 : 0,
+        verification: spec.verification === undefined ? null : spec.verification ? 1 : 0,
       });
       return this.describe(this.room(saleId));
     });
@@ -101,10 +118,21 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
 
   join(saleId: string, customer: string): Promise<Ticket> {
     return write(this.db, this.options, () => {
-      this.room(saleId); // not_found before a number is taken
+      // a fair start not drawn yet: admission (which draws at the opening) before a newcomer, so
+      // that who joins after the opening is not in the pre-queue
+      let before = this.room(saleId);
+      if (before.fair_start === 1 && before.drawn_at === null) before = this.admit(saleId);
       if (!this.stmt.ticketOf.get(saleId, customer)) {
         const { number } = this.stmt.takeNumber.get(saleId) as { number: number };
-        this.stmt.insertTicket.run({ sale: saleId, number, customer, now: this.sales.clock() });
+        const preQueue = before.fair_start === 1 && before.drawn_at === null;
+        this.stmt.insertTicket.run({
+          sale: saleId,
+          number,
+          customer,
+          now: this.sales.clock(),
+          place: preQueue ? null : number,
+          verified: before.verification === 1 ? 0 : 1,
+        });
       }
       // admission after the insert: a newcomer to an empty line with units left is admitted at once
       const room = this.admit(saleId);
@@ -127,40 +155,81 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       const key = `ticket:${ticket.number}`;
       if (ticket.status === 'used') return this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
       if (ticket.status !== 'admitted')
-        throw notAdmitted({ saleId, number: ticket.number, status: ticket.status, position: this.ahead(room, ticket) });
+        throw notAdmitted({
+          saleId,
+          number: ticket.number,
+          status: ticket.status,
+          position: this.ahead(room, ticket),
+          verified: ticket.verified === 1,
+        });
       const result = this.sales.reserveStep(saleId, customer, quantity, ttlMs, key, true);
       this.stmt.useTicket.run({ sale: saleId, number: ticket.number, hold: result.hold.id });
       return result;
     });
   }
 
+  verify(saleId: string, customer: string, token: string): Promise<Ticket> {
+    return write(this.db, this.options, () => {
+      const ticket = this.genuine(this.admit(saleId), customer, token);
+      if (ticket.verified === 0) this.stmt.verifyTicket.run({ sale: saleId, number: ticket.number });
+      // admission again: a verified ticket at the door goes in now
+      const room = this.admit(saleId);
+      return this.toTicket(room, this.stmt.ticketOf.get(saleId, customer) as TicketRow);
+    });
+  }
+
   /** Admission for one sale, inside the caller's transaction. Returns the room as it is after it. */
   private admit(saleId: string): RoomRow {
-    const room = this.room(saleId);
+    let room = this.room(saleId);
     const now = this.sales.clock();
     const { row, status, held } = this.sales.snapshot(saleId, now);
     this.stmt.expireWindows.run(saleId, now);
     if (status === 'ended' || status === 'cancelled' || (row.cap !== null && row.sold >= row.cap)) {
-      this.stmt.closeWaiting.run({ sale: saleId, through: room.admitted_through });
+      this.stmt.closeWaiting.run(saleId);
       return room;
     }
     if (status !== 'live') return room; // the line forms before the start; admission begins at it
+    if (room.drawn_at === null) room = this.draw(room, now);
     const unused = (this.stmt.admittedUnused.get(saleId) as { n: number }).n;
     const elapsedMs = (this.stmt.elapsedMs.get({ now, then: room.refilled_at }) as { ms: number }).ms;
+    // how many the bucket and the units allow; the query admits as many as are waiting (and verified)
     const { admit, budget } = admissions({
       budget: room.budget,
       elapsedMs,
       rate: room.admit_per_second,
       freeUnits: row.cap! - row.sold - held - unused * row.per_customer_limit,
       perCustomerLimit: row.per_customer_limit,
-      waiting: room.next_number - 1 - room.admitted_through,
+      waiting: Number.MAX_SAFE_INTEGER,
     });
+    let through = room.admitted_through;
+    let admitted = 0;
     if (admit > 0) {
       const until = new Date(Date.parse(now) + room.window_ms).toISOString();
-      this.stmt.admitNext.run({ sale: saleId, through: room.admitted_through, n: admit, until });
+      const places = this.stmt.admitNext.all({ sale: saleId, n: admit, until, verification: room.verification }) as {
+        place: number;
+      }[];
+      admitted = places.length;
+      for (const { place } of places) through = Math.max(through, place);
     }
-    this.stmt.setAdmission.run({ sale: saleId, budget, now, n: admit });
-    return { ...room, budget, refilled_at: now, admitted_through: room.admitted_through + admit };
+    const left = budget + (admit - admitted);
+    this.stmt.setAdmission.run({ sale: saleId, budget: left, now, through });
+    return { ...room, budget: left, refilled_at: now, admitted_through: through };
+  }
+
+  /**
+   * The opening: every ticket so far is the pre-queue (arrival numbers 1..n). A fair start places
+   * them by a seeded shuffle whose seed is recorded; otherwise their place is their number.
+   */
+  private draw(room: RoomRow, now: string): RoomRow {
+    const size = room.next_number - 1;
+    const seed = room.fair_start === 1 ? randomBytes(8).toString('hex') : null;
+    this.stmt.unplaceAll.run(room.sale_id);
+    const order = seed === null ? Array.from({ length: size }, (_, i) => i + 1) : drawOrder(seed, size);
+    order.forEach((number, k) => {
+      this.stmt.placeTicket.run({ sale: room.sale_id, number, place: k + 1 });
+    });
+    this.stmt.recordDraw.run({ sale: room.sale_id, seed, size, now });
+    return { ...room, draw_seed: seed, pre_queue: size, drawn_at: now };
   }
 
   private room(saleId: string): RoomRow {
@@ -182,7 +251,7 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
   }
 
   private ahead(room: RoomRow, ticket: TicketRow): number {
-    return ticket.status === 'waiting' ? ticket.number - room.admitted_through - 1 : 0;
+    return ticketPosition(ticket, room.admitted_through, room.next_number - 1);
   }
 
   private toTicket(room: RoomRow, t: TicketRow): Ticket {
@@ -192,13 +261,10 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       customer: t.customer,
       number: t.number,
       status: t.status,
+      place: t.place,
+      verified: t.verified === 1,
       position,
-      estimatedWaitMs:
-        t.status === 'waiting'
-          ? Math.ceil(((position + 1) / room.admit_per_second) * 1000)
-          : t.status === 'admitted'
-            ? 0
-            : null,
+      estimatedWaitMs: estimatedWait(t.status, position, room.admit_per_second),
       admittedUntil: t.admitted_until,
       holdId: t.hold_id,
       token: signTicket(room.secret, t.sale_id, t.customer, t.number),
@@ -213,6 +279,10 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
       saleId: room.sale_id,
       admitPerSecond: room.admit_per_second,
       windowMs: room.window_ms,
+      fairStart: room.fair_start === 1,
+      verification: room.verification === 1,
+      draw:
+        room.drawn_at === null ? null : { seed: room.draw_seed, preQueue: room.pre_queue ?? 0, drawnAt: room.drawn_at },
       createdAt: room.created_at,
       tickets,
     };

@@ -35,4 +35,8 @@ export class TieredWaitingRooms implements WaitingRoomBackend {
   reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult> {
     return this.ledger.reserve(saleId, customer, token, quantity, ttlMs);
   }
+
+  verify(saleId: string, customer: string, token: string): Promise<Ticket> {
+    return this.ledger.verify(saleId, customer, token);
+  }
 }

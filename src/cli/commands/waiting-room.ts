@@ -14,6 +14,16 @@ function describeRoom(room: WaitingRoom): string {
   return block([
     ['sale', room.saleId],
     ['admits', `${room.admitPerSecond}/s, ${room.windowMs / 1000} s to reserve`],
+    ['fair start', room.fairStart ? 'yes: the pre-queue is drawn at the opening' : 'no: arrival order'],
+    ['verification', room.verification ? 'required before admission' : 'no'],
+    [
+      'draw',
+      room.draw === null
+        ? 'not yet (at the opening)'
+        : room.draw.seed === null
+          ? `none: ${room.draw.preQueue} early tickets in arrival order`
+          : `seed ${room.draw.seed} over ${room.draw.preQueue} early tickets, ${room.draw.drawnAt}`,
+    ],
     [
       'tickets',
       Object.entries(room.tickets)
@@ -26,7 +36,8 @@ function describeRoom(room: WaitingRoom): string {
 function describeTicket(t: Ticket): string {
   return block([
     ['ticket', `#${t.number} of ${t.customer}`],
-    ['status', t.status],
+    ['place', t.place ?? 'drawn at the opening'],
+    ['status', t.verified ? t.status : `${t.status}, not verified`],
     ...(t.status === 'waiting'
       ? [['ahead', `${t.position} (about ${Math.ceil((t.estimatedWaitMs ?? 0) / 1000)} s)`] as [string, unknown]]
       : []),
@@ -42,20 +53,49 @@ export function waitingRoomCommand(sales: Command): void {
 
   room
     .command('enable <sale>')
-    .description('put a capped sale behind a waiting room (or change its rate and window)')
+    .description('put a capped sale behind a waiting room (or change its settings)')
     .option('--rate <n>', 'tickets admitted per second', rate, 10)
     .option('--window <seconds>', 'how long an admitted customer has to reserve', intOption('--window'), 120)
-    .addHelpText('after', '\nExample:\n  $ dibs sales room enable sale_… --rate 50 --window 120')
-    .action(async (sale: string, opts: { rate: number; window: number }, command: Command) => {
-      await withDibs(command, async (dibs) => {
-        const r = await dibs.waitingRooms.enable(sale, { admitPerSecond: opts.rate, windowMs: opts.window * 1000 });
-        output(command, r, () => describeRoom(r));
-      });
-    });
+    .option('--fair-start', 'who joins before the sale opens gets a random place, drawn once at the opening')
+    .option('--no-fair-start', 'arrival order for the pre-queue again (left out: as it is; a new room: arrival order)')
+    .option('--verification', 'admit a ticket only once verified (`dibs sales room verify`)')
+    .option('--no-verification', 'admit without verification again (left out: as it is; a new room: none)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ dibs sales room enable sale_… --rate 50 --window 120
+  $ dibs sales room enable sale_… --rate 50 --fair-start                # random order for the pre-queue
+  $ dibs sales room enable sale_… --rate 50 --fair-start --verification # and a check before admission
+  $ dibs sales room enable sale_… --rate 80 --no-verification           # other settings stay as they are`,
+    )
+    .action(
+      async (
+        sale: string,
+        opts: { rate: number; window: number; fairStart?: boolean; verification?: boolean },
+        command: Command,
+      ) => {
+        await withDibs(command, async (dibs) => {
+          const r = await dibs.waitingRooms.enable(sale, {
+            admitPerSecond: opts.rate,
+            windowMs: opts.window * 1000,
+            ...(opts.fairStart === undefined ? {} : { fairStart: opts.fairStart }),
+            ...(opts.verification === undefined ? {} : { verification: opts.verification }),
+          });
+          output(command, r, () => describeRoom(r));
+        });
+      },
+    );
 
   room
     .command('show <sale>')
-    .description('tickets by status (runs admission first)')
+    .description("tickets by status and the opening's draw (runs admission first)")
+    .addHelpText(
+      'after',
+      `
+Example:
+  $ dibs sales room show sale_… --json   # draw.seed re-derives the pre-queue's order (drawOrder in the library)`,
+    )
     .action(async (sale: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const r = await dibs.waitingRooms.get(sale);
@@ -79,6 +119,19 @@ export function waitingRoomCommand(sales: Command): void {
     .action(async (sale: string, customer: string, token: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const t = await dibs.waitingRooms.ticket(sale, customer, token);
+        output(command, t, () => describeTicket(t));
+      });
+    });
+
+  room
+    .command('verify <sale> <customer> <token>')
+    .description(
+      'mark a ticket verified once your own check of the customer passed (a room with --verification admits only verified tickets)',
+    )
+    .addHelpText('after', '\nExample:\n  $ dibs sales room verify sale_… ann 17.Qm9…')
+    .action(async (sale: string, customer: string, token: string, _opts: unknown, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const t = await dibs.waitingRooms.verify(sale, customer, token);
         output(command, t, () => describeTicket(t));
       });
     });

@@ -45,6 +45,14 @@ export class WaitingRooms {
     return this.store.ticket(sale(saleId), who(customer), parseInput(ticketTokenSchema, token, 'ticket'));
   }
 
+  /**
+   * Marks a ticket verified — call it once your own check of the customer passed (a challenge,
+   * say). In a room with `verification`, only verified tickets are admitted.
+   */
+  async verify(saleId: string, customer: string, token: string): Promise<Ticket> {
+    return this.store.verify(sale(saleId), who(customer), parseInput(ticketTokenSchema, token, 'ticket'));
+  }
+
   /** Reserves with an admitted ticket; confirm or cancel the hold through `dibs.sales`. */
   async reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult> {
     return this.store.reserve(

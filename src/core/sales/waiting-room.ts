@@ -8,6 +8,15 @@
  * next admission goes to the next ticket in line — not to whoever retries fastest. When the sale
  * is sold out for good, every waiting ticket is told at once.
  *
+ * Fair start (`fairStart`): everyone who joined before the sale opened is put in a random place in
+ * line by one draw the store makes at the opening (fair-draw.ts: a seeded shuffle, the seed is
+ * recorded on the room so the order can be re-derived); later arrivals keep arrival order behind
+ * them. Admission goes by place; a ticket's arrival `number` never changes (its token signs it).
+ *
+ * Verification (`verification`): a ticket is admitted only once the integrator has checked the
+ * customer (a challenge, say) and called `verify`; admission passes over unverified tickets, and a
+ * ticket verified after being passed over is admitted first at the next admission.
+ *
  * Tickets are bearer tokens bound to (sale, customer, number) by an HMAC with a per-sale secret
  * that never leaves the store: a forged number or another customer's token is refused.
  */
@@ -23,10 +32,25 @@ export interface WaitingRoomSpec {
   admitPerSecond: number;
   /** How long an admitted customer may take to reserve, ms. */
   windowMs: number;
+  /** Those who join before the sale opens get a random place at the opening (default false: arrival order). */
+  fairStart?: boolean;
+  /** A ticket is admitted only once `verify`d (default false). */
+  verification?: boolean;
 }
 
-export interface WaitingRoom extends WaitingRoomSpec {
+/** The fair start's draw, made once by the store at the opening. */
+export interface RoomDraw {
+  /** 16 hex digits; `drawOrder(seed, preQueue)` re-derives the order (null: no shuffle, arrival order). */
+  seed: string | null;
+  /** Tickets in the pre-queue: arrival numbers 1..preQueue, placed 1..preQueue by the draw. */
+  preQueue: number;
+  drawnAt: string;
+}
+
+export interface WaitingRoom extends Required<WaitingRoomSpec> {
   saleId: string;
+  /** null until the sale opens (the first step after it draws). */
+  draw: RoomDraw | null;
   createdAt: string;
   /** Tickets by status right now. */
   tickets: Record<TicketStatus, number>;
@@ -38,7 +62,11 @@ export interface Ticket {
   /** Arrival number, 1-based, in the order the store saw the arrivals. */
   number: number;
   status: TicketStatus;
-  /** Waiting tickets ahead of this one (0 once admitted). */
+  /** Place in line: arrival order, or drawn at the opening for the pre-queue of a fair start (null until then). */
+  place: number | null;
+  /** Verified for admission (always true in a room without verification). */
+  verified: boolean;
+  /** Tickets ahead of this one (0 once admitted; before a fair start's draw, everyone else in the pre-queue). */
   position: number;
   /** Rough wait until admission at the configured rate, ms (0 once admitted; null when it will never be). */
   estimatedWaitMs: number | null;
@@ -52,7 +80,10 @@ export interface Ticket {
 
 /** The store side. Every step first runs admission for the sale (expiry, rate, capacity, sold-out). */
 export interface WaitingRoomBackend {
-  /** Sale must exist and be capped. Replaces the settings of an existing room (keeps its tickets). */
+  /**
+   * Sale must exist and be capped. Replaces the settings of an existing room (keeps its tickets and
+   * any draw made); `fairStart`/`verification` left out keep their current value (false for a new room).
+   */
   enable(saleId: string, spec: WaitingRoomSpec): Promise<WaitingRoom>;
   get(saleId: string): Promise<WaitingRoom>;
   /** One ticket per customer: joining again returns the existing ticket. */
@@ -65,6 +96,8 @@ export interface WaitingRoomBackend {
    * then used; a replay of the same reservation returns the same hold.
    */
   reserve(saleId: string, customer: string, token: string, quantity: number, ttlMs: number): Promise<HoldResult>;
+  /** Marks the ticket verified (idempotent); only meaningful in a room with `verification`. */
+  verify(saleId: string, customer: string, token: string): Promise<Ticket>;
 }
 
 export const waitingRoomSpecSchema = z
@@ -78,6 +111,8 @@ export const waitingRoomSpecSchema = z
       .int('must be a whole number')
       .min(1000, 'at least 1000 ms')
       .max(3_600_000, 'at most one hour'),
+    fairStart: z.boolean({ error: 'must be true or false' }).optional(),
+    verification: z.boolean({ error: 'must be true or false' }).optional(),
   })
   .strict();
 
@@ -108,10 +143,14 @@ export function verifyTicket(secret: string, saleId: string, customer: string, t
   return number;
 }
 
-export function notAdmitted(ticket: Pick<Ticket, 'saleId' | 'number' | 'status' | 'position'>): DibsError {
+export function notAdmitted(
+  ticket: Pick<Ticket, 'saleId' | 'number' | 'status' | 'position'> & { verified?: boolean },
+): DibsError {
   const why =
     ticket.status === 'waiting'
-      ? `is still waiting (${ticket.position} ahead)`
+      ? ticket.verified === false
+        ? `waits for verification (${ticket.position} ahead)`
+        : `is still waiting (${ticket.position} ahead)`
       : ticket.status === 'expired'
         ? 'was admitted but its window to reserve has passed'
         : ticket.status === 'used'
@@ -120,7 +159,11 @@ export function notAdmitted(ticket: Pick<Ticket, 'saleId' | 'number' | 'status' 
   return new DibsError('not_admitted', `ticket ${ticket.number} of sale '${ticket.saleId}' ${why}`, {
     field: 'ticket',
     retriable: ticket.status === 'waiting',
-    details: { status: ticket.status, position: ticket.position },
+    details: {
+      status: ticket.status,
+      position: ticket.position,
+      ...(ticket.verified === false ? { verified: false } : {}),
+    },
   });
 }
 
@@ -147,4 +190,20 @@ export function admissions(input: {
   const slots = Math.max(0, Math.ceil(input.freeUnits / input.perCustomerLimit));
   const admit = Math.max(0, Math.min(Math.floor(budget), slots, input.waiting));
   return { admit, budget: budget - admit };
+}
+
+/** Waiting tickets ahead of one: by place once drawn; before a fair start's draw, the rest of the pre-queue. */
+export function ticketPosition(
+  t: { status: TicketStatus; place: number | null },
+  through: number,
+  joined: number,
+): number {
+  if (t.status !== 'waiting') return 0;
+  if (t.place === null) return Math.max(0, joined - 1);
+  return Math.max(0, t.place - through - 1);
+}
+
+/** The estimate `(position + 1) / rate` for a waiting ticket, 0 once admitted, null when it never will be. */
+export function estimatedWait(status: TicketStatus, position: number, rate: number): number | null {
+  return status === 'waiting' ? Math.ceil(((position + 1) / rate) * 1000) : status === 'admitted' ? 0 : null;
 }

@@ -158,7 +158,13 @@ function renderRoom(sale, room) {
   const observed = now - first.at >= 1000 ? (through - first.through) / ((now - first.at) / 60_000) : null;
   $('room-summary').textContent =
     `Admits up to ${room.admitPerSecond}/s (${room.admitPerSecond * 60}/min); each admitted customer has ${duration(room.windowMs)} to reserve.` +
-    (observed === null ? '' : ` Admitted lately: ${Math.round(observed)}/min (last ${duration(now - first.at)}).`);
+    (observed === null ? '' : ` Admitted lately: ${Math.round(observed)}/min (last ${duration(now - first.at)}).`) +
+    (room.fairStart
+      ? room.draw
+        ? ` Fair start: ${number(room.draw.preQueue)} early arrivals placed by the draw (seed ${room.draw.seed}).`
+        : ' Fair start: early arrivals get a random place at the opening.'
+      : '') +
+    (room.verification ? ' Tickets are admitted only once verified.' : '');
   $('room-stats').dataset.observedPerMinute = observed === null ? '' : String(Math.round(observed));
   submit.textContent = 'Save waiting room';
   const form = $('room-form');

@@ -51,13 +51,16 @@ export function waitingRoomRoutes(app: FastifyInstance, { dibs }: ServiceContext
       url: '/v1/sales/:sale/waiting-room',
       scope: 'sales:admin',
       tag,
-      summary: 'Put a capped sale behind a waiting room (or change its rate and window)',
+      summary: 'Put a capped sale behind a waiting room (or change its rate, window, fair start and verification)',
       body: S.waitingRoomBodySchema,
       responses: { 200: { description: 'The room with ticket counts', schema: S.waitingRoomSchema } },
     },
     async (request) => {
       return guarded(request, (sale) =>
-        dibs.waitingRooms.enable(sale, pick(bodyObject(request), ['admitPerSecond', 'windowMs']) as never),
+        dibs.waitingRooms.enable(
+          sale,
+          pick(bodyObject(request), ['admitPerSecond', 'windowMs', 'fairStart', 'verification']) as never,
+        ),
       );
     },
   );
@@ -124,6 +127,21 @@ export function waitingRoomRoutes(app: FastifyInstance, { dibs }: ServiceContext
     app,
     {
       method: 'POST',
+      url: '/v1/sales/:sale/waiting-room/tickets/:customer/verification',
+      scope: 'sales:admin',
+      tag,
+      summary:
+        'Mark a ticket verified once your own check of the customer passed (Dibs-Ticket header); a room with verification admits only verified tickets',
+      responses: { 200: { description: 'The ticket, admitted at once if its turn has come', schema: S.ticketSchema } },
+    },
+    async (request) =>
+      guarded(request, (sale) => dibs.waitingRooms.verify(sale, request.params.customer!, ticketToken(request))),
+  );
+
+  route(
+    app,
+    {
+      method: 'POST',
       url: '/v1/sales/:sale/waiting-room/reservations',
       scope: 'sales:buy',
       tag,
@@ -183,7 +201,7 @@ async function streamTicket(dibs: Dibs, sale: string, request: Req, reply: Fasti
     await new Promise((resolve) => setTimeout(resolve, STREAM_POLL_MS));
     try {
       const next = await dibs.waitingRooms.ticket(sale, customer, token);
-      if (next.status !== ticket.status || next.position !== ticket.position) send(next);
+      if (next.status !== ticket.status || next.position !== ticket.position || next.place !== ticket.place) send(next);
       ticket = next;
     } catch (error) {
       const body = error instanceof DibsError ? error.toJSON() : { code: 'internal', message: 'ticket check failed' };

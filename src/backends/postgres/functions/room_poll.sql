@@ -4,10 +4,14 @@
 -- and then runs the full step; otherwise someone else is stepping right now and the poller gets
 -- the ticket as committed, read without a lock. Admission order is unchanged — tickets are still
 -- admitted only by room_step, under the lock, in number order.
+DROP FUNCTION IF EXISTS room_poll(text, text);
 CREATE OR REPLACE FUNCTION room_poll(p_sale text, p_customer text)
 RETURNS TABLE (sale_id text, admit_per_second double precision, window_ms integer, secret text,
                admitted_through bigint, created_at timestamptz,
-               number bigint, customer text, status text, admitted_until timestamptz, hold_id text)
+               fair_start boolean, verification boolean, draw_seed text, pre_queue bigint,
+               drawn_at timestamptz, joined bigint,
+               number bigint, customer text, status text, admitted_until timestamptz, hold_id text,
+               place bigint, verified boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
@@ -21,9 +25,10 @@ BEGIN
   -- A window that ran out is reported as expired, as the next step will record it.
   RETURN QUERY
     SELECT r.sale_id, r.admit_per_second, r.window_ms, r.secret, r.admitted_through, r.created_at,
+           r.fair_start, r.verification, r.draw_seed, r.pre_queue, r.drawn_at, r.next_number - 1,
            t.number, t.customer,
            CASE WHEN t.status = 'admitted' AND t.admitted_until <= now() THEN 'expired' ELSE t.status END,
-           t.admitted_until, t.hold_id
+           t.admitted_until, t.hold_id, t.place, t.verified
     FROM waiting_rooms r
     LEFT JOIN tickets t ON t.sale_id = r.sale_id AND t.customer = p_customer
     WHERE r.sale_id = p_sale;

@@ -21,9 +21,14 @@
 --   T:ot:<id>      zset '<quantity>|<order id>' -> order time (forecasts)
 --   T:watch:<id>   hash: the sale's "empty soon" watch (within, armed, fired)
 --   T:room:<id>    hash: the sale's waiting room (rate, window, secret, next, through, budget,
---                  refilled, created, swept); the sale hash has room = '1' while it has one
---   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold)}
+--                  refilled, created, swept, fair, verify, drawn, seed, preq); the sale hash has
+--                  room = '1' while it has one. A room without `fair` predates the fair start: its
+--                  line is in arrival order (place = number) and counts as drawn.
+--   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold),
+--                  p (place; absent in a fair start's pre-queue until the draw), v (0: unverified)}
 --   T:tnum:<id>    hash ticket number -> customer; T:adm:<id> zset admitted number -> until
+--   T:tplace:<id>  hash place -> customer; T:vq:<id> zset place of tickets verified after admission
+--                  passed them over (admitted first)
 -- Replies are {status, ...} with status from one set decoded by sales.ts.
 
 local T = ARGV[1]
@@ -217,10 +222,66 @@ local function room_state(sale_id)
   local r = {}
   for i = 1, #raw, 2 do r[raw[i]] = raw[i + 1] end
   for _, f in ipairs({ 'rate', 'window', 'next', 'through', 'budget', 'refilled', 'created', 'swept' }) do r[f] = tonumber(r[f] or '0') end
+  if r.fair == nil then
+    r.legacy, r.fair, r.verify, r.drawn, r.seed, r.preq = true, '0', '0', tostring(r.created), '', '0'
+  end
   return r
 end
 
-local function admit(sale_id, now)
+-- The place of a ticket (nil in a fair start's pre-queue before the draw).
+local function place_of(room, t)
+  if t.p then return t.p end
+  if room.legacy then return t.n end
+  return nil
+end
+
+local function ticket_at(sale_id, room, place)
+  local c = redis.call('HGET', k(room.legacy and 'tnum' or 'tplace', sale_id), place)
+  if c == false then return nil end
+  return ticket_of(sale_id, c)
+end
+
+-- The opening: every ticket so far is the pre-queue (numbers 1..size). A fair start places them by
+-- the seeded Fisher–Yates shuffle of core/sales/fair-draw.ts, step for step (L'Ecuyer's combined
+-- generator: every product stays below 2^47, exact in Lua's doubles), and records the seed;
+-- otherwise their place is their number. `seed` is 16 hex digits from the stepping client.
+local function draw(sale_id, room, now, seed)
+  local size = room.next - 1
+  local order = {}
+  for i = 1, size do order[i] = i end
+  local used = ''
+  if room.fair == '1' then
+    used = seed
+    local s1 = tonumber(string.sub(seed, 1, 8), 16) % 2147483562 + 1
+    local s2 = tonumber(string.sub(seed, 9, 16), 16) % 2147483398 + 1
+    for i = size, 2, -1 do
+      s1 = (s1 * 40014) % 2147483563
+      s2 = (s2 * 40692) % 2147483399
+      local z = s1 - s2
+      if z < 1 then z = z + 2147483562 end
+      local j = 1 + z % i
+      order[i], order[j] = order[j], order[i]
+    end
+  end
+  for place = 1, size do
+    local c = redis.call('HGET', k('tnum', sale_id), order[place])
+    local t = ticket_of(sale_id, c)
+    t.p = place
+    save_ticket(sale_id, t)
+    redis.call('HSET', k('tplace', sale_id), place, c)
+  end
+  room.drawn, room.seed, room.preq = tostring(now), used, tostring(size)
+  redis.call('HSET', k('room', sale_id), 'drawn', room.drawn, 'seed', used, 'preq', size)
+end
+
+local function admit_ticket(sale_id, room, t, now)
+  t.s = 'admitted'
+  t.u = now + room.window
+  save_ticket(sale_id, t)
+  redis.call('ZADD', k('adm', sale_id), t.u, t.n)
+end
+
+local function admit(sale_id, now, seed)
   local room = room_state(sale_id)
   if not room then return nil end
   expire_stale(sale_id, now)
@@ -235,8 +296,9 @@ local function admit(sale_id, now)
   end
   local status = status_of(s, now)
   if status == 'ended' or status == 'cancelled' or (s.cap ~= '' and tonumber(s.sold) >= tonumber(s.cap)) then
-    -- over for good: everyone still waiting is told at once
-    for n = math.max(room.through, room.swept) + 1, room.next - 1 do
+    -- over for good: everyone still waiting is told at once (by number: places may be drawn, and
+    -- tickets passed over for verification wait behind `through`)
+    for n = room.swept + 1, room.next - 1 do
       local t = ticket_by_number(sale_id, n)
       if t and t.s == 'waiting' then
         t.s = 'sold_out'
@@ -248,24 +310,38 @@ local function admit(sale_id, now)
     return room
   end
   if status ~= 'live' or s.cap == '' then return room end -- the line forms before the start; admission begins at it
+  if room.drawn == nil then draw(sale_id, room, now, seed) end
   local limit = tonumber(s.limit)
   local unused = redis.call('ZCARD', k('adm', sale_id))
   local budget = math.min(math.max(1, room.rate), room.budget + (math.max(0, now - room.refilled) / 1000) * room.rate)
   local free = tonumber(s.cap) - tonumber(s.sold) - tonumber(s.held) - unused * limit
   local slots = math.max(0, math.ceil(free / limit))
-  local n = math.max(0, math.min(math.floor(budget), slots, room.next - 1 - room.through))
-  for number = room.through + 1, room.through + n do
-    local t = ticket_by_number(sale_id, number)
-    if t and t.s == 'waiting' then
-      t.s = 'admitted'
-      t.u = now + room.window
-      save_ticket(sale_id, t)
-      redis.call('ZADD', k('adm', sale_id), t.u, number)
+  local n = math.max(0, math.min(math.floor(budget), slots))
+  local admitted = 0
+  -- first those verified after admission passed them over: their place is ahead of the rest
+  if n > 0 then
+    for _, p in ipairs(redis.call('ZRANGE', k('vq', sale_id), 0, n - 1)) do
+      local t = ticket_at(sale_id, room, p)
+      if t and t.s == 'waiting' then
+        admit_ticket(sale_id, room, t, now)
+        admitted = admitted + 1
+      end
+      redis.call('ZREM', k('vq', sale_id), p)
     end
   end
-  room.budget = budget - n
+  local place = room.through
+  while admitted < n and place < room.next - 1 do
+    place = place + 1
+    local t = ticket_at(sale_id, room, place)
+    -- with verification on, an unverified ticket is passed over (it keeps its place: verify queues it)
+    if t and t.s == 'waiting' and not (room.verify == '1' and t.v == 0) then
+      admit_ticket(sale_id, room, t, now)
+      admitted = admitted + 1
+    end
+  end
+  room.budget = budget - admitted
   room.refilled = now
-  room.through = room.through + n
+  room.through = place
   redis.call('HSET', k('room', sale_id), 'budget', tostring(room.budget), 'refilled', now, 'through', room.through)
   return room
 end

@@ -3,11 +3,11 @@
 -- passes the number it carries; the ticket is then used. A used ticket replays its reservation
 -- (idempotency key 'ticket:<n>').
 -- KEYS[1] T:room:<id>. ARGV[1] tag, [2] sale id, [3] customer, [4] ticket number, [5] quantity,
--- [6] ttl ms, [7] id for a new hold.
+-- [6] ttl ms, [7] id for a new hold, [8] a draw seed (sale_room_step).
 -- Returns 'not_found' | {'invalid_ticket'} | {'not_admitted', room/ticket JSON}
 --   | the replies of reserve_step (sale_lib.lua)
 local id, c, number = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local room = admit(id, now_ms())
+local room = admit(id, now_ms(), ARGV[8])
 if not room then return 'not_found' end
 local t = ticket_of(id, c)
 if not t or t.n ~= number then return { 'invalid_ticket' } end
