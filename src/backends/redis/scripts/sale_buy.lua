@@ -6,6 +6,11 @@
 --   sale_sold_out; numbers as integer replies)
 local sale_id, c, q, key, order_id = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found' } end
+-- The order id is new per request, so an order under it means this very request already ran: the
+-- client re-sent it after its connection dropped (ioredis re-sends scripts in flight). Answer what
+-- the first run did; running it again would count the units twice for one order.
+local done = redis.call('HGET', k('orders', sale_id), order_id)
+if done then return { 'replayed', done } end
 local r = replay_of(sale_id, key, 'buy', c, q)
 if r then
   if r[1] == 'conflict' then return r end
