@@ -54,7 +54,7 @@ describe('rate-limits panel (headless Chromium)', { skip, timeout: 120_000 }, ()
     await page.getByRole('link', { name: 'Rate limits' }).click();
 
     // define a token bucket: 3 per minute, bursts of 2
-    await define().getByLabel('Name', { exact: true }).fill('chat-api');
+    await define().getByLabel('Limit name').fill('chat-api');
     await define().getByLabel('Algorithm').selectOption('token-bucket');
     await define().getByLabel('Allowed per period').fill('3');
     await define().getByLabel('Period', { exact: true }).fill('1');
@@ -104,7 +104,7 @@ describe('rate-limits panel (headless Chromium)', { skip, timeout: 120_000 }, ()
 
     // edit: the row fills the form in; 30 per minute is saved as a change, not a new limit
     await row('chat-api').getByRole('button', { name: 'Edit limit chat-api' }).click();
-    assert.equal(await define().getByLabel('Name', { exact: true }).inputValue(), 'chat-api');
+    assert.equal(await define().getByLabel('Limit name').inputValue(), 'chat-api');
     assert.equal(await define().getByLabel('Allowed per period').inputValue(), '3');
     assert.equal(await define().getByLabel('Period', { exact: true }).inputValue(), '1');
     assert.equal(await define().getByLabel('Period unit').inputValue(), '60000');
