@@ -27,7 +27,7 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
   }, async () => {
     const dibs = await openDibs(emulator.storeUrl());
     try {
-      console.log('pages', await assertListingWalk(dibs, { locks: 80, counters: 80, page: 13 }));
+      console.log('pages', await assertListingWalk(dibs, { locks: 40, counters: 40, page: 9 }));
     } finally {
       await dibs.close();
     }

@@ -1,9 +1,10 @@
 /**
- * Flash sales and outbox delivery on the Firestore emulator: the sale and outbox conformance
- * suites, unchanged (each store on a fresh prefix of this file's own emulator).
+ * Flash sales, outbox delivery and forecasts on the Firestore emulator: the sale, outbox and
+ * forecast conformance suites, unchanged (each store on a fresh prefix of this file's own emulator).
  */
-import { describe } from 'node:test';
-import { openDibs } from '../../src/index.js';
+import { after, before, describe } from 'node:test';
+import { openDibs, type Dibs } from '../../src/index.js';
+import { forecastConformance } from '../conformance/forecast.js';
 import { outboxConformance } from '../conformance/outbox.js';
 import { saleConformance } from '../conformance/sales.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
@@ -18,4 +19,18 @@ describe('firestore sales (the official emulator, started by the test)', {
   };
   saleConformance('firestore', open);
   outboxConformance('firestore', open);
+
+  let dibs: Dibs | undefined;
+  before(async () => {
+    dibs = await openDibs(emulator.storeUrl());
+  });
+  after(async () => {
+    await dibs?.close();
+  });
+  forecastConformance('firestore', {
+    get dibs() {
+      if (!dibs) throw new Error('the store is opened in before()');
+      return dibs;
+    },
+  });
 });
