@@ -1,7 +1,7 @@
 /**
  * The rate-limits panel in headless Chromium, as an operator would use it: define a token bucket
- * with the form, see a limit another client defined, spend a key's allowance until it is denied
- * with its wait, reset the key, edit the limit (the form filled in from the row), refuse a take no
+ * with the form, see a limit another client defined and each limit's shared allowance, check a
+ * key's allowance without taking, spend it until it is denied with its wait, reset the key, edit the limit (the form filled in from the row), refuse a take no
  * definition can admit, delete a limit (asked once more). Every step is checked against the API as
  * well as the page. axe (no serious or critical violation, light and dark) and a 390 px phone width.
  */
@@ -75,16 +75,31 @@ describe('rate-limits panel (headless Chromium)', { skip, timeout: 120_000 }, ()
     await server.dibs.limits.create({ name: 'sms', algorithm: 'quota', limit: 10_000, periodMs: 86_400_000 });
     await row('sms').getByText('10,000 per calendar day (UTC-aligned)').waitFor();
 
-    // spend alice's allowance: two at once (the burst), then a denial with the wait
+    // the shared allowance of each limit is shown as it is now, read without taking
+    await row('chat-api').getByRole('cell', { name: '2 left' }).waitFor();
+    await server.dibs.limits.take('chat-api', 2);
+    await row('chat-api').getByRole('cell', { name: 'none left' }).waitFor();
+
+    // spend alice's allowance: checking takes nothing; two takes (the burst), then a denial with the wait
     await allowance().getByLabel('Limit', { exact: true }).selectOption('chat-api');
     await allowance().getByLabel(/^Key/).fill('alice');
+    await allowance().getByRole('button', { name: 'Check without taking' }).click();
+    await tryResult().getByText('chat-api, key alice: 2 left now; nothing taken.').waitFor();
     await allowance().getByRole('button', { name: 'Take' }).click();
     await tryResult().getByText('Allowed: 1 taken for key alice; 1 left now.').waitFor();
+    for (let i = 0; i < 2; i++) {
+      await allowance().getByRole('button', { name: 'Check without taking' }).click();
+      await tryResult().getByText('chat-api, key alice: 1 left now; nothing taken.').waitFor();
+    }
     await allowance().getByRole('button', { name: 'Take' }).click();
     await tryResult().getByText('Allowed: 1 taken for key alice; 0 left now.').waitFor();
     await allowance().getByRole('button', { name: 'Take' }).click();
     await tryResult()
       .getByText(/^Denied for key alice: 0 left now; 1 would be allowed in \d+s\.$/)
+      .waitFor();
+    await allowance().getByRole('button', { name: 'Check without taking' }).click();
+    await tryResult()
+      .getByText(/^chat-api, key alice: 0 left now; 1 would be allowed in \d+s\. Nothing taken\.$/)
       .waitFor();
     assert.equal((await server.dibs.limits.take('chat-api', 1, { key: 'alice' })).allowed, false, 'the store agrees');
     assert.equal((await server.dibs.limits.take('chat-api', 1, { key: 'bob' })).allowed, true, 'other keys are apart');

@@ -1,6 +1,7 @@
 // The rate-limits section of the overview: every limit of the tenant with its definition in words,
 // a form that defines a limit or changes one (Edit fills it in), and a key's allowance — take units
-// as a client would (allowed and what is left, or the exact wait) or reset the key. Through the
+// as a client would (allowed and what is left, or the exact wait), read it without taking, or reset
+// the key. Each row shows the shared allowance as it is now (read without taking). Through the
 // public /v1/limits API (scopes locks:read / locks:write).
 import { $, api, describe, duration, enc, h, number, onSubmit, renderRows, showResult } from './lib.js';
 
@@ -37,14 +38,26 @@ export async function refreshLimits() {
     limits = (await api('GET', '/v1/limits')).data;
   } catch (error) {
     if (error.status === 401) throw error;
-    renderRows('limit-rows', [], 5, () => [], `Could not list limits: ${describe(error)}`);
+    renderRows('limit-rows', [], 6, () => [], `Could not list limits: ${describe(error)}`);
     return;
   }
   panel.limits = limits;
+  // the shared allowance ("" key) of each limit, read without taking; a store that cannot: "—"
+  const shared = await Promise.all(
+    limits.map((limit) =>
+      api('GET', `/v1/limits/${enc(limit.name)}/peek`).then(
+        (d) => (d.allowed ? `${number(d.remaining + 1)} left` : 'none left'),
+        (error) => {
+          if (error.status === 401) throw error;
+          return '—';
+        },
+      ),
+    ),
+  );
   renderRows(
     'limit-rows',
-    limits.map((limit) => ({ ...limit, confirming: panel.confirming === limit.name })),
-    5,
+    limits.map((limit, i) => ({ ...limit, shared: shared[i], confirming: panel.confirming === limit.name })),
+    6,
     (rows) =>
       rows.map((limit) =>
         h(
@@ -53,6 +66,7 @@ export async function refreshLimits() {
           h('th', { scope: 'row' }, limit.name),
           h('td', {}, ALGORITHMS[limit.algorithm] ?? limit.algorithm),
           h('td', {}, allowance(limit)),
+          h('td', { class: 'num' }, limit.shared),
           h('td', {}, new Date(limit.updatedAt).toLocaleString()),
           h(
             'td',
@@ -161,6 +175,23 @@ export function wireLimits(refresh) {
       false,
     );
     return null;
+  });
+  $('limit-peek').addEventListener('click', async () => {
+    const { form, name, key, who } = target();
+    if (!form.reportValidity()) return;
+    const n = Number(form.elements.n.value);
+    try {
+      const d = await api('GET', `/v1/limits/${enc(name)}/peek?n=${n}&key=${enc(key)}`);
+      showResult(
+        'limit-try-result',
+        d.allowed
+          ? `${name}, ${who}: ${number(d.remaining + n)} left now; nothing taken.`
+          : `${name}, ${who}: ${number(d.remaining)} left now; ${n} would be allowed in ${waitText(d.retryAfterMs)}. Nothing taken.`,
+        true,
+      );
+    } catch (error) {
+      if (error.status !== 401) showResult('limit-try-result', describe(error), false);
+    }
   });
   $('limit-reset').addEventListener('click', async () => {
     const { form, name, key, who } = target();
