@@ -36,7 +36,7 @@ describe('firestore sales (the official emulator, started by the test)', {
     },
   });
 
-  // ≈30 s on the emulator (worker start-up and 90 claims): a long run only
+  // ≈20 s on the emulator (worker start-up and 90 claims): a long run only
   it('forecast alerts checked by 3 processes at once: each crossing recorded and answered once', {
     timeout: 120_000,
     skip: process.env.FAULTS_LONG ? false : 'FAULTS_LONG=1 runs it',

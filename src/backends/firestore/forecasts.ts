@@ -8,9 +8,9 @@
  *
  * Watches are documents `dibs/{prefix}/forecasts/{kind}|{b64(subject)}` (`within`, `armed`, `fired`).
  * The alert check reads the forecast outside any lock, lets the shared rules decide
- * (core/forecast.ts emptySoonStep) and applies the decision with a compare-and-set transaction
- * that reads only the watch: it writes the `<kind>.empty_soon` event only if the watch is still as
- * the check saw it. Racing checks (any process) thus record one crossing once; a loser re-reads.
+ * (core/forecast.ts emptySoonStep) and applies the decision compare-and-set: the watch is read
+ * without a lock and written, with the `<kind>.empty_soon` event, only if it is unchanged since
+ * (its update time) and still as the check saw it. Racing checks (any process) thus record one crossing once; a loser re-reads.
  */
 import { AggregateField, FieldPath, type Query, Timestamp, type Transaction } from '@google-cloud/firestore';
 import { notFound } from '../../core/errors.js';
@@ -111,31 +111,39 @@ export class FirestoreForecasts implements ForecastBackend {
       const step = emptySoonStep(w.armed, forecast.timeToEmptyMs, w.within);
       if (!step.fire && step.armed === w.armed) return null;
       const seen = w;
-      const outcome = await this.runner.run(async (tx) => {
-        const snap = await tx.get(ref);
-        const now = snap.data() as WatchDoc | undefined;
-        if (!now) return { applied: false, gone: true, now };
-        if (now.armed !== seen.armed || now.fired !== seen.fired || now.within !== seen.within)
-          return { applied: false, gone: false, now };
-        const count = seen.fired + (step.fire ? 1 : 0);
-        tx.update(ref, { armed: step.armed, fired: count });
-        if (step.fire) {
-          const source: Record<string, string> =
-            seen.kind === 'pool' ? { pool: seen.subject } : { sale: seen.subject, src: 'sale' };
-          writeEvent(
-            tx,
-            this.layout,
-            source,
-            snap.readTime,
-            `${seen.kind}.empty_soon`,
-            `${seen.kind}.empty_soon:${seen.subject}:${count}`,
-            { [seen.kind]: seen.subject, ...forecast, withinMs: seen.within },
-          );
-        }
-        return { applied: true, gone: false, now };
-      });
+      // compare-and-set, not a locking read: checks racing in several processes all read the
+      // watch and write it, and locking transactions on one document deadlock on the emulator
+      // until its lock timeout (as the lock documents did); the write commits only if the watch is
+      // unchanged since this read (its update time), else the body runs again and sees the move
+      const outcome = await this.runner.run(
+        async (tx) => {
+          const snap = await ref.get();
+          const now = snap.data() as WatchDoc | undefined;
+          if (!now) return { applied: false, now };
+          if (now.armed !== seen.armed || now.fired !== seen.fired || now.within !== seen.within)
+            return { applied: false, now };
+          const count = seen.fired + (step.fire ? 1 : 0);
+          tx.update(ref, { armed: step.armed, fired: count }, { lastUpdateTime: snap.updateTime! });
+          if (step.fire) {
+            const source: Record<string, string> =
+              seen.kind === 'pool' ? { pool: seen.subject } : { sale: seen.subject, src: 'sale' };
+            writeEvent(
+              tx,
+              this.layout,
+              source,
+              snap.readTime,
+              `${seen.kind}.empty_soon`,
+              `${seen.kind}.empty_soon:${seen.subject}:${count}`,
+              { [seen.kind]: seen.subject, ...forecast, withinMs: seen.within },
+            );
+          }
+          return { applied: true, now };
+        },
+        undefined,
+        { optimistic: true },
+      );
       if (outcome.applied) return step.fire ? forecast : null;
-      if (outcome.gone || !outcome.now) return null; // unwatched meanwhile
+      if (!outcome.now) return null; // unwatched meanwhile
       w = outcome.now;
     }
     return null;
