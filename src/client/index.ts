@@ -559,6 +559,14 @@ export class ClientLimits {
       o,
     );
   }
+  /** What a take of `n` would answer now (units left, or the exact wait), without taking anything. */
+  peek(name: string, n = 1, options: { key?: string } & CallOptions = {}): Promise<T.LimitDecision> {
+    const { key, ...o } = options;
+    return this.http.call(
+      { method: 'GET', path: `/v1/limits/${seg(name)}/peek`, query: { n, ...(key !== undefined ? { key } : {}) } },
+      o,
+    );
+  }
   /**
    * Takes `n` units, the service sleeping out the exact wait the store computed, up to `waitMs`
    * (default and most: 60 s); not admitted by then: `rate_limited`.

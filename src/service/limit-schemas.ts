@@ -66,6 +66,16 @@ export const takeBodySchema = z
     n: takeCountSchema.optional().meta({ description: 'Units to take at once (default 1)' }),
   })
   .strict();
+export const peekQuerySchema = z.object({
+  key: z.string().optional().meta({ description: 'The key whose allowance to read; default `""`: the shared one' }),
+  n: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000)
+    .optional()
+    .meta({ description: 'Units asked about (default 1)' }),
+});
 export const waitBodySchema = takeBodySchema
   .extend({
     waitMs: z

@@ -23,6 +23,11 @@ describe('dibs limits (CLI)', () => {
       (await runCli(['limits', 'take', 'sms', '--count', '2', '--key', 'u'], { env })).stdout,
       /allowed \(0 left\)/,
     );
+    const peeked = await runCli(['limits', 'peek', 'sms', '--key', 'u'], { env });
+    assert.equal(peeked.code, 3, 'a peek at an empty allowance exits 3');
+    assert.match(peeked.stdout, /denied: retry in \d+ ms .*\(nothing taken\)/);
+    assert.match((await runCli(['limits', 'peek', 'sms', '--key', 'v'], { env })).stdout, /^2 left \(nothing taken\)/);
+    assert.match((await runCli(['limits', 'peek', '--help'])).stdout, /Examples:/);
     const denied = await runCli(['limits', 'take', 'sms', '--key', 'u'], { env });
     assert.equal(denied.code, 3);
     assert.match(denied.stdout, /denied: retry in \d+ ms/);

@@ -37,8 +37,13 @@ describe('dibs/client: limits', () => {
       c.limits.waitFor('api', 1, { key: 'u2', waitMs: 100, retry: { attempts: 1 } } as never),
       (e: unknown) => isDibsError(e, 'rate_limited'),
     );
+    const empty = await c.limits.peek('api', 1, { key: 'u2' });
+    assert.ok(!empty.allowed && empty.retryAfterMs > 0, `peek reads the wait: ${JSON.stringify(empty)}`);
     await c.limits.reset('api', { key: 'u2' });
-    assert.equal((await c.limits.take('api', 1, { key: 'u2' })).allowed, true);
+    const full = await c.limits.peek('api', 1, { key: 'u2' });
+    assert.ok(full.allowed && full.remaining === 0, `peek after the reset: ${JSON.stringify(full)}`);
+    assert.equal((await c.limits.take('api', 1, { key: 'u2' })).allowed, true, 'the peek took nothing');
+    await assert.rejects(c.limits.peek('api', 2), (e: unknown) => isDibsError(e, 'invalid_input'));
     await c.limits.delete('api');
     await assert.rejects(c.limits.get('api'), (e: unknown) => isDibsError(e, 'not_found'));
   });

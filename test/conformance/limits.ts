@@ -176,6 +176,36 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       assert.equal((await dibs.limits.take(a, 2, { key: 'u' })).allowed, true);
     });
 
+    it('peek answers what a take would, by the store, and takes nothing (stores that cannot: unsupported)', async () => {
+      const [tb, sw, q] = [name('pt'), name('ps'), name('pq')];
+      await dibs.limits.create({ name: tb, algorithm: 'token-bucket', limit: 2, periodMs: 3600_000 });
+      await dibs.limits.create({ name: sw, algorithm: 'sliding-window', limit: 3, periodMs: 3600_000 });
+      await dibs.limits.create({ name: q, algorithm: 'quota', limit: 3, periodMs: 3600_000 });
+      if (!dibs.backend.limits?.peek) {
+        await rejectsWith(dibs.limits.peek(tb), 'unsupported');
+        return;
+      }
+      for (const a of [tb, sw, q]) {
+        const fresh = await dibs.limits.peek(a, 1, { key: 'k' });
+        assert.ok(fresh.allowed, `${a}: a fresh key is allowed`);
+        // peeking again and again takes nothing: the same answer each time
+        assert.deepEqual({ ...(await dibs.limits.peek(a, 1, { key: 'k' })), at: 0 }, { ...fresh, at: 0 });
+        const taken = await dibs.limits.take(a, 1, { key: 'k' });
+        assert.ok(taken.allowed);
+        assert.equal(taken.remaining, fresh.remaining, `${a}: the take left what the peek said`);
+        const full = a === tb ? 2 : 3;
+        await dibs.limits.take(a, full - 1, { key: 'k' });
+        const empty = await dibs.limits.peek(a, 1, { key: 'k' });
+        assert.ok(!empty.allowed && empty.remaining === 0 && empty.retryAfterMs > 0, `${a}: ${JSON.stringify(empty)}`);
+        const refused = await dibs.limits.take(a, 1, { key: 'k' });
+        assert.ok(!refused.allowed);
+        assert.ok(Math.abs(refused.retryAfterMs - empty.retryAfterMs) < 5_000, `${a}: the same wait`);
+        assert.ok((await dibs.limits.peek(a, 1, { key: 'other' })).allowed, `${a}: other keys are apart`);
+      }
+      await rejectsWith(dibs.limits.peek(tb, 3), 'invalid_input', 'n');
+      await rejectsWith(dibs.limits.peek(name('none')), 'not_found');
+    });
+
     it('an update applies at once in the updating instance; a new algorithm starts afresh', async () => {
       const a = name('u');
       await dibs.limits.create({ name: a, algorithm: 'quota', limit: 2, periodMs: 3600_000 });

@@ -1,7 +1,7 @@
 /**
  * Leases, semaphores and sharded counters on the Firestore emulator: the lock conformance suite
  * unchanged, and a release in one instance waking the waiters of another through the snapshot
- * listener on the lock document.
+ * listener on the lock document; lock keys and counters listed page by page.
  */
 import { describe, it } from 'node:test';
 import { Firestore } from '@google-cloud/firestore';
@@ -12,6 +12,7 @@ import { assertBlockedLoopFiresSignalFirst } from '../support/lost-lease-timing.
 import { lockConformance } from '../conformance/locks.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
+import { assertListingWalk } from '../support/listing-walk.js';
 
 describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, () => {
   const emulator = firestoreForSuite();
@@ -19,6 +20,17 @@ describe('firestore emulator: locks', { skip: !firestoreEmulatorInstalled() }, (
   lockConformance('firestore', async () => {
     const dibs = await openDibs(emulator.storeUrl());
     return { dibs, cleanup: () => dibs.close() };
+  });
+
+  it('lists lock keys and counters page by page: every name once, in order, no bookkeeping', {
+    timeout: 120_000,
+  }, async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    try {
+      console.log('pages', await assertListingWalk(dibs, { locks: 40, counters: 40, page: 9 }));
+    } finally {
+      await dibs.close();
+    }
   });
 
   it('a release in one instance wakes the waiters of another (snapshot listener)', { timeout: 120_000 }, async () => {

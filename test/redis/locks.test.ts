@@ -1,7 +1,8 @@
 /**
  * Leases, semaphores and counters on Redis: the conformance suite unchanged on the shared single
  * node and on a 3-master Cluster started by the test, cross-instance pub/sub wake-ups on both,
- * the multi-process mutual-exclusion timeline, the lost-lease scenario and a counter storm.
+ * the multi-process mutual-exclusion timeline, the lost-lease scenario, a counter storm, and lock
+ * keys and counters listed page by page (SCAN of every master).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +28,7 @@ import {
 import { assertReleaseWakesOtherInstance } from '../support/wake.js';
 import { assertWaitersSeenByOtherInstances } from '../support/lock-waiters.js';
 import { assertTakenOverLeaseIsDead } from '../support/lock-edges.js';
+import { assertListingWalk } from '../support/listing-walk.js';
 
 const single = await sharedRedisAvailable();
 
@@ -161,6 +163,24 @@ describe('redis single node: locks', { skip: !single }, () => {
       await temp.cleanup();
     }
   });
+
+  it('lists 500 lock keys and 600 counters by SCAN, page by page, beside a prefix that extends ours', {
+    timeout: 120_000,
+  }, async () => {
+    const prefix = testPrefix();
+    const neighbour = await openDibs(`${SHARED_REDIS}?prefix=${prefix}x`); // its keys: {px:lock:…}, never listed
+    const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
+    try {
+      await neighbour.locks.release(await neighbour.locks.acquire('zz-neighbour', { ttlMs: 10_000 }));
+      await neighbour.counters.incr('zz-neighbour', 1);
+      console.log('pages', await assertListingWalk(dibs, { locks: 500, counters: 600, page: 37 }));
+    } finally {
+      await dibs.close();
+      await neighbour.close();
+      await deletePrefix(SHARED_REDIS, prefix);
+      await deletePrefix(SHARED_REDIS, `${prefix}x`);
+    }
+  });
 });
 
 const installed = redisServerInstalled();
@@ -191,6 +211,15 @@ describe('redis cluster (3 masters, started by the test): locks', { skip: !insta
   lockConformance('redis cluster', async () => {
     const dibs = await openDibs(`${cluster.url}?prefix=${testPrefix()}`);
     return { dibs, cleanup: () => dibs.close() };
+  });
+
+  it('lists lock keys and counters of every master in one order, page by page', { timeout: 120_000 }, async () => {
+    const dibs = await openDibs(`${cluster.url}?prefix=${testPrefix()}`);
+    try {
+      console.log('pages', await assertListingWalk(dibs, { locks: 300, counters: 300, page: 41 }));
+    } finally {
+      await dibs.close();
+    }
   });
 
   it('a release in one instance wakes the waiters of another (pub/sub across nodes)', async () => {

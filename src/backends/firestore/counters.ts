@@ -14,6 +14,7 @@
  */
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { encodeId, type Layout } from './layout.js';
 import { FieldValue } from './records.js';
 import { ambiguousCommit, GRPC, isAmbiguousCommitError, isContention, type TxRunner } from './transactions.js';
@@ -34,12 +35,18 @@ export class FirestoreCounters implements CounterBackend {
   async incr(name: string, by: number): Promise<CounterValue> {
     const ref = this.ref(name);
     // no head document until the counter first grows: a new counter starts with INITIAL shards
-    let n = Number((await ref.get()).get('n') ?? INITIAL);
+    const head = await ref.get();
+    let n = Number(head.get('n') ?? INITIAL);
+    // the head names the counter for listNames; written blind (no read in the transaction) while missing
+    const named = head.get('name') !== undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         const shard = ref.collection('shards').doc(String(Math.floor(Math.random() * n)));
         await this.layout.db.runTransaction(
-          async (tx) => void tx.set(shard, { v: FieldValue.increment(by) }, { merge: true }),
+          async (tx) => {
+            tx.set(shard, { v: FieldValue.increment(by) }, { merge: true });
+            if (!named) tx.set(ref, { name }, { merge: true });
+          },
           { maxAttempts: 1 },
         );
         break;
@@ -62,6 +69,23 @@ export class FirestoreCounters implements CounterBackend {
       const value = shards.docs.reduce((sum, d) => sum + Number(d.get('v') ?? 0), 0);
       return { name, value, shards: Number(head.get('n') ?? INITIAL) };
     });
+  }
+
+  /**
+   * Counters in name order: a query on the head documents' `name` (automatic single-field index).
+   * A head is written by a counter's first increment (a counter incremented only before heads were
+   * named is listed from its next increment); a reset deletes it.
+   */
+  async listNames({ limit, after }: { limit: number; after?: string }): Promise<Page<string>> {
+    let query = this.layout.root
+      .collection('counters')
+      .orderBy('name')
+      .select('name')
+      .limit(limit + 1);
+    if (after !== undefined) query = query.startAfter(after);
+    const names = (await query.get()).docs.map((d) => d.get('name') as string);
+    const items = names.slice(0, limit);
+    return { items, nextCursor: names.length > limit ? items.at(-1)! : null };
   }
 
   async reset(name: string): Promise<void> {

@@ -15,6 +15,7 @@ import { translateErrors } from '../shared/translate-errors.js';
 import type { ClaimOptions } from './claim.js';
 import { Layout } from './layout.js';
 import { FirestoreCounters } from './counters.js';
+import { FirestoreForecasts } from './forecasts.js';
 import { FirestoreLocks } from './locks.js';
 import { FirestoreLimits } from './limits.js';
 import { FirestoreOutbox } from './outbox.js';
@@ -48,6 +49,7 @@ export class FirestoreBackend implements Backend {
   readonly counters: FirestoreCounters;
   readonly limits: FirestoreLimits;
   readonly sales: FirestoreSales;
+  readonly forecasts: FirestoreForecasts;
   readonly outbox: FirestoreOutbox;
   readonly service: FirestoreServiceStore;
   readonly layout: Layout;
@@ -74,6 +76,7 @@ export class FirestoreBackend implements Backend {
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
     this.limits = translateErrors(new FirestoreLimits(this.layout, this.runner), translateFirestoreError);
     this.sales = translateErrors(new FirestoreSales(this.layout, this.runner), translateFirestoreError);
+    this.forecasts = translateErrors(new FirestoreForecasts(this.layout, this.runner), translateFirestoreError);
     this.outbox = translateErrors(new FirestoreOutbox(this.layout, this.runner), translateFirestoreError);
     this.service = translateErrors(new FirestoreServiceStore(this.layout), translateFirestoreError);
   }

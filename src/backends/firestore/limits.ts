@@ -88,6 +88,12 @@ export class FirestoreLimits implements LimitBackend {
     return existed;
   }
 
+  /** The decision on one read of the key's state, by that read's server time; nothing written. */
+  async peek(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    const snap = await this.stateRef(plan.name, key).get();
+    return decide(plan, (snap.data() as StateDoc | undefined)?.state ?? null, n, ms(snap.readTime)).decision;
+  }
+
   async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
     const ref = this.stateRef(plan.name, key);
     return this.runner.run<LimitDecision>(

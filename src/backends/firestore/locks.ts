@@ -18,6 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DocumentReference, DocumentSnapshot, Timestamp, Transaction } from '@google-cloud/firestore';
 import type { LockBackend } from '../../core/locks/backend.js';
+import type { Page } from '../../core/types.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
 import { encodeId, type Layout } from './layout.js';
@@ -69,6 +70,34 @@ export class FirestoreLocks implements LockBackend {
 
   private ref(key: string): DocumentReference {
     return this.layout.root.collection('locks').doc(encodeId(key));
+  }
+
+  /**
+   * Lock keys ever granted (a lock document outlives its leases: it keeps the fence), in key order:
+   * a query ordered by `key` (its automatic single-field index) from the cursor. The facade's
+   * companion documents (waiter registrations, fair lines: `KEY\u001fPART`) sort among them and are
+   * skipped, so a page may take a few reads more than `limit`.
+   */
+  async listKeys({ limit, after: cursor }: { limit: number; after?: string }): Promise<Page<string>> {
+    const keys: string[] = [];
+    let from = cursor;
+    for (;;) {
+      let query = this.layout.root
+        .collection('locks')
+        .orderBy('key')
+        .select('key')
+        .limit(limit + 1);
+      if (from !== undefined) query = query.startAfter(from);
+      const page = await query.get();
+      for (const doc of page.docs) {
+        const key = doc.get('key') as string;
+        if (!key.includes('\u001f')) keys.push(key);
+      }
+      if (keys.length > limit || page.docs.length <= limit) break;
+      from = page.docs[page.docs.length - 1]!.get('key') as string;
+    }
+    const items = keys.slice(0, limit);
+    return { items, nextCursor: keys.length > limit ? items.at(-1)! : null };
   }
 
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {

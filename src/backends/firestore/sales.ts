@@ -62,6 +62,7 @@ import {
   type WishDoc,
 } from './sale-records.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
+import { listActiveHolds } from './sale-holds.js';
 import { SaleQueue } from './sale-queue.js';
 import { judgeBuy, judgeReserve } from '../../core/model/sales.js';
 import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
@@ -345,6 +346,10 @@ export class FirestoreSales implements SaleBackend {
     const hold = snap.data() as HoldDoc;
     // expired holds stop counting at once, even before a step marks them
     return toHold(hold.s === 'active' && hold.e <= snap.readTime.toMillis() ? { ...hold, s: 'expired' } : hold);
+  }
+
+  listHolds(saleId: string, options: { limit: number; customer?: string }): Promise<Hold[]> {
+    return this.runner.read((tx) => listActiveHolds(tx, this.layout, saleId, options));
   }
 
   // --- jobs ---

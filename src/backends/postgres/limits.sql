@@ -6,6 +6,16 @@
 -- $10 idle ms, $11 n → { allowed, remaining, retry_ms, at_ms }
 SELECT allowed, remaining, retry_ms, at_ms FROM limit_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 
+-- name: peek
+-- What take would answer, by the server's clock, without locking or writing anything.
+-- $1 name, $2 key, $3 kind, $4 shape, $5 interval, $6 tolerance, $7 width, $8 span, $9 limit, $10 n
+SELECT d.allowed, d.remaining, d.retry_ms, d.at_ms
+FROM (SELECT 1) AS one
+LEFT JOIN limit_state AS s ON s.name = $1 AND s.key = $2
+CROSS JOIN LATERAL limit_decide(s.shape IS DISTINCT FROM $4, coalesce(s.last_ms, 0), coalesce(s.tat_ms, 0),
+  coalesce(s.base, 0), coalesce(s.counts, '{}'), (extract(epoch FROM clock_timestamp()) * 1000)::double precision,
+  $3, $5, $6, $7, $8, $9, $10) AS d
+
 -- name: insertDef
 -- $1 name, $2 definition → the row when inserted; no row when the name exists.
 INSERT INTO limit_definitions (name, definition) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name

@@ -11,6 +11,7 @@ import { query, queryPrepared } from './connection.js';
 
 const Q = loadQueries(new URL('./limits.sql', import.meta.url), [
   'take',
+  'peek',
   'insertDef',
   'replaceDef',
   'getDef',
@@ -72,6 +73,19 @@ export class PgLimits implements LimitBackend {
     const { rows } = await queryPrepared<TakeRow>(this.pool, 'dibs_limit_take', Q.take, args);
     const row = rows[0]!;
     if (row.allowed && ++this.takes % SWEEP_EVERY === 0) void query(this.pool, Q.sweepIdle, []).catch(() => {});
+    return row.allowed
+      ? { allowed: true, remaining: Number(row.remaining), at: row.at_ms }
+      : { allowed: false, retryAfterMs: Number(row.retry_ms), remaining: Number(row.remaining), at: row.at_ms };
+  }
+
+  /** limit_decide on the stored state by the server's clock: no row lock, nothing written. */
+  async peek(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    const args =
+      plan.kind === 'gcra'
+        ? [plan.name, key, plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, n]
+        : [plan.name, key, plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, n];
+    const { rows } = await queryPrepared<TakeRow>(this.pool, 'dibs_limit_peek', Q.peek, args);
+    const row = rows[0]!;
     return row.allowed
       ? { allowed: true, remaining: Number(row.remaining), at: row.at_ms }
       : { allowed: false, retryAfterMs: Number(row.retry_ms), remaining: Number(row.remaining), at: row.at_ms };

@@ -8,7 +8,9 @@
  */
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { counterKey } from './keys.js';
+import { globLiteral, scanNames } from './scan-names.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
 
@@ -37,6 +39,17 @@ export class RedisCounters implements CounterBackend {
       number,
     ];
     return { name, value: Number(value), shards: Number(shards) };
+  }
+
+  /** Counters with a value stored (a reset one is gone): one SCAN of every master per page (scan-names.ts). */
+  listNames(options: { limit: number; after?: string }): Promise<Page<string>> {
+    const start = counterKey(this.prefix, '').slice(0, -1); // `{prefix:counter:`
+    return scanNames(
+      this.client,
+      `${globLiteral(start)}*}`,
+      (key) => (key.startsWith(start) && key.endsWith('}') ? key.slice(start.length, -1) : null),
+      options,
+    );
   }
 
   async reset(name: string): Promise<void> {

@@ -58,11 +58,21 @@ export class RedisLimits implements LimitBackend {
     return (await this.client.hdel(limitDefinitionsKey(this.prefix), name)) > 0;
   }
 
-  async take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+  take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    return this.decide(plan, key, n, false);
+  }
+
+  /** limit_take with its write switched off: the same decision, the same clock, nothing stored. */
+  peek(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    return this.decide(plan, key, n, true);
+  }
+
+  private async decide(plan: LimitPlan, key: string, n: number, peek: boolean): Promise<LimitDecision> {
     const args =
       plan.kind === 'gcra'
         ? [plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
         : [plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
+    if (peek) args.push('peek');
     const [allowed, remaining, retryMs, at] = (await runScript(
       this.client,
       'limit_take',

@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import type { LockBackend } from '../../core/locks/backend.js';
 import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
+import type { Page } from '../../core/types.js';
 import { lockKeys } from './keys.js';
+import { globLiteral, scanNames } from './scan-names.js';
 import { runScript, type RedisClient } from './scripts.js';
 import type { ReleaseSubscriber } from './subscriber.js';
 
@@ -17,6 +19,23 @@ export class RedisLocks implements LockBackend {
     private readonly prefix: string,
     private readonly subscriber: ReleaseSubscriber,
   ) {}
+
+  /**
+   * Every lock key ever granted: each keeps its fence key `{prefix:lock:KEY}:fence` forever. A
+   * companion key of the facade (`KEY\u001fPART`) has `{prefix:lock:KEY}:PART:fence` instead, so
+   * only names whose fence key ends in `}:fence` are user keys. One SCAN of every master per page
+   * (scan-names.ts).
+   */
+  listKeys(options: { limit: number; after?: string }): Promise<Page<string>> {
+    const start = `{${this.prefix}:lock:`;
+    const end = '}:fence';
+    return scanNames(
+      this.client,
+      `${globLiteral(start)}*${globLiteral(end)}`,
+      (key) => (key.startsWith(start) && key.endsWith(end) ? key.slice(start.length, -end.length) : null),
+      options,
+    );
+  }
 
   async tryAcquire(key: string, limit: number, ttlMs: number): Promise<LeaseGrant | null> {
     const k = lockKeys(this.prefix, key);

@@ -93,6 +93,10 @@ export class SqliteLimits implements LimitBackend {
     });
   }
 
+  peek(plan: LimitPlan, key: string, n: number): Promise<LimitDecision> {
+    return read(this.options, () => this.decide(plan, key, n).decision);
+  }
+
   private decide(plan: LimitPlan, key: string, n: number) {
     const { now } = this.s.nowMs.get() as { now: number };
     const row = this.s.getState.get(plan.name, key) as { state: string } | undefined;

@@ -146,6 +146,27 @@ export function limitsCommand(program: Command): void {
     });
 
   limits
+    .command('peek <name>')
+    .description(
+      "a key's allowance now, without taking: units left, or the wait for --count; exits 3 when they would be denied",
+    )
+    .option('--key <key>', 'the key (default: the shared allowance)', '')
+    .option('-n, --count <n>', 'units asked about', intOption('--count'), 1)
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ dibs limits peek chat-api --key team-42\n  $ dibs limits peek sms --count 3 --json',
+    )
+    .action(async (name: string, opts: { key: string; count: number }, command: Command) => {
+      await withDibs(command, async (dibs) => {
+        const d = await dibs.limits.peek(name, opts.count, { key: opts.key });
+        output(command, d, () =>
+          d.allowed ? `${d.remaining + opts.count} left (nothing taken)` : `${decided(d)} (nothing taken)`,
+        );
+        if (!d.allowed) process.exitCode = 3;
+      });
+    });
+
+  limits
     .command('reset <name>')
     .description('give one key its full allowance back')
     .option('--key <key>', 'the key', '')

@@ -17,6 +17,11 @@ export interface LimitBackend {
   remove(name: string): Promise<boolean>;
   /** One admission decision for `key` under `plan` (n ≤ the plan's most at once). */
   take(plan: LimitPlan, key: string, n: number): Promise<LimitDecision>;
+  /**
+   * What a take of `n` would answer now, by the store's clock, WITHOUT taking (nothing written).
+   * Optional: stores without it answer `unsupported`.
+   */
+  peek?(plan: LimitPlan, key: string, n: number): Promise<LimitDecision>;
   /** Forgets the state of one key (its next take starts full). */
   reset(plan: LimitPlan, key: string): Promise<void>;
 }

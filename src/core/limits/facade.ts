@@ -106,6 +106,20 @@ export class Limits {
     }
   }
 
+  /**
+   * What `take(name, n, {key})` would answer now, by the store's clock, without taking anything:
+   * the units left and, when `n` would be refused, the exact wait. `unsupported` on stores without it.
+   */
+  async peek(name: string, n = 1, options: { key?: string } = {}): Promise<LimitDecision> {
+    const limit = parseInput(limitNameSchema, name, 'name');
+    const count = parseInput(takeCountSchema, n, 'n');
+    const { key } = parseInput(takeOptionsSchema, options);
+    if (!this.store.peek) throw new DibsError('unsupported', "this store cannot read a limit's state without taking");
+    const { def, plan } = await this.definition(limit);
+    if (count > mostAtOnce(def)) throw tooMany(limit, count, mostAtOnce(def));
+    return this.store.peek(plan, key, count);
+  }
+
   /** Forgets `key`'s count: its next take starts from a full allowance. */
   async reset(name: string, options: { key?: string } = {}): Promise<void> {
     const limit = parseInput(limitNameSchema, name, 'name');

@@ -22,6 +22,7 @@ import {
 } from './lib.js';
 import { deliveriesPage } from './deliveries-page.js';
 import { keysPage } from './keys-page.js';
+import { refreshLimits, wireLimits } from './limits-panel.js';
 import { poolPage } from './pool-page.js';
 import { salePage } from './sale-page.js';
 
@@ -96,7 +97,15 @@ async function refresh() {
     const parts = await Promise.allSettled(
       view
         ? [refreshHealth(), PAGES[view.page].refresh()]
-        : [refreshHealth(), refreshPools(), refreshSales(), refreshEvents(), refreshOutbox(), refreshWatched()],
+        : [
+            refreshHealth(),
+            refreshPools(),
+            refreshSales(),
+            refreshEvents(),
+            refreshOutbox(),
+            refreshWatched(),
+            refreshLimits(),
+          ],
     );
     const failed = parts.find((p) => p.status === 'rejected' && p.reason?.status !== 401);
     $('updated').textContent = failed
@@ -724,6 +733,7 @@ function wire() {
   });
 
   setInterval(tickCountdowns, 1000);
+  wireLimits(refresh);
   for (const page of Object.values(PAGES)) page.wire();
 }
 

@@ -26,6 +26,7 @@ const ASSETS: Record<string, string> = {
   'pool-page.js': 'text/javascript; charset=utf-8',
   'keys-page.js': 'text/javascript; charset=utf-8',
   'deliveries-page.js': 'text/javascript; charset=utf-8',
+  'limits-panel.js': 'text/javascript; charset=utf-8',
 };
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";

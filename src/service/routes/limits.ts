@@ -119,6 +119,29 @@ export function limitRoutes(app: FastifyInstance, { dibs, closing }: ServiceCont
   route(
     app,
     {
+      method: 'GET',
+      url: '/v1/limits/:name/peek',
+      scope: 'locks:read',
+      tag,
+      summary: "A key's allowance now, without taking",
+      description:
+        "What a take of `n` (default 1) would answer now, by the store's clock, with nothing taken or written: `remaining` units, and when `n` would be refused `allowed: false` with the exact `retryAfterMs`.",
+      query: S.peekQuerySchema,
+      responses: { 200: { description: 'The decision a take would get', schema: S.limitDecisionSchema } },
+    },
+    async (request) => {
+      const { key, n } = parseInput(S.peekQuerySchema, request.query ?? {}, 'query');
+      return dibs.limits.peek(
+        request.tenant.pool(request.params.name, 'name'),
+        n ?? 1,
+        key !== undefined ? { key } : {},
+      );
+    },
+  );
+
+  route(
+    app,
+    {
       method: 'POST',
       url: '/v1/limits/:name/wait',
       scope: 'locks:write',

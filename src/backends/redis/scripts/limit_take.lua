@@ -2,7 +2,8 @@
 -- KEYS[1] the (limit, key) state hash: shape, last (ms), tat (ms, GCRA), base + counts (window:
 -- comma-separated counts, the first of bucket `base`). One key: one slot per limit key.
 -- ARGV[1] kind ('gcra' | 'window'), ARGV[2] shape, ARGV[3] interval ms, ARGV[4] tolerance ms,
--- ARGV[5] width ms, ARGV[6] span, ARGV[7] limit, ARGV[8] idle ms (the state's TTL), ARGV[9] n
+-- ARGV[5] width ms, ARGV[6] span, ARGV[7] limit, ARGV[8] idle ms (the state's TTL), ARGV[9] n,
+-- ARGV[10] 'peek' (optional): answer the same decision but store nothing.
 -- Returns {1, remaining, 0, at} admitted | {0, remaining, retryMs, at} denied (at: a string, ms).
 -- Clock: the server's TIME (µs resolution), never the caller's.
 local t = redis.call('TIME')
@@ -24,7 +25,9 @@ if s[1] == shape then
 end
 local now = math.max(clock, last)
 local at = string.format('%.17g', now)
+local peek = ARGV[10] == 'peek'
 local function save(fields)
+  if peek then return end
   redis.call('HSET', KEYS[1], 'shape', shape, 'last', at, unpack(fields))
   redis.call('PEXPIRE', KEYS[1], math.ceil(idle))
 end
