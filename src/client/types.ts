@@ -459,6 +459,7 @@ export interface Operations {
   getV1Keys: { body: never; output: KeyPage };
   getV1Limits: { body: never; output: LimitList };
   getV1LimitsName: { body: never; output: Limit };
+  getV1LimitsNamePeek: { body: never; output: LimitDecision };
   getV1Locks: { body: never; output: LockPage };
   getV1LocksKey: { body: never; output: LockInfo };
   getV1Me: { body: never; output: {

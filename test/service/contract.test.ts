@@ -221,7 +221,7 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     created++;
   });
 
-  it('limits: define, list, read, change, take (admitted and denied), wait, reset, delete', async () => {
+  it('limits: define, list, read, change, take (admitted and denied), peek, wait, reset, delete', async () => {
     await ok('POST', '/v1/limits', { name: 'tour', algorithm: 'token-bucket', limit: 1, periodMs: 3_600_000 });
     await ok('GET', '/v1/limits');
     await ok('GET', '/v1/limits/tour');
@@ -230,6 +230,9 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     const denied = await ok('POST', '/v1/limits/tour/take', { key: 'alice' });
     assert.equal((denied.json() as { allowed: boolean }).allowed, false);
     assert.ok(Number(denied.headers['retry-after']) > 1700, `Retry-After ${denied.headers['retry-after']} s`);
+    // peek answers like a take would, and takes nothing: the key is still denied after it
+    assert.equal((await json<{ allowed: boolean }>('GET', '/v1/limits/tour/peek?key=alice')).allowed, false);
+    assert.equal((await json<{ allowed: boolean }>('GET', '/v1/limits/tour/peek?key=bob')).allowed, true);
     await ok('POST', '/v1/limits/tour/reset', { key: 'alice' });
     assert.equal(
       (await json<{ allowed: boolean }>('POST', '/v1/limits/tour/wait', { key: 'alice', waitMs: 5000 })).allowed,
