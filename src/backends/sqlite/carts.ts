@@ -9,7 +9,7 @@ import { cartFingerprint, cartKeyReused, cartStatus } from '../../core/sales/car
 import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
-import { toOrder, type OrderRow, type SqliteSales } from './sales.js';
+import type { SqliteSales } from './sales.js';
 
 const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'cartById',
@@ -144,7 +144,7 @@ export class SqliteCarts {
   }
 
   private confirmed(cart: CartRow, now: string, replayed: boolean): CartOrders {
-    const orders: Order[] = this.lines(cart.id).map((l) => toOrder(this.sales.orderRow(l.order_id!) as OrderRow));
+    const orders: Order[] = this.lines(cart.id).map((l) => this.sales.orderOf(l.order_id!));
     return { cart: this.toCart(cart, now), orders, replayed };
   }
 

@@ -624,8 +624,8 @@ export class SqliteSales implements SaleBackend {
   }
 
   /** @internal */
-  orderRow(id: string): OrderRow {
-    return this.order(id);
+  orderOf(id: string): Order {
+    return toOrder(this.order(id));
   }
 
   /** @internal An active, unexpired cart line becomes an order (the cart checked both). */
