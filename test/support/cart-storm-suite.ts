@@ -1,0 +1,85 @@
+/**
+ * The multi-process cart storm, written once and run against every store that holds carts:
+ * carts over three sales racing single buys of the same sales' last units, with keyed retries,
+ * customers who buy and hold carts on the same sales (per-customer limits), and carts confirmed,
+ * cancelled, kept and confirmed too late.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { checkCartStorm, runCartStorm, type CartOp } from './cart-storm.js';
+import type { StormEnv } from './sale-storm-suite.js';
+
+const HOUR = 3_600_000;
+
+export function cartStormSuite(
+  label: string,
+  env: StormEnv,
+  options: { processes?: number; carts?: number } = {},
+): void {
+  const { processes = 4, carts = 160 } = options;
+  describe(`${label}: cart storm across ${processes} processes`, () => {
+    it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
+      const cap = 40;
+      const perCustomerLimit = 3;
+      const sales = [];
+      for (const name of ['tee', 'mug', 'cap'])
+        sales.push(
+          await env.dibs.sales.create({
+            sku: `{storm}${name}-${Date.now()}`,
+            startsAt: new Date().toISOString(),
+            endsAt: new Date(Date.now() + HOUR).toISOString(),
+            cap,
+            perCustomerLimit,
+          }),
+        );
+      const [a, b, c] = sales.map((s) => s.id) as [string, string, string];
+      const shapes = [
+        [a, b, c],
+        [a, b],
+        [b, c],
+        [c, a],
+      ];
+      const plans = ['confirm', 'cancel', 'keep', 'confirm', 'late', 'confirm'] as const;
+      const ops: CartOp[] = [];
+      for (let i = 0; i < carts; i++) {
+        // 60 customers: each holds several carts and buys too, so limits and held lines are contended
+        const customer = `c-${i % 60}`;
+        const plan = plans[i % plans.length]!;
+        const lines = shapes[i % shapes.length]!.map((sale, j) => ({ sale, quantity: j === 0 && i % 5 === 0 ? 2 : 1 }));
+        const cart: CartOp = {
+          customer,
+          kind: 'cart',
+          lines,
+          then: plan,
+          ttlMs: plan === 'late' ? 1000 : 60_000,
+          thinkMs: i % 3 === 0 ? 50 : 5,
+          ...(i % 4 === 0 ? { key: `cart-${i}` } : {}),
+        };
+        ops.push(cart);
+        if (i % 8 === 0) ops.push({ ...cart }); // a keyed retry, or a double click
+        ops.push({
+          customer: i % 2 === 0 ? customer : `b-${i}`,
+          kind: 'buy',
+          lines: [{ sale: shapes[i % shapes.length]![i % 2]!, quantity: 1 }],
+          ttlMs: 0,
+          thinkMs: 0,
+          ...(i % 3 === 0 ? { key: `buy-${i}` } : {}),
+        });
+      }
+      const lanes: CartOp[][] = Array.from({ length: processes }, () => []);
+      ops.forEach((op, i) => lanes[i % processes]!.push(op));
+      const outcomes = await runCartStorm({ store: env.store, lanes });
+      assert.equal(outcomes.filter((o) => o.step === 'hold' || o.step === 'buy').length, ops.length);
+      const seen = await checkCartStorm(
+        env.dibs,
+        sales.map((s) => ({ id: s.id, cap, perCustomerLimit })),
+        outcomes,
+      );
+      // the storm raced: carts and buys were both refused for stock, and both sold
+      assert.ok(seen.refused['hold:sold_out']! > 0, JSON.stringify(seen));
+      assert.ok(seen.refused['buy:sold_out']! > 0, JSON.stringify(seen));
+      assert.ok(seen.carts.confirmed > 0 && seen.buys > 0, JSON.stringify(seen));
+      console.log(`# ${label} cart storm: ${JSON.stringify(seen)}`);
+    });
+  });
+}
