@@ -5,10 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
+import { cartConformance } from '../conformance/carts.js';
 import { saleConformance } from '../conformance/sales.js';
 import { deletePrefix, onRedisStores, sharedRedisAvailable, SHARED_REDIS, testPrefix } from '../support/redis.js';
 
 await onRedisStores(saleConformance);
+await onRedisStores(cartConformance);
 
 const single = await sharedRedisAvailable();
 

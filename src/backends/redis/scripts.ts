@@ -65,6 +65,10 @@ export const SCRIPT_NAMES = [
   'sale_room_reserve',
   'api_key_insert',
   'rate_limit_hit',
+  'cart_hold',
+  'cart_confirm',
+  'cart_cancel',
+  'cart_get',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -80,20 +84,20 @@ function load(name: string, dir: URL = OWN_DIR): string {
 }
 
 /**
- * A script's source (lib.lua, its family's fragment — sale_*.lua and outbox_*.lua have one — and
+ * A script's source (lib.lua, its family's fragments — sale_*.lua and outbox_*.lua have one, cart_*.lua two — and
  * its own file) and SHA, read on its first use: a cold process that only claims reads and hashes
  * one script, not all of them.
  */
-const FRAGMENTS = ['sale_', 'outbox_'] as const;
+const FRAGMENTS: Record<string, string[]> = { sale_: ['sale_lib'], outbox_: ['outbox_lib'], cart_: ['sale_lib', 'cart_lib'] };
 const OWN_DIR = new URL('./scripts/', import.meta.url);
 const fragments = new Map<string, string>();
 const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, load(name)).get(name)!;
 
 function build(name: string, dir: URL): Script {
-  const family = FRAGMENTS.find((head) => name.startsWith(head));
+  const family = Object.keys(FRAGMENTS).find((head) => name.startsWith(head));
   const parts = [
     fragment('lib'),
-    ...(family ? [`-- ${family}lib.lua`, fragment(`${family}lib`)] : []),
+    ...(family ? FRAGMENTS[family]!.flatMap((f) => [`-- ${f}.lua`, fragment(f)]) : []),
     `-- ${name}.lua`,
   ];
   const source = `${parts.join('\n')}\n${load(name, dir)}`;
