@@ -14,9 +14,10 @@ const HOUR = 3_600_000;
 export function cartStormSuite(
   label: string,
   env: StormEnv,
-  options: { processes?: number; carts?: number } = {},
+  /** `skuTag`: a `{tag}` in front of every SKU (a Redis Cluster holds a cart's sales on one slot only so). */
+  options: { processes?: number; carts?: number; skuTag?: string } = {},
 ): void {
-  const { processes = 4, carts = 160 } = options;
+  const { processes = 4, carts = 160, skuTag = '' } = options;
   describe(`${label}: cart storm across ${processes} processes`, () => {
     it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
       const cap = 40;
@@ -25,7 +26,7 @@ export function cartStormSuite(
       for (const name of ['tee', 'mug', 'cap'])
         sales.push(
           await env.dibs.sales.create({
-            sku: `{storm}${name}-${Date.now()}`,
+            sku: `${skuTag}${name}-${Date.now()}`,
             startsAt: new Date().toISOString(),
             endsAt: new Date(Date.now() + HOUR).toISOString(),
             cap,

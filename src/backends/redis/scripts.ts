@@ -88,7 +88,11 @@ function load(name: string, dir: URL = OWN_DIR): string {
  * its own file) and SHA, read on its first use: a cold process that only claims reads and hashes
  * one script, not all of them.
  */
-const FRAGMENTS: Record<string, string[]> = { sale_: ['sale_lib'], outbox_: ['outbox_lib'], cart_: ['sale_lib', 'cart_lib'] };
+const FRAGMENTS: Record<string, string[]> = {
+  sale_: ['sale_lib'],
+  outbox_: ['outbox_lib'],
+  cart_: ['sale_lib', 'cart_lib'],
+};
 const OWN_DIR = new URL('./scripts/', import.meta.url);
 const fragments = new Map<string, string>();
 const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, load(name)).get(name)!;
