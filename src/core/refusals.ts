@@ -285,13 +285,19 @@ export function isRefusalReason(value: unknown): value is RefusalReason {
 /** The one way a step's refusal becomes an error: same code, message, field and details on every store. */
 export function refusal<R extends RefusalReason>(reason: R, context: RefusalContext<R> & { line?: number }): DibsError {
   const { code, message, options } = (RULES[reason] as (c: RefusalContext<R>) => Refusal)(context);
-  const { line } = context;
-  if (line === undefined) return new DibsError(code, message, options);
-  // A cart's step judges each line as its sale's own step would, then names the line that failed.
-  return new DibsError(code, `cart line ${line}: ${message}`, {
-    ...options,
-    field: `lines.${line}${options?.field ? `.${options.field}` : ''}`,
-    details: { ...options?.details, line },
+  const error = new DibsError(code, message, options);
+  return context.line === undefined ? error : atLine(error, context.line);
+}
+
+/**
+ * A refusal of one line of a cart: a cart's step judges each line as its sale's own step would,
+ * then names the line that failed (message, `field` under `lines.<n>`, `details.line`).
+ */
+export function atLine(error: DibsError, line: number): DibsError {
+  return new DibsError(error.code, `cart line ${line}: ${error.message}`, {
+    retriable: error.retriable,
+    field: `lines.${line}${error.field ? `.${error.field}` : ''}`,
+    details: { ...error.details, line },
   });
 }
 
