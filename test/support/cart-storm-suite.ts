@@ -15,12 +15,12 @@ export function cartStormSuite(
   label: string,
   env: StormEnv,
   /** `skuTag`: a `{tag}` in front of every SKU (a Redis Cluster holds a cart's sales on one slot only so). */
-  options: { processes?: number; carts?: number; skuTag?: string } = {},
+  options: { processes?: number; carts?: number; skuTag?: string; concurrency?: number; timeoutMs?: number } = {},
 ): void {
-  const { processes = 4, carts = 160, skuTag = '' } = options;
+  const { processes = 4, carts = 160, skuTag = '', concurrency, timeoutMs } = options;
   describe(`${label}: cart storm across ${processes} processes`, () => {
     it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
-      const cap = 40;
+      const cap = Math.max(4, Math.round(carts / 4)); // demand well above supply
       const perCustomerLimit = 3;
       const sales = [];
       for (const name of ['tee', 'mug', 'cap'])
@@ -69,7 +69,12 @@ export function cartStormSuite(
       }
       const lanes: CartOp[][] = Array.from({ length: processes }, () => []);
       ops.forEach((op, i) => lanes[i % processes]!.push(op));
-      const outcomes = await runCartStorm({ store: env.store, lanes });
+      const outcomes = await runCartStorm({
+        store: env.store,
+        lanes,
+        ...(concurrency === undefined ? {} : { concurrency }),
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      });
       assert.equal(outcomes.filter((o) => o.step === 'hold' || o.step === 'buy').length, ops.length);
       const seen = await checkCartStorm(
         env.dibs,

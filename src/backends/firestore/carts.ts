@@ -32,6 +32,9 @@ interface CartDoc {
   l: { sale: string; q: number; h: string }[];
 }
 
+/** Line indexes in the order of their sale ids (each sale is on one line). */
+const byId = (sales: string[]) => sales.map((_, i) => i).sort((a, b) => (sales[a]! < sales[b]! ? -1 : 1));
+
 export class FirestoreCarts {
   constructor(
     private readonly layout: Layout,
@@ -58,17 +61,19 @@ export class FirestoreCarts {
           return { doc: cart, now: snap.readTime.toMillis(), replayed: true };
         }
       }
-      // reads: every line's sale, its customer, the customer's own hold, stale holds
+      // reads: every line's sale, its customer, the customer's own hold, stale holds — sales in id
+      // order, so two carts over the same sales take their locks in one order (the emulator locks)
       const steps: SaleStep[] = [];
       const owns: (HoldDoc | undefined)[] = [];
-      for (const [line, { saleId }] of spec.lines.entries()) {
+      for (const i of byId(spec.lines.map((l) => l.saleId))) {
+        const saleId = spec.lines[i]!.saleId;
         const step = await SaleStep.open(tx, this.layout, saleId).catch((error: unknown) => {
-          throw isDibsError(error, 'not_found') ? refusal('cart_line_no_sale', { sale: saleId, line }) : error;
+          throw isDibsError(error, 'not_found') ? refusal('cart_line_no_sale', { sale: saleId, line: i }) : error;
         });
         await step.prefetch({ customers: [spec.customer] });
         const cust = step.customer(spec.customer);
-        owns.push(cust.h !== null ? await step.hold(cust.h) : undefined);
-        steps.push(step);
+        owns[i] = cust.h !== null ? await step.hold(cust.h) : undefined;
+        steps[i] = step;
       }
       // judge every line before writing any
       const now = steps[0]!.now;
@@ -133,11 +138,11 @@ export class FirestoreCarts {
           throw refusal('cart_expired', { cart: cartId, expiresAt: isoMs(cart.e) });
         const steps: SaleStep[] = [];
         const holds: HoldDoc[] = [];
-        for (const line of cart.l) {
-          const step = await SaleStep.open(tx, this.layout, line.sale);
-          await step.prefetch({ customers: [cart.c], holds: [line.h] });
-          steps.push(step);
-          holds.push((await step.hold(line.h))!);
+        for (const i of byId(cart.l.map((l) => l.sale))) {
+          const line = cart.l[i]!;
+          steps[i] = await SaleStep.open(tx, this.layout, line.sale);
+          await steps[i]!.prefetch({ customers: [cart.c], holds: [line.h] });
+          holds[i] = (await steps[i]!.hold(line.h))!;
         }
         // unexpired, so no line is stale; a line that is not active was cancelled with its sale
         const gone = holds.findIndex((h) => h.s !== 'active');
@@ -167,10 +172,9 @@ export class FirestoreCarts {
       if (doc.s === 'confirmed') throw refusal('cart_confirmed', { cart: cartId });
       if (doc.s === 'cancelled' || doc.e <= snap.readTime.toMillis()) return doc;
       const steps: SaleStep[] = [];
-      for (const line of doc.l) {
-        const step = await SaleStep.open(tx, this.layout, line.sale);
-        await step.prefetch({ customers: [doc.c], holds: [line.h] });
-        steps.push(step);
+      for (const i of byId(doc.l.map((l) => l.sale))) {
+        steps[i] = await SaleStep.open(tx, this.layout, doc.l[i]!.sale);
+        await steps[i]!.prefetch({ customers: [doc.c], holds: [doc.l[i]!.h] });
       }
       for (const [i, line] of doc.l.entries()) {
         const hold = (await steps[i]!.hold(line.h))!;

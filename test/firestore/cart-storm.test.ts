@@ -1,0 +1,35 @@
+/**
+ * The multi-process cart storm on the Firestore emulator (support/cart-storm-suite.ts), smaller than
+ * on the other stores — 20 carts racing 20 buys, 2 at a time in each of 4 processes — since the emulator is one slow JVM.
+ */
+import { after, before, describe } from 'node:test';
+import { openDibs, type Dibs } from '../../src/index.js';
+import { cartStormSuite } from '../support/cart-storm-suite.js';
+import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+
+describe('firestore emulator: cart storm', { skip: !firestoreEmulatorInstalled() }, () => {
+  let emulator: OwnedEmulator;
+  let store: string;
+  let dibs: Dibs;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+    store = emulator.storeUrl();
+    dibs = await openDibs(store);
+  });
+  after(async () => {
+    await dibs?.close();
+    await emulator?.stop();
+  });
+  cartStormSuite(
+    'firestore emulator',
+    {
+      get dibs() {
+        return dibs;
+      },
+      get store() {
+        return store;
+      },
+    },
+    { carts: 20, concurrency: 2, timeoutMs: 240_000 },
+  );
+});
