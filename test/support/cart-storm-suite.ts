@@ -17,7 +17,14 @@ export function cartStormSuite(
   /** `skuTag`: a `{tag}` in front of every SKU (a Redis Cluster holds a cart's sales on one slot only so). */
   options: { processes?: number; carts?: number; skuTag?: string; concurrency?: number; timeoutMs?: number } = {},
 ): void {
-  const { processes = 4, carts = 160, skuTag = '', concurrency, timeoutMs } = options;
+  // the default suite's size; FAULTS_LONG=1 doubles it
+  const {
+    processes = 4,
+    carts = process.env.FAULTS_LONG === '1' ? 160 : 80,
+    skuTag = '',
+    concurrency,
+    timeoutMs,
+  } = options;
   describe(`${label}: cart storm across ${processes} processes`, () => {
     it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
       const cap = Math.max(4, Math.round(carts / 4)); // demand well above supply
