@@ -10,5 +10,4 @@ if (skip) {
 } else {
   saleConformance('postgres', () => openTempPg());
   cartConformance('postgres', () => openTempPg());
-  cartConformance('postgres (steps one by one)', () => openTempPg({ grouped: 'false' }));
 }
