@@ -218,6 +218,12 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
         'conflict',
         'idempotencyKey',
       );
+      await rejectsWith(
+        dibs.sales.holdCart({ ...request, lines: [{ sale: b, quantity: 2 }] }),
+        'conflict',
+        'idempotencyKey',
+      );
+      await rejectsWith(dibs.sales.holdCart({ ...request, customer: 'other' }), 'conflict', 'idempotencyKey');
     });
 
     it('keeps a cart whole: its holds are not confirmed, cancelled or replaced alone, nor joined by a second hold', async () => {

@@ -65,7 +65,16 @@ describe('redis carts: one script over several sale groups on a single node', { 
         (await dibs.sales.create({ sku, startsAt: at(0), endsAt: at(HOUR), cap: 2, perCustomerLimit: 2 })).id;
       const ids = [await sale('group-a'), await sale('group-b'), await sale('group-c')];
       const lines = ids.map((id) => ({ sale: id, quantity: 1 }));
-      const first = await dibs.sales.holdCart({ customer: 'ann', lines, ttlMs: 60_000 });
+      const first = await dibs.sales.holdCart({ customer: 'ann', lines, ttlMs: 60_000, idempotencyKey: 'ann-cart' });
+      // the key is one key whatever group the cart lives in (its first line's)
+      await assert.rejects(
+        dibs.sales.holdCart({ customer: 'ann', lines: lines.slice(1), ttlMs: 60_000, idempotencyKey: 'ann-cart' }),
+        { code: 'conflict', field: 'idempotencyKey' },
+      );
+      assert.equal(
+        (await dibs.sales.holdCart({ customer: 'ann', lines, ttlMs: 60_000, idempotencyKey: 'ann-cart' })).cart.id,
+        first.cart.id,
+      );
       await dibs.sales.buy(ids[2]!, 'bob', 1);
       await assert.rejects(dibs.sales.holdCart({ customer: 'cy', lines, ttlMs: 60_000 }), {
         code: 'sold_out',

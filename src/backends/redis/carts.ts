@@ -74,6 +74,8 @@ export class RedisCarts {
         spec.idempotencyKey ?? '',
         fingerprint,
         spec.lines.length,
+        // on a single node one hash for every key; on a Cluster the cart's slot (keys.ts)
+        this.cluster ? `${tag}:ckeys` : `{${this.prefix}}:cart-keys`,
         ...spec.lines.flatMap((l, i) => [
           tags[i]!,
           l.saleId,

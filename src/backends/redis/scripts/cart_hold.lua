@@ -3,22 +3,28 @@
 -- the cap); only when all pass are the holds written, all with one expiry.
 -- KEYS[1] T:carts. ARGV[1] T (the cart's group: its first line's), [2] cart id, [3] customer,
 -- [4] ttl ms, [5] idempotency key ('' = none), [6] the request's fingerprint, [7] line count n,
+-- [8] the hash of idempotency keys (key -> '<cart's tag>|<cart id>': the prefix's own slot on a
+-- single node, so a key is one key whatever its cart's sales; the cart's group on a Cluster),
 -- then per line: tag, sale id, quantity, id for the hold.
 -- Returns {'ok'|'replayed', cart view JSON} (replayed: + stored fingerprint) | {'not_found', line}
 --   | {'not_live', line, status} | {'ticket_required', line} | {'held', line, hold id}
 --   | {'limit_reached', line, units, limit} | {'sold_out', line, available}   (line: 0-based)
 local cart_id, c, ttl, key, fingerprint, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
+local key_index = ARGV[8]
 local now = now_ms()
 if key ~= '' then
-  local prior = redis.call('HGET', CART_T .. ':ckeys', key)
+  local prior = redis.call('HGET', key_index, key)
   if prior ~= false then
-    local cart = cart_of(prior)
+    local sep = string.find(prior, '|', 1, true)
+    CART_T = string.sub(prior, 1, sep - 1)
+    T = CART_T
+    local cart = cart_of(string.sub(prior, sep + 1))
     return { 'replayed', cart_view(cart, now), cart.f }
   end
 end
 local lines = {}
 for i = 1, n do
-  local at = 7 + (i - 1) * 4
+  local at = 8 + (i - 1) * 4
   lines[i] = { t = ARGV[at + 1], sale = ARGV[at + 2], q = tonumber(ARGV[at + 3]), h = ARGV[at + 4] }
 end
 for i, line in ipairs(lines) do
@@ -55,5 +61,5 @@ end
 T = CART_T
 local cart = { id = cart_id, c = c, s = 'active', e = expires, ca = now, f = fingerprint, l = lines }
 save_cart(cart)
-if key ~= '' then redis.call('HSET', CART_T .. ':ckeys', key, cart_id) end
+if key ~= '' then redis.call('HSET', key_index, key, CART_T .. '|' .. cart_id) end
 return { 'ok', cart_view(cart, now) }

@@ -2,7 +2,8 @@
 -- A cart lives in the group of its first line's sale (ARGV[1], the tag T every script starts in):
 --   T:carts   hash cart id -> JSON {id, c, s ('active'|'confirmed'|'cancelled'), e (expires), ca,
 --             f (the request's fingerprint), l = lines [{t = the sale's group tag, sale, q, h = hold id}]}
---   T:ckeys   hash idempotency key -> cart id
+--   T:ckeys   hash idempotency key -> '<T>|<cart id>' (on a Cluster; a single node keeps one such
+--             hash in the prefix's own slot, {prefix}:cart-keys)
 -- A line's hold lives in its sale's group, as any hold ({..., cart = cart id}), so every sale step
 -- counts it. A line of another group is reached by switching T to that line's tag: on a single
 -- node every group is in reach; on a Cluster the caller only sends carts whose lines share T.
