@@ -104,6 +104,12 @@ export async function checkCartStorm(
         add(perCustomer, `${cart.customer}\u0000${l.sale}`, l.quantity);
       }
 
+  // judged from the record alone first: what the clients were told each customer has
+  const limits = new Map(sales.map((s) => [s.id, s.perCustomerLimit]));
+  for (const [k, units] of perCustomer) {
+    const [customer, sale] = k.split('\u0000') as [string, string];
+    assert.ok(units <= limits.get(sale)!, `customer ${customer} has ${units} units of sale ${sale}`);
+  }
   for (const sale of sales) {
     const { stats } = await dibs.sales.get(sale.id);
     const sold = ackSold.get(sale.id) ?? 0;
@@ -120,11 +126,6 @@ export async function checkCartStorm(
       `sale ${sale.id}: the store holds ${stats.held} units, the clients' live carts hold ${held}`,
     );
     assert.deepEqual(await dibs.sales.audit(sale.id), [], `sale ${sale.id}: audit`);
-  }
-  const limits = new Map(sales.map((s) => [s.id, s.perCustomerLimit]));
-  for (const [k, units] of perCustomer) {
-    const [customer, sale] = k.split('\u0000') as [string, string];
-    assert.ok(units <= limits.get(sale)!, `customer ${customer} has ${units} units of sale ${sale}`);
   }
   const holdState: Record<Fate, string> = {
     active: 'active',
