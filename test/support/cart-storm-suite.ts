@@ -5,9 +5,11 @@
  * cancelled, kept and confirmed too late.
  */
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { checkCartStorm, runCartStorm, type CartOp } from './cart-storm.js';
 import type { StormEnv } from './sale-storm-suite.js';
+import type { Sale } from '../../src/index.js';
 
 const HOUR = 3_600_000;
 
@@ -29,7 +31,7 @@ export function cartStormSuite(
     it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
       const cap = Math.max(4, Math.round(carts / 4)); // demand well above supply
       const perCustomerLimit = 2;
-      const sales = [];
+      const sales: Sale[] = [];
       for (const name of ['tee', 'mug', 'cap'])
         sales.push(
           await env.dibs.sales.create({
@@ -74,6 +76,8 @@ export function cartStormSuite(
           ...(i % 3 === 0 ? { key: `buy-${i}` } : {}),
         });
       }
+      const samples: number[] = [];
+      const audits: unknown[] = [];
       const lanes: CartOp[][] = Array.from({ length: processes }, () => []);
       ops.forEach((op, i) => lanes[i % processes]!.push(op));
       const outcomes = await runCartStorm({
@@ -81,7 +85,21 @@ export function cartStormSuite(
         lanes,
         ...(concurrency === undefined ? {} : { concurrency }),
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        // I3 sampled live on every sale, with a full audit every 5th round
+        during: async (done) => {
+          while (!done()) {
+            for (const sale of sales) {
+              const { stats } = await env.dibs.sales.get(sale.id);
+              samples.push(stats.sold + stats.held);
+              if (samples.length % 15 === 0) audits.push(...(await env.dibs.sales.audit(sale.id)));
+            }
+            await sleep(10);
+          }
+        },
       });
+      assert.ok(samples.length >= 3, `sampled ${samples.length} times`);
+      for (const committed of samples) assert.ok(committed <= cap, `I3 live: sold + held = ${committed} > cap ${cap}`);
+      assert.deepEqual(audits, [], 'every mid-run audit was clean');
       assert.equal(outcomes.filter((o) => o.step === 'hold' || o.step === 'buy').length, ops.length);
       const seen = await checkCartStorm(
         env.dibs,

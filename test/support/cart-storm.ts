@@ -38,6 +38,8 @@ export function runCartStorm(options: {
   lanes: CartOp[][];
   concurrency?: number;
   timeoutMs?: number;
+  /** Runs in this process while the workers work (e.g. sampling the sales). */
+  during?: (done: () => boolean) => Promise<void>;
 }): Promise<CartOutcome[]> {
   return runSaleStorm<CartOutcome>({
     store: options.store,
@@ -46,6 +48,7 @@ export function runCartStorm(options: {
     worker: WORKER,
     concurrency: options.concurrency ?? 6,
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.during ? { during: options.during } : {}),
   });
 }
 
