@@ -271,6 +271,26 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.sales.holdCart({ customer: 'fay', lines: [{ sale: a, quantity: 2 }], ttlMs: 60_000 });
     });
 
+    it('a cancelled sale takes its line with it: the cart is not confirmed in part, and cancelling it frees the rest', async () => {
+      const [a, b] = [await sale({ cap: 3 }), await sale({ cap: 3 })];
+      const { cart } = await dibs.sales.holdCart({
+        customer: 'ivy',
+        lines: [
+          { sale: a, quantity: 2 },
+          { sale: b, quantity: 1 },
+        ],
+        ttlMs: 60_000,
+      });
+      await dibs.sales.cancel(b);
+      const error = await failure(dibs.sales.confirmCart(cart.id));
+      assert.equal(error.code, 'conflict');
+      assert.equal(error.details?.sale, b);
+      assert.equal((await dibs.sales.get(a)).stats.sold, 0, 'no line was confirmed');
+      assert.equal((await dibs.sales.cancelCart(cart.id)).status, 'cancelled');
+      assert.deepEqual((await dibs.sales.get(a)).stats, { sold: 0, held: 0, available: 3 });
+      assert.deepEqual(await dibs.sales.audit(a), []);
+    });
+
     it('expires as one: every line stops counting at the one expiry, and the cart cannot be confirmed', async () => {
       const [a, b] = [await sale({ cap: 1 }), await sale({ cap: 1 })];
       const { cart } = await dibs.sales.holdCart({
