@@ -12,6 +12,11 @@
 local cart_id, c, ttl, key, fingerprint, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
 local key_index = ARGV[8]
 local now = now_ms()
+-- The cart id is new per request, so a cart under it means this very request already ran: the
+-- client re-sent it after its connection dropped (ioredis re-sends scripts in flight). Answer what
+-- the first run did; judging it again would refuse every line as already held.
+local done = cart_of(cart_id)
+if done then return { 'ok', cart_view(done, now) } end
 if key ~= '' then
   local prior = redis.call('HGET', key_index, key)
   if prior ~= false then
