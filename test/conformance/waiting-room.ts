@@ -88,6 +88,10 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       const sale = await room();
       await rejectsWith(dibs.sales.buy(sale, 'x', 1), 'ticket_required');
       await rejectsWith(dibs.sales.reserve(sale, 'x', 1, 60_000), 'ticket_required');
+      await rejectsWith(
+        dibs.sales.holdCart({ customer: 'x', lines: [{ sale, quantity: 1 }], ttlMs: 60_000 }),
+        'ticket_required',
+      );
     });
 
     it('refuses forged tickets and tickets presented by another customer', async () => {
