@@ -256,6 +256,20 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       assert.equal(hold.quantity, 1);
     });
 
+    it('turning verification off admits the tickets it passed over first', async () => {
+      const sale = await room({ cap: 2, verification: true });
+      const [a, b, c] = await line(sale, 3);
+      assert.equal((await dibs.waitingRooms.verify(sale, 'c2', b!.token)).status, 'admitted');
+      assert.equal((await status(sale, a!)).status, 'waiting', 'passed over');
+      const off = await dibs.waitingRooms.enable(sale, { admitPerSecond: 1000, windowMs: 60_000, verification: false });
+      assert.equal(off.verification, false);
+      assert.deepEqual(
+        [(await status(sale, a!)).status, (await status(sale, c!)).status],
+        ['admitted', 'waiting'],
+        'the one unit left goes to the first place, passed over while unverified',
+      );
+    });
+
     it('rejects bad settings and unknown rooms', async () => {
       const sale = await dibs.sales.create({
         sku: `WR-${++n}`,

@@ -113,8 +113,8 @@ export class RoomState {
     return room;
   }
 
-  /** New settings; a flag left out keeps its value. */
-  configure(spec: WaitingRoomSpec): void {
+  /** New settings; a flag left out keeps its value. `unverified`: the unverified tickets, when verification changes. */
+  configure(spec: WaitingRoomSpec, unverified: readonly number[] = []): void {
     const doc = this.doc;
     doc.rate = spec.admitPerSecond;
     doc.win = spec.windowMs;
@@ -122,15 +122,19 @@ export class RoomState {
     if (doc.b < 0) doc.b = Math.max(1, doc.rate);
     if (spec.fairStart !== undefined) doc.fair = spec.fairStart;
     if (spec.verification !== undefined && spec.verification !== doc.ver) {
+      const no = new Set(unverified);
+      const place = (n: number) => this.placeOf(n) ?? Number.POSITIVE_INFINITY;
       if (spec.verification) {
-        // tickets that joined without verification are verified: they keep waiting for admission
+        // the verified tickets still waiting (the line from `thr` on, the passed-over list) wait
+        // for admission on the list; the unverified ones wait to be verified
         const pending: number[] = [];
         if (doc.drawn === null) for (let n = 1; n <= doc.j; n++) pending.push(n);
         else for (let p = doc.thr + 1; p <= doc.j; p++) pending.push(this.numberAt(p));
-        doc.vf = [...new Set([...doc.vf, ...pending.filter((n) => doc.adm[n] === undefined)])];
+        doc.vf = [...new Set([...doc.vf, ...pending])].filter((n) => doc.adm[n] === undefined && !no.has(n));
       } else {
-        // from now on admission goes by place from `thr`: only the passed-over ones stay listed
-        doc.vf = doc.vf.filter((n) => (this.placeOf(n) ?? Number.POSITIVE_INFINITY) <= doc.thr);
+        // from now on admission goes by place from `thr`; the tickets passed over before `thr`
+        // (verified since, or still unverified) are admitted first, from the list
+        doc.vf = [...new Set([...doc.vf, ...unverified])].filter((n) => place(n) <= doc.thr);
       }
       doc.ver = spec.verification;
     }
@@ -221,10 +225,9 @@ export class RoomState {
   verify(t: TicketDoc): boolean {
     if (t.v) return false;
     t.v = true;
-    const place = this.placeOf(t.n);
-    // in a room without verification (switched off since this ticket joined) the line from `thr`
-    // on is admitted by place anyway; only a ticket passed over before waits on the list
-    if (this.doc.ver || (place !== null && place <= this.doc.thr)) this.doc.vf.push(t.n);
+    // without verification (switched off since this ticket joined) the ticket is in line already:
+    // by place from `thr` on, or on the list if it was passed over (configure)
+    if (this.doc.ver) this.doc.vf.push(t.n);
     this.dirty = true;
     return true;
   }
@@ -243,7 +246,7 @@ export class RoomState {
     const until = doc.adm[t.n];
     if (until !== undefined && until > this.step.now) return 'admitted';
     const place = this.placeOf(t.n);
-    const waiting = !t.v || doc.vf.includes(t.n) || place === null || place > doc.thr;
+    const waiting = (doc.ver && !t.v) || doc.vf.includes(t.n) || place === null || place > doc.thr;
     if (!waiting) return 'expired'; // admitted once (verified, behind `thr`, not on the list): its window passed
     return doc.closed ? 'sold_out' : 'waiting';
   }

@@ -160,7 +160,14 @@ export class FirestoreWaitingRooms implements WaitingRoomBackend {
           { field: 'saleId' },
         );
       const room = box.room ?? RoomState.create(step, op.secret);
-      room.configure(op.spec);
+      // a change of verification needs the unverified tickets (a query: this is rare)
+      const switching = op.spec.verification !== undefined && op.spec.verification !== room.doc.ver;
+      const unverified = switching
+        ? (await step.query(this.layout.sale(saleId).sale.collection('tickets').where('v', '==', false))).docs.map(
+            (d) => d.get('n') as number,
+          )
+        : [];
+      room.configure(op.spec, unverified);
       // from now on the sale sells only through admitted tickets (sale-ops.ts)
       if (step.sale.wr !== true) step.touchSale().wr = true;
       box.room = room;
