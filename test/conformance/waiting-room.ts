@@ -88,6 +88,10 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       const sale = await room();
       await rejectsWith(dibs.sales.buy(sale, 'x', 1), 'ticket_required');
       await rejectsWith(dibs.sales.reserve(sale, 'x', 1, 60_000), 'ticket_required');
+      await rejectsWith(
+        dibs.sales.holdCart({ customer: 'x', lines: [{ sale, quantity: 1 }], ttlMs: 60_000 }),
+        'ticket_required',
+      );
     });
 
     it('refuses forged tickets and tickets presented by another customer', async () => {
@@ -250,6 +254,20 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       assert.deepEqual([changed.admitPerSecond, changed.verification, changed.fairStart], [500, true, false]);
       const { hold } = await dibs.waitingRooms.reserve(sale, 'c1', a!.token, 1, 60_000);
       assert.equal(hold.quantity, 1);
+    });
+
+    it('turning verification off admits the tickets it passed over first', async () => {
+      const sale = await room({ cap: 2, verification: true });
+      const [a, b, c] = await line(sale, 3);
+      assert.equal((await dibs.waitingRooms.verify(sale, 'c2', b!.token)).status, 'admitted');
+      assert.equal((await status(sale, a!)).status, 'waiting', 'passed over');
+      const off = await dibs.waitingRooms.enable(sale, { admitPerSecond: 1000, windowMs: 60_000, verification: false });
+      assert.equal(off.verification, false);
+      assert.deepEqual(
+        [(await status(sale, a!)).status, (await status(sale, c!)).status],
+        ['admitted', 'waiting'],
+        'the one unit left goes to the first place, passed over while unverified',
+      );
     });
 
     it('rejects bad settings and unknown rooms', async () => {

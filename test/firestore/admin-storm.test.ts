@@ -1,7 +1,8 @@
 /**
  * Admin changes racing a claim / buy / reserve storm on the Firestore emulator (I8; the suite is in
  * support/admin-storm-suite.ts), smaller than on the other stores: the emulator is one JVM and much
- * slower than a real database. Firestore has no waiting rooms.
+ * slower than a real database. The waiting room enabled mid-storm included: no ticketless buy or
+ * reservation is acknowledged after it.
  */
 import { after, before, describe } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
@@ -39,7 +40,6 @@ describe('firestore emulator: admin storms', { skip: !firestoreEmulatorInstalled
       buys: 120,
       durationMs: 6000,
       timeoutMs: 240_000,
-      waitingRooms: false,
       endLeadMs: 1500,
       closedMs: 1500,
     },

@@ -669,6 +669,15 @@ export function adminStormSuite(
         timeoutMs,
         during: async () => {
           await sleep(durationMs / 5);
+          // a slow store (the emulator on a loaded machine) may not have sold yet: the room comes
+          // after the first sales, or the run would not show it stopping them
+          const until = Date.now() + durationMs;
+          for (;;) {
+            const { stats } = await dibs.sales.get(sale.id);
+            if (stats.sold + stats.held > 0 || Date.now() > until) break;
+            await sleep(50);
+          }
+          await sleep(200);
           await adminChange(changes, 'room', { room: true }, () =>
             dibs.waitingRooms.enable(sale.id, { admitPerSecond: 10, windowMs: 5000 }),
           );

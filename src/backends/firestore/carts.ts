@@ -82,6 +82,8 @@ export class FirestoreCarts {
         const own = owns[i];
         // the customer's own hold that expired unseen by the stale pass is expired here
         if (own && own.s === 'active' && own.e <= step.now) step.expire(own);
+        // a sale behind a waiting room sells only through admitted tickets (waiting-rooms.ts)
+        if (step.sale.wr) throw refusal('cart_line_room', { sale: line.saleId, line: i });
         if (own && own.s === 'active') throw refusal('cart_line_held', { sale: line.saleId, hold: own.id, line: i });
         const { units } = step.unitsOf(spec.customer);
         try {

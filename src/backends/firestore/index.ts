@@ -23,6 +23,7 @@ import type { PoolDeletionOptions } from './pool-deletion.js';
 import { FirestorePools } from './pools.js';
 import { FirestoreServiceStore } from './service.js';
 import { FirestoreSales } from './sales.js';
+import { FirestoreWaitingRooms } from './waiting-rooms.js';
 import { disableCommitRetry, GRPC, TxRunner, type TxCounters } from './transactions.js';
 
 const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|No connection established|Deadline exceeded|UNAVAILABLE/i;
@@ -49,6 +50,7 @@ export class FirestoreBackend implements Backend {
   readonly counters: FirestoreCounters;
   readonly limits: FirestoreLimits;
   readonly sales: FirestoreSales;
+  readonly waitingRooms: FirestoreWaitingRooms;
   readonly forecasts: FirestoreForecasts;
   readonly outbox: FirestoreOutbox;
   readonly service: FirestoreServiceStore;
@@ -76,6 +78,7 @@ export class FirestoreBackend implements Backend {
     this.counters = translateErrors(new FirestoreCounters(this.layout, this.runner), translateFirestoreError);
     this.limits = translateErrors(new FirestoreLimits(this.layout, this.runner), translateFirestoreError);
     this.sales = translateErrors(new FirestoreSales(this.layout, this.runner), translateFirestoreError);
+    this.waitingRooms = translateErrors(new FirestoreWaitingRooms(this.layout, this.runner), translateFirestoreError);
     this.forecasts = translateErrors(new FirestoreForecasts(this.layout, this.runner), translateFirestoreError);
     this.outbox = translateErrors(new FirestoreOutbox(this.layout, this.runner), translateFirestoreError);
     this.service = translateErrors(new FirestoreServiceStore(this.layout), translateFirestoreError);

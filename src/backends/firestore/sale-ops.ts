@@ -9,6 +9,7 @@ import type { BuyResult, Hold, HoldResult } from '../../core/sales/types.js';
 import { judgeBuy, judgeReserve, judgeSaleKey } from '../../core/model/sales.js';
 import { isoMs, saleState, toHold, toOrder, type CustomerDoc, type HoldDoc, type SaleKeyDoc } from './sale-records.js';
 import type { SaleStep } from './sale-step.js';
+import { ticketRequired } from '../../core/sales/waiting-room.js';
 
 export async function buyIn(
   step: SaleStep,
@@ -22,6 +23,8 @@ export async function buyIn(
     judgeSaleKey(key!, priorOf(prior), 'buy', customer, quantity);
     return { order: toOrder(saleId, await step.order(prior.r)), replayed: true };
   }
+  // a sale behind a waiting room sells only through admitted tickets (reserve, then confirm)
+  if (step.sale.wr) throw ticketRequired(saleId);
   await step.loadCustomers([customer]);
   judgeBuy(saleState(step.sale), step.nowIso, customer, step.unitsOf(customer).units, quantity);
   const order = step.insertOrder(customer, quantity, null);
@@ -35,12 +38,15 @@ export async function reserveIn(
   quantity: number,
   ttlMs: number,
   key: string | null,
+  /** The waiting room checked an admitted ticket in this same step (firestore/waiting-rooms.ts). */
+  viaTicket = false,
 ): Promise<HoldResult> {
   const prior = key !== null ? await step.key(key) : null;
   if (prior) {
     judgeSaleKey(key!, priorOf(prior), 'reserve', customer, quantity);
     return { hold: toHold((await step.hold(prior.r))!), replayed: true };
   }
+  if (step.sale.wr && !viaTicket) throw ticketRequired(step.sale.id);
   await step.loadCustomers([customer]);
   // the customer's own active hold is replaced; one that has expired but was not among the
   // holds the stale pass took is expired here

@@ -32,6 +32,8 @@ export interface SaleDoc {
   ed?: number;
   /** No active hold expires before this (ms, a lower bound); absent when the sale has no active hold. */
   ne?: number;
+  /** Behind a waiting room (firestore/waiting-rooms.ts): plain buys and reservations are refused. */
+  wr?: boolean;
   /** Steps written so far (each write of the sale document counts one; absent = 0). */
   sq?: number;
   /** The ids of the last STEP_RING steps, newest last: how a step whose commit answer was lost is settled (sale-step.ts). */
