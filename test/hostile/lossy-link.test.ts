@@ -11,10 +11,11 @@
  * the history checker on a fenced table reached over the same lossy links.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { LONG } from '../support/faults.js';
 import { buyRound, claimRound, type LinkRound, lockRound, type StoreKind } from '../support/link-rounds.js';
 import { netnsUnavailable } from '../support/netns.js';
+import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
 
 const skip = netnsUnavailable();
@@ -26,6 +27,7 @@ for (const LOSS of LONG ? [10, 30] : [30])
     timeout: 900_000,
   }, () => {
     const env = hostileNetworkForSuite();
+    let cluster: HostCluster | undefined;
     const round = (kind: StoreKind): LinkRound => {
       let dropped = 0;
       return {
@@ -33,10 +35,16 @@ for (const LOSS of LONG ? [10, 30] : [30])
           return env();
         },
         kind,
+        get cluster() {
+          return cluster;
+        },
         storeAt: (i, tag) =>
           kind === 'postgres'
             ? `${env().pg.urlAt(env().links[i]!.addressA)}?schema=${tag}&poolSize=4&queryTimeoutMs=3000&connectTimeoutMs=3000`
-            : `${env().redis.urlAt(env().links[i]!.addressA)}?prefix=${tag}&commandTimeoutMs=2000`,
+            : kind === 'redis'
+              ? `${env().redis.urlAt(env().links[i]!.addressA)}?prefix=${tag}&commandTimeoutMs=2000`
+              : // the worker host's forwarder carries every node's port over its own (lossy) link
+                `${cluster!.url}?prefix=${tag}&commandTimeoutMs=2000`,
         resourceAt: (i) => env().pg.urlAt(env().links[i]!.addressA),
         fault: () => {
           for (const link of env().links) env().net.lose(link, LOSS);
@@ -49,13 +57,16 @@ for (const LOSS of LONG ? [10, 30] : [30])
         felt: () => assert.ok(dropped > 0, 'the links dropped packets'),
         size: LONG
           ? { claimants: 12_000, buyers: 2400, lockMs: 60_000 }
-          : { claimants: 800, buyers: 400, lockMs: 8000 },
+          : kind === 'redis-cluster'
+            ? { claimants: 400, buyers: 400, lockMs: 8000, paceMs: 25 }
+            : { claimants: 800, buyers: 400, lockMs: 8000 },
       };
     };
-    // CI (the time budget) runs the Redis claim round only; FAULTS_LONG=1 runs all six, larger
+    // CI (the time budget) runs the Redis claim rounds only (the Cluster's smaller, paced); FAULTS_LONG=1
+    // runs all nine, larger
     const ci = (kind: StoreKind, op: string) =>
-      LONG || (kind === 'redis' && op === 'claims') ? false : 'FAULTS_LONG=1 only';
-    for (const kind of ['postgres', 'redis'] as const) {
+      LONG || (kind !== 'postgres' && op === 'claims') ? false : 'FAULTS_LONG=1 only';
+    const rounds = (kind: StoreKind) => {
       it(`${kind}: claim storm from two hosts — client ledger clean`, { skip: ci(kind, 'claims') }, () =>
         claimRound(round(kind), kind),
       );
@@ -67,5 +78,17 @@ for (const LOSS of LONG ? [10, 30] : [30])
       it(`${kind}: lock storm from two hosts, TTL 1.5 s — history valid`, { skip: ci(kind, 'locks') }, () =>
         lockRound(round(kind), kind),
       );
-    }
+    };
+    rounds('postgres');
+    rounds('redis');
+    describe('a 3-master Redis Cluster on the store host', () => {
+      before(async () => {
+        cluster = await startClusterOn(env().store, env().links);
+      });
+      after(async () => {
+        await cluster?.stop();
+        cluster = undefined;
+      });
+      rounds('redis-cluster');
+    });
   });

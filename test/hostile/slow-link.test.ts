@@ -20,9 +20,11 @@ import { GuardedResource } from '../support/guarded-resource.js';
 import { formatVerdict } from '../support/history-checker.js';
 import { runHistory, type WorkerRun } from '../support/history-run.js';
 import type { HistoryWorkerConfig } from '../support/history-worker.js';
-import { buyRound, claimRound, type LinkRound } from '../support/link-rounds.js';
+import { buyRound, claimRound, type LinkRound, lockRound } from '../support/link-rounds.js';
+import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 import { netnsUnavailable } from '../support/netns.js';
 import { hostileNetworkForSuite, type HostileNetwork } from '../support/netns-suite.js';
+import { freePort } from '../support/redis.js';
 
 const skip = netnsUnavailable();
 const RELAY = new URL('../support/netns-relay.ts', import.meta.url).pathname;
@@ -51,25 +53,25 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
   const env = hostileNetworkForSuite();
   let net: HostileNetwork;
   const ports = { postgres: 5433, redis: 6380 };
+  /** Starts a slow relay on the store host: `listen` (every address there) → `target` on that host. */
+  const startRelay = async (listen: number, target: number) => {
+    const child = net.store.spawn(
+      process.execPath,
+      ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const relay = { child, stats: '' };
+    child.stdout!.on('data', (d) => (relay.stats += d));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', () => relay.stats.includes('listening') && resolve());
+      child.once('exit', (code) => reject(new Error(`relay exited ${code}`)));
+    });
+    relays.push(relay);
+  };
   before(async () => {
     net = env();
-    for (const [listen, target] of [
-      [ports.postgres, 5432],
-      [ports.redis, 6379],
-    ] as const) {
-      const child = net.store.spawn(
-        process.execPath,
-        ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      const relay = { child, stats: '' };
-      child.stdout!.on('data', (d) => (relay.stats += d));
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', () => relay.stats.includes('listening') && resolve());
-        child.once('exit', (code) => reject(new Error(`relay exited ${code}`)));
-      });
-      relays.push(relay);
-    }
+    await startRelay(ports.postgres, 5432);
+    await startRelay(ports.redis, 6379);
   });
   const TARGETS = [
     {
@@ -146,4 +148,49 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
       }
     });
   }
+  // A 3-master Redis Cluster on the store host, each worker host's forwarder reaching every node
+  // through a slow relay of its own (netns-cluster.ts `upstream`). FAULTS_LONG=1 only (CI budget).
+  describe('a 3-master Redis Cluster through the relays', { skip: LONG ? false : 'FAULTS_LONG=1 only' }, () => {
+    let cluster: HostCluster | undefined;
+    before(async () => {
+      cluster = await startClusterOn(net.store, net.links, {
+        upstream: async (nodePorts) => {
+          const taken = new Set([...nodePorts, ...nodePorts.map((p) => p + 10_000), 5432, 5433, 6379, 6380]);
+          const relayPorts: number[] = [];
+          while (relayPorts.length < nodePorts.length) {
+            const port = await freePort();
+            if (!taken.has(port)) relayPorts.push(port), taken.add(port);
+          }
+          for (const [i, port] of relayPorts.entries()) await startRelay(port, nodePorts[i]!);
+          return relayPorts;
+        },
+      });
+    });
+    after(async () => {
+      await cluster?.stop();
+      cluster = undefined;
+    });
+    const round = (): LinkRound => ({
+      get env() {
+        return net;
+      },
+      kind: 'redis-cluster',
+      get cluster() {
+        return cluster;
+      },
+      storeAt: (_i, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=2000`,
+      resourceAt: (i) => `postgres://postgres@${net.links[i]!.addressA}:${ports.postgres}/postgres`,
+      fault: () => undefined,
+      heal: () => undefined,
+      report: () =>
+        `every node through the relay (${LINK.delayMs} ms + ≤ ${LINK.jitterMs} ms each way, ${LINK.stallP * 100} % of chunks stalled ${LINK.stallMs} ms)`,
+      size: { claimants: 4000, buyers: 800, lockMs: 30_000 },
+    });
+    it('redis cluster: claim storm from two hosts through the relays — client ledger clean', () =>
+      claimRound(round(), 'redis cluster (slow link)'));
+    it('redis cluster: flash sale from two hosts through the relays — every acknowledged order kept', () =>
+      buyRound(round(), 'redis cluster (slow link)'));
+    it('redis cluster: 2 hosts × 2 processes, TTL 1.5 s, through the relays — history valid', () =>
+      lockRound(round(), 'redis cluster (slow link)'));
+  });
 });

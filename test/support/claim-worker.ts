@@ -17,6 +17,7 @@ await readyThenGo();
 async function run(op: StormOp): Promise<StormOutcome> {
   if (config.paceMs) await new Promise((resolve) => setTimeout(resolve, config.paceMs));
   const started = performance.now();
+  const startedAt = Date.now();
   try {
     const result = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});
     return {
@@ -26,6 +27,8 @@ async function run(op: StormOp): Promise<StormOutcome> {
       held: result.held,
       replayed: result.replayed,
       ms: performance.now() - started,
+      startedAt,
+      endedAt: Date.now(),
     };
   } catch (error) {
     return {
@@ -33,6 +36,8 @@ async function run(op: StormOp): Promise<StormOutcome> {
       status: 'error',
       error: isDibsError(error) ? error.code : String(error),
       ms: performance.now() - started,
+      startedAt,
+      endedAt: Date.now(),
     };
   }
 }

@@ -8,6 +8,7 @@
  * history checker on a fenced PostgreSQL table reached over the same bad links.
  */
 import assert from 'node:assert/strict';
+import { Cluster } from 'ioredis';
 import { openDibs } from '../../src/index.js';
 import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { uniqueId } from './assert.js';
@@ -15,16 +16,19 @@ import { GuardedResource } from './guarded-resource.js';
 import { formatVerdict } from './history-checker.js';
 import { runHistory, type WorkerRun } from './history-run.js';
 import type { HistoryWorkerConfig } from './history-worker.js';
+import type { HostCluster } from './netns-cluster.js';
 import { unixRelay } from './netns-stores.js';
 import type { HostileNetwork } from './netns-suite.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from './sale-storm.js';
 import { assertStormInvariants, runClaimStorm } from './storm.js';
 
-export type StoreKind = 'postgres' | 'redis';
+export type StoreKind = 'postgres' | 'redis' | 'redis-cluster';
 
 export interface LinkRound {
   env: HostileNetwork;
   kind: StoreKind;
+  /** The 3-master Cluster on the store host (netns-cluster.ts), for kind 'redis-cluster'. */
+  cluster?: HostCluster;
   /** The store as a worker on link `i` reaches it (address, maybe a relay port), with `tag`'s scope. */
   storeAt(i: number, tag: string): string;
   /** The guarded resource's PostgreSQL as a worker on link `i` reaches it. */
@@ -35,11 +39,29 @@ export interface LinkRound {
   report(): string;
   /** Asserts that the fault really happened (e.g. packets were dropped), after `heal()`. */
   felt?(): void;
-  size: { claimants: number; buyers: number; lockMs: number };
+  /** `paceMs`: each claim waits this long first, so that a small storm is still running when the fault starts. */
+  size: { claimants: number; buyers: number; lockMs: number; paceMs?: number };
 }
 
 /** The test process's own way in (Unix socket; a loopback relay for Redis) and a raw order reader. */
-async function local(env: HostileNetwork, kind: StoreKind, tag: string) {
+async function local(round: LinkRound, tag: string) {
+  const { env, kind } = round;
+  if (kind === 'redis-cluster') {
+    const cluster = round.cluster;
+    if (!cluster) throw new Error("a 'redis-cluster' round needs its cluster");
+    return {
+      url: `${cluster.url}?prefix=${tag}`,
+      storedOrders: async (sku: string, saleId: string) => {
+        const raw = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })));
+        try {
+          return new Set(await raw.hkeys(saleKey(saleTag(tag, saleGroupOf(sku)), 'orders', saleId)));
+        } finally {
+          raw.disconnect();
+        }
+      },
+      close: async () => undefined,
+    };
+  }
   if (kind === 'postgres')
     return {
       url: `${env.pg.localUrl}&schema=${tag}`,
@@ -64,7 +86,7 @@ async function local(env: HostileNetwork, kind: StoreKind, tag: string) {
 
 export async function claimRound(round: LinkRound, label: string): Promise<void> {
   const tag = uniqueId('c').toLowerCase();
-  const me = await local(round.env, round.kind, tag);
+  const me = await local(round, tag);
   const dibs = await openDibs(me.url);
   try {
     const codes = round.size.claimants;
@@ -82,6 +104,7 @@ export async function claimRound(round: LinkRound, label: string): Promise<void>
       processes: 4,
       claimants: round.size.claimants,
       concurrency: 8,
+      ...(round.size.paceMs ? { paceMs: round.size.paceMs } : {}),
       timeoutMs: 240_000,
       onStart: () => {
         round.fault();
@@ -113,7 +136,7 @@ export async function claimRound(round: LinkRound, label: string): Promise<void>
 
 export async function buyRound(round: LinkRound, label: string): Promise<void> {
   const tag = uniqueId('s').toLowerCase();
-  const me = await local(round.env, round.kind, tag);
+  const me = await local(round, tag);
   const dibs = await openDibs(me.url);
   try {
     const buyers = round.size.buyers;

@@ -24,7 +24,15 @@ export interface HostCluster {
   stop(): Promise<void>;
 }
 
-export async function startClusterOn(store: Host, links: Link[]): Promise<HostCluster> {
+export interface ClusterOptions {
+  /**
+   * Called once the nodes are up: the ports on the store host that the worker hosts' forwarders
+   * should reach instead of the nodes' own (parallel to `ports`) — e.g. slow relays it starts.
+   */
+  upstream?(ports: number[]): Promise<number[]>;
+}
+
+export async function startClusterOn(store: Host, links: Link[], options: ClusterOptions = {}): Promise<HostCluster> {
   const ports: number[] = [];
   while (ports.length < 3) {
     const port = await freePort();
@@ -63,10 +71,11 @@ export async function startClusterOn(store: Host, links: Link[]): Promise<HostCl
       if (Date.now() > deadline) throw new Error('the cluster on the store host did not reach cluster_state:ok');
     }
     for (const [i, node] of nodes.entries()) relays.push(await unixRelay(node.socket, ports[i]));
+    const to = await options.upstream?.(ports);
     for (const link of links) {
       const child = link.b.spawn(
         process.execPath,
-        ['--import', 'tsx', FORWARD, JSON.stringify({ host: link.addressA, ports })],
+        ['--import', 'tsx', FORWARD, JSON.stringify({ host: link.addressA, ports, ...(to ? { to } : {}) })],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       forwarders.push(child);

@@ -9,11 +9,12 @@
  */
 import net from 'node:net';
 
-const { host, ports } = JSON.parse(process.argv[2]!) as { host: string; ports: number[] };
+// `to` (optional, parallel to `ports`): forward to these ports instead (e.g. a slow relay's on the store host)
+const { host, ports, to } = JSON.parse(process.argv[2]!) as { host: string; ports: number[]; to?: number[] };
 let open = 0;
-for (const port of ports) {
+for (const [i, port] of ports.entries()) {
   const server = net.createServer((client) => {
-    const upstream = net.connect(port, host);
+    const upstream = net.connect(to?.[i] ?? port, host);
     const close = () => {
       client.destroy();
       upstream.destroy();

@@ -26,6 +26,9 @@ export interface StormOutcome extends StormOp {
   replayed?: boolean;
   error?: string;
   ms: number;
+  /** Wall-clock (Date.now(), one clock for every process here) when the call began and was answered. */
+  startedAt?: number;
+  endedAt?: number;
 }
 
 export interface WorkerConfig {
