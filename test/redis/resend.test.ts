@@ -60,4 +60,68 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     // ann may still buy the 2 units her limit of 3 leaves: the re-send did not count twice
     await dibs.sales.buy(sale.id, 'ann', 2);
   });
+
+  it('a counter increment re-sent counts once: the counter equals the acknowledged increments', async () => {
+    const first = await withLostReply(() => dibs.counters.incr('resend-c', 5));
+    assert.equal(first.value, 5, 'the answer is the first run’s total');
+    assert.equal((await dibs.counters.get('resend-c')).value, 5, 'one acknowledged +5, the counter says more');
+    assert.equal((await dibs.counters.incr('resend-c', 1)).value, 6);
+  });
+
+  it('a rate-limit take re-sent is one take: the next request still fits', async () => {
+    const limit = await dibs.limits.create({
+      name: `${prefix}-sw`,
+      algorithm: 'sliding-window',
+      limit: 2,
+      periodMs: 600_000,
+      segments: 10,
+    });
+    const first = await withLostReply(() => dibs.limits.take(limit.name, 1, { key: 'ann' }));
+    assert.equal(first.allowed, true);
+    assert.equal(first.remaining, 1, 'the answer is the first run’s decision');
+    const second = await dibs.limits.take(limit.name, 1, { key: 'ann' });
+    assert.equal(second.allowed, true, 'the second of 2 allowed requests was denied: the re-send took twice');
+  });
+
+  it('a lock acquire re-sent answers the grant (plain and fair), not a lock held by its own token', async () => {
+    const plain = await withLostReply(() => dibs.locks.tryAcquire('resend-lock', { ttlMs: 60_000 }));
+    const fair = await withLostReply(() => dibs.locks.tryAcquire('resend-fair', { ttlMs: 60_000, fair: true }));
+    assert.ok(plain, 'the re-sent acquire answered "taken" while its own token held the lock');
+    assert.ok(fair, 'the re-sent fair acquire answered "taken" while its own token held the lock');
+    const info = await dibs.locks.inspect('resend-lock');
+    assert.equal(info.holders.length, 1);
+    assert.equal(info.holders[0]!.fence, plain.fence, 'the lease answered is the one the store holds');
+    await dibs.locks.release(fair);
+    // a lock release re-sent answers done, not not_owner
+    await withLostReply(() => dibs.locks.release(plain));
+    assert.equal((await dibs.locks.inspect('resend-lock')).holders.length, 0);
+  });
+
+  it('redeem, release, revoke, unredeem and a multi-use refund re-sent answer as their first run', async () => {
+    await dibs.pools.create({ name: 'resend-p', perClaimantLimit: 5 });
+    await dibs.pools.importCodes('resend-p', ['A', 'B', 'C', 'D']);
+    await dibs.pools.claimMany('resend-p', 'ann', 4);
+    await dibs.pools.redeem('resend-p', 'D', { orderId: 'o-d' });
+    await dibs.pools.addMultiUseCode('resend-p', { code: 'M', uses: 5 });
+    await dibs.pools.redeem('resend-p', 'M', { claimant: 'bob', orderId: 'o-m' });
+    const results = await withLostReply(() =>
+      Promise.allSettled([
+        dibs.pools.redeem('resend-p', 'A'),
+        dibs.pools.release('resend-p', 'B'),
+        dibs.pools.revoke('resend-p', 'C'),
+        dibs.pools.unredeem('resend-p', 'D'),
+        dibs.pools.unredeem('resend-p', 'M', { orderId: 'o-m' }),
+      ]),
+    );
+    const named = ['redeem A', 'release B', 'revoke C', 'unredeem D', 'unredeem M'];
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${named[i]}: ${String(r.reason)}`] : []));
+    assert.deepEqual(failed, [], 'every step acted once; its re-send must answer as the first run');
+    const statuses = results.map((r) => (r.status === 'fulfilled' ? (r.value as { status?: string }).status : null));
+    assert.deepEqual(statuses.slice(0, 4), ['redeemed', 'free', 'revoked', 'claimed']);
+    const stats = await dibs.pools.stats('resend-p');
+    assert.deepEqual(
+      { free: stats.free, claimed: stats.claimed, redeemed: stats.redeemed, revoked: stats.revoked },
+      { free: 1, claimed: 1, redeemed: 1, revoked: 1 },
+    );
+  });
 });

@@ -30,6 +30,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
 
@@ -243,7 +244,7 @@ export class RedisPools implements PoolBackend {
         this.client,
         'release',
         [k.pool, k.free, k.codes, k.held, k.parked, k.claimed],
-        [code, claimant ?? ''],
+        [code, claimant ?? '', requestId()],
       ),
       { claimant },
     );
@@ -261,7 +262,7 @@ export class RedisPools implements PoolBackend {
             this.client,
             'redeem',
             [k.pool, k.codes, k.held, k.free, k.events, k.parked, k.claimed],
-            [code, claimant ?? '', orderId ?? ''],
+            [code, claimant ?? '', orderId ?? '', orderId === null ? requestId() : ''],
           );
     if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { claimant, orderId });
     // not a single-use code: one use of a multi-use code (a code's kind never changes)
@@ -302,11 +303,12 @@ export class RedisPools implements PoolBackend {
       if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
+    const nonce = randomUUID();
     const back = (await runScript(
       this.client,
       'multi_unredeem',
-      [k.pool, k.multi, k.uses, k.usesBy, k.events],
-      [code, orderId, randomUUID()],
+      [k.pool, k.multi, k.uses, k.usesBy, k.events, replayKey(k.pool, nonce)],
+      [code, orderId, nonce, REPLAY_MS],
     )) as string[];
     if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
     return this.codeReply(pool, code, back, { orderId });
@@ -371,7 +373,12 @@ export class RedisPools implements PoolBackend {
     return this.codeReply(
       pool,
       code,
-      await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events, k.parked, k.claimed], [code]),
+      await runScript(
+        this.client,
+        'revoke',
+        [k.pool, k.free, k.codes, k.held, k.events, k.parked, k.claimed],
+        [code, requestId()],
+      ),
     );
   }
 
