@@ -124,4 +124,15 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
       { free: 1, claimed: 1, redeemed: 1, revoked: 1 },
     );
   });
+
+  it('an unkeyed claim under a limit above one re-sent takes one code, answered as claimed', async () => {
+    await dibs.pools.create({ name: 'resend-c', perClaimantLimit: 3 });
+    await dibs.pools.importCodes('resend-c', ['X', 'Y', 'Z']);
+    await dibs.pools.claim('resend-c', 'ann'); // ann holds one already: the re-send must not add to it
+    const claim = await withLostReply(() => dibs.pools.claim('resend-c', 'ann'));
+    assert.equal(claim.status, 'claimed');
+    assert.equal(claim.held.length, 2, `one acknowledged claim of 1 after 1, ann holds ${claim.held.join(', ')}`);
+    assert.equal(claim.code, claim.held[1], 'the answer names the code this claim took');
+    assert.equal((await dibs.pools.stats('resend-c')).claimed, 2);
+  });
 });

@@ -206,7 +206,7 @@ export class RedisPools implements PoolBackend {
       this.client,
       'claim',
       [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events, k.parked, k.claimed],
-      [claimant, count, key ?? ''],
+      [claimant, count, key ?? '', key ? '' : requestId()],
     )) as [string, ...unknown[]];
     switch (reply[0]) {
       case 'not_found':
