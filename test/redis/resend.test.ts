@@ -61,14 +61,7 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     await dibs.sales.buy(sale.id, 'ann', 2);
   });
 
-  it('a counter increment re-sent counts once: the counter equals the acknowledged increments', async () => {
-    const first = await withLostReply(() => dibs.counters.incr('resend-c', 5));
-    assert.equal(first.value, 5, 'the answer is the first run’s total');
-    assert.equal((await dibs.counters.get('resend-c')).value, 5, 'one acknowledged +5, the counter says more');
-    assert.equal((await dibs.counters.incr('resend-c', 1)).value, 6);
-  });
-
-  it('a rate-limit take re-sent is one take: the next request still fits', async () => {
+  it('a counter increment and a rate-limit take re-sent count once', async () => {
     const limit = await dibs.limits.create({
       name: `${prefix}-sw`,
       algorithm: 'sliding-window',
@@ -76,9 +69,16 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
       periodMs: 600_000,
       segments: 10,
     });
-    const first = await withLostReply(() => dibs.limits.take(limit.name, 1, { key: 'ann' }));
-    assert.equal(first.allowed, true);
-    assert.equal(first.remaining, 1, 'the answer is the first run’s decision');
+    const [counted, taken] = await withLostReply(() =>
+      Promise.all([dibs.counters.incr('resend-c', 5), dibs.limits.take(limit.name, 1, { key: 'ann' })]),
+    );
+    // the counter equals the acknowledged increments
+    assert.equal(counted.value, 5, 'the answer is the first run’s total');
+    assert.equal((await dibs.counters.get('resend-c')).value, 5, 'one acknowledged +5, the counter says more');
+    assert.equal((await dibs.counters.incr('resend-c', 1)).value, 6);
+    // the limit took once: the second of 2 allowed requests still fits
+    assert.equal(taken.allowed, true);
+    assert.equal(taken.remaining, 1, 'the answer is the first run’s decision');
     const second = await dibs.limits.take(limit.name, 1, { key: 'ann' });
     assert.equal(second.allowed, true, 'the second of 2 allowed requests was denied: the re-send took twice');
   });
@@ -134,5 +134,27 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     assert.equal(claim.held.length, 2, `one acknowledged claim of 1 after 1, ann holds ${claim.held.join(', ')}`);
     assert.equal(claim.code, claim.held[1], 'the answer names the code this claim took');
     assert.equal((await dibs.pools.stats('resend-c')).claimed, 2);
+  });
+
+  it('creating a pool, importing codes, adding a multi-use code and unwishing re-sent answer as their first run', async () => {
+    await dibs.pools.create({ name: 'resend-i' });
+    await dibs.sales.wish('RESEND-W', 'ann', { email: 'ann@example.com' });
+    const results = await withLostReply(() =>
+      Promise.allSettled([
+        dibs.pools.create({ name: 'resend-new' }),
+        dibs.pools.importCodes('resend-i', ['I1', 'I2']),
+        dibs.pools.addMultiUseCode('resend-i', { code: 'MU', uses: 3 }),
+        dibs.sales.unwish('RESEND-W', 'ann'),
+      ]),
+    );
+    const named = ['create pool', 'import', 'add multi-use code', 'unwish'];
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${named[i]}: ${String(r.reason)}`] : []));
+    assert.deepEqual(failed, [], 'every step acted once; its re-send must answer as the first run');
+    const imported = (results[1] as PromiseFulfilledResult<{ imported: number; duplicates: number }>).value;
+    assert.deepEqual(
+      { imported: imported.imported, duplicates: imported.duplicates },
+      { imported: 2, duplicates: 0 },
+      'two new codes imported once, answered as duplicates',
+    );
   });
 });

@@ -80,7 +80,7 @@ export class RedisPools implements PoolBackend {
     const reply = await runScript(
       this.client,
       'create',
-      [k.pool],
+      [k.pool, replayKey(k.pool, requestId())],
       [
         spec.name,
         spec.perClaimantLimit,
@@ -92,6 +92,7 @@ export class RedisPools implements PoolBackend {
         spec.maxRedemptionsPerClaimant ?? '',
         spec.publicCodes ? '1' : '0',
         spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat),
+        REPLAY_MS,
       ],
     );
     if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
@@ -192,8 +193,8 @@ export class RedisPools implements PoolBackend {
     const reply = await runScript(
       this.client,
       'insert',
-      [k.pool, k.free, k.all, k.codes, k.multi, k.parked],
-      [windowed ? 'w' : '', ...args],
+      [k.pool, k.free, k.all, k.codes, k.multi, k.parked, replayKey(k.pool, requestId())],
+      [windowed ? 'w' : '', REPLAY_MS, ...args],
     );
     if (reply === 'not_found') throw notFound('pool', pool);
     const [inserted, duplicates] = reply as [number, number];
@@ -360,8 +361,15 @@ export class RedisPools implements PoolBackend {
     const reply = (await runScript(
       this.client,
       'multi_add',
-      [k.pool, k.codes, k.multi],
-      [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)],
+      [k.pool, k.codes, k.multi, replayKey(k.pool, requestId())],
+      [
+        spec.code,
+        spec.uses,
+        spec.usesPerClaimant ?? '',
+        msOrEmpty(spec.startsAt),
+        msOrEmpty(spec.expiresAt),
+        REPLAY_MS,
+      ],
     )) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
     if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });

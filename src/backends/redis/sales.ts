@@ -38,6 +38,7 @@ import type {
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 
 /** How often a definition is re-judged when concurrent definitions of its SKU keep moving the index. */
@@ -125,7 +126,7 @@ export class RedisSales implements SaleBackend {
       const reply = await runScript(
         this.client,
         'sale_create',
-        [saleKey(tag, 'sku', spec.sku)],
+        [saleKey(tag, 'sku', spec.sku), replayKey(saleKey(tag, 'sku', spec.sku), requestId())],
         [
           tag,
           prepared.version,
@@ -136,6 +137,7 @@ export class RedisSales implements SaleBackend {
           spec.cap ?? '',
           spec.perCustomerLimit,
           JSON.stringify(spec.metadata),
+          REPLAY_MS,
         ],
       );
       if (reply === 'already_exists') throw alreadyExists(spec.id);
@@ -400,8 +402,8 @@ export class RedisSales implements SaleBackend {
     const removed = await runScript(
       this.client,
       'sale_wish',
-      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)],
-      [tag, customer, ''],
+      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku), replayKey(saleKey(tag, 'wish', sku), requestId())],
+      [tag, customer, '', REPLAY_MS],
     );
     if (Number(removed) === 0) throw notFound('wish', `${sku}/${customer}`);
   }
