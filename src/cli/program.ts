@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { codeCommands } from './commands/codes.js';
 import { poolsCommand } from './commands/pools.js';
 import { salesCommand } from './commands/sales.js';
+import { cartsCommand } from './commands/carts.js';
 import { generateCommand } from './commands/generate.js';
 import { locksCommand } from './commands/locks.js';
 import { limitsCommand } from './commands/limits.js';
@@ -47,6 +48,7 @@ Quick start:
   codeCommands(program);
   generateCommand(program);
   salesCommand(program);
+  cartsCommand(program);
   locksCommand(program);
   limitsCommand(program);
   registerLoadtestCommand(program);

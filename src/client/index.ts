@@ -281,6 +281,31 @@ export class ClientSales {
   cancelHold(holdId: string, o?: CallOptions): Promise<T.Hold> {
     return this.http.call({ method: 'POST', path: `/v1/reservations/${seg(holdId)}/cancel` }, o);
   }
+  /**
+   * Holds units of several sales at once — every line or none — for `ttlMs`. A refusal names the
+   * line that failed (`error.details.line`). A key in `input` is the cart's own replay key.
+   */
+  holdCart(input: In<'postV1Carts'>, o?: CallOptions): Promise<T.CartResult> {
+    return this.http.call(
+      {
+        method: 'POST',
+        path: '/v1/carts',
+        body: input,
+        ...(input.idempotencyKey === undefined ? {} : { keyInBody: true }),
+      },
+      o,
+    );
+  }
+  getCart(cartId: string, o?: CallOptions): Promise<T.Cart> {
+    return this.http.call({ method: 'GET', path: `/v1/carts/${seg(cartId)}` }, o);
+  }
+  /** Every line becomes an order in one step; a confirmed cart replays its orders. */
+  confirmCart(cartId: string, o?: CallOptions): Promise<T.CartOrders> {
+    return this.http.call({ method: 'POST', path: `/v1/carts/${seg(cartId)}/confirm` }, o);
+  }
+  cancelCart(cartId: string, o?: CallOptions): Promise<T.Cart> {
+    return this.http.call({ method: 'POST', path: `/v1/carts/${seg(cartId)}/cancel` }, o);
+  }
   wish(
     sku: string,
     customer: string,

@@ -20,6 +20,35 @@ export type AuditResult = {
   }>;
 };
 
+export type Cart = {
+  id: string;
+  customer: string;
+  status: "active" | "confirmed" | "cancelled" | "expired";
+  lines: Array<CartLine>;
+  expiresAt: string;
+  createdAt: string;
+};
+
+export type CartLine = {
+  saleId: string;
+  quantity: number;
+  /** The hold that keeps the line's units */
+  holdId: string;
+  /** The order the line became, once the cart is confirmed */
+  orderId: string | null;
+};
+
+export type CartOrders = {
+  cart: Cart;
+  orders: Array<Order>;
+  replayed: boolean;
+};
+
+export type CartResult = {
+  cart: Cart;
+  replayed: boolean;
+};
+
 export type ClaimRate = {
   pool: string;
   everyMs: number;
@@ -452,6 +481,7 @@ export interface Operations {
   getMetrics: { body: never; output: string };
   getOpenapiJson: { body: never; output: void };
   getReadyz: { body: never; output: Readiness };
+  getV1CartsCart: { body: never; output: Cart };
   getV1Counters: { body: never; output: CounterPage };
   getV1CountersName: { body: never; output: Counter };
   getV1Events: { body: never; output: EventPage };
@@ -531,6 +561,19 @@ export interface Operations {
         [key: string]: unknown;
       };
     }; output: Sale };
+  postV1Carts: { body: {
+      customer: string;
+      /** One line per sale; every line is held, or none */
+      lines: Array<{
+        sale: string;
+        quantity: number;
+      }>;
+      ttlMs: number;
+      /** Same as the Idempotency-Key header */
+      idempotencyKey?: string;
+    }; output: CartResult };
+  postV1CartsCartCancel: { body: never; output: Cart };
+  postV1CartsCartConfirm: { body: never; output: CartOrders };
   postV1CountersName: { body: {
       by?: number;
     }; output: Counter };

@@ -217,6 +217,59 @@ const RULES = {
     message: `perCustomerLimit cannot go below ${c.units}: a customer already has ${c.units} units of sale '${c.sale}' (orders and live holds)`,
     options: { field: 'perCustomerLimit', details: { sale: c.sale, maxUnits: c.units, requested: c.requested } },
   }),
+
+  // --- carts ---
+  /** A cart line on a sale where the customer already has a hold (a plain one or another cart's). */
+  cart_line_held: (c: { sale: string; hold: string }): Refusal => ({
+    code: 'conflict',
+    message: `the customer already holds units of sale '${c.sale}' (hold '${c.hold}'): confirm or cancel that hold first`,
+    options: { details: { sale: c.sale, hold: c.hold } },
+  }),
+  /** A cart's hold is confirmed, cancelled or replaced only with its whole cart. */
+  hold_in_cart: (c: { hold: string; cart: string }): Refusal => ({
+    code: 'conflict',
+    message: `hold '${c.hold}' belongs to cart '${c.cart}': confirm or cancel the cart`,
+    options: { details: { hold: c.hold, cart: c.cart } },
+  }),
+  cart_cancelled: (c: { cart: string }): Refusal => ({
+    code: 'conflict',
+    message: `cart '${c.cart}' was cancelled`,
+    options: { details: { cart: c.cart } },
+  }),
+  cart_confirmed: (c: { cart: string }): Refusal => ({
+    code: 'conflict',
+    message: `cart '${c.cart}' was already confirmed`,
+    options: { details: { cart: c.cart } },
+  }),
+  cart_expired: (c: { cart: string; expiresAt: string | null }): Refusal => ({
+    code: 'hold_expired',
+    message: `cart '${c.cart}' expired at ${c.expiresAt}`,
+    options: { details: { cart: c.cart, expiresAt: c.expiresAt } },
+  }),
+  /** A line whose hold was cancelled with its sale: the cart cannot be confirmed whole any more. */
+  cart_line_cancelled: (c: { cart: string; sale: string }): Refusal => ({
+    code: 'conflict',
+    message: `cart '${c.cart}': sale '${c.sale}' was cancelled, and its line with it; cancel the cart`,
+    options: { details: { cart: c.cart, sale: c.sale } },
+  }),
+  /** A cart line names a sale that does not exist. */
+  cart_line_no_sale: (c: { sale: string }): Refusal => ({
+    code: 'not_found',
+    message: `sale '${c.sale}' does not exist`,
+    options: { field: 'sale', details: { sale: c.sale } },
+  }),
+  /** A sale behind a waiting room sells only through admitted tickets, never in a cart. */
+  cart_line_room: (c: { sale: string }): Refusal => ({
+    code: 'ticket_required',
+    message: `sale '${c.sale}' has a waiting room: its units are sold through admitted tickets, not carts`,
+    options: { details: { sale: c.sale } },
+  }),
+  /** Redis Cluster: one script runs on one slot, so a cart's sales must share a hash tag. */
+  cart_cross_slot: (c: { sales: string[] }): Refusal => ({
+    code: 'invalid_input',
+    message: `sales ${c.sales.map((s) => `'${s}'`).join(', ')} live on different Redis Cluster slots: sales sold in one cart need SKUs that start with the same {tag} (e.g. '{shop}tee', '{shop}mug')`,
+    options: { field: 'lines', details: { sales: c.sales } },
+  }),
 } as const;
 
 export type RefusalReason = keyof typeof RULES;
@@ -230,9 +283,22 @@ export function isRefusalReason(value: unknown): value is RefusalReason {
 }
 
 /** The one way a step's refusal becomes an error: same code, message, field and details on every store. */
-export function refusal<R extends RefusalReason>(reason: R, context: RefusalContext<R>): DibsError {
+export function refusal<R extends RefusalReason>(reason: R, context: RefusalContext<R> & { line?: number }): DibsError {
   const { code, message, options } = (RULES[reason] as (c: RefusalContext<R>) => Refusal)(context);
-  return new DibsError(code, message, options);
+  const error = new DibsError(code, message, options);
+  return context.line === undefined ? error : atLine(error, context.line);
+}
+
+/**
+ * A refusal of one line of a cart: a cart's step judges each line as its sale's own step would,
+ * then names the line that failed (message, `field` under `lines.<n>`, `details.line`).
+ */
+export function atLine(error: DibsError, line: number): DibsError {
+  return new DibsError(error.code, `cart line ${line}: ${error.message}`, {
+    retriable: error.retriable,
+    field: `lines.${line}${error.field ? `.${error.field}` : ''}`,
+    details: { ...error.details, line },
+  });
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 } from '../core/pools/schemas.js';
 import { claimantSchema, idempotencyKeySchema, LIMITS, localPoolNameSchema, metadataSchema } from '../core/schemas.js';
 import {
+  CART_MAX_LINES,
   createSaleSchema,
   quantitySchema,
   ttlSchema,
@@ -258,6 +259,40 @@ export const reserveBodySchema = z
     quantity: quantitySchema.optional(),
     ttlMs: ttlSchema,
     idempotencyKey: idempotencyKeySchema.optional(),
+  })
+  .strict();
+export const cartLineSchema = z
+  .object({
+    saleId: z.string(),
+    quantity: z.number().int(),
+    holdId: z.string().meta({ description: "The hold that keeps the line's units" }),
+    orderId: z.string().nullable().meta({ description: 'The order the line became, once the cart is confirmed' }),
+  })
+  .meta({ id: 'CartLine' });
+export const cartSchema = z
+  .object({
+    id: z.string(),
+    customer: z.string(),
+    status: z.enum(['active', 'confirmed', 'cancelled', 'expired']),
+    lines: z.array(cartLineSchema),
+    expiresAt: timestamp,
+    createdAt: timestamp,
+  })
+  .meta({ id: 'Cart' });
+export const cartResultSchema = z.object({ cart: cartSchema, replayed: z.boolean() }).meta({ id: 'CartResult' });
+export const cartOrdersSchema = z
+  .object({ cart: cartSchema, orders: z.array(orderSchema), replayed: z.boolean() })
+  .meta({ id: 'CartOrders' });
+export const holdCartBodySchema = z
+  .object({
+    customer: claimantSchema,
+    lines: z
+      .array(z.object({ sale: z.string(), quantity: quantitySchema }).strict())
+      .min(1)
+      .max(CART_MAX_LINES)
+      .meta({ description: 'One line per sale; every line is held, or none' }),
+    ttlMs: ttlSchema,
+    idempotencyKey: idempotencyKeySchema.optional().meta({ description: 'Same as the Idempotency-Key header' }),
   })
   .strict();
 export const wishBodySchema = z.object({ sku: z.string(), customer: claimantSchema }).and(wishlistChannelsSchema);

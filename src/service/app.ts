@@ -32,6 +32,7 @@ import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { poolRoutes } from './routes/pools.js';
 import { saleRoutes } from './routes/sales.js';
+import { cartRoutes } from './routes/carts.js';
 import { lockRoutes } from './routes/locks.js';
 import { limitRoutes } from './routes/limits.js';
 import { waitingRoomRoutes } from './routes/waiting-room.js';
@@ -199,6 +200,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     keyRoutes(api, context);
     poolRoutes(api, context);
     saleRoutes(api, context);
+    cartRoutes(api, context);
     lockRoutes(api, context);
     limitRoutes(api, context);
     waitingRoomRoutes(api, context);

@@ -97,7 +97,7 @@ export class ServiceMetrics {
 
   /** Times a claim and counts its outcome: the result's status, or the error code. */
   async claim<T>(
-    kind: 'pool' | 'sale' | 'reservation',
+    kind: 'pool' | 'sale' | 'reservation' | 'cart',
     fn: () => Promise<T>,
     outcomeOf: (result: T) => string,
   ): Promise<T> {

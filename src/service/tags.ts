@@ -10,6 +10,7 @@ export const TAGS = {
   Events:
     'The transactional outbox: events recorded in the same atomic step as the change, and their delivery attempts.',
   Sales: 'Flash sales: a time window and a unit cap, purchases and cart holds (reservations) that never oversell.',
+  Carts: 'Units of several sales held in one step — every line or none — then confirmed, cancelled or expired as one.',
   Wishlist: 'Customers waiting for a SKU, notified once when its sale goes live.',
   Locks: 'Leases and semaphores with owner tokens and fencing tokens that only grow.',
   Counters: 'Sharded counters: exact values, shards added under contention.',

@@ -170,6 +170,41 @@ describe('dibs CLI', () => {
     assert.match(help.stdout, /--no-verification/);
   });
 
+  it('holds a cart over two sales, refuses one naming its line, confirms one as orders', async () => {
+    const ends = new Date(Date.now() + 3_600_000).toISOString();
+    const create = async (sku: string, cap: string, limit: string) =>
+      (
+        JSON.parse(
+          (await runCli(['sales', 'create', sku, '--ends', ends, '--cap', cap, '--limit', limit, '--json'], { env }))
+            .stdout,
+        ) as {
+          id: string;
+        }
+      ).id;
+    const [tee, mug] = [await create('CART-TEE', '5', '2'), await create('CART-MUG', '1', '1')];
+    const held = await runCli(['carts', 'hold', 'ann', `${tee}:2`, mug, '--key', 'ann-1', '--json'], { env });
+    assert.equal(held.code, 0, held.stderr);
+    const { cart } = JSON.parse(held.stdout) as { cart: { id: string; lines: unknown[] } };
+    assert.equal(cart.lines.length, 2);
+    const refused = await runCli(['carts', 'hold', 'bob', `${tee}:1`, `${mug}:1`], { env });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /sold_out.*cart line 1/);
+    const confirmed = await runCli(['carts', 'confirm', cart.id, '--json'], { env });
+    assert.equal(confirmed.code, 0, confirmed.stderr);
+    const result = JSON.parse(confirmed.stdout) as {
+      cart: { status: string };
+      orders: { saleId: string; quantity: number }[];
+    };
+    assert.equal(result.cart.status, 'confirmed');
+    assert.deepEqual(
+      result.orders.map((o) => [o.saleId, o.quantity]),
+      [
+        [tee, 2],
+        [mug, 1],
+      ],
+    );
+  });
+
   it('creates a pool, imports a file and stdin, claims, reports and exports', async () => {
     assert.equal((await runCli(['pools', 'create', 'cli-pool', '--limit', '1', '--low-stock', '1'], { env })).code, 0);
     const file = join(temp.dir, 'codes.csv');

@@ -1,10 +1,11 @@
 /**
- * Flash sales, outbox delivery and forecasts on the Firestore emulator: the sale, outbox and
- * forecast conformance suites, unchanged (each store on a fresh prefix of this file's own emulator),
- * and the forecast alert raced by several processes.
+ * Flash sales, carts, outbox delivery and forecasts on the Firestore emulator: the sale, cart,
+ * outbox and forecast conformance suites, unchanged (each store on a fresh prefix of this file's own
+ * emulator), and the forecast alert raced by several processes.
  */
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
+import { cartConformance } from '../conformance/carts.js';
 import { forecastConformance } from '../conformance/forecast.js';
 import { outboxConformance } from '../conformance/outbox.js';
 import { saleConformance } from '../conformance/sales.js';
@@ -20,6 +21,7 @@ describe('firestore sales (the official emulator, started by the test)', {
     return { dibs, cleanup: () => dibs.close() };
   };
   saleConformance('firestore', open);
+  cartConformance('firestore', open);
   outboxConformance('firestore', open);
 
   let dibs: Dibs | undefined;

@@ -1,3 +1,4 @@
+import { cartConformance } from '../conformance/carts.js';
 import { saleConformance } from '../conformance/sales.js';
 import { openTempPg, requirePostgres } from '../support/postgres.js';
 
@@ -8,4 +9,5 @@ if (skip) {
   it('postgres sale conformance', { skip }, () => {});
 } else {
   saleConformance('postgres', () => openTempPg());
+  cartConformance('postgres', () => openTempPg());
 }

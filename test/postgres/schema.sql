@@ -1,5 +1,152 @@
 CREATE SCHEMA dibs;
 
+CREATE FUNCTION dibs.cart_cancel(p_cart text) RETURNS TABLE(outcome text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  c carts%ROWTYPE;
+  h sale_holds%ROWTYPE;
+BEGIN
+  SELECT * INTO c FROM carts WHERE id = p_cart FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text;
+    RETURN;
+  ELSIF c.status = 'confirmed' THEN
+    RETURN QUERY SELECT 'confirmed'::text;
+    RETURN;
+  ELSIF c.status = 'cancelled' OR c.expires_at <= now() THEN
+    RETURN QUERY SELECT 'ok'::text;
+    RETURN;
+  END IF;
+  PERFORM 1 FROM sales WHERE id IN (SELECT sale_id FROM sale_holds WHERE cart_id = p_cart) ORDER BY id FOR UPDATE;
+  FOR h IN SELECT * FROM sale_holds WHERE cart_id = p_cart AND status = 'active' LOOP
+    UPDATE sale_holds SET status = 'cancelled' WHERE id = h.id;
+    UPDATE sales SET held = held - h.quantity WHERE id = h.sale_id;
+  END LOOP;
+  UPDATE carts SET status = 'cancelled' WHERE id = p_cart;
+  RETURN QUERY SELECT 'ok'::text;
+END
+$$;
+
+CREATE FUNCTION dibs.cart_confirm(p_cart text, p_order_ids text[]) RETURNS TABLE(outcome text, result_id text, expires_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  c carts%ROWTYPE;
+  h sale_holds%ROWTYPE;
+  s sales%ROWTYPE;
+BEGIN
+  SELECT * INTO c FROM carts WHERE id = p_cart FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF c.status = 'confirmed' THEN
+    RETURN QUERY SELECT 'replay'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF c.status = 'cancelled' THEN
+    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF c.expires_at <= now() THEN
+    RETURN QUERY SELECT 'expired'::text, NULL::text, c.expires_at;
+    RETURN;
+  END IF;
+  PERFORM 1 FROM sales WHERE id IN (SELECT sale_id FROM sale_holds WHERE cart_id = p_cart) ORDER BY id FOR UPDATE;
+  -- Unexpired, so no line is stale; a line that is not active was cancelled with its sale.
+  SELECT * INTO h FROM sale_holds WHERE cart_id = p_cart AND status <> 'active' ORDER BY cart_line LIMIT 1;
+  IF FOUND THEN
+    RETURN QUERY SELECT 'line_cancelled'::text, h.sale_id, NULL::timestamptz;
+    RETURN;
+  END IF;
+  FOR h IN SELECT * FROM sale_holds WHERE cart_id = p_cart ORDER BY cart_line LOOP
+    INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id)
+    VALUES (p_order_ids[h.cart_line + 1], h.sale_id, h.customer, h.quantity, h.id);
+    UPDATE sale_holds SET status = 'confirmed', order_id = p_order_ids[h.cart_line + 1] WHERE id = h.id;
+    UPDATE sales SET sold = sold + h.quantity, held = held - h.quantity WHERE id = h.sale_id RETURNING * INTO s;
+    IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
+      INSERT INTO outbox (type, idempotency_key, sale, payload)
+      VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
+      ON CONFLICT (idempotency_key) DO NOTHING;
+    END IF;
+  END LOOP;
+  UPDATE carts SET status = 'confirmed' WHERE id = p_cart;
+  RETURN QUERY SELECT 'ok'::text, NULL::text, NULL::timestamptz;
+END
+$$;
+
+CREATE FUNCTION dibs.cart_hold(p_cart text, p_customer text, p_sales text[], p_quantities integer[], p_ttl_ms double precision, p_key text, p_fingerprint text, p_hold_ids text[]) RETURNS TABLE(outcome text, line integer, status text, result_id text, units integer, more integer, available integer, lim integer, fingerprint text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  c carts%ROWTYPE;
+  s sales%ROWTYPE;
+  st text;
+  ordered integer;
+  own_id text;
+  left_ integer;
+  i integer;
+  n integer := array_length(p_sales, 1);
+  expiry timestamptz := now() + make_interval(secs => p_ttl_ms / 1000);
+BEGIN
+  IF p_key IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('dibs.cart_key:' || p_key, 0));
+    SELECT * INTO c FROM carts WHERE key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT 'replay'::text, NULL::int, NULL::text, c.id, NULL::int, NULL::int, NULL::int, NULL::int, c.fingerprint;
+      RETURN;
+    END IF;
+  END IF;
+  PERFORM 1 FROM sales WHERE id = ANY (p_sales) ORDER BY id FOR UPDATE;
+  FOR i IN 1 .. n LOOP
+    SELECT * INTO s FROM sales WHERE id = p_sales[i];
+    IF NOT FOUND THEN
+      RETURN QUERY SELECT 'not_found'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN;
+    END IF;
+    IF s.held > 0 THEN
+      s.held := s.held - sale_expire_stale(s.id);
+    END IF;
+    st := sale_status(s);
+    IF st <> 'live' THEN
+      RETURN QUERY SELECT 'not_live'::text, i - 1, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = s.id) THEN
+      RETURN QUERY SELECT 'ticket_required'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN;
+    END IF;
+    own_id := NULL;
+    SELECT id INTO own_id FROM sale_holds WHERE sale_id = s.id AND customer = p_customer AND status = 'active';
+    IF own_id IS NOT NULL THEN
+      RETURN QUERY SELECT 'held'::text, i - 1, NULL::text, own_id, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN;
+    END IF;
+    SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = s.id AND customer = p_customer;
+    IF ordered + p_quantities[i] > s.per_customer_limit THEN
+      RETURN QUERY SELECT 'limit_reached'::text, i - 1, NULL::text, NULL::text, ordered, p_quantities[i], NULL::int, s.per_customer_limit, NULL::text;
+      RETURN;
+    END IF;
+    IF s.cap IS NOT NULL THEN
+      left_ := s.cap - s.sold - s.escrow - s.held;
+      IF p_quantities[i] > left_ THEN
+        RETURN QUERY SELECT 'sold_out'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::int, NULL::text;
+        RETURN;
+      END IF;
+    END IF;
+  END LOOP;
+  -- Every line passed: write them all (nothing was written before, so a refusal above leaves no line).
+  INSERT INTO carts (id, customer, expires_at, key, fingerprint) VALUES (p_cart, p_customer, expiry, p_key, p_fingerprint);
+  FOR i IN 1 .. n LOOP
+    INSERT INTO sale_holds (id, sale_id, customer, quantity, expires_at, cart_id, cart_line)
+    VALUES (p_hold_ids[i], p_sales[i], p_customer, p_quantities[i], expiry, p_cart, i - 1);
+    UPDATE sales SET held = held + p_quantities[i] WHERE id = p_sales[i];
+  END LOOP;
+  RETURN QUERY SELECT 'ok'::text, NULL::int, NULL::text, p_cart, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+END
+$$;
+
 CREATE FUNCTION dibs.code_open(p_hold_until timestamp with time zone, p_starts timestamp with time zone, p_expires timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
@@ -477,6 +624,9 @@ BEGIN
   ELSIF h.status = 'cancelled' THEN
     RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
     RETURN;
+  ELSIF h.cart_id IS NOT NULL THEN
+    RETURN QUERY SELECT 'in_cart'::text, h.cart_id, NULL::timestamptz;
+    RETURN;
   ELSIF h.status = 'expired' THEN
     RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;
     RETURN;
@@ -718,6 +868,7 @@ DECLARE
   ordered integer;
   own_id text;
   own integer;
+  own_cart text;
   ask integer;
   left_ integer;
   kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
@@ -730,8 +881,13 @@ BEGIN
   END IF;
   s := o.o_sale;
   ordered := o.o_ordered;
-  SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  SELECT id, quantity, cart_id INTO own_id, own, own_cart FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   own := COALESCE(own, 0);
+  -- A cart's line is replaced only with its whole cart.
+  IF kind = 'reserve' AND own_cart IS NOT NULL THEN
+    RETURN QUERY SELECT 'hold_in_cart'::text, own_cart, own_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
   -- A reserve replaces the customer's own hold; a buy comes on top of it.
   ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
   IF ordered + own + ask > s.per_customer_limit THEN
@@ -896,6 +1052,17 @@ CREATE TABLE dibs.api_keys (
     hash text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone
+);
+
+CREATE TABLE dibs.carts (
+    id text NOT NULL,
+    customer text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    key text,
+    fingerprint text,
+    CONSTRAINT carts_status_check CHECK ((status = ANY (ARRAY['active'::text, 'confirmed'::text, 'cancelled'::text])))
 );
 
 CREATE TABLE dibs.claim_keys (
@@ -1158,6 +1325,8 @@ CREATE TABLE dibs.sale_holds (
     expires_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     order_id text,
+    cart_id text,
+    cart_line integer,
     CONSTRAINT sale_holds_quantity_check CHECK ((quantity >= 1)),
     CONSTRAINT sale_holds_status_check CHECK ((status = ANY (ARRAY['active'::text, 'confirmed'::text, 'cancelled'::text, 'expired'::text])))
 );
@@ -1224,6 +1393,12 @@ ALTER TABLE ONLY dibs.sale_grants ALTER COLUMN id SET DEFAULT nextval('dibs.sale
 
 ALTER TABLE ONLY dibs.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY dibs.carts
+    ADD CONSTRAINT carts_key_key UNIQUE (key);
+
+ALTER TABLE ONLY dibs.carts
+    ADD CONSTRAINT carts_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY dibs.claim_keys
     ADD CONSTRAINT claim_keys_pkey PRIMARY KEY (pool_id, key);
@@ -1353,6 +1528,8 @@ CREATE INDEX sale_grants_expiry ON dibs.sale_grants USING btree (expires_at) WHE
 
 CREATE INDEX sale_grants_open ON dibs.sale_grants USING btree (sale_id) WHERE (revoked_at IS NULL);
 
+CREATE INDEX sale_holds_cart ON dibs.sale_holds USING btree (cart_id, cart_line) WHERE (cart_id IS NOT NULL);
+
 CREATE INDEX sale_holds_expiry ON dibs.sale_holds USING btree (expires_at) WHERE (status = 'active'::text);
 
 CREATE UNIQUE INDEX sale_holds_one_active ON dibs.sale_holds USING btree (sale_id, customer) WHERE (status = 'active'::text);
@@ -1398,6 +1575,9 @@ ALTER TABLE ONLY dibs.pool_counters
 
 ALTER TABLE ONLY dibs.sale_grants
     ADD CONSTRAINT sale_grants_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.sale_holds
+    ADD CONSTRAINT sale_holds_cart_id_fkey FOREIGN KEY (cart_id) REFERENCES dibs.carts(id);
 
 ALTER TABLE ONLY dibs.sale_holds
     ADD CONSTRAINT sale_holds_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;

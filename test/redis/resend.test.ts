@@ -51,9 +51,10 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
       perCustomerLimit: 3,
     });
     const resetsBefore = proxy.stats.resets;
-    const { order } = await withLostReply(() => dibs.sales.buy(sale.id, 'ann', 1));
+    const { order, replayed } = await withLostReply(() => dibs.sales.buy(sale.id, 'ann', 1));
     assert.ok(proxy.stats.resets > resetsBefore, 'the connection was reset while the reply was held');
     assert.equal(order.quantity, 1);
+    assert.equal(replayed, false, 'the caller asked once: the answer is the first one');
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
     const { sold } = (await dibs.sales.get(sale.id)).stats;
     assert.equal(sold, 1, `one acknowledged buy of 1 unit, the sale says sold ${sold}`);
@@ -156,5 +157,28 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
       { imported: 2, duplicates: 0 },
       'two new codes imported once, answered as duplicates',
     );
+  });
+  it('an unkeyed cart re-sent is answered as held (one cart), not refused line by line', async () => {
+    const sale = (sku: string) =>
+      dibs.sales.create({
+        sku: `{resend}${sku}`,
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        cap: 5,
+        perCustomerLimit: 2,
+      });
+    const [tee, mug] = [await sale('tee'), await sale('mug')];
+    const lines = [
+      { sale: tee.id, quantity: 2 },
+      { sale: mug.id, quantity: 1 },
+    ];
+    const { cart, replayed } = await withLostReply(() =>
+      dibs.sales.holdCart({ customer: 'bea', lines, ttlMs: 60_000 }),
+    );
+    assert.equal(replayed, false, 'the caller asked once: the answer is the first one');
+    assert.equal(cart.lines.length, 2);
+    assert.equal((await dibs.sales.getCart(cart.id)).status, 'active');
+    assert.deepEqual([(await dibs.sales.get(tee.id)).stats.held, (await dibs.sales.get(mug.id)).stats.held], [2, 1]);
+    assert.deepEqual([...(await dibs.sales.audit(tee.id)), ...(await dibs.sales.audit(mug.id))], []);
   });
 });

@@ -102,6 +102,35 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     created++;
   });
 
+  it('carts: hold over two sales, read, confirm and replay, cancel', async () => {
+    const startsAt = new Date().toISOString();
+    const endsAt = new Date(Date.now() + 3_600_000).toISOString();
+    await ok('POST', '/v1/sales', { id: 'cart-a', sku: 'SKU-CART-A', startsAt, endsAt, cap: 10, perCustomerLimit: 2 });
+    await ok('POST', '/v1/sales', { id: 'cart-b', sku: 'SKU-CART-B', startsAt, endsAt, cap: 10, perCustomerLimit: 2 });
+    const lines = [
+      { sale: 'cart-a', quantity: 1 },
+      { sale: 'cart-b', quantity: 2 },
+    ];
+    const cart = (await json<{ cart: { id: string } }>('POST', '/v1/carts', { customer: 'k1', lines, ttlMs: 60_000 }))
+      .cart.id;
+    await ok('GET', `/v1/carts/${cart}`);
+    assert.equal((await ok('POST', `/v1/carts/${cart}/confirm`)).statusCode, 201);
+    assert.equal(
+      (await ok('POST', `/v1/carts/${cart}/confirm`)).statusCode,
+      200,
+      'confirming again replays the orders',
+    );
+    const other = (
+      await json<{ cart: { id: string } }>(
+        'POST',
+        '/v1/carts',
+        { customer: 'k2', lines, ttlMs: 60_000 },
+        { 'idempotency-key': 'k2-cart' },
+      )
+    ).cart.id;
+    await ok('POST', `/v1/carts/${other}/cancel`);
+  });
+
   it('sales: create, buy, reserve, confirm and replay, cancel, audit, forecasts, waiting room, wishlist', async () => {
     const startsAt = new Date(Date.now() + 300).toISOString();
     const endsAt = new Date(Date.now() + 3_600_000).toISOString();

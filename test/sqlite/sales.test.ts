@@ -1,4 +1,6 @@
 import { saleConformance } from '../conformance/sales.js';
+import { cartConformance } from '../conformance/carts.js';
 import { openTempSqlite } from '../support/sqlite.js';
 
 saleConformance('sqlite', openTempSqlite);
+cartConformance('sqlite', openTempSqlite);

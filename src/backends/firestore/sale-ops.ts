@@ -48,6 +48,8 @@ export async function reserveIn(
   let own: HoldDoc | null = cust.h !== null ? ((await step.hold(cust.h)) ?? null) : null;
   if (own && own.s === 'active' && own.e <= step.now) step.expire(own);
   if (own?.s !== 'active') own = null;
+  // a cart's line is replaced only with its whole cart
+  if (own?.cart) throw refusal('hold_in_cart', { hold: own.id, cart: own.cart });
   const { units, own: ownUnits } = step.unitsOf(customer);
   judgeReserve(saleState(step.sale), step.nowIso, customer, units, ownUnits, quantity);
   const expires = step.now + ttlMs;

@@ -61,6 +61,8 @@ export interface HoldDoc {
   o: string | null;
   /** = e while active (absent otherwise): the stale-hold queries look only at active holds. */
   ae?: number;
+  /** The cart this hold is a line of (carts.ts). */
+  cart?: string;
 }
 
 export interface OrderDoc {

@@ -33,6 +33,10 @@ import { assertPreflight, CHANNELS } from '../../core/sales/rules.js';
 import type {
   ActivationResult,
   BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  CartSpec,
   Hold,
   HoldResult,
   Sale,
@@ -61,6 +65,7 @@ import {
   type SkuDoc,
   type WishDoc,
 } from './sale-records.js';
+import { FirestoreCarts } from './carts.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
 import { listActiveHolds } from './sale-holds.js';
 import { SaleQueue } from './sale-queue.js';
@@ -79,6 +84,25 @@ export class FirestoreSales implements SaleBackend {
     private readonly runner: TxRunner,
   ) {
     this.queue = new SaleQueue(layout, runner);
+    this.carts = new FirestoreCarts(layout, runner);
+  }
+
+  private readonly carts: FirestoreCarts;
+
+  holdCart(spec: CartSpec): Promise<CartResult> {
+    return this.carts.holdCart(spec);
+  }
+
+  confirmCart(cartId: string): Promise<CartOrders> {
+    return this.carts.confirmCart(cartId);
+  }
+
+  cancelCart(cartId: string): Promise<Cart> {
+    return this.carts.cancelCart(cartId);
+  }
+
+  getCart(cartId: string): Promise<Cart> {
+    return this.carts.getCart(cartId);
   }
 
   // --- definitions ---
@@ -321,6 +345,7 @@ export class FirestoreSales implements SaleBackend {
       return { order: toOrder(hold.sale, order), replayed: true };
     }
     if (hold.s === 'cancelled') throw cancelledHold(holdId);
+    if (hold.cart) throw refusal('hold_in_cart', { hold: holdId, cart: hold.cart });
     if (hold.s === 'expired') throw holdExpired(hold);
     return this.queue.submit(hold.sale, {
       customers: [hold.c],
@@ -332,6 +357,7 @@ export class FirestoreSales implements SaleBackend {
   async cancelHold(holdId: string): Promise<Hold> {
     const hold = await this.holdOf(holdId);
     if (hold.s === 'confirmed') throw confirmedHold(hold);
+    if (hold.cart) throw refusal('hold_in_cart', { hold: holdId, cart: hold.cart });
     if (hold.s !== 'active') return toHold(hold);
     return this.queue.submit(hold.sale, {
       customers: [hold.c],

@@ -41,8 +41,17 @@ export interface TakeRequest {
 
 /** The one-row answer of `sale_take`. */
 export interface TakeRow {
-  outcome: 'ok' | 'replay' | 'not_found' | 'not_live' | 'ticket_required' | 'limit_reached' | 'sold_out';
-  status: 'scheduled' | 'live' | 'sold_out' | 'ended' | 'cancelled' | null;
+  outcome:
+    | 'ok'
+    | 'replay'
+    | 'not_found'
+    | 'not_live'
+    | 'ticket_required'
+    | 'limit_reached'
+    | 'sold_out'
+    | 'hold_in_cart';
+  /** The sale's status (not_live), or the cart of the hold (hold_in_cart). */
+  status: string | null;
   result_id: string | null;
   units: number | null;
   more: number | null;
@@ -55,7 +64,8 @@ export interface TakeRow {
 
 /** The one-row answer of `sale_confirm`. */
 export interface ConfirmRow {
-  outcome: 'ok' | 'replay' | 'not_found' | 'cancelled' | 'expired' | 'sale_cancelled';
+  outcome: 'ok' | 'replay' | 'not_found' | 'cancelled' | 'expired' | 'sale_cancelled' | 'in_cart';
+  /** The order (ok, replay) or the cart (in_cart). */
   result_id: string | null;
   expires_at: Date | null;
 }

@@ -28,10 +28,14 @@ import {
   saleStatus,
   soldOutEventViolation,
 } from '../../core/sales/rules.js';
-import { takeRefusal } from './take-refusal.js';
+import { takeRefusal, type RefusedTake } from './take-refusal.js';
 import type {
   ActivationResult,
   BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  CartSpec,
   Hold,
   HoldResult,
   Order,
@@ -46,6 +50,7 @@ import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
+import { PostgresCarts } from './carts.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now',
@@ -145,6 +150,25 @@ export class PgSales implements SaleBackend {
     options: { grouped: boolean; groupMax: number } = { grouped: false, groupMax: 1 },
   ) {
     this.grouper = options.grouped ? new SaleGrouper(pool, options) : null;
+    this.carts = new PostgresCarts(pool);
+  }
+
+  private readonly carts: PostgresCarts;
+
+  holdCart(spec: CartSpec): Promise<CartResult> {
+    return this.carts.holdCart(spec);
+  }
+
+  confirmCart(cartId: string): Promise<CartOrders> {
+    return this.carts.confirmCart(cartId);
+  }
+
+  cancelCart(cartId: string): Promise<Cart> {
+    return this.carts.cancelCart(cartId);
+  }
+
+  getCart(cartId: string): Promise<Cart> {
+    return this.carts.getCart(cartId);
   }
 
   async createSale(spec: SaleSpec): Promise<Sale> {
@@ -309,6 +333,8 @@ export class PgSales implements SaleBackend {
         throw refusal('hold_cancelled', { hold: holdId });
       case 'expired':
         throw refusal('hold_expired', { hold: holdId, expiresAt: iso(r.expires_at!) });
+      case 'in_cart':
+        throw refusal('hold_in_cart', { hold: holdId, cart: r.result_id! });
       default: {
         const { sale_id: saleId } = await this.hold(this.pool, holdId);
         throw refusal('sale_not_live', { sale: saleId, status: 'cancelled' });
@@ -320,6 +346,7 @@ export class PgSales implements SaleBackend {
     return withTransaction(this.pool, async (client) => {
       const first = await this.hold(client, holdId);
       if (first.status === 'confirmed') throw alreadyConfirmed(first);
+      if (first.cart_id) throw refusal('hold_in_cart', { hold: holdId, cart: first.cart_id });
       await this.lock(client, first.sale_id);
       await this.expireStale(client, first.sale_id);
       const hold = await this.hold(client, holdId);
@@ -685,9 +712,11 @@ function takeOutcome(
     case 'not_live':
     case 'ticket_required':
     case 'limit_reached':
-      throw takeRefusal(r, saleId, customer);
+      throw takeRefusal(r as RefusedTake, saleId, customer);
     case 'sold_out':
       throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
+    case 'hold_in_cart':
+      throw refusal('hold_in_cart', { hold: r.result_id!, cart: r.status! });
   }
 }
 

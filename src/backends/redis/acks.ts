@@ -80,6 +80,7 @@ const NO_ACKS = new Set([
   'sale_get',
   'sale_holds',
   'sale_audit',
+  'cart_get',
   'outbox_peek',
   'outbox_status',
   'code_window',

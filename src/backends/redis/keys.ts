@@ -81,9 +81,16 @@ export function tieredSaleKeys(prefix: string, sale: string): { state: string; c
  * together with one notification per wishlister are each one script on one Cluster slot. A hold
  * id carries its group (`hold_<gggg><random>`), so a hold is found without any index. The
  * registry of sale ids (for listing, and id → group) is in the prefix's own slot.
+ *
+ * A SKU that starts with a `{tag}` is grouped by the tag alone, as Redis Cluster hashes a key by
+ * its tag: sales whose SKUs share a tag share a group (one slot), so one cart can hold them all.
  */
 export function saleGroupOf(sku: string): string {
-  return createHash('sha1').update(sku).digest('hex').slice(0, 4);
+  const tag = /^\{([^}]+)\}/.exec(sku)?.[1];
+  return createHash('sha1')
+    .update(tag ?? sku)
+    .digest('hex')
+    .slice(0, 4);
 }
 
 export const saleTag = (prefix: string, group: string) => `{${prefix}:sg:${group}}`;

@@ -27,6 +27,10 @@ import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type {
   ActivationResult,
   BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  CartSpec,
   Hold,
   HoldResult,
   Order,
@@ -40,6 +44,7 @@ import type { OutboxEvent, Page } from '../../core/types.js';
 import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './keys.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
+import { RedisCarts } from './carts.js';
 
 /** How often a definition is re-judged when concurrent definitions of its SKU keep moving the index. */
 const MAX_PREFLIGHT_ROUNDS = 50;
@@ -105,6 +110,25 @@ export class RedisSales implements SaleBackend {
     private readonly prefix: string,
   ) {
     this.registry = saleRegistry(prefix);
+    this.carts = new RedisCarts(client, prefix, this);
+  }
+
+  private readonly carts: RedisCarts;
+
+  holdCart(spec: CartSpec): Promise<CartResult> {
+    return this.carts.holdCart(spec);
+  }
+
+  confirmCart(cartId: string): Promise<CartOrders> {
+    return this.carts.confirmCart(cartId);
+  }
+
+  cancelCart(cartId: string): Promise<Cart> {
+    return this.carts.cancelCart(cartId);
+  }
+
+  getCart(cartId: string): Promise<Cart> {
+    return this.carts.getCart(cartId);
   }
 
   // --- definitions ---
@@ -325,6 +349,7 @@ export class RedisSales implements SaleBackend {
     const reply = (await runScript(this.client, 'sale_cancel_hold', [`${tag}:holds`], [tag, holdId])) as string[];
     if (reply[0] === 'not_found') throw notFound('hold', holdId);
     if (reply[0] === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: reply[1] ?? null });
+    if (reply[0] === 'hold_in_cart') throw refusal('hold_in_cart', { hold: holdId, cart: reply[1]! });
     return toHold(JSON.parse(reply[1]!) as HoldRecord);
   }
 

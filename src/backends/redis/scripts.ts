@@ -66,6 +66,10 @@ export const SCRIPT_NAMES = [
   'sale_room_reserve',
   'api_key_insert',
   'rate_limit_hit',
+  'cart_hold',
+  'cart_confirm',
+  'cart_cancel',
+  'cart_get',
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -81,25 +85,33 @@ function load(name: string, dir: URL = OWN_DIR): string {
 }
 
 /**
- * A script's source (lib.lua, its family's fragment — sale_*.lua and outbox_*.lua have one — and
- * its own file; of the fragments only the functions the script calls, script-parts.ts) and SHA, read on its first use: a cold process that only claims reads and hashes
+ * A script's source (lib.lua, its family's fragments — sale_*.lua and outbox_*.lua have one, cart_*.lua
+ * two — and its own file; of lib.lua and the fragments only the functions the script calls,
+ * script-parts.ts) and SHA, read on its first use: a cold process that only claims reads and hashes
  * one script, not all of them.
  */
-const FRAGMENTS = ['sale_', 'outbox_'] as const;
+const FRAGMENTS: Record<string, string[]> = {
+  sale_: ['sale_lib'],
+  outbox_: ['outbox_lib'],
+  cart_: ['sale_lib', 'cart_lib'],
+};
 const OWN_DIR = new URL('./scripts/', import.meta.url);
 const fragments = new Map<string, string>();
 const fragment = (name: string) => fragments.get(name) ?? fragments.set(name, load(name)).get(name)!;
 
 function build(name: string, dir: URL): Script {
-  const family = FRAGMENTS.find((head) => name.startsWith(head));
+  const family = Object.keys(FRAGMENTS).find((head) => name.startsWith(head));
   const body = load(name, dir);
-  // each fragment trimmed to the functions this script (and what it keeps of the fragments) calls
-  const familyPart = family ? usedParts(fragment(`${family}lib`), body, `${family}lib.lua`) : undefined;
-  const parts = [
-    usedParts(fragment('lib'), `${familyPart ?? ''}\n${body}`, 'lib.lua'),
-    ...(familyPart !== undefined ? [`-- ${family}lib.lua`, familyPart] : []),
-    `-- ${name}.lua`,
-  ];
+  // Each fragment trimmed to the functions the script, or a later fragment's kept part, calls: a
+  // later fragment (cart_lib) may call an earlier one (sale_lib), never the other way round.
+  const kept: string[] = [];
+  let users = body;
+  for (const f of [...(family ? FRAGMENTS[family]! : [])].reverse()) {
+    const part = usedParts(fragment(f), users, `${f}.lua`);
+    kept.unshift(`-- ${f}.lua`, part);
+    users = `${part}\n${users}`;
+  }
+  const parts = [usedParts(fragment('lib'), users, 'lib.lua'), ...kept, `-- ${name}.lua`];
   const source = `${parts.join('\n')}\n${body}`;
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }

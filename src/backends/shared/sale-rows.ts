@@ -14,6 +14,8 @@ export interface HoldRowOf<T> {
   expires_at: T;
   created_at: T;
   order_id: string | null;
+  /** The cart this hold is a line of (not in every read). */
+  cart_id?: string | null;
 }
 
 export interface OrderRowOf<T> {

@@ -14,6 +14,10 @@ import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type {
   ActivationResult,
   BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  CartSpec,
   Hold,
   HoldResult,
   Order,
@@ -28,6 +32,7 @@ import type { OutboxEvent, Page } from '../../core/types.js';
 import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf, type SaleKeyRow } from '../shared/sale-rows.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
+import { SqliteCarts } from './carts.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now',
@@ -98,12 +103,30 @@ type KeyRow = SaleKeyRow;
 
 export class SqliteSales implements SaleBackend {
   private readonly stmt: Statements<typeof Q>;
+  private readonly carts: SqliteCarts;
 
   constructor(
     private readonly db: Db,
     private readonly options: SqliteOptions,
   ) {
     this.stmt = prepareAll(db, Q);
+    this.carts = new SqliteCarts(db, options, this);
+  }
+
+  holdCart(spec: CartSpec): Promise<CartResult> {
+    return this.carts.holdCart(spec);
+  }
+
+  confirmCart(cartId: string): Promise<CartOrders> {
+    return this.carts.confirmCart(cartId);
+  }
+
+  cancelCart(cartId: string): Promise<Cart> {
+    return this.carts.cancelCart(cartId);
+  }
+
+  getCart(cartId: string): Promise<Cart> {
+    return this.carts.getCart(cartId);
   }
 
   async createSale(spec: SaleSpec): Promise<Sale> {
@@ -237,6 +260,7 @@ export class SqliteSales implements SaleBackend {
       const row = this.liveSale(saleId, now);
       if (!viaTicket && this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
       const own = this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
+      if (own?.cart_id) throw refusal('hold_in_cart', { hold: own.id, cart: own.cart_id });
       const ownUnits = own?.quantity ?? 0;
       this.assertWithinLimit(row, customer, quantity - ownUnits);
       if (row.cap !== null) {
@@ -300,6 +324,7 @@ export class SqliteSales implements SaleBackend {
       if (hold.status === 'confirmed')
         return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
       if (hold.status === 'cancelled') throw refusal('hold_cancelled', { hold: holdId });
+      if (hold.cart_id) throw refusal('hold_in_cart', { hold: holdId, cart: hold.cart_id });
       const row = this.sale(hold.sale_id);
       this.expireStale(row, now);
       const current = this.hold(holdId);
@@ -317,6 +342,7 @@ export class SqliteSales implements SaleBackend {
       const now = this.now();
       const hold = this.hold(holdId);
       if (hold.status === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: hold.order_id });
+      if (hold.cart_id) throw refusal('hold_in_cart', { hold: holdId, cart: hold.cart_id });
       this.expireStale(this.sale(hold.sale_id), now);
       if (this.hold(holdId).status === 'active') {
         this.stmt.setHoldStatus.run({ id: holdId, status: 'cancelled', orderId: null });
@@ -492,9 +518,9 @@ export class SqliteSales implements SaleBackend {
     return (this.stmt.now.get() as { now: string }).now;
   }
 
-  private sale(id: string): SaleRow {
+  private sale(id: string, line?: number): SaleRow {
     const row = this.stmt.saleById.get(id) as SaleRow | undefined;
-    if (!row) throw notFound('sale', id);
+    if (!row) throw line === undefined ? notFound('sale', id) : refusal('cart_line_no_sale', { sale: id, line });
     return row;
   }
 
@@ -514,16 +540,54 @@ export class SqliteSales implements SaleBackend {
 
   /** The sale, after expiring its stale holds, if it is live now; otherwise `not_live`/`sold_out`. */
   /** @internal (also used by grants.ts inside its write step) */
-  liveSale(id: string, now: string): SaleRow {
-    const before = this.sale(id);
+  liveSale(id: string, now: string, line?: number): SaleRow {
+    const before = this.sale(id, line);
     this.expireStale(before, now);
     const row = this.sale(id);
     const status = saleStatus(
       { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
       now,
     );
-    if (status !== 'live') throw refusal('sale_not_live', { sale: id, status });
+    if (status !== 'live')
+      throw refusal('sale_not_live', { sale: id, status, ...(line === undefined ? {} : { line }) });
     return row;
+  }
+
+  // --- cart steps (carts.ts), inside its write transaction ---
+
+  /** @internal The store clock plus `ttlMs`. */
+  later(ttlMs: number): string {
+    return (this.stmt.later.get(ttlMs) as { at: string }).at;
+  }
+
+  /** @internal */
+  activeHoldOf(saleId: string, customer: string): { id: string } | undefined {
+    return this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
+  }
+
+  /** @internal */
+  moveHeld(saleId: string, units: number): void {
+    this.stmt.moveSale.run({ id: saleId, sold: 0, held: units });
+  }
+
+  /** @internal */
+  orderOf(id: string): Order {
+    return toOrder(this.order(id));
+  }
+
+  /** @internal An active, unexpired cart line becomes an order (the cart checked both). */
+  confirmLine(holdId: string, now: string): void {
+    const hold = this.hold(holdId);
+    this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
+    const order = this.insertOrder(this.sale(hold.sale_id), hold.customer, hold.quantity, holdId, now);
+    this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
+  }
+
+  /** @internal An active cart line is released. */
+  releaseLine(holdId: string): void {
+    const hold = this.hold(holdId);
+    this.stmt.setHoldStatus.run({ id: holdId, status: 'cancelled', orderId: null });
+    this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
   }
 
   private expireStale(row: SaleRow, now: string): void {
@@ -549,7 +613,7 @@ export class SqliteSales implements SaleBackend {
   }
 
   /** @internal */
-  assertWithinLimit(row: SaleRow, customer: string, more: number): void {
+  assertWithinLimit(row: SaleRow, customer: string, more: number, line?: number): void {
     const { ordered, held } = this.stmt.unitsOfCustomer.get({ sale: row.id, customer }) as {
       ordered: number;
       held: number;
@@ -561,6 +625,7 @@ export class SqliteSales implements SaleBackend {
         units: ordered + held,
         quantity: more,
         limit: row.per_customer_limit,
+        ...(line === undefined ? {} : { line }),
       });
   }
 

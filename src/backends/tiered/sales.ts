@@ -24,11 +24,15 @@ import { judgeSaleKey } from '../../core/model/sales.js';
 import { refusal } from '../../core/refusals.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
-import { isDibsError } from '../../core/errors.js';
+import { DibsError, isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type {
   ActivationResult,
   BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  CartSpec,
   Hold,
   HoldResult,
   Sale,
@@ -414,6 +418,43 @@ export class TieredSales implements SaleBackend {
     return this.withReclaim(saleId, this.breaker.open(saleId), () =>
       this.ledger.reserve(saleId, customer, quantity, ttlMs, key),
     );
+  }
+
+  /**
+   * Carts are held by the ledger, like every hold. A line refused `sold_out` while the fast path
+   * sits on unsold units of its sale gets them back (as a reservation does) and the cart is tried
+   * again — at most once per line.
+   */
+  async holdCart(spec: CartSpec): Promise<CartResult> {
+    const ledger = this.ledgerCarts();
+    const reclaimed = new Set<string>();
+    for (;;) {
+      try {
+        return await ledger.holdCart!(spec);
+      } catch (error) {
+        const sale = isDibsError(error, 'sold_out') ? (error.details?.sale as string | undefined) : undefined;
+        if (sale === undefined || reclaimed.has(sale)) throw error;
+        reclaimed.add(sale);
+        if ((await this.reclaim(sale, this.breaker.open(sale))) === 0) throw error;
+      }
+    }
+  }
+
+  confirmCart(cartId: string): Promise<CartOrders> {
+    return this.ledgerCarts().confirmCart!(cartId);
+  }
+
+  cancelCart(cartId: string): Promise<Cart> {
+    return this.ledgerCarts().cancelCart!(cartId);
+  }
+
+  getCart(cartId: string): Promise<Cart> {
+    return this.ledgerCarts().getCart!(cartId);
+  }
+
+  private ledgerCarts(): SaleBackend {
+    if (!this.ledger.holdCart) throw new DibsError('unsupported', 'the ledger store cannot hold carts');
+    return this.ledger;
   }
 
   createSale(spec: SaleSpec): Promise<Sale> {

@@ -9,7 +9,10 @@ import type { SaleBackend, SaleViolation } from './backend.js';
 import { normaliseTimestamp } from './rules.js';
 import {
   buyOptionsSchema,
+  cartIdSchema,
   createSaleSchema,
+  holdCartSchema,
+  type HoldCartInput,
   customerSchema,
   holdIdSchema,
   quantitySchema,
@@ -21,7 +24,18 @@ import {
   type CreateSaleInput,
   type UpdateSaleInput,
 } from './schemas.js';
-import type { ActivationResult, BuyResult, Hold, HoldResult, Sale, WishlistChannels, WishlistEntry } from './types.js';
+import type {
+  ActivationResult,
+  BuyResult,
+  Cart,
+  CartOrders,
+  CartResult,
+  Hold,
+  HoldResult,
+  Sale,
+  WishlistChannels,
+  WishlistEntry,
+} from './types.js';
 
 export class Sales {
   constructor(
@@ -118,6 +132,39 @@ export class Sales {
     });
   }
 
+  /**
+   * Holds units of several sales at once — every line or none — for `ttlMs`: one cart, confirmed,
+   * cancelled and expired as one. A refusal names the line that failed (`details.line`).
+   */
+  async holdCart(input: HoldCartInput): Promise<CartResult> {
+    const spec = parseInput(holdCartSchema, input);
+    return this.carts('hold carts').holdCart!({
+      customer: spec.customer,
+      lines: spec.lines.map((l) => ({ saleId: l.sale, quantity: l.quantity })),
+      ttlMs: spec.ttlMs,
+      idempotencyKey: spec.idempotencyKey ?? null,
+    });
+  }
+
+  /** Turns every line of an active cart into an order, in one step; a confirmed cart replays its orders. */
+  async confirmCart(cartId: string): Promise<CartOrders> {
+    return this.carts('confirm carts').confirmCart!(cart(cartId));
+  }
+
+  /** Releases every line of a cart, in one step. */
+  async cancelCart(cartId: string): Promise<Cart> {
+    return this.carts('cancel carts').cancelCart!(cart(cartId));
+  }
+
+  async getCart(cartId: string): Promise<Cart> {
+    return this.carts('read carts').getCart!(cart(cartId));
+  }
+
+  private carts(what: string): SaleBackend {
+    if (!this.store.holdCart) throw new DibsError('unsupported', `the ${this.kind} store cannot ${what} yet`);
+    return this.store;
+  }
+
   /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
   async expireHolds(limit = 1000): Promise<number> {
     return this.store.expireHolds(parseInput(z.number().int().min(1).max(100_000), limit, 'limit'));
@@ -167,3 +214,4 @@ export class Sales {
 const saleId = (id: string) => parseInput(saleIdSchema, id, 'sale');
 const who = (customer: string) => parseInput(customerSchema, customer, 'customer');
 const hold = (id: string) => parseInput(holdIdSchema, id, 'hold');
+const cart = (id: string) => parseInput(cartIdSchema, id, 'cart');

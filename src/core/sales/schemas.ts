@@ -106,3 +106,38 @@ export const wishlistChannelsSchema = z
     (c) => c.email !== undefined || c.webPush !== undefined || c.webhook !== undefined,
     'name at least one channel: email, webPush or webhook',
   );
+
+/** Most lines in one cart: each is a locked sale row (or document) in the cart's one step. */
+export const CART_MAX_LINES = 20;
+
+export const cartIdSchema = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^cart_[A-Za-z0-9]+$/, 'is not a cart id');
+
+export const holdCartSchema = z
+  .object({
+    customer: customerSchema,
+    lines: z
+      .array(z.object({ sale: saleIdSchema, quantity: quantitySchema }).strict())
+      .min(1, 'name at least one line')
+      .max(CART_MAX_LINES, `at most ${CART_MAX_LINES} lines`),
+    ttlMs: ttlSchema,
+    idempotencyKey: idempotencyKeySchema.optional(),
+  })
+  .strict()
+  .superRefine((cart, ctx) => {
+    const seen = new Set<string>();
+    cart.lines.forEach((line, i) => {
+      if (seen.has(line.sale))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['lines', i, 'sale'],
+          message: `sale '${line.sale}' is on an earlier line: one line per sale, with the total quantity`,
+        });
+      seen.add(line.sale);
+    });
+  });
+
+export type HoldCartInput = z.input<typeof holdCartSchema>;

@@ -106,3 +106,52 @@ export interface ActivationResult {
   /** Notification events written to the outbox (one per wishlister and channel). */
   notifications: number;
 }
+
+/**
+ * A cart: units of several sales held in one step — every line or none — that are confirmed,
+ * cancelled and expire as one. Each line is a hold of its sale (counted against that sale's cap
+ * and the customer's per-customer limit like any hold); all lines share the cart's expiry.
+ */
+export type CartStatus = 'active' | 'confirmed' | 'cancelled' | 'expired';
+
+export interface CartLine {
+  saleId: string;
+  quantity: number;
+  /** The hold that keeps this line's units. */
+  holdId: string;
+  /** The order the line became, once the cart is confirmed. */
+  orderId: string | null;
+}
+
+export interface Cart {
+  id: string;
+  customer: string;
+  /** Derived from the store's clock: an active cart past `expiresAt` is `expired`. */
+  status: CartStatus;
+  /** In the order they were given. */
+  lines: CartLine[];
+  expiresAt: string;
+  createdAt: string;
+}
+
+export interface CartResult {
+  cart: Cart;
+  /** True when this is the stored answer of an earlier call with the same idempotency key. */
+  replayed: boolean;
+}
+
+export interface CartOrders {
+  cart: Cart;
+  /** One order per line, in line order. */
+  orders: Order[];
+  /** True when the cart was already confirmed (the orders are the ones it became then). */
+  replayed: boolean;
+}
+
+/** A cart request as the backend receives it: validated, no sale twice. */
+export interface CartSpec {
+  customer: string;
+  lines: { saleId: string; quantity: number }[];
+  ttlMs: number;
+  idempotencyKey: string | null;
+}

@@ -1,5 +1,6 @@
 -- Confirming a hold as one step. Outcomes: not_found | replay (result_id = its order) |
--- cancelled | expired (expires_at) | sale_cancelled | ok (result_id = the new order).
+-- cancelled | in_cart (result_id = the cart: its lines are confirmed with it) | expired (expires_at) |
+-- sale_cancelled | ok (result_id = the new order).
 -- The hold's units move from held to sold, so sold + held is unchanged and the cap still holds.
 CREATE OR REPLACE FUNCTION sale_confirm(p_hold text, p_order_id text)
 RETURNS TABLE (outcome text, result_id text, expires_at timestamptz)
@@ -23,6 +24,9 @@ BEGIN
     RETURN;
   ELSIF h.status = 'cancelled' THEN
     RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN;
+  ELSIF h.cart_id IS NOT NULL THEN
+    RETURN QUERY SELECT 'in_cart'::text, h.cart_id, NULL::timestamptz;
     RETURN;
   ELSIF h.status = 'expired' THEN
     RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;

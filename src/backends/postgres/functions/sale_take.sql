@@ -4,7 +4,8 @@
 --   not_found | replay (key_* describe the stored request, result_id its order/hold)
 --   not_live (status) | ticket_required | limit_reached (units = what the customer has, more = what
 --   was asked beyond it, lim = the limit) | sold_out (available) | ok (result_id = the new order /
---   the new or replaced hold)
+--   the new or replaced hold) | hold_in_cart (a reserve whose own hold is a cart's line: result_id =
+--   that hold, status = its cart)
 -- The opening (lock, replay, expiry, status, waiting room) is sale_take_open, shared with sale_take_granted.
 -- The 6-argument form (before p_via_ticket) goes: with it beside this one, a 6-argument call would be ambiguous.
 DROP FUNCTION IF EXISTS sale_take(text, text, integer, text, text, double precision);
@@ -18,6 +19,7 @@ DECLARE
   ordered integer;
   own_id text;
   own integer;
+  own_cart text;
   ask integer;
   left_ integer;
   kind text := CASE WHEN p_ttl_ms IS NULL THEN 'buy' ELSE 'reserve' END;
@@ -30,8 +32,13 @@ BEGIN
   END IF;
   s := o.o_sale;
   ordered := o.o_ordered;
-  SELECT id, quantity INTO own_id, own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
+  SELECT id, quantity, cart_id INTO own_id, own, own_cart FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   own := COALESCE(own, 0);
+  -- A cart's line is replaced only with its whole cart.
+  IF kind = 'reserve' AND own_cart IS NOT NULL THEN
+    RETURN QUERY SELECT 'hold_in_cart'::text, own_cart, own_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN;
+  END IF;
   -- A reserve replaces the customer's own hold; a buy comes on top of it.
   ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
   IF ordered + own + ask > s.per_customer_limit THEN

@@ -10,7 +10,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found' } end
 -- client re-sent it after its connection dropped (ioredis re-sends scripts in flight). Answer what
 -- the first run did; running it again would count the units twice for one order.
 local done = redis.call('HGET', k('orders', sale_id), order_id)
-if done then return { 'replayed', done } end
+if done then return { 'ok', done } end
 local r = replay_of(sale_id, key, 'buy', c, q)
 if r then
   if r[1] == 'conflict' then return r end

@@ -1,12 +1,14 @@
 -- sale_confirm: turn an active hold into an order (a confirmed hold replays its order).
 -- KEYS[1] T:holds. ARGV[1] tag, [2] hold id, [3] id for the new order.
 -- Returns {'ok'|'replayed', order JSON, sale id} | {'not_found'}
---   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (hold_cancelled, hold_expired, sale_not_live)
+--   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (hold_cancelled, hold_expired,
+--   sale_not_live, hold_in_cart: a cart's line is confirmed with its cart)
 local hold_id, order_id = ARGV[2], ARGV[3]
 local rec = hold_of(hold_id)
 if not rec then return { 'not_found' } end
 if rec.s == 'confirmed' then return { 'replayed', redis.call('HGET', k('orders', rec.sale), rec.o), rec.sale } end
 if rec.s == 'cancelled' then return { 'refused', 'hold_cancelled' } end
+if rec.cart then return { 'refused', 'hold_in_cart', 'cart', rec.cart } end
 local now = now_ms()
 expire_stale(rec.sale, now)
 rec = hold_of(hold_id)

@@ -8,7 +8,7 @@
 --   T:skuv:<sku>   version of that index (the preflight's optimistic check)
 --   T:skuall:<sku> zset of every sale id of the SKU (listing)
 --   T:wish:<sku>   hash customer -> JSON {ch = channels, at}; T:wishx:<sku> zset (ordered listing)
---   T:holds        hash hold id -> JSON {id, sale, c, q, s, e (expires), ca, o (order id)}
+--   T:holds        hash hold id -> JSON {id, sale, c, q, s, e (expires), ca, o (order id), cart (a cart's line)}
 --   T:due          zset hold id -> expiry of every active hold of the group (the sweep)
 --   T:starts       zset sale id -> start of sales not yet announced (the activation index)
 --   T:ends         zset sale id -> end of sales whose end is not yet recorded
@@ -154,7 +154,7 @@ end
 -- The body of a reservation (sale_reserve.lua, and sale_room_reserve.lua with an admitted ticket).
 -- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON} | {'ticket_required'}
 --   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (sale_not_live, sale_limit,
---   sale_sold_out; numbers as integer replies)
+--   sale_sold_out, hold_in_cart; numbers as integer replies)
 local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   local r = replay_of(sale_id, key, 'reserve', c, q)
   if r then
@@ -169,6 +169,8 @@ local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   -- a sale behind a waiting room is reserved only with an admitted ticket (sale_room_reserve)
   if not via_ticket and s.room == '1' then return { 'ticket_required' } end
   local units, own = units_of(sale_id, cust_of(sale_id, c))
+  -- a cart's line is replaced only with its whole cart
+  if own and own.cart then return { 'refused', 'hold_in_cart', 'hold', own.id, 'cart', own.cart } end
   local own_units = own and own.q or 0
   if units + q - own_units > tonumber(s.limit) then return { 'refused', 'sale_limit', 'units', units, 'quantity', q - own_units, 'limit', tonumber(s.limit) } end
   if s.cap ~= '' then

@@ -1,0 +1,82 @@
+/**
+ * One OS process of a cart storm (cart-storm.ts): holds carts over several sales and then
+ * confirms, cancels, keeps or confirms them too late, or buys single units, after a start barrier.
+ * Every answer is appended as a JSON line: the client-side record the checker judges.
+ */
+import { appendFileSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDibsError, openDibs } from '../../src/index.js';
+import type { CartOp, CartOutcome } from './cart-storm.js';
+import { readyThenGo } from './go.js';
+
+const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  store: string;
+  ops: CartOp[];
+  concurrency: number;
+  resultFile: string;
+};
+const dibs = await openDibs(config.store);
+await readyThenGo();
+
+async function answer(
+  op: CartOp,
+  step: CartOutcome['step'],
+  fn: () => Promise<Partial<CartOutcome>>,
+): Promise<CartOutcome> {
+  try {
+    return { op, step, status: 'ok', ...(await fn()) };
+  } catch (error) {
+    return { op, step, status: 'error', error: isDibsError(error) ? error.code : String(error) };
+  }
+}
+
+async function run(op: CartOp): Promise<CartOutcome[]> {
+  const key = op.key ? { idempotencyKey: op.key } : {};
+  if (op.kind === 'buy') {
+    const line = op.lines[0]!;
+    return [
+      await answer(op, 'buy', async () => {
+        const { order } = await dibs.sales.buy(line.sale, op.customer, line.quantity, key);
+        return { orders: [{ id: order.id, sale: order.saleId, quantity: order.quantity }] };
+      }),
+    ];
+  }
+  const held = await answer(op, 'hold', async () => {
+    const { cart, replayed } = await dibs.sales.holdCart({
+      customer: op.customer,
+      lines: op.lines,
+      ttlMs: op.ttlMs,
+      ...key,
+    });
+    return {
+      cart: cart.id,
+      replayed,
+      lines: cart.lines.map((l) => ({ sale: l.saleId, quantity: l.quantity, hold: l.holdId })),
+    };
+  });
+  if (held.status === 'error' || op.then === 'keep') return [held];
+  await sleep(op.then === 'late' ? op.ttlMs + 300 : op.thinkMs);
+  const next =
+    op.then === 'cancel'
+      ? await answer(op, 'cancel', async () => {
+          await dibs.sales.cancelCart(held.cart!);
+          return { cart: held.cart! };
+        })
+      : await answer(op, 'confirm', async () => {
+          const { orders } = await dibs.sales.confirmCart(held.cart!);
+          return { cart: held.cart!, orders: orders.map((o) => ({ id: o.id, sale: o.saleId, quantity: o.quantity })) };
+        });
+  return [held, { ...next, cart: held.cart! }];
+}
+
+let next = 0;
+await Promise.all(
+  Array.from({ length: config.concurrency }, async () => {
+    while (next < config.ops.length) {
+      for (const outcome of await run(config.ops[next++]!))
+        appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
+    }
+  }),
+);
+await dibs.close();
+process.exit(0);
