@@ -34,10 +34,14 @@ end
 -- scripts in flight) finds its codes last in the claimant's list: answer what its first run did
 -- instead of taking more. One read of the last held code per claim of a claimant holding some.
 local rq = ARGV[4] or ''
-if rq ~= '' and #held > 0 and cjson.decode(redis.call('HGET', KEYS[3], held[#held])).cq == rq then
+local function taken_by_request(code)
+  local raw = redis.call('HGET', KEYS[3], code)
+  return raw and cjson.decode(raw).cq == rq
+end
+if rq ~= '' and #held > 0 and taken_by_request(held[#held]) then
   local codes = {}
   for _, code in ipairs(held) do
-    if cjson.decode(redis.call('HGET', KEYS[3], code)).cq == rq then codes[#codes + 1] = code end
+    if taken_by_request(code) then codes[#codes + 1] = code end
   end
   return { 'claimed', codes, held }
 end
