@@ -7,8 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
+import { poolKeys } from '../../src/backends/redis/keys.js';
+import { REPLAY_MS, replayKey } from '../../src/backends/redis/resend.js';
+import { runScript } from '../../src/backends/redis/scripts.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
 
@@ -85,8 +90,12 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
   });
 
   it('a lock acquire re-sent answers the grant (plain and fair), not a lock held by its own token', async () => {
-    const plain = await withLostReply(() => dibs.locks.tryAcquire('resend-lock', { ttlMs: 60_000 }));
-    const fair = await withLostReply(() => dibs.locks.tryAcquire('resend-fair', { ttlMs: 60_000, fair: true }));
+    const [plain, fair] = await withLostReply(() =>
+      Promise.all([
+        dibs.locks.tryAcquire('resend-lock', { ttlMs: 60_000 }),
+        dibs.locks.tryAcquire('resend-fair', { ttlMs: 60_000, fair: true }),
+      ]),
+    );
     assert.ok(plain, 'the re-sent acquire answered "taken" while its own token held the lock');
     assert.ok(fair, 'the re-sent fair acquire answered "taken" while its own token held the lock');
     const info = await dibs.locks.inspect('resend-lock');
@@ -105,16 +114,32 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     await dibs.pools.redeem('resend-p', 'D', { orderId: 'o-d' });
     await dibs.pools.addMultiUseCode('resend-p', { code: 'M', uses: 5 });
     await dibs.pools.redeem('resend-p', 'M', { claimant: 'bob', orderId: 'o-m' });
+    const raw = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 2 });
+    raw.on('error', () => {});
+    await raw.ping();
+    const k = poolKeys(prefix, 'resend-p');
+    const nonce = randomUUID();
     const results = await withLostReply(() =>
       Promise.allSettled([
         dibs.pools.redeem('resend-p', 'A'),
         dibs.pools.release('resend-p', 'B'),
         dibs.pools.revoke('resend-p', 'C'),
         dibs.pools.unredeem('resend-p', 'D'),
-        dibs.pools.unredeem('resend-p', 'M', { orderId: 'o-m' }),
+        // the facade reaches multi_unredeem only once the single-use script answered not_found (an
+        // answer this window would hold instead): the refund is sent here as the backend sends it
+        runScript(
+          raw,
+          'multi_unredeem',
+          [k.pool, k.multi, k.uses, k.usesBy, k.events, replayKey(k.pool, nonce)],
+          ['M', 'o-m', nonce, REPLAY_MS],
+        ).then((reply) => {
+          if ((reply as string[])[0] !== 'ok') throw new Error(`answered ${JSON.stringify(reply)}`);
+          return { status: 'multi' };
+        }),
       ]),
     );
-    const named = ['redeem A', 'release B', 'revoke C', 'unredeem D', 'unredeem M'];
+    raw.disconnect();
+    const named = ['redeem A', 'release B', 'revoke C', 'unredeem D', 'multi_unredeem M'];
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${named[i]}: ${String(r.reason)}`] : []));
     assert.deepEqual(failed, [], 'every step acted once; its re-send must answer as the first run');
     const statuses = results.map((r) => (r.status === 'fulfilled' ? (r.value as { status?: string }).status : null));
