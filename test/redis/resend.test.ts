@@ -11,9 +11,9 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { poolKeys } from '../../src/backends/redis/keys.js';
-import { REPLAY_MS, replayKey } from '../../src/backends/redis/resend.js';
-import { runScript } from '../../src/backends/redis/scripts.js';
+import { outboxKeys, poolKeys } from '../../src/backends/redis/keys.js';
+import { REPLAY_MS, replayKey, requestId } from '../../src/backends/redis/resend.js';
+import { loadScripts, runScript, SCRIPT_NAMES } from '../../src/backends/redis/scripts.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
 
@@ -22,16 +22,25 @@ const available = await sharedRedisAvailable();
 describe('redis: a script re-sent after its reply was lost', { skip: !available }, () => {
   let proxy: FaultProxy;
   let dibs: Dibs;
+  /** A plain client through the proxy, for a script the facade reaches only after another answered. */
+  let raw: Redis;
   const prefix = testPrefix();
 
   before(async () => {
     const target = new URL(SHARED_REDIS);
     proxy = await startFaultProxy({ host: target.hostname, port: Number(target.port || 6379) });
     dibs = await openDibs(`redis://${proxy.host}:${proxy.port}/0?prefix=${prefix}&commandTimeoutMs=10000`);
+    raw = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 2 });
+    raw.on('error', () => {});
+    // every script cached on the server first: a script's first EVALSHA answers NOSCRIPT, and a
+    // lost NOSCRIPT would make the client send the script once, after the window, not run it twice
+    const scripts = loadScripts(new URL('../../src/backends/redis/scripts/', import.meta.url), SCRIPT_NAMES);
+    for (const script of Object.values(scripts)) await raw.script('LOAD', script.source);
   });
 
   after(async () => {
     await dibs?.close();
+    raw?.disconnect();
     await proxy?.close();
     await deletePrefix(SHARED_REDIS, prefix);
   });
@@ -114,9 +123,6 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     await dibs.pools.redeem('resend-p', 'D', { orderId: 'o-d' });
     await dibs.pools.addMultiUseCode('resend-p', { code: 'M', uses: 5 });
     await dibs.pools.redeem('resend-p', 'M', { claimant: 'bob', orderId: 'o-m' });
-    const raw = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 2 });
-    raw.on('error', () => {});
-    await raw.ping();
     const k = poolKeys(prefix, 'resend-p');
     const nonce = randomUUID();
     const results = await withLostReply(() =>
@@ -138,7 +144,6 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
         }),
       ]),
     );
-    raw.disconnect();
     const named = ['redeem A', 'release B', 'revoke C', 'unredeem D', 'multi_unredeem M'];
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${named[i]}: ${String(r.reason)}`] : []));
     assert.deepEqual(failed, [], 'every step acted once; its re-send must answer as the first run');
@@ -165,15 +170,25 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
   it('creating a pool, importing codes, adding a multi-use code and unwishing re-sent answer as their first run', async () => {
     await dibs.pools.create({ name: 'resend-i' });
     await dibs.sales.wish('RESEND-W', 'ann', { email: 'ann@example.com' });
+    // an event to settle: a refund records code.unredeemed in the pool's stream
+    await dibs.pools.importCodes('resend-i', ['E']);
+    await dibs.pools.claim('resend-i', 'eve');
+    await dibs.pools.redeem('resend-i', 'E', { orderId: 'o-e' });
+    await dibs.pools.unredeem('resend-i', 'E');
+    const outbox = outboxKeys(poolKeys(prefix, 'resend-i').events);
+    const [event] = (await runScript(raw, 'outbox_peek', outbox, [1])) as string[];
+    assert.ok(event, 'the refund recorded an event');
     const results = await withLostReply(() =>
       Promise.allSettled([
         dibs.pools.create({ name: 'resend-new' }),
         dibs.pools.importCodes('resend-i', ['I1', 'I2']),
         dibs.pools.addMultiUseCode('resend-i', { code: 'MU', uses: 3 }),
         dibs.sales.unwish('RESEND-W', 'ann'),
+        // a failed delivery attempt, as the dispatcher settles it (outbox.ts)
+        runScript(raw, 'outbox_settle', outbox, [event!, 'fail', 'receiver down', 60_000, requestId()]),
       ]),
     );
-    const named = ['create pool', 'import', 'add multi-use code', 'unwish'];
+    const named = ['create pool', 'import', 'add multi-use code', 'unwish', 'settle'];
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${named[i]}: ${String(r.reason)}`] : []));
     assert.deepEqual(failed, [], 'every step acted once; its re-send must answer as the first run');
     const imported = (results[1] as PromiseFulfilledResult<{ imported: number; duplicates: number }>).value;
@@ -182,6 +197,7 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
       { imported: 2, duplicates: 0 },
       'two new codes imported once, answered as duplicates',
     );
+    assert.equal(await raw.hget(outbox[3], `a:${event}`), '1', 'one failed attempt, counted more than once');
   });
   it('an unkeyed cart re-sent is answered as held (one cart), not refused line by line', async () => {
     const sale = (sku: string) =>
