@@ -137,15 +137,30 @@ export async function runCounterStorm(opts: {
   counter: string;
   rounds: number;
   timeoutMs?: number;
-}): Promise<void> {
-  await Promise.all(
+  /** An increment failing as `unavailable` is counted instead of ending its worker (fault tests). */
+  retryUnavailable?: boolean;
+}): Promise<{ done: number; unavailable: number }> {
+  const outs = await Promise.all(
     Array.from({ length: opts.processes }, () =>
       runWorker(
-        { store: opts.store, mode: 'count', keys: [], rounds: opts.rounds, holdMs: 0, counter: opts.counter },
+        {
+          store: opts.store,
+          mode: 'count',
+          keys: [],
+          rounds: opts.rounds,
+          holdMs: 0,
+          counter: opts.counter,
+          ...(opts.retryUnavailable ? { retryUnavailable: true } : {}),
+        },
         opts.timeoutMs ?? 120_000,
       ),
     ),
   );
+  const lines = outs.flat().map((line) => JSON.parse(line) as { done: number; unavailable: number });
+  return {
+    done: lines.reduce((n, l) => n + l.done, 0),
+    unavailable: lines.reduce((n, l) => n + l.unavailable, 0),
+  };
 }
 
 async function waitersAtLeast(dibs: Dibs, key: string, n: number): Promise<void> {

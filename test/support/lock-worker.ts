@@ -6,7 +6,8 @@
  *   section whose lease was lost before it ended is not logged as exclusive; the last line is
  *   then { unavailable, lost }.
  * - `fair`: like `exclusive` on keys[0] with `{ fair: true }`; each line also has the lease's `ticket`.
- * - `count`: `rounds` × counters.incr(name) and print { done }.
+ * - `count`: `rounds` × counters.incr(name) and print { done, unavailable } (acknowledged, and failed
+ *   as `unavailable` — only with `retryUnavailable`; otherwise any failure ends the worker).
  * Prints nothing else on stdout; exits non-zero on any unexpected error.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -86,8 +87,20 @@ try {
     }
     if (config.retryUnavailable) process.stdout.write(`${JSON.stringify({ unavailable, lost })}\n`);
   } else {
-    for (let i = 0; i < config.rounds; i++) await dibs.counters.incr(config.counter, 1);
-    process.stdout.write(`${JSON.stringify({ done: config.rounds })}\n`);
+    // with `retryUnavailable` an increment that failed as `unavailable` is counted, not fatal: it
+    // may or may not have been applied, so the checker allows it either way
+    let done = 0;
+    let unavailable = 0;
+    for (let i = 0; i < config.rounds; i++) {
+      try {
+        await dibs.counters.incr(config.counter, 1);
+        done++;
+      } catch (error) {
+        if (!config.retryUnavailable || (error as { code?: string }).code !== 'unavailable') throw error;
+        unavailable++;
+      }
+    }
+    process.stdout.write(`${JSON.stringify({ done, unavailable })}\n`);
   }
 } finally {
   await dibs.close();

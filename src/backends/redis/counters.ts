@@ -13,6 +13,7 @@ import { counterKey } from './keys.js';
 import { globLiteral, scanNames } from './scan-names.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 
 export const CONTENDED_WRITES_PER_SEC = 500;
 export const MAX_SHARDS = 64;
@@ -24,11 +25,12 @@ export class RedisCounters implements CounterBackend {
   ) {}
 
   async incr(name: string, by: number): Promise<CounterValue> {
+    const key = counterKey(this.prefix, name);
     const [value, shards] = (await runScript(
       this.client,
       'counter_incr',
-      [counterKey(this.prefix, name)],
-      [by, CONTENDED_WRITES_PER_SEC, MAX_SHARDS],
+      [key, replayKey(key, requestId())],
+      [by, CONTENDED_WRITES_PER_SEC, MAX_SHARDS, REPLAY_MS],
     )) as [string, number];
     return { name, value: Number(value), shards: Number(shards) };
   }

@@ -154,10 +154,11 @@ const CLIENT_OPTIONS = {
   maxRetriesPerRequest: 2,
   connectTimeout: 5000,
   // A script in flight when the connection drops is re-sent after reconnecting (ioredis'
-  // default). Claims with an idempotency key replay and limit-1 claims answer already-held, so
-  // this is safe; an unkeyed claim under a limit above one may take a second code for one
-  // request — use idempotency keys for exactly-once. (Turning the re-send off is worse: ioredis
-  // 6 then drops those commands without ever settling them.)
+  // default), so the store may run one request twice. Every mutating script answers a re-send as
+  // its first run: from the state it left where the request carries a new id (an order, a lease
+  // token, a claim's or release's request id kept in the code's record), else from its reply
+  // remembered under a request id (resend.ts); docs/redis.md "Re-sent scripts" has the table.
+  // (Turning the re-send off is worse: ioredis 6 then drops those commands without ever settling them.)
   autoResendUnfulfilledCommands: true,
   // Safety net: no command waits forever, whatever happens to the connection.
   commandTimeout: 15_000,

@@ -8,6 +8,7 @@ import type { LimitBackend } from '../../core/limits/backend.js';
 import { limitExists, limitNotFound } from '../../core/limits/errors.js';
 import type { LimitDecision, LimitDefinition, LimitPlan } from '../../core/limits/types.js';
 import { limitDefinitionsKey, limitStateKey } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 
 export class RedisLimits implements LimitBackend {
@@ -72,11 +73,13 @@ export class RedisLimits implements LimitBackend {
       plan.kind === 'gcra'
         ? [plan.kind, plan.shape, plan.intervalMs, plan.toleranceMs, 1, 0, 0, plan.idleMs, n]
         : [plan.kind, plan.shape, 1, 0, plan.widthMs, plan.span, plan.limit, plan.idleMs, n];
-    if (peek) args.push('peek');
+    // a take remembers its reply under a request id, so a re-send answers it instead of taking twice
+    args.push(peek ? 'peek' : REPLAY_MS);
+    const state = limitStateKey(this.prefix, plan.name, key);
     const [allowed, remaining, retryMs, at] = (await runScript(
       this.client,
       'limit_take',
-      [limitStateKey(this.prefix, plan.name, key)],
+      peek ? [state] : [state, replayKey(state, requestId())],
       args.map(num),
     )) as [number, number, number, string];
     return allowed === 1

@@ -9,6 +9,7 @@ import { leaseLost, notOwner } from '../../core/locks/errors.js';
 import type { LeaseGrant, LockInfo } from '../../core/locks/types.js';
 import type { Page } from '../../core/types.js';
 import { lockKeys } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { globLiteral, scanNames } from './scan-names.js';
 import { runScript, type RedisClient } from './scripts.js';
 import type { ReleaseSubscriber } from './subscriber.js';
@@ -82,8 +83,8 @@ export class RedisLocks implements LockBackend {
     const reply = await runScript(
       this.client,
       'lock_release',
-      [k.holders, k.tokens],
-      [token, this.subscriber.channel, key],
+      [k.holders, k.tokens, replayKey(k.holders, requestId())],
+      [token, this.subscriber.channel, key, REPLAY_MS],
     );
     if (reply !== 1) throw notOwner(key);
   }

@@ -23,6 +23,7 @@ import type {
 } from '../../core/outbox.js';
 import { outboxEventId, outboxKeys, poolKeys, registryKey } from './keys.js';
 import type { RedisSales } from './sales.js';
+import { requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 
 interface Source {
@@ -175,7 +176,13 @@ export class RedisOutbox implements OutboxBackend {
   private async settle(id: string, outcome: 'ok' | 'fail', detail: string, retry: number | ''): Promise<void> {
     const { source, padded } = await this.parse(id);
     if (source)
-      await runScript(this.client, 'outbox_settle', outboxKeys(source.stream), [padded, outcome, detail, retry]);
+      await runScript(this.client, 'outbox_settle', outboxKeys(source.stream), [
+        padded,
+        outcome,
+        detail,
+        retry,
+        requestId(),
+      ]);
   }
 
   private async sources(): Promise<Source[]> {

@@ -30,6 +30,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
 
@@ -79,7 +80,7 @@ export class RedisPools implements PoolBackend {
     const reply = await runScript(
       this.client,
       'create',
-      [k.pool],
+      [k.pool, replayKey(k.pool, requestId())],
       [
         spec.name,
         spec.perClaimantLimit,
@@ -91,6 +92,7 @@ export class RedisPools implements PoolBackend {
         spec.maxRedemptionsPerClaimant ?? '',
         spec.publicCodes ? '1' : '0',
         spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat),
+        REPLAY_MS,
       ],
     );
     if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
@@ -191,8 +193,8 @@ export class RedisPools implements PoolBackend {
     const reply = await runScript(
       this.client,
       'insert',
-      [k.pool, k.free, k.all, k.codes, k.multi, k.parked],
-      [windowed ? 'w' : '', ...args],
+      [k.pool, k.free, k.all, k.codes, k.multi, k.parked, replayKey(k.pool, requestId())],
+      [windowed ? 'w' : '', REPLAY_MS, ...args],
     );
     if (reply === 'not_found') throw notFound('pool', pool);
     const [inserted, duplicates] = reply as [number, number];
@@ -205,7 +207,7 @@ export class RedisPools implements PoolBackend {
       this.client,
       'claim',
       [k.pool, k.free, k.codes, k.held, k.claimKeys, k.events, k.parked, k.claimed],
-      [claimant, count, key ?? ''],
+      [claimant, count, key ?? '', key ? '' : requestId()],
     )) as [string, ...unknown[]];
     switch (reply[0]) {
       case 'not_found':
@@ -243,7 +245,7 @@ export class RedisPools implements PoolBackend {
         this.client,
         'release',
         [k.pool, k.free, k.codes, k.held, k.parked, k.claimed],
-        [code, claimant ?? ''],
+        [code, claimant ?? '', requestId()],
       ),
       { claimant },
     );
@@ -261,7 +263,7 @@ export class RedisPools implements PoolBackend {
             this.client,
             'redeem',
             [k.pool, k.codes, k.held, k.free, k.events, k.parked, k.claimed],
-            [code, claimant ?? '', orderId ?? ''],
+            [code, claimant ?? '', orderId ?? '', orderId === null ? requestId() : ''],
           );
     if (!isCodeNotFound(reply)) return this.codeReply(pool, code, reply, { claimant, orderId });
     // not a single-use code: one use of a multi-use code (a code's kind never changes)
@@ -302,11 +304,12 @@ export class RedisPools implements PoolBackend {
       if (await this.client.hexists(k.multi, code)) throw refusal('order_required', { code });
       return this.codeReply(pool, code, reply);
     }
+    const nonce = randomUUID();
     const back = (await runScript(
       this.client,
       'multi_unredeem',
-      [k.pool, k.multi, k.uses, k.usesBy, k.events],
-      [code, orderId, randomUUID()],
+      [k.pool, k.multi, k.uses, k.usesBy, k.events, replayKey(k.pool, nonce)],
+      [code, orderId, nonce, REPLAY_MS],
     )) as string[];
     if (back[0] === 'ok') return toMultiCode(pool, code, JSON.parse(back[1]!) as MultiRecord);
     return this.codeReply(pool, code, back, { orderId });
@@ -358,8 +361,15 @@ export class RedisPools implements PoolBackend {
     const reply = (await runScript(
       this.client,
       'multi_add',
-      [k.pool, k.codes, k.multi],
-      [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)],
+      [k.pool, k.codes, k.multi, replayKey(k.pool, requestId())],
+      [
+        spec.code,
+        spec.uses,
+        spec.usesPerClaimant ?? '',
+        msOrEmpty(spec.startsAt),
+        msOrEmpty(spec.expiresAt),
+        REPLAY_MS,
+      ],
     )) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
     if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });
@@ -371,7 +381,12 @@ export class RedisPools implements PoolBackend {
     return this.codeReply(
       pool,
       code,
-      await runScript(this.client, 'revoke', [k.pool, k.free, k.codes, k.held, k.events, k.parked, k.claimed], [code]),
+      await runScript(
+        this.client,
+        'revoke',
+        [k.pool, k.free, k.codes, k.held, k.events, k.parked, k.claimed],
+        [code, requestId()],
+      ),
     );
   }
 

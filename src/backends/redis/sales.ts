@@ -42,6 +42,7 @@ import type {
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './keys.js';
+import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { RedisCarts } from './carts.js';
 
@@ -149,7 +150,7 @@ export class RedisSales implements SaleBackend {
       const reply = await runScript(
         this.client,
         'sale_create',
-        [saleKey(tag, 'sku', spec.sku)],
+        [saleKey(tag, 'sku', spec.sku), replayKey(saleKey(tag, 'sku', spec.sku), requestId())],
         [
           tag,
           prepared.version,
@@ -160,6 +161,7 @@ export class RedisSales implements SaleBackend {
           spec.cap ?? '',
           spec.perCustomerLimit,
           JSON.stringify(spec.metadata),
+          REPLAY_MS,
         ],
       );
       if (reply === 'already_exists') throw alreadyExists(spec.id);
@@ -425,8 +427,8 @@ export class RedisSales implements SaleBackend {
     const removed = await runScript(
       this.client,
       'sale_wish',
-      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku)],
-      [tag, customer, ''],
+      [saleKey(tag, 'wish', sku), saleKey(tag, 'wishx', sku), replayKey(saleKey(tag, 'wish', sku), requestId())],
+      [tag, customer, '', REPLAY_MS],
     );
     if (Number(removed) === 0) throw notFound('wish', `${sku}/${customer}`);
   }

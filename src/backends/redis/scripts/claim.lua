@@ -3,7 +3,8 @@
 -- KEYS[5] idempotency keys hash (key -> JSON {c=claimant, n=count}), KEYS[6] events stream,
 -- KEYS[7] parked zset (free codes on hold or outside their own window; they return when due),
 -- KEYS[8] claim times zset (held code -> claimed at; the forecasts' index)
--- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none)
+-- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none), ARGV[4] request id of
+-- a claim without a key ('' = none), kept in the taken codes' records (cq)
 -- Returns {status, taken codes, held codes} with status one of
 --   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
 --   | {'not_yet_valid', starts} | {'expired', expires} (outside the pool's window; a replay still answers)
@@ -27,6 +28,22 @@ if key ~= '' then
     if #codes > 0 then return { 'replayed', codes, held } end
     redis.call('HDEL', KEYS[5], key) -- its codes were all released: the key is spent
   end
+end
+
+-- A claim without a key that the client re-sent after its connection dropped (ioredis re-sends
+-- scripts in flight) finds its codes last in the claimant's list: answer what its first run did
+-- instead of taking more. One read of the last held code per claim of a claimant holding some.
+local rq = ARGV[4] or ''
+local function taken_by_request(code)
+  local raw = redis.call('HGET', KEYS[3], code)
+  return raw and cjson.decode(raw).cq == rq
+end
+if rq ~= '' and #held > 0 and taken_by_request(held[#held]) then
+  local codes = {}
+  for _, code in ipairs(held) do
+    if taken_by_request(code) then codes[#codes + 1] = code end
+  end
+  return { 'claimed', codes, held }
 end
 
 local now = now_ms()
@@ -56,6 +73,7 @@ while #taken < want do
     else
       rec.s, rec.h, rec.ca, rec.hc, rec.hu = 'claimed', claimant, now, nil, nil
       if key ~= '' then rec.k = key end
+      if rq ~= '' then rec.cq = rq end
       redis.call('HSET', KEYS[3], code, cjson.encode(rec))
       redis.call('ZADD', KEYS[8], now, code)
       taken[#taken + 1] = code

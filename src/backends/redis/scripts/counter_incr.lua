@@ -3,8 +3,11 @@
 -- s0..s<n-1> = shard values, sec/w = writes seen in the current server second.
 -- Contention signal (the store's, not the client's): more than ARGV[2] writes per shard within
 -- one server second doubles n, up to ARGV[3]; n never shrinks.
--- KEYS[1] counter hash; ARGV[1] by, ARGV[2] writes/s per shard that count as contention, ARGV[3] max shards
+-- KEYS[1] counter hash, KEYS[2] this request's reply (a re-send answers it: lib.lua replay_reply);
+-- ARGV[1] by, ARGV[2] writes/s per shard that count as contention, ARGV[3] max shards, ARGV[4] ms the reply is kept
 -- Returns {total (string), shards}.
+local again = replay_reply(KEYS[2])
+if again then return again end
 local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '1')
 local sec = math.floor(now_ms() / 1000)
 if tonumber(redis.call('HGET', KEYS[1], 'sec') or '-1') ~= sec then
@@ -17,4 +20,4 @@ if w > tonumber(ARGV[2]) * n and n < tonumber(ARGV[3]) then
 end
 redis.call('HSET', KEYS[1], 'n', n)
 redis.call('HINCRBY', KEYS[1], 's' .. (w % n), ARGV[1])
-return { string.format('%.0f', counter_total(KEYS[1], n)), n }
+return remember_reply(KEYS[2], ARGV[4], { string.format('%.0f', counter_total(KEYS[1], n)), n })

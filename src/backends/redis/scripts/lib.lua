@@ -175,3 +175,19 @@ local function counter_total(counter_key, n)
   for i = 0, n - 1 do total = total + tonumber(redis.call('HGET', counter_key, 's' .. i) or '0') end
   return total
 end
+
+-- A request the client re-sent after its connection dropped (ioredis re-sends scripts in flight)
+-- finds here the reply its first run gave, under a key of its own request id in the script's slot:
+-- answered again instead of acting twice. nil when this is the first run.
+local function replay_reply(memo_key)
+  local raw = redis.call('GET', memo_key)
+  if raw then return cjson.decode(raw) end
+  return nil
+end
+
+-- Remembers `reply` under the request's key for `ttl_ms` (longer than a command may wait for its
+-- reply, so every re-send finds it) and returns it.
+local function remember_reply(memo_key, ttl_ms, reply)
+  redis.call('SET', memo_key, cjson.encode(reply), 'PX', ttl_ms)
+  return reply
+end

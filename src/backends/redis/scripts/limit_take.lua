@@ -3,9 +3,15 @@
 -- comma-separated counts, the first of bucket `base`). One key: one slot per limit key.
 -- ARGV[1] kind ('gcra' | 'window'), ARGV[2] shape, ARGV[3] interval ms, ARGV[4] tolerance ms,
 -- ARGV[5] width ms, ARGV[6] span, ARGV[7] limit, ARGV[8] idle ms (the state's TTL), ARGV[9] n,
--- ARGV[10] 'peek' (optional): answer the same decision but store nothing.
+-- ARGV[10] 'peek': answer the same decision but store nothing; else ARGV[10] ms a reply is kept and
+-- KEYS[2] this request's reply (a re-send answers it instead of taking twice: lib.lua replay_reply).
 -- Returns {1, remaining, 0, at} admitted | {0, remaining, retryMs, at} denied (at: a string, ms).
 -- Clock: the server's TIME (µs resolution), never the caller's.
+local peek = ARGV[10] == 'peek'
+if not peek then
+  local again = replay_reply(KEYS[2])
+  if again then return again end
+end
 local t = redis.call('TIME')
 local clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local kind, shape = ARGV[1], ARGV[2]
@@ -25,11 +31,15 @@ if s[1] == shape then
 end
 local now = math.max(clock, last)
 local at = string.format('%.17g', now)
-local peek = ARGV[10] == 'peek'
 local function save(fields)
   if peek then return end
   redis.call('HSET', KEYS[1], 'shape', shape, 'last', at, unpack(fields))
   redis.call('PEXPIRE', KEYS[1], math.ceil(idle))
+end
+-- an admission is remembered for a re-send (a denial stored nothing: running it again is harmless)
+local function answer(reply)
+  if peek then return reply end
+  return remember_reply(KEYS[2], ARGV[10], reply)
 end
 
 if kind == 'gcra' then
@@ -40,7 +50,7 @@ if kind == 'gcra' then
     return { 0, math.max(0, math.floor((tolerance - (tat - now)) / interval + 1e-9)), math.ceil(over), at }
   end
   save({ 'tat', string.format('%.17g', new), 'base', '0', 'counts', '' })
-  return { 1, math.floor((tolerance - (new - now)) / interval + 1e-9), 0, at }
+  return answer({ 1, math.floor((tolerance - (new - now)) / interval + 1e-9), 0, at })
 end
 
 local first = math.floor(now / width) - span
@@ -68,4 +78,4 @@ counts[span + 1] = counts[span + 1] + n
 local parts = {}
 for i = 1, #counts do parts[i] = string.format('%d', counts[i]) end
 save({ 'tat', '0', 'base', string.format('%d', first), 'counts', table.concat(parts, ',') })
-return { 1, limit - used - n, 0, at }
+return answer({ 1, limit - used - n, 0, at })

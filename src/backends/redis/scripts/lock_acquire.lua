@@ -5,6 +5,10 @@
 -- Returns {fence, expiresAt, now} on a grant | {0, msUntilEarliestExpiry} when every slot is taken.
 -- Clock: the server's TIME, never the caller's.
 local now = now_ms()
+-- the token is new per request: holding the slot already means this very request ran (a re-send
+-- after a dropped connection), so answer its grant instead of refusing the slot it holds
+local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if mine and tonumber(mine) > now then return { tonumber(redis.call('HGET', KEYS[3], ARGV[1])), tonumber(mine), now } end
 sweep_holders(KEYS[1], KEYS[3], now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

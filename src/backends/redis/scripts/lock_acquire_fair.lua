@@ -8,6 +8,10 @@
 -- this same script. Returns {fence, expiresAt, now} on a grant | {0} (no grant, or the ticket lapsed).
 -- Clock: the server's TIME, never the caller's.
 local now = now_ms()
+-- the token is new per request: holding the slot already means this very request ran (a re-send
+-- after a dropped connection; its ticket is gone), so answer its grant
+local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if mine and tonumber(mine) > now then return { tonumber(redis.call('HGET', KEYS[3], ARGV[1])), tonumber(mine), now } end
 sweep_holders(KEYS[1], KEYS[3], now)
 sweep_holders(KEYS[4], KEYS[5], now)
 local limit = tonumber(ARGV[2])

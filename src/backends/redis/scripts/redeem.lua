@@ -2,7 +2,8 @@
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] held hash, KEYS[4] free zset, KEYS[5] events stream,
 -- KEYS[6] parked zset, KEYS[7] claim times zset (held code -> claimed at; the forecasts' index)
 -- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
--- ARGV[3] order ('' = none)
+-- ARGV[3] order ('' = none), ARGV[4] request id (new per request: a redeem without an order keeps it
+-- in the code's record, so a re-send after a dropped connection answers as its first run)
 -- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'refused', reason (a refusal id of core/refusals.ts), status, max, holder}
 --   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'held', until} (another claimant's live checkout hold)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
@@ -12,6 +13,7 @@ local rec = cjson.decode(raw)
 if rec.s == 'redeemed' then
   -- the same checkout again: its answer, unchanged
   if ARGV[3] ~= '' and rec.o == ARGV[3] then return code_reply(ARGV[1], rec) end
+  if ARGV[3] == '' and rec.rq ~= nil and rec.rq == ARGV[4] then return code_reply(ARGV[1], rec) end
   return { 'already_redeemed', tostring(rec.ra) }
 end
 -- a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
@@ -39,8 +41,8 @@ if limits[2] and limits[2] ~= '' then
   end
   if n >= tonumber(limits[2]) then return { 'refused', 'redemptions_claimant', rec.s, limits[2], holder } end
 end
-rec.s, rec.ra, rec.hc, rec.hu = 'redeemed', now, nil, nil
-if ARGV[3] ~= '' then rec.o = ARGV[3] end
+rec.s, rec.ra, rec.hc, rec.hu, rec.un = 'redeemed', now, nil, nil, nil
+if ARGV[3] ~= '' then rec.o = ARGV[3] elseif ARGV[4] ~= '' then rec.rq = ARGV[4] end
 if direct then
   rec.h, rec.ca = holder, now
   redis.call('ZADD', KEYS[7], now, ARGV[1])
