@@ -22,7 +22,7 @@ local s = sale_state(sale_id)
 local status = status_of(s, now)
 if status ~= 'live' then return { 'refused', 'sale_not_live', 'status', status } end
 -- a sale with a waiting room sells only through admitted tickets (reserve, then confirm)
-if s.room == '1' then return { 'ticket_required' } end
+if s.room == '1' then return { 'refused', 'sale_ticket_required' } end
 local units = units_of(sale_id, cust_of(sale_id, c))
 if units + q > tonumber(s.limit) then return { 'refused', 'sale_limit', 'units', units, 'quantity', q, 'limit', tonumber(s.limit) } end
 if s.cap ~= '' then
