@@ -614,14 +614,11 @@ export class RedisPools implements PoolBackend {
     if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code')
       throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
-    if (head === 'held') throw refusal('held', { code, until: iso(rest[0])! });
-    if (head === 'multi_use') throw refusal('multi_use_not_holdable', { code });
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
-    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
-    // a script's refusal by its reason id (with the status, limit and holder it names); the
-    // request's own claimant and order fill the rest of the context
+    // a script's refusal by its reason id (with the status, limit, holder and instant it names);
+    // the request's own claimant and order fill the rest of the context
     if (head === 'refused') {
-      const [reason, status, max, holder] = rest;
+      const [reason, status, max, holder, instant] = rest;
       throw scriptRefusal(reason, {
         pool,
         code,
@@ -630,6 +627,8 @@ export class RedisPools implements PoolBackend {
         orderId: asked.orderId,
         limit: Number(max),
         max: Number(max),
+        at: iso(instant),
+        until: iso(instant),
       });
     }
     const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] =

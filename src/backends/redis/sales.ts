@@ -244,13 +244,7 @@ export class RedisSales implements SaleBackend {
         ],
       );
       if (reply === 'not_found') throw notFound('sale', id);
-      if (reply === 'cancelled') throw refusal('sale_cancelled', { sale: id });
-      if (Array.isArray(reply))
-        throw refusal('sale_limit_below_units', {
-          sale: id,
-          requested: spec.perCustomerLimit,
-          units: Number(reply[1]),
-        });
+      if (Array.isArray(reply)) throw refusedReply(reply, { sale: id, requested: spec.perCustomerLimit });
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
