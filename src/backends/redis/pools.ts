@@ -210,8 +210,8 @@ export class RedisPools implements PoolBackend {
     switch (reply[0]) {
       case 'not_found':
         throw notFound('pool', pool);
-      case 'sold_out':
-        throw refusal('pool_sold_out', { pool });
+      case 'refused':
+        throw scriptRefusal(reply[1], { pool });
       case 'not_yet_valid':
       case 'expired':
         throw await this.outsideWindow(pool, reply[0]);
