@@ -30,6 +30,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { refusedReply } from './refused.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
 
@@ -93,7 +94,7 @@ export class RedisPools implements PoolBackend {
         spec.codeFormat === null ? '' : JSON.stringify(spec.codeFormat),
       ],
     );
-    if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
+    if (Array.isArray(reply)) throw refusedReply(reply, { pool: spec.name });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, spec.name));
@@ -148,8 +149,7 @@ export class RedisPools implements PoolBackend {
       ],
     );
     if (reply === 'not_found') throw notFound('pool', name);
-    if (Array.isArray(reply))
-      throw refusal('limit_below_holdings', { requested: patch.perClaimantLimit!, held: Number(reply[1]) });
+    if (Array.isArray(reply)) throw refusedReply(reply, { requested: patch.perClaimantLimit });
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, name));
     return this.getPool(name);
   }
@@ -362,7 +362,7 @@ export class RedisPools implements PoolBackend {
       [spec.code, spec.uses, spec.usesPerClaimant ?? '', msOrEmpty(spec.startsAt), msOrEmpty(spec.expiresAt)],
     )) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
-    if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });
+    if (reply[0] === 'refused') throw refusedReply(reply, { code: spec.code });
     return toMultiCode(pool, spec.code, JSON.parse(reply[1]!) as MultiRecord);
   }
 

@@ -162,7 +162,7 @@ export class RedisSales implements SaleBackend {
           JSON.stringify(spec.metadata),
         ],
       );
-      if (reply === 'already_exists') throw alreadyExists(spec.id);
+      if (Array.isArray(reply)) throw refusedReply(reply, { sale: spec.id });
       if (reply === 'ok') return this.getSale(spec.id);
     }
     throw busy(spec.sku);

@@ -1,9 +1,9 @@
 -- multi_add: a multi-use code (one code, N uses), refused when the pool has the code already.
 -- KEYS[1] pool hash, KEYS[2] codes hash, KEYS[3] multi-use codes hash
 -- ARGV[1] code, ARGV[2] max uses, ARGV[3] uses per claimant ('' = no limit), ARGV[4] starts, ARGV[5] expires ('' = open)
--- Returns {'ok', record JSON} | {'not_found', 'pool'} | {'already_exists'}
+-- Returns {'ok', record JSON} | {'not_found', 'pool'} | {'refused', 'code_exists'} (a refusal id of core/refusals.ts)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return { 'already_exists' } end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return { 'refused', 'code_exists' } end
 local rec = { m = tonumber(ARGV[2]), u = 0 }
 if ARGV[3] ~= '' then rec.p = tonumber(ARGV[3]) end
 if ARGV[4] ~= '' then rec.vs = tonumber(ARGV[4]) end
