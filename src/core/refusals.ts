@@ -202,6 +202,12 @@ const RULES = {
     message: `customer '${c.customer}' has ${c.units} unit(s) of sale '${c.sale}'; ${c.quantity} more would exceed the limit of ${c.limit}`,
     options: { field: 'quantity', details: { sale: c.sale, customer: c.customer, units: c.units, limit: c.limit } },
   }),
+  /** A sale behind a waiting room sells only through admitted tickets. */
+  sale_ticket_required: (c: { sale: string }): Refusal => ({
+    code: 'ticket_required',
+    message: `sale '${c.sale}' has a waiting room: join it and reserve with your ticket`,
+    options: { field: 'ticket' },
+  }),
   sale_sold_out: (c: { sale: string; available: number }): Refusal => ({
     code: 'sold_out',
     message: `sale '${c.sale}' has ${c.available} unit(s) left`,

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Dibs } from '../../src/index.js';
 import { isDibsError } from '../../src/index.js';
+import { refusal, type RefusalContext, type RefusalReason } from '../../src/core/refusals.js';
 import { rejectsWith } from '../support/assert.js';
 import type { ConformanceTarget } from './pools.js';
 
@@ -37,6 +38,21 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
         return error;
       }
       assert.fail('expected a refusal');
+    };
+    /** The whole refusal — code, message, field, retriable, details — as the one factory builds it. */
+    const refusedAs = async <R extends RefusalReason>(
+      promise: Promise<unknown>,
+      reason: R,
+      context: RefusalContext<R> & { line?: number },
+    ) => {
+      const shape = (e: { code: string; message: string; field?: string; retriable: boolean; details?: unknown }) => ({
+        code: e.code,
+        message: e.message,
+        field: e.field,
+        retriable: e.retriable,
+        details: e.details,
+      });
+      assert.deepEqual(shape(await failure(promise)), shape(refusal(reason, context)), reason);
     };
 
     before(async () => {
@@ -311,6 +327,108 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       assert.equal(await dibs.sales.expireHolds(), 1, 'the sweep expires the line still marked active');
       assert.deepEqual(await dibs.sales.audit(a), []);
       assert.deepEqual(await dibs.sales.audit(b), []);
+    });
+
+    it('answers every sale and cart refusal with the code, message, field and details the one factory gives', async () => {
+      const [a, b, later] = [
+        await sale({ cap: 4, perCustomerLimit: 2 }),
+        await sale({ cap: 4, perCustomerLimit: 4 }),
+        await sale({ startsInMs: HOUR / 2 }),
+      ];
+      await refusedAs(dibs.sales.buy(later, 'kim', 1), 'sale_not_live', { sale: later, status: 'scheduled' });
+      await dibs.sales.buy(a, 'kim', 1);
+      await refusedAs(dibs.sales.buy(a, 'kim', 2), 'sale_limit', {
+        sale: a,
+        customer: 'kim',
+        units: 1,
+        quantity: 2,
+        limit: 2,
+      });
+      await dibs.sales.buy(b, 'zed', 2);
+      await refusedAs(dibs.sales.buy(b, 'kim', 3), 'sale_sold_out', { sale: b, available: 2 });
+      // cart lines, each named by its line
+      const lines = (sales: [string, number][]) => sales.map(([id, quantity]) => ({ sale: id, quantity }));
+      const held = (await dibs.sales.reserve(b, 'kim', 1, 60_000)).hold;
+      const cartOf = (customer: string, l: [string, number][]) =>
+        dibs.sales.holdCart({ customer, lines: lines(l), ttlMs: 60_000 });
+      await refusedAs(
+        cartOf('kim', [
+          [a, 1],
+          ['no-such-sale', 1],
+        ]),
+        'cart_line_no_sale',
+        { sale: 'no-such-sale', line: 1 },
+      );
+      await refusedAs(
+        cartOf('kim', [
+          [a, 1],
+          [later, 1],
+        ]),
+        'sale_not_live',
+        { sale: later, status: 'scheduled', line: 1 },
+      );
+      await refusedAs(
+        cartOf('kim', [
+          [a, 1],
+          [b, 1],
+        ]),
+        'cart_line_held',
+        { sale: b, hold: held.id, line: 1 },
+      );
+      await refusedAs(cartOf('kim', [[a, 2]]), 'sale_limit', {
+        sale: a,
+        customer: 'kim',
+        units: 1,
+        quantity: 2,
+        limit: 2,
+        line: 0,
+      });
+      await refusedAs(
+        cartOf('lou', [
+          [a, 1],
+          [b, 2],
+        ]),
+        'sale_sold_out',
+        { sale: b, available: 1, line: 1 },
+      );
+      // a cart's holds move only with their cart
+      const { cart } = await cartOf('lou', [
+        [a, 1],
+        [b, 1],
+      ]);
+      const line0 = cart.lines[0]!.holdId;
+      await refusedAs(dibs.sales.confirm(line0), 'hold_in_cart', { hold: line0, cart: cart.id });
+      await refusedAs(dibs.sales.cancelHold(line0), 'hold_in_cart', { hold: line0, cart: cart.id });
+      await refusedAs(dibs.sales.reserve(a, 'lou', 2, 60_000), 'hold_in_cart', { hold: line0, cart: cart.id });
+      await dibs.sales.confirmCart(cart.id);
+      await refusedAs(dibs.sales.cancelCart(cart.id), 'cart_confirmed', { cart: cart.id });
+      const gone = (await cartOf('max', [[a, 1]])).cart;
+      await dibs.sales.cancelCart(gone.id);
+      await refusedAs(dibs.sales.confirmCart(gone.id), 'cart_cancelled', { cart: gone.id });
+      // plain holds
+      const order = (await dibs.sales.confirm(held.id)).order;
+      await refusedAs(dibs.sales.cancelHold(held.id), 'hold_confirmed', { hold: held.id, order: order.id });
+      const dropped = (await dibs.sales.reserve(await sale(), 'max', 1, 60_000)).hold;
+      await dibs.sales.cancelHold(dropped.id);
+      await refusedAs(dibs.sales.confirm(dropped.id), 'hold_cancelled', { hold: dropped.id });
+      // a cart line on a cancelled sale (the sale's holds are cancelled with it)
+      const [c, d] = [await sale(), await sale()];
+      const split = (
+        await cartOf('ned', [
+          [d, 1],
+          [a, 1],
+        ])
+      ).cart;
+      await dibs.sales.cancel(c);
+      await dibs.sales.cancel(d);
+      await refusedAs(dibs.sales.confirmCart(split.id), 'cart_line_cancelled', { cart: split.id, sale: d });
+      // expiry
+      const [e] = [await sale()];
+      const brief = (await dibs.sales.reserve(e, 'ola', 1, 1000)).hold;
+      const short = (await dibs.sales.holdCart({ customer: 'pia', lines: lines([[e, 1]]), ttlMs: 1000 })).cart;
+      await sleep(Math.max(Date.parse(brief.expiresAt), Date.parse(short.expiresAt)) - Date.now() + 150);
+      await refusedAs(dibs.sales.confirm(brief.id), 'hold_expired', { hold: brief.id, expiresAt: brief.expiresAt });
+      await refusedAs(dibs.sales.confirmCart(short.id), 'cart_expired', { cart: short.id, expiresAt: short.expiresAt });
     });
   });
 }

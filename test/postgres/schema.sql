@@ -13,7 +13,7 @@ BEGIN
     RETURN QUERY SELECT 'not_found'::text;
     RETURN;
   ELSIF c.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'confirmed'::text;
+    RETURN QUERY SELECT 'cart_confirmed'::text;
     RETURN;
   ELSIF c.status = 'cancelled' OR c.expires_at <= now() THEN
     RETURN QUERY SELECT 'ok'::text;
@@ -29,7 +29,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION dibs.cart_confirm(p_cart text, p_order_ids text[]) RETURNS TABLE(outcome text, result_id text, expires_at timestamp with time zone)
+CREATE FUNCTION dibs.cart_confirm(p_cart text, p_order_ids text[]) RETURNS TABLE(outcome text, ctx jsonb)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -40,23 +40,23 @@ DECLARE
 BEGIN
   SELECT * INTO c FROM carts WHERE id = p_cart FOR UPDATE;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'not_found'::text, NULL::jsonb;
     RETURN;
   ELSIF c.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'replay'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'replay'::text, NULL::jsonb;
     RETURN;
   ELSIF c.status = 'cancelled' THEN
-    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'cart_cancelled'::text, NULL::jsonb;
     RETURN;
   ELSIF c.expires_at <= now() THEN
-    RETURN QUERY SELECT 'expired'::text, NULL::text, c.expires_at;
+    RETURN QUERY SELECT 'cart_expired'::text, jsonb_build_object('expiresAt', iso_utc(c.expires_at));
     RETURN;
   END IF;
   PERFORM 1 FROM sales WHERE id IN (SELECT sale_id FROM sale_holds WHERE cart_id = p_cart) ORDER BY id FOR UPDATE;
   -- Unexpired, so no line is stale; a line that is not active was cancelled with its sale.
   SELECT * INTO h FROM sale_holds WHERE cart_id = p_cart AND status <> 'active' ORDER BY cart_line LIMIT 1;
   IF FOUND THEN
-    RETURN QUERY SELECT 'line_cancelled'::text, h.sale_id, NULL::timestamptz;
+    RETURN QUERY SELECT 'cart_line_cancelled'::text, jsonb_build_object('sale', h.sale_id);
     RETURN;
   END IF;
   FOR h IN SELECT * FROM sale_holds WHERE cart_id = p_cart ORDER BY cart_line LOOP
@@ -71,11 +71,11 @@ BEGIN
     END IF;
   END LOOP;
   UPDATE carts SET status = 'confirmed' WHERE id = p_cart;
-  RETURN QUERY SELECT 'ok'::text, NULL::text, NULL::timestamptz;
+  RETURN QUERY SELECT 'ok'::text, NULL::jsonb;
 END
 $$;
 
-CREATE FUNCTION dibs.cart_hold(p_cart text, p_customer text, p_sales text[], p_quantities integer[], p_ttl_ms double precision, p_key text, p_fingerprint text, p_hold_ids text[]) RETURNS TABLE(outcome text, line integer, status text, result_id text, units integer, more integer, available integer, lim integer, fingerprint text)
+CREATE FUNCTION dibs.cart_hold(p_cart text, p_customer text, p_sales text[], p_quantities integer[], p_ttl_ms double precision, p_key text, p_fingerprint text, p_hold_ids text[]) RETURNS TABLE(outcome text, result_id text, fingerprint text, ctx jsonb)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -87,6 +87,7 @@ DECLARE
   own_id text;
   left_ integer;
   i integer;
+  at_line jsonb;
   n integer := array_length(p_sales, 1);
   expiry timestamptz := now() + make_interval(secs => p_ttl_ms / 1000);
 BEGIN
@@ -94,15 +95,16 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('dibs.cart_key:' || p_key, 0));
     SELECT * INTO c FROM carts WHERE key = p_key;
     IF FOUND THEN
-      RETURN QUERY SELECT 'replay'::text, NULL::int, NULL::text, c.id, NULL::int, NULL::int, NULL::int, NULL::int, c.fingerprint;
+      RETURN QUERY SELECT 'replay'::text, c.id, c.fingerprint, NULL::jsonb;
       RETURN;
     END IF;
   END IF;
   PERFORM 1 FROM sales WHERE id = ANY (p_sales) ORDER BY id FOR UPDATE;
   FOR i IN 1 .. n LOOP
+    at_line := jsonb_build_object('line', i - 1, 'sale', p_sales[i]);
     SELECT * INTO s FROM sales WHERE id = p_sales[i];
     IF NOT FOUND THEN
-      RETURN QUERY SELECT 'not_found'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN QUERY SELECT 'cart_line_no_sale'::text, NULL::text, NULL::text, at_line;
       RETURN;
     END IF;
     IF s.held > 0 THEN
@@ -110,28 +112,29 @@ BEGIN
     END IF;
     st := sale_status(s);
     IF st <> 'live' THEN
-      RETURN QUERY SELECT 'not_live'::text, i - 1, st, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN QUERY SELECT 'sale_not_live'::text, NULL::text, NULL::text, at_line || jsonb_build_object('status', st);
       RETURN;
     END IF;
     IF EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = s.id) THEN
-      RETURN QUERY SELECT 'ticket_required'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN QUERY SELECT 'cart_line_room'::text, NULL::text, NULL::text, at_line;
       RETURN;
     END IF;
     own_id := NULL;
     SELECT id INTO own_id FROM sale_holds WHERE sale_id = s.id AND customer = p_customer AND status = 'active';
     IF own_id IS NOT NULL THEN
-      RETURN QUERY SELECT 'held'::text, i - 1, NULL::text, own_id, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+      RETURN QUERY SELECT 'cart_line_held'::text, NULL::text, NULL::text, at_line || jsonb_build_object('hold', own_id);
       RETURN;
     END IF;
     SELECT COALESCE(sum(quantity), 0) INTO ordered FROM sale_orders WHERE sale_id = s.id AND customer = p_customer;
     IF ordered + p_quantities[i] > s.per_customer_limit THEN
-      RETURN QUERY SELECT 'limit_reached'::text, i - 1, NULL::text, NULL::text, ordered, p_quantities[i], NULL::int, s.per_customer_limit, NULL::text;
+      RETURN QUERY SELECT 'sale_limit'::text, NULL::text, NULL::text,
+        at_line || jsonb_build_object('units', ordered, 'quantity', p_quantities[i], 'limit', s.per_customer_limit);
       RETURN;
     END IF;
     IF s.cap IS NOT NULL THEN
       left_ := s.cap - s.sold - s.escrow - s.held;
       IF p_quantities[i] > left_ THEN
-        RETURN QUERY SELECT 'sold_out'::text, i - 1, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::int, NULL::text;
+        RETURN QUERY SELECT 'sale_sold_out'::text, NULL::text, NULL::text, at_line || jsonb_build_object('available', greatest(left_, 0));
         RETURN;
       END IF;
     END IF;
@@ -143,7 +146,7 @@ BEGIN
     VALUES (p_hold_ids[i], p_sales[i], p_customer, p_quantities[i], expiry, p_cart, i - 1);
     UPDATE sales SET held = held + p_quantities[i] WHERE id = p_sales[i];
   END LOOP;
-  RETURN QUERY SELECT 'ok'::text, NULL::int, NULL::text, p_cart, NULL::int, NULL::int, NULL::int, NULL::int, NULL::text;
+  RETURN QUERY SELECT 'ok'::text, p_cart, NULL::text, NULL::jsonb;
 END
 $$;
 
@@ -601,7 +604,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION dibs.sale_confirm(p_hold text, p_order_id text) RETURNS TABLE(outcome text, result_id text, expires_at timestamp with time zone)
+CREATE FUNCTION dibs.sale_confirm(p_hold text, p_order_id text) RETURNS TABLE(outcome text, result_id text, ctx jsonb)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -611,7 +614,7 @@ DECLARE
 BEGIN
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::jsonb;
     RETURN;
   END IF;
   -- A hold's sale never changes: lock it, then look at the hold as it is now.
@@ -619,19 +622,19 @@ BEGIN
   PERFORM sale_expire_stale(h.sale_id);
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF h.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'replay'::text, o.id, NULL::timestamptz FROM sale_orders o WHERE o.hold_id = p_hold;
+    RETURN QUERY SELECT 'replay'::text, o.id, NULL::jsonb FROM sale_orders o WHERE o.hold_id = p_hold;
     RETURN;
   ELSIF h.status = 'cancelled' THEN
-    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'hold_cancelled'::text, NULL::text, NULL::jsonb;
     RETURN;
   ELSIF h.cart_id IS NOT NULL THEN
-    RETURN QUERY SELECT 'in_cart'::text, h.cart_id, NULL::timestamptz;
+    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, jsonb_build_object('cart', h.cart_id);
     RETURN;
   ELSIF h.status = 'expired' THEN
-    RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;
+    RETURN QUERY SELECT 'hold_expired'::text, NULL::text, jsonb_build_object('expiresAt', iso_utc(h.expires_at));
     RETURN;
   ELSIF s.cancelled_at IS NOT NULL THEN
-    RETURN QUERY SELECT 'sale_cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'sale_not_live'::text, NULL::text, jsonb_build_object('sale', h.sale_id, 'status', 'cancelled');
     RETURN;
   END IF;
   INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
@@ -642,7 +645,7 @@ BEGIN
     VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
     ON CONFLICT (idempotency_key) DO NOTHING;
   END IF;
-  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::timestamptz;
+  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::jsonb;
 END
 $$;
 
@@ -858,7 +861,7 @@ CREATE FUNCTION dibs.sale_status(s dibs.sales) RETURNS text
   END
 $$;
 
-CREATE FUNCTION dibs.sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false) RETURNS TABLE(outcome text, status text, result_id text, units integer, more integer, available integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+CREATE FUNCTION dibs.sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false) RETURNS TABLE(outcome text, result_id text, key_kind text, key_customer text, key_quantity integer, ctx jsonb)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -876,7 +879,7 @@ BEGIN
   -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
   SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, kind = 'reserve' AND p_via_ticket);
   IF o.o_outcome IS NOT NULL THEN
-    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
+    RETURN QUERY SELECT o.o_outcome, (o.o_key).result_id, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, o.o_ctx;
     RETURN;
   END IF;
   s := o.o_sale;
@@ -885,20 +888,21 @@ BEGIN
   own := COALESCE(own, 0);
   -- A cart's line is replaced only with its whole cart.
   IF kind = 'reserve' AND own_cart IS NOT NULL THEN
-    RETURN QUERY SELECT 'hold_in_cart'::text, own_cart, own_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, NULL::text, NULL::text, NULL::int, jsonb_build_object('hold', own_id, 'cart', own_cart);
     RETURN;
   END IF;
   -- A reserve replaces the customer's own hold; a buy comes on top of it.
   ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
   IF ordered + own + ask > s.per_customer_limit THEN
-    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, ask, NULL::int, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN QUERY SELECT 'sale_limit'::text, NULL::text, NULL::text, NULL::text, NULL::int,
+      jsonb_build_object('units', ordered + own, 'quantity', ask, 'limit', s.per_customer_limit);
     RETURN;
   END IF;
   IF s.cap IS NOT NULL THEN
     -- Everyone else's holds count against the cap (for a reserve, the own hold is being replaced).
     left_ := s.cap - s.sold - s.escrow - (s.held - CASE WHEN kind = 'reserve' THEN own ELSE 0 END);
     IF p_quantity > left_ THEN
-      RETURN QUERY SELECT 'sold_out'::text, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::text, NULL::text, NULL::int, NULL::int;
+      RETURN QUERY SELECT 'sale_sold_out'::text, NULL::text, NULL::text, NULL::text, NULL::int, jsonb_build_object('available', greatest(left_, 0));
       RETURN;
     END IF;
   END IF;
@@ -924,11 +928,11 @@ BEGIN
   IF p_key IS NOT NULL THEN
     INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, kind, p_customer, p_quantity, result_id);
   END IF;
-  RETURN QUERY SELECT 'ok'::text, NULL::text, result_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  RETURN QUERY SELECT 'ok'::text, result_id, NULL::text, NULL::text, NULL::int, NULL::jsonb;
 END
 $$;
 
-CREATE FUNCTION dibs.sale_take_granted(p_sale text, p_grant bigint, p_customer text, p_quantity integer, p_key text, p_new_id text) RETURNS TABLE(outcome text, status text, result_id text, units integer, more integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+CREATE FUNCTION dibs.sale_take_granted(p_sale text, p_grant bigint, p_customer text, p_quantity integer, p_key text, p_new_id text) RETURNS TABLE(outcome text, result_id text, key_kind text, key_customer text, key_quantity integer, ctx jsonb)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -941,20 +945,21 @@ BEGIN
   -- A room enabled while a grant was out: the grant's units sell only through tickets now.
   SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, false);
   IF o.o_outcome IS NOT NULL THEN
-    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
+    RETURN QUERY SELECT o.o_outcome, (o.o_key).result_id, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, o.o_ctx;
     RETURN;
   END IF;
   s := o.o_sale;
   ordered := o.o_ordered;
   SELECT COALESCE(sum(quantity), 0) INTO own FROM sale_holds WHERE sale_id = p_sale AND customer = p_customer AND status = 'active';
   IF ordered + own + p_quantity > s.per_customer_limit THEN
-    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, p_quantity, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN QUERY SELECT 'sale_limit'::text, NULL::text, NULL::text, NULL::text, NULL::int,
+      jsonb_build_object('units', ordered + own, 'quantity', p_quantity, 'limit', s.per_customer_limit);
     RETURN;
   END IF;
   UPDATE sale_grants SET used = used + p_quantity
   WHERE id = p_grant AND sale_id = p_sale AND revoked_at IS NULL AND used + p_quantity <= size;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'revoked'::text, NULL::text, NULL::text, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN QUERY SELECT 'revoked'::text, NULL::text, NULL::text, NULL::text, NULL::int, NULL::jsonb;
     RETURN;
   END IF;
   INSERT INTO sale_orders (id, sale_id, customer, quantity, grant_id) VALUES (p_new_id, p_sale, p_customer, p_quantity, p_grant);
@@ -967,7 +972,7 @@ BEGIN
   IF p_key IS NOT NULL THEN
     INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, 'buy', p_customer, p_quantity, p_new_id);
   END IF;
-  RETURN QUERY SELECT 'ok'::text, NULL::text, p_new_id, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  RETURN QUERY SELECT 'ok'::text, p_new_id, NULL::text, NULL::text, NULL::int, NULL::jsonb;
 END
 $$;
 
@@ -981,12 +986,13 @@ CREATE TABLE dibs.sale_keys (
     CONSTRAINT sale_keys_kind_check CHECK ((kind = ANY (ARRAY['buy'::text, 'reserve'::text])))
 );
 
-CREATE FUNCTION dibs.sale_take_open(p_sale text, p_customer text, p_key text, p_ticket_ok boolean, OUT o_outcome text, OUT o_status text, OUT o_sale dibs.sales, OUT o_key dibs.sale_keys, OUT o_ordered integer) RETURNS record
+CREATE FUNCTION dibs.sale_take_open(p_sale text, p_customer text, p_key text, p_ticket_ok boolean, OUT o_outcome text, OUT o_ctx jsonb, OUT o_sale dibs.sales, OUT o_key dibs.sale_keys, OUT o_ordered integer) RETURNS record
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
+  st text;
 BEGIN
   SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
   IF NOT FOUND THEN
@@ -1004,14 +1010,14 @@ BEGIN
   IF s.held > 0 THEN
     s.held := s.held - sale_expire_stale(p_sale);
   END IF;
-  o_status := sale_status(s);
-  IF o_status <> 'live' THEN
-    o_outcome := 'not_live';
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    o_outcome := 'sale_not_live';
+    o_ctx := jsonb_build_object('status', st);
     RETURN;
   END IF;
-  o_status := NULL;
   IF NOT p_ticket_ok AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    o_outcome := 'ticket_required';
+    o_outcome := 'sale_ticket_required';
     RETURN;
   END IF;
   SELECT COALESCE(sum(quantity), 0) INTO o_ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;

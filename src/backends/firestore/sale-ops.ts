@@ -9,7 +9,6 @@ import type { BuyResult, Hold, HoldResult } from '../../core/sales/types.js';
 import { judgeBuy, judgeReserve, judgeSaleKey } from '../../core/model/sales.js';
 import { isoMs, saleState, toHold, toOrder, type CustomerDoc, type HoldDoc, type SaleKeyDoc } from './sale-records.js';
 import type { SaleStep } from './sale-step.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
 
 export async function buyIn(
   step: SaleStep,
@@ -24,7 +23,7 @@ export async function buyIn(
     return { order: toOrder(saleId, await step.order(prior.r)), replayed: true };
   }
   // a sale behind a waiting room sells only through admitted tickets (reserve, then confirm)
-  if (step.sale.wr) throw ticketRequired(saleId);
+  if (step.sale.wr) throw refusal('sale_ticket_required', { sale: saleId });
   await step.loadCustomers([customer]);
   judgeBuy(saleState(step.sale), step.nowIso, customer, step.unitsOf(customer).units, quantity);
   const order = step.insertOrder(customer, quantity, null);
@@ -46,7 +45,7 @@ export async function reserveIn(
     judgeSaleKey(key!, priorOf(prior), 'reserve', customer, quantity);
     return { hold: toHold((await step.hold(prior.r))!), replayed: true };
   }
-  if (step.sale.wr && !viaTicket) throw ticketRequired(step.sale.id);
+  if (step.sale.wr && !viaTicket) throw refusal('sale_ticket_required', { sale: step.sale.id });
   await step.loadCustomers([customer]);
   // the customer's own active hold is replaced; one that has expired but was not among the
   // holds the stale pass took is expired here

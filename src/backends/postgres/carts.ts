@@ -7,11 +7,11 @@
 import type pg from 'pg';
 import { notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
-import { refusal } from '../../core/refusals.js';
 import { cartFingerprint, cartKeyReused } from '../../core/sales/carts.js';
-import type { Cart, CartLine, CartOrders, CartResult, CartSpec, Order, SaleStatus } from '../../core/sales/types.js';
+import type { Cart, CartLine, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
+import { refusedRow } from './refused.js';
 
 const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'hold',
@@ -21,15 +21,14 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'ordersOfCart',
 ]);
 
-interface HoldOutcome {
-  outcome: 'replay' | 'not_found' | 'not_live' | 'ticket_required' | 'held' | 'limit_reached' | 'sold_out' | 'ok';
-  line: number | null;
-  status: SaleStatus | null;
+/** A step's answer: 'ok', 'replay', 'not_found', or a refusal's reason id (core/refusals.ts) and its context. */
+interface Outcome {
+  outcome: string;
+  ctx: Record<string, unknown> | null;
+}
+
+interface HoldOutcome extends Outcome {
   result_id: string | null;
-  units: number | null;
-  more: number | null;
-  available: number | null;
-  lim: number | null;
   fingerprint: string | null;
 }
 
@@ -73,32 +72,13 @@ export class PostgresCarts {
         throw cartKeyReused(spec.idempotencyKey!, r.fingerprint!);
       return { cart: await this.getCart(r.result_id!), replayed: r.outcome === 'replay' };
     }
-    const line = r.line!;
-    const { saleId: sale, quantity } = spec.lines[line]!;
-    switch (r.outcome) {
-      case 'not_found':
-        throw refusal('cart_line_no_sale', { sale, line });
-      case 'not_live':
-        throw refusal('sale_not_live', { sale, status: r.status!, line });
-      case 'ticket_required':
-        throw refusal('cart_line_room', { sale, line });
-      case 'held':
-        throw refusal('cart_line_held', { sale, hold: r.result_id!, line });
-      case 'limit_reached':
-        throw refusal('sale_limit', { sale, customer: spec.customer, units: r.units!, quantity, limit: r.lim!, line });
-      case 'sold_out':
-        throw refusal('sale_sold_out', { sale, available: r.available!, line });
-    }
+    // the line that failed (and its sale) are in the context
+    throw refusedRow(r.outcome, r.ctx, { customer: spec.customer });
   }
 
   async confirmCart(cartId: string): Promise<CartOrders> {
     const before = await this.getCart(cartId);
-    const r = (
-      await query<{ outcome: string; result_id: string | null; expires_at: Date | null }>(this.pool, Q.confirm, [
-        cartId,
-        before.lines.map(() => newId('ord')),
-      ])
-    ).rows[0]!;
+    const r = (await query<Outcome>(this.pool, Q.confirm, [cartId, before.lines.map(() => newId('ord'))])).rows[0]!;
     switch (r.outcome) {
       case 'ok':
       case 'replay': {
@@ -107,19 +87,15 @@ export class PostgresCarts {
       }
       case 'not_found':
         throw notFound('cart', cartId);
-      case 'cancelled':
-        throw refusal('cart_cancelled', { cart: cartId });
-      case 'expired':
-        throw refusal('cart_expired', { cart: cartId, expiresAt: r.expires_at!.toISOString() });
       default:
-        throw refusal('cart_line_cancelled', { cart: cartId, sale: r.result_id! });
+        throw refusedRow(r.outcome, r.ctx, { cart: cartId });
     }
   }
 
   async cancelCart(cartId: string): Promise<Cart> {
     const { outcome } = (await query<{ outcome: string }>(this.pool, Q.cancel, [cartId])).rows[0]!;
     if (outcome === 'not_found') throw notFound('cart', cartId);
-    if (outcome === 'confirmed') throw refusal('cart_confirmed', { cart: cartId });
+    if (outcome !== 'ok') throw refusedRow(outcome, null, { cart: cartId });
     return this.getCart(cartId);
   }
 

@@ -15,7 +15,7 @@ import {
   type GrantOutcome,
 } from '../../core/sales/grants.js';
 import type { Order, SaleStatus } from '../../core/sales/types.js';
-import { takeRefusal } from './take-refusal.js';
+import { refusedRow } from './refused.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 
@@ -97,22 +97,18 @@ export class PgGrants implements GrantLedger {
     const r = (
       await query<{
         outcome: string;
-        status: SaleStatus | null;
         result_id: string | null;
-        units: number | null;
-        more: number | null;
         key_kind: string | null;
         key_customer: string | null;
         key_quantity: number | null;
-        lim: number | null;
+        ctx: Record<string, unknown> | null;
       }>(this.pool, Q.takeGranted, [saleId, grantId, customer, quantity, key, orderId])
     ).rows[0]!;
     switch (r.outcome) {
       case 'not_found':
-      case 'not_live':
-      case 'ticket_required':
-      case 'limit_reached':
-        throw takeRefusal(r, saleId, customer);
+        throw notFound('sale', saleId);
+      case 'ok':
+        return { outcome: 'ok', order: (await this.getOrder(r.result_id!))! };
       case 'revoked':
         return { outcome: 'revoked' };
       case 'replay':
@@ -125,7 +121,7 @@ export class PgGrants implements GrantLedger {
         );
         return { outcome: 'replay', order: (await this.getOrder(r.result_id!))! };
       default:
-        return { outcome: 'ok', order: (await this.getOrder(r.result_id!))! };
+        throw refusedRow(r.outcome, r.ctx, { sale: saleId, customer });
     }
   }
 

@@ -41,33 +41,24 @@ export interface TakeRequest {
 
 /** The one-row answer of `sale_take`. */
 export interface TakeRow {
-  outcome:
-    | 'ok'
-    | 'replay'
-    | 'not_found'
-    | 'not_live'
-    | 'ticket_required'
-    | 'limit_reached'
-    | 'sold_out'
-    | 'hold_in_cart';
-  /** The sale's status (not_live), or the cart of the hold (hold_in_cart). */
-  status: string | null;
+  /** 'ok', 'replay', 'not_found', or a refusal's reason id (core/refusals.ts). */
+  outcome: string;
   result_id: string | null;
-  units: number | null;
-  more: number | null;
-  available: number | null;
   key_kind: 'buy' | 'reserve' | null;
   key_customer: string | null;
   key_quantity: number | null;
-  lim: number | null;
+  /** A refusal's context, named as its reason names it. */
+  ctx: Record<string, unknown> | null;
 }
 
 /** The one-row answer of `sale_confirm`. */
 export interface ConfirmRow {
-  outcome: 'ok' | 'replay' | 'not_found' | 'cancelled' | 'expired' | 'sale_cancelled' | 'in_cart';
-  /** The order (ok, replay) or the cart (in_cart). */
+  /** 'ok', 'replay', 'not_found', or a refusal's reason id (core/refusals.ts). */
+  outcome: string;
+  /** The order (ok, replay). */
   result_id: string | null;
-  expires_at: Date | null;
+  /** A refusal's context, named as its reason names it. */
+  ctx: Record<string, unknown> | null;
 }
 
 /** A step's answer with the order or hold it points at (undefined: none, or lost after the commit). */

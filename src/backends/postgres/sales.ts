@@ -28,7 +28,7 @@ import {
   saleStatus,
   soldOutEventViolation,
 } from '../../core/sales/rules.js';
-import { takeRefusal, type RefusedTake } from './take-refusal.js';
+import { refusedRow } from './refused.js';
 import type {
   ActivationResult,
   BuyResult,
@@ -329,16 +329,8 @@ export class PgSales implements SaleBackend {
         };
       case 'not_found':
         throw notFound('hold', holdId);
-      case 'cancelled':
-        throw refusal('hold_cancelled', { hold: holdId });
-      case 'expired':
-        throw refusal('hold_expired', { hold: holdId, expiresAt: iso(r.expires_at!) });
-      case 'in_cart':
-        throw refusal('hold_in_cart', { hold: holdId, cart: r.result_id! });
-      default: {
-        const { sale_id: saleId } = await this.hold(this.pool, holdId);
-        throw refusal('sale_not_live', { sale: saleId, status: 'cancelled' });
-      }
+      default:
+        throw refusedRow(r.outcome, r.ctx, { hold: holdId });
     }
   }
 
@@ -593,7 +585,7 @@ export class PgSales implements SaleBackend {
   }
 
   private noteRefusal(saleId: string, row: TakeRow): void {
-    if (row.outcome !== 'sold_out' && row.outcome !== 'not_live') return;
+    if (row.outcome !== 'sale_sold_out' && row.outcome !== 'sale_not_live') return;
     if (this.refusing.size >= 10_000) this.refusing.clear(); // only a shortcut: forgetting costs one locked group
     this.refusing.add(saleId);
   }
@@ -666,7 +658,7 @@ export class PgSales implements SaleBackend {
    * A buy (ttlMs null) or reserve as ONE statement (sales.sql `take` → functions/sale_take.sql):
    * the row lock, key replay, lazy expiry, window, limit and cap checks and the writes all happen
    * server-side, so the sale row is locked for the statements' time only, not for client round
-   * trips. Outcome codes become the same errors rules.ts gives every backend.
+   * trips. A refusal comes back as its reason id and context, for the one factory in core/refusals.ts.
    */
   private async take(
     saleId: string,
@@ -709,14 +701,9 @@ function takeOutcome(
         replayed: true,
       };
     case 'not_found':
-    case 'not_live':
-    case 'ticket_required':
-    case 'limit_reached':
-      throw takeRefusal(r as RefusedTake, saleId, customer);
-    case 'sold_out':
-      throw refusal('sale_sold_out', { sale: saleId, available: r.available! });
-    case 'hold_in_cart':
-      throw refusal('hold_in_cart', { hold: r.result_id!, cart: r.status! });
+      throw notFound('sale', saleId);
+    default:
+      throw refusedRow(r.outcome, r.ctx, { sale: saleId, customer });
   }
 }
 

@@ -11,8 +11,9 @@ import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { refusal } from '../../core/refusals.js';
 import { cartFingerprint, cartKeyReused } from '../../core/sales/carts.js';
-import type { Cart, CartOrders, CartResult, CartSpec, Order, SaleStatus } from '../../core/sales/types.js';
+import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
 import { saleTag } from './keys.js';
+import { refusedReply } from './refused.js';
 import { runScript, type RedisClient } from './scripts.js';
 import type { RedisSales } from './sales.js';
 
@@ -89,31 +90,9 @@ export class RedisCarts {
       if (reply[2] !== fingerprint) throw cartKeyReused(spec.idempotencyKey!, reply[2]!);
       return { cart: toCart(JSON.parse(reply[1]!) as CartView), replayed: true };
     }
-    const line = Number(reply[1]);
-    const { saleId: sale, quantity } = spec.lines[line]!;
-    switch (reply[0]) {
-      case 'not_found':
-        throw refusal('cart_line_no_sale', { sale, line });
-      case 'not_live':
-        throw refusal('sale_not_live', { sale, status: reply[2] as SaleStatus, line });
-      case 'ticket_required':
-        throw refusal('cart_line_room', { sale, line });
-      case 'held':
-        throw refusal('cart_line_held', { sale, hold: reply[2]!, line });
-      case 'limit_reached':
-        throw refusal('sale_limit', {
-          sale,
-          customer: spec.customer,
-          units: Number(reply[2]),
-          quantity,
-          limit: Number(reply[3]),
-          line,
-        });
-      case 'sold_out':
-        throw refusal('sale_sold_out', { sale, available: Number(reply[2]), line });
-      default:
-        throw new Error(`cart_hold.lua answered ${String(reply[0])}`);
-    }
+    // the line that failed (and its sale) are in the reply
+    if (reply[0] === 'refused') throw refusedReply(reply, { customer: spec.customer });
+    throw new Error(`cart_hold.lua answered ${String(reply[0])}`);
   }
 
   async confirmCart(cartId: string): Promise<CartOrders> {
@@ -135,12 +114,8 @@ export class RedisCarts {
       }
       case 'not_found':
         throw notFound('cart', cartId);
-      case 'cancelled':
-        throw refusal('cart_cancelled', { cart: cartId });
-      case 'expired':
-        throw refusal('cart_expired', { cart: cartId, expiresAt: iso(reply[1]!) });
-      case 'line_cancelled':
-        throw refusal('cart_line_cancelled', { cart: cartId, sale: reply[1]! });
+      case 'refused':
+        throw refusedReply(reply, { cart: cartId });
       default:
         throw new Error(`cart_confirm.lua answered ${String(reply[0])}`);
     }
@@ -150,7 +125,7 @@ export class RedisCarts {
     const tag = this.tagOf(cartId);
     const reply = (await runScript(this.client, 'cart_cancel', [`${tag}:carts`], [tag, cartId])) as string[];
     if (reply[0] === 'not_found') throw notFound('cart', cartId);
-    if (reply[0] === 'confirmed') throw refusal('cart_confirmed', { cart: cartId });
+    if (reply[0] === 'refused') throw refusedReply(reply, { cart: cartId });
     return toCart(JSON.parse(reply[1]!) as CartView);
   }
 

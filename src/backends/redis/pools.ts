@@ -30,6 +30,7 @@ import type {
   Violation,
 } from '../../core/types.js';
 import { outboxKeys, poolKeys, registryKey, type PoolKeys } from './keys.js';
+import { refusedReply } from './refused.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { writeAcked } from './acks.js';
@@ -95,7 +96,7 @@ export class RedisPools implements PoolBackend {
         REPLAY_MS,
       ],
     );
-    if (reply === 'already_exists') throw refusal('pool_exists', { pool: spec.name });
+    if (Array.isArray(reply)) throw refusedReply(reply, { pool: spec.name });
     // The registry lives in another slot: it is written after the pool (a crash in between leaves
     // a pool that works but is not listed until it is re-registered by the next update).
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, spec.name));
@@ -150,8 +151,7 @@ export class RedisPools implements PoolBackend {
       ],
     );
     if (reply === 'not_found') throw notFound('pool', name);
-    if (Array.isArray(reply))
-      throw refusal('limit_below_holdings', { requested: patch.perClaimantLimit!, held: Number(reply[1]) });
+    if (Array.isArray(reply)) throw refusedReply(reply, { requested: patch.perClaimantLimit });
     await writeAcked(this.client, (p) => p.zadd(registryKey(this.prefix), 0, name));
     return this.getPool(name);
   }
@@ -212,8 +212,8 @@ export class RedisPools implements PoolBackend {
     switch (reply[0]) {
       case 'not_found':
         throw notFound('pool', pool);
-      case 'sold_out':
-        throw refusal('pool_sold_out', { pool });
+      case 'refused':
+        throw scriptRefusal(reply[1], { pool });
       case 'not_yet_valid':
       case 'expired':
         throw await this.outsideWindow(pool, reply[0]);
@@ -372,7 +372,7 @@ export class RedisPools implements PoolBackend {
       ],
     )) as string[];
     if (reply[0] === 'not_found') throw notFound('pool', pool);
-    if (reply[0] === 'already_exists') throw refusal('code_exists', { code: spec.code });
+    if (reply[0] === 'refused') throw refusedReply(reply, { code: spec.code });
     return toMultiCode(pool, spec.code, JSON.parse(reply[1]!) as MultiRecord);
   }
 
@@ -629,14 +629,11 @@ export class RedisPools implements PoolBackend {
     if ((head === 'not_yet_valid' || head === 'expired') && rest[1] === 'code')
       throw codeOutsideWindow(code, head, iso(rest[0])!);
     if (head === 'not_yet_valid' || head === 'expired') throw await this.outsideWindow(pool, head);
-    if (head === 'held') throw refusal('held', { code, until: iso(rest[0])! });
-    if (head === 'multi_use') throw refusal('multi_use_not_holdable', { code });
     if (head === 'not_found') throw notFound(rest[0] === 'pool' ? 'pool' : 'code', rest[0] === 'pool' ? pool : code);
-    if (head === 'already_redeemed') throw refusal('already_redeemed', { code, at: iso(rest[0])! });
-    // a script's refusal by its reason id (with the status, limit and holder it names); the
-    // request's own claimant and order fill the rest of the context
+    // a script's refusal by its reason id (with the status, limit, holder and instant it names);
+    // the request's own claimant and order fill the rest of the context
     if (head === 'refused') {
-      const [reason, status, max, holder] = rest;
+      const [reason, status, max, holder, instant] = rest;
       throw scriptRefusal(reason, {
         pool,
         code,
@@ -645,6 +642,8 @@ export class RedisPools implements PoolBackend {
         orderId: asked.orderId,
         limit: Number(max),
         max: Number(max),
+        at: iso(instant),
+        until: iso(instant),
       });
     }
     const [, status, holder, claimedAt, redeemedAt, order, holdClaimant, holdUntil, starts, expires] =

@@ -17,13 +17,12 @@
  * Durability is the server's: without AOF (appendfsync always) an acknowledged order can be lost
  * in a crash (docs/redis.md).
  */
-import { refusal, scriptRefusal } from '../../core/refusals.js';
+import { refusal } from '../../core/refusals.js';
 import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import { assertPreflight, saleStatus, soldOutEventViolation } from '../../core/sales/rules.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type {
   ActivationResult,
   BuyResult,
@@ -42,6 +41,7 @@ import type {
 } from '../../core/sales/types.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './keys.js';
+import { refusedReply } from './refused.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { RedisCarts } from './carts.js';
@@ -164,7 +164,7 @@ export class RedisSales implements SaleBackend {
           REPLAY_MS,
         ],
       );
-      if (reply === 'already_exists') throw alreadyExists(spec.id);
+      if (Array.isArray(reply)) throw refusedReply(reply, { sale: spec.id });
       if (reply === 'ok') return this.getSale(spec.id);
     }
     throw busy(spec.sku);
@@ -246,13 +246,7 @@ export class RedisSales implements SaleBackend {
         ],
       );
       if (reply === 'not_found') throw notFound('sale', id);
-      if (reply === 'cancelled') throw refusal('sale_cancelled', { sale: id });
-      if (Array.isArray(reply))
-        throw refusal('sale_limit_below_units', {
-          sale: id,
-          requested: spec.perCustomerLimit,
-          units: Number(reply[1]),
-        });
+      if (Array.isArray(reply)) throw refusedReply(reply, { sale: id, requested: spec.perCustomerLimit });
       if (reply === 'ok') return this.readSale(tag, id);
     }
     throw busy(id);
@@ -348,8 +342,7 @@ export class RedisSales implements SaleBackend {
     if (!tag) throw notFound('hold', holdId);
     const reply = (await runScript(this.client, 'sale_cancel_hold', [`${tag}:holds`], [tag, holdId])) as string[];
     if (reply[0] === 'not_found') throw notFound('hold', holdId);
-    if (reply[0] === 'confirmed') throw refusal('hold_confirmed', { hold: holdId, order: reply[1] ?? null });
-    if (reply[0] === 'hold_in_cart') throw refusal('hold_in_cart', { hold: holdId, cart: reply[1]! });
+    if (reply[0] === 'refused') throw refusedReply(reply, { hold: holdId });
     return toHold(JSON.parse(reply[1]!) as HoldRecord);
   }
 
@@ -613,22 +606,10 @@ export class RedisSales implements SaleBackend {
       }
       case 'refused':
         return refusedReply(reply, { sale: saleId, customer });
-      case 'ticket_required':
-        return ticketRequired(saleId);
       default:
         return new Error(`sale script answered ${String(reply[0])}`);
     }
   }
-}
-
-/**
- * A script's refusal, `{'refused', reason, field, value, …}`: its reason id from core/refusals.ts
- * and the context it names (numbers come as integer replies) over what the request already says.
- */
-function refusedReply(reply: unknown[], request: Record<string, unknown>): DibsError {
-  const context: Record<string, unknown> = { ...request };
-  for (let i = 2; i + 1 < reply.length; i += 2) context[String(reply[i])] = reply[i + 1];
-  return scriptRefusal(reply[1], context);
 }
 
 /** The audit's rules over one snapshot (sale_audit.lua): I2, I3, I4, I7. */

@@ -3,6 +3,7 @@
  * writer at a time), built from sales.ts' helpers so the window, limit, key and hold rules are
  * the very ones of the ledger path.
  */
+import { refusal } from '../../core/refusals.js';
 import { notFound } from '../../core/errors.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
 import {
@@ -13,7 +14,6 @@ import {
   type GrantOutcome,
 } from '../../core/sales/grants.js';
 import type { Order } from '../../core/sales/types.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import { toOrder, type OrderRow, type SqliteSales } from './sales.js';
@@ -100,7 +100,7 @@ export class SqliteGrants implements GrantLedger {
       if (replay) return { outcome: 'replay', order: this.order(replay.result_id)! };
       const row = this.sales.liveSale(saleId, now);
       // A room enabled while this grant was out: its units sell only through tickets now.
-      if (this.sales.hasWaitingRoom(saleId)) throw ticketRequired(saleId);
+      if (this.sales.hasWaitingRoom(saleId)) throw refusal('sale_ticket_required', { sale: saleId });
       this.sales.assertWithinLimit(row, customer, quantity);
       if (this.stmt.useGrant.run({ grant: Number(grantId), sale: saleId, quantity }).changes === 0)
         return { outcome: 'revoked' };

@@ -10,7 +10,6 @@ import {
   saleStatus,
   soldOutEventViolation,
 } from '../../core/sales/rules.js';
-import { ticketRequired } from '../../core/sales/waiting-room.js';
 import type {
   ActivationResult,
   BuyResult,
@@ -218,7 +217,7 @@ export class SqliteSales implements SaleBackend {
       if (replay) return { order: toOrder(this.order(replay.result_id)), replayed: true };
       const row = this.liveSale(saleId, now);
       // a sale with a waiting room sells only through admitted tickets (reserve, then confirm)
-      if (this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
+      if (this.stmt.hasWaitingRoom.get(saleId)) throw refusal('sale_ticket_required', { sale: saleId });
       this.assertWithinLimit(row, customer, quantity);
       if (row.cap !== null) {
         const available = row.cap - row.sold - row.held - row.escrow;
@@ -258,7 +257,7 @@ export class SqliteSales implements SaleBackend {
       const replay = this.replay(saleId, key, 'reserve', customer, quantity);
       if (replay) return { hold: toHold(this.hold(replay.result_id)), replayed: true };
       const row = this.liveSale(saleId, now);
-      if (!viaTicket && this.stmt.hasWaitingRoom.get(saleId)) throw ticketRequired(saleId);
+      if (!viaTicket && this.stmt.hasWaitingRoom.get(saleId)) throw refusal('sale_ticket_required', { sale: saleId });
       const own = this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
       if (own?.cart_id) throw refusal('hold_in_cart', { hold: own.id, cart: own.cart_id });
       const ownUnits = own?.quantity ?? 0;

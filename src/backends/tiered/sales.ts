@@ -21,7 +21,6 @@
  *   units granted, the current grant is sealed in Redis and its unsold units taken back first.
  */
 import { judgeSaleKey } from '../../core/model/sales.js';
-import { refusal } from '../../core/refusals.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
 import { DibsError, isDibsError } from '../../core/errors.js';
@@ -44,6 +43,7 @@ import type {
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { loadScripts, runScript, type RedisClient } from '../redis/scripts.js';
 import { tieredSaleKeys } from '../redis/keys.js';
+import { refusedReply } from '../redis/refused.js';
 import { translateRedisError } from '../redis/errors.js';
 
 /** The fast path's scripts (tiered/scripts/*.lua), with Redis' shared Lua fragment in front. */
@@ -78,9 +78,8 @@ type TakeReply =
   | ['lost']
   | ['busy']
   | ['ledger']
-  | ['sold_out']
+  | ['refused', ...unknown[]]
   | ['replay', string]
-  | ['limit', number, number]
   | ['refill', string, number, string]
   | ['ok', string];
 
@@ -183,16 +182,8 @@ export class TieredSales implements SaleBackend {
         }
         case 'ledger':
           return this.ledgerBuy(saleId, customer, quantity, key, false);
-        case 'sold_out':
-          throw refusal('sale_sold_out', { sale: saleId, available: 0 });
-        case 'limit':
-          throw refusal('sale_limit', {
-            sale: saleId,
-            customer,
-            units: Number(reply[1]),
-            quantity,
-            limit: Number(reply[2]),
-          });
+        case 'refused':
+          throw refusedReply(reply, { sale: saleId, customer });
         case 'replay': {
           const [who, qty, id] = reply[1].split('\t');
           judgeSaleKey(key!, { kind: 'buy', customer: who!, quantity: Number(qty) }, 'buy', customer, quantity);

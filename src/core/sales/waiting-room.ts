@@ -167,12 +167,6 @@ export function notAdmitted(
   });
 }
 
-export function ticketRequired(saleId: string): DibsError {
-  return new DibsError('ticket_required', `sale '${saleId}' has a waiting room: join it and reserve with your ticket`, {
-    field: 'ticket',
-  });
-}
-
 /**
  * How many tickets may be admitted now: the token bucket (refilled at `rate` per second since the
  * last admission, holding at most one second's worth — at least 1) and the units left for them.

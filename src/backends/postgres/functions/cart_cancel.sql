@@ -1,5 +1,6 @@
 -- Releases every line of a cart as one step (cart row, then its sales in id order). Outcomes:
--- not_found | confirmed | ok (cancelled now, or already cancelled or expired: nothing to do).
+-- not_found | cart_confirmed (the refusal's reason id in core/refusals.ts) | ok (cancelled now, or
+-- already cancelled or expired: nothing to do).
 CREATE OR REPLACE FUNCTION cart_cancel(p_cart text)
 RETURNS TABLE (outcome text)
 LANGUAGE plpgsql AS $$
@@ -13,7 +14,7 @@ BEGIN
     RETURN QUERY SELECT 'not_found'::text;
     RETURN;
   ELSIF c.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'confirmed'::text;
+    RETURN QUERY SELECT 'cart_confirmed'::text;
     RETURN;
   ELSIF c.status = 'cancelled' OR c.expires_at <= now() THEN
     RETURN QUERY SELECT 'ok'::text;

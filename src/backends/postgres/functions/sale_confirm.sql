@@ -1,9 +1,12 @@
--- Confirming a hold as one step. Outcomes: not_found | replay (result_id = its order) |
--- cancelled | in_cart (result_id = the cart: its lines are confirmed with it) | expired (expires_at) |
--- sale_cancelled | ok (result_id = the new order).
+-- Confirming a hold as one step. Outcomes: not_found | replay (result_id = its order) | ok
+-- (result_id = the new order) | a refusal's reason id from core/refusals.ts with its context in ctx:
+-- hold_cancelled | hold_in_cart (cart: its lines are confirmed with it) | hold_expired (expiresAt) |
+-- sale_not_live (sale, status 'cancelled').
 -- The hold's units move from held to sold, so sold + held is unchanged and the cap still holds.
+-- The form with expires_at (before ctx) goes: result columns cannot be replaced in place.
+DROP FUNCTION IF EXISTS sale_confirm(text, text);
 CREATE OR REPLACE FUNCTION sale_confirm(p_hold text, p_order_id text)
-RETURNS TABLE (outcome text, result_id text, expires_at timestamptz)
+RETURNS TABLE (outcome text, result_id text, ctx jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -12,7 +15,7 @@ DECLARE
 BEGIN
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::jsonb;
     RETURN;
   END IF;
   -- A hold's sale never changes: lock it, then look at the hold as it is now.
@@ -20,19 +23,19 @@ BEGIN
   PERFORM sale_expire_stale(h.sale_id);
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF h.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'replay'::text, o.id, NULL::timestamptz FROM sale_orders o WHERE o.hold_id = p_hold;
+    RETURN QUERY SELECT 'replay'::text, o.id, NULL::jsonb FROM sale_orders o WHERE o.hold_id = p_hold;
     RETURN;
   ELSIF h.status = 'cancelled' THEN
-    RETURN QUERY SELECT 'cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'hold_cancelled'::text, NULL::text, NULL::jsonb;
     RETURN;
   ELSIF h.cart_id IS NOT NULL THEN
-    RETURN QUERY SELECT 'in_cart'::text, h.cart_id, NULL::timestamptz;
+    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, jsonb_build_object('cart', h.cart_id);
     RETURN;
   ELSIF h.status = 'expired' THEN
-    RETURN QUERY SELECT 'expired'::text, NULL::text, h.expires_at;
+    RETURN QUERY SELECT 'hold_expired'::text, NULL::text, jsonb_build_object('expiresAt', iso_utc(h.expires_at));
     RETURN;
   ELSIF s.cancelled_at IS NOT NULL THEN
-    RETURN QUERY SELECT 'sale_cancelled'::text, NULL::text, NULL::timestamptz;
+    RETURN QUERY SELECT 'sale_not_live'::text, NULL::text, jsonb_build_object('sale', h.sale_id, 'status', 'cancelled');
     RETURN;
   END IF;
   INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
@@ -43,6 +46,6 @@ BEGIN
     VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
     ON CONFLICT (idempotency_key) DO NOTHING;
   END IF;
-  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::timestamptz;
+  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::jsonb;
 END
 $$;

@@ -2,15 +2,19 @@
 -- the fast path and still unused (escrow, sale_grants) count against the cap. p_via_ticket: the
 -- caller holds an admitted waiting-room ticket. Outcomes:
 --   not_found | replay (key_* describe the stored request, result_id its order/hold)
---   not_live (status) | ticket_required | limit_reached (units = what the customer has, more = what
---   was asked beyond it, lim = the limit) | sold_out (available) | ok (result_id = the new order /
---   the new or replaced hold) | hold_in_cart (a reserve whose own hold is a cart's line: result_id =
---   that hold, status = its cart)
+--   | ok (result_id = the new order / the new or replaced hold)
+--   | a refusal's reason id from core/refusals.ts, with ctx naming its context as the reason does:
+--     sale_not_live (status) | sale_ticket_required | sale_limit (units = what the customer has,
+--     quantity = what was asked beyond it, limit) | sale_sold_out (available) | hold_in_cart (a
+--     reserve whose own hold is a cart's line: hold, cart)
 -- The opening (lock, replay, expiry, status, waiting room) is sale_take_open, shared with sale_take_granted.
--- The 6-argument form (before p_via_ticket) goes: with it beside this one, a 6-argument call would be ambiguous.
+-- The 6-argument form (before p_via_ticket) goes: with it beside this one, a 6-argument call would be
+-- ambiguous; so does the form with one column per context field (before ctx): result columns
+-- cannot be replaced in place.
 DROP FUNCTION IF EXISTS sale_take(text, text, integer, text, text, double precision);
+DROP FUNCTION IF EXISTS sale_take(text, text, integer, text, text, double precision, boolean);
 CREATE OR REPLACE FUNCTION sale_take(p_sale text, p_customer text, p_quantity integer, p_key text, p_new_id text, p_ttl_ms double precision, p_via_ticket boolean DEFAULT false)
-RETURNS TABLE (outcome text, status text, result_id text, units integer, more integer, available integer, key_kind text, key_customer text, key_quantity integer, lim integer)
+RETURNS TABLE (outcome text, result_id text, key_kind text, key_customer text, key_quantity integer, ctx jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -27,7 +31,7 @@ BEGIN
   -- A sale behind a waiting room sells only through admitted tickets (reserve, then confirm).
   SELECT * INTO o FROM sale_take_open(p_sale, p_customer, p_key, kind = 'reserve' AND p_via_ticket);
   IF o.o_outcome IS NOT NULL THEN
-    RETURN QUERY SELECT o.o_outcome, o.o_status, (o.o_key).result_id, NULL::int, NULL::int, NULL::int, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, NULL::int;
+    RETURN QUERY SELECT o.o_outcome, (o.o_key).result_id, (o.o_key).kind, (o.o_key).customer, (o.o_key).quantity, o.o_ctx;
     RETURN;
   END IF;
   s := o.o_sale;
@@ -36,20 +40,21 @@ BEGIN
   own := COALESCE(own, 0);
   -- A cart's line is replaced only with its whole cart.
   IF kind = 'reserve' AND own_cart IS NOT NULL THEN
-    RETURN QUERY SELECT 'hold_in_cart'::text, own_cart, own_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, NULL::text, NULL::text, NULL::int, jsonb_build_object('hold', own_id, 'cart', own_cart);
     RETURN;
   END IF;
   -- A reserve replaces the customer's own hold; a buy comes on top of it.
   ask := CASE WHEN kind = 'reserve' THEN p_quantity - own ELSE p_quantity END;
   IF ordered + own + ask > s.per_customer_limit THEN
-    RETURN QUERY SELECT 'limit_reached'::text, NULL::text, NULL::text, ordered + own, ask, NULL::int, NULL::text, NULL::text, NULL::int, s.per_customer_limit;
+    RETURN QUERY SELECT 'sale_limit'::text, NULL::text, NULL::text, NULL::text, NULL::int,
+      jsonb_build_object('units', ordered + own, 'quantity', ask, 'limit', s.per_customer_limit);
     RETURN;
   END IF;
   IF s.cap IS NOT NULL THEN
     -- Everyone else's holds count against the cap (for a reserve, the own hold is being replaced).
     left_ := s.cap - s.sold - s.escrow - (s.held - CASE WHEN kind = 'reserve' THEN own ELSE 0 END);
     IF p_quantity > left_ THEN
-      RETURN QUERY SELECT 'sold_out'::text, NULL::text, NULL::text, NULL::int, NULL::int, greatest(left_, 0), NULL::text, NULL::text, NULL::int, NULL::int;
+      RETURN QUERY SELECT 'sale_sold_out'::text, NULL::text, NULL::text, NULL::text, NULL::int, jsonb_build_object('available', greatest(left_, 0));
       RETURN;
     END IF;
   END IF;
@@ -75,6 +80,6 @@ BEGIN
   IF p_key IS NOT NULL THEN
     INSERT INTO sale_keys (sale_id, key, kind, customer, quantity, result_id) VALUES (p_sale, p_key, kind, p_customer, p_quantity, result_id);
   END IF;
-  RETURN QUERY SELECT 'ok'::text, NULL::text, result_id, NULL::int, NULL::int, NULL::int, NULL::text, NULL::text, NULL::int, NULL::int;
+  RETURN QUERY SELECT 'ok'::text, result_id, NULL::text, NULL::text, NULL::int, NULL::jsonb;
 END
 $$;

@@ -2,15 +2,19 @@
 -- known idempotency key, expires the sale's stale holds, refuses a sale that is not live or that a
 -- waiting room guards (unless `p_ticket_ok`: the caller reserves through an admitted ticket), and
 -- reads how many units the customer has ordered. `o_outcome` is null when the take may go on with
--- `o_sale` (locked, held net of the holds just expired); otherwise it is the refusal or 'replay',
--- with `o_status` (not_live) or `o_key` (replay: the stored request) describing it.
+-- `o_sale` (locked, held net of the holds just expired); otherwise it is 'not_found', 'replay'
+-- (`o_key`: the stored request) or a refusal's reason id from core/refusals.ts with its context
+-- (`o_ctx`, named as the reason names it).
+-- The form with o_status (before o_ctx) goes: a function's result columns cannot be replaced in place.
+DROP FUNCTION IF EXISTS sale_take_open(text, text, text, boolean);
 CREATE OR REPLACE FUNCTION sale_take_open(
   p_sale text, p_customer text, p_key text, p_ticket_ok boolean,
-  OUT o_outcome text, OUT o_status text, OUT o_sale sales, OUT o_key sale_keys, OUT o_ordered integer)
+  OUT o_outcome text, OUT o_ctx jsonb, OUT o_sale sales, OUT o_key sale_keys, OUT o_ordered integer)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   s sales%ROWTYPE;
+  st text;
 BEGIN
   SELECT * INTO s FROM sales WHERE id = p_sale FOR UPDATE;
   IF NOT FOUND THEN
@@ -28,14 +32,14 @@ BEGIN
   IF s.held > 0 THEN
     s.held := s.held - sale_expire_stale(p_sale);
   END IF;
-  o_status := sale_status(s);
-  IF o_status <> 'live' THEN
-    o_outcome := 'not_live';
+  st := sale_status(s);
+  IF st <> 'live' THEN
+    o_outcome := 'sale_not_live';
+    o_ctx := jsonb_build_object('status', st);
     RETURN;
   END IF;
-  o_status := NULL;
   IF NOT p_ticket_ok AND EXISTS (SELECT 1 FROM waiting_rooms WHERE sale_id = p_sale) THEN
-    o_outcome := 'ticket_required';
+    o_outcome := 'sale_ticket_required';
     RETURN;
   END IF;
   SELECT COALESCE(sum(quantity), 0) INTO o_ordered FROM sale_orders WHERE sale_id = p_sale AND customer = p_customer;

@@ -1,10 +1,10 @@
 -- cart_cancel: release every line of an active cart in one step; a cancelled or expired cart
 -- answers as it is. KEYS[1] T:carts. ARGV[1] T (the cart's group), [2] cart id.
--- Returns {'ok', cart view JSON} | {'not_found'} | {'confirmed'}
+-- Returns {'ok', cart view JSON} | {'not_found'} | {'refused', 'cart_confirmed'}
 local cart = cart_of(ARGV[2])
 if not cart then return { 'not_found' } end
 local now = now_ms()
-if cart.s == 'confirmed' then return { 'confirmed' } end
+if cart.s == 'confirmed' then return { 'refused', 'cart_confirmed' } end
 if cart.s == 'active' and cart.e > now then
   for _, line in ipairs(cart.l) do
     T = line.t

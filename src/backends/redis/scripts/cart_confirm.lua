@@ -1,7 +1,8 @@
 -- cart_confirm: every line of an active, unexpired cart becomes an order, in one step.
 -- KEYS[1] T:carts. ARGV[1] T (the cart's group), [2] cart id, then one new order id per line.
--- Returns {'ok'|'replayed', cart view JSON, orders JSON [{sale, order}]} | {'not_found'} | {'cancelled'}
---   | {'expired', expires ms} | {'line_cancelled', sale id}
+-- Returns {'ok'|'replayed', cart view JSON, orders JSON [{sale, order}]} | {'not_found'}
+--   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (cart_cancelled,
+--   cart_expired, cart_line_cancelled)
 local cart = cart_of(ARGV[2])
 if not cart then return { 'not_found' } end
 local now = now_ms()
@@ -16,14 +17,14 @@ local function orders()
   return cjson.encode(out)
 end
 if cart.s == 'confirmed' then return { 'replayed', cart_view(cart, now), orders() } end
-if cart.s == 'cancelled' then return { 'cancelled' } end
-if cart.e <= now then return { 'expired', tostring(cart.e) } end
+if cart.s == 'cancelled' then return { 'refused', 'cart_cancelled' } end
+if cart.e <= now then return { 'refused', 'cart_expired', 'expiresAt', iso_ms(cart.e) } end
 -- unexpired, so no line is stale; a line that is not active was cancelled with its sale
 for _, line in ipairs(cart.l) do
   T = line.t
   if hold_of(line.h).s ~= 'active' then
     T = CART_T
-    return { 'line_cancelled', line.sale }
+    return { 'refused', 'cart_line_cancelled', 'sale', line.sale }
   end
 end
 for i, line in ipairs(cart.l) do

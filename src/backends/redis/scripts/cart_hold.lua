@@ -6,9 +6,10 @@
 -- [8] the hash of idempotency keys (key -> '<cart's tag>|<cart id>': the prefix's own slot on a
 -- single node, so a key is one key whatever its cart's sales; the cart's group on a Cluster),
 -- then per line: tag, sale id, quantity, id for the hold.
--- Returns {'ok'|'replayed', cart view JSON} (replayed: + stored fingerprint) | {'not_found', line}
---   | {'not_live', line, status} | {'ticket_required', line} | {'held', line, hold id}
---   | {'limit_reached', line, units, limit} | {'sold_out', line, available}   (line: 0-based)
+-- Returns {'ok'|'replayed', cart view JSON} (replayed: + stored fingerprint)
+--   | {'refused', reason (a refusal id of core/refusals.ts), 'line', line (0-based), 'sale', sale id,
+--      field, value, …} (cart_line_no_sale, sale_not_live, cart_line_room, cart_line_held,
+--      sale_limit, sale_sold_out)
 local cart_id, c, ttl, key, fingerprint, n = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
 local key_index = ARGV[8]
 local now = now_ms()
@@ -32,21 +33,27 @@ for i = 1, n do
   local at = 8 + (i - 1) * 4
   lines[i] = { t = ARGV[at + 1], sale = ARGV[at + 2], q = tonumber(ARGV[at + 3]), h = ARGV[at + 4] }
 end
+-- a refusal of line i: its reason and the context it names
+local function refused(i, reason, ...)
+  return { 'refused', reason, 'line', i - 1, 'sale', lines[i].sale, ... }
+end
 for i, line in ipairs(lines) do
   T = line.t
   local s = sale_state(line.sale)
-  if not s then return { 'not_found', tostring(i - 1) } end
+  if not s then return refused(i, 'cart_line_no_sale') end
   expire_stale(line.sale, now)
   s = sale_state(line.sale)
   local status = status_of(s, now)
-  if status ~= 'live' then return { 'not_live', tostring(i - 1), status } end
-  if s.room == '1' then return { 'ticket_required', tostring(i - 1) } end
+  if status ~= 'live' then return refused(i, 'sale_not_live', 'status', status) end
+  if s.room == '1' then return refused(i, 'cart_line_room') end
   local units, own = units_of(line.sale, cust_of(line.sale, c))
-  if own then return { 'held', tostring(i - 1), own.id } end
-  if units + line.q > tonumber(s.limit) then return { 'limit_reached', tostring(i - 1), tostring(units), s.limit } end
+  if own then return refused(i, 'cart_line_held', 'hold', own.id) end
+  if units + line.q > tonumber(s.limit) then
+    return refused(i, 'sale_limit', 'units', units, 'quantity', line.q, 'limit', tonumber(s.limit))
+  end
   if s.cap ~= '' then
     local available = tonumber(s.cap) - tonumber(s.sold) - tonumber(s.held)
-    if line.q > available then return { 'sold_out', tostring(i - 1), tostring(math.max(0, available)) } end
+    if line.q > available then return refused(i, 'sale_sold_out', 'available', math.max(0, available)) end
   end
 end
 -- every line passed: write them all

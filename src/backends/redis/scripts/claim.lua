@@ -6,7 +6,8 @@
 -- ARGV[1] claimant, ARGV[2] count (>= 1), ARGV[3] idempotency key ('' = none), ARGV[4] request id of
 -- a claim without a key ('' = none), kept in the taken codes' records (cq)
 -- Returns {status, taken codes, held codes} with status one of
---   'claimed' | 'replayed' | 'already_held'; or {'sold_out'} | {'not_found'} | {'conflict', claimant, count}
+--   'claimed' | 'replayed' | 'already_held'; or {'refused', 'pool_sold_out'} (a refusal id of
+--   core/refusals.ts) | {'not_found'} | {'conflict', claimant, count}
 --   | {'not_yet_valid', starts} | {'expired', expires} (outside the pool's window; a replay still answers)
 -- Hot path: one read of the pool hash (definition, window, counters, alert state), one TIME, and
 -- one write of the counters; the parked set is scanned only when it exists.
@@ -81,7 +82,7 @@ while #taken < want do
     end
   end
 end
-if #taken == 0 then return { 'sold_out' } end
+if #taken == 0 then return { 'refused', 'pool_sold_out' } end
 save_held(KEYS[4], claimant, held)
 if key ~= '' then redis.call('HSET', KEYS[5], key, cjson.encode({ c = claimant, n = count })) end
 local free = tonumber(p[4] or '0') - #taken

@@ -3,8 +3,8 @@
 -- ARGV[1] name, ARGV[2] perClaimantLimit, ARGV[3] lowStockThreshold ('' = none), ARGV[4] metadata JSON,
 -- ARGV[5] starts, ARGV[6] expires (epoch ms, '' = open), ARGV[7] max redemptions, ARGV[8] per claimant ('' = none),
 -- ARGV[9] public codes ('1' / '0'), ARGV[10] code format JSON ('' = none), ARGV[11] ms the reply is kept
--- Returns 'ok' | 'already_exists'
-if redis.call('EXISTS', KEYS[1]) == 1 then return replay_reply(KEYS[2]) or 'already_exists' end
+-- Returns 'ok' | {'refused', 'pool_exists'} (a refusal id of core/refusals.ts)
+if redis.call('EXISTS', KEYS[1]) == 1 then return replay_reply(KEYS[2]) or { 'refused', 'pool_exists' } end
 redis.call('HSET', KEYS[1],
   'name', ARGV[1], 'limit', ARGV[2], 'threshold', ARGV[3], 'metadata', ARGV[4], 'starts', ARGV[5], 'expires', ARGV[6], 'maxr', ARGV[7], 'maxrc', ARGV[8], 'public', ARGV[9], 'format', ARGV[10],
   'created_at', tostring(now_ms()),

@@ -4,8 +4,9 @@
 -- ARGV[1] code, ARGV[2] required holder ('' = any; for a direct redeem of a public code: the redeemer),
 -- ARGV[3] order ('' = none), ARGV[4] request id (new per request: a redeem without an order keeps it
 -- in the code's record, so a re-send after a dropped connection answers as its first run)
--- Returns code reply | {'not_found', what} | {'already_redeemed', at} | {'refused', reason (a refusal id of core/refusals.ts), status, max, holder}
---   | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']} | {'held', until} (another claimant's live checkout hold)
+-- Returns code reply | {'not_found', what} | {'not_yet_valid', starts[, 'code']} | {'expired', expires[, 'code']}
+--   | {'refused', reason (a refusal id of core/refusals.ts), status, max, holder, instant ms}
+--     (already_redeemed at; held until: another claimant's live checkout hold; …)
 if redis.call('EXISTS', KEYS[1]) == 0 then return { 'not_found', 'pool' } end
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if raw == false then return { 'not_found', 'code' } end
@@ -14,7 +15,7 @@ if rec.s == 'redeemed' then
   -- the same checkout again: its answer, unchanged
   if ARGV[3] ~= '' and rec.o == ARGV[3] then return code_reply(ARGV[1], rec) end
   if ARGV[3] == '' and rec.rq ~= nil and rec.rq == ARGV[4] then return code_reply(ARGV[1], rec) end
-  return { 'already_redeemed', tostring(rec.ra) }
+  return { 'refused', 'already_redeemed', rec.s, '', '', tostring(rec.ra) }
 end
 -- a never-claimed code of a public pool: its redeemer becomes its holder, within their limit
 local direct = rec.s == 'free' and redis.call('HGET', KEYS[1], 'public') == '1'
@@ -29,7 +30,7 @@ end
 local holder = direct and ARGV[2] or rec.h
 local now = now_ms()
 -- another checkout's live hold (a claimed code's hold is its holder's); the holder's is consumed
-if hold_live(rec, now) and rec.hc ~= holder then return { 'held', tostring(rec.hu) } end
+if hold_live(rec, now) and rec.hc ~= holder then return { 'refused', 'held', rec.s, '', '', tostring(rec.hu) } end
 local closed = window_closed(KEYS[1], now) or code_window_closed(rec, now)
 if closed then return closed end
 local limits = redis.call('HMGET', KEYS[1], 'maxr', 'maxrc', 'redeemed')

@@ -152,9 +152,9 @@ local function save_key(sale_id, key, kind, c, q, result)
 end
 
 -- The body of a reservation (sale_reserve.lua, and sale_room_reserve.lua with an admitted ticket).
--- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON} | {'ticket_required'}
---   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (sale_not_live, sale_limit,
---   sale_sold_out, hold_in_cart; numbers as integer replies)
+-- Returns {'ok'|'replayed', hold JSON} | {'conflict', key record JSON}
+--   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (sale_not_live,
+--   sale_ticket_required, sale_limit, sale_sold_out, hold_in_cart; numbers as integer replies)
 local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   local r = replay_of(sale_id, key, 'reserve', c, q)
   if r then
@@ -167,7 +167,7 @@ local function reserve_step(sale_id, c, q, ttl, key, new_id, via_ticket)
   local status = status_of(s, now)
   if status ~= 'live' then return { 'refused', 'sale_not_live', 'status', status } end
   -- a sale behind a waiting room is reserved only with an admitted ticket (sale_room_reserve)
-  if not via_ticket and s.room == '1' then return { 'ticket_required' } end
+  if not via_ticket and s.room == '1' then return { 'refused', 'sale_ticket_required' } end
   local units, own = units_of(sale_id, cust_of(sale_id, c))
   -- a cart's line is replaced only with its whole cart
   if own and own.cart then return { 'refused', 'hold_in_cart', 'hold', own.id, 'cart', own.cart } end

@@ -1,11 +1,13 @@
 -- sale_update: write a merged definition the shared preflight accepted, if nothing it judged has
 -- moved since (SKU index version; the cap still covers sold + held after expiring stale holds).
 -- KEYS[1] T:sku:<sku>. ARGV[1] tag, [2] version, [3] id, [4] starts ms, [5] ends ms, [6] cap,
--- [7] limit, [8] metadata JSON. Returns 'ok' | 'retry' | 'not_found' | 'cancelled' | {'limit_below_units', max units of a customer}
+-- [7] limit, [8] metadata JSON. Returns 'ok' | 'retry' | 'not_found'
+--   | {'refused', reason (a refusal id of core/refusals.ts), field, value, …} (sale_cancelled,
+--   sale_limit_below_units with the most units a customer has)
 local version, id, sku_starts, ends, cap = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local s = sale_state(id)
 if not s then return 'not_found' end
-if s.cancelled ~= '' then return 'cancelled' end
+if s.cancelled ~= '' then return { 'refused', 'sale_cancelled' } end
 if tonumber(redis.call('GET', k('skuv', s.sku)) or '0') ~= version then return 'retry' end
 local now = now_ms()
 expire_stale(id, now)
@@ -18,7 +20,7 @@ if tonumber(ARGV[7]) < tonumber(s.limit) then
     local units = units_of(id, cjson.decode(raw))
     if units > max then max = units end
   end
-  if max > tonumber(ARGV[7]) then return { 'limit_below_units', max } end
+  if max > tonumber(ARGV[7]) then return { 'refused', 'sale_limit_below_units', 'units', max } end
 end
 redis.call('HSET', k('sale', id), 'starts', sku_starts, 'ends', ends, 'cap', cap, 'limit', ARGV[7], 'meta', ARGV[8])
 -- a cap lowered to exactly what is sold sells the sale out in this step, as a last order would

@@ -4,7 +4,8 @@
 -- ARGV[4] starts, ARGV[5] expires (epoch ms; '' = keep, 'null' = open), ARGV[6] max redemptions,
 -- ARGV[7] per claimant ('' = keep, 'null' = none), ARGV[8] public codes ('' = keep, '1' / '0'),
 -- ARGV[9] code format JSON ('' = keep, 'null' = none)
--- Returns 'ok' | 'not_found' | {'limit_below_holdings', maxHeld}
+-- Returns 'ok' | 'not_found' | {'refused', 'limit_below_holdings', 'held', maxHeld} (a refusal id of
+-- core/refusals.ts, field, value)
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
 if ARGV[1] ~= '' then
   local limit = tonumber(ARGV[1])
@@ -14,7 +15,7 @@ if ARGV[1] ~= '' then
       local n = #cjson.decode(raw)
       if n > max then max = n end
     end
-    if max > limit then return { 'limit_below_holdings', max } end
+    if max > limit then return { 'refused', 'limit_below_holdings', 'held', max } end
   end
   redis.call('HSET', KEYS[1], 'limit', ARGV[1])
 end

@@ -13,9 +13,10 @@
 --   {'busy'}                  another caller is reconciling or refilling: retry shortly
 --   {'ledger'}                this sale is sold by the ledger path (not live, unlimited, waiting room, over)
 --   {'replay', record}        the key was decided here before ("customer\tqty\torder")
---   {'limit', units, limit}   the customer's units decided here plus this one exceed the limit
---   {'sold_out'}              the ledger had nothing left to grant, recently (soldout_until, or
---                             its recheck is under way)
+--   {'refused', reason, field, value, …}  a refusal by its id in core/refusals.ts: sale_limit (the
+--                             customer's units decided here plus this one exceed the limit), or
+--                             sale_sold_out (the ledger had nothing left to grant, recently:
+--                             soldout_until, or its recheck is under way)
 --   {'refill', grant, left, gen}  the grant cannot serve this buy: it is sealed (left = 0 here) and the
 --                             caller, holding the refill lease, returns `left` to the ledger and refills;
 --                             the ledger reclaims open grants newer than `gen` (made for a state Redis lost)
@@ -42,10 +43,10 @@ local left = tonumber(f[4])
 local soldout = tonumber(f[5] or '0')
 -- Sold out when the ledger was last asked (or its recheck is under way): the same answer the
 -- ledger path gives a sold-out sale, before any limit.
-if left == 0 and soldout > 0 and (soldout > now or tonumber(f[6] or '0') > now) then return { 'sold_out' } end
+if left == 0 and soldout > 0 and (soldout > now or tonumber(f[6] or '0') > now) then return { 'refused', 'sale_sold_out', 'available', 0 } end
 local units = tonumber(redis.call('HGET', cust, customer) or '0')
 local limit = tonumber(f[3])
-if units + qty > limit then return { 'limit', units, limit } end
+if units + qty > limit then return { 'refused', 'sale_limit', 'units', units, 'quantity', qty, 'limit', limit } end
 if left < qty then
   if tonumber(f[6] or '0') > now then return { 'busy' } end
   redis.call('HSET', st, 'left', 0, 'refill_until', now + lease)
