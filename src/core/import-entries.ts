@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { DibsError } from './errors.js';
 import { windowedCodeSchema } from './pools/schemas.js';
-import { codeSchema } from './schemas.js';
+import { codeSchema, plainCode } from './schemas.js';
 import type { ImportedCode } from './types.js';
 
 export type ParsedEntry = { ok: true; entry: ImportedCode } | { ok: false; field: string; message: string };
@@ -88,6 +88,10 @@ export function parseListEntry(raw: unknown): ParsedEntry {
 }
 
 function parseCode(raw: unknown): ParsedEntry {
+  if (typeof raw === 'string') {
+    const code = plainCode(raw);
+    if (code !== null) return { ok: true, entry: code };
+  }
   const result = codeSchema.safeParse(raw);
   return result.success ? { ok: true, entry: result.data } : skipped(result.error);
 }

@@ -74,6 +74,16 @@ export const codeSchema = z
   .max(LIMITS.code, `at most ${LIMITS.code} characters`)
   .refine((s) => !CONTROL_CHARS.test(s), 'must not contain control characters');
 
+/**
+ * codeSchema's rules without zod, for an import's per-code loop (a zod parse per code was a third
+ * of the Node side of a 1M-code import): the trimmed code, or null when it breaks a rule and the
+ * schema must word why. Kept beside codeSchema so the two change together.
+ */
+export function plainCode(raw: string): string | null {
+  const code = raw.trim();
+  return code.length > 0 && code.length <= LIMITS.code && !CONTROL_CHARS.test(code) ? code : null;
+}
+
 /** An order id named at checkout (redeem/unredeem): the same rules as an idempotency key. */
 export const orderIdSchema = z.lazy(() => idempotencyKeySchema);
 

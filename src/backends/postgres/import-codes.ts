@@ -7,12 +7,13 @@
 import type pg from 'pg';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import { notFound } from '../../core/errors.js';
 import type { ImportedCode, InsertResult } from '../../core/types.js';
 import { withWindow } from '../shared/imported-code.js';
 import { loadQueries } from '../shared/sql-files.js';
-import { sqlState, withTransaction } from './connection.js';
+import { causeState, sqlState, withTransaction } from './connection.js';
 import { settleLowStock } from './low-stock.js';
 
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
@@ -20,6 +21,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'createStaging',
   'copyIntoStaging',
   'insertFromStaging',
+  'insertFreshFromStaging',
   'moveCounters',
   'codesRowEstimate',
   'analyzeCodes',
@@ -34,17 +36,22 @@ function copyLine(entry: ImportedCode): string {
   return `${code.replace(/\\/g, '\\\\')}\t${startsAt ?? '\\N'}\t${expiresAt ?? '\\N'}\n`;
 }
 
+const DEADLOCK_ATTEMPTS = 8;
+
 /** Batches of one import run in parallel; how many (the server does ~1.8× more with 3 than 1). */
 export const IMPORT_CONCURRENCY = 3;
 
 export async function insertCodes(pool: pg.Pool, name: string, codes: readonly ImportedCode[]): Promise<InsertResult> {
   // Parallel batches that share codes in opposite orders can deadlock; PostgreSQL aborts one of
-  // them, which then retries from scratch (its transaction left nothing behind).
+  // them, which then retries from scratch (its transaction left nothing behind) after a short
+  // random pause, so the two do not meet again in step. The error arrives already translated
+  // (withClient: a deadlock is `unavailable`), hence its cause's state.
   for (let attempt = 1; ; attempt++) {
     try {
       return await insertBatch(pool, name, codes);
     } catch (error) {
-      if (sqlState(error) !== '40P01' || attempt >= 5) throw error;
+      if (causeState(error) !== '40P01' || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      await sleep(Math.random() * 20 * attempt);
     }
   }
 }
@@ -56,13 +63,31 @@ function insertBatch(pool: pg.Pool, name: string, codes: readonly ImportedCode[]
     if (codes.length === 0) return { inserted: 0, duplicates: 0 };
     await client.query(Q.createStaging);
     await pipeline(Readable.from(chunks(codes)), client.query(copyFrom(Q.copyIntoStaging)));
-    const inserted = (await client.query(Q.insertFromStaging, [row.id])).rowCount ?? 0;
+    const inserted = await moveFromStaging(client, row.id);
     if (inserted > 0) {
       await client.query(Q.moveCounters, [row.id, Math.random(), inserted, inserted, 0, 0, 0]);
       if (row.low_stock_threshold !== null) await settleLowStock(client, row.id, false);
     }
     return { inserted, duplicates: codes.length - inserted };
   });
+}
+
+/**
+ * Moves the staged batch into the pool: first as a plain insert (all codes new: the common case,
+ * and the cheaper statement), and only when a code is already there — in the pool, earlier in the
+ * batch, or in a parallel batch — again with ON CONFLICT DO NOTHING. The savepoint keeps the
+ * batch's transaction usable after the plain insert's unique violation; the failed attempt stops
+ * at the first such code, so a re-run of a whole file pays little for trying.
+ */
+async function moveFromStaging(client: pg.PoolClient, poolId: string): Promise<number> {
+  await client.query('SAVEPOINT dibs_import_fresh');
+  try {
+    return (await client.query(Q.insertFreshFromStaging, [poolId])).rowCount ?? 0;
+  } catch (error) {
+    if (sqlState(error) !== '23505') throw error;
+    await client.query('ROLLBACK TO SAVEPOINT dibs_import_fresh');
+    return (await client.query(Q.insertFromStaging, [poolId])).rowCount ?? 0;
+  }
 }
 
 /** The batch as COPY text in ~64 KiB chunks (few stream writes, no giant string). */

@@ -32,14 +32,18 @@ DELETE FROM dibs_pools WHERE id = ?
 -- name: deletePoolEvents
 DELETE FROM dibs_outbox WHERE pool = ?
 
--- name: insertCode
--- @startsAt/@expiresAt: the code's own window (ISO UTC, null = open on that side).
--- A code the pool already has as a multi-use code is a duplicate too. A code outside its window
--- is parked at once (migration 012: expired for good, or until its window opens).
+-- name: insertCodes
+-- @codes: the batch as one JSON array of [code, startsAt, expiresAt] (ISO UTC, null = open on that
+-- side), inserted in array order, so ids follow the file (export order = import order). One
+-- statement per batch, not one per code: binding and stepping a statement per code was most of an
+-- import's time. A code the pool already has (or that comes earlier in the batch) is skipped, and
+-- so is one the pool has as a multi-use code. A code outside its window is parked at once
+-- (migration 012: expired for good, or until its window opens).
 INSERT INTO dibs_codes (pool_id, code, starts_at, expires_at, parked_until)
-SELECT @pool, @code, @startsAt, @expiresAt,
-  CASE WHEN @expiresAt <= @now THEN 'infinity' WHEN @startsAt > @now THEN @startsAt END
-WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = @code)
+SELECT @pool, c.code, c.starts_at, c.expires_at,
+  CASE WHEN c.expires_at <= @now THEN 'infinity' WHEN c.starts_at > @now THEN c.starts_at END
+FROM (SELECT e.value ->> 0 AS code, e.value ->> 1 AS starts_at, e.value ->> 2 AS expires_at FROM json_each(@codes) e) c
+WHERE NOT EXISTS (SELECT 1 FROM dibs_multi_codes WHERE pool_id = @pool AND code = c.code)
 ON CONFLICT (pool_id, code) DO NOTHING
 
 -- name: addFree

@@ -52,7 +52,7 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'maxHeldByOneClaimant',
   'deletePool',
   'deletePoolEvents',
-  'insertCode',
+  'insertCodes',
   'addFree',
   'claimKey',
   'insertClaimKey',
@@ -214,9 +214,11 @@ export class SqlitePools implements PoolBackend {
     return write(this.db, this.options, () => {
       const row = this.pool(pool);
       const now = this.now();
-      let inserted = 0;
-      for (const entry of codes)
-        inserted += this.stmt.insertCode.run({ pool: row.id, now, ...withWindow(entry) }).changes;
+      const rows = codes.map((entry) => {
+        const { code, startsAt, expiresAt } = withWindow(entry);
+        return [code, startsAt, expiresAt];
+      });
+      const inserted = this.stmt.insertCodes.run({ pool: row.id, now, codes: JSON.stringify(rows) }).changes;
       if (inserted > 0) this.stmt.addFree.run({ id: row.id, n: inserted });
       return { inserted, duplicates: codes.length - inserted };
     });
