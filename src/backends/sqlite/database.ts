@@ -34,8 +34,6 @@ export const latestMigration = (): number => Math.max(0, ...loadMigrations(MIGRA
 const BLOCKING_WAIT_MS = 5;
 /** Upper bound of the asynchronous backoff between lock attempts after that. */
 const MAX_BACKOFF_MS = 8;
-/** How often a waiter on the write-lock board looks again (timers do not go finer than 1 ms). */
-const POLL_MS = 1;
 
 export async function openDatabase(filename: string, options: SqliteOptions): Promise<Db> {
   const db = new Database(filename);
@@ -139,7 +137,7 @@ class WriteBatcher {
         if (Date.now() >= deadline)
           throw unavailable(`database is locked by another writer for more than ${this.options.busyTimeoutMs} ms`);
         board.wait(now);
-        await board.pause(POLL_MS);
+        await board.pause();
       }
     } finally {
       board.done();
