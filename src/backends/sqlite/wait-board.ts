@@ -67,8 +67,8 @@ export class WaitBoard {
   static open(filename: string): WaitBoard | undefined {
     if (filename === '' || filename === ':memory:' || filename.startsWith('file:')) return undefined;
     try {
-      // Not append mode: that would turn every positioned write into an append.
       const path = `${filename}-dibs-wait`;
+      // Not append mode: that would turn every positioned write into an append.
       const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644);
       // Distinct slots for distinct connections, also two of one process.
       return new WaitBoard(fd, (process.pid * 7 + opened++) % SLOTS, path);
