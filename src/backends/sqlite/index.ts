@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
-import { latestMigration, migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
+import { closeWrites, latestMigration, migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
 import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
@@ -73,6 +73,7 @@ export class SqliteBackend implements Backend {
     if (this.closed) return;
     this.closed = true;
     this.locks.close();
+    closeWrites(this.db);
     this.db.close();
   }
 }
