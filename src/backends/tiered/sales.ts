@@ -23,7 +23,7 @@
 import { judgeSaleKey } from '../../core/model/sales.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import type { GrantedTake, GrantLedger } from '../../core/sales/grants.js';
-import { DibsError, isDibsError } from '../../core/errors.js';
+import { isDibsError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import type {
   ActivationResult,
@@ -417,11 +417,10 @@ export class TieredSales implements SaleBackend {
    * again — at most once per line.
    */
   async holdCart(spec: CartSpec): Promise<CartResult> {
-    const ledger = this.ledgerCarts();
     const reclaimed = new Set<string>();
     for (;;) {
       try {
-        return await ledger.holdCart!(spec);
+        return await this.ledger.holdCart(spec);
       } catch (error) {
         const sale = isDibsError(error, 'sold_out') ? (error.details?.sale as string | undefined) : undefined;
         if (sale === undefined || reclaimed.has(sale)) throw error;
@@ -432,20 +431,15 @@ export class TieredSales implements SaleBackend {
   }
 
   confirmCart(cartId: string): Promise<CartOrders> {
-    return this.ledgerCarts().confirmCart!(cartId);
+    return this.ledger.confirmCart(cartId);
   }
 
   cancelCart(cartId: string): Promise<Cart> {
-    return this.ledgerCarts().cancelCart!(cartId);
+    return this.ledger.cancelCart(cartId);
   }
 
   getCart(cartId: string): Promise<Cart> {
-    return this.ledgerCarts().getCart!(cartId);
-  }
-
-  private ledgerCarts(): SaleBackend {
-    if (!this.ledger.holdCart) throw new DibsError('unsupported', 'the ledger store cannot hold carts');
-    return this.ledger;
+    return this.ledger.getCart(cartId);
   }
 
   createSale(spec: SaleSpec): Promise<Sale> {

@@ -93,14 +93,14 @@ export interface SaleBackend {
    * judges it (window, per-customer limit counting the customer's orders and holds, the cap) and
    * the first line that fails fails the cart, naming it (`details.line`). A line on a sale where
    * the customer already holds units is `conflict` (`cart_line_held`); a sale behind a waiting
-   * room is `ticket_required`. Optional: without it the facade answers `unsupported`.
+   * room is `ticket_required`.
    */
-  holdCart?(spec: CartSpec): Promise<CartResult>;
+  holdCart(spec: CartSpec): Promise<CartResult>;
   /** Turns every line into an order in one step. Replays a confirmed cart; expired → `hold_expired`. */
-  confirmCart?(cartId: string): Promise<CartOrders>;
+  confirmCart(cartId: string): Promise<CartOrders>;
   /** Releases every line in one step. Idempotent for cancelled/expired carts; confirmed → `conflict`. */
-  cancelCart?(cartId: string): Promise<Cart>;
-  getCart?(cartId: string): Promise<Cart>;
+  cancelCart(cartId: string): Promise<Cart>;
+  getCart(cartId: string): Promise<Cart>;
 
   /** I2 (per-customer limit), I3 (sold + held ≤ cap), I4 (counters = orders/holds), I7 (events). */
   auditSale(id: string): Promise<SaleViolation[]>;

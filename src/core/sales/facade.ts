@@ -138,7 +138,7 @@ export class Sales {
    */
   async holdCart(input: HoldCartInput): Promise<CartResult> {
     const spec = parseInput(holdCartSchema, input);
-    return this.carts('hold carts').holdCart!({
+    return this.store.holdCart({
       customer: spec.customer,
       lines: spec.lines.map((l) => ({ saleId: l.sale, quantity: l.quantity })),
       ttlMs: spec.ttlMs,
@@ -148,21 +148,16 @@ export class Sales {
 
   /** Turns every line of an active cart into an order, in one step; a confirmed cart replays its orders. */
   async confirmCart(cartId: string): Promise<CartOrders> {
-    return this.carts('confirm carts').confirmCart!(cart(cartId));
+    return this.store.confirmCart(cart(cartId));
   }
 
   /** Releases every line of a cart, in one step. */
   async cancelCart(cartId: string): Promise<Cart> {
-    return this.carts('cancel carts').cancelCart!(cart(cartId));
+    return this.store.cancelCart(cart(cartId));
   }
 
   async getCart(cartId: string): Promise<Cart> {
-    return this.carts('read carts').getCart!(cart(cartId));
-  }
-
-  private carts(what: string): SaleBackend {
-    if (!this.store.holdCart) throw new DibsError('unsupported', `the ${this.kind} store cannot ${what} yet`);
-    return this.store;
+    return this.store.getCart(cart(cartId));
   }
 
   /** The hold-expiry sweep (the service runs it as a job); returns how many holds expired. */
