@@ -23,3 +23,24 @@ FROM carts c WHERE c.id = $1
 
 -- name: ordersOfCart
 SELECT o.* FROM sale_orders o JOIN sale_holds h ON h.id = o.hold_id WHERE h.cart_id = $1 ORDER BY h.cart_line
+
+-- name: auditCarts
+-- $1 sale → every cart with a line on the sale (the audit's I9, shared/sql-cart-audit.ts)
+SELECT id, customer, status, expires_at, fingerprint FROM carts
+WHERE id IN (SELECT cart_id FROM sale_holds WHERE sale_id = $1 AND cart_id IS NOT NULL)
+
+-- name: auditCartLines
+-- $1 sale → every line (hold) of those carts, on whichever sale, and whether that sale is cancelled
+SELECT h.id, h.sale_id, h.customer, h.quantity, h.status, h.expires_at, h.order_id, h.cart_id, h.cart_line,
+       s.cancelled_at IS NOT NULL AS sale_cancelled
+FROM sale_holds h JOIN sales s ON s.id = h.sale_id
+WHERE h.cart_id IN (SELECT cart_id FROM sale_holds WHERE sale_id = $1 AND cart_id IS NOT NULL)
+
+-- name: auditCartOrders
+-- $1 sale → every order made from a line of those carts
+SELECT o.id, o.customer, o.quantity, o.hold_id FROM sale_orders o
+WHERE o.hold_id IN (SELECT id FROM sale_holds
+                    WHERE cart_id IN (SELECT cart_id FROM sale_holds WHERE sale_id = $1 AND cart_id IS NOT NULL))
+
+-- name: auditClock
+SELECT now() AS now

@@ -7,6 +7,7 @@ import { notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { cartFingerprint, cartKeyReused, cartStatus } from '../../core/sales/carts.js';
 import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
+import type { SqlCartAuditRows } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import type { SqliteSales } from './sales.js';
@@ -18,6 +19,9 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'setCartStatus',
   'insertCartHold',
   'cartLines',
+  'auditCarts',
+  'auditCartLines',
+  'auditCartOrders',
 ]);
 
 interface CartRow {
@@ -131,6 +135,15 @@ export class SqliteCarts {
     return read(this.options, () =>
       this.db.transaction(() => this.toCart(this.cart(cartId), this.sales.now())).deferred(),
     );
+  }
+
+  /** What the sale audit's cart rule reads; run inside the audit's own read transaction. */
+  auditRows(sale: string): SqlCartAuditRows {
+    return {
+      carts: this.stmt.auditCarts.all({ sale }) as SqlCartAuditRows['carts'],
+      lines: this.stmt.auditCartLines.all({ sale }) as SqlCartAuditRows['lines'],
+      orders: this.stmt.auditCartOrders.all({ sale }) as SqlCartAuditRows['orders'],
+    };
   }
 
   private cart(id: string): CartRow {
