@@ -19,6 +19,12 @@ interface CartDoc {
   l: { sale: string; q: number; h: string }[];
 }
 
+const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+};
+
 /** Firestore's `in` filter takes at most 30 values. */
 const IN_LIMIT = 30;
 
@@ -33,33 +39,36 @@ export async function auditCartsOfSale(
   holds: readonly HoldDoc[],
   now: number,
 ): Promise<SaleViolation[]> {
-  const ids = [...new Set(holds.flatMap((h) => (h.cart ? [h.cart] : [])))];
+  // the sale's holds of each cart, in one pass (a cart has at most one line on a sale)
+  const ofCart = new Map<string, HoldDoc[]>();
+  for (const h of holds) if (h.cart) push(ofCart, h.cart, h);
+  const ids = [...ofCart.keys()];
   if (ids.length === 0) return [];
   const cartSnaps = await tx.getAll(...ids.map((id) => layout.root.collection('carts').doc(id)));
   const carts = new Map<string, CartDoc>();
   for (const snap of cartSnaps) if (snap.exists) carts.set(snap.id, snap.data() as CartDoc);
 
-  // the holds each cart lists, plus the audited sale's holds that name a cart without being listed
+  // the holds the carts list, and the audited sale's holds that name a cart without being listed
   const listed = [...carts.values()].flatMap((c) => c.l);
-  const holdIds = [...new Set(listed.map((l) => l.h))];
+  const listedIds = new Set(listed.map((l) => l.h));
   const holdById = new Map<string, HoldDoc>();
-  if (holdIds.length > 0)
-    for (const snap of await tx.getAll(...holdIds.map((h) => layout.hold(h))))
+  if (listedIds.size > 0)
+    for (const snap of await tx.getAll(...[...listedIds].map((h) => layout.hold(h))))
       if (snap.exists) holdById.set(snap.id, snap.data() as HoldDoc);
   const saleIds = [...new Set([sale, ...listed.map((l) => l.sale)])];
   const cancelled = new Set<string>();
   for (const snap of await tx.getAll(...saleIds.map((s) => layout.sale(s).sale)))
     if (snap.exists && (snap.data() as SaleDoc).cancelled !== null) cancelled.add(snap.id);
+  // the orders made from each line: per sale, `in` queries over its lines' hold ids
+  const holdsOfSale = new Map<string, string[]>();
+  for (const l of listed) push(holdsOfSale, l.sale, l.h);
+  for (const h of holds) if (h.cart && !listedIds.has(h.id)) push(holdsOfSale, sale, h.id);
   const ordersOf = new Map<string, AuditedLine['orders']>();
-  const linesBySale = new Map<string, string[]>();
-  for (const l of listed) linesBySale.set(l.sale, [...(linesBySale.get(l.sale) ?? []), l.h]);
-  for (const h of holds)
-    if (h.cart && !holdIds.includes(h.id)) linesBySale.set(sale, [...(linesBySale.get(sale) ?? []), h.id]);
-  for (const [s, hs] of linesBySale)
+  for (const [s, hs] of holdsOfSale)
     for (let i = 0; i < hs.length; i += IN_LIMIT)
       for (const doc of (await tx.get(layout.sale(s).orders.where('h', 'in', hs.slice(i, i + IN_LIMIT)))).docs) {
         const o = doc.data() as OrderDoc;
-        ordersOf.set(o.h!, [...(ordersOf.get(o.h!) ?? []), { id: o.id, customer: o.c, quantity: o.q }]);
+        push(ordersOf, o.h!, { id: o.id, customer: o.c, quantity: o.q });
       }
 
   const audited = new Map<string, AuditedCart>();
@@ -82,8 +91,7 @@ export async function auditCartsOfSale(
         own.push({ ...lineOf(i, l.h, holdById.get(l.h), l.sale), listed: { saleId: l.sale, quantity: l.q } }),
       );
     }
-    for (const h of holds)
-      if (h.cart === id && !cart?.l.some((l) => l.h === h.id)) own.push(lineOf(own.length, h.id, h, sale));
+    for (const h of ofCart.get(id)!) if (!listedIds.has(h.id)) own.push(lineOf(own.length, h.id, h, sale));
     lines.set(id, own);
   }
   return cartsViolations(sale, audited, lines, now);

@@ -62,23 +62,29 @@ local function line_of(t, sale, hold_id, listed)
     orders = orders_by_hold(t, sale)[hold_id] or {},
   }
 end
-local carts, seen = {}, {}
+-- the sale's holds of each cart, in one pass (a cart has at most one line on a sale)
+local carts, of_cart = {}, {}
 for _, h in ipairs(holds) do
-  if h.cart and not seen[h.cart] then
-    seen[h.cart] = true
-    local raw = redis.call('HGET', group_tag(string.sub(h.cart, 6, 9)) .. ':carts', h.cart)
-    local cart = { id = h.cart, rec = raw ~= false and cjson.decode(raw) or false, lines = {} }
-    local listed = {}
-    if cart.rec then
-      for _, l in ipairs(cart.rec.l) do
-        listed[l.h] = true
-        table.insert(cart.lines, line_of(l.t, l.sale, l.h, { sale = l.sale, q = l.q }))
-      end
+  if h.cart then
+    if not of_cart[h.cart] then
+      of_cart[h.cart] = {}
+      carts[#carts + 1] = { id = h.cart, lines = {} }
     end
-    for _, other in ipairs(holds) do
-      if other.cart == h.cart and not listed[other.id] then table.insert(cart.lines, line_of(T, id, other.id, false)) end
+    table.insert(of_cart[h.cart], h)
+  end
+end
+for _, cart in ipairs(carts) do
+  local raw = redis.call('HGET', group_tag(string.sub(cart.id, 6, 9)) .. ':carts', cart.id)
+  cart.rec = raw ~= false and cjson.decode(raw) or false
+  local listed = {}
+  if cart.rec then
+    for _, l in ipairs(cart.rec.l) do
+      listed[l.h] = true
+      table.insert(cart.lines, line_of(l.t, l.sale, l.h, { sale = l.sale, q = l.q }))
     end
-    carts[#carts + 1] = cart
+  end
+  for _, h in ipairs(of_cart[cart.id]) do
+    if not listed[h.id] then table.insert(cart.lines, line_of(T, id, h.id, false)) end
   end
 end
 -- empty tables would encode as {} either way; the TypeScript side accepts both
