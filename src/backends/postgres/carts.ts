@@ -10,7 +10,7 @@ import { newId } from '../../core/ids.js';
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { cartFingerprint, cartKeyReused } from '../../core/sales/carts.js';
 import type { Cart, CartLine, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
-import { sqlCartViolations, type SqlCartAuditRows } from '../shared/sql-cart-audit.js';
+import { sqlCartViolations, type SqlCartLineRow } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
 import { refusedRow } from './refused.js';
@@ -21,9 +21,7 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'cancel',
   'cartView',
   'ordersOfCart',
-  'auditCarts',
   'auditCartLines',
-  'auditCartOrders',
   'auditClock',
 ]);
 
@@ -125,11 +123,7 @@ export class PostgresCarts {
  * one snapshot.
  */
 export async function auditCartsOfSale(client: pg.PoolClient, sale: string): Promise<SaleViolation[]> {
-  const rows: SqlCartAuditRows = {
-    carts: (await client.query<SqlCartAuditRows['carts'][number]>(Q.auditCarts, [sale])).rows,
-    lines: (await client.query<SqlCartAuditRows['lines'][number]>(Q.auditCartLines, [sale])).rows,
-    orders: (await client.query<SqlCartAuditRows['orders'][number]>(Q.auditCartOrders, [sale])).rows,
-  };
+  const rows = (await client.query<SqlCartLineRow>(Q.auditCartLines, [sale])).rows;
   const { now } = (await client.query<{ now: Date }>(Q.auditClock)).rows[0]!;
   return sqlCartViolations(sale, rows, now);
 }

@@ -7,7 +7,7 @@ import { notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { cartFingerprint, cartKeyReused, cartStatus } from '../../core/sales/carts.js';
 import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
-import type { SqlCartAuditRows } from '../shared/sql-cart-audit.js';
+import type { SqlCartLineRow } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import type { SqliteSales } from './sales.js';
@@ -19,9 +19,7 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'setCartStatus',
   'insertCartHold',
   'cartLines',
-  'auditCarts',
   'auditCartLines',
-  'auditCartOrders',
 ]);
 
 interface CartRow {
@@ -138,12 +136,8 @@ export class SqliteCarts {
   }
 
   /** What the sale audit's cart rule reads; run inside the audit's own read transaction. */
-  auditRows(sale: string): SqlCartAuditRows {
-    return {
-      carts: this.stmt.auditCarts.all({ sale }) as SqlCartAuditRows['carts'],
-      lines: this.stmt.auditCartLines.all({ sale }) as SqlCartAuditRows['lines'],
-      orders: this.stmt.auditCartOrders.all({ sale }) as SqlCartAuditRows['orders'],
-    };
+  auditRows(sale: string): SqlCartLineRow[] {
+    return this.stmt.auditCartLines.all({ sale }) as SqlCartLineRow[];
   }
 
   private cart(id: string): CartRow {
