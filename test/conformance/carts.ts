@@ -10,12 +10,17 @@ import type { Dibs } from '../../src/index.js';
 import { isDibsError } from '../../src/index.js';
 import { refusal, type RefusalContext, type RefusalReason } from '../../src/core/refusals.js';
 import { rejectsWith } from '../support/assert.js';
+import type { CartTamper } from '../support/cart-tamper.js';
 import type { ConformanceTarget } from './pools.js';
 
 const HOUR = 3_600_000;
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
 
-export function cartConformance(label: string, open: () => Promise<ConformanceTarget>): void {
+/**
+ * `tamper`: the store's hook for writing a broken cart behind dibs' back, for the test that shows
+ * the sale audit's cart rule (I9) catching it; without one (dibs/client over HTTP) that test skips.
+ */
+export function cartConformance(label: string, open: () => Promise<ConformanceTarget>, tamper?: CartTamper): void {
   describe(`${label}: carts`, () => {
     let target: ConformanceTarget;
     let dibs: Dibs;
@@ -264,6 +269,8 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       assert.equal(twice.details?.hold, cart.lines[1]!.holdId);
       assert.equal((await dibs.sales.hold(holdA)).status, 'active');
       assert.equal((await dibs.sales.get(a)).stats.held, 1);
+      assert.deepEqual(await dibs.sales.audit(a), [], 'a held cart is whole');
+      assert.deepEqual(await dibs.sales.audit(b), []);
     });
 
     it('cancels every line at once; cancelling again answers the cancelled cart', async () => {
@@ -283,6 +290,8 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       assert.equal((await dibs.sales.get(b)).stats.available, 2);
       assert.equal((await dibs.sales.cancelCart(cart.id)).status, 'cancelled');
       await rejectsWith(dibs.sales.confirmCart(cart.id), 'conflict');
+      assert.deepEqual(await dibs.sales.audit(a), [], 'a cancelled cart is whole');
+      assert.deepEqual(await dibs.sales.audit(b), []);
       // the units are free again, for the same customer too
       await dibs.sales.holdCart({ customer: 'fay', lines: [{ sale: a, quantity: 2 }], ttlMs: 60_000 });
     });
@@ -302,9 +311,13 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       assert.equal(error.code, 'conflict');
       assert.equal(error.details?.sale, b);
       assert.equal((await dibs.sales.get(a)).stats.sold, 0, 'no line was confirmed');
+      // a held cart whose line went with its cancelled sale is as whole as it can be
+      assert.deepEqual(await dibs.sales.audit(a), []);
+      assert.deepEqual(await dibs.sales.audit(b), []);
       assert.equal((await dibs.sales.cancelCart(cart.id)).status, 'cancelled');
       assert.deepEqual((await dibs.sales.get(a)).stats, { sold: 0, held: 0, available: 3 });
       assert.deepEqual(await dibs.sales.audit(a), []);
+      assert.deepEqual(await dibs.sales.audit(b), []);
     });
 
     it('expires as one: every line stops counting at the one expiry, and the cart cannot be confirmed', async () => {
@@ -323,10 +336,70 @@ export function cartConformance(label: string, open: () => Promise<ConformanceTa
       await rejectsWith(dibs.sales.confirmCart(cart.id), 'hold_expired');
       assert.equal((await dibs.sales.get(b)).stats.available, 1);
       await dibs.sales.buy(a, 'hal', 1);
+      // one line expired by a step of its sale, the other still marked active: both expired by the clock
+      assert.deepEqual(await dibs.sales.audit(a), [], 'an expired cart is whole');
+      assert.deepEqual(await dibs.sales.audit(b), []);
       assert.equal((await dibs.sales.cancelCart(cart.id)).status, 'expired');
       assert.equal(await dibs.sales.expireHolds(), 1, 'the sweep expires the line still marked active');
       assert.deepEqual(await dibs.sales.audit(a), []);
       assert.deepEqual(await dibs.sales.audit(b), []);
+    });
+
+    it("the sale audit catches a broken cart written behind dibs' back, on every sale it has a line on", {
+      skip: tamper ? false : 'no hook into this store',
+    }, async () => {
+      const [a, b] = [await sale({ cap: 5 }), await sale({ cap: 5 })];
+      const hold = async () =>
+        (
+          await dibs.sales.holdCart({
+            customer: 'kim',
+            lines: [
+              { sale: a, quantity: 2 },
+              { sale: b, quantity: 1 },
+            ],
+            ttlMs: 60_000,
+          })
+        ).cart;
+      const lineOf = (cart: { lines: { saleId: string; holdId: string; quantity: number }[] }, i: number) => {
+        const { saleId, holdId, quantity } = cart.lines[i]!;
+        return { saleId, holdId, quantity };
+      };
+      const cartFindings = async (sale: string, cart: string) =>
+        (await dibs.sales.audit(sale)).filter((v) => v.cart === cart);
+
+      // a cart partly held: its second line's hold cancelled, the cart still active
+      const partly = await hold();
+      assert.deepEqual(await dibs.sales.audit(a), []);
+      await tamper!.cancelLine(target.store!, lineOf(partly, 1));
+      const line1 = partly.lines[1]!;
+      for (const audited of [a, b])
+        assert.deepEqual(await cartFindings(audited, partly.id), [
+          {
+            invariant: 'I9',
+            sale: audited,
+            cart: partly.id,
+            message: `cart '${partly.id}' is active but its line 1 (sale '${b}', hold '${line1.holdId}') is cancelled`,
+            expected: 'active',
+            actual: 'cancelled',
+          },
+        ]);
+      await dibs.sales.cancelCart(partly.id);
+
+      // a line that outlives its cart: its hold's expiry moved an hour on
+      const stretched = await hold();
+      await tamper!.moveLineExpiry(target.store!, lineOf(stretched, 0), HOUR);
+      const line0 = stretched.lines[0]!;
+      const moved = new Date(Date.parse(stretched.expiresAt) + HOUR).toISOString();
+      assert.deepEqual(await cartFindings(b, stretched.id), [
+        {
+          invariant: 'I9',
+          sale: b,
+          cart: stretched.id,
+          message: `cart '${stretched.id}' line 0: hold '${line0.holdId}' expires at ${moved}, the cart at ${stretched.expiresAt}`,
+          expected: stretched.expiresAt,
+          actual: moved,
+        },
+      ]);
     });
 
     it('answers every sale and cart refusal with the code, message, field and details the one factory gives', async () => {

@@ -13,6 +13,8 @@ import { importWindowCases } from './import-windows.js';
 export interface ConformanceTarget {
   dibs: Dibs;
   cleanup(): Promise<void>;
+  /** The store's URL, for hooks that write into the store behind dibs' back (cart-tamper.ts). */
+  store?: string;
 }
 
 export function poolConformance(label: string, open: () => Promise<ConformanceTarget>): void {

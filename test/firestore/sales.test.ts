@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { cartConformance } from '../conformance/carts.js';
+import { firestoreCartTamper } from '../support/cart-tamper.js';
 import { forecastConformance } from '../conformance/forecast.js';
 import { outboxConformance } from '../conformance/outbox.js';
 import { saleConformance } from '../conformance/sales.js';
@@ -17,11 +18,12 @@ describe('firestore sales (the official emulator, started by the test)', {
 }, () => {
   const emulator = firestoreForSuite();
   const open = async () => {
-    const dibs = await openDibs(emulator.storeUrl());
-    return { dibs, cleanup: () => dibs.close() };
+    const store = emulator.storeUrl();
+    const dibs = await openDibs(store);
+    return { dibs, store, cleanup: () => dibs.close() };
   };
   saleConformance('firestore', open);
-  cartConformance('firestore', open);
+  cartConformance('firestore', open, firestoreCartTamper);
   outboxConformance('firestore', open);
 
   let dibs: Dibs | undefined;

@@ -1,4 +1,5 @@
 import { cartConformance } from '../conformance/carts.js';
+import { postgresCartTamper } from '../support/cart-tamper.js';
 import { saleConformance } from '../conformance/sales.js';
 import { openTempPg, requirePostgres } from '../support/postgres.js';
 
@@ -9,5 +10,5 @@ if (skip) {
   it('postgres sale conformance', { skip }, () => {});
 } else {
   saleConformance('postgres', () => openTempPg());
-  cartConformance('postgres', () => openTempPg());
+  cartConformance('postgres', () => openTempPg(), postgresCartTamper);
 }

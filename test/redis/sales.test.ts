@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openDibs } from '../../src/index.js';
 import { cartConformance } from '../conformance/carts.js';
+import { redisCartTamper } from '../support/cart-tamper.js';
 import { saleConformance } from '../conformance/sales.js';
 import { deletePrefix, onRedisStores, sharedRedisAvailable, SHARED_REDIS, testPrefix } from '../support/redis.js';
 
@@ -15,7 +16,7 @@ const at = (ms: number) => new Date(Date.now() + ms).toISOString();
 await onRedisStores(
   (label, open) => {
     saleConformance(label, open);
-    cartConformance(label, open);
+    cartConformance(label, open, redisCartTamper);
   },
   (url) => {
     it('a cart over sales of different groups is refused at once, naming them; a shared {tag} puts them together', async () => {

@@ -60,7 +60,8 @@ type Fate = 'active' | 'confirmed' | 'cancelled' | 'expired';
  * order; then against the store: each sale's sold and held equal what was acknowledged (a line held
  * by a refused cart, or a cart half-confirmed, shows up as units nobody was told about), sold + held
  * ≤ cap, each customer within each sale's limit, each cart read back whole (every line's hold in the
- * cart's state), each sale's audit clean. Returns counts for the test's report.
+ * cart's state), each sale's audit clean — its cart rule (I9) included, which judges the carts from
+ * the store's side, before the record is read. Returns counts for the test's report.
  */
 export async function checkCartStorm(
   dibs: Dibs,

@@ -80,7 +80,7 @@ export function redisForSuite(url: () => string = () => SHARED_REDIS): { readonl
 }
 
 /** What a conformance suite's factory returns: a fresh store and how to throw it away. */
-export type RedisSuiteStore = () => Promise<{ dibs: Dibs; cleanup: () => Promise<void> }>;
+export type RedisSuiteStore = () => Promise<{ dibs: Dibs; cleanup: () => Promise<void>; store: string }>;
 
 /**
  * Binds a conformance suite, unchanged, to the shared single node (each store under its own key
@@ -95,9 +95,11 @@ export async function onRedisStores(
   describe('redis single node', { skip: !single }, () => {
     bind('redis', async () => {
       const prefix = testPrefix();
-      const dibs = await openDibs(`${SHARED_REDIS}?prefix=${prefix}`);
+      const store = `${SHARED_REDIS}?prefix=${prefix}`;
+      const dibs = await openDibs(store);
       return {
         dibs,
+        store,
         cleanup: async () => {
           await dibs.close();
           await deletePrefix(SHARED_REDIS, prefix);
@@ -108,8 +110,9 @@ export async function onRedisStores(
   describe('redis cluster (3 masters, started by the test)', { skip: !redisServerInstalled() }, () => {
     const { url } = clusterForSuite();
     bind('redis cluster', async () => {
-      const dibs = await openDibs(`${url()}?prefix=${testPrefix()}`);
-      return { dibs, cleanup: () => dibs.close() };
+      const store = `${url()}?prefix=${testPrefix()}`;
+      const dibs = await openDibs(store);
+      return { dibs, store, cleanup: () => dibs.close() };
     });
     inCluster?.(url);
   });

@@ -2,25 +2,42 @@
  * The audit of one sale: every document of the sale read in one consistent read-only snapshot,
  * checked against I2 (per-customer limit over orders and live holds), I3 (sold + live holds ≤
  * cap), I4 (the sale's and customers' counters equal the orders and holds; hold states agree
- * with their index field and their customer's pointer) and I7 (one event per recorded change).
+ * with their index field and their customer's pointer), I7 (one event per recorded change) and I9
+ * (every cart with a line on the sale is whole: cart-audit.ts).
  */
 import type { SaleViolation } from '../../core/sales/backend.js';
 import { notFound } from '../../core/errors.js';
 import { soldOutEventViolation } from '../../core/sales/rules.js';
+import { auditCartsOfSale } from './cart-audit.js';
 import type { Layout } from './layout.js';
 import type { CustomerDoc, HoldDoc, OrderDoc, SaleDoc } from './sale-records.js';
 import type { TxRunner } from './transactions.js';
 
 export async function auditSale(layout: Layout, runner: TxRunner, id: string): Promise<SaleViolation[]> {
   const refs = layout.sale(id);
-  const [saleSnap, holdSnaps, orderSnaps, custSnaps, eventSnaps] = await runner.snapshot(refs.sale, (tx) =>
-    Promise.all([
-      tx.get(refs.sale),
-      tx.get(layout.holds.where('sale', '==', id)),
-      tx.get(refs.orders),
-      tx.get(refs.customers),
-      tx.get(layout.events.where('sale', '==', id)),
-    ]),
+  const [saleSnap, holdSnaps, orderSnaps, custSnaps, eventSnaps, cartViolations] = await runner.snapshot(
+    refs.sale,
+    async (tx) => {
+      const read = await Promise.all([
+        tx.get(refs.sale),
+        tx.get(layout.holds.where('sale', '==', id)),
+        tx.get(refs.orders),
+        tx.get(refs.customers),
+        tx.get(layout.events.where('sale', '==', id)),
+      ]);
+      // I9: the carts with a line on the sale, read whole in the same snapshot (cart-audit.ts)
+      const [sale, holds] = read;
+      const carts = sale.exists
+        ? await auditCartsOfSale(
+            tx,
+            layout,
+            id,
+            holds.docs.map((d) => d.data() as HoldDoc),
+            sale.readTime.toMillis(),
+          )
+        : [];
+      return [...read, carts] as const;
+    },
   );
   if (!saleSnap.exists) throw notFound('sale', id);
   const sale = saleSnap.data() as SaleDoc;
@@ -172,5 +189,6 @@ export async function auditSale(layout: Layout, runner: TxRunner, id: string): P
   // the flag is the event (checked above); whether it is due is the rule every store audits by
   const soldOutWrong = soldOutEventViolation(id, sale.cap, sale.sold, sale.soldout ? 1 : 0);
   if (soldOutWrong) v.push(soldOutWrong);
+  v.push(...cartViolations);
   return v;
 }

@@ -23,3 +23,21 @@ FROM carts c WHERE c.id = $1
 
 -- name: ordersOfCart
 SELECT o.* FROM sale_orders o JOIN sale_holds h ON h.id = o.hold_id WHERE h.cart_id = $1 ORDER BY h.cart_line
+
+-- name: auditCartLines
+-- $1 sale → every line (hold) of every cart with a line on the sale, whichever sale the line is
+-- on, with its sale's cancellation, its cart (columns c_*) and the order made from it (o_*; hold_id
+-- is unique): what the audit's I9 reads (shared/sql-cart-audit.ts), in one pass over the holds.
+WITH of_sale AS (SELECT DISTINCT cart_id FROM sale_holds WHERE sale_id = $1 AND cart_id IS NOT NULL)
+SELECT h.id, h.sale_id, h.customer, h.quantity, h.status, h.expires_at, h.order_id, h.cart_id, h.cart_line,
+       s.cancelled_at IS NOT NULL AS sale_cancelled,
+       c.id AS c_id, c.customer AS c_customer, c.status AS c_status, c.expires_at AS c_expires_at,
+       c.fingerprint AS c_fingerprint,
+       o.id AS o_id, o.customer AS o_customer, o.quantity AS o_quantity
+FROM of_sale JOIN sale_holds h ON h.cart_id = of_sale.cart_id
+JOIN sales s ON s.id = h.sale_id
+LEFT JOIN carts c ON c.id = h.cart_id
+LEFT JOIN sale_orders o ON o.hold_id = h.id
+
+-- name: auditClock
+SELECT now() AS now

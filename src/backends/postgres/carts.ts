@@ -7,8 +7,10 @@
 import type pg from 'pg';
 import { notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
+import type { SaleViolation } from '../../core/sales/backend.js';
 import { cartFingerprint, cartKeyReused } from '../../core/sales/carts.js';
 import type { Cart, CartLine, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
+import { sqlCartViolations, type SqlCartLineRow } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { query } from './connection.js';
 import { refusedRow } from './refused.js';
@@ -19,6 +21,8 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'cancel',
   'cartView',
   'ordersOfCart',
+  'auditCartLines',
+  'auditClock',
 ]);
 
 /** A step's answer: 'ok', 'replay', 'not_found', or a refusal's reason id (core/refusals.ts) and its context. */
@@ -111,6 +115,17 @@ export class PostgresCarts {
       createdAt: row.created_at.toISOString(),
     };
   }
+}
+
+/**
+ * The sale audit's cart rule (I9) over every cart with a line on `sale`, read with `client` — the
+ * audit's own REPEATABLE READ transaction, so the carts, their holds and orders and the clock are
+ * one snapshot.
+ */
+export async function auditCartsOfSale(client: pg.PoolClient, sale: string): Promise<SaleViolation[]> {
+  const rows = (await client.query<SqlCartLineRow>(Q.auditCartLines, [sale])).rows;
+  const { now } = (await client.query<{ now: Date }>(Q.auditClock)).rows[0]!;
+  return sqlCartViolations(sale, rows, now);
 }
 
 function toOrder(row: OrderRow): Order {

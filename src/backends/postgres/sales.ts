@@ -50,7 +50,7 @@ import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
-import { PostgresCarts } from './carts.js';
+import { auditCartsOfSale, PostgresCarts } from './carts.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now',
@@ -490,6 +490,7 @@ export class PgSales implements SaleBackend {
             message: `${ledger.expired_holds} hold(s) expired but ${ledger.expired_events} hold.expired event(s) were recorded`,
           });
         }
+        violations.push(...(await auditCartsOfSale(client, id)));
         return violations;
       },
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',

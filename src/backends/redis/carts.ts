@@ -10,8 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { DibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { refusal } from '../../core/refusals.js';
+import type { SaleViolation } from '../../core/sales/backend.js';
+import { cartViolations, type AuditedCart, type AuditedLine } from '../../core/sales/cart-audit.js';
 import { cartFingerprint, cartKeyReused } from '../../core/sales/carts.js';
-import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
+import type { Cart, CartOrders, CartResult, CartSpec, Hold, Order } from '../../core/sales/types.js';
 import { saleTag } from './keys.js';
 import { refusedReply } from './refused.js';
 import { runScript, type RedisClient } from './scripts.js';
@@ -32,6 +34,49 @@ interface OrderRecord {
   q: number;
   h?: string;
   at: number;
+}
+
+/** A cart as sale_audit.lua reads it: its record (or false when missing) and every line's linked records. */
+export interface AuditedCartRecord {
+  id: string;
+  rec: { c: string; s: AuditedCart['status']; e: number; f?: string } | false;
+  lines:
+    | {
+        h: string;
+        listed: { sale: string; q: number } | false;
+        hold: { sale: string; c: string; q: number; s: Hold['status']; e: number; o?: string } | false;
+        sc: boolean;
+        orders: OrderRecord[] | Record<string, never>;
+      }[]
+    | Record<string, never>;
+}
+
+/** The cart rule (core/sales/cart-audit.ts) over the carts sale_audit.lua read with a sale's audit. */
+export function auditedCartViolations(sale: string, carts: AuditedCartRecord[], now: number): SaleViolation[] {
+  const list = <T>(v: T[] | Record<string, never>): T[] => (Array.isArray(v) ? v : []);
+  return carts.flatMap((c) => {
+    const cart: AuditedCart | null = c.rec
+      ? { id: c.id, customer: c.rec.c, status: c.rec.s, expiresAt: c.rec.e, fingerprint: c.rec.f ?? null }
+      : null;
+    const lines: AuditedLine[] = list(c.lines).map((l, position) => ({
+      position,
+      holdId: l.h,
+      ...(l.listed ? { listed: { saleId: l.listed.sale, quantity: l.listed.q } } : {}),
+      hold: l.hold
+        ? {
+            saleId: l.hold.sale,
+            customer: l.hold.c,
+            quantity: l.hold.q,
+            status: l.hold.s,
+            expiresAt: l.hold.e,
+            orderId: l.hold.o ?? null,
+          }
+        : null,
+      saleCancelled: l.sc,
+      orders: list(l.orders).map((o) => ({ id: o.id, customer: o.c, quantity: o.q })),
+    }));
+    return cartViolations(sale, c.id, cart, lines, now);
+  });
 }
 
 const iso = (ms: number | string) => new Date(Number(ms)).toISOString();

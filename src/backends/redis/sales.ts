@@ -44,7 +44,7 @@ import { outboxEventId, saleGroupOf, saleKey, saleRegistry, saleTag } from './ke
 import { refusedReply } from './refused.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
-import { RedisCarts } from './carts.js';
+import { auditedCartViolations, RedisCarts, type AuditedCartRecord } from './carts.js';
 
 /** How often a definition is re-judged when concurrent definitions of its SKU keep moving the index. */
 const MAX_PREFLIGHT_ROUNDS = 50;
@@ -459,17 +459,21 @@ export class RedisSales implements SaleBackend {
       cust: Record<string, { o: number; h?: string }>;
       events: Record<string, number>;
       active: Record<string, number>;
+      carts: AuditedCartRecord[] | Record<string, never>;
     };
-    return saleViolations(
-      id,
-      snap.sale,
-      list(snap.holds),
-      list(snap.orders),
-      snap.cust,
-      snap.events,
-      snap.active,
-      snap.now,
-    );
+    return [
+      ...saleViolations(
+        id,
+        snap.sale,
+        list(snap.holds),
+        list(snap.orders),
+        snap.cust,
+        snap.events,
+        snap.active,
+        snap.now,
+      ),
+      ...auditedCartViolations(id, list(snap.carts), snap.now),
+    ];
   }
 
   async listSaleEvents({

@@ -7,6 +7,7 @@ import { notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { cartFingerprint, cartKeyReused, cartStatus } from '../../core/sales/carts.js';
 import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/sales/types.js';
+import type { SqlCartLineRow } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { prepareAll, read, write, type Db, type SqliteOptions, type Statements } from './database.js';
 import type { SqliteSales } from './sales.js';
@@ -18,6 +19,7 @@ const Q = loadQueries(new URL('./carts.sql', import.meta.url), [
   'setCartStatus',
   'insertCartHold',
   'cartLines',
+  'auditCartLines',
 ]);
 
 interface CartRow {
@@ -131,6 +133,11 @@ export class SqliteCarts {
     return read(this.options, () =>
       this.db.transaction(() => this.toCart(this.cart(cartId), this.sales.now())).deferred(),
     );
+  }
+
+  /** What the sale audit's cart rule reads; run inside the audit's own read transaction. */
+  auditRows(sale: string): SqlCartLineRow[] {
+    return this.stmt.auditCartLines.all({ sale }) as SqlCartLineRow[];
   }
 
   private cart(id: string): CartRow {

@@ -29,6 +29,7 @@ import type {
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf, type SaleKeyRow } from '../shared/sale-rows.js';
+import { sqlCartViolations } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
 import { SqliteCarts } from './carts.js';
@@ -484,6 +485,7 @@ export class SqliteSales implements SaleBackend {
           }
           const soldOutWrong = soldOutEventViolation(id, row.cap, row.sold, ledger.soldOutEvents);
           if (soldOutWrong) violations.push(soldOutWrong);
+          violations.push(...sqlCartViolations(id, this.carts.auditRows(id), now));
           return violations;
         })
         .deferred(),

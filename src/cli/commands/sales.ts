@@ -148,13 +148,13 @@ export function salesCommand(program: Command): void {
 
   sales
     .command('audit <sale>')
-    .description('check sold + held ≤ cap, limits and counters; exit code 1 on a violation')
+    .description('check sold + held ≤ cap, limits, counters, events and carts; exit code 1 on a violation')
     .action(async (id: string, _opts: unknown, command: Command) => {
       await withDibs(command, async (dibs) => {
         const violations = await dibs.sales.audit(id);
         output(command, { violations }, () =>
           violations.length === 0
-            ? `${id}: clean (I2, I3, I4, I7 hold)`
+            ? `${id}: clean (I2, I3, I4, I7, I9 hold)`
             : violations.map((v) => `${v.invariant}  ${v.message}`).join('\n'),
         );
         if (violations.length > 0) process.exitCode = EXIT.failure;

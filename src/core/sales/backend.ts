@@ -16,10 +16,13 @@ import type {
 } from './types.js';
 
 export interface SaleViolation {
-  invariant: 'I2' | 'I3' | 'I4' | 'I7';
+  /** I9: a cart is all or nothing in the store too (cart-audit.ts). */
+  invariant: 'I2' | 'I3' | 'I4' | 'I7' | 'I9';
   sale: string;
   message: string;
   customer?: string;
+  /** The cart an I9 finding is about. */
+  cart?: string;
   expected?: unknown;
   actual?: unknown;
 }
@@ -102,7 +105,10 @@ export interface SaleBackend {
   cancelCart(cartId: string): Promise<Cart>;
   getCart(cartId: string): Promise<Cart>;
 
-  /** I2 (per-customer limit), I3 (sold + held ≤ cap), I4 (counters = orders/holds), I7 (events). */
+  /**
+   * I2 (per-customer limit), I3 (sold + held ≤ cap), I4 (counters = orders/holds), I7 (events), I9
+   * (every cart with a line on the sale is whole: `cartsViolations`), in one snapshot.
+   */
   auditSale(id: string): Promise<SaleViolation[]>;
   listSaleEvents(options: { after?: string; limit: number; sale?: string }): Promise<OutboxEvent[]>;
 }

@@ -13,12 +13,22 @@ export function cartFingerprint(spec: CartSpec): string {
   return JSON.stringify([spec.customer, spec.ttlMs, spec.lines.map((l) => [l.saleId, l.quantity])]);
 }
 
+/** The request a fingerprint stands for (what the cart was asked to hold): the audit's yardstick. */
+export function cartRequest(fingerprint: string): {
+  customer: string;
+  ttlMs: number;
+  lines: { saleId: string; quantity: number }[];
+} {
+  const [customer, ttlMs, lines] = JSON.parse(fingerprint) as [string, number, [string, number][]];
+  return { customer, ttlMs, lines: lines.map(([saleId, quantity]) => ({ saleId, quantity })) };
+}
+
 /** A key first used for another cart request: the same refusal a sale's reused key gets. */
 export function cartKeyReused(key: string, priorFingerprint: string): Error {
-  const [customer, , lines] = JSON.parse(priorFingerprint) as [string, number, [string, number][]];
+  const { customer, lines } = cartRequest(priorFingerprint);
   return refusal('key_reused', {
     key,
-    prior: { kind: 'cart', quantity: lines.reduce((n, [, q]) => n + q, 0), customer },
+    prior: { kind: 'cart', quantity: lines.reduce((n, l) => n + l.quantity, 0), customer },
   });
 }
 

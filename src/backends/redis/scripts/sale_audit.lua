@@ -1,6 +1,14 @@
 -- sale_audit (read-only): one snapshot of everything the audit of a sale reads (I2, I3, I4, I7).
 -- KEYS[1] T:sale:<id>. ARGV[1] tag, [2] sale id.
--- Returns JSON {now, sale, holds = [hold], orders = [order], cust = {customer: rec}, events = {type: n}} | 'not_found'
+-- Returns JSON {now, sale, holds = [hold], orders = [order], cust = {customer: rec}, events = {type: n},
+--   active = {hold id: expiry}, carts = [cart]} | 'not_found'
+-- carts: every cart with a line on the sale, read whole for the cart rule (core/sales/cart-audit.ts):
+--   {id, rec = the cart record (cart_lib.lua) or false, lines = [{h = hold id, listed = the cart's
+--   own line or false, hold = its record or false, sc = its sale is cancelled, orders = [order made
+--   from it]}]}: the cart's listed lines in order, then holds of this sale that name the cart unlisted.
+-- A cart lives in the group of its first line (its id carries it: cart_<gggg>…), each line's hold in
+-- its sale's group (the line's t): on a single node every group is in reach, on a Cluster a cart's
+-- sales share this sale's slot.
 local id = ARGV[2]
 local s = sale_state(id)
 if not s then return 'not_found' end
@@ -25,5 +33,59 @@ end
 local active = {}
 local a = redis.call('ZRANGE', k('active', id), 0, -1, 'WITHSCORES')
 for i = 1, #a, 2 do active[a[i]] = tonumber(a[i + 1]) end
+local group_tag = function(group) return string.sub(T, 1, -6) .. group .. '}' end
+local sale_orders = {}
+-- the orders of a sale (tag t), by the hold they were made from; read once per sale
+local function orders_by_hold(t, sale)
+  local at = t .. ':orders:' .. sale
+  if not sale_orders[at] then
+    local by = {}
+    for _, o in ipairs(redis.call('HVALS', at)) do
+      local rec = cjson.decode(o)
+      if rec.h then
+        by[rec.h] = by[rec.h] or {}
+        table.insert(by[rec.h], rec)
+      end
+    end
+    sale_orders[at] = by
+  end
+  return sale_orders[at]
+end
+local function line_of(t, sale, hold_id, listed)
+  local raw = redis.call('HGET', t .. ':holds', hold_id)
+  local cancelled = redis.call('HGET', t .. ':sale:' .. sale, 'cancelled')
+  return {
+    h = hold_id,
+    listed = listed,
+    hold = raw ~= false and cjson.decode(raw) or false,
+    sc = cancelled ~= false and cancelled ~= '',
+    orders = orders_by_hold(t, sale)[hold_id] or {},
+  }
+end
+-- the sale's holds of each cart, in one pass (a cart has at most one line on a sale)
+local carts, of_cart = {}, {}
+for _, h in ipairs(holds) do
+  if h.cart then
+    if not of_cart[h.cart] then
+      of_cart[h.cart] = {}
+      carts[#carts + 1] = { id = h.cart, lines = {} }
+    end
+    table.insert(of_cart[h.cart], h)
+  end
+end
+for _, cart in ipairs(carts) do
+  local raw = redis.call('HGET', group_tag(string.sub(cart.id, 6, 9)) .. ':carts', cart.id)
+  cart.rec = raw ~= false and cjson.decode(raw) or false
+  local listed = {}
+  if cart.rec then
+    for _, l in ipairs(cart.rec.l) do
+      listed[l.h] = true
+      table.insert(cart.lines, line_of(l.t, l.sale, l.h, { sale = l.sale, q = l.q }))
+    end
+  end
+  for _, h in ipairs(of_cart[cart.id]) do
+    if not listed[h.id] then table.insert(cart.lines, line_of(T, id, h.id, false)) end
+  end
+end
 -- empty tables would encode as {} either way; the TypeScript side accepts both
-return cjson.encode({ now = now_ms(), sale = s, holds = holds, orders = orders, cust = cust, events = events, active = active })
+return cjson.encode({ now = now_ms(), sale = s, holds = holds, orders = orders, cust = cust, events = events, active = active, carts = carts })
