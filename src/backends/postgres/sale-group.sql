@@ -17,17 +17,17 @@
 -- $1 sale, $2 customers text[], $3 quantities int[], $4 keys text[] (null: no key), $5 ids for new
 -- orders/holds text[], $6 hold TTLs in ms float8[] (null: a buy), $7 holds to confirm text[].
 -- → one row per request: i (1-based position), sale_take's columns (a confirmation's key_* are
--- null), and the clock of the step: `at` is now() (the created_at of a new order or hold),
+-- null), a new confirmation order's customer and quantity (sale_confirm), and the clock of the step: `at` is now() (the created_at of a new order or hold),
 -- `expires_at` the expiry a new or replaced hold got (the same expression as in sale_take), so
--- the caller builds a new order or hold without reading it back.
+-- the caller builds a new order or hold (a confirmation's too) without reading it back.
 SELECT r.i, t.*, now() AS at, now() + make_interval(secs => r.ttl_ms / 1000) AS expires_at
 FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::float8[], $7::text[]) WITH ORDINALITY AS r (customer, quantity, key, new_id, ttl_ms, hold, i)
 CROSS JOIN LATERAL (
-  SELECT k.outcome, k.result_id, k.key_kind, k.key_customer, k.key_quantity, k.ctx
+  SELECT k.outcome, k.result_id, k.key_kind, k.key_customer, k.key_quantity, k.ctx, NULL::text AS order_customer, NULL::int AS order_quantity
   FROM sale_take($1, r.customer, r.quantity, r.key, r.new_id, r.ttl_ms, false) AS k
   WHERE r.hold IS NULL
   UNION ALL
-  SELECT c.outcome, c.result_id, NULL::text, NULL::text, NULL::int, c.ctx
+  SELECT c.outcome, c.result_id, NULL::text, NULL::text, NULL::int, c.ctx, c.order_customer, c.order_quantity
   FROM sale_confirm(r.hold, r.new_id) AS c
   WHERE r.hold IS NOT NULL
 ) AS t

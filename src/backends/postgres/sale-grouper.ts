@@ -113,22 +113,42 @@ export class SaleGrouper {
 
   private async runSteps(sale: string, group: readonly Waiting<StepRequest, StepAnswer>[]): Promise<void> {
     const r = group.map((w) => w.request);
-    const rows = await this.statement<TakeRow & { i: string; at: Date; expires_at: Date | null }>(
-      'dibs_sale_step_group',
-      G.stepGroup,
-      [
-        sale,
-        r.map((x) => (x.confirm ? null : x.customer)),
-        r.map((x) => (x.confirm ? null : x.quantity)),
-        r.map((x) => (x.confirm ? null : x.key)),
-        r.map((x) => (x.confirm ? x.orderId : x.newId)),
-        r.map((x) => (x.confirm ? null : x.ttlMs)),
-        r.map((x) => (x.confirm ? x.hold : null)),
-      ],
-    );
+    const rows = await this.statement<
+      TakeRow & {
+        i: string;
+        at: Date;
+        expires_at: Date | null;
+        order_customer: string | null;
+        order_quantity: number | null;
+      }
+    >('dibs_sale_step_group', G.stepGroup, [
+      sale,
+      r.map((x) => (x.confirm ? null : x.customer)),
+      r.map((x) => (x.confirm ? null : x.quantity)),
+      r.map((x) => (x.confirm ? null : x.key)),
+      r.map((x) => (x.confirm ? x.orderId : x.newId)),
+      r.map((x) => (x.confirm ? null : x.ttlMs)),
+      r.map((x) => (x.confirm ? x.hold : null)),
+    ]);
     const answers = rows.map((row) => {
       const request = r[Number(row.i) - 1]!;
-      if (request.confirm || row.outcome !== 'ok' || row.result_id !== request.newId)
+      if (request.confirm) {
+        // A new order answered with its customer and quantity (functions/sale_confirm.sql); a
+        // function of an older build answers without them, and that order is read back.
+        const fresh = row.outcome === 'ok' && row.result_id === request.orderId && row.order_customer !== null;
+        const record: OrderRow | undefined = fresh
+          ? {
+              id: request.orderId,
+              sale_id: sale,
+              customer: row.order_customer!,
+              quantity: row.order_quantity!,
+              hold_id: request.hold,
+              created_at: row.at,
+            }
+          : undefined;
+        return { row, record: record as OrderRow | HoldRow | undefined, request };
+      }
+      if (row.outcome !== 'ok' || row.result_id !== request.newId)
         return { row, record: undefined as OrderRow | HoldRow | undefined, request };
       const record: OrderRow | HoldRow =
         request.ttlMs === null
@@ -152,8 +172,8 @@ export class SaleGrouper {
             };
       return { row, record, request };
     });
-    // The rest point at stored results: a confirmation's order (new or replayed), a replayed
-    // key's result (of its own kind) or a replaced hold.
+    // The rest point at stored results: a confirmation's replayed order, a replayed key's result
+    // (of its own kind) or a replaced hold.
     const orders: string[] = [];
     const holds: string[] = [];
     for (const { row, record, request } of answers) {
