@@ -19,3 +19,17 @@ export function newId(prefix: string): string {
   offset += ID_BYTES;
   return id;
 }
+
+/**
+ * An id like `newId`'s (the same 96 random bits) led by the creation time, 12 hex digits of
+ * milliseconds, so ids made one after another sort together. For the primary keys of rows a hot
+ * path inserts into an ordered index (SQLite orders and holds): random keys put each insert on a
+ * page of its own, so a commit of a group of buys wrote one page per buy (and one per index that
+ * ends in the key); time-led keys land on the same few pages. Measured on SQLite: ~15% less CPU
+ * per buy and per reserve + confirm. The time only orders; uniqueness comes from the random part,
+ * so a clock that steps back costs locality, never a collision.
+ */
+export function newTimeLedId(prefix: string): string {
+  const random = newId(prefix).slice(prefix.length + 1);
+  return `${prefix}_${Date.now().toString(16).padStart(12, '0')}${random}`;
+}

@@ -1,7 +1,7 @@
 import { refusal } from '../../core/refusals.js';
 import { judgeCustomerLimitChange, judgeSaleKey } from '../../core/model/sales.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import { newId } from '../../core/ids.js';
+import { newTimeLedId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import {
   assertPreflight,
@@ -294,7 +294,7 @@ export class SqliteSales implements SaleBackend {
       const hold = (
         row.own_hold !== null
           ? this.stmt.replaceHold.get({ id: row.own_hold, quantity, expiresAt })
-          : this.stmt.insertHold.get({ id: newId('hold'), sale: saleId, customer, quantity, expiresAt, now })
+          : this.stmt.insertHold.get({ id: newTimeLedId('hold'), sale: saleId, customer, quantity, expiresAt, now })
       ) as HoldRow;
       this.stmt.moveSale.run({ id: saleId, sold: 0, held: quantity - ownUnits });
       if (key !== null)
@@ -707,7 +707,7 @@ export class SqliteSales implements SaleBackend {
     quantity: number,
     holdId: string | null,
     now: string,
-    id = newId('ord'),
+    id = newTimeLedId('ord'),
     grantId: number | null = null,
     fromHeld = 0,
   ): OrderRow {
