@@ -119,4 +119,31 @@ describe('postgres: grouped sale steps', { skip }, () => {
     assert.deepEqual({ sold: stats.sold, held: stats.held }, { sold: 10, held: 0 });
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
   });
+
+  it('confirmations share one group with buys and reservations, judged in arrival order', async () => {
+    const sale = await newSale('GROUP-MIXED', 3, 1);
+    const { hold } = await dibs.sales.reserve(sale.id, 'a', 1, 60_000);
+    // One turn: b buys (sold 1, a's unit held), a confirms (sold 2), c reserves the last unit,
+    // d finds nothing left, and a's second confirmation replays its order.
+    const [b, a, c, d, again] = await Promise.all([
+      dibs.sales.buy(sale.id, 'b'),
+      dibs.sales.confirm(hold.id),
+      dibs.sales.reserve(sale.id, 'c', 1, 60_000),
+      settle(dibs.sales.buy(sale.id, 'd')),
+      dibs.sales.confirm(hold.id),
+    ]);
+    assert.equal(b.order.customer, 'b');
+    assert.deepEqual([a.order.customer, a.order.quantity, a.order.holdId, a.replayed], ['a', 1, hold.id, false]);
+    assert.equal(c.hold.customer, 'c');
+    assert.equal((d as { code: string }).code, 'sold_out');
+    assert.deepEqual([again.order.id, again.replayed], [a.order.id, true]);
+    assert.deepEqual(
+      [a.order.createdAt, c.hold.createdAt],
+      [b.order.createdAt, b.order.createdAt],
+      'the buy, the confirmation and the reservation were written by one transaction',
+    );
+    const stats = (await dibs.sales.get(sale.id)).stats;
+    assert.deepEqual({ sold: stats.sold, held: stats.held }, { sold: 2, held: 1 });
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+  });
 });

@@ -604,7 +604,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION dibs.sale_confirm(p_hold text, p_order_id text) RETURNS TABLE(outcome text, result_id text, ctx jsonb)
+CREATE FUNCTION dibs.sale_confirm(p_hold text, p_order_id text) RETURNS TABLE(outcome text, result_id text, ctx jsonb, order_customer text, order_quantity integer)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -614,7 +614,7 @@ DECLARE
 BEGIN
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF NOT FOUND THEN
-    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::jsonb;
+    RETURN QUERY SELECT 'not_found'::text, NULL::text, NULL::jsonb, NULL::text, NULL::integer;
     RETURN;
   END IF;
   -- A hold's sale never changes: lock it, then look at the hold as it is now.
@@ -622,19 +622,19 @@ BEGIN
   PERFORM sale_expire_stale(h.sale_id);
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF h.status = 'confirmed' THEN
-    RETURN QUERY SELECT 'replay'::text, o.id, NULL::jsonb FROM sale_orders o WHERE o.hold_id = p_hold;
+    RETURN QUERY SELECT 'replay'::text, o.id, NULL::jsonb, NULL::text, NULL::integer FROM sale_orders o WHERE o.hold_id = p_hold;
     RETURN;
   ELSIF h.status = 'cancelled' THEN
-    RETURN QUERY SELECT 'hold_cancelled'::text, NULL::text, NULL::jsonb;
+    RETURN QUERY SELECT 'hold_cancelled'::text, NULL::text, NULL::jsonb, NULL::text, NULL::integer;
     RETURN;
   ELSIF h.cart_id IS NOT NULL THEN
-    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, jsonb_build_object('cart', h.cart_id);
+    RETURN QUERY SELECT 'hold_in_cart'::text, NULL::text, jsonb_build_object('cart', h.cart_id), NULL::text, NULL::integer;
     RETURN;
   ELSIF h.status = 'expired' THEN
-    RETURN QUERY SELECT 'hold_expired'::text, NULL::text, jsonb_build_object('expiresAt', iso_utc(h.expires_at));
+    RETURN QUERY SELECT 'hold_expired'::text, NULL::text, jsonb_build_object('expiresAt', iso_utc(h.expires_at)), NULL::text, NULL::integer;
     RETURN;
   ELSIF s.cancelled_at IS NOT NULL THEN
-    RETURN QUERY SELECT 'sale_not_live'::text, NULL::text, jsonb_build_object('sale', h.sale_id, 'status', 'cancelled');
+    RETURN QUERY SELECT 'sale_not_live'::text, NULL::text, jsonb_build_object('sale', h.sale_id, 'status', 'cancelled'), NULL::text, NULL::integer;
     RETURN;
   END IF;
   INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
@@ -645,7 +645,7 @@ BEGIN
     VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
     ON CONFLICT (idempotency_key) DO NOTHING;
   END IF;
-  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::jsonb;
+  RETURN QUERY SELECT 'ok'::text, p_order_id, NULL::jsonb, h.customer, h.quantity;
 END
 $$;
 

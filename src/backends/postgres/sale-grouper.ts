@@ -1,10 +1,11 @@
 /**
- * Grouped sale steps (shared/group-queue.ts says why and how requests group): the buys and
- * reservations of one sale waiting in this process at the same time are served by ONE statement
- * (sale-group.sql `takeGroup`), and so are the confirmations of one sale's holds (`confirmGroup`).
- * One hot sale row serialises every step of the sale; grouped, the row lock and the commit flush
- * are paid once per group instead of once per buyer. Each request is still decided by the same
- * server-side step as a single one, in arrival order, each seeing the ones before it.
+ * Grouped sale steps (shared/group-queue.ts says why and how requests group): the buys,
+ * reservations and confirmations of one sale waiting in this process at the same time are served
+ * by ONE statement (sale-group.sql `stepGroup`). One hot sale row serialises every step of the
+ * sale; grouped, the row lock and the commit flush are paid once per group instead of once per
+ * buyer. Each request is still decided by the same server-side step as a single one, in arrival
+ * order, each seeing the ones before it. Confirmations share the groups of buys and reservations:
+ * in separate groups a reserve + confirm paid the sale's lock and commit twice as often.
  *
  * A new order or hold is answered from the statement itself (its id, the request, the step's
  * clock); what the statement cannot describe — a replayed key's stored result, a replaced hold,
@@ -17,8 +18,7 @@ import { loadQueries } from '../shared/sql-files.js';
 import { query, queryPrepared } from './connection.js';
 
 const G = loadQueries(new URL('./sale-group.sql', import.meta.url), [
-  'takeGroup',
-  'confirmGroup',
+  'stepGroup',
   'ordersByIds',
   'holdsByIds',
   'saleOfHold',
@@ -72,12 +72,16 @@ interface ConfirmRequest {
   orderId: string;
 }
 
+/** A request of a sale's group: a buy or reservation, or a confirmation. */
+type StepRequest = ({ confirm: false } & TakeRequest) | ({ confirm: true } & ConfirmRequest);
+
+type StepAnswer = Answered<TakeRow, OrderRow | HoldRow> | Answered<ConfirmRow, OrderRow>;
+
 /** Holds reserved through this process, remembered with their sale so a confirmation needs no lookup. */
 const MAX_REMEMBERED_HOLDS = 50_000;
 
 export class SaleGrouper {
-  private readonly takes: GroupQueue<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>;
-  private readonly confirms: GroupQueue<ConfirmRequest, Answered<ConfirmRow, OrderRow>>;
+  private readonly steps: GroupQueue<StepRequest, StepAnswer>;
   /** hold id → its sale (a hold's sale never changes); only a shortcut, forgotten when full. */
   private readonly holdSales = new Map<string, string>();
 
@@ -88,12 +92,11 @@ export class SaleGrouper {
     // Two groups of a sale in flight: while one commits (holding the row lock), the next is
     // already queued on the lock.
     const policy = { max: options.groupMax, concurrency: 2 };
-    this.takes = new GroupQueue(policy, (sale, group) => this.runTakes(sale, group));
-    this.confirms = new GroupQueue(policy, (_sale, group) => this.runConfirms(group));
+    this.steps = new GroupQueue(policy, (sale, group) => this.runSteps(sale, group));
   }
 
   take(sale: string, request: TakeRequest): Promise<Answered<TakeRow, OrderRow | HoldRow>> {
-    return this.takes.add(sale, request);
+    return this.steps.add(sale, { confirm: false, ...request }) as Promise<Answered<TakeRow, OrderRow | HoldRow>>;
   }
 
   /** Confirms a hold in a group of its sale's confirmations; null when the hold does not exist. */
@@ -103,30 +106,48 @@ export class SaleGrouper {
       sale = (await query<{ sale_id: string }>(this.pool, G.saleOfHold, [hold])).rows[0]?.sale_id;
       if (sale === undefined) return null;
     }
-    const answered = await this.confirms.add(sale, { hold, orderId });
+    const answered = (await this.steps.add(sale, { confirm: true, hold, orderId })) as Answered<ConfirmRow, OrderRow>;
     this.holdSales.delete(hold);
     return answered;
   }
 
-  private async runTakes(
-    sale: string,
-    group: readonly Waiting<TakeRequest, Answered<TakeRow, OrderRow | HoldRow>>[],
-  ): Promise<void> {
+  private async runSteps(sale: string, group: readonly Waiting<StepRequest, StepAnswer>[]): Promise<void> {
     const r = group.map((w) => w.request);
-    const rows = await this.statement<TakeRow & { i: string; at: Date; expires_at: Date | null }>(
-      'dibs_sale_take_group',
-      G.takeGroup,
-      [
-        sale,
-        r.map((x) => x.customer),
-        r.map((x) => x.quantity),
-        r.map((x) => x.key),
-        r.map((x) => x.newId),
-        r.map((x) => x.ttlMs),
-      ],
-    );
+    const rows = await this.statement<
+      TakeRow & {
+        i: string;
+        at: Date;
+        expires_at: Date | null;
+        order_customer: string | null;
+        order_quantity: number | null;
+      }
+    >('dibs_sale_step_group', G.stepGroup, [
+      sale,
+      r.map((x) => (x.confirm ? null : x.customer)),
+      r.map((x) => (x.confirm ? null : x.quantity)),
+      r.map((x) => (x.confirm ? null : x.key)),
+      r.map((x) => (x.confirm ? x.orderId : x.newId)),
+      r.map((x) => (x.confirm ? null : x.ttlMs)),
+      r.map((x) => (x.confirm ? x.hold : null)),
+    ]);
     const answers = rows.map((row) => {
       const request = r[Number(row.i) - 1]!;
+      if (request.confirm) {
+        // A new order answered with its customer and quantity (functions/sale_confirm.sql); a
+        // function of an older build answers without them, and that order is read back.
+        const fresh = row.outcome === 'ok' && row.result_id === request.orderId && row.order_customer !== null;
+        const record: OrderRow | undefined = fresh
+          ? {
+              id: request.orderId,
+              sale_id: sale,
+              customer: row.order_customer!,
+              quantity: row.order_quantity!,
+              hold_id: request.hold,
+              created_at: row.at,
+            }
+          : undefined;
+        return { row, record: record as OrderRow | HoldRow | undefined, request };
+      }
       if (row.outcome !== 'ok' || row.result_id !== request.newId)
         return { row, record: undefined as OrderRow | HoldRow | undefined, request };
       const record: OrderRow | HoldRow =
@@ -151,34 +172,27 @@ export class SaleGrouper {
             };
       return { row, record, request };
     });
-    // The rest point at stored results: a replayed key's (of its own kind) or a replaced hold.
+    // The rest point at stored results: a confirmation's replayed order, a replayed key's result
+    // (of its own kind) or a replaced hold.
     const orders: string[] = [];
     const holds: string[] = [];
     for (const { row, record, request } of answers) {
       if (record || (row.outcome !== 'ok' && row.outcome !== 'replay')) continue;
-      const kind = row.outcome === 'replay' ? row.key_kind : request.ttlMs === null ? 'buy' : 'reserve';
+      const kind = request.confirm
+        ? 'buy'
+        : row.outcome === 'replay'
+          ? row.key_kind
+          : request.ttlMs === null
+            ? 'buy'
+            : 'reserve';
       (kind === 'buy' ? orders : holds).push(row.result_id!);
     }
     const stored = await this.readBack(orders, holds);
     for (const { row, record, request } of answers) {
       const answer = record ?? (row.result_id === null ? undefined : stored.get(row.result_id));
-      if (request.ttlMs !== null && answer && row.outcome === 'ok') this.remember(answer.id, sale);
-      group[Number(row.i) - 1]!.resolve({ row, record: answer });
+      if (!request.confirm && request.ttlMs !== null && answer && row.outcome === 'ok') this.remember(answer.id, sale);
+      group[Number(row.i) - 1]!.resolve({ row, record: answer } as StepAnswer);
     }
-  }
-
-  private async runConfirms(group: readonly Waiting<ConfirmRequest, Answered<ConfirmRow, OrderRow>>[]): Promise<void> {
-    const rows = await this.statement<ConfirmRow & { i: string }>('dibs_sale_confirm_group', G.confirmGroup, [
-      group.map((w) => w.request.hold),
-      group.map((w) => w.request.orderId),
-    ]);
-    const orders = rows.filter((row) => row.outcome === 'ok' || row.outcome === 'replay').map((row) => row.result_id!);
-    const stored = await this.readBack(orders, []);
-    for (const row of rows)
-      group[Number(row.i) - 1]!.resolve({
-        row,
-        record: row.result_id === null ? undefined : (stored.get(row.result_id) as OrderRow | undefined),
-      });
   }
 
   private remember(hold: string, sale: string): void {

@@ -309,7 +309,7 @@ export class PgSales implements SaleBackend {
 
   async confirmHold(holdId: string): Promise<BuyResult> {
     // One statement (sales.sql `confirm`): lock the hold's sale, expire stale holds, decide, write.
-    // Grouped: the same step for every confirmation of the sale waiting in this process.
+    // Grouped: in one statement with the buys, reservations and confirmations of the sale waiting in this process.
     let r: ConfirmRow;
     let order: OrderRow | undefined;
     if (this.grouper) {

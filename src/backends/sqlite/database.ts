@@ -89,6 +89,9 @@ class WriteBatcher {
   private readonly begin: Statement;
   private readonly commit: Statement;
   private readonly rollback: Statement;
+  private readonly savepoint: Statement;
+  private readonly release: Statement;
+  private readonly rollbackTo: Statement;
 
   constructor(
     private readonly db: Db,
@@ -98,6 +101,33 @@ class WriteBatcher {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
+    this.savepoint = db.prepare('SAVEPOINT dibs_write');
+    this.release = db.prepare('RELEASE dibs_write');
+    this.rollbackTo = db.prepare('ROLLBACK TO dibs_write');
+  }
+
+  /**
+   * One write of the batch in its own savepoint, so a write that throws undoes only itself.
+   * Prepared once, not through `db.transaction(fn)`: that builds four wrapper functions per call,
+   * which measured ~5% of a sale buy's CPU. A write that nests `db.transaction` gets a savepoint
+   * of better-sqlite3's own name inside this one, as before.
+   */
+  private runOne(fn: () => unknown): unknown {
+    this.savepoint.run();
+    try {
+      const value = fn();
+      if (value && typeof (value as { then?: unknown }).then === 'function')
+        throw new TypeError('a write step cannot return a promise');
+      this.release.run();
+      return value;
+    } catch (error) {
+      // An error that ended the whole transaction (e.g. SQLITE_FULL) leaves no savepoint to undo.
+      if (this.db.inTransaction) {
+        this.rollbackTo.run();
+        this.release.run();
+      }
+      throw error;
+    }
   }
 
   enqueue<T>(fn: () => T): Promise<T> {
@@ -163,7 +193,7 @@ class WriteBatcher {
         const batch = this.queue.splice(0, MAX_BATCH);
         const outcomes = batch.map((w) => {
           try {
-            return { ok: true as const, value: this.db.transaction(w.fn)() };
+            return { ok: true as const, value: this.runOne(w.fn) };
           } catch (error) {
             return { ok: false as const, error: translate(error) };
           }

@@ -14,6 +14,35 @@ INSERT INTO dibs_sales (id, sku, starts_at, ends_at, cap, per_customer_limit, me
 VALUES (@id, @sku, @startsAt, @endsAt, @cap, @perCustomerLimit, @metadata, @now)
 ON CONFLICT (id) DO NOTHING
 
+-- name: saleStep
+-- The first read of a buy or reservation, in one statement instead of six: the sale row, the
+-- store clock (`clock`) and the expiry a new hold would get (`later`, @ttlMs from now), whether
+-- the sale sells only through a waiting room, whether it has active holds past their expiry
+-- (only then is the expiry sweep run and this read repeated), and @customer's units: ordered,
+-- and their one active hold (index dibs_holds_one_active), if any.
+SELECT s.*,
+  c.now AS clock,
+  strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || (@ttlMs / 1000.0) || ' seconds') AS later,
+  EXISTS (SELECT 1 FROM dibs_waiting_rooms w WHERE w.sale_id = s.id) AS has_room,
+  EXISTS (SELECT 1 FROM dibs_holds h WHERE h.sale_id = s.id AND h.status = 'active' AND h.expires_at <= c.now) AS has_stale,
+  (SELECT COALESCE(SUM(o.quantity), 0) FROM dibs_orders o WHERE o.sale_id = s.id AND o.customer = @customer) AS own_ordered,
+  h.id AS own_hold, COALESCE(h.quantity, 0) AS own_held, h.cart_id AS own_cart
+FROM dibs_sales s
+CROSS JOIN (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now) c
+LEFT JOIN dibs_holds h ON h.sale_id = s.id AND h.customer = @customer AND h.status = 'active'
+WHERE s.id = @id
+
+-- name: holdStep
+-- The first read of a confirmation: the hold, its sale, the store clock, and whether the sale has
+-- active holds past their expiry (only then is the expiry sweep run and this read repeated).
+SELECT h.*, c.now AS clock,
+  EXISTS (SELECT 1 FROM dibs_holds x WHERE x.sale_id = h.sale_id AND x.status = 'active' AND x.expires_at <= c.now) AS has_stale,
+  s.cancelled_at AS sale_cancelled_at
+FROM dibs_holds h
+CROSS JOIN (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now) c
+JOIN dibs_sales s ON s.id = h.sale_id
+WHERE h.id = @id
+
 -- name: sameSku
 SELECT id, starts_at AS startsAt, ends_at AS endsAt FROM dibs_sales WHERE sku = ? AND cancelled_at IS NULL AND id <> ?
 
@@ -67,12 +96,15 @@ SELECT * FROM dibs_holds WHERE id = ?
 
 -- name: insertHold
 INSERT INTO dibs_holds (id, sale_id, customer, quantity, expires_at, created_at) VALUES (@id, @sale, @customer, @quantity, @expiresAt, @now)
+RETURNING *
 
 -- name: replaceHold
 UPDATE dibs_holds SET quantity = @quantity, expires_at = @expiresAt WHERE id = @id
+RETURNING *
 
 -- name: insertOrder
 INSERT INTO dibs_orders (id, sale_id, customer, quantity, hold_id, created_at, grant_id) VALUES (@id, @sale, @customer, @quantity, @holdId, @now, @grantId)
+RETURNING id, sale_id, customer, quantity, hold_id, created_at
 
 -- name: orderById
 SELECT * FROM dibs_orders WHERE id = ?

@@ -1,7 +1,7 @@
 import { refusal } from '../../core/refusals.js';
 import { judgeCustomerLimitChange, judgeSaleKey } from '../../core/model/sales.js';
 import { DibsError, notFound } from '../../core/errors.js';
-import { newId } from '../../core/ids.js';
+import { newTimeLedId } from '../../core/ids.js';
 import type { SaleBackend, SaleViolation } from '../../core/sales/backend.js';
 import {
   assertPreflight,
@@ -38,6 +38,8 @@ const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'now',
   'later',
   'saleById',
+  'saleStep',
+  'holdStep',
   'insertSale',
   'sameSku',
   'listSales',
@@ -100,6 +102,25 @@ type HoldRow = HoldRowOf<string>;
 export type OrderRow = OrderRowOf<string>;
 
 type KeyRow = SaleKeyRow;
+
+/** sales.sql `saleStep`: the sale and everything a buy or reservation decides on, in one read. */
+interface StepRow extends SaleRow {
+  clock: string;
+  later: string;
+  has_room: 0 | 1;
+  has_stale: 0 | 1;
+  own_ordered: number;
+  own_hold: string | null;
+  own_held: number;
+  own_cart: string | null;
+}
+
+/** sales.sql `holdStep`: a hold with the clock and what its confirmation decides on. */
+interface HoldStepRow extends HoldRow {
+  clock: string;
+  has_stale: 0 | 1;
+  sale_cancelled_at: string | null;
+}
 
 export class SqliteSales implements SaleBackend {
   private readonly stmt: Statements<typeof Q>;
@@ -213,13 +234,14 @@ export class SqliteSales implements SaleBackend {
 
   async buy(saleId: string, customer: string, quantity: number, key: string | null): Promise<BuyResult> {
     return write(this.db, this.options, () => {
-      const now = this.now();
+      const first = this.step(saleId, customer, 0);
+      const now = first?.clock ?? this.now();
       const replay = this.replay(saleId, key, 'buy', customer, quantity);
       if (replay) return { order: toOrder(this.order(replay.result_id)), replayed: true };
-      const row = this.liveSale(saleId, now);
+      const row = this.liveStep(saleId, customer, first, now);
       // a sale with a waiting room sells only through admitted tickets (reserve, then confirm)
-      if (this.stmt.hasWaitingRoom.get(saleId)) throw refusal('sale_ticket_required', { sale: saleId });
-      this.assertWithinLimit(row, customer, quantity);
+      if (row.has_room) throw refusal('sale_ticket_required', { sale: saleId });
+      this.judgeLimit(row, customer, row.own_ordered + row.own_held, quantity);
       if (row.cap !== null) {
         const available = row.cap - row.sold - row.held - row.escrow;
         if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
@@ -254,33 +276,31 @@ export class SqliteSales implements SaleBackend {
     viaTicket: boolean,
   ): HoldResult {
     {
-      const now = this.now();
+      const first = this.step(saleId, customer, ttlMs);
+      const now = first?.clock ?? this.now();
       const replay = this.replay(saleId, key, 'reserve', customer, quantity);
       if (replay) return { hold: toHold(this.hold(replay.result_id)), replayed: true };
-      const row = this.liveSale(saleId, now);
-      if (!viaTicket && this.stmt.hasWaitingRoom.get(saleId)) throw refusal('sale_ticket_required', { sale: saleId });
-      const own = this.stmt.activeHoldOf.get(saleId, customer) as HoldRow | undefined;
-      if (own?.cart_id) throw refusal('hold_in_cart', { hold: own.id, cart: own.cart_id });
-      const ownUnits = own?.quantity ?? 0;
-      this.assertWithinLimit(row, customer, quantity - ownUnits);
+      const row = this.liveStep(saleId, customer, first, now);
+      if (!viaTicket && row.has_room) throw refusal('sale_ticket_required', { sale: saleId });
+      if (row.own_cart) throw refusal('hold_in_cart', { hold: row.own_hold!, cart: row.own_cart });
+      const ownUnits = row.own_held;
+      this.judgeLimit(row, customer, row.own_ordered + ownUnits, quantity - ownUnits);
       if (row.cap !== null) {
         // Everyone else's holds count; the customer's own hold is being replaced.
         const available = row.cap - row.sold - row.escrow - (row.held - ownUnits);
         if (quantity > available) throw refusal('sale_sold_out', { sale: saleId, available: Math.max(0, available) });
       }
-      const expiresAt = (this.stmt.later.get(ttlMs) as { at: string }).at;
-      let id: string;
-      if (own) {
-        id = own.id;
-        this.stmt.replaceHold.run({ id, quantity, expiresAt });
-      } else {
-        id = newId('hold');
-        this.stmt.insertHold.run({ id, sale: saleId, customer, quantity, expiresAt, now });
-      }
+      // The expiry is @ttlMs past the clock of the step's first read (`later`), as `now` is.
+      const expiresAt = first!.later;
+      const hold = (
+        row.own_hold !== null
+          ? this.stmt.replaceHold.get({ id: row.own_hold, quantity, expiresAt })
+          : this.stmt.insertHold.get({ id: newTimeLedId('hold'), sale: saleId, customer, quantity, expiresAt, now })
+      ) as HoldRow;
       this.stmt.moveSale.run({ id: saleId, sold: 0, held: quantity - ownUnits });
       if (key !== null)
-        this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: id });
-      return { hold: toHold(this.hold(id)), replayed: false };
+        this.stmt.insertSaleKey.run({ sale: saleId, key, kind: 'reserve', customer, quantity, resultId: hold.id });
+      return { hold: toHold(hold), replayed: false };
     }
   }
 
@@ -319,19 +339,32 @@ export class SqliteSales implements SaleBackend {
 
   async confirmHold(holdId: string): Promise<BuyResult> {
     return write(this.db, this.options, () => {
-      const now = this.now();
-      const hold = this.hold(holdId);
+      const hold = this.stmt.holdStep.get({ id: holdId }) as HoldStepRow | undefined;
+      if (!hold) throw notFound('hold', holdId);
+      const now = hold.clock;
       if (hold.status === 'confirmed')
         return { order: toOrder(this.stmt.orderOfHold.get(holdId) as OrderRow), replayed: true };
       if (hold.status === 'cancelled') throw refusal('hold_cancelled', { hold: holdId });
       if (hold.cart_id) throw refusal('hold_in_cart', { hold: holdId, cart: hold.cart_id });
-      const row = this.sale(hold.sale_id);
-      this.expireStale(row, now);
-      const current = this.hold(holdId);
+      // The expiry sweep (and a second look at the hold) only when some hold of the sale is stale.
+      let current: HoldRow = hold;
+      if (hold.has_stale) {
+        this.expireStale(this.sale(hold.sale_id), now);
+        current = this.hold(holdId);
+      }
       if (current.status === 'expired') throw refusal('hold_expired', { hold: holdId, expiresAt: current.expires_at });
-      if (row.cancelled_at !== null) throw refusal('sale_not_live', { sale: row.id, status: 'cancelled' });
-      this.stmt.moveSale.run({ id: row.id, sold: 0, held: -current.quantity });
-      const order = this.insertOrder(this.sale(row.id), current.customer, current.quantity, holdId, now);
+      if (hold.sale_cancelled_at !== null) throw refusal('sale_not_live', { sale: hold.sale_id, status: 'cancelled' });
+      // One counter update: the held units become sold ones.
+      const order = this.insertOrder(
+        { id: hold.sale_id },
+        current.customer,
+        current.quantity,
+        holdId,
+        now,
+        undefined,
+        null,
+        current.quantity,
+      );
       this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
       return { order: toOrder(order), replayed: false };
     });
@@ -543,8 +576,7 @@ export class SqliteSales implements SaleBackend {
   /** @internal (also used by grants.ts inside its write step) */
   liveSale(id: string, now: string, line?: number): SaleRow {
     const before = this.sale(id, line);
-    this.expireStale(before, now);
-    const row = this.sale(id);
+    const row = this.expireStale(before, now) > 0 ? this.sale(id) : before;
     const status = saleStatus(
       { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
       now,
@@ -579,8 +611,16 @@ export class SqliteSales implements SaleBackend {
   /** @internal An active, unexpired cart line becomes an order (the cart checked both). */
   confirmLine(holdId: string, now: string): void {
     const hold = this.hold(holdId);
-    this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
-    const order = this.insertOrder(this.sale(hold.sale_id), hold.customer, hold.quantity, holdId, now);
+    const order = this.insertOrder(
+      { id: hold.sale_id },
+      hold.customer,
+      hold.quantity,
+      holdId,
+      now,
+      undefined,
+      null,
+      hold.quantity,
+    );
     this.stmt.setHoldStatus.run({ id: holdId, status: 'confirmed', orderId: order.id });
   }
 
@@ -591,8 +631,32 @@ export class SqliteSales implements SaleBackend {
     this.stmt.moveSale.run({ id: hold.sale_id, sold: 0, held: -hold.quantity });
   }
 
-  private expireStale(row: SaleRow, now: string): void {
-    for (const hold of this.stmt.staleHolds.all(row.id, now) as HoldRow[]) this.expireHold(hold, now);
+  /** Expires the sale's active holds past their expiry; returns how many. */
+  private expireStale(row: { id: string }, now: string): number {
+    const stale = this.stmt.staleHolds.all(row.id, now) as HoldRow[];
+    for (const hold of stale) this.expireHold(hold, now);
+    return stale.length;
+  }
+
+  /** sales.sql `saleStep` for `customer`; undefined for an unknown sale. */
+  private step(id: string, customer: string, ttlMs: number): StepRow | undefined {
+    return this.stmt.saleStep.get({ id, customer, ttlMs }) as StepRow | undefined;
+  }
+
+  /**
+   * The step's sale if it is live at `now` (as liveSale): `first` is the step's first read; only
+   * when it saw stale holds are they expired and the sale read again (counters, own hold).
+   */
+  private liveStep(id: string, customer: string, first: StepRow | undefined, now: string): StepRow {
+    if (!first) throw notFound('sale', id);
+    let row = first;
+    if (first.has_stale && this.expireStale(first, now) > 0) row = this.step(id, customer, 0)!;
+    const status = saleStatus(
+      { startsAt: row.starts_at, endsAt: row.ends_at, cancelledAt: row.cancelled_at, cap: row.cap, sold: row.sold },
+      now,
+    );
+    if (status !== 'live') throw refusal('sale_not_live', { sale: id, status });
+    return row;
   }
 
   private expireHold(hold: HoldRow, now: string): void {
@@ -619,41 +683,53 @@ export class SqliteSales implements SaleBackend {
       ordered: number;
       held: number;
     };
-    if (ordered + held + more > row.per_customer_limit)
+    this.judgeLimit(row, customer, ordered + held, more, line);
+  }
+
+  /** `units`: what the customer has ordered and holds in the sale already; `more`: what the step adds. */
+  private judgeLimit(row: SaleRow, customer: string, units: number, more: number, line?: number): void {
+    if (units + more > row.per_customer_limit)
       throw refusal('sale_limit', {
         sale: row.id,
         customer,
-        units: ordered + held,
+        units,
         quantity: more,
         limit: row.per_customer_limit,
         ...(line === undefined ? {} : { line }),
       });
   }
 
-  /** @internal `grantId`: the tiered fast-path grant the order consumed. */
+  /**
+   * @internal `grantId`: the tiered fast-path grant the order consumed; `fromHeld`: units of a
+   * confirmed hold that stop counting as held in the same counter update.
+   */
   insertOrder(
-    row: SaleRow,
+    row: { id: string },
     customer: string,
     quantity: number,
     holdId: string | null,
     now: string,
-    id = newId('ord'),
+    id = newTimeLedId('ord'),
     grantId: number | null = null,
+    fromHeld = 0,
   ): OrderRow {
-    this.stmt.insertOrder.run({ id, sale: row.id, customer, quantity, holdId, now, grantId });
-    const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: 0 }) as {
+    const order = this.stmt.insertOrder.get({ id, sale: row.id, customer, quantity, holdId, now, grantId }) as OrderRow;
+    const after = this.stmt.moveSale.get({ id: row.id, sold: quantity, held: -fromHeld }) as {
       sold: number;
       cap: number | null;
     };
-    if (after.cap !== null && after.sold >= after.cap)
+    if (after.cap !== null && after.sold >= after.cap) {
+      // The SKU only for the rare sold-out event, read then rather than carried by every caller.
+      const { sku } = this.sale(row.id);
       this.event(
         'sale.sold_out',
         `sale.sold_out:${row.id}`,
         row.id,
-        { sale: row.id, sku: row.sku, sold: after.sold, cap: after.cap },
+        { sale: row.id, sku, sold: after.sold, cap: after.cap },
         now,
       );
-    return this.order(id);
+    }
+    return order;
   }
 
   private event(type: string, key: string, sale: string, payload: Record<string, unknown>, now: string): void {
