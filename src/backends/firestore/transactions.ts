@@ -172,10 +172,10 @@ export const CONTENTION_DEADLINE_MS = 30_000;
 const MAX_ATTEMPTS = 200;
 
 /** The answer of a step that gave up on contention: nothing of it was committed, so it is safe to retry. */
-export function contended(attempts: number, since: number): DibsError {
+export function contended(attempts: number, since: number, bound = CONTENTION_DEADLINE_MS): DibsError {
   return new DibsError(
     'unavailable',
-    `firestore: gave up after ${attempts} contended attempts in ${Date.now() - since} ms (the bound is ${CONTENTION_DEADLINE_MS} ms)`,
+    `firestore: gave up after ${attempts} contended attempts in ${Date.now() - since} ms (the bound is ${bound} ms)`,
     { retriable: true, details: { retryAfterMs: 1000 } },
   );
 }
@@ -183,7 +183,11 @@ export function contended(attempts: number, since: number): DibsError {
 export class TxRunner {
   readonly counters: TxCounters = { transactions: 0, attempts: 0 };
 
-  constructor(private readonly db: Firestore) {}
+  constructor(
+    private readonly db: Firestore,
+    /** CONTENTION_DEADLINE_MS; shorter in a test that waits for it. */
+    private readonly deadlineMs = CONTENTION_DEADLINE_MS,
+  ) {}
 
   /**
    * Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again.
@@ -253,9 +257,9 @@ export class TxRunner {
       noteStoreRetry();
       const pause = Math.random() * Math.min(5 * 2 ** Math.min(attempt, 7), 500);
       // no back-off that would end past the bound
-      if (attempt >= MAX_ATTEMPTS || Date.now() + pause - started > CONTENTION_DEADLINE_MS) {
+      if (attempt >= MAX_ATTEMPTS || Date.now() + pause - started > this.deadlineMs) {
         this.counters.transactions++;
-        throw contended(attempt, started);
+        throw contended(attempt, started, this.deadlineMs);
       }
       await sleep(pause);
     }
