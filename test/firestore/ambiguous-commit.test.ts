@@ -10,6 +10,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openDibs, type Dibs } from '../../src/index.js';
 import type { FirestoreBackend } from '../../src/backends/firestore/index.js';
+import { FieldValue } from '@google-cloud/firestore';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TxRunner } from '../../src/backends/firestore/transactions.js';
 import { isDibsError } from '../../src/core/errors.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { injectCommitFaults, writtenPaths, type CommitFaultOptions } from '../support/firestore-faults.js';
@@ -284,6 +287,48 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       assert.equal(faults.injected, 1);
       assert.equal(begun.state, 'started', `the request that created the record was told ${begun.state}`);
       assert.equal((await dibs.backend.service.beginIdempotent('scope', 'order-9', 'fp', 60_000)).state, 'in_flight');
+    });
+  });
+
+  // Not a lost answer but its neighbour: a step that never wins must still answer (issue #27).
+  it('a step that keeps losing to contention answers unavailable once its bound has passed', async () => {
+    await withDibs(async (_dibs, db) => {
+      const doc = db.collection('contended').doc(`d-${Date.now()}`);
+      await doc.set({ n: 0 });
+      let writing = true;
+      const writer = (async () => {
+        while (writing) await doc.update({ n: FieldValue.increment(1) });
+      })();
+      const bound = 1500;
+      const runner = new TxRunner(db, bound);
+      const started = Date.now();
+      let attempts = 0;
+      try {
+        // a guarded write of a document that moves all the time: every commit fails its guard
+        const outcome = await runner
+          .run(
+            async (tx) => {
+              attempts++;
+              const snap = await doc.get();
+              await sleep(50);
+              tx.update(doc, { mine: attempts }, { lastUpdateTime: snap.updateTime! });
+              return 'won';
+            },
+            undefined,
+            { optimistic: true },
+          )
+          .catch((error: unknown) => error);
+        const took = Date.now() - started;
+        assert.ok(isDibsError(outcome, 'unavailable'), `answered ${String(outcome)} after ${attempts} attempts`);
+        assert.equal(outcome.retriable, true);
+        assert.match(outcome.message, /gave up after \d+ contended attempts .* \(the bound is 1500 ms\)/);
+        assert.ok(attempts > 1, `${attempts} attempts`);
+        // the bound, plus one attempt in flight (a read, 50 ms, a commit) on a loaded machine
+        assert.ok(took < bound + 3000, `answered after ${took} ms`);
+      } finally {
+        writing = false;
+        await writer;
+      }
     });
   });
 });

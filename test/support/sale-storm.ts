@@ -59,6 +59,16 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
   spawnPrefix?: (worker: number) => string[];
 }): Promise<O[]> {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-sale-storm-'));
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  let timedOut = false;
+  const answered = (configFile: string) => {
+    const results = configFile.replace(/\.json$/, '.jsonl');
+    return existsSync(results)
+      ? readFileSync(results, 'utf8')
+          .split('\n')
+          .filter((l) => l.endsWith('}')).length
+      : 0;
+  };
   try {
     const workers = options.lanes.map((ops, i) => {
       const config: SaleWorkerConfig = {
@@ -90,14 +100,25 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
       });
       const done = new Promise<void>((resolve, reject) =>
         child.once('exit', (code, signal) =>
-          code === 0 ? resolve() : reject(new Error(`sale worker ${i} failed (${code ?? signal}):\n${stderr}`)),
+          code === 0
+            ? resolve()
+            : reject(
+                new Error(
+                  timedOut
+                    ? `sale worker ${i} was still running at the storm's timeout of ${timeoutMs} ms (killed; ${answered(configFile)} answers recorded): a step that never answers\n${stderr}`
+                    : `sale worker ${i} failed (${code ?? signal}):\n${stderr}`,
+                ),
+              ),
         ),
       );
       ready.catch(() => {});
       done.catch(() => {});
       return { child, ready, done, config };
     });
-    const timer = setTimeout(() => workers.forEach((w) => w.child.kill('SIGKILL')), options.timeoutMs ?? 120_000);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      for (const w of workers) w.child.kill('SIGKILL');
+    }, timeoutMs);
     let finished = false;
     try {
       await Promise.all(workers.map((w) => w.ready));

@@ -4,13 +4,22 @@
  * customer's document, the step witness), the cart document and its idempotency key. Every line is
  * judged before anything is written; a refusal throws and the transaction writes nothing. The
  * lines are ordinary holds (`cart` set), so every sale step counts them; Firestore keeps the
- * transaction atomic across documents, so no protocol with compensation is needed.
+ * commit atomic across documents, so no protocol with compensation is needed.
+ *
+ * The steps are optimistic, like the grouped single-sale steps (sale-queue.ts): every read is a
+ * plain read, and the commit is guarded by each line's sale document (its update time as read),
+ * the cart document (likewise) and the key (`create`: it must not exist yet). A cart that lost a
+ * race reads everything again. Carts used to read in a pessimistic transaction, which locks every
+ * line's sale document until commit: at 80 carts over 3 sales in 4 processes every attempt of
+ * every cart and every grouped buy ended in the emulator's "Transaction lock timeout" (about 2.4 s
+ * each: carts holding read locks on the same sales deadlock on upgrading them to write, and a
+ * buy's commit waits for those locks) and none committed in 120 s (issue #27).
  *
  *   dibs/{prefix}/carts/{cart id}        c, s ('active'|'confirmed'|'cancelled'), e (expires ms), ca,
  *                                        f (the request's fingerprint), l: [{sale, q, h (hold id)}]
  *   dibs/{prefix}/cartKeys/{key, base64url}   r: the cart id
  */
-import type { DocumentReference } from '@google-cloud/firestore';
+import type { DocumentReference, DocumentSnapshot, Transaction } from '@google-cloud/firestore';
 import { DibsError, isDibsError, notFound } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { judgeReserve } from '../../core/model/sales.js';
@@ -20,7 +29,8 @@ import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/s
 import { encodeId, type Layout } from './layout.js';
 import { SaleStep } from './sale-step.js';
 import { isoMs, saleState, toOrder, type CustomerDoc, type HoldDoc, type OrderDoc } from './sale-records.js';
-import type { TxRunner } from './transactions.js';
+import { RETRY, type Attempt, type TxRunner } from './transactions.js';
+import type { SaleTurns } from './sale-turns.js';
 
 interface CartDoc {
   id: string;
@@ -32,13 +42,40 @@ interface CartDoc {
   l: { sale: string; q: number; h: string }[];
 }
 
-/** Line indexes in the order of their sale ids (each sale is on one line). */
-const byId = (sales: string[]) => sales.map((_, i) => i).sort((a, b) => (sales[a]! < sales[b]! ? -1 : 1));
+/** An answer that wrote nothing: a commit lost on the way changed nothing either, so it may run again. */
+const nothingWritten = (attempt: Attempt<unknown>) => attempt.resolveWith(async () => 'rerun');
+
+/**
+ * The cart's new state, committed only if the cart document is still the one read. That guard also
+ * settles a lost commit: running the step again is safe, whether the lost one applied (the cart
+ * reads confirmed or cancelled: a replay) or not (it never can now, as the cart is read again and
+ * one of the two commits fails its guard) — so the lines' step witnesses are not needed.
+ */
+function rewriteCart(tx: Transaction, snap: DocumentSnapshot, doc: CartDoc, attempt: Attempt<unknown>): void {
+  tx.update(snap.ref, { ...doc }, { lastUpdateTime: snap.updateTime! });
+  attempt.resolveWith(async () => 'rerun');
+}
+
+/**
+ * A refusal judged on plain reads stands only if they were one state: if the documents that guard
+ * them — each line's sale document, and the cart's — still have the update times read, nothing
+ * read has moved since (every change to a sale writes its sale document, every change to a cart
+ * its cart document), so the refusal is true as of now. Else another attempt judges afresh. (A
+ * step that writes has its commit check the same guards; a refusal writes nothing.)
+ */
+async function refusedUnlessMoved(error: unknown, read: DocumentSnapshot[]): Promise<typeof RETRY> {
+  if (!isDibsError(error)) throw error;
+  const again = await read[0]!.ref.firestore.getAll(...read.map((snap) => snap.ref));
+  if (again.every((snap, i) => snap.updateTime?.isEqual(read[i]!.updateTime!))) throw error;
+  return RETRY;
+}
 
 export class FirestoreCarts {
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
+    /** This process' turns on sales (sale-turns.ts): a cart runs in the turn of every line's sale. */
+    private readonly turns: SaleTurns,
   ) {}
 
   private cartRef(id: string): DocumentReference {
@@ -51,143 +88,190 @@ export class FirestoreCarts {
 
   async holdCart(spec: CartSpec): Promise<CartResult> {
     const fingerprint = cartFingerprint(spec);
-    const result = await this.runner.run<{ doc: CartDoc; now: number; replayed: boolean }>(async (tx, _n, attempt) => {
-      if (spec.idempotencyKey !== null) {
-        const prior = await tx.get(this.keyRef(spec.idempotencyKey));
-        if (prior.exists) {
-          const snap = await tx.get(this.cartRef(prior.get('r') as string));
-          const cart = snap.data() as CartDoc;
-          if (cart.f !== fingerprint) throw cartKeyReused(spec.idempotencyKey, cart.f);
-          return { doc: cart, now: snap.readTime.toMillis(), replayed: true };
-        }
-      }
-      // reads: every line's sale, its customer, the customer's own hold, stale holds — sales in id
-      // order, so two carts over the same sales take their locks in one order (the emulator locks)
-      const steps: SaleStep[] = [];
-      const owns: (HoldDoc | undefined)[] = [];
-      for (const i of byId(spec.lines.map((l) => l.saleId))) {
-        const saleId = spec.lines[i]!.saleId;
-        const step = await SaleStep.open(tx, this.layout, saleId).catch((error: unknown) => {
-          throw isDibsError(error, 'not_found') ? refusal('cart_line_no_sale', { sale: saleId, line: i }) : error;
-        });
-        await step.prefetch({ customers: [spec.customer] });
-        const cust = step.customer(spec.customer);
-        owns[i] = cust.h !== null ? await step.hold(cust.h) : undefined;
-        steps[i] = step;
-      }
-      // judge every line before writing any
-      const now = steps[0]!.now;
-      spec.lines.forEach((line, i) => {
-        const step = steps[i]!;
-        const own = owns[i];
-        // the customer's own hold that expired unseen by the stale pass is expired here
-        if (own && own.s === 'active' && own.e <= step.now) step.expire(own);
-        // a sale behind a waiting room sells only through admitted tickets (waiting-rooms.ts)
-        if (step.sale.wr) throw refusal('cart_line_room', { sale: line.saleId, line: i });
-        if (own && own.s === 'active') throw refusal('cart_line_held', { sale: line.saleId, hold: own.id, line: i });
-        const { units } = step.unitsOf(spec.customer);
-        try {
-          judgeReserve(saleState(step.sale), step.nowIso, spec.customer, units, 0, line.quantity);
-        } catch (error) {
-          throw error instanceof DibsError ? atLine(error, i) : error;
-        }
-      });
-      const id = newId('cart');
-      const expires = now + spec.ttlMs;
-      const doc: CartDoc = { id, c: spec.customer, s: 'active', e: expires, ca: now, f: fingerprint, l: [] };
-      spec.lines.forEach((line, i) => {
-        const step = steps[i]!;
-        const hold: HoldDoc = {
-          id: newId('hold'),
-          sale: line.saleId,
-          c: spec.customer,
-          q: line.quantity,
-          s: 'active',
-          e: expires,
-          ca: now,
-          o: null,
-          ae: expires,
-          cart: id,
-        };
-        step.putHold(hold);
-        Object.assign(step.touchCustomer(spec.customer), {
-          h: hold.id,
-          hq: line.quantity,
-          he: expires,
-        } satisfies Partial<CustomerDoc>);
-        const sale = step.touchSale();
-        sale.held += line.quantity;
-        sale.ne = Math.min(sale.ne ?? expires, expires);
-        doc.l.push({ sale: line.saleId, q: line.quantity, h: hold.id });
-      });
-      for (const step of steps) step.commit(attempt);
-      tx.set(this.cartRef(id), { ...doc });
-      if (spec.idempotencyKey !== null) tx.set(this.keyRef(spec.idempotencyKey), { r: id });
-      return { doc, now, replayed: false };
-    });
+    const since = Date.now();
+    const sales = spec.lines.map((l) => l.saleId);
+    const result = await this.turns.run(sales, () =>
+      this.runner.run<{ doc: CartDoc; now: number; replayed: boolean }>(
+        async (tx, _n, attempt) => {
+          if (spec.idempotencyKey !== null) {
+            const prior = await this.keyRef(spec.idempotencyKey).get();
+            if (prior.exists) {
+              const snap = await this.cartRef(prior.get('r') as string).get();
+              const cart = snap.data() as CartDoc;
+              if (cart.f !== fingerprint) throw cartKeyReused(spec.idempotencyKey, cart.f);
+              nothingWritten(attempt);
+              return { doc: cart, now: snap.readTime.toMillis(), replayed: true };
+            }
+          }
+          // reads, every line at once (plain reads: the commit's guards stand for them): the line's
+          // sale, its customer, the customer's own hold, stale holds
+          const owns: (HoldDoc | undefined)[] = [];
+          const steps = await Promise.all(
+            spec.lines.map(async ({ saleId }, i) => {
+              const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic').catch((error: unknown) => {
+                throw isDibsError(error, 'not_found') ? refusal('cart_line_no_sale', { sale: saleId, line: i }) : error;
+              });
+              await step.prefetch({ customers: [spec.customer] });
+              const cust = step.customer(spec.customer);
+              owns[i] = cust.h !== null ? await step.hold(cust.h) : undefined;
+              return step;
+            }),
+          );
+          // judge every line before writing any
+          const now = steps[0]!.now;
+          try {
+            spec.lines.forEach((line, i) => {
+              const step = steps[i]!;
+              const own = owns[i];
+              // the customer's own hold that expired unseen by the stale pass is expired here
+              if (own && own.s === 'active' && own.e <= step.now) step.expire(own);
+              // a sale behind a waiting room sells only through admitted tickets (waiting-rooms.ts)
+              if (step.sale.wr) throw refusal('cart_line_room', { sale: line.saleId, line: i });
+              if (own && own.s === 'active')
+                throw refusal('cart_line_held', { sale: line.saleId, hold: own.id, line: i });
+              const { units } = step.unitsOf(spec.customer);
+              try {
+                judgeReserve(saleState(step.sale), step.nowIso, spec.customer, units, 0, line.quantity);
+              } catch (error) {
+                throw error instanceof DibsError ? atLine(error, i) : error;
+              }
+            });
+          } catch (error) {
+            return refusedUnlessMoved(
+              error,
+              steps.map((step) => step.saleSnap),
+            );
+          }
+          const id = newId('cart');
+          const expires = now + spec.ttlMs;
+          const doc: CartDoc = { id, c: spec.customer, s: 'active', e: expires, ca: now, f: fingerprint, l: [] };
+          spec.lines.forEach((line, i) => {
+            const step = steps[i]!;
+            const hold: HoldDoc = {
+              id: newId('hold'),
+              sale: line.saleId,
+              c: spec.customer,
+              q: line.quantity,
+              s: 'active',
+              e: expires,
+              ca: now,
+              o: null,
+              ae: expires,
+              cart: id,
+            };
+            step.putHold(hold);
+            Object.assign(step.touchCustomer(spec.customer), {
+              h: hold.id,
+              hq: line.quantity,
+              he: expires,
+            } satisfies Partial<CustomerDoc>);
+            const sale = step.touchSale();
+            sale.held += line.quantity;
+            sale.ne = Math.min(sale.ne ?? expires, expires);
+            doc.l.push({ sale: line.saleId, q: line.quantity, h: hold.id });
+          });
+          for (const step of steps) step.commit(attempt);
+          tx.create(this.cartRef(id), { ...doc });
+          // a cart held meanwhile under the same key fails this commit: the next attempt replays it
+          if (spec.idempotencyKey !== null) tx.create(this.keyRef(spec.idempotencyKey), { r: id });
+          return { doc, now, replayed: false };
+        },
+        undefined,
+        { optimistic: true, since },
+      ),
+    );
     return { cart: await this.view(result.doc, result.now), replayed: result.replayed };
   }
 
   async confirmCart(cartId: string): Promise<CartOrders> {
-    const result = await this.runner.run<{ cart: CartDoc; replayed: boolean; orders: Order[] | null }>(
-      async (tx, _n, attempt) => {
-        const snap = await tx.get(this.cartRef(cartId));
-        if (!snap.exists) throw notFound('cart', cartId);
-        const cart = snap.data() as CartDoc;
-        if (cart.s === 'confirmed') return { cart, replayed: true, orders: null };
-        if (cart.s === 'cancelled') throw refusal('cart_cancelled', { cart: cartId });
-        if (cart.e <= snap.readTime.toMillis())
-          throw refusal('cart_expired', { cart: cartId, expiresAt: isoMs(cart.e) });
-        const steps: SaleStep[] = [];
-        const holds: HoldDoc[] = [];
-        for (const i of byId(cart.l.map((l) => l.sale))) {
-          const line = cart.l[i]!;
-          steps[i] = await SaleStep.open(tx, this.layout, line.sale);
-          await steps[i]!.prefetch({ customers: [cart.c], holds: [line.h] });
-          holds[i] = (await steps[i]!.hold(line.h))!;
-        }
-        // unexpired, so no line is stale; a line that is not active was cancelled with its sale
-        const gone = holds.findIndex((h) => h.s !== 'active');
-        if (gone >= 0) throw refusal('cart_line_cancelled', { cart: cartId, sale: cart.l[gone]!.sale });
-        const orders: Order[] = holds.map((hold, i) => {
-          const step = steps[i]!;
-          step.dropActive(hold, 'confirmed');
-          const order = step.insertOrder(hold.c, hold.q, hold.id);
-          hold.o = order.id;
-          return toOrder(hold.sale, order);
-        });
-        for (const step of steps) step.commit(attempt);
-        cart.s = 'confirmed';
-        tx.set(this.cartRef(cartId), { ...cart });
-        return { cart, replayed: false, orders };
-      },
+    const since = Date.now();
+    const result = await this.turns.run(await this.salesOf(cartId), () =>
+      this.runner.run<{ cart: CartDoc; replayed: boolean; orders: Order[] | null }>(
+        async (tx, _n, attempt) => {
+          const snap = await this.cartRef(cartId).get();
+          if (!snap.exists) throw notFound('cart', cartId);
+          const cart = snap.data() as CartDoc;
+          if (cart.s === 'confirmed') {
+            nothingWritten(attempt);
+            return { cart, replayed: true, orders: null };
+          }
+          if (cart.s === 'cancelled') throw refusal('cart_cancelled', { cart: cartId });
+          if (cart.e <= snap.readTime.toMillis())
+            throw refusal('cart_expired', { cart: cartId, expiresAt: isoMs(cart.e) });
+          const steps = await this.openLines(tx, cart);
+          const holds = await Promise.all(steps.map(async (step, i) => (await step.hold(cart.l[i]!.h))!));
+          // unexpired, so no line is stale; a line that is not active was cancelled with its sale
+          const gone = holds.findIndex((h) => h.s !== 'active');
+          if (gone >= 0)
+            return refusedUnlessMoved(refusal('cart_line_cancelled', { cart: cartId, sale: cart.l[gone]!.sale }), [
+              snap,
+              ...steps.map((step) => step.saleSnap),
+            ]);
+          const orders: Order[] = holds.map((hold, i) => {
+            const step = steps[i]!;
+            step.dropActive(hold, 'confirmed');
+            const order = step.insertOrder(hold.c, hold.q, hold.id);
+            hold.o = order.id;
+            return toOrder(hold.sale, order);
+          });
+          for (const step of steps) step.commit(attempt);
+          cart.s = 'confirmed';
+          rewriteCart(tx, snap, cart, attempt);
+          return { cart, replayed: false, orders };
+        },
+        undefined,
+        { optimistic: true, since },
+      ),
     );
     const orders = result.orders ?? (await this.ordersOf(result.cart));
     return { cart: await this.view(result.cart), orders, replayed: result.replayed };
   }
 
   async cancelCart(cartId: string): Promise<Cart> {
-    const cart = await this.runner.run<CartDoc>(async (tx, _n, attempt) => {
-      const snap = await tx.get(this.cartRef(cartId));
-      if (!snap.exists) throw notFound('cart', cartId);
-      const doc = snap.data() as CartDoc;
-      if (doc.s === 'confirmed') throw refusal('cart_confirmed', { cart: cartId });
-      if (doc.s === 'cancelled' || doc.e <= snap.readTime.toMillis()) return doc;
-      const steps: SaleStep[] = [];
-      for (const i of byId(doc.l.map((l) => l.sale))) {
-        steps[i] = await SaleStep.open(tx, this.layout, doc.l[i]!.sale);
-        await steps[i]!.prefetch({ customers: [doc.c], holds: [doc.l[i]!.h] });
-      }
-      for (const [i, line] of doc.l.entries()) {
-        const hold = (await steps[i]!.hold(line.h))!;
-        if (hold.s === 'active') steps[i]!.dropActive(hold, 'cancelled');
-      }
-      for (const step of steps) step.commit(attempt);
-      doc.s = 'cancelled';
-      tx.set(this.cartRef(cartId), { ...doc });
-      return doc;
-    });
+    const since = Date.now();
+    const cart = await this.turns.run(await this.salesOf(cartId), () =>
+      this.runner.run<CartDoc>(
+        async (tx, _n, attempt) => {
+          const snap = await this.cartRef(cartId).get();
+          if (!snap.exists) throw notFound('cart', cartId);
+          const doc = snap.data() as CartDoc;
+          if (doc.s === 'confirmed') throw refusal('cart_confirmed', { cart: cartId });
+          if (doc.s === 'cancelled' || doc.e <= snap.readTime.toMillis()) {
+            nothingWritten(attempt);
+            return doc;
+          }
+          const steps = await this.openLines(tx, doc);
+          for (const [i, line] of doc.l.entries()) {
+            const hold = (await steps[i]!.hold(line.h))!;
+            if (hold.s === 'active') steps[i]!.dropActive(hold, 'cancelled');
+          }
+          for (const step of steps) step.commit(attempt);
+          doc.s = 'cancelled';
+          rewriteCart(tx, snap, doc, attempt);
+          return doc;
+        },
+        undefined,
+        { optimistic: true, since },
+      ),
+    );
     return this.view(cart);
+  }
+
+  /** The sales of a cart's lines, which never change (none: no such cart, which its step answers). */
+  private async salesOf(cartId: string): Promise<string[]> {
+    const snap = await this.cartRef(cartId).get();
+    return snap.exists ? (snap.data() as CartDoc).l.map((l) => l.sale) : [];
+  }
+
+  /** Every line's sale step, read at once, with the cart's customer and the line's hold. */
+  private openLines(tx: Transaction, cart: CartDoc): Promise<SaleStep[]> {
+    return Promise.all(
+      cart.l.map(async (line) => {
+        const step = await SaleStep.open(tx, this.layout, line.sale, 'optimistic');
+        await step.prefetch({ customers: [cart.c], holds: [line.h] });
+        return step;
+      }),
+    );
   }
 
   async getCart(cartId: string): Promise<Cart> {

@@ -21,6 +21,7 @@ import { isDibsError } from '../../core/errors.js';
 import type { Layout } from './layout.js';
 import { SaleStep } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
+import type { SaleTurns } from './sale-turns.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
 /** Most requests one transaction serves. */
@@ -34,15 +35,19 @@ export interface SaleRequest<T = unknown> {
   run(step: SaleStep): Promise<T>;
 }
 
+/** A request as queued: `at`, when it was asked (the contention bound counts from the group's oldest). */
+type Queued = SaleRequest & { at: number };
+
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export class SaleQueue {
   /** One group in flight per sale, started at once: an idle sale's first request runs alone. */
-  private readonly queue: GroupQueue<SaleRequest, unknown>;
+  private readonly queue: GroupQueue<Queued, unknown>;
 
   constructor(
     private readonly layout: Layout,
     private readonly runner: TxRunner,
+    private readonly turns: SaleTurns,
   ) {
     this.queue = new GroupQueue({ max: GROUP_MAX, concurrency: 1, joinTurn: false }, (saleId, group) =>
       this.runGroup(saleId, group),
@@ -50,32 +55,35 @@ export class SaleQueue {
   }
 
   submit<T>(saleId: string, request: SaleRequest<T>): Promise<T> {
-    return this.queue.add(saleId, request) as Promise<T>;
+    return this.queue.add(saleId, { ...request, at: Date.now() }) as Promise<T>;
   }
 
-  private async runGroup(saleId: string, group: readonly Waiting<SaleRequest, unknown>[]): Promise<void> {
-    const outcomes = await this.runner.run<Outcome[]>(
-      async (tx, _n, attempt) => {
-        const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
-        await step.prefetch({
-          customers: group.flatMap((w) => w.request.customers ?? []),
-          keys: group.flatMap((w) => w.request.keys ?? []),
-          holds: group.flatMap((w) => w.request.holds ?? []),
-        });
-        const answers: Outcome[] = [];
-        for (const w of group) {
-          try {
-            answers.push({ ok: true, value: await w.request.run(step) });
-          } catch (error) {
-            if (!isDibsError(error)) throw error;
-            answers.push({ ok: false, error });
+  private async runGroup(saleId: string, group: readonly Waiting<Queued, unknown>[]): Promise<void> {
+    // in the sale's turn: a cart of this process over the same sale at the same time voids this step or is voided
+    const outcomes = await this.turns.run([saleId], () =>
+      this.runner.run<Outcome[]>(
+        async (tx, _n, attempt) => {
+          const step = await SaleStep.open(tx, this.layout, saleId, 'optimistic');
+          await step.prefetch({
+            customers: group.flatMap((w) => w.request.customers ?? []),
+            keys: group.flatMap((w) => w.request.keys ?? []),
+            holds: group.flatMap((w) => w.request.holds ?? []),
+          });
+          const answers: Outcome[] = [];
+          for (const w of group) {
+            try {
+              answers.push({ ok: true, value: await w.request.run(step) });
+            } catch (error) {
+              if (!isDibsError(error)) throw error;
+              answers.push({ ok: false, error });
+            }
           }
-        }
-        step.commit(attempt);
-        return answers;
-      },
-      undefined,
-      { optimistic: true },
+          step.commit(attempt);
+          return answers;
+        },
+        undefined,
+        { optimistic: true, since: Math.min(...group.map((w) => w.request.at)) },
+      ),
     );
     group.forEach((w, i) => {
       const outcome = outcomes[i]!;

@@ -80,7 +80,8 @@ export class SaleStep {
     readonly tx: Transaction,
     readonly layout: Layout,
     readonly sale: SaleDoc,
-    private readonly saleSnap: DocumentSnapshot,
+    /** The sale document as read: its update time guards an optimistic step's commit. */
+    readonly saleSnap: DocumentSnapshot,
     readonly mode: StepMode,
   ) {
     this.refs = layout.sale(sale.id);

@@ -69,6 +69,7 @@ import { FirestoreCarts } from './carts.js';
 import { buyIn, cancelIn, cancelledHold, confirmedHold, confirmIn, holdExpired, reserveIn } from './sale-ops.js';
 import { listActiveHolds } from './sale-holds.js';
 import { SaleQueue } from './sale-queue.js';
+import { SaleTurns } from './sale-turns.js';
 import { judgeBuy, judgeReserve } from '../../core/model/sales.js';
 import { SaleStep, stepRun, STALE_LIMIT } from './sale-step.js';
 import type { TxRunner } from './transactions.js';
@@ -83,8 +84,10 @@ export class FirestoreSales implements SaleBackend {
     private readonly layout: Layout,
     private readonly runner: TxRunner,
   ) {
-    this.queue = new SaleQueue(layout, runner);
-    this.carts = new FirestoreCarts(layout, runner);
+    // buys and carts of this process take turns on each sale (sale-turns.ts)
+    const turns = new SaleTurns();
+    this.queue = new SaleQueue(layout, runner, turns);
+    this.carts = new FirestoreCarts(layout, runner, turns);
   }
 
   private readonly carts: FirestoreCarts;

@@ -28,7 +28,7 @@ import {
 import type { ApiKeyRecord, IdempotencyBegin, ServiceStore, StoredResponse } from '../../core/service-store.js';
 import { encodeId, type Layout } from './layout.js';
 import { Timestamp as Ts } from './records.js';
-import { GRPC } from './transactions.js';
+import { CONTENTION_DEADLINE_MS, contended, GRPC } from './transactions.js';
 
 interface IdemDoc {
   f: string;
@@ -48,6 +48,12 @@ const lostRace = (error: unknown) => {
   const code = (error as { code?: unknown })?.code;
   return code === GRPC.ALREADY_EXISTS || code === GRPC.FAILED_PRECONDITION || code === GRPC.ABORTED;
 };
+
+/** A compare-and-set that lost its race: try again, unless the contention bound has passed (transactions.ts). */
+function raceLost(error: unknown, attempts: number, since: number): void {
+  if (!lostRace(error)) throw error;
+  if (Date.now() - since > CONTENTION_DEADLINE_MS) throw contended(attempts, since);
+}
 
 export class FirestoreServiceStore implements ServiceStore {
   private readonly db: Firestore;
@@ -77,7 +83,8 @@ export class FirestoreServiceStore implements ServiceStore {
 
   async revokeKey(id: string): Promise<ApiKeyRecord | null> {
     const ref = this.keys.doc(id);
-    for (;;) {
+    const since = Date.now();
+    for (let attempt = 1; ; attempt++) {
       const snap = await ref.get();
       if (!snap.exists) return null;
       const record = snap.data() as ApiKeyRecord;
@@ -87,7 +94,7 @@ export class FirestoreServiceStore implements ServiceStore {
         await ref.update({ revokedAt }, { lastUpdateTime: snap.updateTime! });
         return { ...record, revokedAt };
       } catch (error) {
-        if (!lostRace(error)) throw error;
+        raceLost(error, attempt, since);
       }
     }
   }
@@ -100,7 +107,8 @@ export class FirestoreServiceStore implements ServiceStore {
   ): Promise<IdempotencyBegin> {
     const ref = this.idemRef(scope, key);
     const begin = randomBytes(12).toString('base64url');
-    for (;;) {
+    const since = Date.now();
+    for (let attempt = 1; ; attempt++) {
       const snap = await ref.get();
       const doc = snap.data() as IdemDoc | undefined;
       if (doc && doc.q === begin && !doc.r) return { state: 'started' }; // our own write, its answer lost
@@ -120,7 +128,7 @@ export class FirestoreServiceStore implements ServiceStore {
         else await ref.create(record);
         return { state: 'started' };
       } catch (error) {
-        if (!lostRace(error)) throw error;
+        raceLost(error, attempt, since);
       }
     }
   }

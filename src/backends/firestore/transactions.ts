@@ -156,13 +156,38 @@ export interface TxCounters {
   attempts: number;
 }
 
+/**
+ * How long a step may keep losing to contention before it answers `unavailable` (retriable)
+ * instead of trying again: counted from when the caller asked (`since`: a grouped step from its
+ * oldest request, a cart from before it waited for its turns), checked after every lost attempt
+ * — so a step answers within this bound plus the attempt in flight, and makes at least one
+ * attempt however long it waited. Every transaction of the Firestore backend runs here (and the
+ * compare-and-set loops of service.ts use the same bound), so none retries forever: at 80 carts in
+ * 4 processes (issue #27) every attempt of every cart and buy was aborted by the emulator's lock
+ * timeout, and the old bound of 120 s, checked between attempts, left each caller waiting that
+ * long, one after another, for minutes.
+ */
+export const CONTENTION_DEADLINE_MS = 30_000;
+/** And at most this many attempts (a cheap attempt that keeps losing). */
 const MAX_ATTEMPTS = 200;
-const MAX_TOTAL_MS = 120_000;
+
+/** The answer of a step that gave up on contention: nothing of it was committed, so it is safe to retry. */
+export function contended(attempts: number, since: number, bound = CONTENTION_DEADLINE_MS): DibsError {
+  return new DibsError(
+    'unavailable',
+    `firestore: gave up after ${attempts} contended attempts in ${Date.now() - since} ms (the bound is ${bound} ms)`,
+    { retriable: true, details: { retryAfterMs: 1000 } },
+  );
+}
 
 export class TxRunner {
   readonly counters: TxCounters = { transactions: 0, attempts: 0 };
 
-  constructor(private readonly db: Firestore) {}
+  constructor(
+    private readonly db: Firestore,
+    /** CONTENTION_DEADLINE_MS; shorter in a test that waits for it. */
+    private readonly deadlineMs = CONTENTION_DEADLINE_MS,
+  ) {}
 
   /**
    * Runs `body` in a read-write transaction until it commits; `RETRY` or an abort runs it again.
@@ -175,9 +200,10 @@ export class TxRunner {
   async run<T>(
     body: (tx: Transaction, attempt: number, step: Attempt<NoInfer<T>>) => Promise<T | typeof RETRY>,
     onRetry?: (attempt: number) => void,
-    options: { optimistic?: boolean } = {},
+    /** `since`: when the caller asked (default: now), the start of CONTENTION_DEADLINE_MS. */
+    options: { optimistic?: boolean; since?: number } = {},
   ): Promise<T> {
-    const started = Date.now();
+    const started = options.since ?? Date.now();
     for (let attempt = 1; ; attempt++) {
       this.counters.attempts++;
       let result: T | typeof RETRY;
@@ -229,14 +255,13 @@ export class TxRunner {
       }
       onRetry?.(attempt);
       noteStoreRetry();
-      if (attempt >= MAX_ATTEMPTS || Date.now() - started > MAX_TOTAL_MS) {
+      const pause = Math.random() * Math.min(5 * 2 ** Math.min(attempt, 7), 500);
+      // no back-off that would end past the bound
+      if (attempt >= MAX_ATTEMPTS || Date.now() + pause - started > this.deadlineMs) {
         this.counters.transactions++;
-        throw new DibsError('unavailable', `firestore: gave up after ${attempt} contended transaction attempts`, {
-          retriable: true,
-        });
+        throw contended(attempt, started, this.deadlineMs);
       }
-      const ceiling = Math.min(5 * 2 ** Math.min(attempt, 7), 500);
-      await sleep(Math.random() * ceiling);
+      await sleep(pause);
     }
   }
 
