@@ -16,8 +16,9 @@
  * Both sides run what users run: the compiled JavaScript in dist/ (built first when missing or
  * older than src/), `node dist/cli/main.js serve` and `import 'dibs'`. BENCH_SERVE=tsx runs the
  * TypeScript sources through tsx instead; BENCH_DIST=<dir> runs another build (A/B of two
- * builds). BENCH_NODE_ARGS adds flags to the service's node (e.g. `--cpu-prof
- * --cpu-prof-dir=/tmp/prof` to profile it).
+ * builds). BENCH_NODE_ARGS adds flags to the node of every server process, the
+ * service and both bare routes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them side
+ * by side; each profile is named after its process id).
  *
  * Every side first makes BENCH_WARMUP claims (default 2,000) that are not measured: a service
  * runs for long, and a cold JIT (V8 compiling on background threads) inflated the service's CPU
@@ -186,7 +187,7 @@ async function driveHttp(
   env: Record<string, string> = {},
   amounts = { claims: CLAIMS, warmup: WARMUP },
 ): Promise<HttpRun> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -316,20 +317,7 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   const { key } = await createApiKey(keyStore.backend.service, { name: 'bench', scopes: ['pools:claim'] });
   await keyStore.close();
   const service = await driveHttp(
-    [
-      ...NODE_ARGS,
-      ...cli,
-      'serve',
-      '--port',
-      '0',
-      '--no-jobs',
-      '--rate-limit',
-      '0',
-      '--workers',
-      String(WORKERS),
-      '--store',
-      store,
-    ],
+    [...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store],
     /dibs is serving (http:\/\/\S+)/,
     key,
     {},
