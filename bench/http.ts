@@ -255,6 +255,11 @@ async function driveClaims(server: Server, amount: number, prefix: string): Prom
   const benchCpuUsage = process.cpuUsage(benchCpu);
   clearInterval(sampler);
   const served = result['2xx'] + result.non2xx;
+  // A side that answered anything but 2xx (a refused key, a sold-out pool) measured something else.
+  if (result['2xx'] !== amount)
+    throw new Error(
+      `${url}: ${result['2xx']} of ${amount} claims answered 2xx (non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts})`,
+    );
   return {
     ok: result['2xx'],
     non2xx: result.non2xx,
