@@ -16,8 +16,9 @@
  * Both sides run what users run: the compiled JavaScript in dist/ (built first when missing or
  * older than src/), `node dist/cli/main.js serve` and `import 'dibs'`. BENCH_SERVE=tsx runs the
  * TypeScript sources through tsx instead; BENCH_DIST=<dir> runs another build (A/B of two
- * builds). BENCH_NODE_ARGS adds flags to the service's node (e.g. `--cpu-prof
- * --cpu-prof-dir=/tmp/prof` to profile it).
+ * builds). BENCH_NODE_ARGS adds flags to the node of every server process, the
+ * service and both bare routes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them side
+ * by side; each profile is named after its process id).
  *
  * Every side first makes BENCH_WARMUP claims (default 2,000) that are not measured: a service
  * runs for long, and a cold JIT (V8 compiling on background threads) inflated the service's CPU
@@ -31,13 +32,14 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createApiKey } from '../src/service/auth/keys.js';
+import { createApiKey, hashKey } from '../src/service/auth/keys.js';
 import { distIsFresh } from './lib/dist.js';
 import { summarise, timeOps } from './lib/measure.js';
 import { seedDibs } from './lib/seed.js';
@@ -173,20 +175,27 @@ interface HttpRun {
   peakRss: number;
 }
 
+/** A server process of one side (the service or a bare route), listening at `url`. */
+interface Server {
+  url: string;
+  pid: number;
+  /** The API key its requests carry, if any. */
+  key: string | undefined;
+  idleRss: number;
+  stop(): void;
+}
+
 /**
- * Starts a server process (`args` to node; it prints its URL to stderr, matched by `ready`),
- * warms it up, then drives CLAIMS claim requests through autocannon with CONNECTIONS keep-alive
- * connections, each a new claimant, and measures it. `key`: the API key to send, if any; `env`:
- * more environment for the server.
+ * Starts a server process (`args` to node, after BENCH_NODE_ARGS; it prints its URL to stderr,
+ * matched by `ready`). `key`: the API key its requests carry; `env`: more environment for it.
  */
-async function driveHttp(
+async function startServer(
   args: string[],
   ready: RegExp,
   key: string | undefined,
   env: Record<string, string> = {},
-  amounts = { claims: CLAIMS, warmup: WARMUP },
-): Promise<HttpRun> {
-  const child = spawn(process.execPath, args, {
+): Promise<Server> {
+  const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -201,60 +210,87 @@ async function driveHttp(
       });
       child.on('exit', () => reject(new Error(`server exited:\n${err}`)));
     });
-    const idleRss = rssMb(child.pid!);
-    let peakRss = idleRss;
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(child.pid!))), 100);
-    /** The moment the latest response arrived: autocannon ends a fixed-amount run only on its
-     * one-second tick, so its own duration (and the wall time around it) overstates a 2 s run by
-     * up to half; the run ends when its last response arrives. */
-    let lastResponse = 0;
-    const claims = (amount: number, prefix: string) => {
-      let n = 0;
-      const run = autocannon({
-        url,
-        connections: CONNECTIONS,
-        amount,
-        requests: [
-          {
-            method: 'POST',
-            path: '/v1/pools/bench/claims',
-            headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
-            setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
-          },
-        ],
-      });
-      run.on('response', () => (lastResponse = performance.now()));
-      return run;
-    };
-    if (amounts.warmup > 0) await claims(amounts.warmup, 'warm');
-    const processCpuBefore = cpuSeconds(child.pid!);
-    const serverCpuBefore = storeServerCpuSeconds();
-    const benchCpu = process.cpuUsage();
-    const started = performance.now();
-    const result = await claims(amounts.claims, 'user');
-    const seconds = (lastResponse - started) / 1000;
-    const processCpu = cpuSeconds(child.pid!) - processCpuBefore;
-    const serverCpu = storeServerCpuSeconds() - serverCpuBefore;
-    const benchCpuUsage = process.cpuUsage(benchCpu);
-    clearInterval(sampler);
-    const served = result['2xx'] + result.non2xx;
-    return {
-      ok: result['2xx'],
-      non2xx: result.non2xx,
-      errors: result.errors,
-      timeouts: result.timeouts,
-      perSecond: result['2xx'] / seconds,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      processUs: (processCpu * 1e6) / served,
-      serverUs: (serverCpu * 1e6) / served,
-      generatorUs: (benchCpuUsage.user + benchCpuUsage.system) / served,
-      busyPercent: (100 * processCpu) / seconds,
-      idleRss,
-      peakRss,
-    };
-  } finally {
+    return { url, pid: child.pid!, key, idleRss: rssMb(child.pid!), stop: () => child.kill('SIGTERM') };
+  } catch (error) {
     child.kill('SIGTERM');
+    throw error;
+  }
+}
+
+/**
+ * Drives `amount` claim requests at a running server through autocannon with CONNECTIONS
+ * keep-alive connections, each a new claimant (`<prefix>-<n>`), and measures them.
+ */
+async function driveClaims(server: Server, amount: number, prefix: string): Promise<HttpRun> {
+  const { url, key, pid } = server;
+  let peakRss = rssMb(pid);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
+  /** The moment the latest response arrived: autocannon ends a fixed-amount run only on its
+   * one-second tick, so its own duration (and the wall time around it) overstates a 2 s run by
+   * up to half; the run ends when its last response arrives. */
+  let lastResponse = 0;
+  let n = 0;
+  const processCpuBefore = cpuSeconds(pid);
+  const serverCpuBefore = storeServerCpuSeconds();
+  const benchCpu = process.cpuUsage();
+  const started = performance.now();
+  const run = autocannon({
+    url,
+    connections: CONNECTIONS,
+    amount,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/pools/bench/claims',
+        headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ claimant: `${prefix}-${n++}` }) }),
+      },
+    ],
+  });
+  run.on('response', () => (lastResponse = performance.now()));
+  const result = await run;
+  const seconds = (lastResponse - started) / 1000;
+  const processCpu = cpuSeconds(pid) - processCpuBefore;
+  const serverCpu = storeServerCpuSeconds() - serverCpuBefore;
+  const benchCpuUsage = process.cpuUsage(benchCpu);
+  clearInterval(sampler);
+  const served = result['2xx'] + result.non2xx;
+  // A side that answered anything but 2xx (a refused key, a sold-out pool) measured something else.
+  if (result['2xx'] !== amount)
+    throw new Error(
+      `${url}: ${result['2xx']} of ${amount} claims answered 2xx (non-2xx ${result.non2xx}, errors ${result.errors}, timeouts ${result.timeouts})`,
+    );
+  return {
+    ok: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    perSecond: result['2xx'] / seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    processUs: (processCpu * 1e6) / served,
+    serverUs: (serverCpu * 1e6) / served,
+    generatorUs: (benchCpuUsage.user + benchCpuUsage.system) / served,
+    busyPercent: (100 * processCpu) / seconds,
+    idleRss: server.idleRss,
+    peakRss,
+  };
+}
+
+/** Starts a server, warms it up (unmeasured claims), measures `amounts.claims` claims, stops it. */
+async function driveHttp(
+  args: string[],
+  ready: RegExp,
+  key: string | undefined,
+  env: Record<string, string> = {},
+  amounts = { claims: CLAIMS, warmup: WARMUP },
+): Promise<HttpRun> {
+  const server = await startServer(args, ready, key, env);
+  try {
+    if (amounts.warmup > 0) await driveClaims(server, amounts.warmup, 'warm');
+    return await driveClaims(server, amounts.claims, 'user');
+  } finally {
+    server.stop();
   }
 }
 
@@ -316,20 +352,7 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   const { key } = await createApiKey(keyStore.backend.service, { name: 'bench', scopes: ['pools:claim'] });
   await keyStore.close();
   const service = await driveHttp(
-    [
-      ...NODE_ARGS,
-      ...cli,
-      'serve',
-      '--port',
-      '0',
-      '--no-jobs',
-      '--rate-limit',
-      '0',
-      '--workers',
-      String(WORKERS),
-      '--store',
-      store,
-    ],
+    [...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0', '--workers', String(WORKERS), '--store', store],
     /dibs is serving (http:\/\/\S+)/,
     key,
     {},
@@ -338,6 +361,96 @@ export async function httpSides(dir: string, claims = CLAIMS, warmup = WARMUP): 
   return { library, libUsPerClaim, libServerUsPerClaim, floor, wrapper, service };
 }
 let rounds = 0;
+
+/** Each side's runs over the rounds of `httpRounds`. */
+export interface HttpRounds {
+  library: ReturnType<typeof summarise>[];
+  /** The bare route calling the library. */
+  wrapper: HttpRun[];
+  /** The bare route checking an API key first, then calling the library. */
+  keyed: HttpRun[];
+  service: HttpRun[];
+}
+
+/**
+ * `rounds` rounds of `claims` claims per side on servers started ONCE and warmed up (`warmup`
+ * unmeasured claims each): the library in-process, the bare route calling it, the bare route
+ * checking an API key and calling it (the fair baseline: the service's auth is not optional), and
+ * `dibs serve`. Each round runs every side once, back to back, in an order that turns around
+ * every round (A B C D, D C B A, …), so a side is not always measured right after the same one.
+ *
+ * Why not `httpSides` per round: a round of it starts fresh servers on freshly seeded stores, so
+ * its two HTTP runs stand seconds of seeding apart, and on a shared machine the disk's fsync
+ * time (SQLite synchronous=full commits on the event loop) changes within seconds: same-round
+ * ratios of 0.57–1.97× were the disk's noise, not the service's cost. Slices on warm servers
+ * stand a few hundred milliseconds apart.
+ */
+export async function httpRounds(dir: string, roundCount: number, claims: number, warmup: number): Promise<HttpRounds> {
+  if (!process.env.BENCH_DIST) ensureBuilt();
+  const { openDibs } = (await import(
+    SERVE === 'tsx' ? '../src/index.js' : pathToFileURL(join(DIST, 'index.js')).href
+  )) as typeof import('../src/index.js');
+  const cli =
+    SERVE === 'tsx' ? ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] : [join(DIST, 'cli', 'main.js')];
+  const codes = warmup + roundCount * claims;
+  const round = ++rounds;
+  const seeded = async (name: string) => {
+    const url = storeUrl(dir, `${name}${round}`);
+    await seedDibs(url, codes);
+    return url;
+  };
+  const libStore = await seeded('lib');
+  const lib = await openDibs(libStore);
+  const servers: Server[] = [];
+  try {
+    const bare = join(ROOT, 'bench', 'lib', 'bare-fastify.mjs');
+    const bareReady = /bare fastify is serving (http:\/\/\S+)/;
+    const index = join(DIST, 'index.js');
+    const wrapper = await startServer([bare], bareReady, undefined, {
+      DIBS_STORE: await seeded('bare'),
+      DIBS_INDEX: index,
+    });
+    servers.push(wrapper);
+    const bareKey = `dibs_${randomBytes(8).toString('hex')}_${randomBytes(24).toString('base64url')}`;
+    const keyed = await startServer([bare], bareReady, bareKey, {
+      DIBS_STORE: await seeded('keyed'),
+      DIBS_INDEX: index,
+      DIBS_KEY_HASH: hashKey(bareKey),
+    });
+    servers.push(keyed);
+    const store = await seeded('http');
+    const keyStore = await openDibs(store);
+    const { key } = await createApiKey(keyStore.backend.service, { name: 'bench', scopes: ['pools:claim'] });
+    await keyStore.close();
+    const serviceArgs = [...cli, 'serve', '--port', '0', '--no-jobs', '--rate-limit', '0'];
+    const service = await startServer(
+      [...serviceArgs, '--workers', String(WORKERS), '--store', store],
+      /dibs is serving (http:\/\/\S+)/,
+      key,
+    );
+    servers.push(service);
+
+    await timeOps(warmup, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
+    for (const server of servers) await driveClaims(server, warmup, 'warm');
+
+    const runs: HttpRounds = { library: [], wrapper: [], keyed: [], service: [] };
+    const sides: (() => Promise<void>)[] = [
+      async () => {
+        const r = runs.library.length;
+        const run = await timeOps(claims, CONNECTIONS, (i) => lib.pools.claim('bench', `r${r}-${i}`));
+        runs.library.push(summarise('library (dibs.pools.claim)', run.latencies, run.seconds));
+      },
+      async () => void runs.wrapper.push(await driveClaims(wrapper, claims, `r${runs.wrapper.length}`)),
+      async () => void runs.keyed.push(await driveClaims(keyed, claims, `r${runs.keyed.length}`)),
+      async () => void runs.service.push(await driveClaims(service, claims, `r${runs.service.length}`)),
+    ];
+    for (let r = 0; r < roundCount; r++) for (const side of r % 2 ? [...sides].reverse() : sides) await side();
+    return runs;
+  } finally {
+    for (const server of servers) server.stop();
+    await lib.close();
+  }
+}
 
 /** Drops the schemas and key prefixes the runs made (SQLite files go with their directory). */
 export async function dropHttpStores(): Promise<void> {

@@ -3,16 +3,29 @@
 // logging or metrics. Without DIBS_STORE it answers a constant-sized claim-like object (the floor
 // of any Node HTTP service on this machine); with DIBS_STORE (and DIBS_INDEX, the built library's
 // index.js) the route calls dibs.pools.claim on that store, the least an HTTP wrapper of the
-// library can do. Plain JavaScript, run by node directly. Prints its URL to stderr.
+// library can do. With DIBS_KEY_HASH (the hex sha256 of an API key) as well, the route first
+// checks that key the way the service must (Authorization: Bearer <key>, sha256, constant-time
+// compare, 401 otherwise): the least a wrapper that may face the internet can do, so the fair
+// baseline for `dibs serve`, whose auth is not optional. Plain JavaScript, run by node directly.
+// Prints its URL to stderr.
 import Fastify from 'fastify';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
 const dibs = process.env.DIBS_STORE
   ? await (await import(pathToFileURL(process.env.DIBS_INDEX).href)).openDibs(process.env.DIBS_STORE)
   : undefined;
+const keyHash = process.env.DIBS_KEY_HASH ? Buffer.from(process.env.DIBS_KEY_HASH, 'hex') : undefined;
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+/** The request's key is the one expected (a bearer token whose sha256 matches), in constant time. */
+const keyed = (request) => {
+  const bearer = BEARER.exec(request.headers.authorization ?? '');
+  return bearer !== null && timingSafeEqual(keyHash, hash('sha256', bearer[1], 'buffer'));
+};
 const app = Fastify({ logger: false });
 let n = 0;
 app.post('/v1/pools/:pool/claims', async (request, reply) => {
+  if (keyHash && !keyed(request)) return reply.code(401).send({ error: { code: 'unauthorized' } });
   reply.code(201);
   if (dibs) return dibs.pools.claim(request.params.pool, request.body.claimant);
   return {
