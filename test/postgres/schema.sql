@@ -172,6 +172,9 @@ CREATE FUNCTION dibs.codes_park() RETURNS trigger
     AS $$
 BEGIN
   NEW.parked_until := CASE WHEN NEW.status = 'free' THEN code_parked_until(NEW.hold_until, NEW.starts_at, NEW.expires_at) END;
+  IF NEW.status = 'free' AND (NEW.parked_until IS NOT NULL OR NEW.expires_at IS NOT NULL) THEN
+    UPDATE pools SET parking = true WHERE id = NEW.pool_id AND NOT parking;
+  END IF;
   RETURN NEW;
 END
 $$;
@@ -1278,6 +1281,7 @@ CREATE TABLE dibs.pools (
     public_codes boolean DEFAULT false NOT NULL,
     code_format jsonb,
     rules_version bigint DEFAULT 0 NOT NULL,
+    parking boolean DEFAULT true NOT NULL,
     CONSTRAINT pools_counter_shards_check CHECK ((counter_shards >= 1)),
     CONSTRAINT pools_low_stock_threshold_check CHECK ((low_stock_threshold >= 0)),
     CONSTRAINT pools_max_redemptions_check CHECK ((max_redemptions >= 0)),

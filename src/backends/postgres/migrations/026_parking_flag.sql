@@ -1,0 +1,13 @@
+-- Claims skip the parked-code upkeep in pools that never had a code to move (issue 26). Since 013
+-- every claim statement called unpark_due — a plpgsql call and two index probes, ~60 µs of the
+-- fast statement's ~300 µs of server time — though most claim pools never hold, window or expire
+-- a single code. `parking` says the pool may have such codes; the claim statements run
+-- unpark_due only when it is set.
+-- - codes_park (the trigger that decides parked_until) sets it in the transaction that gives a
+--   free code a hold, a window or an expiry, so it is visible before any such code can be due.
+--   It is never cleared: clearing could race a concurrent park.
+-- - The default stays true, so every pool that exists now, or that a build without this migration
+--   creates (a rolling deploy), keeps the upkeep; a code parked by the old trigger before the new
+--   one is applied (functions/, right after the migrations) is never missed. insertPool of this
+--   build creates pools with false.
+ALTER TABLE pools ADD COLUMN parking boolean NOT NULL DEFAULT true;
