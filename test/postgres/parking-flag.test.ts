@@ -1,0 +1,69 @@
+/**
+ * Claims run the parked-code upkeep (unpark_due) only in pools marked `parking` (026). A pool this
+ * build creates starts unmarked, so its claims skip the upkeep; the codes_park trigger marks it in
+ * the transaction that parks a code or gives one an expiry. These tests check both halves: the
+ * mark is off for a plain pool (or the fast statement pays the upkeep again), and a pool whose
+ * code was held, or imported with a window, still gets that code back once it is due — through
+ * the fast statement (limit 1) and the full one (limit 2).
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { openDibs, type Dibs } from '../../src/index.js';
+import { rejectsWith } from '../support/assert.js';
+import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
+
+const skip = await requirePostgres();
+
+describe('postgres: the parking mark of a pool (026)', { skip }, () => {
+  const temp = tempPgStore({ grouped: 'false', poolSize: '2' });
+  let dibs: Dibs;
+  before(async () => {
+    dibs = await openDibs(temp.store);
+  });
+  after(async () => {
+    await dibs?.close();
+    await temp.drop();
+  });
+
+  const parking = async (pool: string) =>
+    (await adminQuery<{ parking: boolean }>(`SELECT parking FROM "${temp.schema}".pools WHERE name = $1`, [pool]))[0]
+      ?.parking;
+  const storeTime = async (ms = 0) => new Date(Date.parse(await dibs.backend.pools.clock()) + ms).toISOString();
+  const untilStoreTime = async (at: string) => {
+    for (let i = 0; i < 100 && (await storeTime()) <= at; i++) await sleep(50);
+  };
+
+  it('a plain pool is not marked: its claims skip the upkeep', async () => {
+    await dibs.pools.create({ name: 'plain' });
+    await dibs.pools.importCodes('plain', ['A', 'B']);
+    assert.equal((await dibs.pools.claim('plain', 'alice')).code !== undefined, true);
+    assert.equal(await parking('plain'), false);
+  });
+
+  for (const limit of [1, 2]) {
+    it(`limit ${limit}: a code held and released by its hold's end is claimed again`, async () => {
+      const pool = `held-${limit}`;
+      await dibs.pools.create({ name: pool, perClaimantLimit: limit, publicCodes: true }); // a checkout may hold a free code
+      await dibs.pools.importCodes(pool, ['H']);
+      assert.equal(await parking(pool), false);
+      const until = await storeTime(1000);
+      await dibs.pools.hold(pool, 'H', 'checkout', 1000);
+      await rejectsWith(dibs.pools.claim(pool, 'early'), 'sold_out');
+      await untilStoreTime(until);
+      assert.equal((await dibs.pools.claim(pool, 'late')).code, 'H');
+      assert.equal(await parking(pool), true);
+    });
+
+    it(`limit ${limit}: a code imported before its window opens is claimed once it opens`, async () => {
+      const pool = `window-${limit}`;
+      await dibs.pools.create({ name: pool, perClaimantLimit: limit });
+      const opens = await storeTime(1000);
+      await dibs.pools.importCodes(pool, [{ code: 'W', startsAt: opens }]);
+      await rejectsWith(dibs.pools.claim(pool, 'early'), 'sold_out');
+      await untilStoreTime(opens);
+      assert.equal((await dibs.pools.claim(pool, 'late')).code, 'W');
+      assert.equal(await parking(pool), true);
+    });
+  }
+});
