@@ -28,7 +28,7 @@ const EXPLAINED = Number(process.env.COST_EXPLAIN ?? 300);
 const noUnpark = (s: string) => s.replace(/unpark_due\(id\)/, '0');
 const noCounter = (s: string) =>
   s.replace(
-    /UPDATE pool_counters pc SET[^]*?RETURNING 1/,
+    /UPDATE pool_counters pc SET[\s\S]*?RETURNING 1/,
     'SELECT 1 FROM p WHERE EXISTS (SELECT 1 FROM picked WHERE picked.id IS NOT NULL)',
   );
 const VARIANTS: Record<string, { sql: (sql: string) => string; ddl?: string }> = {
@@ -43,8 +43,8 @@ const VARIANTS: Record<string, { sql: (sql: string) => string; ddl?: string }> =
           THEN unpark_due(id) ELSE 0 END AS unparked`,
       ),
   },
-  'no-key-cte': { sql: (s) => s.replace(/,\s*key_row AS \([^]*?\n\)\n/, '\n') },
-  'no-unpark-no-key-cte': { sql: (s) => noUnpark(s).replace(/,\s*key_row AS \([^]*?\n\)\n/, '\n') },
+  'no-key-cte': { sql: (s) => s.replace(/,\s*key_row AS \([\s\S]*?\n\)\n/, '\n') },
+  'no-unpark-no-key-cte': { sql: (s) => noUnpark(s).replace(/,\s*key_row AS \([\s\S]*?\n\)\n/, '\n') },
   'no-claimed-at': { sql: (s) => s.replace('claimed_at = now()', 'claimed_at = NULL') },
   'no-claimed-at-index': { sql: (s) => s, ddl: 'DROP INDEX codes_claimed_at' },
   'no-counter': { sql: noCounter },
