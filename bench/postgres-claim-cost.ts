@@ -8,12 +8,15 @@
  * env: COST_TREES  comma-separated repo roots whose schema (migrations) and claim-fast.sql to compare
  *                  (default: this tree); COST_VARIANTS  comma-separated statement edits (see VARIANTS);
  *      COST_CODES codes per pool (60000), COST_LOOP claims per loop (1000), COST_ROUNDS (5),
- *      COST_EXPLAIN statements explained per side (300).
+ *      COST_EXPLAIN statements explained per side (300);
+ *      COST_THROUGHPUT claims per round through each tree's pools.claim and the raw statement at
+ *      16 connections, rounds interleaved (0: none; then only the as-is variant is used).
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { timeOps } from './lib/measure.js';
 import { loadNow, spread } from './lib/rounds.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
@@ -23,6 +26,8 @@ const CODES = Number(process.env.COST_CODES ?? 60_000);
 const LOOP = Number(process.env.COST_LOOP ?? 1000);
 const ROUNDS = Number(process.env.COST_ROUNDS ?? 5);
 const EXPLAINED = Number(process.env.COST_EXPLAIN ?? 300);
+const THROUGHPUT = Number(process.env.COST_THROUGHPUT ?? 0);
+const CONNECTIONS = 16;
 
 /** Edits of the fast statement (and of its schema), to price one piece of it at a time. */
 const noUnpark = (s: string) => s.replace(/unpark_due\(id\)/, '0');
@@ -31,7 +36,9 @@ const noCounter = (s: string) =>
     /UPDATE pool_counters pc SET[\s\S]*?RETURNING 1/,
     'SELECT 1 FROM p WHERE EXISTS (SELECT 1 FROM picked WHERE picked.id IS NOT NULL)',
   );
-const VARIANTS: Record<string, { sql: (sql: string) => string; ddl?: string }> = {
+const VARIANTS: Record<string, { sql: (sql: string) => string; ddl?: string; ddlBeforeImport?: string }> = {
+  'fillfactor-90': { sql: (s) => s, ddlBeforeImport: 'ALTER TABLE codes SET (fillfactor = 90)' },
+  'fillfactor-100': { sql: (s) => s, ddlBeforeImport: 'ALTER TABLE codes SET (fillfactor = 100)' },
   'as-is': { sql: (s) => s },
   'no-unpark': { sql: noUnpark },
   precheck: {
@@ -114,6 +121,7 @@ async function main(): Promise<void> {
   const sides: Side[] = [];
   const schemas: string[] = [];
   const closers: (() => Promise<void>)[] = [];
+  const claimers: { label: string; claim: (claimant: string) => Promise<unknown> }[] = [];
   try {
     for (const [t, tree] of TREES.entries()) {
       const { openDibs } = (await import(
@@ -127,9 +135,12 @@ async function main(): Promise<void> {
         const url = new URL(URL_BASE);
         url.searchParams.set('schema', schema);
         url.searchParams.set('grouped', 'false');
+        url.searchParams.set('poolSize', String(CONNECTIONS));
         const dibs = await openDibs(url.href);
         closers.push(() => dibs.close());
         const pool = `v-${variant}`;
+        if (edit.ddlBeforeImport)
+          await admin.query(`SET search_path = ${schema}; ${edit.ddlBeforeImport}; RESET search_path`);
         await dibs.pools.create({ name: pool });
         await dibs.pools.importCodes(
           pool,
@@ -140,6 +151,7 @@ async function main(): Promise<void> {
         if (edit.ddl) await admin.query(`SET search_path = ${schema}; ${edit.ddl}; RESET search_path`);
         await admin.query(`VACUUM ANALYZE ${schema}.codes`);
         sides.push({ label: `t${t} ${variant}`, schema, sql: edit.sql(fastStatement(tree)), pool });
+        claimers.push({ label: `t${t} ${variant}`, claim: (claimant) => dibs.pools.claim(pool, claimant) });
       }
     }
     const rawSchema = `${tag}_raw`;
@@ -155,6 +167,42 @@ async function main(): Promise<void> {
       pool: '',
     });
     await admin.query('CHECKPOINT');
+
+    if (THROUGHPUT > 0) {
+      const rawPool = new pg.Pool({
+        connectionString: URL_BASE,
+        max: CONNECTIONS,
+        options: `-c search_path=${rawSchema}`,
+      });
+      closers.push(() => rawPool.end());
+      const rates = new Map<string, number[]>([
+        ['raw', []],
+        ...claimers.map((c) => [c.label, []] as [string, number[]]),
+      ]);
+      const load = loadNow();
+      for (let round = 0; round < ROUNDS; round++) {
+        const raw = await timeOps(THROUGHPUT, CONNECTIONS, (i) =>
+          rawPool.query({ name: 'raw', text: RAW_CLAIM, values: [`tp${round}-${i}`, Math.random()] }),
+        );
+        rates.get('raw')!.push(THROUGHPUT / raw.seconds);
+        for (const c of claimers) {
+          const run = await timeOps(THROUGHPUT, CONNECTIONS, (i) => c.claim(`tp${round}-${i}`));
+          rates.get(c.label)!.push(THROUGHPUT / run.seconds);
+        }
+      }
+      console.log(
+        `claims/s at ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${THROUGHPUT}, load ${load} → ${loadNow()}`,
+      );
+      const rawRates = rates.get('raw')!;
+      for (const [label, values] of rates) {
+        const s = spread(values);
+        const r = spread(values.map((v, i) => v / rawRates[i]!));
+        console.log(
+          `  ${label.padEnd(24)} median ${s.median.toFixed(0)} (${s.min.toFixed(0)}–${s.max.toFixed(0)})  vs raw same round ${r.median.toFixed(2)}× (${r.min.toFixed(2)}–${r.max.toFixed(2)}×)`,
+        );
+      }
+      return;
+    }
 
     const perClaim = new Map<string, number[]>(sides.map((s) => [s.label, []]));
     const load = loadNow();
