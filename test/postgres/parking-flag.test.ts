@@ -9,9 +9,11 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { openDibs, type Dibs } from '../../src/index.js';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { rejectsWith } from '../support/assert.js';
-import { adminQuery, requirePostgres, tempPgStore } from '../support/postgres.js';
+import { adminQuery, requirePostgres, TEST_PG, tempPgStore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
@@ -65,5 +67,43 @@ describe('postgres: the parking mark of a pool (026)', { skip }, () => {
       assert.equal((await dibs.pools.claim(pool, 'late')).code, 'W');
       assert.equal(await parking(pool), true);
     });
+  }
+});
+
+it('postgres: a pool that existed before 026 keeps the upkeep: its parked code comes back when due', {
+  skip,
+}, async () => {
+  const temp = tempPgStore({ grouped: 'false' });
+  const raw = new pg.Client({ connectionString: TEST_PG });
+  await raw.connect();
+  try {
+    await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
+    await raw.query(
+      `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
+      (m) => m.id < 26,
+    )) {
+      await raw.query(m.sql);
+      await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
+    }
+    await raw.query(`INSERT INTO pools (id, name, per_claimant_limit, counter_shards) VALUES (1, 'old', 1, 1)`);
+    await raw.query(`INSERT INTO pool_counters (pool_id, shard, total, free) VALUES (1, 0, 1, 1)`);
+    // parked by 013's trigger until it opens, a moment from now
+    const { rows } = await raw.query<{ opens: Date }>(
+      `INSERT INTO codes (pool_id, code, starts_at) VALUES (1, 'SOON', now() + interval '1 second') RETURNING starts_at AS opens`,
+    );
+    const dibs = await openDibs(temp.store); // applies 026 and the functions
+    try {
+      await rejectsWith(dibs.pools.claim('old', 'early'), 'sold_out');
+      const opens = rows[0]!.opens.toISOString();
+      for (let i = 0; i < 100 && (await dibs.backend.pools.clock()) <= opens; i++) await sleep(50);
+      assert.equal((await dibs.pools.claim('old', 'late')).code, 'SOON');
+    } finally {
+      await dibs.close();
+    }
+  } finally {
+    await raw.end();
+    await temp.drop();
   }
 });
