@@ -1,8 +1,8 @@
 /**
- * Claims run the parked-code upkeep (unpark_due) only in pools marked `parking` (026). A pool this
- * build creates starts unmarked, so its claims skip the upkeep; the codes_park trigger marks it in
- * the transaction that parks a code or gives one an expiry. These tests check both halves: the
- * mark is off for a plain pool (or the fast statement pays the upkeep again), and a pool whose
+ * Claims run the parked-code upkeep (unpark_due) only in pools that have left pools_never_parked
+ * (026). A pool this build creates starts in it, so its claims skip the upkeep; the codes_park
+ * trigger takes it out in the transaction that parks a code or gives one an expiry. These tests
+ * check both halves: a plain pool stays in (or the fast statement pays the upkeep again), and a pool whose
  * code was held, or imported with a window, still gets that code back once it is due — through
  * the fast statement (limit 1) and the full one (limit 2).
  */
@@ -17,7 +17,7 @@ import { adminQuery, requirePostgres, TEST_PG, tempPgStore } from '../support/po
 
 const skip = await requirePostgres();
 
-describe('postgres: the parking mark of a pool (026)', { skip }, () => {
+describe('postgres: pools that never parked a code skip the upkeep (026)', { skip }, () => {
   const temp = tempPgStore({ grouped: 'false', poolSize: '2' });
   let dibs: Dibs;
   before(async () => {
@@ -28,15 +28,21 @@ describe('postgres: the parking mark of a pool (026)', { skip }, () => {
     await temp.drop();
   });
 
+  /** Whether the pool's claims run the upkeep (it has left pools_never_parked). */
   const parking = async (pool: string) =>
-    (await adminQuery<{ parking: boolean }>(`SELECT parking FROM "${temp.schema}".pools WHERE name = $1`, [pool]))[0]
-      ?.parking;
+    (
+      await adminQuery<{ parking: boolean }>(
+        `SELECT NOT EXISTS (SELECT 1 FROM "${temp.schema}".pools_never_parked n WHERE n.pool_id = p.id) AS parking
+         FROM "${temp.schema}".pools p WHERE p.name = $1`,
+        [pool],
+      )
+    )[0]?.parking;
   const storeTime = async (ms = 0) => new Date(Date.parse(await dibs.backend.pools.clock()) + ms).toISOString();
   const untilStoreTime = async (at: string) => {
     for (let i = 0; i < 100 && (await storeTime()) <= at; i++) await sleep(50);
   };
 
-  it('a plain pool is not marked: its claims skip the upkeep', async () => {
+  it('a plain pool stays in pools_never_parked: its claims skip the upkeep', async () => {
     await dibs.pools.create({ name: 'plain' });
     await dibs.pools.importCodes('plain', ['A', 'B']);
     assert.equal((await dibs.pools.claim('plain', 'alice')).code !== undefined, true);
