@@ -172,6 +172,9 @@ CREATE FUNCTION dibs.codes_park() RETURNS trigger
     AS $$
 BEGIN
   NEW.parked_until := CASE WHEN NEW.status = 'free' THEN code_parked_until(NEW.hold_until, NEW.starts_at, NEW.expires_at) END;
+  IF NEW.status = 'free' AND (NEW.parked_until IS NOT NULL OR NEW.expires_at IS NOT NULL) THEN
+    DELETE FROM pools_never_parked WHERE pool_id = NEW.pool_id;
+  END IF;
   RETURN NEW;
 END
 $$;
@@ -1294,6 +1297,10 @@ CREATE SEQUENCE dibs.pools_id_seq
 
 ALTER SEQUENCE dibs.pools_id_seq OWNED BY dibs.pools.id;
 
+CREATE TABLE dibs.pools_never_parked (
+    pool_id bigint NOT NULL
+);
+
 CREATE TABLE dibs.rate_limits (
     key text NOT NULL,
     count bigint NOT NULL,
@@ -1466,6 +1473,9 @@ ALTER TABLE ONLY dibs.pool_counters
 ALTER TABLE ONLY dibs.pools
     ADD CONSTRAINT pools_name_key UNIQUE (name);
 
+ALTER TABLE ONLY dibs.pools_never_parked
+    ADD CONSTRAINT pools_never_parked_pkey PRIMARY KEY (pool_id);
+
 ALTER TABLE ONLY dibs.pools
     ADD CONSTRAINT pools_pkey PRIMARY KEY (id);
 
@@ -1578,6 +1588,9 @@ ALTER TABLE ONLY dibs.outbox_deliveries
 
 ALTER TABLE ONLY dibs.pool_counters
     ADD CONSTRAINT pool_counters_pool_id_fkey FOREIGN KEY (pool_id) REFERENCES dibs.pools(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY dibs.pools_never_parked
+    ADD CONSTRAINT pools_never_parked_pool_id_fkey FOREIGN KEY (pool_id) REFERENCES dibs.pools(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY dibs.sale_grants
     ADD CONSTRAINT sale_grants_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES dibs.sales(id) ON DELETE CASCADE;

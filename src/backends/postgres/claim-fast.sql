@@ -18,8 +18,9 @@
 --   $5 idempotency key or null
 WITH p AS (
   SELECT id, counter_shards, rules_version,
-    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
-    unpark_due(id) AS unparked
+    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013),
+    -- in pools that have ever had such codes (026)
+    CASE WHEN EXISTS (SELECT 1 FROM pools_never_parked n WHERE n.pool_id = pools.id) THEN 0 ELSE unpark_due(id) END AS unparked
   FROM pools
   WHERE name = $1 AND per_claimant_limit = 1 AND low_stock_threshold IS NULL
     AND starts_at IS NULL AND expires_at IS NULL

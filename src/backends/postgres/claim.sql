@@ -37,8 +37,9 @@
 --   the same for every row).
 WITH p AS (
   SELECT id, per_claimant_limit, low_stock_threshold, counter_shards, starts_at, expires_at, rules_version,
-    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013)
-    unpark_due(id) AS unparked
+    -- parked codes that are due come back, expired ones leave the free index (a bounded batch; 013),
+    -- in pools that have ever had such codes (026)
+    CASE WHEN EXISTS (SELECT 1 FROM pools_never_parked n WHERE n.pool_id = pools.id) THEN 0 ELSE unpark_due(id) END AS unparked
   FROM pools WHERE name = $1
 ),
 req AS (

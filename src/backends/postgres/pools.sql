@@ -35,12 +35,16 @@ LIMIT $2
 -- name: insertPool
 -- $1 name, $2 perClaimantLimit, $3 lowStockThreshold, $4 metadata jsonb, $5 counter shards,
 -- $6 startsAt, $7 expiresAt, $8 maxRedemptions, $9 maxRedemptionsPerClaimant, $10 publicCodes, $11 codeFormat
--- → one row per counter shard created; no rows when the name is taken.
+-- → one row per counter shard created; no rows when the name is taken. A new pool has no code to
+-- park yet: claims skip unpark_due until codes_park removes its pools_never_parked row (026).
 WITH p AS (
   INSERT INTO pools (name, per_claimant_limit, low_stock_threshold, metadata, counter_shards, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes, code_format)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
   ON CONFLICT (name) DO NOTHING
   RETURNING id, counter_shards
+),
+never_parked AS (
+  INSERT INTO pools_never_parked (pool_id) SELECT id FROM p
 )
 INSERT INTO pool_counters (pool_id, shard)
 SELECT p.id, s FROM p, generate_series(0, p.counter_shards - 1) AS s
