@@ -28,7 +28,7 @@ const CALLERS = 16;
 const LINES = 3;
 const TTL_MS = 600_000;
 const HOUR = 3_600_000;
-const STORES: StoreKind[] = ['sqlite', 'postgres', 'redis'];
+const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres,redis').split(',') as StoreKind[];
 
 export async function main(): Promise<void> {
   const rows: Ratio[] = [];

@@ -33,7 +33,7 @@ const ADMITTED = Number(process.env.BENCH_FAIR_ADMITTED ?? (QUICK ? 500 : 1000))
 const CALLERS = 16;
 const HOUR = 3_600_000;
 const WINDOW_MS = 600_000;
-const STORES: StoreKind[] = ['sqlite', 'postgres', 'redis'];
+const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres,redis').split(',') as StoreKind[];
 
 /** What one room gave in one round. */
 interface RoomRun {
