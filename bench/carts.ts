@@ -78,8 +78,9 @@ async function benchStore(label: string, store: string): Promise<Ratio[]> {
 async function openRaw(store: string): Promise<RawCarts> {
   if (store.startsWith('sqlite:')) return sqliteRawCarts(store.slice('sqlite:'.length).replace(/\.db$/, '-raw.db'));
   const url = new URL(store);
+  // as many connections as dibs opens by default (poolSize 10): the same concurrency on both sides
   if (url.protocol.startsWith('postgres'))
-    return postgresRawCarts(BENCH_PG, `${url.searchParams.get('schema')}_raw`, 16);
+    return postgresRawCarts(BENCH_PG, `${url.searchParams.get('schema')}_raw`, 10);
   return redisRawCarts(`${url.protocol}//${url.host}${url.pathname}`, url.searchParams.get('prefix')!);
 }
 
