@@ -45,8 +45,14 @@ export interface SentinelSetup {
   /** One delaying relay per replica, between it and the master. */
   links: FaultProxy[];
   sentinels: { port: number; process: ChildProcess }[];
-  /** SIGKILL the master and cut every replication link in the same tick; resolves at once. */
-  crashMaster(): Promise<void>;
+  /**
+   * SIGKILL the master and cut every replication link in the same tick. With `lagMs`, the replicas
+   * stop hearing from the master that long before (their links swallow every byte) while the
+   * master goes on answering: whatever it acknowledges in that window is certainly lost, however
+   * fast or slow the machine is (without it a loss needs a write to be in the 20 ms link at the
+   * kill, which a loaded machine may miss).
+   */
+  crashMaster(options?: { lagMs?: number }): Promise<void>;
   /**
    * With `partitionable`: cut the master off from the sentinels (and from every client that found
    * it through them) and from its replicas, but leave it running and reachable on its own port —
@@ -145,7 +151,11 @@ export async function startSentinelSetup(
           link.reset();
         }
       },
-      async crashMaster() {
+      async crashMaster({ lagMs = 0 } = {}) {
+        if (lagMs > 0) {
+          for (const link of links) if (link !== sentinelLink) link.blackhole(true);
+          await sleep(lagMs);
+        }
         for (const link of links) {
           link.refuse(true);
           link.reset();
