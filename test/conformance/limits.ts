@@ -232,6 +232,21 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const waiting = dibs.limits.waitFor(`${a}-slow`, 1, { signal: controller.signal });
       setTimeout(() => controller.abort(new Error('stop')), 50);
       await assert.rejects(waiting, (e: unknown) => isDibsError(e, 'rate_limited') && e.details?.aborted === true);
+      // aborted while its first take is still in flight: it must end then, not sleep out the wait
+      const early = new AbortController();
+      const abortedEarly = dibs.limits.waitFor(`${a}-slow`, 1, { waitMs: 7_200_000, signal: early.signal });
+      early.abort(new Error('stop'));
+      const at = Date.now();
+      const stalled = new Promise<'stalled'>((resolve) => setTimeout(resolve, 10_000, 'stalled').unref());
+      const ended = await Promise.race([
+        abortedEarly.then(
+          () => 'allowed' as const,
+          (e: unknown) => e,
+        ),
+        stalled,
+      ]);
+      assert.ok(isDibsError(ended, 'rate_limited') && ended.details?.aborted === true, `ended with ${String(ended)}`);
+      assert.ok(Date.now() - at < 10_000);
     });
 
     it('concurrent takes in one instance never over-admit', async () => {

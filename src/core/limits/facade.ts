@@ -176,6 +176,11 @@ function defaultSegments(periodMs: number): number {
 
 function sleepUnless(ms: number, signal: AbortSignal | undefined, onAbort: () => DibsError): Promise<void> {
   return new Promise((resolve, reject) => {
+    // an abort while the take was in flight has fired already: a listener added now never would
+    if (signal?.aborted) {
+      reject(onAbort());
+      return;
+    }
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', abort);
       resolve();
