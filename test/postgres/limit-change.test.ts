@@ -14,8 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { isDibsError, openDibs, type Dibs } from '../../src/index.js';
-import { loadMigrations } from '../../src/backends/shared/sql-files.js';
-import { TEST_PG, requirePostgres, tempPgStore } from '../support/postgres.js';
+import { TEST_PG, requirePostgres, tempPgStore, migrateSchemaBefore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
@@ -247,16 +246,7 @@ describe('postgres: migration 014 on a pool whose limit was lowered before it', 
     const raw = new pg.Client({ connectionString: TEST_PG });
     await raw.connect();
     try {
-      await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
-      await raw.query(
-        `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
-        (m) => m.id < 14,
-      )) {
-        await raw.query(m.sql);
-        await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
-      }
+      await migrateSchemaBefore(raw, temp.schema, 14);
       // what the old code left behind: limit lowered from 3 to 2 with x in slots 2 and 3, y in slot 3
       await raw.query(`INSERT INTO pools (id, name, per_claimant_limit, counter_shards) VALUES (1, 'old', 2, 1)`);
       await raw.query(`INSERT INTO pool_counters (pool_id, shard, total, free, claimed) VALUES (1, 0, 6, 3, 3)`);

@@ -11,9 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { rejectsWith } from '../support/assert.js';
-import { adminQuery, requirePostgres, TEST_PG, tempPgStore } from '../support/postgres.js';
+import { adminQuery, requirePostgres, TEST_PG, tempPgStore, migrateSchemaBefore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
@@ -83,16 +82,7 @@ it('postgres: a pool that existed before 026 keeps the upkeep: its parked code c
   const raw = new pg.Client({ connectionString: TEST_PG });
   await raw.connect();
   try {
-    await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
-    await raw.query(
-      `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
-      (m) => m.id < 26,
-    )) {
-      await raw.query(m.sql);
-      await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
-    }
+    await migrateSchemaBefore(raw, temp.schema, 26);
     await raw.query(`INSERT INTO pools (id, name, per_claimant_limit, counter_shards) VALUES (1, 'old', 1, 1)`);
     await raw.query(`INSERT INTO pool_counters (pool_id, shard, total, free) VALUES (1, 0, 1, 1)`);
     // parked by 013's trigger until it opens, a moment from now

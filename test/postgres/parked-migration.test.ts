@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import pg from 'pg';
 import { openDibs } from '../../src/index.js';
-import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { assertOldPoolClaimsOnlyOpenCode } from '../support/parked-migration.js';
-import { requirePostgres, TEST_PG, tempPgStore } from '../support/postgres.js';
+import { requirePostgres, TEST_PG, tempPgStore, migrateSchemaBefore } from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
@@ -18,16 +17,7 @@ it('parks the closed free codes of existing pools; claims then skip them and cou
   const raw = new pg.Client({ connectionString: TEST_PG });
   await raw.connect();
   try {
-    await raw.query(`CREATE SCHEMA "${temp.schema}"; SET search_path = "${temp.schema}"`);
-    await raw.query(
-      `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    for (const m of loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url)).filter(
-      (m) => m.id < 13,
-    )) {
-      await raw.query(m.sql);
-      await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
-    }
+    await migrateSchemaBefore(raw, temp.schema, 13);
     await raw.query(`INSERT INTO pools (id, name, per_claimant_limit, counter_shards) VALUES (1, 'old', 1, 1)`);
     await raw.query(`INSERT INTO pool_counters (pool_id, shard, total, free) VALUES (1, 0, 4, 4)`);
     await raw.query(`INSERT INTO codes (pool_id, code, starts_at, expires_at, hold_claimant, hold_until) VALUES

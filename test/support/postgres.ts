@@ -4,6 +4,7 @@
  * in CI and skips loudly elsewhere.
  */
 import pg from 'pg';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
 import { openForSuite } from './suite-store.js';
@@ -153,4 +154,21 @@ export function pgForSuite(params: Record<string, string> = {}): {
     ),
     { schema: temp.schema },
   );
+}
+
+/**
+ * Builds `schema` as a database that an older build left behind: the migrations numbered below
+ * `before` applied and recorded, none after. `raw` keeps `search_path` on the schema, so a test can
+ * then write what that older build would have written before dibs opens it and migrates the rest.
+ */
+export async function migrateSchemaBefore(raw: pg.Client, schema: string, before: number): Promise<void> {
+  await raw.query(`CREATE SCHEMA "${schema}"; SET search_path = "${schema}"`);
+  await raw.query(
+    `CREATE TABLE migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const migrations = loadMigrations(new URL('../../src/backends/postgres/migrations/', import.meta.url));
+  for (const m of migrations.filter((m) => m.id < before)) {
+    await raw.query(m.sql);
+    await raw.query('INSERT INTO migrations (id, name) VALUES ($1, $2)', [m.id, m.name]);
+  }
 }
