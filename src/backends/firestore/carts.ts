@@ -9,11 +9,11 @@
  * The steps are optimistic, like the grouped single-sale steps (sale-queue.ts): every read is a
  * plain read, and the commit is guarded by each line's sale document (its update time as read),
  * the cart document (likewise) and the key (`create`: it must not exist yet). A cart that lost a
- * race reads everything again. Carts used to read in a pessimistic transaction, which locks every
- * line's sale document until commit: at 80 carts over 3 sales in 4 processes every attempt of
- * every cart and every grouped buy ended in the emulator's "Transaction lock timeout" (about 2.4 s
- * each: carts holding read locks on the same sales deadlock on upgrading them to write, and a
- * buy's commit waits for those locks) and none committed in 120 s (issue #27).
+ * race reads everything again. Why not a pessimistic transaction: it locks every line's sale
+ * document until commit, and carts holding read locks on the same sales deadlock on upgrading them
+ * to write while the buys' commits wait behind them — at 80 carts over 3 sales in 4 processes every
+ * attempt of every cart and grouped buy ended in the emulator's "Transaction lock timeout" (about
+ * 2.4 s each) and none committed in 120 s.
  *
  *   dibs/{prefix}/carts/{cart id}        c, s ('active'|'confirmed'|'cancelled'), e (expires ms), ca,
  *                                        f (the request's fingerprint), l: [{sale, q, h (hold id)}]
