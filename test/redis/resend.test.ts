@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
-import { outboxKeys, poolKeys } from '../../src/backends/redis/keys.js';
+import { outboxKeys, poolKeys, saleTag } from '../../src/backends/redis/keys.js';
+import { newId } from '../../src/core/ids.js';
 import { REPLAY_MS, replayKey, requestId } from '../../src/backends/redis/resend.js';
 import { loadScripts, runScript, SCRIPT_NAMES } from '../../src/backends/redis/scripts.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
@@ -199,7 +200,7 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     );
     assert.equal(await raw.hget(outbox[3], `a:${event}`), '1', 'one failed attempt, counted more than once');
   });
-  it('an unkeyed cart re-sent is answered as held (one cart), not refused line by line', async () => {
+  it('an unkeyed cart re-sent is answered as held (one cart), not refused line by line; its confirm and a cancel re-sent answer as their first run', async () => {
     const sale = (sku: string) =>
       dibs.sales.create({
         sku: `{resend}${sku}`,
@@ -220,6 +221,20 @@ describe('redis: a script re-sent after its reply was lost', { skip: !available 
     assert.equal(cart.lines.length, 2);
     assert.equal((await dibs.sales.getCart(cart.id)).status, 'active');
     assert.deepEqual([(await dibs.sales.get(tee.id)).stats.held, (await dibs.sales.get(mug.id)).stats.held], [2, 1]);
+    assert.deepEqual([...(await dibs.sales.audit(tee.id)), ...(await dibs.sales.audit(mug.id))], []);
+    // the facade reads the cart before it confirms (an answer this window would hold instead): the
+    // confirm is sent here as the backend sends it
+    const tag = saleTag(prefix, /^cart_([0-9a-f]{4})/.exec(cart.id)![1]!);
+    const confirmed = (await withLostReply(() =>
+      runScript(raw, 'cart_confirm', [`${tag}:carts`], [tag, cart.id, newId('ord'), newId('ord')]),
+    )) as string[];
+    assert.equal(confirmed[0], 'ok', 'the caller confirmed once: the answer is the first one');
+    assert.equal((JSON.parse(confirmed[2]!) as unknown[]).length, 2);
+    assert.equal((await dibs.sales.confirmCart(cart.id)).replayed, true, 'a second confirm is a replay');
+    assert.deepEqual([(await dibs.sales.get(tee.id)).stats.sold, (await dibs.sales.get(mug.id)).stats.sold], [2, 1]);
+    const other = (await dibs.sales.holdCart({ customer: 'cy', lines, ttlMs: 60_000 })).cart;
+    assert.equal((await withLostReply(() => dibs.sales.cancelCart(other.id))).status, 'cancelled');
+    assert.deepEqual([(await dibs.sales.get(tee.id)).stats.held, (await dibs.sales.get(mug.id)).stats.held], [0, 0]);
     assert.deepEqual([...(await dibs.sales.audit(tee.id)), ...(await dibs.sales.audit(mug.id))], []);
   });
 });

@@ -16,7 +16,14 @@ local function orders()
   T = CART_T
   return cjson.encode(out)
 end
-if cart.s == 'confirmed' then return { 'replayed', cart_view(cart, now), orders() } end
+if cart.s == 'confirmed' then
+  -- the orders carry this request's new ids only if this very request confirmed it (a driver's
+  -- re-send after a lost reply): it answers as its first run did; any other confirm is a replay
+  T = cart.l[1].t
+  local first = hold_of(cart.l[1].h).o == ARGV[3]
+  T = CART_T
+  return { first and 'ok' or 'replayed', cart_view(cart, now), orders() }
+end
 if cart.s == 'cancelled' then return { 'refused', 'cart_cancelled' } end
 if cart.e <= now then return { 'refused', 'cart_expired', 'expiresAt', iso_ms(cart.e) } end
 -- unexpired, so no line is stale; a line that is not active was cancelled with its sale
