@@ -7,36 +7,17 @@
  * (transactions.ts), and the timeout below turns a step that never answers into a failure that
  * says so (sale-storm.ts).
  */
-import { after, before, describe } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
+import { describe } from 'node:test';
 import { cartStormSuite } from '../support/cart-storm-suite.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreStoreForSuite } from '../support/firestore.js';
 
 const long = process.env.FAULTS_LONG === '1';
 
 describe('firestore emulator: cart storm', { skip: !firestoreEmulatorInstalled() ? 'no emulator' : false }, () => {
-  let emulator: OwnedEmulator;
-  let store: string;
-  let dibs: Dibs;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-    store = emulator.storeUrl();
-    dibs = await openDibs(store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await emulator?.stop();
-  });
+  const suite = firestoreStoreForSuite();
   cartStormSuite(
     'firestore emulator',
-    {
-      get dibs() {
-        return dibs;
-      },
-      get store() {
-        return store;
-      },
-    },
+    suite,
     // the bound is 30 s per step, so a storm that hangs ends well within these
     { carts: long ? 80 : 20, timeoutMs: long ? 240_000 : 90_000 },
   );

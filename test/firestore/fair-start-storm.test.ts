@@ -3,34 +3,15 @@
  * file: 3 processes, 200 early and 20 late shoppers for 20 units — smaller than the SQL and Redis
  * runs, the emulator being one JVM; FAULTS_LONG=1 runs 1,000 early and 100 late in 4 processes.
  */
-import { after, before, describe } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { describe } from 'node:test';
+import { firestoreEmulatorInstalled, firestoreStoreForSuite } from '../support/firestore.js';
 import { fairStartStormSuite } from '../support/fair-start-storm.js';
 
 describe('firestore emulator: fair start', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  let store: string;
-  let dibs: Dibs;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-    store = emulator.storeUrl();
-    dibs = await openDibs(store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await emulator?.stop();
-  });
+  const suite = firestoreStoreForSuite();
   fairStartStormSuite(
     'firestore emulator',
-    {
-      get dibs() {
-        return dibs;
-      },
-      get store() {
-        return store;
-      },
-    },
+    suite,
     process.env.FAULTS_LONG === '1'
       ? { pre: 1000, late: 100, cap: 60, processes: 4 }
       : { pre: 200, late: 20, cap: 20, processes: 3 },

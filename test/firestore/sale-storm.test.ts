@@ -7,59 +7,38 @@
  * snapshot the audits read while commits land.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { FieldValue, Firestore } from '@google-cloud/firestore';
-import { openDibs, type Dibs } from '../../src/index.js';
 import type { FirestoreBackend } from '../../src/backends/firestore/index.js';
 import { TxRunner } from '../../src/backends/firestore/transactions.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { firestoreEmulatorInstalled, firestoreStoreForSuite } from '../support/firestore.js';
 import { saleStormSuite } from '../support/sale-storm-suite.js';
 
 const HOUR = 3_600_000;
 
 describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInstalled() }, () => {
-  let emulator: OwnedEmulator;
-  let store: string;
-  let dibs: Dibs;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-    store = emulator.storeUrl();
-    dibs = await openDibs(store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await emulator?.stop();
-  });
+  const suite = firestoreStoreForSuite();
 
   // The storms every selling store runs (support/sale-storm-suite.ts), smaller: 400 buyers on the
   // last 10 units; 200 hold flows of 120 customers.
-  saleStormSuite(
-    'firestore emulator',
-    {
-      get dibs() {
-        return dibs;
-      },
-      get store() {
-        return store;
-      },
-    },
-    { buyers: 400, flows: 200, customers: 120, timeoutMs: 150_000 },
-  );
+  saleStormSuite('firestore emulator', suite, { buyers: 400, flows: 200, customers: 120, timeoutMs: 150_000 });
 
   it('one process, 300 concurrent buyers on 30 units: transactions per buy (logged, not asserted)', {
     timeout: 180_000,
   }, async () => {
-    const sale = await dibs.sales.create({
+    const sale = await suite.dibs.sales.create({
       sku: 'ONE-PROCESS',
       startsAt: new Date().toISOString(),
       endsAt: new Date(Date.now() + HOUR).toISOString(),
       cap: 30,
       perCustomerLimit: 1,
     });
-    const counters = (dibs.backend as FirestoreBackend).transactionCounters;
+    const counters = (suite.dibs.backend as FirestoreBackend).transactionCounters;
     const before = { ...counters };
     const started = Date.now();
-    const settled = await Promise.allSettled(Array.from({ length: 300 }, (_, i) => dibs.sales.buy(sale.id, `c-${i}`)));
+    const settled = await Promise.allSettled(
+      Array.from({ length: 300 }, (_, i) => suite.dibs.sales.buy(sale.id, `c-${i}`)),
+    );
     const ms = Date.now() - started;
     const won = settled.filter((s) => s.status === 'fulfilled').length;
     const transactions = counters.transactions - before.transactions;
@@ -69,7 +48,7 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
     );
     assert.equal(won, 30);
     for (const s of settled) if (s.status === 'rejected') assert.equal((s.reason as { code: string }).code, 'sold_out');
-    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    assert.deepEqual(await suite.dibs.sales.audit(sale.id), []);
   });
 
   // The storms' mid-run audits once reported `sold counter says 15 but orders hold 16 units`: the
@@ -77,7 +56,7 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
   it('the snapshot an audit reads never shows half of a commit, while 4 writers commit', {
     timeout: 60_000,
   }, async () => {
-    const db = new Firestore({ projectId: emulator.projectId });
+    const db = new Firestore({ projectId: suite.emulator.projectId });
     const root = db.collection('snapshot-test').doc(String(Date.now()));
     const counter = root.collection('c').doc('n');
     const orders = root.collection('orders');

@@ -4,36 +4,13 @@
  * run 2,000 in 4). Behind FAULTS_LONG=1: the default suite has the conformance suite and the
  * fair-start storm on Firestore already.
  */
-import { after, before, describe } from 'node:test';
-import { openDibs, type Dibs } from '../../src/index.js';
-import { firestoreEmulatorInstalled, startFirestoreEmulator, type OwnedEmulator } from '../support/firestore.js';
+import { describe } from 'node:test';
+import { firestoreEmulatorInstalled, firestoreStoreForSuite } from '../support/firestore.js';
 import { roomStormSuite } from '../support/room-storm.js';
 
 const skip = !firestoreEmulatorInstalled() || process.env.FAULTS_LONG !== '1';
 
 describe('firestore emulator: waiting-room storm (FAULTS_LONG=1)', { skip }, () => {
-  let emulator: OwnedEmulator;
-  let store: string;
-  let dibs: Dibs;
-  before(async () => {
-    emulator = await startFirestoreEmulator();
-    store = emulator.storeUrl();
-    dibs = await openDibs(store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await emulator?.stop();
-  });
-  roomStormSuite(
-    'firestore emulator',
-    {
-      get dibs() {
-        return dibs;
-      },
-      get store() {
-        return store;
-      },
-    },
-    { shoppers: 400, cap: 20, processes: 3 },
-  );
+  const suite = firestoreStoreForSuite();
+  roomStormSuite('firestore emulator', suite, { shoppers: 400, cap: 20, processes: 3 });
 });

@@ -8,12 +8,14 @@
  * In CI (CI=true) a missing emulator fails loudly; elsewhere the tests are skipped with a warning.
  */
 import type { DocumentReference } from '@google-cloud/firestore';
+import type { Dibs } from '../../src/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueId } from './assert.js';
 import { freePort } from './redis.js';
+import { openForSuite } from './suite-store.js';
 
 export const EMULATOR =
   process.env.DIBS_FIRESTORE_EMULATOR ??
@@ -151,6 +153,43 @@ export function firestoreForSuite(): OwnedEmulator {
       return started().env;
     },
     stop: () => started().stop(),
+  };
+}
+
+/**
+ * An emulator of the suite's own and one store opened on it (openForSuite, as the other stores'
+ * suites): started in before(), the store closed and the emulator stopped in after(). `store` is
+ * the URL worker processes open; `emulator` is there for a test that also talks to it directly.
+ */
+export function firestoreStoreForSuite(): {
+  readonly dibs: Dibs;
+  readonly store: string;
+  readonly emulator: OwnedEmulator;
+} {
+  let emulator: OwnedEmulator | undefined;
+  let store: string | undefined;
+  before(async () => {
+    emulator = await startFirestoreEmulator();
+    store = emulator.storeUrl();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the Firestore emulator is read before its suite started it');
+    return value;
+  };
+  const suite = openForSuite(
+    () => started(store),
+    () => emulator?.stop(),
+  );
+  return {
+    get dibs() {
+      return suite.dibs;
+    },
+    get store() {
+      return suite.store;
+    },
+    get emulator() {
+      return started(emulator);
+    },
   };
 }
 
