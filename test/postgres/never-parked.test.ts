@@ -8,68 +8,67 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pg from 'pg';
-import { openDibs, type Dibs } from '../../src/index.js';
+import { openDibs } from '../../src/index.js';
 import { rejectsWith } from '../support/assert.js';
-import { adminQuery, requirePostgres, TEST_PG, tempPgStore, migrateSchemaBefore } from '../support/postgres.js';
+import {
+  adminQuery,
+  migrateSchemaBefore,
+  pgForSuite,
+  requirePostgres,
+  tempPgStore,
+  TEST_PG,
+} from '../support/postgres.js';
 
 const skip = await requirePostgres();
 
 describe('postgres: pools that never parked a code skip the upkeep (026)', { skip }, () => {
-  const temp = tempPgStore({ grouped: 'false', poolSize: '2' });
-  let dibs: Dibs;
-  before(async () => {
-    dibs = await openDibs(temp.store);
-  });
-  after(async () => {
-    await dibs?.close();
-    await temp.drop();
-  });
+  const suite = pgForSuite({ grouped: 'false', poolSize: '2' });
 
   /** Whether the pool's claims run the upkeep (it has left pools_never_parked). */
   const parking = async (pool: string) =>
     (
       await adminQuery<{ parking: boolean }>(
-        `SELECT NOT EXISTS (SELECT 1 FROM "${temp.schema}".pools_never_parked n WHERE n.pool_id = p.id) AS parking
-         FROM "${temp.schema}".pools p WHERE p.name = $1`,
+        `SELECT NOT EXISTS (SELECT 1 FROM "${suite.schema}".pools_never_parked n WHERE n.pool_id = p.id) AS parking
+         FROM "${suite.schema}".pools p WHERE p.name = $1`,
         [pool],
       )
     )[0]?.parking;
-  const storeTime = async (ms = 0) => new Date(Date.parse(await dibs.backend.pools.clock()) + ms).toISOString();
+  const storeTime = async (ms = 0) => new Date(Date.parse(await suite.dibs.backend.pools.clock()) + ms).toISOString();
   const untilStoreTime = async (at: string) => {
     for (let i = 0; i < 100 && (await storeTime()) <= at; i++) await sleep(50);
   };
 
   it('a plain pool stays in pools_never_parked: its claims skip the upkeep', async () => {
-    await dibs.pools.create({ name: 'plain' });
-    await dibs.pools.importCodes('plain', ['A', 'B']);
-    assert.equal((await dibs.pools.claim('plain', 'alice')).code !== undefined, true);
+    await suite.dibs.pools.create({ name: 'plain' });
+    await suite.dibs.pools.importCodes('plain', ['A', 'B']);
+    assert.equal((await suite.dibs.pools.claim('plain', 'alice')).code !== undefined, true);
     assert.equal(await parking('plain'), false);
   });
 
   for (const limit of [1, 2]) {
     it(`limit ${limit}: a code held and released by its hold's end is claimed again`, async () => {
       const pool = `held-${limit}`;
-      await dibs.pools.create({ name: pool, perClaimantLimit: limit, publicCodes: true }); // a checkout may hold a free code
-      await dibs.pools.importCodes(pool, ['H']);
+      await suite.dibs.pools.create({ name: pool, perClaimantLimit: limit, publicCodes: true }); // a checkout may hold a free code
+      await suite.dibs.pools.importCodes(pool, ['H']);
       assert.equal(await parking(pool), false);
       // the hold's own answered end, not a time read before it (a loaded machine runs the hold later)
-      const held = await dibs.pools.hold(pool, 'H', 'checkout', 1000);
-      await rejectsWith(dibs.pools.claim(pool, 'early'), 'sold_out');
+      const held = await suite.dibs.pools.hold(pool, 'H', 'checkout', 1000);
+      await rejectsWith(suite.dibs.pools.claim(pool, 'early'), 'sold_out');
       await untilStoreTime(held.hold!.expiresAt);
-      assert.equal((await dibs.pools.claim(pool, 'late')).code, 'H');
+      assert.equal((await suite.dibs.pools.claim(pool, 'late')).code, 'H');
       assert.equal(await parking(pool), true);
     });
 
     it(`limit ${limit}: a code imported before its window opens is claimed once it opens`, async () => {
       const pool = `window-${limit}`;
-      await dibs.pools.create({ name: pool, perClaimantLimit: limit });
+      await suite.dibs.pools.create({ name: pool, perClaimantLimit: limit });
       const opens = await storeTime(1000);
-      await dibs.pools.importCodes(pool, [{ code: 'W', startsAt: opens }]);
-      await rejectsWith(dibs.pools.claim(pool, 'early'), 'sold_out');
+      await suite.dibs.pools.importCodes(pool, [{ code: 'W', startsAt: opens }]);
+      await rejectsWith(suite.dibs.pools.claim(pool, 'early'), 'sold_out');
       await untilStoreTime(opens);
-      assert.equal((await dibs.pools.claim(pool, 'late')).code, 'W');
+      assert.equal((await suite.dibs.pools.claim(pool, 'late')).code, 'W');
       assert.equal(await parking(pool), true);
     });
   }
