@@ -18,27 +18,33 @@ async function run(op: StormOp): Promise<StormOutcome> {
   if (config.paceMs) await new Promise((resolve) => setTimeout(resolve, config.paceMs));
   const started = performance.now();
   const startedAt = Date.now();
+  for (let retries = 0; ; retries++) {
+    const outcome = await attempt(op);
+    const retryAfterMs = outcome.retryAfterMs;
+    delete outcome.retryAfterMs;
+    if (outcome.error !== 'unavailable' || retries >= (config.retryUnavailable ?? 0))
+      return {
+        ...op,
+        ...outcome,
+        ...(retries ? { retries } : {}),
+        ms: performance.now() - started,
+        startedAt,
+        endedAt: Date.now(),
+      };
+    await new Promise((resolve) => setTimeout(resolve, retryAfterMs ?? 1000));
+  }
+}
+
+async function attempt(
+  op: StormOp,
+): Promise<Pick<StormOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error'> & { retryAfterMs?: number }> {
   try {
     const result = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});
-    return {
-      ...op,
-      status: result.status,
-      code: result.code,
-      held: result.held,
-      replayed: result.replayed,
-      ms: performance.now() - started,
-      startedAt,
-      endedAt: Date.now(),
-    };
+    return { status: result.status, code: result.code, held: result.held, replayed: result.replayed };
   } catch (error) {
-    return {
-      ...op,
-      status: 'error',
-      error: isDibsError(error) ? error.code : String(error),
-      ms: performance.now() - started,
-      startedAt,
-      endedAt: Date.now(),
-    };
+    if (!isDibsError(error)) return { status: 'error', error: String(error) };
+    const retryAfterMs = (error.details as { retryAfterMs?: number } | undefined)?.retryAfterMs;
+    return { status: 'error', error: error.code, ...(retryAfterMs ? { retryAfterMs } : {}) };
   }
 }
 

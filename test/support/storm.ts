@@ -25,6 +25,8 @@ export interface StormOutcome extends StormOp {
   held?: string[];
   replayed?: boolean;
   error?: string;
+  /** `unavailable` answers retried before this one (with `retryUnavailable`). */
+  retries?: number;
   ms: number;
   /** Wall-clock (Date.now(), one clock for every process here) when the call began and was answered. */
   startedAt?: number;
@@ -40,6 +42,7 @@ export interface WorkerConfig {
   ops: StormOp[];
   concurrency: number;
   resultFile: string;
+  retryUnavailable?: number;
 }
 
 export interface StormOptions {
@@ -60,6 +63,12 @@ export interface StormOptions {
   claimantPrefix?: string;
   /** Claims in flight per process (default 8). */
   concurrency?: number;
+  /**
+   * Retry a claim answered `unavailable` (retriable: nothing of it committed, or an ambiguous commit)
+   * up to this many times after its Retry-After, with the same key, as the contract tells a client
+   * to; the outcome is the last answer. Default 0: a storm that expects no `unavailable` sees each.
+   */
+  retryUnavailable?: number;
   /** The whole storm is killed after this long (default 120 s). */
   timeoutMs?: number;
   /** Fault injection: SIGKILL this many worker processes `afterMs` into the storm. */
@@ -127,6 +136,7 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
         ops,
         concurrency: options.concurrency ?? 8,
         resultFile: join(dir, `worker-${i}.json`),
+        ...(options.retryUnavailable ? { retryUnavailable: options.retryUnavailable } : {}),
       };
       const configFile = join(dir, `worker-${i}.config.json`);
       writeFileSync(configFile, JSON.stringify(config));
