@@ -1,9 +1,10 @@
 // Runs every test/**/*.test.ts file with node's own test runner (through tsx), after a full
 // typecheck. `node scripts/test.mjs test/sqlite` runs one folder or file.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
+import { constants } from 'node:os';
 
 const root = new URL('..', import.meta.url).pathname;
 const require = createRequire(import.meta.url);
@@ -38,7 +39,7 @@ const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
 // for ever in its exit-time handle cleanup (seen once: a file whose tests had all passed, 15 min at
 // full CPU in FreeEnvironment → CleanupHandles); process.exit skips that cleanup. Leaked
 // connections are caught by tests that count them (cold-start, per-invocation), not by a hang.
-const result = spawnSync(
+const child = spawn(
   process.execPath,
   [
     '--import',
@@ -60,4 +61,7 @@ const result = spawnSync(
     stdio: 'inherit',
   },
 );
-process.exit(result.status ?? 1);
+// A runner stopped by SIGTERM or SIGINT (a CI timeout, Ctrl-C) stops its test run too, which ends
+// the files' processes and, through their teardown, the servers they started.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0)));
