@@ -8,6 +8,7 @@ import pg from 'pg';
 import { DibsError, unavailable } from '../../core/errors.js';
 import { refuseUnreplicatedCommits } from './sync-commit.js';
 import { localSettings, scopeToTransactions } from './pooler.js';
+import { isStalePlan, replanStaleStatements } from './stale-plans.js';
 
 export interface PgOptions {
   /** Schema holding dibs' tables (created by the migrations). */
@@ -97,7 +98,7 @@ export function createPool(connectionString: string, options: PgOptions, Client?
   if (options.pooler) {
     const settings = localSettings(options);
     pool.on('connect', (client) => scopeToTransactions(client, settings));
-  }
+  } else pool.on('connect', replanStaleStatements);
   // An idle connection killed by the server (restart, pg_terminate_backend) emits 'error' on the
   // pool; without a listener Node would crash the process. The pool drops it and reconnects.
   pool.on('error', () => {});
@@ -176,7 +177,8 @@ export const causeState = (error: unknown): string | undefined =>
 export function translate(error: unknown): unknown {
   if (error instanceof DibsError) return error;
   if (isUnavailable(error)) return unavailable(`postgres: ${(error as Error).message}`, error);
-  if (sqlState(error) === '40001' || sqlState(error) === '40P01')
+  // a statement made stale by another build's schema change, in a transaction (stale-plans.ts): nothing ran
+  if (sqlState(error) === '40001' || sqlState(error) === '40P01' || isStalePlan(error))
     return unavailable(`postgres: ${(error as Error).message}`, error);
   return error;
 }
