@@ -703,10 +703,11 @@ export function adminStormSuite(
       console.log(
         `# ${label} waiting room: ${records.length} steps ${outcomes(records)}; enabled in ${ms(changes[0]!.t1 - changes[0]!.t0)}`,
       );
-      assert.ok(
-        records.some((r) => r.error === 'ticket_required'),
-        'some buy met the room',
-      );
+      // on a slow store the storm may end before a buyer meets the room: a buyer of our own must
+      if (!records.some((r) => r.error === 'ticket_required')) {
+        console.log(`# ${label}: no storm buy came after the room was enabled`);
+        await assert.rejects(dibs.sales.buy(sale.id, 'room-probe', 1), { code: 'ticket_required' });
+      }
       assert.ok(
         records.some((r) => r.status === 'ok' && r.step !== 'cancel' && r.t1 < changes[0]!.t0),
         'some sold before it',
