@@ -191,6 +191,21 @@ export function backOff(attempt: number, since: number, deadlineMs = CONTENTION_
   return attempt >= MAX_ATTEMPTS || Date.now() + pause - since > deadlineMs ? null : pause;
 }
 
+/**
+ * Documents read with plain reads, read again: true when each still has the update time read
+ * (both missing counts as unchanged). The guard of a judgement that writes nothing — a refusal —
+ * which no commit checks (carts.ts, sale-queue.ts): every change to what it judged writes these
+ * documents, so unchanged means the state judged is the state now.
+ */
+export async function stillAsRead(read: readonly DocumentSnapshot[]): Promise<boolean> {
+  if (read.length === 0) return true;
+  const again = await read[0]!.ref.firestore.getAll(...read.map((snap) => snap.ref));
+  return again.every((snap, i) => {
+    const before = read[i]!.updateTime;
+    return before === undefined ? snap.updateTime === undefined : snap.updateTime?.isEqual(before) === true;
+  });
+}
+
 export class TxRunner {
   readonly counters: TxCounters = { transactions: 0, attempts: 0 };
 
