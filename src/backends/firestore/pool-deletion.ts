@@ -224,7 +224,10 @@ export class PoolDeletions {
   /** `sweep` within a budget of batch transactions (spent as they run): PAUSED when it runs out first. */
   private async sweepWithin(name: string, owner: string, budget: { batches: number }): Promise<Outcome> {
     const refs = this.layout.pool(name);
-    // multi-use codes: each one's uses and per-claimant counts, the code itself with its last ones
+    // multi-use codes: each one's uses and per-claimant counts, the code itself with its last ones.
+    // Bounded, as every loop of the sweep: each round deletes what its page found (or stops: lease
+    // lost, budget spent), and nothing new appears under a deleted pool (sweepQuery says why), so
+    // the rounds are at most the documents there were over the batch size.
     for (;;) {
       const page = await refs.multis.select().limit(this.batch).get();
       for (const multi of page.docs) {
@@ -290,6 +293,8 @@ export class PoolDeletions {
     budget: { batches: number },
   ): Promise<Outcome> {
     const half = Math.floor(this.batch / 2);
+    // bounded: a use is written only with its code document, guarded, by a redeem that reads the
+    // pool document, so none appears once the pool document is gone; each round deletes its page
     for (;;) {
       const done = await this.step(name, owner, budget, async (tx) => {
         const [uses, by] = await Promise.all([
