@@ -293,8 +293,9 @@ export class PoolDeletions {
     budget: { batches: number },
   ): Promise<Outcome> {
     const half = Math.floor(this.batch / 2);
-    // bounded: a use is written only with its code document, guarded, by a redeem that reads the
-    // pool document, so none appears once the pool document is gone; each round deletes its page
+    // bounded: each round deletes its page, and a use is written only with a guarded update of
+    // its code document that counts it (multi-use.ts), so while the code document is there at
+    // most the uses the code allows appear, and none once this loop's last round deleted it
     for (;;) {
       const done = await this.step(name, owner, budget, async (tx) => {
         const [uses, by] = await Promise.all([
