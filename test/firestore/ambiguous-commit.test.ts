@@ -13,6 +13,9 @@ import type { FirestoreBackend } from '../../src/backends/firestore/index.js';
 import { FieldValue } from '@google-cloud/firestore';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TxRunner } from '../../src/backends/firestore/transactions.js';
+import { FirestoreCounters } from '../../src/backends/firestore/counters.js';
+import { translateFirestoreError } from '../../src/backends/firestore/index.js';
+import { translateErrors } from '../../src/backends/shared/translate-errors.js';
 import { isDibsError } from '../../src/core/errors.js';
 import { firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
 import { injectCommitFaults, writtenPaths, type CommitFaultOptions } from '../support/firestore-faults.js';
@@ -287,6 +290,40 @@ describe('firestore emulator: ambiguous commits', { skip: !firestoreEmulatorInst
       assert.equal(faults.injected, 1);
       assert.equal(begun.state, 'started', `the request that created the record was told ${begun.state}`);
       assert.equal((await dibs.backend.service.beginIdempotent('scope', 'order-9', 'fp', 60_000)).state, 'in_flight');
+    });
+  });
+
+  // A blind increment retries outside TxRunner (counters.ts): it kept its own count of 20 and then
+  // threw the driver's ABORTED, which the edge answered as a 500.
+  it('an increment refused for contention every time answers unavailable once its bound has passed, counting nothing', async () => {
+    await withDibs(async (dibs, db) => {
+      const backend = dibs.backend as FirestoreBackend;
+      const bound = 1500;
+      // the backend's own counters, with a short bound, behind the same translation as the backend's
+      const counters = translateErrors(
+        new FirestoreCounters(backend.layout, new TxRunner(db, bound)),
+        translateFirestoreError,
+      );
+      const faults = injectCommitFaults(db, { when: writes('/shards/'), times: Infinity, mode: 'aborted' });
+      const started = Date.now();
+      const outcome = await counters.incr('hot', 1).catch((error: unknown) => error);
+      const took = Date.now() - started;
+      faults.stop();
+      assert.ok(isDibsError(outcome, 'unavailable'), `answered ${String(outcome)} after ${faults.injected} refusals`);
+      assert.equal(outcome.retriable, true);
+      assert.equal(outcome.details?.retryAfterMs, 1000);
+      assert.match(outcome.message, /gave up after \d+ contended attempts .* \(the bound is 1500 ms\)/);
+      assert.ok(faults.injected > 1, `${faults.injected} refusals`);
+      assert.ok(took < bound + 3000, `answered after ${took} ms`);
+      assert.equal((await dibs.counters.get('hot')).value, 0, 'a refused increment counted');
+      // and a contention refusal that escapes any other way is `unavailable` at the edge too
+      const aborted = injectCommitFaults(db, { mode: 'aborted' });
+      const raw = await db
+        .runTransaction(async (tx) => void tx.set(db.collection('x').doc('y'), { n: 1 }), { maxAttempts: 1 })
+        .catch((error: unknown) => error);
+      aborted.stop();
+      assert.equal((raw as { code?: unknown }).code, 10, `the driver answered ${String(raw)}`);
+      assert.ok(isDibsError(translateFirestoreError(raw), 'unavailable'), 'ABORTED is translated to unavailable');
     });
   });
 

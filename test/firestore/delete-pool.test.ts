@@ -13,6 +13,8 @@ import { Dibs, isDibsError, openDibs } from '../../src/index.js';
 import { FirestoreBackend } from '../../src/backends/firestore/index.js';
 import { Layout } from '../../src/backends/firestore/layout.js';
 import { PoolDeletions, type PoolDeletionOptions } from '../../src/backends/firestore/pool-deletion.js';
+import { FirestorePools } from '../../src/backends/firestore/pools.js';
+import type { PoolSpec } from '../../src/core/pools/types.js';
 import { TxRunner } from '../../src/backends/firestore/transactions.js';
 import { rejectsWith, uniqueId } from '../support/assert.js';
 import { documentsUnder, firestoreEmulatorInstalled, firestoreForSuite } from '../support/firestore.js';
@@ -233,6 +235,70 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
       assert.deepEqual(await s.dibs.pools.audit('p'), []);
       assert.equal((await s.dibs.pools.stats('p')).total, 3);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('(e2) a creator whose every takeover is taken over in turn answers unavailable once its bound has passed', {
+    timeout: 60_000,
+  }, async () => {
+    const s = await store();
+    const creatorDb = raw();
+    try {
+      await s.dibs.pools.create({ name: 'p', perClaimantLimit: 2 });
+      await s.dibs.pools.importCodes('p', ['OLD1', 'OLD2']);
+      const dead = new PoolDeletions(s.layout, new TxRunner(s.db), { leaseMs: 300 });
+      await dead.begin('p');
+      await sleep(500);
+      // before each of the creator's batches another deleter takes the lease and lets it lapse at once:
+      // the batch finds the tombstone someone else's, and the next round takes it over again
+      let stealNext = false;
+      let steals = 0;
+      const original = creatorDb.runTransaction.bind(creatorDb);
+      creatorDb.runTransaction = (async (...args: Parameters<Firestore['runTransaction']>) => {
+        if (stealNext) {
+          stealNext = false;
+          steals++;
+          await s.layout.deletion('p').update({ owner: `thief-${steals}`, exp: 0 });
+        }
+        return original(...args);
+      }) as Firestore['runTransaction'];
+      const bound = 1500;
+      const creator = new FirestorePools(
+        new Layout(creatorDb, s.prefix),
+        new TxRunner(creatorDb, bound),
+        {},
+        {
+          beforeBatch: () => void (stealNext = true),
+        },
+      );
+      const spec: PoolSpec = {
+        name: 'p',
+        perClaimantLimit: 2,
+        lowStockThreshold: null,
+        metadata: {},
+        startsAt: null,
+        expiresAt: null,
+        maxRedemptions: null,
+        maxRedemptionsPerClaimant: null,
+        publicCodes: false,
+        codeFormat: null,
+      };
+      const started = Date.now();
+      const outcome = await creator.createPool(spec).catch((e: unknown) => e);
+      const took = Date.now() - started;
+      assert.ok(isDibsError(outcome, 'unavailable'), `answered ${String(outcome)} after ${steals} rounds`);
+      assert.equal(outcome.retriable, true);
+      assert.match(outcome.message, /gave up after \d+ contended attempts .* \(the bound is 1500 ms\)/);
+      assert.ok(steals > 1, `${steals} rounds`);
+      assert.ok(took < bound + 5000, `answered after ${took} ms`);
+      await rejectsWith(s.dibs.pools.get('p'), 'not_found');
+      // left alone, the next creator takes over, finishes and creates
+      await s.dibs.pools.create({ name: 'p', perClaimantLimit: 2 });
+      assert.equal((await s.dibs.pools.stats('p')).total, 0);
+      assert.equal((await s.tombstone('p')).exists, false);
+    } finally {
+      await creatorDb.terminate();
       await s.close();
     }
   });

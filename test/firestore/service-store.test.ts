@@ -1,10 +1,13 @@
 /**
  * The HTTP service's store (API keys, idempotency records) on the Firestore emulator: the
  * service-store conformance suite, unchanged; then `buildServer` on a Firestore store alone
- * serves an authenticated request and replays an idempotent claim.
+ * serves an authenticated request and replays an idempotent claim; and the purge of expired
+ * idempotency records ends while records keep expiring.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FieldValue, Timestamp, type WriteBatch } from '@google-cloud/firestore';
+import type { FirestoreBackend } from '../../src/backends/firestore/index.js';
 import { openDibs } from '../../src/index.js';
 import { buildServer } from '../../src/service/app.js';
 import { createApiKey } from '../../src/service/auth/keys.js';
@@ -18,6 +21,46 @@ describe('firestore service store (the official emulator, started by the test)',
   serviceStoreConformance('firestore', async () => {
     const dibs = await openDibs(emulator.storeUrl());
     return { dibs, cleanup: () => dibs.close() };
+  });
+
+  it('purging expired idempotency records ends though records keep expiring while it runs', {
+    timeout: 30_000,
+  }, async () => {
+    const dibs = await openDibs(emulator.storeUrl());
+    const { layout } = dibs.backend as FirestoreBackend;
+    const db = layout.db;
+    const records = layout.root.collection('idempotency');
+    const batch = db.batch.bind(db);
+    // a full page of records that expired before the purge began
+    const write = async (n: number, until: Timestamp | FieldValue) => {
+      const b = batch();
+      for (let i = 0; i < n; i++) b.set(records.doc(), { f: 'fp', until });
+      await b.commit();
+    };
+    try {
+      await write(500, Timestamp.fromMillis(Date.now() - 60_000));
+      // after each page it deletes, as many records expire (a busy service: records' TTLs ending)
+      let rounds = 0;
+      db.batch = () => {
+        const b = batch();
+        const commit = b.commit.bind(b);
+        b.commit = async () => {
+          const result = await commit();
+          rounds++;
+          await write(500, FieldValue.serverTimestamp());
+          return result;
+        };
+        return b as WriteBatch;
+      };
+      const purged = await dibs.backend.service.purgeExpired();
+      db.batch = batch;
+      assert.equal(purged, 500, `purged ${purged} in ${rounds} rounds`);
+      // the records that expired meanwhile are the next run's
+      assert.equal(await dibs.backend.service.purgeExpired(), 500);
+    } finally {
+      db.batch = batch;
+      await dibs.close();
+    }
   });
 
   it('the HTTP service runs on a Firestore store alone: keys, claims, an idempotent replay', async () => {

@@ -12,6 +12,13 @@ import type { StormEnv } from './sale-storm-suite.js';
 import type { Sale } from '../../src/index.js';
 
 const HOUR = 3_600_000;
+/** The carts' lines: which of the three sales each shape of cart holds. */
+const SHAPES = [
+  [0, 1, 2],
+  [0, 1],
+  [1, 2],
+  [2, 0],
+];
 
 export function cartStormSuite(
   label: string,
@@ -29,7 +36,14 @@ export function cartStormSuite(
   } = options;
   describe(`${label}: cart storm across ${processes} processes`, () => {
     it(`${carts} carts over 3 sales racing ${carts} single buys on the last units: no line oversold, no partial cart, limits kept`, async () => {
-      const cap = Math.max(4, Math.round(carts / 4)); // demand well above supply
+      // One early cart per process, planned to be confirmed (a customer of its own, a unit per
+      // line), held before the start barrier: the storm's confirms race its buys and carts for sure.
+      // Without them no cart might be held at all, the buys having taken every last unit first (1
+      // run in 30 on Firestore at 20 carts). The cap is raised by their units, so the units the
+      // storm races for are as many as before.
+      const earlyShapes = Array.from({ length: processes }, (_, k) => SHAPES[k % SHAPES.length]!);
+      const earlyUnits = Math.max(...[0, 1, 2].map((x) => earlyShapes.filter((shape) => shape.includes(x)).length));
+      const cap = Math.max(4, Math.round(carts / 4)) + earlyUnits; // demand well above supply
       const perCustomerLimit = 2;
       const sales: Sale[] = [];
       for (const name of ['tee', 'mug', 'cap'])
@@ -42,13 +56,16 @@ export function cartStormSuite(
             perCustomerLimit,
           }),
         );
-      const [a, b, c] = sales.map((s) => s.id) as [string, string, string];
-      const shapes = [
-        [a, b, c],
-        [a, b],
-        [b, c],
-        [c, a],
-      ];
+      const shapes = SHAPES.map((shape) => shape.map((x) => sales[x]!.id));
+      const early: CartOp[] = earlyShapes.map((shape, k) => ({
+        customer: `e-${k}`,
+        kind: 'cart',
+        lines: shape.map((x) => ({ sale: sales[x]!.id, quantity: 1 })),
+        then: 'confirm',
+        ttlMs: 60_000,
+        thinkMs: 20,
+        early: true,
+      }));
       const plans = ['confirm', 'cancel', 'keep', 'confirm', 'late', 'confirm'] as const;
       const ops: CartOp[] = [];
       for (let i = 0; i < carts; i++) {
@@ -80,6 +97,8 @@ export function cartStormSuite(
       const audits: unknown[] = [];
       const lanes: CartOp[][] = Array.from({ length: processes }, () => []);
       ops.forEach((op, i) => lanes[i % processes]!.push(op));
+      early.forEach((op, k) => lanes[k]!.unshift(op));
+      ops.push(...early);
       const outcomes = await runCartStorm({
         store: env.store,
         lanes,
@@ -109,7 +128,7 @@ export function cartStormSuite(
       // the storm raced: carts and buys were both refused for stock, and both sold
       assert.ok(seen.refused['hold:sold_out']! > 0, JSON.stringify(seen));
       assert.ok(seen.refused['buy:sold_out']! > 0, JSON.stringify(seen));
-      assert.ok(seen.carts.confirmed > 0 && seen.buys > 0, JSON.stringify(seen));
+      assert.ok(seen.carts.confirmed >= early.length && seen.buys > 0, JSON.stringify(seen));
       console.log(`# ${label} cart storm: ${JSON.stringify(seen)}`);
     });
   });

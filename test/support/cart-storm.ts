@@ -18,6 +18,11 @@ export interface CartOp {
   then?: 'confirm' | 'cancel' | 'keep' | 'late';
   ttlMs: number;
   thinkMs: number;
+  /**
+   * A cart held before the start barrier (all workers' early carts, and nothing else, before any
+   * op of the storm), its confirm or cancel in the storm: one the storm is sure to have held.
+   */
+  early?: boolean;
 }
 
 export interface CartOutcome {

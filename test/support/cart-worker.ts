@@ -1,7 +1,8 @@
 /**
  * One OS process of a cart storm (cart-storm.ts): holds carts over several sales and then
- * confirms, cancels, keeps or confirms them too late, or buys single units, after a start barrier.
- * Every answer is appended as a JSON line: the client-side record the checker judges.
+ * confirms, cancels, keeps or confirms them too late, or buys single units, after a start barrier
+ * (early carts are held before it). Every answer is appended as a JSON line: the client-side
+ * record the checker judges.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,7 +17,7 @@ const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
   resultFile: string;
 };
 const dibs = await openDibs(config.store);
-await readyThenGo();
+const record = (outcome: CartOutcome) => appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
 
 async function answer(
   op: CartOp,
@@ -30,18 +31,9 @@ async function answer(
   }
 }
 
-async function run(op: CartOp): Promise<CartOutcome[]> {
+function hold(op: CartOp): Promise<CartOutcome> {
   const key = op.key ? { idempotencyKey: op.key } : {};
-  if (op.kind === 'buy') {
-    const line = op.lines[0]!;
-    return [
-      await answer(op, 'buy', async () => {
-        const { order } = await dibs.sales.buy(line.sale, op.customer, line.quantity, key);
-        return { orders: [{ id: order.id, sale: order.saleId, quantity: order.quantity }] };
-      }),
-    ];
-  }
-  const held = await answer(op, 'hold', async () => {
+  return answer(op, 'hold', async () => {
     const { cart, replayed } = await dibs.sales.holdCart({
       customer: op.customer,
       lines: op.lines,
@@ -54,7 +46,31 @@ async function run(op: CartOp): Promise<CartOutcome[]> {
       lines: cart.lines.map((l) => ({ sale: l.saleId, quantity: l.quantity, hold: l.holdId })),
     };
   });
-  if (held.status === 'error' || op.then === 'keep') return [held];
+}
+
+// the early carts, before the barrier (recorded now: a worker killed later keeps them in the record)
+const early = new Map<CartOp, CartOutcome>();
+for (const op of config.ops.filter((o) => o.early)) {
+  const held = await hold(op);
+  record(held);
+  early.set(op, held);
+}
+await readyThenGo();
+
+async function run(op: CartOp): Promise<CartOutcome[]> {
+  const key = op.key ? { idempotencyKey: op.key } : {};
+  if (op.kind === 'buy') {
+    const line = op.lines[0]!;
+    return [
+      await answer(op, 'buy', async () => {
+        const { order } = await dibs.sales.buy(line.sale, op.customer, line.quantity, key);
+        return { orders: [{ id: order.id, sale: order.saleId, quantity: order.quantity }] };
+      }),
+    ];
+  }
+  const held = early.get(op) ?? (await hold(op));
+  const fresh = early.has(op) ? [] : [held];
+  if (held.status === 'error' || op.then === 'keep') return fresh;
   await sleep(op.then === 'late' ? op.ttlMs + 300 : op.thinkMs);
   const next =
     op.then === 'cancel'
@@ -66,15 +82,14 @@ async function run(op: CartOp): Promise<CartOutcome[]> {
           const { orders } = await dibs.sales.confirmCart(held.cart!);
           return { cart: held.cart!, orders: orders.map((o) => ({ id: o.id, sale: o.saleId, quantity: o.quantity })) };
         });
-  return [held, { ...next, cart: held.cart! }];
+  return [...fresh, { ...next, cart: held.cart! }];
 }
 
 let next = 0;
 await Promise.all(
   Array.from({ length: config.concurrency }, async () => {
     while (next < config.ops.length) {
-      for (const outcome of await run(config.ops[next++]!))
-        appendFileSync(config.resultFile, `${JSON.stringify(outcome)}\n`);
+      for (const outcome of await run(config.ops[next++]!)) record(outcome);
     }
   }),
 );

@@ -35,8 +35,11 @@ export interface CommitFaultOptions {
   when?: (request: CommitRequest) => boolean;
   /** How many faults to inject in all (default 1). */
   times?: number;
-  /** `lost-response` (default): applied, then UNAVAILABLE. `not-sent`: UNAVAILABLE, nothing applied. */
-  mode?: 'lost-response' | 'not-sent';
+  /**
+   * `lost-response` (default): applied, then UNAVAILABLE. `not-sent`: UNAVAILABLE, nothing applied.
+   * `aborted`: refused as contention (ABORTED), nothing applied — what a commit that lost a race gets.
+   */
+  mode?: 'lost-response' | 'not-sent' | 'aborted';
 }
 
 type Callback = (error: unknown, response?: unknown) => void;
@@ -57,17 +60,20 @@ export function writtenPaths(request: CommitRequest): string[] {
   return (request.writes ?? []).map((w) => w.update?.name ?? w.delete ?? w.transform?.document ?? '');
 }
 
-function unavailableError(): Error {
-  const error = new Error('14 UNAVAILABLE: connection dropped (injected: commit answer lost)') as Error & {
+function grpcError(code: number, name: string, details: string): Error {
+  const error = new Error(`${code} ${name}: ${details}`) as Error & {
     code: number;
     details: string;
     metadata: unknown;
   };
-  error.code = 14;
-  error.details = 'connection dropped (injected: commit answer lost)';
+  error.code = code;
+  error.details = details;
   error.metadata = new grpc.Metadata();
   return error;
 }
+
+const unavailableError = () => grpcError(14, 'UNAVAILABLE', 'connection dropped (injected: commit answer lost)');
+const abortedError = () => grpcError(10, 'ABORTED', 'too much contention on these documents (injected)');
 
 export function injectCommitFaults(db: Firestore, options: CommitFaultOptions = {}): CommitFaults {
   const pool = (db as unknown as { _clientPool?: ClientPool })._clientPool;
@@ -90,9 +96,9 @@ export function injectCommitFaults(db: Firestore, options: CommitFaultOptions = 
       if (!hit) return original.apply(stub, args);
       state.injected++;
       const callback = args[at] as Callback;
-      if (mode === 'not-sent') {
+      if (mode === 'not-sent' || mode === 'aborted') {
         const call = Object.assign(new EventEmitter(), { cancel() {}, getPeer: () => 'injected' });
-        setImmediate(() => callback(unavailableError()));
+        setImmediate(() => callback(mode === 'aborted' ? abortedError() : unavailableError()));
         return call;
       }
       const wrapped = [...args];

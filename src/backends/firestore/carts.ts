@@ -29,7 +29,7 @@ import type { Cart, CartOrders, CartResult, CartSpec, Order } from '../../core/s
 import { encodeId, type Layout } from './layout.js';
 import { SaleStep } from './sale-step.js';
 import { isoMs, saleState, toOrder, type CustomerDoc, type HoldDoc, type OrderDoc } from './sale-records.js';
-import { RETRY, type Attempt, type TxRunner } from './transactions.js';
+import { RETRY, stillAsRead, type Attempt, type TxRunner } from './transactions.js';
 import type { SaleTurns } from './sale-turns.js';
 
 interface CartDoc {
@@ -65,8 +65,7 @@ function rewriteCart(tx: Transaction, snap: DocumentSnapshot, doc: CartDoc, atte
  */
 async function refusedUnlessMoved(error: unknown, read: DocumentSnapshot[]): Promise<typeof RETRY> {
   if (!isDibsError(error)) throw error;
-  const again = await read[0]!.ref.firestore.getAll(...read.map((snap) => snap.ref));
-  if (again.every((snap, i) => snap.updateTime?.isEqual(read[i]!.updateTime!))) throw error;
+  if (await stillAsRead(read)) throw error;
   return RETRY;
 }
 

@@ -11,13 +11,25 @@
  * committed as a transaction without reads (one Commit RPC, which the client does not re-send —
  * `doc.set` would, on UNAVAILABLE, and an applied increment whose answer was lost counted twice).
  * A commit whose outcome is unknown answers `unavailable` (`details.ambiguous`: it may have counted).
+ * A refused one (contention) is retried with TxRunner's back-off and within its bound, then
+ * answers `unavailable` (retriable: it did not count).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { noteStoreRetry } from '../../tracing/retries.js';
 import type { CounterBackend } from '../../core/locks/backend.js';
 import type { CounterValue } from '../../core/locks/types.js';
 import type { Page } from '../../core/types.js';
 import { encodeId, type Layout } from './layout.js';
 import { FieldValue } from './records.js';
-import { ambiguousCommit, GRPC, isAmbiguousCommitError, isContention, type TxRunner } from './transactions.js';
+import {
+  ambiguousCommit,
+  backOff,
+  contended,
+  GRPC,
+  isAmbiguousCommitError,
+  isContention,
+  type TxRunner,
+} from './transactions.js';
 
 export const MAX_COUNTER_SHARDS = 64;
 const INITIAL = 4;
@@ -39,7 +51,11 @@ export class FirestoreCounters implements CounterBackend {
     let n = Number(head.get('n') ?? INITIAL);
     // the head names the counter for listNames; written blind (no read in the transaction) while missing
     const named = head.get('name') !== undefined;
-    for (let attempt = 0; ; attempt++) {
+    // bounded as TxRunner's steps are (CONTENTION_DEADLINE_MS, or the runner's own bound): a write
+    // that keeps being refused answers `unavailable` (retriable: nothing was counted), never the
+    // driver's error
+    const since = Date.now();
+    for (let attempt = 1; ; attempt++) {
       try {
         const shard = ref.collection('shards').doc(String(Math.floor(Math.random() * n)));
         await this.layout.db.runTransaction(
@@ -53,10 +69,13 @@ export class FirestoreCounters implements CounterBackend {
       } catch (error) {
         if (isAmbiguousCommitError(error)) throw ambiguousCommit(error, 'the increment');
         const code = (error as { code?: unknown }).code;
-        if (attempt >= 20 || !(isContention(error) || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.ABORTED))
-          throw error;
+        if (!(isContention(error) || code === GRPC.RESOURCE_EXHAUSTED || code === GRPC.ABORTED)) throw error;
+        const pause = backOff(attempt, since, this.runner.deadlineMs);
+        if (pause === null) throw contended(attempt, since, this.runner.deadlineMs);
+        noteStoreRetry();
         n = Math.min(n * 2, MAX_COUNTER_SHARDS);
         await ref.set({ name, n }, { merge: true }).catch(() => {});
+        await sleep(pause);
       }
     }
     return this.get(name);

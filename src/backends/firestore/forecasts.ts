@@ -84,6 +84,9 @@ export class FirestoreForecasts implements ForecastBackend {
   async checkWatches(): Promise<Forecast[]> {
     const fired: Forecast[] = [];
     let after: string | null = null;
+    // bounded: one forward pass (each page starts after the last watch of the one before) over
+    // watches keyed by (kind, subject), at most one per pool and sale; each step is bounded by
+    // MAX_STEP_ROUNDS and its transactions by TxRunner
     for (;;) {
       let query = this.watches.orderBy(FieldPath.documentId()).limit(WATCH_PAGE);
       if (after !== null) query = query.startAfter(after);

@@ -24,7 +24,7 @@ import { FirestorePools } from './pools.js';
 import { FirestoreServiceStore } from './service.js';
 import { FirestoreSales } from './sales.js';
 import { FirestoreWaitingRooms } from './waiting-rooms.js';
-import { disableCommitRetry, GRPC, TxRunner, type TxCounters } from './transactions.js';
+import { disableCommitRetry, GRPC, isContention, TxRunner, type TxCounters } from './transactions.js';
 
 const RETRIABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|No connection established|Deadline exceeded|UNAVAILABLE/i;
 
@@ -32,8 +32,11 @@ export function translateFirestoreError(error: unknown): unknown {
   if (isDibsError(error)) return error;
   const code = (error as { code?: unknown })?.code;
   const message = (error as Error)?.message ?? String(error);
-  // a store that is unreachable, overloaded or failing inside: retriable, never a 500
+  // a store that is unreachable, overloaded or failing inside, or a write that lost to contention
+  // and was not retried further (ABORTED, a transaction the emulator rolled back): retriable, never a 500
   const failing =
+    isContention(error) ||
+    code === GRPC.ABORTED ||
     code === GRPC.UNAVAILABLE ||
     code === GRPC.DEADLINE_EXCEEDED ||
     code === GRPC.RESOURCE_EXHAUSTED ||

@@ -14,7 +14,7 @@ import { limitExists, limitNotFound } from '../../core/limits/errors.js';
 import { decide } from '../../core/limits/rules.js';
 import type { LimitDecision, LimitDefinition, LimitPlan, LimitState } from '../../core/limits/types.js';
 import { encodeId, type Layout } from './layout.js';
-import { GRPC, witnessResolver, type TxRunner } from './transactions.js';
+import { contended, GRPC, witnessResolver, type TxRunner } from './transactions.js';
 
 interface StateDoc {
   name: string;
@@ -78,12 +78,19 @@ export class FirestoreLimits implements LimitBackend {
     const existed = (await ref.get()).exists;
     await ref.delete();
     const states = this.layout.root.collection('limitState').where('name', '==', name).limit(DELETE_BATCH);
-    for (;;) {
+    // Not bounded by the states there are: a take that still has the definition cached, or a limit
+    // created again under this name, writes states of the name while they go, and the loop ends
+    // only on an empty page. So it is bounded like a contended step: past the bound it answers
+    // `unavailable` (retriable). The definition is already gone; a retry deletes what is left of
+    // its states and then answers not_found, as any repeated removal does.
+    const since = Date.now();
+    for (let round = 1; ; round++) {
       const page = await states.get();
       if (page.empty) break;
       const batch = this.layout.db.batch();
       for (const doc of page.docs) batch.delete(doc.ref);
       await batch.commit();
+      if (Date.now() - since > this.runner.deadlineMs) throw contended(round, since, this.runner.deadlineMs);
     }
     return existed;
   }

@@ -81,6 +81,8 @@ export class FirestoreLocks implements LockBackend {
   async listKeys({ limit, after: cursor }: { limit: number; after?: string }): Promise<Page<string>> {
     const keys: string[] = [];
     let from = cursor;
+    // bounded: one forward pass over the lock documents in key order (each page starts after the
+    // last key of the one before), ending at a short page or once a page's worth of keys is found
     for (;;) {
       let query = this.layout.root
         .collection('locks')

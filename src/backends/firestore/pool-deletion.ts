@@ -224,7 +224,10 @@ export class PoolDeletions {
   /** `sweep` within a budget of batch transactions (spent as they run): PAUSED when it runs out first. */
   private async sweepWithin(name: string, owner: string, budget: { batches: number }): Promise<Outcome> {
     const refs = this.layout.pool(name);
-    // multi-use codes: each one's uses and per-claimant counts, the code itself with its last ones
+    // multi-use codes: each one's uses and per-claimant counts, the code itself with its last ones.
+    // Bounded, as every loop of the sweep: each round deletes what its page found (or stops: lease
+    // lost, budget spent), and nothing new appears under a deleted pool (sweepQuery says why), so
+    // the rounds are at most the documents there were over the batch size.
     for (;;) {
       const page = await refs.multis.select().limit(this.batch).get();
       for (const multi of page.docs) {
@@ -290,6 +293,9 @@ export class PoolDeletions {
     budget: { batches: number },
   ): Promise<Outcome> {
     const half = Math.floor(this.batch / 2);
+    // bounded: each round deletes its page, and a use is written only with a guarded update of
+    // its code document that counts it (multi-use.ts), so while the code document is there at
+    // most the uses the code allows appear, and none once this loop's last round deleted it
     for (;;) {
       const done = await this.step(name, owner, budget, async (tx) => {
         const [uses, by] = await Promise.all([

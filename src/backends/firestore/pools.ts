@@ -51,7 +51,7 @@ import {
   type HolderDoc,
   type PoolDoc,
 } from './records.js';
-import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
+import { contended, witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 import { INITIAL_SHARDS, lowStockAfterDrop, readAnyCode, writeHolder } from './code-access.js';
 
 /** A redeem's first step found a multi-use code. */
@@ -104,7 +104,12 @@ export class FirestorePools implements PoolBackend {
       armed: true,
       lowEvents: 0,
     });
-    for (;;) {
+    // each round is bounded (its transactions by TxRunner, its sweep by the documents left, as
+    // nothing new appears under a deleted pool); the rounds are bounded like a transaction's
+    // attempts: a creator whose takeovers keep being taken over answers `unavailable` (retriable:
+    // no pool was created, and what it swept was the old pool's) instead of trying for ever
+    const since = Date.now();
+    for (let round = 1; ; round++) {
       const takenOver = await this.tx.run(async (tx) => {
         const [snap, dead] = await tx.getAll(refs.pool, tombstone);
         if (snap!.exists) throw refusal('pool_exists', { pool: spec.name });
@@ -120,7 +125,8 @@ export class FirestorePools implements PoolBackend {
         (await this.deletions.end(spec.name, takenOver, (tx, r, now) => tx.create(r.pool, doc(now))))
       )
         break;
-      // taken over again meanwhile (this process stalled past its lease): ask afresh
+      // taken over again meanwhile (this process stalled past its lease): ask afresh, within the bound
+      if (Date.now() - since > this.tx.deadlineMs) throw contended(round, since, this.tx.deadlineMs);
     }
     return this.getPool(spec.name);
   }
@@ -424,6 +430,8 @@ export class FirestorePools implements PoolBackend {
     const refs = this.refs(pool);
     if (!(await refs.pool.get()).exists) throw notFound('pool', pool);
     let after: DocumentSnapshot | null = null;
+    // bounded: each page starts after the last document of the one before (a cursor that only
+    // moves forward over a finite collection), and no page is retried
     for (;;) {
       let query = (status ? refs.codes.where('s', '==', status) : refs.codes)
         .orderBy(FieldPath.documentId())

@@ -15,12 +15,15 @@
  * took 155 s as transactions, 3.6 s as guarded commits.)
  *
  * Only a transaction that fails as a whole (contention: retried by TxRunner with every request
- * of the group judged again; or an error that is not a refusal) affects the whole group.
+ * of the group judged again; or an error that is not a refusal) affects the whole group. A group
+ * that refuses and writes nothing has no commit to check its reads, so its refusals stand only if
+ * the sale document has not moved since (SaleStep.refusalsStand, the carts' rule); else the whole
+ * group is judged again, as after a lost race.
  */
 import { isDibsError } from '../../core/errors.js';
 import type { Layout } from './layout.js';
 import { SaleStep } from './sale-step.js';
-import type { TxRunner } from './transactions.js';
+import { RETRY, type TxRunner } from './transactions.js';
 import type { SaleTurns } from './sale-turns.js';
 import { GroupQueue, type Waiting } from '../shared/group-queue.js';
 
@@ -78,6 +81,8 @@ export class SaleQueue {
               answers.push({ ok: false, error });
             }
           }
+          // a refusal decided on reads that no commit validates stands only if they were one state
+          if (answers.some((a) => !a.ok) && !(await step.refusalsStand())) return RETRY;
           step.commit(attempt);
           return answers;
         },

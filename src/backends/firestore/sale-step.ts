@@ -45,7 +45,7 @@ import {
   type SaleDoc,
   type SaleKeyDoc,
 } from './sale-records.js';
-import { witnessResolver, type Attempt, type TxRunner } from './transactions.js';
+import { stillAsRead, witnessResolver, type Attempt, type TxRunner } from './transactions.js';
 
 /** Step ids a sale document keeps (see the header). */
 export const STEP_RING = 32;
@@ -324,6 +324,32 @@ export class SaleStep {
     return order;
   }
 
+  /** Whether the step changed anything (its commit then writes the sale document, guarded). */
+  private writesAny(): boolean {
+    return (
+      this.saleDirty ||
+      this.writes.length > 0 ||
+      this.events.length > 0 ||
+      [...this.customers.values(), ...this.holds.values()].some((e) => e.dirty)
+    );
+  }
+
+  /**
+   * Whether the refusals this step judged stand, the carts' rule (carts.ts). An optimistic step
+   * reads the sale document first and everything else after it, so its reads are one state only
+   * if nothing that touches the sale committed in between; a step that writes has its commit
+   * guarded by the sale document, which checks exactly that. A step that writes nothing commits
+   * nothing that could check it: its sale document is read once more, and if it moved — every
+   * change to a sale's customers, holds, keys, tickets or room writes it — the refusals may rest
+   * on two states mixed (e.g. a customer's units read after a concurrent order, judged against a
+   * per-customer limit read before a concurrent raise: neither state refused) and the step must
+   * judge again. A locking step ('tx') reads one state: its refusals stand.
+   */
+  async refusalsStand(): Promise<boolean> {
+    if (this.mode === 'tx' || this.writesAny()) return true;
+    return stillAsRead([this.saleSnap]);
+  }
+
   /** This step's count and ring, with `id` as its newest entry. */
   private counted(id: string): { sq: number; sts: string[] } {
     return { sq: this.steps + 1, sts: [...this.ring, id].slice(-STEP_RING) };
@@ -334,12 +360,7 @@ export class SaleStep {
    * tells `attempt` how to settle a commit whose answer is lost (see the header).
    */
   commit(attempt: Attempt<unknown>): void {
-    const writes =
-      this.saleDirty ||
-      this.writes.length > 0 ||
-      this.events.length > 0 ||
-      [...this.customers.values(), ...this.holds.values()].some((e) => e.dirty);
-    if (!writes) {
+    if (!this.writesAny()) {
       attempt.resolveWith(async () => 'rerun'); // nothing written
       return;
     }

@@ -389,6 +389,8 @@ export class FirestoreSales implements SaleBackend {
    */
   private async *dueSales(field: 'ad' | 'ed' | 'ne'): AsyncIterable<string> {
     let after: QueryDocumentSnapshot | null = null;
+    // bounded: a forward pass over the sales in the field's order; `ad` and `ed` are deleted by
+    // the step that handles them (a sale comes once), and the `ne` pass stops at its `limit`
     for (;;) {
       let query = this.layout.sales.orderBy(field).limit(JOB_PAGE);
       if (after !== null) query = query.startAfter(after);

@@ -153,8 +153,12 @@ export class FirestoreServiceStore implements ServiceStore {
 
   async purgeExpired(): Promise<number> {
     let purged = 0;
+    // Bounded: one clock for the whole run. The records due by it only get fewer (a renewal moves
+    // a record's `until` past it, a new record's is later), and every round deletes its page or
+    // finds it renewed; records expiring while it runs are the next run's (with a clock read each
+    // round, a store whose records expire faster than it deletes them kept it running).
+    const now = (await this.idempotency.limit(1).get()).readTime;
     for (;;) {
-      const now = (await this.idempotency.limit(1).get()).readTime;
       const stale = await this.idempotency.where('until', '<=', now).limit(PURGE_BATCH).get();
       if (stale.empty) return purged;
       const batch = this.db.batch();

@@ -180,13 +180,39 @@ export function contended(attempts: number, since: number, bound = CONTENTION_DE
   );
 }
 
+/**
+ * The pause before another attempt of a step that lost attempt `attempt` (jittered, growing), or
+ * null when the step must give up instead: that many attempts, or a pause that would end past
+ * `deadlineMs` counted from `since`. Shared by TxRunner and the loops that retry without it
+ * (counters.ts), so every retry of the backend stops at the same bound.
+ */
+export function backOff(attempt: number, since: number, deadlineMs = CONTENTION_DEADLINE_MS): number | null {
+  const pause = Math.random() * Math.min(5 * 2 ** Math.min(attempt, 7), 500);
+  return attempt >= MAX_ATTEMPTS || Date.now() + pause - since > deadlineMs ? null : pause;
+}
+
+/**
+ * Documents read with plain reads, read again: true when each still has the update time read
+ * (both missing counts as unchanged). The guard of a judgement that writes nothing — a refusal —
+ * which no commit checks (carts.ts, sale-queue.ts): every change to what it judged writes these
+ * documents, so unchanged means the state judged is the state now.
+ */
+export async function stillAsRead(read: readonly DocumentSnapshot[]): Promise<boolean> {
+  if (read.length === 0) return true;
+  const again = await read[0]!.ref.firestore.getAll(...read.map((snap) => snap.ref));
+  return again.every((snap, i) => {
+    const before = read[i]!.updateTime;
+    return before === undefined ? snap.updateTime === undefined : snap.updateTime?.isEqual(before) === true;
+  });
+}
+
 export class TxRunner {
   readonly counters: TxCounters = { transactions: 0, attempts: 0 };
 
   constructor(
     private readonly db: Firestore,
-    /** CONTENTION_DEADLINE_MS; shorter in a test that waits for it. */
-    private readonly deadlineMs = CONTENTION_DEADLINE_MS,
+    /** CONTENTION_DEADLINE_MS; shorter in a test that waits for it. Read by the loops that retry outside `run`. */
+    readonly deadlineMs = CONTENTION_DEADLINE_MS,
   ) {}
 
   /**
@@ -255,9 +281,9 @@ export class TxRunner {
       }
       onRetry?.(attempt);
       noteStoreRetry();
-      const pause = Math.random() * Math.min(5 * 2 ** Math.min(attempt, 7), 500);
       // no back-off that would end past the bound
-      if (attempt >= MAX_ATTEMPTS || Date.now() + pause - started > this.deadlineMs) {
+      const pause = backOff(attempt, started, this.deadlineMs);
+      if (pause === null) {
         this.counters.transactions++;
         throw contended(attempt, started, this.deadlineMs);
       }

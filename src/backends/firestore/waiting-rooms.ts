@@ -42,7 +42,7 @@ import { encodeId, type Layout } from './layout.js';
 import { RoomState, type RoomDoc, type TicketDoc } from './room-state.js';
 import { reserveIn } from './sale-ops.js';
 import { SaleStep } from './sale-step.js';
-import type { TxRunner } from './transactions.js';
+import { RETRY, type TxRunner } from './transactions.js';
 
 /** Most requests one transaction serves (each may write a ticket: far below 500 writes). */
 const GROUP_MAX = 50;
@@ -131,6 +131,8 @@ export class FirestoreWaitingRooms implements WaitingRoomBackend {
         }
         if (box.room?.dirty) step.set(this.roomRef(saleId), { ...box.room.doc });
         for (const c of dirty) step.set(this.ticketRef(saleId, c), { ...tickets.get(c)! });
+        // a refusal decided on reads that no commit validates stands only if they were one state
+        if (answers.some((a) => !a.ok) && !(await step.refusalsStand())) return RETRY;
         step.commit(attempt);
         return answers;
       },
