@@ -334,7 +334,7 @@ local function draw(sale_id, room, now, seed)
           redis.call('HSET', ord, j, vi)
         end
       end
-      redis.call('HDEL', ord, i)
+      -- index i is never read again (the loop moves down): its entry goes with the hash at the end
       place_ticket(sale_id, v, i, false)
     else
       -- arrival order: only tickets of a fair pre-queue switched to plain before the opening lack a place
