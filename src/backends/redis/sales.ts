@@ -45,6 +45,7 @@ import { refusedReply } from './refused.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { auditedCartViolations, RedisCarts, type AuditedCartRecord } from './carts.js';
+import { roomCounterViolations } from '../shared/room-audit.js';
 
 /** How often a definition is re-judged when concurrent definitions of its SKU keep moving the index. */
 const MAX_PREFLIGHT_ROUNDS = 50;
@@ -630,17 +631,7 @@ interface AuditedRoom {
 
 /** I4 for a waiting room: the status counters equal its tickets; once drawn, every ticket in its own place. */
 function roomViolations(id: string, room: AuditedRoom): SaleViolation[] {
-  const violations: SaleViolation[] = [];
-  if (room.counted)
-    for (const [status, n] of Object.entries(room.ledger))
-      if (room.counts[status] !== n)
-        violations.push({
-          invariant: 'I4',
-          sale: id,
-          expected: n,
-          actual: room.counts[status],
-          message: `waiting room counter of ${status} tickets says ${room.counts[status]} but ${n} tickets are ${status}`,
-        });
+  const violations: SaleViolation[] = room.counted ? roomCounterViolations(id, room.counts, room.ledger) : [];
   if (room.unplaced > 0)
     violations.push({
       invariant: 'I4',
