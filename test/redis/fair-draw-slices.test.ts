@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { drawnPlaces, openDibs, type Dibs, type Ticket } from '../../src/index.js';
 import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { runScript } from '../../src/backends/redis/scripts.js';
+import { SETTLED, settledRoom } from '../support/room-counters.js';
 import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '../support/redis.js';
 
 const available = await sharedRedisAvailable();
@@ -124,21 +125,9 @@ describe('redis: a fair draw interrupted between slices', { skip: !available }, 
 
   it('get counts tickets by counters the audit checks against the tickets', async () => {
     const sku = `COUNTED-${Date.now()}`;
-    const sale = await dibs.sales.create({
-      sku,
-      startsAt: new Date(Date.now() - 1000).toISOString(),
-      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-      cap: 2,
-      perCustomerLimit: 1,
-    });
-    await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 100, windowMs: 60_000 });
-    const [a, b] = await Promise.all(['a', 'b', 'c', 'd'].map((c) => dibs.waitingRooms.join(sale.id, c)));
-    for (const t of [a!, b!]) {
-      const { hold } = await dibs.waitingRooms.reserve(sale.id, t.customer, t.token, 1, 60_000);
-      await dibs.sales.confirm(hold.id);
-    }
+    const sale = { id: await settledRoom(dibs, sku) };
     const { tickets } = await dibs.waitingRooms.get(sale.id);
-    assert.deepEqual(tickets, { waiting: 0, admitted: 0, used: 2, expired: 0, sold_out: 2 });
+    assert.deepEqual(tickets, SETTLED);
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
     // a counter that drifts from the tickets is an I4 finding
     const roomKey = saleKey(saleTag(prefix, saleGroupOf(sku)), 'room', sale.id);

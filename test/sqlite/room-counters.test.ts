@@ -6,38 +6,18 @@
 import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { openDibs, type Dibs } from '../../src/index.js';
+import { openDibs } from '../../src/index.js';
+import { SETTLED, settledRoom } from '../support/room-counters.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 
 const temp = tempSqliteStore();
 after(() => temp.cleanup());
 const file = temp.store.slice('sqlite:'.length);
 
-/** A live sale of 2 behind a room; 4 join, 2 reserve and confirm: 2 used, 2 turned away. */
-async function usedRoom(dibs: Dibs): Promise<string> {
-  const sale = await dibs.sales.create({
-    sku: `COUNTED-${Date.now()}`,
-    startsAt: new Date(Date.now() - 1000).toISOString(),
-    endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-    cap: 2,
-    perCustomerLimit: 1,
-  });
-  await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 100, windowMs: 60_000 });
-  const tickets = [];
-  for (const c of ['a', 'b', 'c', 'd']) tickets.push(await dibs.waitingRooms.join(sale.id, c));
-  for (const t of tickets.slice(0, 2)) {
-    const { hold } = await dibs.waitingRooms.reserve(sale.id, t.customer, t.token, 1, 60_000);
-    await dibs.sales.confirm(hold.id);
-  }
-  return sale.id;
-}
-
-const SETTLED = { waiting: 0, admitted: 0, used: 2, expired: 0, sold_out: 2 };
-
 it('get reads counters that the audit checks against the tickets', async () => {
   const dibs = await openDibs(temp.store);
   try {
-    const sale = await usedRoom(dibs);
+    const sale = await settledRoom(dibs);
     assert.deepEqual((await dibs.waitingRooms.get(sale)).tickets, SETTLED);
     assert.deepEqual(await dibs.sales.audit(sale), []);
     // a counter that drifts from the tickets is an I4 finding
@@ -59,7 +39,7 @@ it('a room from before migration 017 is counted by it', async () => {
   let sale: string;
   const dibs = await openDibs(temp.store);
   try {
-    sale = await usedRoom(dibs);
+    sale = await settledRoom(dibs);
   } finally {
     await dibs.close();
   }
