@@ -66,12 +66,12 @@ describe('redis: a fair draw interrupted between slices', { skip: !available }, 
     const oneSlice = async (seed: string) =>
       JSON.parse(
         (await runScript(raw, 'sale_room_step', [roomKey], [tag, sale.id, 'ticket', 'c0', seed])) as string,
-      ) as { room: { drawing?: boolean; drawn?: string } };
+      ) as { room: { more?: boolean; drawn?: string } };
 
     const first = await oneSlice('0123456789abcdef');
-    assert.equal(first.room.drawing, true, 'one slice does not draw 1,300 places');
+    assert.equal(first.room.more, true, 'one slice does not draw 1,300 places');
     const second = await oneSlice('fedcba9876543210');
-    assert.equal(second.room.drawing, true, 'two slices do not draw 1,300 places');
+    assert.equal(second.room.more, true, 'two slices do not draw 1,300 places');
     assert.equal(await raw.hget(roomKey, 'drawn'), null, 'not drawn yet');
     assert.equal(await raw.hget(roomKey, 'dseed'), '0123456789abcdef', 'the first slice recorded its seed');
     const half = await raw.hvals(saleKey(tag, 'tickets', sale.id));
@@ -120,6 +120,38 @@ describe('redis: a fair draw interrupted between slices', { skip: !available }, 
     assert.equal(counts.admitted, 5);
     assert.equal(counts.waiting, PRE + 1 - 5);
     assert.equal(await raw.exists(saleKey(tag, 'dord', sale.id)), 0, 'the draw leaves no working state');
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+  });
+
+  it('a sold-out line is told in slices too, and a caller is answered once all of it is', async () => {
+    const sku = `SWEPT-${Date.now()}`;
+    const sale = await dibs.sales.create({
+      sku,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: 1,
+      perCustomerLimit: 1,
+    });
+    // one admission a second: the first in line is admitted, the rest wait
+    await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1, windowMs: 60_000 });
+    const first = await dibs.waitingRooms.join(sale.id, 'c0');
+    for (let i = 1; i < PRE; i += 50)
+      await Promise.all(
+        Array.from({ length: Math.min(50, PRE - i) }, (_, k) => dibs.waitingRooms.join(sale.id, `c${i + k}`)),
+      );
+    const { hold } = await dibs.waitingRooms.reserve(sale.id, 'c0', first.token, 1, 60_000);
+    await dibs.sales.confirm(hold.id); // sold out: the next step tells the line
+
+    const tag = saleTag(prefix, saleGroupOf(sku));
+    const roomKey = saleKey(tag, 'room', sale.id);
+    const one = JSON.parse(
+      (await runScript(raw, 'sale_room_step', [roomKey], [tag, sale.id, 'ticket', 'c1', '0123456789abcdef'])) as string,
+    ) as { room: { more?: boolean } };
+    assert.equal(one.room.more, true, 'one slice does not tell 1,299 tickets');
+    // the slice went through numbers 1..500: the used one and 499 waiting
+    assert.deepEqual(await raw.hmget(roomKey, 'n_waiting', 'n_sold_out'), [String(PRE - 500), '499']);
+    const { tickets } = await dibs.waitingRooms.get(sale.id);
+    assert.deepEqual(tickets, { waiting: 0, admitted: 0, used: 1, expired: 0, sold_out: PRE - 1 });
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
   });
 

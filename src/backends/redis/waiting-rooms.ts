@@ -11,7 +11,8 @@
  * everyone else; a step that finds it unfinished is run again (each run draws the next slice, and
  * joining, reading or reserving again is idempotent) until it answers on a finished draw, so no
  * caller is told a half-drawn line. Whoever runs the slices, and however many callers die between
- * them, the draw is the one permutation of the recorded seed.
+ * them, the draw is the one permutation of the recorded seed. The sweep that tells a sold-out line
+ * is sliced the same way.
  *
  * Tokens are HMACs with the room's secret (core/sales/waiting-room.ts): it never leaves the store
  * and this adapter; the signature is checked here and the number it carries is checked against
@@ -49,8 +50,8 @@ interface RoomState {
   seed?: string;
   preq?: string;
   legacy?: boolean;
-  /** Set when this step drew a slice of the opening's draw and more remain: step again. */
-  drawing?: boolean;
+  /** Set when this step did a slice of a longer job (the opening's draw, the sell-out sweep) and more remain: step again. */
+  more?: boolean;
 }
 
 interface TicketRecord {
@@ -156,7 +157,7 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
           return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
         const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
         // the opening's draw is still in progress: that run drew a slice, the next draws on
-        if (room.drawing === true) continue;
+        if (room.more === true) continue;
         throw notAdmitted({
           saleId,
           number: ticket.n,
@@ -194,8 +195,8 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
           throw roomNotFound(saleId);
         }
         const answer = JSON.parse(reply) as { room: RoomState } & Record<string, unknown>;
-        // the opening's draw is still in progress: that run drew a slice, the next draws on
-        if (answer.room.drawing !== true) return answer;
+        // the opening's draw or the sell-out sweep is still in progress: that run did a slice, the next goes on
+        if (answer.room.more !== true) return answer;
       }
     });
   }

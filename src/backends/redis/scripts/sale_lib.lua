@@ -273,7 +273,7 @@ end
 -- generator: every product stays below 2^47, exact in Lua's doubles), and records the seed;
 -- otherwise their place is their number. `seed` is 16 hex digits from the stepping client.
 --
--- The draw runs in slices of at most DRAW_SLICE places per script run, so that a pre-queue of
+-- The draw runs in slices of at most SLICE places per script run, so that a pre-queue of
 -- 10,000 does not stop Redis (every other sale, lock and claim) for the whole shuffle. Fisher–Yates
 -- from the top fixes place i at its step i, so each step writes one final place; what the next
 -- slice needs is in the room hash: dsize (the pre-queue, fixed at the first slice), dseed (the seed
@@ -284,9 +284,10 @@ end
 -- leaves a consistent half-done draw that the next step of anyone continues with the same seed and
 -- state: one permutation however it is sliced and whoever runs the slices. Until the last slice
 -- nobody is admitted (admit returns early), and arrivals meanwhile are placed after the pre-queue.
-local DRAW_SLICE = 500
--- places still allowed in this script run, whatever number of admissions it makes
-local draw_budget = DRAW_SLICE
+local SLICE = 500
+-- tickets a long job (the draw, the sell-out sweep) may still touch in this script run, whatever
+-- number of admissions it makes; a step that stops short says `more` (the caller steps again)
+local slice_budget = SLICE
 
 local function place_ticket(sale_id, number, place, only_unplaced)
   local c = redis.call('HGET', k('tnum', sale_id), number)
@@ -318,7 +319,7 @@ local function draw(sale_id, room, now, seed)
   local i, s1, s2 = room.dleft, room.ds1, room.ds2
   local fair = room.dseed ~= ''
   local ord = k('dord', sale_id)
-  while i >= 1 and draw_budget > 0 do
+  while i >= 1 and slice_budget > 0 do
     if fair then
       local vi = tonumber(redis.call('HGET', ord, i)) or i
       local v = vi
@@ -341,7 +342,7 @@ local function draw(sale_id, room, now, seed)
       place_ticket(sale_id, i, i, true)
     end
     i = i - 1
-    draw_budget = draw_budget - 1
+    slice_budget = slice_budget - 1
   end
   room.dleft, room.ds1, room.ds2 = i, s1, s2
   if i > 0 then
@@ -375,21 +376,28 @@ local function admit(sale_id, now, seed)
   end
   local status = status_of(s, now)
   if status == 'ended' or status == 'cancelled' or (s.cap ~= '' and tonumber(s.sold) >= tonumber(s.cap)) then
-    -- over for good: everyone still waiting is told at once (by number: places may be drawn, and
-    -- tickets passed over for verification wait behind `through`)
-    for n = room.swept + 1, room.next - 1 do
+    -- over for good: everyone still waiting is told (by number: places may be drawn, and tickets
+    -- passed over for verification wait behind `through`), in slices like the draw: a caller is
+    -- answered once the sweep is done, and admission never runs again for this sale
+    local n, last = room.swept, room.next - 1
+    while n < last and slice_budget > 0 do
+      n = n + 1
       local t = ticket_by_number(sale_id, n)
       if t and t.s == 'waiting' then set_status(sale_id, t, 'sold_out') end
+      slice_budget = slice_budget - 1
     end
-    room.swept = math.max(room.swept, room.next - 1)
-    redis.call('HSET', k('room', sale_id), 'swept', room.swept)
+    if n > room.swept then
+      room.swept = n
+      redis.call('HSET', k('room', sale_id), 'swept', n)
+    end
+    if n < last then room.more = true end
     return room
   end
   if status ~= 'live' or s.cap == '' then return room end -- the line forms before the start; admission begins at it
   -- a draw in progress: nobody is admitted before every place is drawn
   if room.drawn == nil and not draw(sale_id, room, now, seed) then
     -- told to the caller, who steps again (a room left half-drawn by a sale that ended says nothing)
-    room.drawing = true
+    room.more = true
     return room
   end
   local limit = tonumber(s.limit)

@@ -5,8 +5,9 @@
 -- is now) or 'verify' (mark the customer's ticket verified, then admission again).
 -- KEYS[1] T:room:<id>. ARGV[1] tag, [2] sale id, [3] op, [4] customer, [5] a draw seed (16 hex
 -- digits, used only if this step makes the draw).
--- Returns 'not_found' (no room) | JSON {room, ticket?, counts?}; room.drawing is true when this step drew
--- a slice of the opening's draw and more remain (the caller steps again: each step draws one more).
+-- Returns 'not_found' (no room) | JSON {room, ticket?, counts?}; room.more is true when this step did a
+-- slice of a longer job (the opening's draw, the sell-out sweep) and more remain (the caller steps
+-- again: each step does one more slice).
 local id, op, c, seed = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now = now_ms()
 local room = admit(id, now, seed)
