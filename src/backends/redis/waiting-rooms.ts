@@ -156,7 +156,7 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         if (head !== 'not_admitted')
           return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
         const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
-        // the opening's draw is still in progress: that run drew a slice, the next draws on
+        // the opening's draw or the sell-out sweep is still in progress: that run did a slice, the next goes on
         if (room.more === true) continue;
         throw notAdmitted({
           saleId,
