@@ -289,13 +289,28 @@ local SLICE = 500
 -- number of admissions it makes; a step that stops short says `more` (the caller steps again)
 local slice_budget = SLICE
 
-local function place_ticket(sale_id, number, place, only_unplaced)
-  local c = redis.call('HGET', k('tnum', sale_id), number)
-  local t = ticket_of(sale_id, c)
-  if only_unplaced and t.p then return end
-  t.p = place
-  save_ticket(sale_id, t)
-  redis.call('HSET', k('tplace', sale_id), place, c)
+-- Gives the tickets of numbers[x] the place places[x], in a few batched calls (the draw's slices
+-- are bounded by these calls, not by one round of calls per ticket); with only_unplaced, tickets
+-- that have a place keep it.
+local function place_tickets(sale_id, numbers, places, only_unplaced)
+  if #numbers == 0 then return end
+  local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
+  local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
+  local tickets, index = {}, {}
+  for x = 1, #numbers do
+    local t = cjson.decode(raws[x])
+    if not (only_unplaced and t.p) then
+      t.p = places[x]
+      tickets[#tickets + 1] = cs[x]
+      tickets[#tickets + 1] = cjson.encode(t)
+      index[#index + 1] = places[x]
+      index[#index + 1] = cs[x]
+    end
+  end
+  if #tickets > 0 then
+    redis.call('HSET', k('tickets', sale_id), unpack(tickets))
+    redis.call('HSET', k('tplace', sale_id), unpack(index))
+  end
 end
 
 local function draw_begin(sale_id, room, now, seed)
@@ -319,10 +334,28 @@ local function draw(sale_id, room, now, seed)
   local i, s1, s2 = room.dleft, room.ds1, room.ds2
   local fair = room.dseed ~= ''
   local ord = k('dord', sale_id)
+  -- this slice's view of T:dord (read through on first use, written back at the end)
+  local cache, moved = {}, {}
+  local function at(x)
+    local v = cache[x]
+    if v == nil then
+      v = tonumber(redis.call('HGET', ord, x)) or x
+      cache[x] = v
+    end
+    return v
+  end
+  if fair and i >= 1 and slice_budget > 0 then
+    -- the indices this slice places, in one read (the swaps' other ends are read as they come)
+    local range = {}
+    for x = i, math.max(1, i - slice_budget + 1), -1 do range[#range + 1] = x end
+    local got = redis.call('HMGET', ord, unpack(range))
+    for n, x in ipairs(range) do cache[x] = tonumber(got[n]) or x end
+  end
+  local numbers, places = {}, {}
   while i >= 1 and slice_budget > 0 do
+    local v = i
     if fair then
-      local vi = tonumber(redis.call('HGET', ord, i)) or i
-      local v = vi
+      v = at(i)
       if i >= 2 then
         s1 = (s1 * 40014) % 2147483563
         s2 = (s2 * 40692) % 2147483399
@@ -331,19 +364,29 @@ local function draw(sale_id, room, now, seed)
         local j = 1 + z % i
         if j ~= i then
           -- swap: the number at j is placed at i, the one at i moves to j
-          v = tonumber(redis.call('HGET', ord, j)) or j
-          redis.call('HSET', ord, j, vi)
+          local vj = at(j)
+          cache[j] = v
+          moved[j] = true
+          v = vj
         end
       end
-      -- index i is never read again (the loop moves down): its entry goes with the hash at the end
-      place_ticket(sale_id, v, i, false)
-    else
-      -- arrival order: only tickets of a fair pre-queue switched to plain before the opening lack a place
-      place_ticket(sale_id, i, i, true)
     end
+    -- (arrival order: place i is number i; only a fair pre-queue switched to it lacks a place)
+    numbers[#numbers + 1] = v
+    places[#places + 1] = i
     i = i - 1
     slice_budget = slice_budget - 1
   end
+  -- indices above i are placed and never read again: only moves below it are kept for later slices
+  local back = {}
+  for x in pairs(moved) do
+    if x <= i then
+      back[#back + 1] = x
+      back[#back + 1] = cache[x]
+    end
+  end
+  if #back > 0 then redis.call('HSET', ord, unpack(back)) end
+  place_tickets(sale_id, numbers, places, not fair)
   room.dleft, room.ds1, room.ds2 = i, s1, s2
   if i > 0 then
     redis.call('HSET', k('room', sale_id), 'dleft', i, 'ds1', s1, 'ds2', s2)
