@@ -172,4 +172,17 @@ describe('redis: a fair draw interrupted between slices', { skip: !available }, 
     );
     await raw.hincrby(roomKey, 'n_used', -1);
   });
+
+  it('a room from before the counters is counted from its tickets at its first step', async () => {
+    const sku = `UNCOUNTED-${Date.now()}`;
+    const sale = await settledRoom(dibs, sku);
+    await dibs.waitingRooms.get(sale); // the line is closed: every ticket settled
+    const roomKey = saleKey(saleTag(prefix, saleGroupOf(sku)), 'room', sale);
+    // the room hash as a build before the counters left it
+    await raw.hdel(roomKey, 'counted', 'n_waiting', 'n_admitted', 'n_used', 'n_expired', 'n_sold_out', 'unplaced');
+    assert.deepEqual(await dibs.sales.audit(sale), [], 'an uncounted room is not judged by its counters');
+    assert.deepEqual((await dibs.waitingRooms.get(sale)).tickets, SETTLED);
+    assert.equal(await raw.hget(roomKey, 'counted'), '1');
+    assert.deepEqual(await dibs.sales.audit(sale), []);
+  });
 });
