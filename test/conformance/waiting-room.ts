@@ -182,6 +182,38 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
       assert.deepEqual([draw?.seed, draw?.preQueue], [null, 2], 'the opening is recorded, with no shuffle');
     });
 
+    it('a fair start turned off before the opening: its pre-queue is placed in arrival order at it', async () => {
+      // the opening of a room in arrival order writes only tickets without a place: here the two
+      // that joined while the fair start was on, between two that joined without it
+      const sale = await room({ cap: 2, startsInMs: 600_000 });
+      const settings = { admitPerSecond: 1000, windowMs: 60_000 };
+      const tickets = [await dibs.waitingRooms.join(sale, 'c1')];
+      await dibs.waitingRooms.enable(sale, { ...settings, fairStart: true });
+      tickets.push(await dibs.waitingRooms.join(sale, 'c2'), await dibs.waitingRooms.join(sale, 'c3'));
+      await dibs.waitingRooms.enable(sale, { ...settings, fairStart: false });
+      tickets.push(await dibs.waitingRooms.join(sale, 'c4'));
+      assert.deepEqual(
+        tickets.map((t) => t.place),
+        [1, null, null, 4],
+      );
+      await dibs.sales.update(sale, { startsAt: iso(300) });
+      await sleep(500);
+      const { draw } = await dibs.waitingRooms.get(sale); // a step: the opening's draw and admission
+      assert.deepEqual([draw?.seed, draw?.preQueue], [null, 4]);
+      const now = [];
+      for (const t of tickets) now.push(await status(sale, t));
+      assert.deepEqual(
+        now.map((t) => [t.number, t.place, t.status]),
+        [
+          [1, 1, 'admitted'],
+          [2, 2, 'admitted'],
+          [3, 3, 'waiting'],
+          [4, 4, 'waiting'],
+        ],
+      );
+      assert.deepEqual(await dibs.sales.audit(sale), []);
+    });
+
     it('a fair start draws the pre-queue once at the opening; later arrivals queue behind in order', async () => {
       const sale = await room({ cap: 3, startsInMs: 600_000, fairStart: true });
       const early = await line(sale, 12);

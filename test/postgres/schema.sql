@@ -488,9 +488,9 @@ DECLARE
   tmp bigint;
   ord bigint[];
 BEGIN
-  -- cleared first: the unique index on places would trip over a half-done swap
-  UPDATE tickets SET place = NULL WHERE sale_id = p_sale;
   IF p_fair THEN
+    -- cleared first: the unique index on places would trip over a half-done swap
+    UPDATE tickets SET place = NULL WHERE sale_id = p_sale;
     seed := substr(md5(gen_random_uuid()::text), 1, 16);
     s1 := ('x' || substr(seed, 1, 8))::bit(32)::bigint % 2147483562 + 1;
     s2 := ('x' || substr(seed, 9, 8))::bit(32)::bigint % 2147483398 + 1;
@@ -509,7 +509,9 @@ BEGIN
     FROM unnest(ord) WITH ORDINALITY AS o(number, place)
     WHERE t.sale_id = p_sale AND t.number = o.number;
   ELSE
-    UPDATE tickets SET place = number WHERE sale_id = p_sale;
+    -- arrival order: every ticket placed at its join has place = number already; only a fair
+    -- pre-queue switched to arrival order before the opening is without one (by the places index)
+    UPDATE tickets SET place = number WHERE sale_id = p_sale AND place IS NULL;
   END IF;
   UPDATE waiting_rooms SET draw_seed = seed, pre_queue = p_size, drawn_at = now() WHERE sale_id = p_sale;
   RETURN seed;
@@ -1028,6 +1030,41 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION dibs.tickets_count() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    UPDATE waiting_rooms w SET n_waiting = w.n_waiting + d.waiting, n_admitted = w.n_admitted + d.admitted,
+      n_used = w.n_used + d.used, n_expired = w.n_expired + d.expired, n_sold_out = w.n_sold_out + d.sold_out
+    FROM (SELECT x.sale_id, count(*) FILTER (WHERE x.status = 'waiting') AS waiting,
+            count(*) FILTER (WHERE x.status = 'admitted') AS admitted, count(*) FILTER (WHERE x.status = 'used') AS used,
+            count(*) FILTER (WHERE x.status = 'expired') AS expired, count(*) FILTER (WHERE x.status = 'sold_out') AS sold_out
+          FROM new_rows x GROUP BY x.sale_id) d
+    WHERE w.sale_id = d.sale_id;
+  ELSIF TG_OP = 'DELETE' THEN
+    UPDATE waiting_rooms w SET n_waiting = w.n_waiting - d.waiting, n_admitted = w.n_admitted - d.admitted,
+      n_used = w.n_used - d.used, n_expired = w.n_expired - d.expired, n_sold_out = w.n_sold_out - d.sold_out
+    FROM (SELECT x.sale_id, count(*) FILTER (WHERE x.status = 'waiting') AS waiting,
+            count(*) FILTER (WHERE x.status = 'admitted') AS admitted, count(*) FILTER (WHERE x.status = 'used') AS used,
+            count(*) FILTER (WHERE x.status = 'expired') AS expired, count(*) FILTER (WHERE x.status = 'sold_out') AS sold_out
+          FROM old_rows x GROUP BY x.sale_id) d
+    WHERE w.sale_id = d.sale_id;
+  ELSE
+    UPDATE waiting_rooms w SET n_waiting = w.n_waiting + d.waiting, n_admitted = w.n_admitted + d.admitted,
+      n_used = w.n_used + d.used, n_expired = w.n_expired + d.expired, n_sold_out = w.n_sold_out + d.sold_out
+    FROM (SELECT x.sale_id, coalesce(sum(x.k) FILTER (WHERE x.status = 'waiting'), 0) AS waiting,
+            coalesce(sum(x.k) FILTER (WHERE x.status = 'admitted'), 0) AS admitted, coalesce(sum(x.k) FILTER (WHERE x.status = 'used'), 0) AS used,
+            coalesce(sum(x.k) FILTER (WHERE x.status = 'expired'), 0) AS expired, coalesce(sum(x.k) FILTER (WHERE x.status = 'sold_out'), 0) AS sold_out
+          FROM (SELECT n.sale_id, n.status, 1 AS k FROM new_rows n UNION ALL SELECT o.sale_id, o.status, -1 FROM old_rows o) x
+          GROUP BY x.sale_id) d
+    WHERE w.sale_id = d.sale_id
+      AND (d.waiting, d.admitted, d.used, d.expired, d.sold_out) IS DISTINCT FROM (0, 0, 0, 0, 0);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION dibs.unpark_due(p_pool bigint) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -1383,6 +1420,11 @@ CREATE TABLE dibs.waiting_rooms (
     draw_seed text,
     pre_queue bigint,
     drawn_at timestamp with time zone,
+    n_waiting bigint DEFAULT 0 NOT NULL,
+    n_admitted bigint DEFAULT 0 NOT NULL,
+    n_used bigint DEFAULT 0 NOT NULL,
+    n_expired bigint DEFAULT 0 NOT NULL,
+    n_sold_out bigint DEFAULT 0 NOT NULL,
     CONSTRAINT waiting_rooms_admit_per_second_check CHECK ((admit_per_second > (0)::double precision)),
     CONSTRAINT waiting_rooms_window_ms_check CHECK ((window_ms > 0))
 );
@@ -1573,6 +1615,12 @@ CREATE INDEX tickets_waiting ON dibs.tickets USING btree (sale_id, place) WHERE 
 CREATE TRIGGER codes_park_insert BEFORE INSERT ON dibs.codes FOR EACH ROW WHEN (((new.hold_until IS NOT NULL) OR (new.starts_at IS NOT NULL) OR (new.expires_at IS NOT NULL))) EXECUTE FUNCTION dibs.codes_park();
 
 CREATE TRIGGER codes_park_update BEFORE UPDATE OF status, hold_until, starts_at, expires_at ON dibs.codes FOR EACH ROW WHEN (((new.status = 'free'::text) OR (old.parked_until IS NOT NULL))) EXECUTE FUNCTION dibs.codes_park();
+
+CREATE TRIGGER tickets_count_delete AFTER DELETE ON dibs.tickets REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION dibs.tickets_count();
+
+CREATE TRIGGER tickets_count_insert AFTER INSERT ON dibs.tickets REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION dibs.tickets_count();
+
+CREATE TRIGGER tickets_count_update AFTER UPDATE ON dibs.tickets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION dibs.tickets_count();
 
 ALTER TABLE ONLY dibs.code_uses
     ADD CONSTRAINT code_uses_pool_id_code_fkey FOREIGN KEY (pool_id, code) REFERENCES dibs.multi_codes(pool_id, code) ON DELETE CASCADE;

@@ -206,6 +206,15 @@ RETURNING *
 INSERT INTO outbox (type, idempotency_key, sale, payload) VALUES ($1, $2, $3, $4::jsonb)
 ON CONFLICT (idempotency_key) DO NOTHING
 
+-- name: roomCounters
+-- the waiting room's counters of tickets by status (migration 028), if the sale has a room
+SELECT n_waiting::int AS waiting, n_admitted::int AS admitted, n_used::int AS used, n_expired::int AS expired,
+  n_sold_out::int AS sold_out
+FROM waiting_rooms WHERE sale_id = $1
+
+-- name: roomTickets
+SELECT status, count(*)::int AS n FROM tickets WHERE sale_id = $1 GROUP BY status
+
 -- name: auditLedger
 -- $1 sale → units in orders, units in holds marked active, units in unexpired holds, and events
 SELECT

@@ -50,6 +50,7 @@ import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
+import { roomCounterViolations } from '../shared/room-audit.js';
 import { auditCartsOfSale, PostgresCarts } from './carts.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
@@ -86,6 +87,8 @@ const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
   'markEnded',
   'insertEvent',
   'auditLedger',
+  'roomCounters',
+  'roomTickets',
   'customersOverLimit',
   'confirmedWithoutOrder',
   'keysWithForeignResults',
@@ -491,6 +494,13 @@ export class PgSales implements SaleBackend {
           });
         }
         violations.push(...(await auditCartsOfSale(client, id)));
+        const counters = (await client.query<Record<string, number>>(Q.roomCounters, [id])).rows[0];
+        if (counters) {
+          const tickets: Record<string, number> = {};
+          for (const { status, n } of (await client.query<{ status: string; n: number }>(Q.roomTickets, [id])).rows)
+            tickets[status] = n;
+          violations.push(...roomCounterViolations(id, counters, tickets));
+        }
         return violations;
       },
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',

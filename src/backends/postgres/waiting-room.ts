@@ -150,10 +150,14 @@ export class PgWaitingRooms implements WaitingRoomBackend {
   }
 
   private async describe(db: Db, room: StepRow): Promise<WaitingRoom> {
-    const tickets: Record<TicketStatus, number> = { waiting: 0, admitted: 0, used: 0, expired: 0, sold_out: 0 };
-    for (const { status, n } of (await db.query<{ status: TicketStatus; n: number }>(Q.ticketCounts, [room.sale_id]))
-      .rows)
-      tickets[status] = n;
+    const counted = (await db.query<Record<TicketStatus, number>>(Q.ticketCounts, [room.sale_id])).rows[0];
+    const tickets: Record<TicketStatus, number> = counted ?? {
+      waiting: 0,
+      admitted: 0,
+      used: 0,
+      expired: 0,
+      sold_out: 0,
+    };
     return {
       saleId: room.sale_id,
       admitPerSecond: room.admit_per_second,

@@ -121,6 +121,7 @@ export const saleKey = (
     | 'tnum'
     | 'tplace'
     | 'vq'
+    | 'dord'
     | 'adm',
   id: string,
 ) => `${tag}:${kind}:${id}`;

@@ -45,6 +45,7 @@ import { refusedReply } from './refused.js';
 import { REPLAY_MS, replayKey, requestId } from './resend.js';
 import { runScript, type RedisClient } from './scripts.js';
 import { auditedCartViolations, RedisCarts, type AuditedCartRecord } from './carts.js';
+import { roomCounterViolations } from '../shared/room-audit.js';
 
 /** How often a definition is re-judged when concurrent definitions of its SKU keep moving the index. */
 const MAX_PREFLIGHT_ROUNDS = 50;
@@ -460,8 +461,10 @@ export class RedisSales implements SaleBackend {
       events: Record<string, number>;
       active: Record<string, number>;
       carts: AuditedCartRecord[] | Record<string, never>;
+      room: AuditedRoom | false;
     };
     return [
+      ...(snap.room ? roomViolations(id, snap.room) : []),
       ...saleViolations(
         id,
         snap.sale,
@@ -614,6 +617,37 @@ export class RedisSales implements SaleBackend {
         return new Error(`sale script answered ${String(reply[0])}`);
     }
   }
+}
+
+/** The waiting room as sale_audit.lua reads it. */
+interface AuditedRoom {
+  /** false: a room from before the counters, counted at its next step. */
+  counted: boolean;
+  counts: Record<string, number>;
+  ledger: Record<string, number>;
+  unplaced: number;
+  misplaced: number[] | Record<string, never>;
+}
+
+/** I4 for a waiting room: the status counters equal its tickets; once drawn, every ticket in its own place. */
+function roomViolations(id: string, room: AuditedRoom): SaleViolation[] {
+  const violations: SaleViolation[] = room.counted ? roomCounterViolations(id, room.counts, room.ledger) : [];
+  if (room.unplaced > 0)
+    violations.push({
+      invariant: 'I4',
+      sale: id,
+      expected: 0,
+      actual: room.unplaced,
+      message: `the waiting room is drawn but ${room.unplaced} tickets have no place`,
+    });
+  const misplaced = list(room.misplaced);
+  if (misplaced.length > 0)
+    violations.push({
+      invariant: 'I4',
+      sale: id,
+      message: `waiting room tickets ${misplaced.join(', ')} are not at their place in the line's index`,
+    });
+  return violations;
 }
 
 /** The audit's rules over one snapshot (sale_audit.lua): I2, I3, I4, I7. */

@@ -6,7 +6,13 @@
  * hold and the per-customer limit) — is one script. Ticket numbers come from the room's counter in
  * that script, i.e. the order the store saw the arrivals. The first step after the opening makes a
  * fair start's draw (sale_lib.lua `draw`, the shuffle of core/sales/fair-draw.ts) with a seed this
- * adapter proposes on every step; only the step that draws records and uses it.
+ * adapter proposes on every step; only the step that begins the draw records and uses it. The draw
+ * runs in bounded slices, one per script run, so that a large pre-queue does not stop Redis for
+ * everyone else; a step that finds it unfinished is run again (each run draws the next slice, and
+ * joining, reading or reserving again is idempotent) until it answers on a finished draw, so no
+ * caller is told a half-drawn line. Whoever runs the slices, and however many callers die between
+ * them, the draw is the one permutation of the recorded seed. The sweep that tells a sold-out line
+ * is sliced the same way.
  *
  * Tokens are HMACs with the room's secret (core/sales/waiting-room.ts): it never leaves the store
  * and this adapter; the signature is checked here and the number it carries is checked against
@@ -44,6 +50,8 @@ interface RoomState {
   seed?: string;
   preq?: string;
   legacy?: boolean;
+  /** Set when this step did a slice of a longer job (the opening's draw, the sell-out sweep) and more remain: step again. */
+  more?: boolean;
 }
 
 interface TicketRecord {
@@ -135,17 +143,21 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
       if (secret === null) throw roomNotFound(saleId);
       const number = verifyTicket(secret, saleId, customer, token);
       const holdId = `hold_${group}${randomBytes(12).toString('hex')}`;
-      const reply = (await runScript(
-        this.client,
-        'sale_room_reserve',
-        [saleKey(tag, 'room', saleId)],
-        [tag, saleId, customer, number, quantity, ttlMs, holdId, drawSeed()],
-      )) as string | string[];
-      if (reply === 'not_found') throw roomNotFound(saleId);
-      const [head, body] = reply as string[];
-      if (head === 'invalid_ticket') throw invalidTicket(saleId, customer);
-      if (head === 'not_admitted') {
+      for (;;) {
+        const reply = (await runScript(
+          this.client,
+          'sale_room_reserve',
+          [saleKey(tag, 'room', saleId)],
+          [tag, saleId, customer, number, quantity, ttlMs, holdId, drawSeed()],
+        )) as string | string[];
+        if (reply === 'not_found') throw roomNotFound(saleId);
+        const [head, body] = reply as string[];
+        if (head === 'invalid_ticket') throw invalidTicket(saleId, customer);
+        if (head !== 'not_admitted')
+          return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
         const { room, ticket } = JSON.parse(body!) as { room: RoomState; ticket: TicketRecord };
+        // the opening's draw or the sell-out sweep is still in progress: that run did a slice, the next goes on
+        if (room.more === true) continue;
         throw notAdmitted({
           saleId,
           number: ticket.n,
@@ -154,7 +166,6 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
           verified: ticket.v !== 0,
         });
       }
-      return this.sales.holdReply(saleId, customer, `ticket:${number}`, reply as string[]);
     });
   }
 
@@ -171,18 +182,22 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
     customer: string,
   ): Promise<Record<string, unknown>> {
     return this.sales.onSale(saleId, async (tag) => {
-      const reply = (await runScript(
-        this.client,
-        'sale_room_step',
-        [saleKey(tag, 'room', saleId)],
-        [tag, saleId, op, customer, drawSeed()],
-      )) as string;
-      if (reply === 'not_found') {
-        // no room: the sale itself may be unknown too
-        if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
-        throw roomNotFound(saleId);
+      for (;;) {
+        const reply = (await runScript(
+          this.client,
+          'sale_room_step',
+          [saleKey(tag, 'room', saleId)],
+          [tag, saleId, op, customer, drawSeed()],
+        )) as string;
+        if (reply === 'not_found') {
+          // no room: the sale itself may be unknown too
+          if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
+          throw roomNotFound(saleId);
+        }
+        const answer = JSON.parse(reply) as { room: RoomState } & Record<string, unknown>;
+        // the opening's draw or the sell-out sweep is still in progress: that run did a slice, the next goes on
+        if (answer.room.more !== true) return answer;
       }
-      return JSON.parse(reply) as Record<string, unknown>;
     });
   }
 }

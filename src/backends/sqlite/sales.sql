@@ -131,6 +131,14 @@ SELECT
   (SELECT COALESCE(SUM(quantity), 0) FROM dibs_holds WHERE sale_id = @sale AND status = 'active') AS active,
   (SELECT COUNT(*) FROM dibs_outbox WHERE sale = @sale AND type = 'sale.sold_out') AS soldOutEvents
 
+-- name: roomCounters
+-- the waiting room's counters of tickets by status (migration 017), if the sale has a room
+SELECT n_waiting AS waiting, n_admitted AS admitted, n_used AS used, n_expired AS expired, n_sold_out AS sold_out
+FROM dibs_waiting_rooms WHERE sale_id = ?
+
+-- name: roomTickets
+SELECT status, count(*) AS n FROM dibs_tickets WHERE sale_id = ? GROUP BY status
+
 -- name: customersOverLimit
 SELECT customer, SUM(quantity) AS units FROM (
   SELECT customer, quantity FROM dibs_orders WHERE sale_id = @sale

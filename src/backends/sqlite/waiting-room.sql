@@ -11,9 +11,6 @@ VALUES (@sale, @rate, @windowMs, @secret, max(1.0, @rate), @now, @now, coalesce(
 ON CONFLICT (sale_id) DO UPDATE SET admit_per_second = excluded.admit_per_second, window_ms = excluded.window_ms,
   fair_start = coalesce(@fair, fair_start), verification = coalesce(@verification, verification)
 
--- name: ticketCounts
-SELECT status, count(*) AS n FROM dibs_tickets WHERE sale_id = ? GROUP BY status
-
 -- name: ticketOf
 SELECT * FROM dibs_tickets WHERE sale_id = ? AND customer = ?
 
@@ -24,6 +21,11 @@ UPDATE dibs_waiting_rooms SET next_number = next_number + 1 WHERE sale_id = ? RE
 -- @place: the number once the line's order is settled; NULL in a fair start's pre-queue (drawn at the opening)
 INSERT INTO dibs_tickets (sale_id, number, customer, joined_at, place, verified)
 VALUES (@sale, @number, @customer, @now, @place, @verified)
+
+-- name: placeUnplaced
+-- A draw in arrival order: every ticket placed at its join already has place = number; only a fair
+-- start's pre-queue switched to arrival order before the opening is without one (by the places index).
+UPDATE dibs_tickets SET place = number WHERE sale_id = ? AND place IS NULL
 
 -- name: unplaceAll
 -- the draw first clears every place (the unique index on places would trip over a half-done swap)

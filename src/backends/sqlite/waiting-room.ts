@@ -29,7 +29,7 @@ import type { SqliteSales } from './sales.js';
 const Q = loadQueries(new URL('./waiting-room.sql', import.meta.url), [
   'roomOf',
   'upsertRoom',
-  'ticketCounts',
+  'placeUnplaced',
   'ticketOf',
   'takeNumber',
   'insertTicket',
@@ -61,6 +61,12 @@ interface RoomRow {
   draw_seed: string | null;
   pre_queue: number | null;
   drawn_at: string | null;
+  /** Tickets by status (migration 017's triggers keep them with every ticket). */
+  n_waiting: number;
+  n_admitted: number;
+  n_used: number;
+  n_expired: number;
+  n_sold_out: number;
 }
 
 interface TicketRow {
@@ -118,10 +124,10 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
 
   join(saleId: string, customer: string): Promise<Ticket> {
     return write(this.db, this.options, () => {
-      // a fair start not drawn yet: admission (which draws at the opening) before a newcomer, so
-      // that who joins after the opening is not in the pre-queue
+      // a fair start not drawn yet: the draw (if the sale has opened) before a newcomer, so that who
+      // joins after the opening is not in the pre-queue; admission itself runs once, after the insert
       let before = this.room(saleId);
-      if (before.fair_start === 1 && before.drawn_at === null) before = this.admit(saleId);
+      if (before.fair_start === 1 && before.drawn_at === null) before = this.drawIfOpen(before);
       if (!this.stmt.ticketOf.get(saleId, customer)) {
         const { number } = this.stmt.takeNumber.get(saleId) as { number: number };
         const preQueue = before.fair_start === 1 && before.drawn_at === null;
@@ -216,18 +222,28 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
     return { ...room, budget: left, refilled_at: now, admitted_through: through };
   }
 
+  /** The draw, if the sale is open (admission would make it now); the room as it is after. */
+  private drawIfOpen(room: RoomRow): RoomRow {
+    const now = this.sales.clock();
+    const { status } = this.sales.snapshot(room.sale_id, now);
+    return status === 'live' ? this.draw(room, now) : room;
+  }
+
   /**
    * The opening: every ticket so far is the pre-queue (arrival numbers 1..n). A fair start places
-   * them by a seeded shuffle whose seed is recorded; otherwise their place is their number.
+   * them by a seeded shuffle whose seed is recorded; otherwise their place is their number — which
+   * every ticket joined in arrival order has already, so only the unplaced are written.
    */
   private draw(room: RoomRow, now: string): RoomRow {
     const size = room.next_number - 1;
     const seed = room.fair_start === 1 ? randomBytes(8).toString('hex') : null;
-    this.stmt.unplaceAll.run(room.sale_id);
-    const order = seed === null ? Array.from({ length: size }, (_, i) => i + 1) : drawOrder(seed, size);
-    order.forEach((number, k) => {
-      this.stmt.placeTicket.run({ sale: room.sale_id, number, place: k + 1 });
-    });
+    if (seed === null) this.stmt.placeUnplaced.run(room.sale_id);
+    else {
+      this.stmt.unplaceAll.run(room.sale_id);
+      drawOrder(seed, size).forEach((number, k) => {
+        this.stmt.placeTicket.run({ sale: room.sale_id, number, place: k + 1 });
+      });
+    }
     this.stmt.recordDraw.run({ sale: room.sale_id, seed, size, now });
     return { ...room, draw_seed: seed, pre_queue: size, drawn_at: now };
   }
@@ -272,9 +288,16 @@ export class SqliteWaitingRooms implements WaitingRoomBackend {
   }
 
   private describe(room: RoomRow): WaitingRoom {
-    const tickets: Record<TicketStatus, number> = { waiting: 0, admitted: 0, used: 0, expired: 0, sold_out: 0 };
-    for (const { status, n } of this.stmt.ticketCounts.all(room.sale_id) as { status: TicketStatus; n: number }[])
-      tickets[status] = n;
+    // the counters (as admission left them: read again), not a count of the tickets, so a status
+    // read costs the same in a line of any length
+    const n = this.room(room.sale_id);
+    const tickets: Record<TicketStatus, number> = {
+      waiting: n.n_waiting,
+      admitted: n.n_admitted,
+      used: n.n_used,
+      expired: n.n_expired,
+      sold_out: n.n_sold_out,
+    };
     return {
       saleId: room.sale_id,
       admitPerSecond: room.admit_per_second,

@@ -1,7 +1,9 @@
 -- sale_audit (read-only): one snapshot of everything the audit of a sale reads (I2, I3, I4, I7).
 -- KEYS[1] T:sale:<id>. ARGV[1] tag, [2] sale id.
 -- Returns JSON {now, sale, holds = [hold], orders = [order], cust = {customer: rec}, events = {type: n},
---   active = {hold id: expiry}, carts = [cart]} | 'not_found'
+--   active = {hold id: expiry}, carts = [cart], room = false | {counted, counts = {status: counter},
+--   ledger = {status: tickets}, unplaced = drawn room's tickets without a place, misplaced = [number]}}
+--   | 'not_found'
 -- carts: every cart with a line on the sale, read whole for the cart rule (core/sales/cart-audit.ts):
 --   {id, rec = the cart record (cart_lib.lua) or false, lines = [{h = hold id, listed = the cart's
 --   own line or false, hold = its record or false, sc = its sale is cancelled, orders = [order made
@@ -87,5 +89,28 @@ for _, cart in ipairs(carts) do
     if not listed[h.id] then table.insert(cart.lines, line_of(T, id, h.id, false)) end
   end
 end
+-- the waiting room, if any: its status counters (set_status) against its tickets, and once drawn,
+-- every ticket in its own place (T:tplace names it back) — a draw half done or done twice shows
+local room = false
+local state = room_state(id)
+if state then
+  local counted = {}
+  for _, st in ipairs({ 'waiting', 'admitted', 'used', 'expired', 'sold_out' }) do
+    counted[st] = tonumber(redis.call('HGET', k('room', id), 'n_' .. st) or '0')
+  end
+  local ledger = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0 }
+  local unplaced, misplaced = 0, {}
+  local drawn = state.drawn ~= nil and not state.legacy
+  for _, raw in ipairs(redis.call('HVALS', k('tickets', id))) do
+    local t = cjson.decode(raw)
+    ledger[t.s] = (ledger[t.s] or 0) + 1
+    if t.p then
+      if redis.call('HGET', k('tplace', id), t.p) ~= t.c and #misplaced < 10 then misplaced[#misplaced + 1] = t.n end
+    elseif drawn then
+      unplaced = unplaced + 1
+    end
+  end
+  room = { counted = state.counted == '1', counts = counted, ledger = ledger, unplaced = unplaced, misplaced = misplaced }
+end
 -- empty tables would encode as {} either way; the TypeScript side accepts both
-return cjson.encode({ now = now_ms(), sale = s, holds = holds, orders = orders, cust = cust, events = events, active = active, carts = carts })
+return cjson.encode({ now = now_ms(), sale = s, holds = holds, orders = orders, cust = cust, events = events, active = active, carts = carts, room = room })

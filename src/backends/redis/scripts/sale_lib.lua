@@ -21,7 +21,9 @@
 --   T:ot:<id>      zset '<quantity>|<order id>' -> order time (forecasts)
 --   T:watch:<id>   hash: the sale's "empty soon" watch (within, armed, fired)
 --   T:room:<id>    hash: the sale's waiting room (rate, window, secret, next, through, budget,
---                  refilled, created, swept, fair, verify, drawn, seed, preq); the sale hash has
+--                  refilled, created, swept, fair, verify, drawn, seed, preq; n_<status> counters of
+--                  tickets by status, counted = '1' once kept; unplaced = tickets without a place; while
+--                  the opening's draw is in progress dsize dseed dleft ds1 ds2 dstart, see `draw`); the sale hash has
 --                  room = '1' while it has one. A room without `fair` predates the fair start: its
 --                  line is in arrival order (place = number) and counts as drawn.
 --   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold),
@@ -29,6 +31,7 @@
 --   T:tnum:<id>    hash ticket number -> customer; T:adm:<id> zset admitted number -> until
 --   T:tplace:<id>  hash place -> customer; T:vq:<id> zset place of tickets verified after admission
 --                  passed them over (admitted first)
+--   T:dord:<id>    hash index -> arrival number: the not-yet-placed part of a draw in progress
 -- Replies are {status, ...} with status from one set decoded by sales.ts.
 
 local T = ARGV[1]
@@ -212,6 +215,16 @@ local function save_ticket(sale_id, t)
   redis.call('HSET', k('tickets', sale_id), t.c, cjson.encode(t))
 end
 
+-- A ticket's status changes (or a new ticket, `t.s` nil, enters as `s`): the room's counter of each
+-- status moves in the same step as the ticket, so `get` reads counts without reading the tickets
+-- (the audit checks they equal the tickets).
+local function set_status(sale_id, t, s)
+  if t.s then redis.call('HINCRBY', k('room', sale_id), 'n_' .. t.s, -1) end
+  redis.call('HINCRBY', k('room', sale_id), 'n_' .. s, 1)
+  t.s = s
+  save_ticket(sale_id, t)
+end
+
 local function ticket_by_number(sale_id, n)
   local c = redis.call('HGET', k('tnum', sale_id), n)
   if c == false then return nil end
@@ -224,10 +237,22 @@ local function room_state(sale_id)
   local r = {}
   for i = 1, #raw, 2 do r[raw[i]] = raw[i + 1] end
   for _, f in ipairs({ 'rate', 'window', 'next', 'through', 'budget', 'refilled', 'created', 'swept' }) do r[f] = tonumber(r[f] or '0') end
+  for _, f in ipairs({ 'dsize', 'dleft', 'ds1', 'ds2', 'unplaced' }) do r[f] = r[f] and tonumber(r[f]) end
   if r.fair == nil then
     r.legacy, r.fair, r.verify, r.drawn, r.seed, r.preq = true, '0', '0', tostring(r.created), '', '0'
   end
   return r
+end
+
+-- Rooms made before the status counters: counted once, from the tickets, at their first step.
+local function count_tickets(sale_id, room)
+  local n = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0 }
+  for _, raw in ipairs(redis.call('HVALS', k('tickets', sale_id))) do
+    local t = cjson.decode(raw)
+    n[t.s] = n[t.s] + 1
+  end
+  redis.call('HSET', k('room', sale_id), 'n_waiting', n.waiting, 'n_admitted', n.admitted, 'n_used', n.used, 'n_expired', n.expired, 'n_sold_out', n.sold_out, 'counted', '1')
+  room.counted = '1'
 end
 
 -- The place of a ticket (nil in a fair start's pre-queue before the draw).
@@ -247,72 +272,177 @@ end
 -- the seeded Fisher–Yates shuffle of core/sales/fair-draw.ts, step for step (L'Ecuyer's combined
 -- generator: every product stays below 2^47, exact in Lua's doubles), and records the seed;
 -- otherwise their place is their number. `seed` is 16 hex digits from the stepping client.
-local function draw(sale_id, room, now, seed)
-  local size = room.next - 1
-  local order = {}
-  for i = 1, size do order[i] = i end
-  local used = ''
-  if room.fair == '1' then
-    used = seed
-    local s1 = tonumber(string.sub(seed, 1, 8), 16) % 2147483562 + 1
-    local s2 = tonumber(string.sub(seed, 9, 16), 16) % 2147483398 + 1
-    for i = size, 2, -1 do
-      s1 = (s1 * 40014) % 2147483563
-      s2 = (s2 * 40692) % 2147483399
-      local z = s1 - s2
-      if z < 1 then z = z + 2147483562 end
-      local j = 1 + z % i
-      order[i], order[j] = order[j], order[i]
+--
+-- The draw runs in slices of at most SLICE places per script run, so that a pre-queue of
+-- 10,000 does not stop Redis (every other sale, lock and claim) for the whole shuffle. Fisher–Yates
+-- from the top fixes place i at its step i, so each step writes one final place; what the next
+-- slice needs is in the room hash: dsize (the pre-queue, fixed at the first slice), dseed (the seed
+-- of the first slice: later slices ignore the seed their caller proposes), dleft (places 1..dleft
+-- still to draw), ds1/ds2 (the generator's state after place dleft + 1), dstart (the opening's
+-- step), and T:dord:<id> (hash index -> number: the not-yet-placed part of the shuffled array where
+-- it differs from the identity). A slice is one script, so a caller that dies between slices
+-- leaves a consistent half-done draw that the next step of anyone continues with the same seed and
+-- state: one permutation however it is sliced and whoever runs the slices. Until the last slice
+-- nobody is admitted (admit returns early), and arrivals meanwhile are placed after the pre-queue.
+local SLICE = 500
+-- tickets a long job (the draw, the sell-out sweep) may still touch in this script run, whatever
+-- number of admissions it makes; a step that stops short says `more` (the caller steps again)
+local slice_budget = SLICE
+
+-- Gives the tickets of numbers[x] the place places[x], in a few batched calls (the draw's slices
+-- are bounded by these calls, not by one round of calls per ticket); with only_unplaced, tickets
+-- that have a place keep it.
+local function place_tickets(sale_id, numbers, places, only_unplaced)
+  if #numbers == 0 then return end
+  local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
+  local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
+  local tickets, index = {}, {}
+  for x = 1, #numbers do
+    local t = cjson.decode(raws[x])
+    if not (only_unplaced and t.p) then
+      t.p = places[x]
+      tickets[#tickets + 1] = cs[x]
+      tickets[#tickets + 1] = cjson.encode(t)
+      index[#index + 1] = places[x]
+      index[#index + 1] = cs[x]
     end
   end
-  for place = 1, size do
-    local c = redis.call('HGET', k('tnum', sale_id), order[place])
-    local t = ticket_of(sale_id, c)
-    t.p = place
-    save_ticket(sale_id, t)
-    redis.call('HSET', k('tplace', sale_id), place, c)
+  if #tickets > 0 then
+    redis.call('HSET', k('tickets', sale_id), unpack(tickets))
+    redis.call('HSET', k('tplace', sale_id), unpack(index))
   end
-  room.drawn, room.seed, room.preq = tostring(now), used, tostring(size)
-  redis.call('HSET', k('room', sale_id), 'drawn', room.drawn, 'seed', used, 'preq', size)
+end
+
+local function draw_begin(sale_id, room, now, seed)
+  local size = room.next - 1
+  local used, s1, s2, left = '', 0, 0, size
+  if room.fair == '1' then
+    used = seed
+    s1 = tonumber(string.sub(seed, 1, 8), 16) % 2147483562 + 1
+    s2 = tonumber(string.sub(seed, 9, 16), 16) % 2147483398 + 1
+  elseif room.unplaced == 0 then
+    -- arrival order and every ticket placed at its join (place = number): nothing to write
+    left = 0
+  end
+  room.dsize, room.dseed, room.dleft, room.ds1, room.ds2, room.dstart = size, used, left, s1, s2, tostring(now)
+  redis.call('HSET', k('room', sale_id), 'dsize', size, 'dseed', used, 'dleft', left, 'ds1', s1, 'ds2', s2, 'dstart', room.dstart)
+end
+
+-- Draws the next slice (beginning the draw if need be); true once every place is drawn.
+local function draw(sale_id, room, now, seed)
+  if room.dleft == nil then draw_begin(sale_id, room, now, seed) end
+  local i, s1, s2 = room.dleft, room.ds1, room.ds2
+  local fair = room.dseed ~= ''
+  local ord = k('dord', sale_id)
+  -- this slice's view of T:dord (read through on first use, written back at the end)
+  local cache, moved = {}, {}
+  local function at(x)
+    local v = cache[x]
+    if v == nil then
+      v = tonumber(redis.call('HGET', ord, x)) or x
+      cache[x] = v
+    end
+    return v
+  end
+  if fair and i >= 1 and slice_budget > 0 then
+    -- the indices this slice places, in one read (the swaps' other ends are read as they come)
+    local range = {}
+    for x = i, math.max(1, i - slice_budget + 1), -1 do range[#range + 1] = x end
+    local got = redis.call('HMGET', ord, unpack(range))
+    for n, x in ipairs(range) do cache[x] = tonumber(got[n]) or x end
+  end
+  local numbers, places = {}, {}
+  while i >= 1 and slice_budget > 0 do
+    local v = i
+    if fair then
+      v = at(i)
+      if i >= 2 then
+        s1 = (s1 * 40014) % 2147483563
+        s2 = (s2 * 40692) % 2147483399
+        local z = s1 - s2
+        if z < 1 then z = z + 2147483562 end
+        local j = 1 + z % i
+        if j ~= i then
+          -- swap: the number at j is placed at i, the one at i moves to j
+          local vj = at(j)
+          cache[j] = v
+          moved[j] = true
+          v = vj
+        end
+      end
+    end
+    -- (arrival order: place i is number i; only a fair pre-queue switched to it lacks a place)
+    numbers[#numbers + 1] = v
+    places[#places + 1] = i
+    i = i - 1
+    slice_budget = slice_budget - 1
+  end
+  -- indices above i are placed and never read again: only moves below it are kept for later slices
+  local back = {}
+  for x in pairs(moved) do
+    if x <= i then
+      back[#back + 1] = x
+      back[#back + 1] = cache[x]
+    end
+  end
+  if #back > 0 then redis.call('HSET', ord, unpack(back)) end
+  place_tickets(sale_id, numbers, places, not fair)
+  room.dleft, room.ds1, room.ds2 = i, s1, s2
+  if i > 0 then
+    redis.call('HSET', k('room', sale_id), 'dleft', i, 'ds1', s1, 'ds2', s2)
+    return false
+  end
+  redis.call('DEL', ord)
+  redis.call('HDEL', k('room', sale_id), 'dsize', 'dseed', 'dleft', 'ds1', 'ds2', 'dstart', 'unplaced')
+  room.drawn, room.seed, room.preq = room.dstart, room.dseed, tostring(room.dsize)
+  room.dsize, room.dseed, room.dleft, room.ds1, room.ds2, room.dstart, room.unplaced = nil, nil, nil, nil, nil, nil, nil
+  redis.call('HSET', k('room', sale_id), 'drawn', room.drawn, 'seed', room.seed, 'preq', room.preq)
+  return true
 end
 
 local function admit_ticket(sale_id, room, t, now)
-  t.s = 'admitted'
   t.u = now + room.window
-  save_ticket(sale_id, t)
+  set_status(sale_id, t, 'admitted')
   redis.call('ZADD', k('adm', sale_id), t.u, t.n)
 end
 
 local function admit(sale_id, now, seed)
   local room = room_state(sale_id)
   if not room then return nil end
+  if room.counted == nil then count_tickets(sale_id, room) end
   expire_stale(sale_id, now)
   local s = sale_state(sale_id)
   for _, n in ipairs(redis.call('ZRANGEBYSCORE', k('adm', sale_id), '-inf', now)) do
     local t = ticket_by_number(sale_id, n)
-    if t and t.s == 'admitted' then
-      t.s = 'expired'
-      save_ticket(sale_id, t)
-    end
+    if t and t.s == 'admitted' then set_status(sale_id, t, 'expired') end
     redis.call('ZREM', k('adm', sale_id), n)
   end
   local status = status_of(s, now)
   if status == 'ended' or status == 'cancelled' or (s.cap ~= '' and tonumber(s.sold) >= tonumber(s.cap)) then
-    -- over for good: everyone still waiting is told at once (by number: places may be drawn, and
-    -- tickets passed over for verification wait behind `through`)
-    for n = room.swept + 1, room.next - 1 do
+    -- over for good: everyone still waiting is told (by number: places may be drawn, and tickets
+    -- passed over for verification wait behind `through`), in slices like the draw: a caller is
+    -- answered once the sweep is done, and admission never runs again for this sale
+    local n, last = room.swept, room.next - 1
+    while n < last and slice_budget > 0 do
+      n = n + 1
       local t = ticket_by_number(sale_id, n)
-      if t and t.s == 'waiting' then
-        t.s = 'sold_out'
-        save_ticket(sale_id, t)
-      end
+      if t and t.s == 'waiting' then set_status(sale_id, t, 'sold_out') end
+      slice_budget = slice_budget - 1
     end
-    room.swept = math.max(room.swept, room.next - 1)
-    redis.call('HSET', k('room', sale_id), 'swept', room.swept)
+    if n > room.swept then
+      room.swept = n
+      redis.call('HSET', k('room', sale_id), 'swept', n)
+    end
+    if n < last then room.more = true end
     return room
   end
   if status ~= 'live' or s.cap == '' then return room end -- the line forms before the start; admission begins at it
-  if room.drawn == nil then draw(sale_id, room, now, seed) end
+  -- a draw in progress: nobody is admitted before every place is drawn
+  if room.drawn == nil and not draw(sale_id, room, now, seed) then
+    -- told to the caller, who steps again (a room left half-drawn by a sale that ended says nothing)
+    room.more = true
+    return room
+  end
   local limit = tonumber(s.limit)
   local unused = redis.call('ZCARD', k('adm', sale_id))
   local budget = math.min(math.max(1, room.rate), room.budget + (math.max(0, now - room.refilled) / 1000) * room.rate)

@@ -16,9 +16,8 @@ if t.s == 'used' then return reserve_step(id, c, tonumber(ARGV[5]), tonumber(ARG
 if t.s ~= 'admitted' then return { 'not_admitted', room_reply(room, t) } end
 local reply = reserve_step(id, c, tonumber(ARGV[5]), tonumber(ARGV[6]), key, ARGV[7], true)
 if reply[1] == 'ok' or reply[1] == 'replayed' then
-  t.s = 'used'
   t.h = cjson.decode(reply[2]).id
-  save_ticket(id, t)
+  set_status(id, t, 'used')
   redis.call('ZREM', k('adm', id), t.n)
 end
 return reply

@@ -5,7 +5,9 @@
 -- is now) or 'verify' (mark the customer's ticket verified, then admission again).
 -- KEYS[1] T:room:<id>. ARGV[1] tag, [2] sale id, [3] op, [4] customer, [5] a draw seed (16 hex
 -- digits, used only if this step makes the draw).
--- Returns 'not_found' (no room) | JSON {room, ticket?, counts?}
+-- Returns 'not_found' (no room) | JSON {room, ticket?, counts?}; room.more is true when this step did a
+-- slice of a longer job (the opening's draw, the sell-out sweep) and more remain (the caller steps
+-- again: each step does one more slice).
 local id, op, c, seed = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now = now_ms()
 local room = admit(id, now, seed)
@@ -13,14 +15,17 @@ if not room then return 'not_found' end
 if op == 'join' then
   if not ticket_of(id, c) then
     local n = redis.call('HINCRBY', KEYS[1], 'next', 1) - 1
-    local t = { n = n, c = c, s = 'waiting', j = now }
-    -- placed now unless this is a fair start's pre-queue (placed by the draw at the opening)
-    if room.fair ~= '1' or room.drawn ~= nil then
+    local t = { n = n, c = c, j = now }
+    -- placed now unless this is a fair start's pre-queue (placed by the draw at the opening; once a
+    -- draw has begun, its pre-queue is fixed and a newcomer comes after it)
+    if room.fair ~= '1' or room.drawn ~= nil or room.dsize ~= nil then
       t.p = n
       redis.call('HSET', k('tplace', id), n, c)
+    else
+      redis.call('HINCRBY', KEYS[1], 'unplaced', 1)
     end
     if room.verify == '1' then t.v = 0 end
-    save_ticket(id, t)
+    set_status(id, t, 'waiting')
     redis.call('HSET', k('tnum', id), n, c)
   end
   room = admit(id, now, seed)
@@ -36,11 +41,9 @@ elseif op == 'verify' then
   end
 end
 if op == 'get' then
-  local counts = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0 }
-  for _, raw in ipairs(redis.call('HVALS', k('tickets', id))) do
-    local t = cjson.decode(raw)
-    counts[t.s] = counts[t.s] + 1
-  end
+  -- the counters kept with every ticket's status (set_status), re-read: admission above moved them
+  local n = redis.call('HMGET', KEYS[1], 'n_waiting', 'n_admitted', 'n_used', 'n_expired', 'n_sold_out')
+  local counts = { waiting = tonumber(n[1]) or 0, admitted = tonumber(n[2]) or 0, used = tonumber(n[3]) or 0, expired = tonumber(n[4]) or 0, sold_out = tonumber(n[5]) or 0 }
   return cjson.encode({ room = room, counts = counts })
 end
 return room_reply(room, ticket_of(id, c))
