@@ -155,6 +155,7 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
 
     it('admits at the configured rate', async () => {
       const sale = await room({ cap: 100, rate: 2 });
+      const opened = performance.now();
       const tickets = await line(sale, 6);
       // One poll after another: a poll that finds the room busy being stepped by another answers
       // from the last committed state (PostgreSQL, room_poll), so concurrent polls could all miss
@@ -165,10 +166,17 @@ export function waitingRoomConformance(label: string, open: () => Promise<Confor
         return n;
       };
       const first = await admitted();
-      assert.ok(first >= 2 && first <= 3, `a full bucket admits about one second's worth at once (${first})`);
+      // a slow store (the emulator on a loaded machine) takes a while to join and poll: the rate
+      // goes on admitting meanwhile, 2 a second
+      const since = (performance.now() - opened) / 1000;
+      const most = 3 + Math.ceil(Math.max(0, since - 0.5) * 2);
+      assert.ok(
+        first >= 2 && first <= most,
+        `a full bucket admits about one second's worth at once (${first} in ${since.toFixed(2)} s, at most ${most})`,
+      );
       await sleep(1100);
       const later = await admitted();
-      assert.ok(later > first, `more were admitted a second later (${first} → ${later})`);
+      assert.ok(later > first || first === tickets.length, `more were admitted a second later (${first} → ${later})`);
     });
 
     it('the line forms before the start; admission begins at it (in arrival order without a fair start)', async () => {
