@@ -96,9 +96,6 @@ class WriteBatcher {
   private readonly savepoint: Statement;
   private readonly release: Statement;
   private readonly rollbackTo: Statement;
-  /** For BEGIN IMMEDIATE under the board: fail at once instead of SQLite's blocking wait (acquire). */
-  private readonly noBlocking: Statement | undefined;
-  private readonly blocking: Statement | undefined;
   /**
    * The WAL index (`<file>-shm`) this process reads the WAL's length from, once it checkpoints
    * itself; null: not tried yet (SQLite creates the file with the first transaction).
@@ -117,11 +114,7 @@ class WriteBatcher {
     this.savepoint = db.prepare('SAVEPOINT dibs_write');
     this.release = db.prepare('RELEASE dibs_write');
     this.rollbackTo = db.prepare('ROLLBACK TO dibs_write');
-    if (this.board) {
-      this.noBlocking = db.prepare('PRAGMA busy_timeout = 0');
-      this.blocking = db.prepare(`PRAGMA busy_timeout = ${BLOCKING_WAIT_MS}`);
-      this.walIndex = null;
-    }
+    if (this.board) this.walIndex = null;
   }
 
   /**
@@ -175,23 +168,16 @@ class WriteBatcher {
       for (;;) {
         const now = performance.timeOrigin + performance.now();
         if (!board.shouldYield(now)) {
-          // No blocking wait inside SQLite here: it froze the event loop for up to BLOCKING_WAIT_MS
-          // and slept through the bell, and a writer announced itself on the board only after it.
-          this.noBlocking!.run();
           try {
             this.begin.run();
             return;
           } catch (error) {
             if (!isBusy(error)) throw translate(error);
-          } finally {
-            this.blocking!.run();
           }
         }
         if (Date.now() >= deadline)
           throw unavailable(`database is locked by another writer for more than ${this.options.busyTimeoutMs} ms`);
-        // Just announced: try once more before sleeping. A holder that released between our BUSY
-        // and the announcement did not see us, and would not ring.
-        if (board.wait(now)) continue;
+        board.wait(now);
         await board.pause();
       }
     } finally {

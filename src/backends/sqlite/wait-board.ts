@@ -123,19 +123,14 @@ export class WaitBoard {
     return false;
   }
 
-  /**
-   * Marks us waiting (keeping our first arrival time) and refreshes our heartbeat. True when this
-   * call announced us (we were not waiting before).
-   */
-  wait(now: number): boolean {
-    if (this.since !== 0 && now - this.beat < HEARTBEAT_MS) return false;
-    const first = this.since === 0;
-    if (first) this.since = now;
+  /** Marks us waiting (keeping our first arrival time) and refreshes our heartbeat. */
+  wait(now: number): void {
+    if (this.since !== 0 && now - this.beat < HEARTBEAT_MS) return;
+    if (this.since === 0) this.since = now;
     this.beat = now;
     this.own.writeDoubleLE(this.since, 0);
     this.own.writeDoubleLE(now, 8);
     quietly(() => writeSync(this.fd, this.own, 0, SLOT_BYTES, this.slot * SLOT_BYTES));
-    return first;
   }
 
   /** Clears our entry: we hold the lock, or gave up. */
