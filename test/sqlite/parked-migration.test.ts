@@ -7,24 +7,14 @@ import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openDibs } from '../../src/index.js';
-import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { assertOldPoolClaimsOnlyOpenCode } from '../support/parked-migration.js';
-import { tempSqliteStore } from '../support/sqlite.js';
+import { migrateFileBefore, tempSqliteStore } from '../support/sqlite.js';
 
 const temp = tempSqliteStore();
 after(() => temp.cleanup());
 
 it('parks the closed free codes of existing pools; claims then skip them and counts stay', async () => {
-  const raw = new Database(temp.store.slice('sqlite:'.length));
-  raw.exec(
-    `CREATE TABLE dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`,
-  );
-  for (const m of loadMigrations(new URL('../../src/backends/sqlite/migrations/', import.meta.url)).filter(
-    (m) => m.id < 12,
-  )) {
-    raw.exec(m.sql);
-    raw.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, ?, 'then')`).run(m.id, m.name);
-  }
+  const raw = migrateFileBefore(temp.store, 12);
   const at = (ms: number) => new Date(Date.now() + ms).toISOString();
   const [later, past, holdEnds] = [at(3_600_000), at(-3_600_000), at(600_000)];
   raw

@@ -1,7 +1,9 @@
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDibs, type Dibs } from '../../src/index.js';
+import { loadMigrations } from '../../src/backends/shared/sql-files.js';
 import { openForSuite } from './suite-store.js';
 
 /** A fresh SQLite database file in its own temp directory, removed by `cleanup`. */
@@ -36,4 +38,24 @@ export function sqliteForSuite(): { readonly dibs: Dibs; readonly store: string;
     ),
     { dir: temp.dir },
   );
+}
+
+/**
+ * Opens the file of `store` with the schema an older build left: the migrations before `before`
+ * applied and recorded, nothing else. The caller writes its rows through the returned connection,
+ * closes it, then opens the store with this build (which applies the rest).
+ */
+export function migrateFileBefore(store: string, before: number): Database.Database {
+  const raw = new Database(store.slice('sqlite:'.length));
+  raw.exec(
+    `CREATE TABLE dibs_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`,
+  );
+  const record = raw.prepare(`INSERT INTO dibs_migrations (id, name, applied_at) VALUES (?, ?, 'then')`);
+  for (const m of loadMigrations(new URL('../../src/backends/sqlite/migrations/', import.meta.url)).filter(
+    (m) => m.id < before,
+  )) {
+    raw.exec(m.sql);
+    record.run(m.id, m.name);
+  }
+  return raw;
 }

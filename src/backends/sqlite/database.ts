@@ -12,6 +12,8 @@
  * at 60–300 ms. Writers on a file-backed database queue through a board beside the file instead.
  */
 import Database, { type Statement } from 'better-sqlite3';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DibsError, unavailable } from '../../core/errors.js';
 import { loadMigrations } from '../shared/sql-files.js';
@@ -34,6 +36,8 @@ export const latestMigration = (): number => Math.max(0, ...loadMigrations(MIGRA
 const BLOCKING_WAIT_MS = 5;
 /** Upper bound of the asynchronous backoff between lock attempts after that. */
 const MAX_BACKOFF_MS = 8;
+/** WAL frames not yet copied back that make a writer checkpoint: SQLite's own autocheckpoint default. */
+const CHECKPOINT_FRAMES = 1000;
 
 export async function openDatabase(filename: string, options: SqliteOptions): Promise<Db> {
   const db = new Database(filename);
@@ -92,6 +96,12 @@ class WriteBatcher {
   private readonly savepoint: Statement;
   private readonly release: Statement;
   private readonly rollbackTo: Statement;
+  /**
+   * The WAL index (`<file>-shm`) this process reads the WAL's length from, once it checkpoints
+   * itself; null: not tried yet (SQLite creates the file with the first transaction).
+   */
+  private walIndex: WalIndex | undefined | null;
+  private checkpointDue = false;
 
   constructor(
     private readonly db: Db,
@@ -104,6 +114,7 @@ class WriteBatcher {
     this.savepoint = db.prepare('SAVEPOINT dibs_write');
     this.release = db.prepare('RELEASE dibs_write');
     this.rollbackTo = db.prepare('ROLLBACK TO dibs_write');
+    if (this.board) this.walIndex = null;
   }
 
   /**
@@ -176,6 +187,34 @@ class WriteBatcher {
 
   close(): void {
     this.board?.close();
+    this.walIndex?.close();
+  }
+
+  /**
+   * After a commit that left CHECKPOINT_FRAMES or more in the WAL: a PASSIVE checkpoint (as
+   * SQLite's autocheckpoint, same synchronous setting and fsyncs), run from setImmediate — after
+   * the waiters were rung and the batch answered, with no transaction open. Never throws: a
+   * checkpoint that cannot run now is retried after a later commit.
+   */
+  private checkpointSoon(): void {
+    if (this.walIndex === null) {
+      // Checkpoints leave COMMIT from the first commit on: SQLite runs its autocheckpoint inside
+      // the COMMIT call, after the lock is free but before we can ring the waiters or answer the
+      // batch, so the claims of every process waited for it. Kept when the WAL index cannot be read.
+      this.walIndex = WalIndex.open(this.db.name);
+      if (this.walIndex) this.db.pragma('wal_autocheckpoint = 0');
+    }
+    if (this.checkpointDue || !this.walIndex || this.walIndex.pending() < CHECKPOINT_FRAMES) return;
+    this.checkpointDue = true;
+    setImmediate(() => {
+      this.checkpointDue = false;
+      if (!this.db.open || this.db.inTransaction) return;
+      try {
+        this.db.pragma('wal_checkpoint(PASSIVE)');
+      } catch {
+        // busy or closed: the next commit past the mark tries again
+      }
+    });
   }
 
   private async drain(): Promise<void> {
@@ -211,6 +250,7 @@ class WriteBatcher {
           if (o.ok) w.resolve(o.value);
           else w.reject(o.error);
         });
+        this.checkpointSoon();
       }
     } finally {
       this.draining = false;
@@ -219,6 +259,45 @@ class WriteBatcher {
         this.draining = true;
         setImmediate(() => void this.drain());
       }
+    }
+  }
+}
+
+/**
+ * The WAL's length as the WAL index (`<file>-shm`, https://sqlite.org/walformat.html) records it:
+ * mxFrame (frames in the WAL, header offset 16) less nBackfill (frames already copied into the
+ * database, offset 96), both u32 in the machine's byte order. Only a hint for when to checkpoint:
+ * a torn or stale read makes a checkpoint early or late, never wrong.
+ */
+class WalIndex {
+  private readonly buf = Buffer.alloc(100);
+  private constructor(private readonly fd: number) {}
+
+  static open(filename: string): WalIndex | undefined {
+    try {
+      return new WalIndex(openSync(`${filename}-shm`, constants.O_RDONLY));
+    } catch {
+      return undefined;
+    }
+  }
+
+  pending(): number {
+    try {
+      if (readSync(this.fd, this.buf, 0, 100, 0) < 100) return 0;
+    } catch {
+      return 0;
+    }
+    const le = endianness() === 'LE';
+    const frames = le ? this.buf.readUInt32LE(16) : this.buf.readUInt32BE(16);
+    const backfilled = le ? this.buf.readUInt32LE(96) : this.buf.readUInt32BE(96);
+    return frames - backfilled;
+  }
+
+  close(): void {
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
     }
   }
 }

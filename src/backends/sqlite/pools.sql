@@ -7,10 +7,21 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AS now
 -- name: poolByName
 SELECT * FROM dibs_pools WHERE name = ?
 
+-- name: poolToClaim
+-- The pool as a claim reads it: never_parked = 1 while no code of the pool has ever needed the
+-- parked-code upkeep (migration 016), so the claim skips it.
+SELECT p.*, EXISTS (SELECT 1 FROM dibs_pools_never_parked n WHERE n.pool_id = p.id) AS never_parked
+FROM dibs_pools p WHERE p.name = ?
+
 -- name: insertPool
 INSERT INTO dibs_pools (name, per_claimant_limit, low_stock_threshold, metadata, starts_at, expires_at, max_redemptions, max_redemptions_per_claimant, public_codes, code_format, created_at)
 VALUES (@name, @perClaimantLimit, @lowStockThreshold, @metadata, @startsAt, @expiresAt, @maxRedemptions, @maxRedemptionsPerClaimant, @publicCodes, @codeFormat, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 ON CONFLICT (name) DO NOTHING
+
+-- name: insertNeverParked
+-- A new pool has no code to park yet: its claims skip the upkeep until a trigger of migration 016
+-- deletes this row.
+INSERT INTO dibs_pools_never_parked (pool_id) SELECT id FROM dibs_pools WHERE name = ?
 
 -- name: listPools
 SELECT * FROM dibs_pools WHERE name > ? ORDER BY name LIMIT ?

@@ -46,7 +46,9 @@ import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Sta
 const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
   'now',
   'poolByName',
+  'poolToClaim',
   'insertPool',
+  'insertNeverParked',
   'listPools',
   'updatePool',
   'maxHeldByOneClaimant',
@@ -173,6 +175,7 @@ export class SqlitePools implements PoolBackend {
     return write(this.db, this.options, () => {
       const { changes } = this.stmt.insertPool.run({ name: spec.name, ...settingsParams(spec) });
       if (changes === 0) throw refusal('pool_exists', { pool: spec.name });
+      this.stmt.insertNeverParked.run(spec.name);
       return toPool(this.pool(spec.name));
     });
   }
@@ -226,7 +229,8 @@ export class SqlitePools implements PoolBackend {
 
   async claim(pool: string, claimant: string, count: number, key: string | null): Promise<ClaimManyResult> {
     const outcome = await write(this.db, this.options, (): ClaimManyResult | { refused: DibsError } => {
-      const row = this.pool(pool);
+      const row = this.stmt.poolToClaim.get(pool) as (PoolRow & { never_parked: number }) | undefined;
+      if (!row) throw notFound('pool', pool);
       const answer = (status: ClaimManyResult['status'], codes: string[], replayed: boolean): ClaimManyResult => ({
         pool,
         claimant,
@@ -255,7 +259,7 @@ export class SqlitePools implements PoolBackend {
       try {
         take = judgeClaim(rulesOf(row), now, this.heldCodes(row.id, claimant).length, count);
         if (take === 0) return answer('already-held', [], false);
-        free = this.takeFree(row.id, now, take);
+        free = this.takeFree(row.id, now, take, row.never_parked === 1);
         if (free.length === 0) throw refusal('pool_sold_out', { pool });
       } catch (error) {
         // a spent key stays forgotten whatever the claim that found it answers (as on every store):
@@ -576,9 +580,11 @@ export class SqlitePools implements PoolBackend {
    * Up to `n` free codes that may be handed out now. Parked codes that are due come back first, a
    * bounded batch at a time: another batch only while the claim is still short and the last one
    * was full, so one claim never moves more than it needs, and a claim is never sold out while due
-   * codes wait.
+   * codes wait. A pool that never had a code to park or expire (`neverParked`, migration 016) has
+   * none to move: the upkeep is skipped.
    */
-  private takeFree(poolId: number, now: string, n: number): { id: number; code: string }[] {
+  private takeFree(poolId: number, now: string, n: number, neverParked: boolean): { id: number; code: string }[] {
+    if (neverParked) return this.stmt.takeFree.all({ pool: poolId, now, n }) as { id: number; code: string }[];
     this.stmt.parkExpired.run({ pool: poolId, now, batch: PARK_BATCH });
     for (;;) {
       const unparked = this.stmt.unparkDue.run({ pool: poolId, now, batch: PARK_BATCH }).changes;
