@@ -1550,6 +1550,8 @@ CREATE INDEX sale_holds_expiry ON dibs.sale_holds USING btree (expires_at) WHERE
 
 CREATE UNIQUE INDEX sale_holds_one_active ON dibs.sale_holds USING btree (sale_id, customer) WHERE (status = 'active'::text);
 
+CREATE INDEX sale_holds_sale_cart ON dibs.sale_holds USING btree (sale_id, cart_id) WHERE (cart_id IS NOT NULL);
+
 CREATE INDEX sale_holds_sale_expiry ON dibs.sale_holds USING btree (sale_id, expires_at) WHERE (status = 'active'::text);
 
 CREATE INDEX sale_orders_created_at ON dibs.sale_orders USING btree (sale_id, created_at);
