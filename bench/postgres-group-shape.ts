@@ -10,13 +10,16 @@
  *                    schema through its own migrations and its own src/ (loaded by path); a root may
  *                    carry store URL parameters of its own: `/path/to/tree?groupMax=32`
  *      SHAPE_CALLERS comma-separated caller counts (16), SHAPE_CLAIMS per run (3000),
- *      SHAPE_ROUNDS (3), SHAPE_PARAMS extra store URL parameters for the trees (e.g. groupConcurrency=2)
+ *      SHAPE_ROUNDS (3), SHAPE_PARAMS extra store URL parameters for the trees (e.g. groupConcurrency=2),
+ *      SHAPE_NO_FLUSH=1  a diagnosis only: the bench database (both sides) commits with
+ *                        synchronous_commit=off, to show what the commit flush costs each side
  * Everything runs in a database of its own (dropped at the end), so the sampler sees only this run.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import type { Dibs } from '../src/index.js';
 import { timeOps } from './lib/measure.js';
 import { loadNow, spread } from './lib/rounds.js';
 
@@ -77,6 +80,10 @@ interface Measured {
   seconds: number;
   /** Grouped statements' time in flight, summed (ms). */
   statementMs: number;
+  /** pg_stat_wal per claim, cluster-wide: bytes, full-page images, flushes (fsyncs). */
+  walBytes: number;
+  walFpi: number;
+  walSyncs: number;
 }
 
 async function main() {
@@ -84,6 +91,7 @@ async function main() {
   const admin = new pg.Client({ connectionString: URL_BASE });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${db}`);
+  if (process.env.SHAPE_NO_FLUSH === '1') await admin.query(`ALTER DATABASE ${db} SET synchronous_commit = off`);
   const dbUrl = new URL(URL_BASE);
   dbUrl.pathname = `/${db}`;
   const closers: (() => Promise<unknown>)[] = [];
@@ -100,7 +108,7 @@ async function main() {
     closers.push(() => raw.end());
 
     // Each tree: its own openDibs, and its ClaimGrouper's run patched to record each group's size.
-    const trees: { label: string; dibs: { pools: any; close(): Promise<void> }; groups: number[] }[] = [];
+    const trees: { label: string; dibs: Dibs; groups: number[] }[] = [];
     const patched = new Set<unknown>();
     for (const [t, tree] of TREES.entries()) {
       const [root, params] = tree.split('?') as [string, string | undefined];
@@ -149,6 +157,14 @@ async function main() {
           )
         ).rows.map((r) => r.pid);
       const walwriters = walWriterPids();
+      // cluster-wide (other databases' writes count too): a witness, not a measurement of this run alone
+      const wal = async () =>
+        (
+          await sampler.query<{ bytes: string; fpi: string; syncs: string }>(
+            'SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, wal_sync::text AS syncs FROM pg_stat_wal',
+          )
+        ).rows[0]!;
+      const walBefore = await wal();
       const before = new Map<number, number>();
       for (const pid of [...(await backends()), ...walwriters]) before.set(pid, ticks(pid));
       const waits = new Map<string, number>();
@@ -174,6 +190,8 @@ async function main() {
       sampling = false;
       recording = null;
       await sampling$;
+      const walAfter = await wal();
+      const walDelta = (k: 'bytes' | 'fpi' | 'syncs') => (Number(walAfter[k]) - Number(walBefore[k])) / CLAIMS;
       let pgTicks = 0;
       for (const pid of [...(await backends()), ...walwriters]) pgTicks += ticks(pid) - (before.get(pid) ?? 0);
       return {
@@ -185,6 +203,9 @@ async function main() {
         samples,
         seconds: run.seconds,
         statementMs: inStatementMs,
+        walBytes: walDelta('bytes'),
+        walFpi: walDelta('fpi'),
+        walSyncs: walDelta('syncs'),
       } satisfies Measured;
     };
 
@@ -242,6 +263,9 @@ async function main() {
       console.log(`  claims/s ${f(spread(runs.map((m) => m.claimsPerS)))}, vs raw ${f(spread(ratios), 2)}×`);
       console.log(
         `  CPU µs/claim: node ${f(spread(runs.map((m) => m.nodeCpuUsPerClaim)))}, postgres ${f(spread(runs.map((m) => m.pgCpuUsPerClaim)))}`,
+      );
+      console.log(
+        `  WAL per claim (cluster-wide): ${f(spread(runs.map((m) => m.walBytes)))} bytes, ${f(spread(runs.map((m) => m.walFpi)), 2)} full-page images, claims per flush ${f(spread(runs.map((m) => 1 / m.walSyncs)), 1)}`,
       );
       if (sizes.length) {
         const sorted = [...hist.entries()].sort((a, b) => a[0] - b[0]);
