@@ -7,7 +7,8 @@
  *
  *   node --import tsx bench/postgres-sale-shape.ts
  * env: SALE_TREES  comma-separated repo roots (default: this tree), each with its own schema and
- *                  its own src/ (loaded by path); SALE_CALLERS (16), SALE_OPS per run (1500),
+ *                  its own src/ (loaded by path); a root may carry store URL parameters of its own
+ *                  (`/path/to/tree?groupMax=24`); SALE_CALLERS (16), SALE_OPS per run (1500),
  *      SALE_ROUNDS (3)
  */
 import { resolve } from 'node:path';
@@ -53,7 +54,8 @@ async function main() {
     closers.push(() => raw.end());
     const trees: { label: string; dibs: Dibs }[] = [];
     const patched = new Set<unknown>();
-    for (const [t, root] of TREES.entries()) {
+    for (const [t, tree] of TREES.entries()) {
+      const [root, params] = tree.split('?') as [string, string | undefined];
       const mod = await import(pathToFileURL(resolve(root, 'src/index.ts')).href);
       const grouper = await import(pathToFileURL(resolve(root, 'src/backends/postgres/sale-grouper.ts')).href);
       const proto = grouper.SaleGrouper.prototype;
@@ -73,9 +75,10 @@ async function main() {
       const url = new URL(URL_BASE);
       url.searchParams.set('schema', `${tag}_t${t}`);
       url.searchParams.set('poolSize', String(CONNECTIONS));
+      for (const [k, v] of new URLSearchParams(params ?? '')) url.searchParams.set(k, v);
       const dibs: Dibs = await mod.openDibs(url.href);
       closers.push(() => dibs.close());
-      trees.push({ label: `tree${t} ${root}`, dibs });
+      trees.push({ label: `tree${t} ${tree}`, dibs });
     }
     let next = 0;
     const window = () => ({
