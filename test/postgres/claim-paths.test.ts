@@ -83,4 +83,19 @@ describe('postgres: fast and full claim statements follow rule changes made else
     assert.deepEqual([stats.claimed, stats.free], [1, 2]);
     assert.deepEqual(await admin.pools.audit('q'), []);
   });
+
+  it('a replayed key answers its own code, not the other codes its claimant holds (limit 3)', async () => {
+    // claim.sql answers a replay from the claimant's holdings filtered by the key: a claimant with
+    // codes under several keys must get back only the one the replayed key took
+    await admin.pools.create({ name: 'r', perClaimantLimit: 3 });
+    await admin.pools.importCodes('r', ['R-1', 'R-2', 'R-3', 'R-4']);
+    const one = await claimer.pools.claim('r', 'a', { idempotencyKey: 'k1' });
+    const two = await claimer.pools.claim('r', 'a', { idempotencyKey: 'k2' });
+    assert.notEqual(one.code, two.code);
+    const replay = await claimer.pools.claimMany('r', 'a', 1, { idempotencyKey: 'k1' });
+    assert.deepEqual([replay.status, replay.replayed], ['claimed', true]);
+    assert.deepEqual(replay.codes, [one.code], 'only the code k1 took');
+    assert.deepEqual([...replay.held].sort(), [one.code, two.code].sort());
+    assert.deepEqual(await admin.pools.audit('r'), []);
+  });
 });

@@ -136,10 +136,10 @@ SELECT
   (SELECT per_claimant_limit FROM p) AS per_claimant_limit,
   pr.claimant AS prior_claimant,
   pr.count AS prior_count,
-  ARRAY(SELECT m.code FROM mine m WHERE m.i = r.i AND m.claim_key = r.key ORDER BY m.claimed_at, m.id) AS key_codes,
-  ARRAY(SELECT m.code FROM mine m WHERE m.i = r.i ORDER BY m.claimed_at, m.id) AS held_before,
-  ARRAY(SELECT t.code FROM taken t WHERE t.i = r.i ORDER BY t.id) AS taken,
-  (SELECT count(*) FROM slots s WHERE s.i = r.i)::int AS room,
+  coalesce(km.codes, '{}') AS key_codes,
+  coalesce(hm.codes, '{}') AS held_before,
+  coalesce(tk.codes, '{}') AS taken,
+  coalesce(sl.n, 0)::int AS room,
   (SELECT count(*) FROM counted)::int + (SELECT count(*) FROM key_rows)::int AS writes,
   (SELECT n FROM free_seen) AS free_seen,
   (SELECT pool_window_state(starts_at, expires_at) FROM p) AS window_state,
@@ -148,5 +148,14 @@ SELECT
   $7::boolean AS settled,
   -- codes were locked but the rules changed under this statement: nothing taken, run it again
   (EXISTS (SELECT 1 FROM assigned) AND NOT EXISTS (SELECT 1 FROM counted)) AS stale
-FROM req r LEFT JOIN prior pr ON pr.i = r.i
+-- each request's codes and slots are gathered once per request here, not by a subquery per
+-- request over the whole group's rows (which grew with the square of the group's size)
+FROM req r
+LEFT JOIN prior pr ON pr.i = r.i
+LEFT JOIN (SELECT m.i, array_agg(m.code ORDER BY m.claimed_at, m.id) AS codes FROM mine m GROUP BY m.i) AS hm ON hm.i = r.i
+LEFT JOIN (
+  SELECT m.i, array_agg(m.code ORDER BY m.claimed_at, m.id) AS codes FROM mine m JOIN req q ON q.i = m.i AND m.claim_key = q.key GROUP BY m.i
+) AS km ON km.i = r.i
+LEFT JOIN (SELECT t.i, array_agg(t.code ORDER BY t.id) AS codes FROM taken t GROUP BY t.i) AS tk ON tk.i = r.i
+LEFT JOIN (SELECT s.i, count(*) AS n FROM slots s GROUP BY s.i) AS sl ON sl.i = r.i
 ORDER BY r.i
