@@ -165,10 +165,12 @@ interface CachedKey {
 const NO_HASH = '0'.repeat(64);
 
 function keyId(presented: string): string {
-  const match = KEY_FORMAT.exec(presented);
-  if (!match) throw new DibsError('unauthorized', 'the API key is malformed (expected dibs_<id>_<secret>)');
-  return match[1]!;
+  // test + slice: no match array and captured strings per request (the format fixes where the id is).
+  if (!KEY_FORMAT.test(presented))
+    throw new DibsError('unauthorized', 'the API key is malformed (expected dibs_<id>_<secret>)');
+  return presented.slice(KEY_ID_START, KEY_ID_START + 16);
 }
+const KEY_ID_START = 'dibs_'.length;
 
 function check(entry: CachedKey, presented: string): Principal {
   // The one-shot crypto.hash (Node >= 20.12; package.json asks for ^20.19): the key's sha256 is the
