@@ -57,6 +57,13 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SERVE = process.env.BENCH_SERVE ?? 'dist';
 /** Another build to run instead of ./dist (A/B comparisons of two builds; not rebuilt). */
 const DIST = process.env.BENCH_DIST ?? join(ROOT, 'dist');
+/**
+ * Another build's `dibs serve` run beside this one's in every round of `httpRounds` (an A/B of two
+ * builds in one run, e.g. the tree before a change): a copy of an older dist/ kept inside the
+ * checkout so its imports resolve (e.g. `.tmp/dist-old`, with `.tmp/package.json` a link to
+ * `../package.json`, which the service reads its version from).
+ */
+const AB_DIST = process.env.BENCH_AB_DIST;
 /** The service's LOG_LEVEL (`dibs serve` defaults to info: one access-log line per request, to stdout → /dev/null here). */
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -370,14 +377,17 @@ export interface HttpRounds {
   /** The bare route checking an API key first, then calling the library. */
   keyed: HttpRun[];
   service: HttpRun[];
+  /** `dibs serve` of the BENCH_AB_DIST build (empty without it). */
+  serviceB: HttpRun[];
 }
 
 /**
  * `rounds` rounds of `claims` claims per side on servers started ONCE and warmed up (`warmup`
  * unmeasured claims each): the library in-process, the bare route calling it, the bare route
  * checking an API key and calling it (the fair baseline: the service's auth is not optional), and
- * `dibs serve`. Each round runs every side once, back to back, in an order that turns around
- * every round (A B C D, D C B A, …), so a side is not always measured right after the same one.
+ * `dibs serve` (and, with BENCH_AB_DIST, another build's `dibs serve`). Each round runs every side
+ * once, back to back, in an order that turns around every round (A B C D, D C B A, …), so a side is
+ * not always measured right after the same one.
  *
  * Why not `httpSides` per round: a round of it starts fresh servers on freshly seeded stores, so
  * its two HTTP runs stand seconds of seeding apart, and on a shared machine the disk's fsync
@@ -429,11 +439,31 @@ export async function httpRounds(dir: string, roundCount: number, claims: number
       key,
     );
     servers.push(service);
+    let serviceB: Server | undefined;
+    if (AB_DIST) {
+      const storeB = await seeded('httpb');
+      const keyStoreB = await openDibs(storeB);
+      const { key: keyB } = await createApiKey(keyStoreB.backend.service, { name: 'bench', scopes: ['pools:claim'] });
+      await keyStoreB.close();
+      serviceB = await startServer(
+        [
+          join(AB_DIST, 'cli', 'main.js'),
+          ...serviceArgs.slice(cli.length),
+          '--workers',
+          String(WORKERS),
+          '--store',
+          storeB,
+        ],
+        /dibs is serving (http:\/\/\S+)/,
+        keyB,
+      );
+      servers.push(serviceB);
+    }
 
     await timeOps(warmup, CONNECTIONS, (i) => lib.pools.claim('bench', `warm-${i}`));
     for (const server of servers) await driveClaims(server, warmup, 'warm');
 
-    const runs: HttpRounds = { library: [], wrapper: [], keyed: [], service: [] };
+    const runs: HttpRounds = { library: [], wrapper: [], keyed: [], service: [], serviceB: [] };
     const sides: (() => Promise<void>)[] = [
       async () => {
         const r = runs.library.length;
@@ -443,6 +473,9 @@ export async function httpRounds(dir: string, roundCount: number, claims: number
       async () => void runs.wrapper.push(await driveClaims(wrapper, claims, `r${runs.wrapper.length}`)),
       async () => void runs.keyed.push(await driveClaims(keyed, claims, `r${runs.keyed.length}`)),
       async () => void runs.service.push(await driveClaims(service, claims, `r${runs.service.length}`)),
+      ...(serviceB
+        ? [async () => void runs.serviceB.push(await driveClaims(serviceB, claims, `r${runs.serviceB.length}`))]
+        : []),
     ];
     for (let r = 0; r < roundCount; r++) for (const side of r % 2 ? [...sides].reverse() : sides) await side();
     return runs;

@@ -41,7 +41,33 @@ export async function http(sizes: Sizes): Promise<Ratio[]> {
     const keyed = runs.keyed.map((r) => stats('bare route + key check + library', r, sizes.claims));
     const service = runs.service.map((r) => stats('dibs serve', r, sizes.claims));
     const during = `${load} → ${loadNow()}`;
+    // BENCH_AB_DIST: this build's `dibs serve` against another build's, slice by slice.
+    const other = runs.serviceB.map((r) => stats('dibs serve, BENCH_AB_DIST build', r, sizes.claims));
+    const ab =
+      other.length > 0
+        ? [
+            ratio(
+              `HTTP \`dibs serve\`, this build vs the BENCH_AB_DIST build (${STORE})`,
+              '—',
+              'claims/s',
+              other,
+              service,
+              perSecond,
+              during,
+            ),
+            ratio(
+              `HTTP \`dibs serve\`, this build vs the BENCH_AB_DIST build: CPU per request (${STORE})`,
+              '—',
+              'µs/request',
+              other,
+              service,
+              cpuPerRequest,
+              during,
+            ),
+          ]
+        : [];
     return [
+      ...ab,
       ratio(
         `HTTP \`dibs serve\` vs the library in-process (${STORE})`,
         '—',

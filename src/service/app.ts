@@ -26,6 +26,7 @@ import { registerErrorHandling } from './errors.js';
 import { inFlightTtl, registerIdempotency, type IdempotencyOptions } from './idempotency.js';
 import { ServiceMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
+import { requestLogger } from './request-logger.js';
 import { route } from './routing.js';
 import { sharedRateLimitStore } from './rate-limit-store.js';
 import { healthRoutes } from './routes/health.js';
@@ -101,6 +102,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   const closing = new AbortController();
   const app = Fastify({
     logger,
+    ...(logger ? { childLoggerFactory: requestLogger } : {}),
     logController: new AccessLog(),
     bodyLimit,
     // Honour a caller's request id (tracing across services), otherwise make one.

@@ -5,7 +5,7 @@
  */
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Dibs } from '../core/dibs.js';
 import { isDibsError } from '../core/errors.js';
 import { localName } from '../core/schemas.js';
@@ -14,11 +14,178 @@ import { DEFAULT_TENANT } from './auth/keys.js';
 /** Most pools reported by `dibs_pool_free_units` (a scrape must stay cheap). */
 const MAX_POOLS = 1000;
 
+/** One exported value, as prom-client's Registry reads it. */
+interface MetricValue {
+  labels: Record<string, string | number>;
+  sharedLabels?: Record<string, string>;
+  value: number;
+  metricName?: string;
+}
+
+/** Cells by their label values, one Map level per label (no key string built per lookup). */
+type CellTree<C> = Map<string | number, CellTree<C> | C>;
+
+/**
+ * A metric counted through a cell per label set: the hot path looks the cell up once by its label
+ * values and counts into it. prom-client's own `observe`/`inc` validate and hash the label object
+ * on every call, and a histogram finds its bucket by the bound used as a property name (a float
+ * turned into a string, twice): 1–2.5 µs per observation, and a claim request made three of them.
+ * Registered in a prom-client Registry and exported in prom-client's shape (`get`), so the
+ * registry writes the same text. Only the cell API is offered: nothing can count past it.
+ */
+abstract class CellMetric<L extends string, C> {
+  readonly aggregator = 'sum';
+  private readonly tree: CellTree<C> = new Map();
+  /** In the order they were made (the order prom-client exports label sets in). */
+  private readonly cells: C[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'histogram',
+    private readonly labelNames: readonly L[],
+    registers: Registry[],
+  ) {
+    for (const registry of registers) registry.registerMetric(this as never);
+  }
+
+  protected abstract newCell(labels: Record<string, string>): C;
+  protected abstract exported(cell: C): MetricValue[];
+
+  /**
+   * The cell of one label set, values in `labelNames` order, made on first use. A number and its
+   * string are two keys (two cells of the same labels): each label is given always as one or the other.
+   */
+  protected cellOf(values: readonly (string | number)[]): C {
+    if (values.length !== this.labelNames.length || values.length === 0)
+      throw new Error(`${this.name}: ${this.labelNames.length} label values expected, got ${values.length}`);
+    let level = this.tree;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = level.get(values[i]!) as CellTree<C> | undefined;
+      if (!next) level.set(values[i]!, (next = new Map()));
+      level = next;
+    }
+    return (level.get(values[last]!) as C | undefined) ?? this.made(level, values);
+  }
+
+  private made(level: CellTree<C>, values: readonly (string | number)[]): C {
+    const cell = this.newCell(Object.fromEntries(this.labelNames.map((label, i) => [label, String(values[i])])));
+    level.set(values.at(-1)!, cell);
+    this.cells.push(cell);
+    return cell;
+  }
+
+  /** What prom-client's Registry writes as text (`values` as prom-client's own metrics give them). */
+  async getForPromString() {
+    const values: MetricValue[] = [];
+    for (const cell of this.cells) values.push(...this.exported(cell));
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  /** The metric as JSON (`Registry.getMetricsAsJSON`): each value's shared labels folded into its labels. */
+  async get() {
+    const metric = await this.getForPromString();
+    return {
+      ...metric,
+      values: metric.values.map(({ sharedLabels, ...value }) => ({
+        ...value,
+        labels: { ...value.labels, ...sharedLabels },
+      })),
+    };
+  }
+
+  reset(): void {
+    this.tree.clear();
+    this.cells.length = 0;
+  }
+}
+
+export class CellCounter<L extends string> extends CellMetric<L, { labels: Record<string, string>; value: number }> {
+  constructor(config: { name: string; help: string; labelNames: readonly L[]; registers: Registry[] }) {
+    super(config.name, config.help, 'counter', config.labelNames, config.registers);
+  }
+
+  /** Adds 1 to the count of one label set (values in `labelNames` order). */
+  inc(...values: (string | number)[]): void {
+    this.cellOf(values).value++;
+  }
+
+  protected newCell(labels: Record<string, string>) {
+    return { labels, value: 0 };
+  }
+
+  protected exported({ labels, value }: { labels: Record<string, string>; value: number }): MetricValue[] {
+    return [{ labels: { ...labels }, value }];
+  }
+}
+
+/** One label set of a CellHistogram: counts per bucket (not cumulative; the last slot is above every bound). */
+export class HistogramCell {
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(
+    readonly labels: Record<string, string>,
+    private readonly bounds: readonly number[],
+  ) {
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`);
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    this.counts[i]!++;
+    this.sum += value;
+    this.count++;
+  }
+}
+
+export class CellHistogram<L extends string> extends CellMetric<L, HistogramCell> {
+  private readonly bounds: readonly number[];
+
+  constructor(config: {
+    name: string;
+    help: string;
+    labelNames: readonly L[];
+    buckets: number[];
+    registers: Registry[];
+  }) {
+    super(config.name, config.help, 'histogram', config.labelNames, config.registers);
+    this.bounds = [...config.buckets].sort((a, b) => a - b);
+  }
+
+  /** The cell of one label set (values in `labelNames` order): `.observe(value)` on it. */
+  cell(...values: (string | number)[]): HistogramCell {
+    return this.cellOf(values);
+  }
+
+  protected newCell(labels: Record<string, string>): HistogramCell {
+    return new HistogramCell(labels, this.bounds);
+  }
+
+  /** Cumulative buckets, +Inf, sum and count; the cell's labels shared by all (prom-client's shape and label order). */
+  protected exported(cell: HistogramCell): MetricValue[] {
+    const values: MetricValue[] = [];
+    const at = (metricName: string, value: number, labels: MetricValue['labels']) =>
+      values.push({ labels, sharedLabels: cell.labels, value, metricName });
+    let cumulative = 0;
+    this.bounds.forEach((bound, i) => at(`${this.name}_bucket`, (cumulative += cell.counts[i]!), { le: bound }));
+    at(`${this.name}_bucket`, cell.count, { le: '+Inf' });
+    at(`${this.name}_sum`, cell.sum, {});
+    at(`${this.name}_count`, cell.count, {});
+    return values;
+  }
+}
+
 export class ServiceMetrics {
   readonly registry = new Registry();
-  readonly claims: Counter<'kind' | 'outcome'>;
-  readonly claimSeconds: Histogram<'kind'>;
-  readonly requestSeconds: Histogram<'method' | 'route' | 'status'>;
+  readonly claims: CellCounter<'kind' | 'outcome'>;
+  readonly claimSeconds: CellHistogram<'kind'>;
+  readonly requestSeconds: CellHistogram<'method' | 'route' | 'status'>;
   readonly lockWaiters: Gauge;
 
   constructor(dibs: Dibs) {
@@ -26,20 +193,20 @@ export class ServiceMetrics {
     // `serve --workers N`: each worker answers scrapes with its own series, told apart by this label.
     if (cluster.isWorker) this.registry.setDefaultLabels({ worker: String(cluster.worker!.id) });
     collectDefaultMetrics({ register: this.registry, prefix: 'dibs_' });
-    this.claims = new Counter({
+    this.claims = new CellCounter({
       name: 'dibs_claims_total',
       help: 'Claims (pool codes, sale purchases and reservations) by outcome',
       labelNames: ['kind', 'outcome'],
       registers,
     });
-    this.claimSeconds = new Histogram({
+    this.claimSeconds = new CellHistogram({
       name: 'dibs_claim_duration_seconds',
       help: 'Time to answer a claim, store included',
       labelNames: ['kind'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    this.requestSeconds = new Histogram({
+    this.requestSeconds = new CellHistogram({
       name: 'dibs_http_request_duration_seconds',
       help: 'HTTP request latency by route',
       labelNames: ['method', 'route', 'status'],
@@ -101,26 +268,24 @@ export class ServiceMetrics {
     fn: () => Promise<T>,
     outcomeOf: (result: T) => string,
   ): Promise<T> {
-    const end = this.claimSeconds.startTimer({ kind });
+    const started = performance.now();
     try {
       const result = await fn();
-      this.claims.inc({ kind, outcome: outcomeOf(result) });
+      this.claims.inc(kind, outcomeOf(result));
       return result;
     } catch (error) {
-      this.claims.inc({ kind, outcome: isDibsError(error) ? error.code : 'error' });
+      this.claims.inc(kind, isDibsError(error) ? error.code : 'error');
       throw error;
     } finally {
-      end();
+      this.claimSeconds.cell(kind).observe((performance.now() - started) / 1000);
     }
   }
 
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? 'unknown';
-      this.requestSeconds.observe(
-        { method: request.method, route, status: String(reply.statusCode) },
-        reply.elapsedTime / 1000,
-      );
+      this.requestSeconds
+        .cell(request.method, request.routeOptions.url ?? 'unknown', reply.statusCode)
+        .observe(reply.elapsedTime / 1000);
       done();
     });
   }
