@@ -132,7 +132,9 @@ describe('OpenAPI contract: every operation answers as documented', () => {
   });
 
   it('sales: create, buy, reserve, confirm and replay, cancel, audit, forecasts, waiting room, wishlist', async () => {
-    const startsAt = new Date(Date.now() + 300).toISOString();
+    // far enough ahead for a loaded machine to create the sales and join early before the opening
+    const opensAt = Date.now() + 1500;
+    const startsAt = new Date(opensAt).toISOString();
     const endsAt = new Date(Date.now() + 3_600_000).toISOString();
     await ok('POST', '/v1/sales', { id: 'tour', sku: 'SKU-TOUR', startsAt, endsAt, cap: 50, perCustomerLimit: 5 });
     await ok('POST', '/v1/sales', { id: 'roomy', sku: 'SKU-ROOM', startsAt, endsAt, cap: 20, perCustomerLimit: 2 });
@@ -152,7 +154,7 @@ describe('OpenAPI contract: every operation answers as documented', () => {
     await ok('GET', '/v1/sales/tour');
     await ok('PATCH', '/v1/sales/tour', { metadata: { drop: 'contract' } });
     await ok('POST', '/v1/sales/doomed/cancel');
-    await new Promise((resolve) => setTimeout(resolve, 400)); // live
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, opensAt - Date.now()) + 100)); // live
 
     await ok('POST', '/v1/sales/tour/claims', { customer: 'c1' });
     const hold = (
