@@ -89,8 +89,10 @@ describe('sqlite: write turns across processes', () => {
     // Started together, taking turns, they all keep writing until near the end; a hog finishes
     // first while others have barely begun.
     const { from, to } = window(procs);
+    // a third, not a half: on a loaded machine one worker may be scheduled late after `go` (seen:
+    // all 4 writing for 1,456 of 3,200 rows), while a hog leaves a window of a few batches
     assert.ok(
-      to - from + 1 >= procs.length / 2,
+      to - from + 1 >= procs.length / 3,
       `all ${PROCESSES} were writing for only ${to - from + 1} of ${procs.length} rows`,
     );
     assert.ok(streak <= MAX_STREAK, `one process appended ${streak} rows in a row while the others waited`);
