@@ -56,9 +56,11 @@ type Op =
   | { kind: 'reserve'; customer: string; token: string; quantity: number; ttlMs: number };
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+/** An operation with when its caller asked: the contention deadline counts from the group's oldest. */
+type Queued = Op & { at: number };
 
 export class FirestoreWaitingRooms implements WaitingRoomBackend {
-  private readonly queue: GroupQueue<Op, unknown>;
+  private readonly queue: GroupQueue<Queued, unknown>;
 
   constructor(
     private readonly layout: Layout,
@@ -94,7 +96,7 @@ export class FirestoreWaitingRooms implements WaitingRoomBackend {
   }
 
   private submit<T>(saleId: string, op: Op): Promise<T> {
-    return this.queue.add(saleId, op) as Promise<T>;
+    return this.queue.add(saleId, { ...op, at: Date.now() }) as Promise<T>;
   }
 
   private roomRef(saleId: string): DocumentReference {
@@ -105,7 +107,7 @@ export class FirestoreWaitingRooms implements WaitingRoomBackend {
     return this.layout.sale(saleId).sale.collection('tickets').doc(encodeId(customer));
   }
 
-  private async runGroup(saleId: string, group: readonly Waiting<Op, unknown>[]): Promise<void> {
+  private async runGroup(saleId: string, group: readonly Waiting<Queued, unknown>[]): Promise<void> {
     const customers = [...new Set(group.flatMap((w) => ('customer' in w.request ? [w.request.customer] : [])))];
     const outcomes = await this.runner.run<Outcome[]>(
       async (tx, _n, attempt) => {
@@ -137,7 +139,7 @@ export class FirestoreWaitingRooms implements WaitingRoomBackend {
         return answers;
       },
       undefined,
-      { optimistic: true },
+      { optimistic: true, since: Math.min(...group.map((w) => w.request.at)) },
     );
     group.forEach((w, i) => {
       const outcome = outcomes[i]!;
