@@ -21,6 +21,8 @@ BEGIN
     o_outcome := 'not_found';
     RETURN;
   END IF;
+  -- Inside a group (sale_step_group) the counters its earlier steps added are not written yet.
+  s := sale_counts_pending(s);
   IF p_key IS NOT NULL THEN
     SELECT * INTO o_key FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
     IF FOUND THEN
