@@ -23,7 +23,10 @@ BEGIN
   -- A hold's sale never changes: lock it, then look at the hold as it is now.
   SELECT * INTO s FROM sales WHERE id = h.sale_id FOR UPDATE;
   -- Inside a group (sale_step_group) the counters its earlier steps added are not written yet.
-  s := sale_counts_pending(s);
+  IF current_setting('dibs.sale_defer', true) = h.sale_id THEN
+    s.sold := s.sold + current_setting('dibs.sale_d_sold')::integer;
+    s.held := s.held + current_setting('dibs.sale_d_held')::integer;
+  END IF;
   PERFORM sale_expire_stale(h.sale_id);
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF h.status = 'confirmed' THEN

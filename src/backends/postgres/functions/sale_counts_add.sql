@@ -3,8 +3,8 @@
 -- settings dibs.sale_d_sold / dibs.sale_d_held, and the group writes the row once at its end:
 -- every UPDATE of the hot row writes a new row version and WAL record, and a group of g steps
 -- paid that g times (about a quarter of a step's server time, bench/postgres-sale-row-cost.ts).
--- Steps of the group read the counters through sale_counts_pending, so each still sees the
--- counters its predecessors left. Elsewhere the row is updated at once, as before.
+-- Steps of the group add the amounts added so far to the counters they read (sale_take_open,
+-- sale_confirm), so each still sees the counters its predecessors left. Elsewhere the row is updated at once, as before.
 CREATE OR REPLACE FUNCTION sale_counts_add(p_sale text, p_sold integer, p_held integer) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -14,17 +14,5 @@ BEGIN
   END IF;
   PERFORM set_config('dibs.sale_d_sold', (current_setting('dibs.sale_d_sold')::integer + p_sold)::text, true),
           set_config('dibs.sale_d_held', (current_setting('dibs.sale_d_held')::integer + p_held)::text, true);
-END
-$$;
-
--- The sale row as its steps see it: the stored counters plus what sale_step_group has added up
--- for this sale and not yet written (nothing outside a group).
-CREATE OR REPLACE FUNCTION sale_counts_pending(s sales) RETURNS sales LANGUAGE plpgsql AS $$
-BEGIN
-  IF current_setting('dibs.sale_defer', true) IS NOT DISTINCT FROM s.id THEN
-    s.sold := s.sold + current_setting('dibs.sale_d_sold')::integer;
-    s.held := s.held + current_setting('dibs.sale_d_held')::integer;
-  END IF;
-  RETURN s;
 END
 $$;
