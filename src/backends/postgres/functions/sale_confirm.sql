@@ -22,6 +22,11 @@ BEGIN
   END IF;
   -- A hold's sale never changes: lock it, then look at the hold as it is now.
   SELECT * INTO s FROM sales WHERE id = h.sale_id FOR UPDATE;
+  -- Inside a group (sale_step_group) the counters its earlier steps added are not written yet.
+  IF current_setting('dibs.sale_defer', true) = h.sale_id THEN
+    s.sold := s.sold + current_setting('dibs.sale_d_sold')::integer;
+    s.held := s.held + current_setting('dibs.sale_d_held')::integer;
+  END IF;
   PERFORM sale_expire_stale(h.sale_id);
   SELECT * INTO h FROM sale_holds WHERE id = p_hold;
   IF h.status = 'confirmed' THEN
@@ -42,7 +47,10 @@ BEGIN
   END IF;
   INSERT INTO sale_orders (id, sale_id, customer, quantity, hold_id) VALUES (p_order_id, h.sale_id, h.customer, h.quantity, p_hold);
   UPDATE sale_holds SET status = 'confirmed', order_id = p_order_id WHERE id = p_hold;
-  UPDATE sales SET sold = sold + h.quantity, held = held - h.quantity WHERE id = h.sale_id RETURNING * INTO s;
+  -- Written at once, or once at the end of a group (sale_counts_add). Only s.sold is read below
+  -- (s.held would still count holds sale_expire_stale just took off).
+  PERFORM sale_counts_add(h.sale_id, h.quantity, -h.quantity);
+  s.sold := s.sold + h.quantity;
   IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
     INSERT INTO outbox (type, idempotency_key, sale, payload)
     VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))

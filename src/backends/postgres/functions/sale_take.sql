@@ -60,7 +60,10 @@ BEGIN
   END IF;
   IF kind = 'buy' THEN
     INSERT INTO sale_orders (id, sale_id, customer, quantity) VALUES (p_new_id, p_sale, p_customer, p_quantity);
-    UPDATE sales SET sold = sold + p_quantity WHERE id = p_sale RETURNING * INTO s;
+    -- The counters go through sale_counts_add (written at once, or once at the end of a group);
+    -- s is the locked row with every earlier step's counts, so it is the row as updated.
+    PERFORM sale_counts_add(p_sale, p_quantity, 0);
+    s.sold := s.sold + p_quantity;
     IF s.cap IS NOT NULL AND s.sold >= s.cap THEN
       INSERT INTO outbox (type, idempotency_key, sale, payload)
       VALUES ('sale.sold_out', 'sale.sold_out:' || s.id, s.id, jsonb_build_object('sale', s.id, 'sku', s.sku, 'sold', s.sold, 'cap', s.cap))
@@ -69,12 +72,12 @@ BEGIN
     result_id := p_new_id;
   ELSIF own_id IS NOT NULL THEN
     UPDATE sale_holds SET quantity = p_quantity, expires_at = now() + make_interval(secs => p_ttl_ms / 1000) WHERE id = own_id;
-    UPDATE sales SET held = held + p_quantity - own WHERE id = p_sale;
+    PERFORM sale_counts_add(p_sale, 0, p_quantity - own);
     result_id := own_id;
   ELSE
     INSERT INTO sale_holds (id, sale_id, customer, quantity, expires_at)
     VALUES (p_new_id, p_sale, p_customer, p_quantity, now() + make_interval(secs => p_ttl_ms / 1000));
-    UPDATE sales SET held = held + p_quantity WHERE id = p_sale;
+    PERFORM sale_counts_add(p_sale, 0, p_quantity);
     result_id := p_new_id;
   END IF;
   IF p_key IS NOT NULL THEN

@@ -21,6 +21,12 @@ BEGIN
     o_outcome := 'not_found';
     RETURN;
   END IF;
+  -- Inside a group (sale_step_group) the counters its earlier steps added are not written yet.
+  -- (Inline rather than a function: a composite in and out of a plpgsql call costs more.)
+  IF current_setting('dibs.sale_defer', true) = p_sale THEN
+    s.sold := s.sold + current_setting('dibs.sale_d_sold')::integer;
+    s.held := s.held + current_setting('dibs.sale_d_held')::integer;
+  END IF;
   IF p_key IS NOT NULL THEN
     SELECT * INTO o_key FROM sale_keys WHERE sale_id = p_sale AND key = p_key;
     IF FOUND THEN
