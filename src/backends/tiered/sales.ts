@@ -185,11 +185,20 @@ export class TieredSales implements SaleBackend {
         case 'refused':
           throw refusedReply(reply, { sale: saleId, customer });
         case 'replay': {
-          const [who, qty, id] = reply[1].split('\t');
+          const [who, qty, id, won] = reply[1].split('\t');
           judgeSaleKey(key!, { kind: 'buy', customer: who!, quantity: Number(qty) }, 'buy', customer, quantity);
           const order = await this.grants.getOrder(id!);
           if (order) return { order, replayed: true };
-          // Decided here but not (yet) in the ledger: the ledger path decides (and keeps) the key.
+          // Decided here but not (yet) in the ledger: the first request's write is still under way
+          // (or its process died). Write that same win — its order id, its grant — so the unit Redis
+          // gave the first request is the one sold. Selling from the ledger instead took a second
+          // unit, and the first request, finding the key taken, gave its unit back late: once the
+          // storm's other buyers had all been told sold_out, it stayed unsold (sold 9 of 10).
+          // Records of earlier builds name no grant: the ledger path decides (and keeps) the key.
+          if (won) {
+            const taken = await this.grants.takeGranted(saleId, won, customer, quantity, key, id!);
+            if (taken.outcome !== 'revoked') return { order: taken.order, replayed: true };
+          }
           return this.ledgerBuy(saleId, customer, quantity, key, false);
         }
         case 'refill':
@@ -229,6 +238,9 @@ export class TieredSales implements SaleBackend {
     }
     if (taken.outcome === 'ok') return { order: taken.order, replayed: false };
     if (taken.outcome === 'replay') {
+      // A retry of this request found its win not yet written and wrote it (fastBuy, 'replay'):
+      // this win's unit is the order's; nothing goes back.
+      if (taken.order.id === orderId) return { order: taken.order, replayed: false };
       await this.giveBack(saleId, grant, customer, quantity, null, 'give');
       return { order: taken.order, replayed: true };
     }

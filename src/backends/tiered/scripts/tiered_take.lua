@@ -4,7 +4,9 @@
 -- consumes the unit of that grant again, so a wrong or late answer here can never oversell.
 -- KEYS[1] state hash {grant, left, limit, ends (ms), mode fast|ledger|reconciling, soldout_until, refill_until,
 --   gen: the newest grant this state was given ('0' none), kept when the grant is sealed or dropped}
--- KEYS[2] customers hash (customer -> units decided here), KEYS[3] keys hash (idempotency key -> "customer\tqty\torder")
+-- KEYS[2] customers hash (customer -> units decided here), KEYS[3] keys hash (idempotency key -> "customer\tqty\torder\tgrant": the grant the
+--   win is to be written against, so a retry that finds the win not yet written writes it itself; records
+--   of earlier builds have no grant)
 -- ARGV[1] customer, ARGV[2] quantity, ARGV[3] idempotency key ('' = none), ARGV[4] id for the new order,
 -- ARGV[5] lease in ms for the one caller sent to reconcile/refill
 -- Replies:
@@ -12,7 +14,7 @@
 --                             holds a reconciling lease and must reconcile with the ledger, then install
 --   {'busy'}                  another caller is reconciling or refilling: retry shortly
 --   {'ledger'}                this sale is sold by the ledger path (not live, unlimited, waiting room, over)
---   {'replay', record}        the key was decided here before ("customer\tqty\torder")
+--   {'replay', record}        the key was decided here before ("customer\tqty\torder\tgrant")
 --   {'refused', reason, field, value, …}  a refusal by its id in core/refusals.ts: sale_limit (the
 --                             customer's units decided here plus this one exceed the limit), or
 --                             sale_sold_out (the ledger had nothing left to grant, recently:
@@ -54,5 +56,5 @@ if left < qty then
 end
 redis.call('HINCRBY', st, 'left', -qty)
 redis.call('HINCRBY', cust, customer, qty)
-if key ~= '' then redis.call('HSET', keys, key, customer .. '\t' .. qty .. '\t' .. order) end
+if key ~= '' then redis.call('HSET', keys, key, customer .. '\t' .. qty .. '\t' .. order .. '\t' .. f[7]) end
 return { 'ok', f[7] }
