@@ -22,8 +22,8 @@ interface MetricValue {
   metricName?: string;
 }
 
-/** Cells by their label values, one Map level per label (no key string built per lookup). */
-type CellTree<C> = Map<string | number, CellTree<C> | C>;
+/** Label values joined into one map key (no label value here contains NUL). */
+const cellKey = (values: readonly string[]) => (values.length === 1 ? values[0]! : values.join('\u0000'));
 
 /**
  * A metric counted through a cell per label set: the hot path looks the cell up once by its label
@@ -35,9 +35,7 @@ type CellTree<C> = Map<string | number, CellTree<C> | C>;
  */
 abstract class CellMetric<L extends string, C> {
   readonly aggregator = 'sum';
-  private readonly tree: CellTree<C> = new Map();
-  /** In the order they were made (the order prom-client exports label sets in). */
-  private readonly cells: C[] = [];
+  private readonly cells = new Map<string, C>();
 
   constructor(
     readonly name: string,
@@ -52,34 +50,23 @@ abstract class CellMetric<L extends string, C> {
   protected abstract newCell(labels: Record<string, string>): C;
   protected abstract exported(cell: C): MetricValue[];
 
-  /**
-   * The cell of one label set, values in `labelNames` order, made on first use. A number and its
-   * string are two keys (two cells of the same labels): each label is given always as one or the other.
-   */
-  protected cellOf(values: readonly (string | number)[]): C {
-    if (values.length !== this.labelNames.length || values.length === 0)
-      throw new Error(`${this.name}: ${this.labelNames.length} label values expected, got ${values.length}`);
-    let level = this.tree;
-    const last = values.length - 1;
-    for (let i = 0; i < last; i++) {
-      let next = level.get(values[i]!) as CellTree<C> | undefined;
-      if (!next) level.set(values[i]!, (next = new Map()));
-      level = next;
+  /** The cell of one label set, values in `labelNames` order, made on first use. */
+  protected cellOf(values: readonly string[]): C {
+    const key = cellKey(values);
+    let cell = this.cells.get(key);
+    if (!cell) {
+      if (values.length !== this.labelNames.length)
+        throw new Error(`${this.name}: ${this.labelNames.length} label values expected, got ${values.length}`);
+      const labels = Object.fromEntries(this.labelNames.map((label, i) => [label, values[i]!]));
+      this.cells.set(key, (cell = this.newCell(labels)));
     }
-    return (level.get(values[last]!) as C | undefined) ?? this.made(level, values);
-  }
-
-  private made(level: CellTree<C>, values: readonly (string | number)[]): C {
-    const cell = this.newCell(Object.fromEntries(this.labelNames.map((label, i) => [label, String(values[i])])));
-    level.set(values.at(-1)!, cell);
-    this.cells.push(cell);
     return cell;
   }
 
   /** What prom-client's Registry writes as text (`values` as prom-client's own metrics give them). */
   async getForPromString() {
     const values: MetricValue[] = [];
-    for (const cell of this.cells) values.push(...this.exported(cell));
+    for (const cell of this.cells.values()) values.push(...this.exported(cell));
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 
@@ -96,8 +83,7 @@ abstract class CellMetric<L extends string, C> {
   }
 
   reset(): void {
-    this.tree.clear();
-    this.cells.length = 0;
+    this.cells.clear();
   }
 }
 
@@ -107,7 +93,7 @@ export class CellCounter<L extends string> extends CellMetric<L, { labels: Recor
   }
 
   /** Adds 1 to the count of one label set (values in `labelNames` order). */
-  inc(...values: (string | number)[]): void {
+  inc(...values: string[]): void {
     this.cellOf(values).value++;
   }
 
@@ -159,7 +145,7 @@ export class CellHistogram<L extends string> extends CellMetric<L, HistogramCell
   }
 
   /** The cell of one label set (values in `labelNames` order): `.observe(value)` on it. */
-  cell(...values: (string | number)[]): HistogramCell {
+  cell(...values: string[]): HistogramCell {
     return this.cellOf(values);
   }
 
@@ -284,7 +270,7 @@ export class ServiceMetrics {
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
       this.requestSeconds
-        .cell(request.method, request.routeOptions.url ?? 'unknown', reply.statusCode)
+        .cell(request.method, request.routeOptions.url ?? 'unknown', String(reply.statusCode))
         .observe(reply.elapsedTime / 1000);
       done();
     });
