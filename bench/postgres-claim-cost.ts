@@ -18,6 +18,7 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { timeOps } from './lib/measure.js';
 import { loadNow, spread } from './lib/rounds.js';
+import { RAW_CLAIM, RAW_SCHEMA } from './lib/raw-claim.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const TREES = (process.env.COST_TREES ?? resolve(import.meta.dirname, '..')).split(',');
@@ -66,14 +67,6 @@ const VARIANTS: Record<string, { sql: (sql: string) => string; ddl?: string; ddl
     ddl: 'DROP TRIGGER codes_park_update ON codes; DROP INDEX codes_parked; DROP INDEX codes_free_expiring; DROP INDEX codes_claim_key; DROP INDEX codes_claimed_at',
   },
 };
-
-const RAW_SCHEMA = `
-  CREATE TABLE raw_codes (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, claimant text, rnd double precision NOT NULL DEFAULT random());
-  CREATE INDEX raw_codes_free ON raw_codes (rnd) WHERE claimant IS NULL;
-  CREATE UNIQUE INDEX raw_codes_claimant ON raw_codes (claimant) WHERE claimant IS NOT NULL;`;
-const RAW_CLAIM = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL AND rnd >= $2 ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
 
 interface Side {
   label: string;

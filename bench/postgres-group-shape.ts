@@ -22,6 +22,7 @@ import pg from 'pg';
 import type { Dibs } from '../src/index.js';
 import { timeOps } from './lib/measure.js';
 import { loadNow, spread } from './lib/rounds.js';
+import { RAW_CLAIM, RAW_CLAIM_WRAP, RAW_SCHEMA } from './lib/raw-claim.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const TREES = (process.env.SHAPE_TREES ?? resolve(import.meta.dirname, '..')).split(',');
@@ -31,17 +32,6 @@ const ROUNDS = Number(process.env.SHAPE_ROUNDS ?? 3);
 const EXTRA = new URLSearchParams(process.env.SHAPE_PARAMS ?? '');
 const CONNECTIONS = 16;
 const TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
-
-const RAW_SCHEMA = `
-  CREATE TABLE raw_codes (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, claimant text, rnd double precision NOT NULL DEFAULT random());
-  CREATE INDEX raw_codes_free ON raw_codes (rnd) WHERE claimant IS NULL;
-  CREATE UNIQUE INDEX raw_codes_claimant ON raw_codes (claimant) WHERE claimant IS NOT NULL;`;
-const RAW_CLAIM = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL AND rnd >= $2 ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
-const RAW_CLAIM_WRAP = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
 
 /** CPU ticks of a process (utime + stime), 0 when it is gone. */
 function ticks(pid: number): number {

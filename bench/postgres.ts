@@ -12,6 +12,7 @@
 import pg from 'pg';
 import { openDibs } from '../src/index.js';
 import { printTable, summarise, timeOps, type RunStats } from './lib/measure.js';
+import { RAW_CLAIM, RAW_CLAIM_WRAP, RAW_SCHEMA } from './lib/raw-claim.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const CODES = Number(process.env.BENCH_PG_CODES ?? 1_000_000);
@@ -19,19 +20,6 @@ const CLAIMS = Number(process.env.BENCH_PG_CLAIMS ?? 20_000);
 const CONNECTIONS = Number(process.env.BENCH_PG_CONNECTIONS ?? 16);
 /** In-flight claims for the grouped run: a busy service has many more requests than connections. */
 const GROUPED_CALLERS = Number(process.env.BENCH_PG_GROUPED_CALLERS ?? 128);
-
-// The baseline: the claim DESIGN.md describes, nothing else — random start point, SKIP LOCKED,
-// wrap-around, a unique index that forbids a second holding. No idempotency, no counters.
-const RAW_SCHEMA = `
-  CREATE TABLE raw_codes (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, claimant text, rnd double precision NOT NULL DEFAULT random());
-  CREATE INDEX raw_codes_free ON raw_codes (rnd) WHERE claimant IS NULL;
-  CREATE UNIQUE INDEX raw_codes_claimant ON raw_codes (claimant) WHERE claimant IS NOT NULL;`;
-const RAW_CLAIM = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL AND rnd >= $2 ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
-const RAW_CLAIM_WRAP = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
 
 function storeUrl(schema: string, params: Record<string, string>): string {
   const url = new URL(URL_BASE);

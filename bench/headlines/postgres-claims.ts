@@ -8,20 +8,10 @@ import { openDibs, type Dibs } from '../../src/index.js';
 import { summarise, timeOps } from '../lib/measure.js';
 import { figure, interleave, loadNow, perSecond, ratio, type Ratio } from '../lib/rounds.js';
 import type { Sizes } from './sizes.js';
+import { RAW_CLAIM, RAW_CLAIM_WRAP, RAW_SCHEMA } from '../lib/raw-claim.js';
 
 const URL_BASE = process.env.BENCH_PG_URL ?? process.env.DIBS_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const CONNECTIONS = 16;
-
-const RAW_SCHEMA = `
-  CREATE TABLE raw_codes (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, claimant text, rnd double precision NOT NULL DEFAULT random());
-  CREATE INDEX raw_codes_free ON raw_codes (rnd) WHERE claimant IS NULL;
-  CREATE UNIQUE INDEX raw_codes_claimant ON raw_codes (claimant) WHERE claimant IS NOT NULL;`;
-const RAW_CLAIM = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL AND rnd >= $2 ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
-const RAW_CLAIM_WRAP = `UPDATE raw_codes SET claimant = $1
-  WHERE id = (SELECT id FROM raw_codes WHERE claimant IS NULL ORDER BY rnd LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING code`;
 
 const codes = function* (prefix: string, n: number) {
   for (let i = 0; i < n; i++) yield `${prefix}-${i.toString(36)}-${(i * 7919).toString(36)}`;
