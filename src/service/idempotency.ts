@@ -60,8 +60,10 @@ export function registerIdempotency(app: FastifyInstance, store: ServiceStore, o
     const fingerprint = fingerprintOf(request);
     // A lock acquire may wait up to `waitMs` before answering: keep its key in flight that long too.
     const waitMs = (request.body as { waitMs?: unknown } | null)?.waitMs;
+    // Read before the route's schema has judged the body: any number may be here (a fraction broke
+    // the stores' integer TTLs — a 500 found by the fuzzer), so whole milliseconds, bounded.
     const inFlightTtlMs =
-      options.inFlightTtlMs + (typeof waitMs === 'number' && waitMs > 0 ? Math.min(waitMs, 86_400_000) : 0);
+      options.inFlightTtlMs + (typeof waitMs === 'number' && waitMs > 0 ? Math.min(Math.ceil(waitMs), 86_400_000) : 0);
     const begun = await store.beginIdempotent(scope, key, fingerprint, inFlightTtlMs);
     if (begun.state === 'started') {
       request.idempotency = { scope, key };

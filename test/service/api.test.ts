@@ -468,6 +468,26 @@ describe('HTTP API', () => {
   });
 
   describe('locks and counters', () => {
+    it('an Idempotency-Key with a fractional waitMs in the body gets a 4xx, not a 500 (its TTL is whole ms)', async () => {
+      // the idempotency hook reads waitMs before the route's schema judges the body (found by the fuzzer)
+      const acquire = await json(
+        'POST',
+        '/v1/locks/frac/acquire',
+        { ttlMs: 5000, waitMs: 0.000122 },
+        {
+          'idempotency-key': 'frac-1',
+        },
+      );
+      assert.ok(acquire.statusCode < 500, acquire.body);
+      const other = await json(
+        'POST',
+        '/v1/pools/none/claims',
+        { claimant: 'a', waitMs: 1.5 },
+        { 'idempotency-key': 'frac-2' },
+      );
+      assert.ok(other.statusCode < 500, other.body);
+    });
+
     it('acquires, renews and releases a lease; only the owner token counts; fences grow', async () => {
       const first = await json('POST', '/v1/locks/report-job/acquire', { ttlMs: 5000 });
       assert.equal(first.statusCode, 201, first.body);
