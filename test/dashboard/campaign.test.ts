@@ -149,7 +149,12 @@ describe('running a campaign from the dashboard (headless Chromium)', { skip, ti
     await page.getByLabel('Find a customer').fill(caller.customer);
     await page.getByLabel('Find a customer').press('Enter');
     await page.locator('#hold-rows tr[data-hold]').first().waitFor();
-    await page.waitForFunction(`document.querySelectorAll('#hold-rows tr[data-hold]').length === 1`);
+    // polled from here, not page.waitForFunction: a string predicate is evaluated in the page, which
+    // the dashboard's CSP (script-src 'self') refuses whenever the first check is not already true
+    for (const until = Date.now() + 10_000; (await page.locator('#hold-rows tr[data-hold]').count()) !== 1; ) {
+      assert.ok(Date.now() < until, 'the search leaves one hold row');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     assert.equal(await page.locator('#hold-rows tr[data-hold]').getAttribute('data-customer'), caller.customer);
     await shot('12-sale-customer');
     await page.getByRole('button', { name: `Cancel the hold of ${caller.customer}` }).click();
