@@ -15,6 +15,7 @@
 import type pg from 'pg';
 import type { PgOptions } from './connection.js';
 import { quoteIdent } from './identifiers.js';
+import { type Query, wrapQuery } from './query-wrap.js';
 
 const BEGINS = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const ENDS = /^\s*(COMMIT|END|ABORT|ROLLBACK)\s*(;|$|\s+(WORK|TRANSACTION)\b|\s+AND\s+)/i;
@@ -31,7 +32,6 @@ export function localSettings(
   ].join('; ');
 }
 
-type Query = (...args: unknown[]) => unknown;
 const wrapped = new WeakSet<pg.ClientBase>();
 
 /** Makes one connection transaction-scoped (idempotent). */
@@ -86,23 +86,8 @@ export function scopeToTransactions(client: pg.ClientBase, settings: string): vo
     }
   };
 
-  (client as unknown as { query: Query }).query = (...args: unknown[]) => {
-    const [config] = args;
-    // Streams (COPY): run as given; dibs only copies inside a transaction it began.
-    if (config && typeof (config as { submit?: unknown }).submit === 'function') return original(...args);
-    const callback =
-      typeof args[args.length - 1] === 'function'
-        ? (args.pop() as (error: unknown, result?: unknown) => void)
-        : undefined;
-    const values = args[1];
-    const promise = run(config, values);
-    if (!callback) return promise;
-    promise.then(
-      (result) => callback(null, result),
-      (error: unknown) => callback(error),
-    );
-    return undefined;
-  };
+  // streams (COPY) run as given: dibs only copies inside a transaction it began
+  wrapQuery(client, () => true, run, original);
 }
 
 function unname(config: pg.QueryConfig): pg.QueryConfig {

@@ -14,6 +14,7 @@
  */
 import type pg from 'pg';
 import { quoteIdent } from './identifiers.js';
+import { type Query, wrapQuery } from './query-wrap.js';
 
 /** The routine that raises it (never translated, unlike the message), with the English text as a second witness. */
 export function isStalePlan(error: unknown): boolean {
@@ -25,7 +26,6 @@ export function isStalePlan(error: unknown): boolean {
 }
 
 const WRAPPED = Symbol('dibs.replanStaleStatements');
-type Query = (...args: unknown[]) => unknown;
 interface Internals {
   connection?: { parsedStatements?: Record<string, string> };
   getTransactionStatus?: () => string | null;
@@ -33,7 +33,7 @@ interface Internals {
 
 /** Wraps one connection's `query` so a statement made stale by a schema change is prepared again (idempotent). */
 export function replanStaleStatements(client: pg.ClientBase): void {
-  const internals = client as unknown as Internals & { query: Query; [WRAPPED]?: true };
+  const internals = client as unknown as Internals & { [WRAPPED]?: true };
   if (internals[WRAPPED]) return;
   internals[WRAPPED] = true;
   const original = client.query.bind(client) as Query;
@@ -67,21 +67,6 @@ export function replanStaleStatements(client: pg.ClientBase): void {
     }
   };
 
-  internals.query = (...args: unknown[]) => {
-    const [config] = args;
-    // streams (COPY, cursors) and plain text run as given: only named statements are cached
-    if (!config || typeof config !== 'object' || typeof (config as { submit?: unknown }).submit === 'function')
-      return original(...args);
-    const callback =
-      typeof args[args.length - 1] === 'function'
-        ? (args.pop() as (error: unknown, result?: unknown) => void)
-        : undefined;
-    const promise = run(config, args[1]);
-    if (!callback) return promise;
-    promise.then(
-      (result) => callback(null, result),
-      (error: unknown) => callback(error),
-    );
-    return undefined;
-  };
+  // only named statements are cached: every other call (plain text, unnamed, streams) runs as given
+  wrapQuery(client, (config) => typeof (config as { name?: unknown } | null)?.name === 'string', run, original);
 }
