@@ -50,7 +50,7 @@ import { holdFromRow, orderFromRow, type SaleKeyRow } from '../shared/sale-rows.
 import { loadQueries } from '../shared/sql-files.js';
 import { query, withTransaction } from './connection.js';
 import { SaleGrouper, type ConfirmRow, type HoldRow, type OrderRow, type TakeRow } from './sale-grouper.js';
-import { roomCounterViolations } from '../shared/room-audit.js';
+import { roomCounterViolations, ticketsByStatus } from '../shared/room-audit.js';
 import { auditCartsOfSale, PostgresCarts } from './carts.js';
 
 const Q = loadQueries(new URL('./sales.sql', import.meta.url), [
@@ -496,10 +496,8 @@ export class PgSales implements SaleBackend {
         violations.push(...(await auditCartsOfSale(client, id)));
         const counters = (await client.query<Record<string, number>>(Q.roomCounters, [id])).rows[0];
         if (counters) {
-          const tickets: Record<string, number> = {};
-          for (const { status, n } of (await client.query<{ status: string; n: number }>(Q.roomTickets, [id])).rows)
-            tickets[status] = n;
-          violations.push(...roomCounterViolations(id, counters, tickets));
+          const tickets = (await client.query<{ status: string; n: number }>(Q.roomTickets, [id])).rows;
+          violations.push(...roomCounterViolations(id, counters, ticketsByStatus(tickets)));
         }
         return violations;
       },

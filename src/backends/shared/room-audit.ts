@@ -29,3 +29,10 @@ export function roomCounterViolations(
   }
   return violations;
 }
+
+/** The tickets counted by status, from a `GROUP BY status` query's rows. */
+export function ticketsByStatus(rows: readonly { status: string; n: number }[]): Record<string, number> {
+  const counted: Record<string, number> = {};
+  for (const { status, n } of rows) counted[status] = n;
+  return counted;
+}

@@ -29,7 +29,7 @@ import type {
 import { CHANNELS } from '../../core/sales/rules.js';
 import type { OutboxEvent, Page } from '../../core/types.js';
 import { holdFromRow, orderFromRow, type HoldRowOf, type OrderRowOf, type SaleKeyRow } from '../shared/sale-rows.js';
-import { roomCounterViolations } from '../shared/room-audit.js';
+import { roomCounterViolations, ticketsByStatus } from '../shared/room-audit.js';
 import { sqlCartViolations } from '../shared/sql-cart-audit.js';
 import { loadQueries } from '../shared/sql-files.js';
 import { read, write, prepareAll, toEvent, type Db, type SqliteOptions, type Statements } from './database.js';
@@ -524,10 +524,8 @@ export class SqliteSales implements SaleBackend {
           violations.push(...sqlCartViolations(id, this.carts.auditRows(id), now));
           const counters = this.stmt.roomCounters.get(id) as Record<string, number> | undefined;
           if (counters) {
-            const ledger: Record<string, number> = {};
-            for (const { status, n } of this.stmt.roomTickets.all(id) as { status: string; n: number }[])
-              ledger[status] = n;
-            violations.push(...roomCounterViolations(id, counters, ledger));
+            const tickets = this.stmt.roomTickets.all(id) as { status: string; n: number }[];
+            violations.push(...roomCounterViolations(id, counters, ticketsByStatus(tickets)));
           }
           return violations;
         })
