@@ -269,6 +269,9 @@ class WriteBatcher {
  * database, offset 96), both u32 in the machine's byte order. Only a hint for when to checkpoint:
  * a torn or stale read makes a checkpoint early or late, never wrong.
  */
+/** The WAL index is in the machine's byte order. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
 class WalIndex {
   private readonly buf = Buffer.alloc(100);
   private constructor(private readonly fd: number) {}
@@ -287,9 +290,8 @@ class WalIndex {
     } catch {
       return 0;
     }
-    const le = endianness() === 'LE';
-    const frames = le ? this.buf.readUInt32LE(16) : this.buf.readUInt32BE(16);
-    const backfilled = le ? this.buf.readUInt32LE(96) : this.buf.readUInt32BE(96);
+    const frames = LITTLE_ENDIAN ? this.buf.readUInt32LE(16) : this.buf.readUInt32BE(16);
+    const backfilled = LITTLE_ENDIAN ? this.buf.readUInt32LE(96) : this.buf.readUInt32BE(96);
     return frames - backfilled;
   }
 
