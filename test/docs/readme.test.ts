@@ -67,6 +67,8 @@ const TSX = import.meta.resolve('tsx');
 const MARKDOWN = new URL('./markdown.ts', import.meta.url).href;
 /** A bound for a hung step, not a speed check (a CLI spawn once took 30 s at load 20). */
 const STEP_TIMEOUT_MS = 120_000;
+/** The same for a full build of the tree (tsc over src/ took over 120 s at load 44). */
+const BUILD_TIMEOUT_MS = 360_000;
 
 interface Run {
   code: number | null;
@@ -96,7 +98,10 @@ function run(
             ? (error as { code: number }).code
             : null
           : 0;
-        resolve({ code, stdout, stderr: stderr + (error && code === null ? `\n${error.message}` : '') });
+        const killed = error?.killed
+          ? ` (killed by ${error.signal} after ${options.timeoutMs ?? STEP_TIMEOUT_MS} ms)`
+          : '';
+        resolve({ code, stdout, stderr: stderr + (error && code === null ? `\n${error.message}${killed}` : '') });
       },
     );
   });
@@ -133,7 +138,7 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
+describe('README.md, run as a newcomer would', { timeout: 900_000 }, () => {
   let tmp: string;
   let clone: string;
   let app: string;
@@ -193,13 +198,13 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  const npm = (args: string[], cwd = clone) => run('npm', args, { cwd, env });
+  const npm = (args: string[], cwd = clone, timeoutMs?: number) => run('npm', args, { cwd, env, timeoutMs });
   /** The real npx (not the shim): the PATH without the shim directory. */
   const realNpx = (args: string[]) =>
     run('npx', args, { cwd: clone, env: { ...env, PATH: env.PATH!.split(':').slice(1).join(':') } });
 
   async function npmInstall(): Promise<void> {
-    const build = await npm(['run', 'prepare']);
+    const build = await npm(['run', 'prepare'], clone, BUILD_TIMEOUT_MS);
     assert.equal(build.code, 0, `npm run prepare (the build npm install runs): ${build.stderr}`);
     // A user's first `npx dibs` links the bin (and sets its execute bit) once, in npx's cache.
     const first = await realNpx(['--offline', 'dibs', '--version']);
@@ -207,7 +212,7 @@ describe('README.md, run as a newcomer would', { timeout: 600_000 }, () => {
   }
 
   async function npmTest(): Promise<void> {
-    const build = await npm(['run', 'build']);
+    const build = await npm(['run', 'build'], clone, BUILD_TIMEOUT_MS);
     assert.equal(build.code, 0, `the rebuild npm test starts with: ${build.stderr}`);
     const again = await realNpx(['--offline', 'dibs', '--version']);
     assert.equal(
