@@ -23,7 +23,10 @@
 --   T:room:<id>    hash: the sale's waiting room (rate, window, secret, next, through, budget,
 --                  refilled, created, swept, fair, verify, drawn, seed, preq; n_<status> counters of
 --                  tickets by status, counted = '1' once kept; unplaced = tickets without a place; while
---                  the opening's draw is in progress dsize dseed dleft ds1 ds2 dstart, see `draw`); the sale hash has
+--                  the opening's draw is in progress dsize dseed dleft ds1 ds2 dstart, see `draw`; while
+--                  the counters are recounted rcur r_<status>, and rgen numbers the recounts, see
+--                  `recount_slice`; budget has 20 decimals when this build wrote it last, see
+--                  `budget_text`); the sale hash has
 --                  room = '1' while it has one. A room without `fair` predates the fair start: its
 --                  line is in arrival order (place = number) and counts as drawn.
 --   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold),
