@@ -8,6 +8,8 @@
  *    (sale_lib.lua `counters_drifted`) and recounts, so `get` answers the tickets' own counts and
  *    the audit's I4 is clean;
  *  - the build with the first counters (session 13) moves them itself; mixing it in changes nothing;
+ *  - its joins to a fair start's pre-queue leave tickets unplaced without counting them: a plain
+ *    opening (the fair start turned off) must still place them, not trust the count;
  *  - an old step that meets this build's half-done sliced draw draws the whole line its own way
  *    (one script, its own seed): a complete permutation, made before anyone is admitted; this
  *    build then drops its working state of the draw, and every ticket has its one place.
@@ -176,6 +178,36 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
     assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, { ...NO_TICKETS, admitted: 1, expired: 1 });
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
   });
+
+  for (const by of ['this build', 'the previous build'])
+    it(`a fair pre-queue the previous build joined, the fair start turned off by ${by}: placed in arrival order`, async () => {
+      const sku = `UNPLACED-${by.length}-${Date.now()}`;
+      const sale = await dibs.sales.create({
+        sku,
+        startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+        cap: 5,
+        perCustomerLimit: 1,
+      });
+      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 100, windowMs: 60_000, fairStart: true });
+      const room = roomOf(sku, sale.id, 'before-counters');
+      // the previous build's joins leave the pre-queue without places, and do not count them
+      for (const c of ['a', 'b']) assert.equal((await room.oldStep('join', c)).ticket?.p, undefined);
+      if (by === 'this build')
+        // (its enable answers with a step: the recount begins and ends before the opening)
+        await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 100, windowMs: 60_000, fairStart: false });
+      // the previous build's sale_room_enable on a room that exists sets these fields, nothing else,
+      // and its answer's step counts nothing: the opening's step finds the counters drifted
+      else await raw.hset(room.roomKey, 'rate', 100, 'window', 60_000, 'fair', '0', 'verify', '0');
+      await dibs.sales.update(sale.id, { startsAt: new Date(Date.now() + 100).toISOString() });
+      await sleep(250);
+      assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, { ...NO_TICKETS, admitted: 2 });
+      assert.deepEqual((await room.tickets()).map((t) => [t.c, t.p, t.s]).sort(), [
+        ['a', 1, 'admitted'],
+        ['b', 2, 'admitted'],
+      ]);
+      assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    });
 
   it('a half-done sliced draw that a previous build draws its own way: one place each, no working state left', async () => {
     /** Three slices of this build's draw: 500, 500, 100. */

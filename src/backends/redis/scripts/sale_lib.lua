@@ -324,18 +324,21 @@ end
 -- written in this build's form, so that only an older build's later admission looks foreign.
 local function recount_begin(sale_id, room)
   room.rcur, room.rgen = 0, (room.rgen or 0) + 1
-  redis.call('HSET', k('room', sale_id), 'rcur', 0, 'rgen', room.rgen, 'budget', budget_text(room.budget), 'r_waiting', 0, 'r_admitted', 0, 'r_used', 0, 'r_expired', 0, 'r_sold_out', 0)
+  redis.call('HSET', k('room', sale_id), 'rcur', 0, 'rgen', room.rgen, 'budget', budget_text(room.budget), 'r_waiting', 0, 'r_admitted', 0, 'r_used', 0, 'r_expired', 0, 'r_sold_out', 0, 'r_unplaced', 0)
   room.budget_ours = true
 end
 
 -- One slice of a recount: the next tickets by number, as many as the script's slice budget
--- allows. A ticket an older build's join left without a place after the opening (that build
--- leaves a newcomer unplaced while a draw is in progress, and this build's draw placed only its
--- fixed pre-queue) is placed at its number, as this build's join places a newcomer, and queued
--- first if admission has already passed that place. At the end the counters are the recount's.
+-- allows. Before the opening's draw it counts the tickets without a place too (an older build's
+-- join in a fair start's pre-queue does not count them, and a draw that is not fair relies on
+-- that count to skip placing). After the opening, a ticket an older build's join left without a
+-- place (it does when its step does not draw first: a draw this build began on a sale that is no
+-- longer live) is placed at its number, as this build's join places a newcomer after the
+-- pre-queue, and queued first if admission has already passed that place. At the end the
+-- counters are the recount's.
 local function recount_slice(sale_id, room)
   local from, last = room.rcur + 1, math.min(room.next - 1, room.rcur + slice_budget)
-  local moved = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0 }
+  local counted = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0, unplaced = 0 }
   if last >= from then
     local numbers = {}
     for n = from, last do numbers[#numbers + 1] = n end
@@ -345,7 +348,8 @@ local function recount_slice(sale_id, room)
     local tickets, places = {}, {}
     for x = 1, #numbers do
       local t = cjson.decode(raws[x])
-      moved[t.s] = moved[t.s] + 1
+      counted[t.s] = counted[t.s] + 1
+      if t.p == nil then counted.unplaced = counted.unplaced + 1 end
       if t.p == nil and preq and t.n > preq then
         t.p = t.n
         tickets[#tickets + 1] = cs[x]
@@ -362,7 +366,7 @@ local function recount_slice(sale_id, room)
     slice_budget = slice_budget - #numbers
   end
   local key = k('room', sale_id)
-  for status, n in pairs(moved) do
+  for status, n in pairs(counted) do
     if n ~= 0 then redis.call('HINCRBY', key, 'r_' .. status, n) end
   end
   if last < room.next - 1 then
@@ -372,7 +376,11 @@ local function recount_slice(sale_id, room)
   end
   local r = redis.call('HMGET', key, 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out')
   redis.call('HSET', key, 'n_waiting', r[1], 'n_admitted', r[2], 'n_used', r[3], 'n_expired', r[4], 'n_sold_out', r[5], 'counted', '1')
-  redis.call('HDEL', key, 'rcur', 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out')
+  if room.drawn == nil and room.dsize == nil then
+    room.unplaced = tonumber(redis.call('HGET', key, 'r_unplaced'))
+    redis.call('HSET', key, 'unplaced', room.unplaced)
+  end
+  redis.call('HDEL', key, 'rcur', 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out', 'r_unplaced')
   room.rcur, room.counted = nil, '1'
 end
 
@@ -407,8 +415,9 @@ local function draw_begin(sale_id, room, now, seed)
     used = seed
     s1 = tonumber(string.sub(seed, 1, 8), 16) % 2147483562 + 1
     s2 = tonumber(string.sub(seed, 9, 16), 16) % 2147483398 + 1
-  elseif room.unplaced == 0 then
-    -- arrival order and every ticket placed at its join (place = number): nothing to write
+  elseif room.unplaced == 0 and room.rcur == nil then
+    -- arrival order and every ticket placed at its join (place = number): nothing to write (unless
+    -- a recount is under way: an older build's joins may have left tickets unplaced and uncounted)
     left = 0
   end
   room.dsize, room.dseed, room.dleft, room.ds1, room.ds2, room.dstart = size, used, left, s1, s2, tostring(now)
