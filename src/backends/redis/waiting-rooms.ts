@@ -200,14 +200,16 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
     return this.sales.onSale(saleId, async (tag) => {
       /** The recount in progress at the first step, which a read of the counts waits for. */
       let awaited: number | undefined;
+      // a recount asked for is begun by the first step only: the next ones go on with it
+      let thisOp = op;
       for (;;) {
         const reply = (await runScript(
           this.client,
           'sale_room_step',
           [saleKey(tag, 'room', saleId)],
-          // a recount asked for is begun once: its next steps go on with it
-          [tag, saleId, op === 'recount' && awaited !== undefined ? 'get' : op, customer, drawSeed()],
+          [tag, saleId, thisOp, customer, drawSeed()],
         )) as string;
+        if (thisOp === 'recount') thisOp = 'get';
         if (reply === 'not_found') {
           // no room: the sale itself may be unknown too
           if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
