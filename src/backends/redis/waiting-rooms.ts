@@ -52,6 +52,8 @@ interface RoomState {
   legacy?: boolean;
   /** Set when this step did a slice of a longer job (the opening's draw, the sell-out sweep) and more remain: step again. */
   more?: boolean;
+  /** The number of the recount of the ticket counters in progress, if one is (sale_lib.lua `recount_slice`). */
+  recounting?: number;
 }
 
 interface TicketRecord {
@@ -99,7 +101,21 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
   }
 
   async get(saleId: string): Promise<WaitingRoom> {
-    const { room, counts } = (await this.step(saleId, 'get', '')) as {
+    return this.roomOf(saleId, 'get');
+  }
+
+  /**
+   * The repair path for the ticket counters: recounts them from the tickets now (in slices, like
+   * any recount), then answers as `get`. Steps recount by themselves when the counters are missing
+   * or show signs of an older build's writes (sale_lib.lua `counters_drifted`); this is for an
+   * operator who does not want to rely on those signs, e.g. after a rolling upgrade.
+   */
+  async recount(saleId: string): Promise<WaitingRoom> {
+    return this.roomOf(saleId, 'recount');
+  }
+
+  private async roomOf(saleId: string, op: 'get' | 'recount'): Promise<WaitingRoom> {
+    const { room, counts } = (await this.step(saleId, op, '')) as {
       room: RoomState;
       counts: Record<TicketStatus, number>;
     };
@@ -178,17 +194,22 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
 
   private async step(
     saleId: string,
-    op: 'get' | 'join' | 'ticket' | 'verify',
+    op: 'get' | 'recount' | 'join' | 'ticket' | 'verify',
     customer: string,
   ): Promise<Record<string, unknown>> {
     return this.sales.onSale(saleId, async (tag) => {
+      /** The recount in progress at the first step, which a read of the counts waits for. */
+      let awaited: number | undefined;
+      // a recount asked for is begun by the first step only: the next ones go on with it
+      let thisOp = op;
       for (;;) {
         const reply = (await runScript(
           this.client,
           'sale_room_step',
           [saleKey(tag, 'room', saleId)],
-          [tag, saleId, op, customer, drawSeed()],
+          [tag, saleId, thisOp, customer, drawSeed()],
         )) as string;
+        if (thisOp === 'recount') thisOp = 'get';
         if (reply === 'not_found') {
           // no room: the sale itself may be unknown too
           if ((await this.client.exists(saleKey(tag, 'sale', saleId))) === 0) throw notFound('sale', saleId);
@@ -196,7 +217,14 @@ export class RedisWaitingRooms implements WaitingRoomBackend {
         }
         const answer = JSON.parse(reply) as { room: RoomState } & Record<string, unknown>;
         // the opening's draw or the sell-out sweep is still in progress: that run did a slice, the next goes on
-        if (answer.room.more !== true) return answer;
+        if (answer.room.more === true) continue;
+        // counts are read once the recount found at the first step has ended; if another has begun
+        // meanwhile (an older build of a rolling upgrade keeps writing), the counters as they are:
+        // waiting for a quiet store could wait for the whole upgrade
+        const recounting = answer.room.recounting;
+        if ((op === 'get' || op === 'recount') && recounting !== undefined && (awaited ??= recounting) === recounting)
+          continue;
+        return answer;
       }
     });
   }

@@ -23,7 +23,10 @@
 --   T:room:<id>    hash: the sale's waiting room (rate, window, secret, next, through, budget,
 --                  refilled, created, swept, fair, verify, drawn, seed, preq; n_<status> counters of
 --                  tickets by status, counted = '1' once kept; unplaced = tickets without a place; while
---                  the opening's draw is in progress dsize dseed dleft ds1 ds2 dstart, see `draw`); the sale hash has
+--                  the opening's draw is in progress dsize dseed dleft ds1 ds2 dstart, see `draw`; while
+--                  the counters are recounted rcur r_<status>, and rgen numbers the recounts, see
+--                  `recount_slice`; budget has 20 decimals when this build wrote it last, see
+--                  `budget_text`); the sale hash has
 --                  room = '1' while it has one. A room without `fair` predates the fair start: its
 --                  line is in arrival order (place = number) and counts as drawn.
 --   T:tickets:<id> hash customer -> JSON ticket {n, c, s, j (joined), u (admitted until), h (hold),
@@ -218,9 +221,19 @@ end
 -- A ticket's status changes (or a new ticket, `t.s` nil, enters as `s`): the room's counter of each
 -- status moves in the same step as the ticket, so `get` reads counts without reading the tickets
 -- (the audit checks they equal the tickets).
+--
+-- While a recount runs (recount_slice), the tickets it has already counted (numbers up to
+-- recount_upto) move its partial counts r_<status> as well, so the recount ends on the counts of
+-- the moment it ends. Set by `admit`, which every script that changes a status runs first.
+local recount_upto = nil
 local function set_status(sale_id, t, s)
-  if t.s then redis.call('HINCRBY', k('room', sale_id), 'n_' .. t.s, -1) end
-  redis.call('HINCRBY', k('room', sale_id), 'n_' .. s, 1)
+  local room = k('room', sale_id)
+  if t.s then redis.call('HINCRBY', room, 'n_' .. t.s, -1) end
+  redis.call('HINCRBY', room, 'n_' .. s, 1)
+  if recount_upto and t.s and t.n <= recount_upto then
+    redis.call('HINCRBY', room, 'r_' .. t.s, -1)
+    redis.call('HINCRBY', room, 'r_' .. s, 1)
+  end
   t.s = s
   save_ticket(sale_id, t)
 end
@@ -231,28 +244,31 @@ local function ticket_by_number(sale_id, n)
   return ticket_of(sale_id, c)
 end
 
+-- The token bucket's level as this build writes it: with 20 decimals. Builds before it wrote
+-- tostring (at most 14 significant digits, so never 20 decimals), and every admission of theirs
+-- writes the budget: a budget in another form says such a build has admitted, expired or used
+-- tickets without (or, before the counters, without any) moving this build's counters.
+local function budget_text(x)
+  return string.format('%.20f', x)
+end
+
+local function budget_ours(raw)
+  local decimals = raw and string.match(raw, '%.(%d+)$')
+  return decimals ~= nil and #decimals == 20
+end
+
 local function room_state(sale_id)
   local raw = redis.call('HGETALL', k('room', sale_id))
   if #raw == 0 then return nil end
   local r = {}
   for i = 1, #raw, 2 do r[raw[i]] = raw[i + 1] end
+  r.budget_ours = budget_ours(r.budget)
   for _, f in ipairs({ 'rate', 'window', 'next', 'through', 'budget', 'refilled', 'created', 'swept' }) do r[f] = tonumber(r[f] or '0') end
-  for _, f in ipairs({ 'dsize', 'dleft', 'ds1', 'ds2', 'unplaced' }) do r[f] = r[f] and tonumber(r[f]) end
+  for _, f in ipairs({ 'dsize', 'dleft', 'ds1', 'ds2', 'unplaced', 'rcur', 'rgen' }) do r[f] = r[f] and tonumber(r[f]) end
   if r.fair == nil then
     r.legacy, r.fair, r.verify, r.drawn, r.seed, r.preq = true, '0', '0', tostring(r.created), '', '0'
   end
   return r
-end
-
--- Rooms made before the status counters: counted once, from the tickets, at their first step.
-local function count_tickets(sale_id, room)
-  local n = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0 }
-  for _, raw in ipairs(redis.call('HVALS', k('tickets', sale_id))) do
-    local t = cjson.decode(raw)
-    n[t.s] = n[t.s] + 1
-  end
-  redis.call('HSET', k('room', sale_id), 'n_waiting', n.waiting, 'n_admitted', n.admitted, 'n_used', n.used, 'n_expired', n.expired, 'n_sold_out', n.sold_out, 'counted', '1')
-  room.counted = '1'
 end
 
 -- The place of a ticket (nil in a fair start's pre-queue before the draw).
@@ -289,6 +305,85 @@ local SLICE = 500
 -- number of admissions it makes; a step that stops short says `more` (the caller steps again)
 local slice_budget = SLICE
 
+-- Whether the counters may have drifted: an older build's scripts (a rolling upgrade runs them on
+-- the same keys for minutes) change ticket statuses without moving them. Each check is O(1) and
+-- catches a kind of their writes: an admission (the budget's form), a join (more tickets than
+-- counted), an expiry or use outside an admission (admitted tickets not as many as the admitted
+-- index), a sell-out sweep (a line swept to its end with tickets counted as waiting).
+local function counters_drifted(sale_id, room)
+  if room.counted ~= '1' or not room.budget_ours then return true end
+  local n = function(status) return tonumber(room['n_' .. status]) or 0 end
+  if n('waiting') + n('admitted') + n('used') + n('expired') + n('sold_out') ~= redis.call('HLEN', k('tickets', sale_id)) then return true end
+  if n('admitted') ~= redis.call('ZCARD', k('adm', sale_id)) then return true end
+  return room.swept >= room.next - 1 and n('waiting') > 0
+end
+
+-- Starts (or starts again) a recount of the room's tickets: r_<status> from zero, tickets counted
+-- by number from 1 (rcur: counted up to), one slice per script run (recount_slice); rgen numbers
+-- the recounts, so a caller waiting for one sees it end even if another begins. The budget is
+-- written in this build's form, so that only an older build's later admission looks foreign.
+local function recount_begin(sale_id, room)
+  room.rcur, room.rgen = 0, (room.rgen or 0) + 1
+  redis.call('HSET', k('room', sale_id), 'rcur', 0, 'rgen', room.rgen, 'budget', budget_text(room.budget), 'r_waiting', 0, 'r_admitted', 0, 'r_used', 0, 'r_expired', 0, 'r_sold_out', 0, 'r_unplaced', 0)
+  room.budget_ours = true
+end
+
+-- One slice of a recount: the next tickets by number, as many as the script's slice budget
+-- allows. Before the opening's draw it counts the tickets without a place too (an older build's
+-- join in a fair start's pre-queue does not count them, and a draw that is not fair relies on
+-- that count to skip placing). After the opening, a ticket an older build's join left without a
+-- place (it does when its step does not draw first: a draw this build began on a sale that is no
+-- longer live) is placed at its number, as this build's join places a newcomer after the
+-- pre-queue, and queued first if admission has already passed that place. At the end the
+-- counters are the recount's.
+local function recount_slice(sale_id, room)
+  local from, last = room.rcur + 1, math.min(room.next - 1, room.rcur + slice_budget)
+  local counted = { waiting = 0, admitted = 0, used = 0, expired = 0, sold_out = 0, unplaced = 0 }
+  if last >= from then
+    local numbers = {}
+    for n = from, last do numbers[#numbers + 1] = n end
+    local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
+    local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
+    local preq = room.drawn ~= nil and not room.legacy and tonumber(room.preq) or room.dsize
+    local tickets, places = {}, {}
+    for x = 1, #numbers do
+      local t = cjson.decode(raws[x])
+      counted[t.s] = counted[t.s] + 1
+      if t.p == nil then counted.unplaced = counted.unplaced + 1 end
+      if t.p == nil and preq and t.n > preq then
+        t.p = t.n
+        tickets[#tickets + 1] = cs[x]
+        tickets[#tickets + 1] = cjson.encode(t)
+        places[#places + 1] = t.n
+        places[#places + 1] = cs[x]
+        if t.s == 'waiting' and t.n <= room.through and not (room.verify == '1' and t.v == 0) then redis.call('ZADD', k('vq', sale_id), t.n, t.n) end
+      end
+    end
+    if #tickets > 0 then
+      redis.call('HSET', k('tickets', sale_id), unpack(tickets))
+      redis.call('HSET', k('tplace', sale_id), unpack(places))
+    end
+    slice_budget = slice_budget - #numbers
+  end
+  local key = k('room', sale_id)
+  for status, n in pairs(counted) do
+    if n ~= 0 then redis.call('HINCRBY', key, 'r_' .. status, n) end
+  end
+  if last < room.next - 1 then
+    room.rcur = last
+    redis.call('HSET', key, 'rcur', last)
+    return
+  end
+  local r = redis.call('HMGET', key, 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out')
+  redis.call('HSET', key, 'n_waiting', r[1], 'n_admitted', r[2], 'n_used', r[3], 'n_expired', r[4], 'n_sold_out', r[5], 'counted', '1')
+  if room.drawn == nil and room.dsize == nil then
+    room.unplaced = tonumber(redis.call('HGET', key, 'r_unplaced'))
+    redis.call('HSET', key, 'unplaced', room.unplaced)
+  end
+  redis.call('HDEL', key, 'rcur', 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out', 'r_unplaced')
+  room.rcur, room.counted = nil, '1'
+end
+
 -- Gives the tickets of numbers[x] the place places[x], in a few batched calls (the draw's slices
 -- are bounded by these calls, not by one round of calls per ticket); with only_unplaced, tickets
 -- that have a place keep it.
@@ -320,8 +415,9 @@ local function draw_begin(sale_id, room, now, seed)
     used = seed
     s1 = tonumber(string.sub(seed, 1, 8), 16) % 2147483562 + 1
     s2 = tonumber(string.sub(seed, 9, 16), 16) % 2147483398 + 1
-  elseif room.unplaced == 0 then
-    -- arrival order and every ticket placed at its join (place = number): nothing to write
+  elseif room.unplaced == 0 and room.rcur == nil then
+    -- arrival order and every ticket placed at its join (place = number): nothing to write (unless
+    -- a recount is under way: an older build's joins may have left tickets unplaced and uncounted)
     left = 0
   end
   room.dsize, room.dseed, room.dleft, room.ds1, room.ds2, room.dstart = size, used, left, s1, s2, tostring(now)
@@ -406,10 +502,7 @@ local function admit_ticket(sale_id, room, t, now)
   redis.call('ZADD', k('adm', sale_id), t.u, t.n)
 end
 
-local function admit(sale_id, now, seed)
-  local room = room_state(sale_id)
-  if not room then return nil end
-  if room.counted == nil then count_tickets(sale_id, room) end
+local function admit_line(sale_id, room, now, seed)
   expire_stale(sale_id, now)
   local s = sale_state(sale_id)
   for _, n in ipairs(redis.call('ZRANGEBYSCORE', k('adm', sale_id), '-inf', now)) do
@@ -474,7 +567,36 @@ local function admit(sale_id, now, seed)
   room.budget = budget - admitted
   room.refilled = now
   room.through = place
-  redis.call('HSET', k('room', sale_id), 'budget', tostring(room.budget), 'refilled', now, 'through', room.through)
+  redis.call('HSET', k('room', sale_id), 'budget', budget_text(room.budget), 'refilled', now, 'through', room.through)
+  return room
+end
+
+-- A draw of this build that an older build's step finished its own way (that build draws the whole
+-- line in one script, with its own seed, over every ticket so far: a complete permutation, recorded
+-- as drawn, made before anyone is admitted): this build's working state of the draw is dropped.
+local function drop_overtaken_draw(sale_id, room)
+  redis.call('DEL', k('dord', sale_id))
+  redis.call('HDEL', k('room', sale_id), 'dsize', 'dseed', 'dleft', 'ds1', 'ds2', 'dstart', 'unplaced')
+  room.dsize, room.dseed, room.dleft, room.ds1, room.ds2, room.dstart, room.unplaced = nil, nil, nil, nil, nil, nil, nil
+end
+
+-- Admission (admit_line), with the counters kept right under a mixed fleet: a recount begins when
+-- they are missing or may have drifted (counters_drifted), begins again when an older build
+-- admitted meanwhile, and goes on by one slice per step, with what the step's other slices left of
+-- the budget. room.recounting is the recount's number while one is in progress (`get` waits for it).
+local function admit(sale_id, now, seed)
+  local room = room_state(sale_id)
+  if not room then return nil end
+  if room.drawn ~= nil and room.dleft ~= nil then drop_overtaken_draw(sale_id, room) end
+  if (room.rcur == nil and counters_drifted(sale_id, room)) or (room.rcur ~= nil and not room.budget_ours) then
+    recount_begin(sale_id, room)
+  end
+  recount_upto = room.rcur
+  room = admit_line(sale_id, room, now, seed)
+  if room.rcur ~= nil then recount_slice(sale_id, room) end
+  recount_upto = room.rcur
+  room.recounting = room.rcur and room.rgen
+  room.budget_ours = nil
   return room
 end
 

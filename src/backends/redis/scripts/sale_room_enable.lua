@@ -11,7 +11,7 @@ local now = now_ms()
 local room = k('room', id)
 if redis.call('EXISTS', room) == 0 then
   -- the bucket starts full: the first second's worth of tickets is admitted without a wait
-  redis.call('HSET', room, 'secret', ARGV[5], 'next', 1, 'through', 0, 'budget', tostring(math.max(1, tonumber(ARGV[3]))), 'refilled', now, 'created', now, 'swept', 0, 'fair', ARGV[6] == '1' and '1' or '0', 'verify', ARGV[7] == '1' and '1' or '0',
+  redis.call('HSET', room, 'secret', ARGV[5], 'next', 1, 'through', 0, 'budget', budget_text(math.max(1, tonumber(ARGV[3]))), 'refilled', now, 'created', now, 'swept', 0, 'fair', ARGV[6] == '1' and '1' or '0', 'verify', ARGV[7] == '1' and '1' or '0',
     -- counters of tickets by status (set_status) and of tickets still without a place (a fair pre-queue)
     'counted', '1', 'n_waiting', 0, 'n_admitted', 0, 'n_used', 0, 'n_expired', 0, 'n_sold_out', 0, 'unplaced', 0)
 end

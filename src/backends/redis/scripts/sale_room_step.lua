@@ -2,14 +2,22 @@
 -- start's draw), then ARGV[3]: 'get' (the room and its ticket counts), 'join' (one ticket per
 -- customer ARGV[4], numbered in the order this store saw the arrivals; admission runs again after
 -- it, so a newcomer to an empty line is admitted at once), 'ticket' (the customer's ticket as it
--- is now) or 'verify' (mark the customer's ticket verified, then admission again).
+-- is now), 'verify' (mark the customer's ticket verified, then admission again) or 'recount' (begin a
+-- recount of the tickets by status now, whatever the checks of sale_lib.lua `counters_drifted`
+-- say; then as 'get').
 -- KEYS[1] T:room:<id>. ARGV[1] tag, [2] sale id, [3] op, [4] customer, [5] a draw seed (16 hex
 -- digits, used only if this step makes the draw).
 -- Returns 'not_found' (no room) | JSON {room, ticket?, counts?}; room.more is true when this step did a
 -- slice of a longer job (the opening's draw, the sell-out sweep) and more remain (the caller steps
--- again: each step does one more slice).
+-- again: each step does one more slice); room.recounting is set while a recount of the counters is
+-- in progress ('get' and 'recount' step again until the recount they first saw has ended).
 local id, op, c, seed = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now = now_ms()
+if op == 'recount' then
+  local state = room_state(id)
+  if not state then return 'not_found' end
+  recount_begin(id, state)
+end
 local room = admit(id, now, seed)
 if not room then return 'not_found' end
 if op == 'join' then
@@ -40,7 +48,7 @@ elseif op == 'verify' then
     room = admit(id, now, seed)
   end
 end
-if op == 'get' then
+if op == 'get' or op == 'recount' then
   -- the counters kept with every ticket's status (set_status), re-read: admission above moved them
   local n = redis.call('HMGET', KEYS[1], 'n_waiting', 'n_admitted', 'n_used', 'n_expired', 'n_sold_out')
   local counts = { waiting = tonumber(n[1]) or 0, admitted = tonumber(n[2]) or 0, used = tonumber(n[3]) or 0, expired = tonumber(n[4]) or 0, sold_out = tonumber(n[5]) or 0 }
