@@ -87,126 +87,117 @@ const stores: Array<{
   },
 ];
 
-// The stores run side by side, each with its own server, clock and schema (its own tests in
-// order): their rounds mostly wait — on holds, paced calls, the jump schedule — so the file takes
-// about its slowest store's time instead of the sum of all of them.
-describe('pool windows under store clock jumps, every store at once', { concurrency: true }, () => {
-  for (const kind of stores)
-    describe(`${kind.label}: pool windows under store clock jumps`, {
-      skip: kind.skip,
-      timeout: 300_000,
-      concurrency: 1,
-    }, () => {
-      let store: FakeClockStore;
-      before(async () => {
-        store = await kind.start();
-      });
-      after(async () => {
-        await store?.stop();
-      });
-
-      it('a claim storm through jumps past expiresAt and before startsAt: no code outside the window, ledger clean', async () => {
-        const tag = uniqueId('w').toLowerCase();
-        const dibs = await openDibs(kind.scoped(store.url, tag));
-        try {
-          const claimants = LONG ? 12_000 : 700;
-          const now = Date.now();
-          await dibs.pools.create({
-            name: 'window',
-            startsAt: new Date(now - WINDOW_S * 1000).toISOString(),
-            expiresAt: new Date(now + WINDOW_S * 1000).toISOString(),
-          });
-          await dibs.pools.importCodes(
-            'window',
-            Array.from({ length: claimants }, (_, i) => `W-${i}`),
-          );
-          const cycle: Array<[number, Phase['state']]> = [
-            [0, 'open'],
-            [JUMP_S, 'expired'],
-            [0, 'open'],
-            [-JUMP_S, 'not_yet_valid'],
-          ];
-          const schedule = [...Array.from({ length: LONG ? 3 : 1 }, () => cycle).flat(), [0, 'open'] as const];
-          const phaseMs = LONG ? 2000 : 400;
-          const phases: Phase[] = [];
-          let walking: Promise<void> = Promise.resolve();
-          let stormOver = false;
-          const outcomes = await runClaimStorm({
-            store: kind.scoped(store.url, tag),
-            pool: 'window',
-            processes: LONG ? 3 : 2,
-            claimants,
-            concurrency: 4,
-            paceMs: 30, // ≤ 400 claims/s: the storm outlasts the walk
-            timeoutMs: 240_000,
-            onStart: () => {
-              walking = (async () => {
-                for (const [offsetS, state] of schedule) {
-                  store.jump(offsetS);
-                  // the phase begins once the store answers at its offset
-                  for (;;) {
-                    const seen = ((await store.now()) - Date.now()) / 1000;
-                    if (Math.abs(seen - offsetS) < 5) break;
-                    await sleep(10);
-                  }
-                  const from = Date.now();
-                  await sleep(phaseMs);
-                  phases.push({ offsetS, state, from, to: Date.now() });
-                }
-              })();
-            },
-          }).finally(() => {
-            stormOver = true;
-          });
-          const walkedDuringStorm = phases.length;
-          await walking.finally(() => store.jump(0));
-          assert.ok(stormOver);
-          assert.equal(walkedDuringStorm, schedule.length, 'the storm outlasted the walk through the jumps');
-
-          const violations = windowViolations(outcomes, phases);
-          const inside = (state: Phase['state'], answered: string) =>
-            outcomes.filter((o) =>
-              phases.some(
-                (p) =>
-                  p.state === state &&
-                  p.from <= o.startedAt! &&
-                  o.endedAt! <= p.to &&
-                  (o.status === 'error' ? o.error : o.status) === answered,
-              ),
-            ).length;
-          const seen = {
-            expired: inside('expired', 'expired'),
-            notYet: inside('not_yet_valid', 'not_yet_valid'),
-            // claims in the open phases after a jump back: the window opened again
-            reopened: outcomes.filter((o) =>
-              phases
-                .slice(1)
-                .some(
-                  (p) => p.state === 'open' && p.from <= o.startedAt! && o.endedAt! <= p.to && o.status === 'claimed',
-                ),
-            ).length,
-          };
-          const claimed = outcomes.filter((o) => o.status === 'claimed').length;
-          console.log(
-            `[clock] ${kind.label} pool window: phases ${phases.map((p) => `${p.offsetS >= 0 ? '+' : ''}${p.offsetS} s (${p.state}, ${p.to - p.from} ms)`).join(' → ')}; answers ${outcomes.length}, claimed ${claimed}, refused expired ${seen.expired} / not yet valid ${seen.notYet} inside closed phases, claimed after a jump back ${seen.reopened}; window violations ${violations.length}`,
-          );
-          assert.deepEqual(
-            violations.slice(0, 10),
-            [],
-            `${violations.length} claims answered against the store's window`,
-          );
-          assert.ok(seen.expired > 0, 'claims were refused expired while the store clock was past expiresAt');
-          assert.ok(seen.notYet > 0, 'claims were refused not_yet_valid while the store clock was before startsAt');
-          assert.ok(seen.reopened > 0, 'claims succeeded again after the clock came back');
-          await assertStormInvariants(dibs, 'window', outcomes, {
-            codes: claimants,
-            perClaimantLimit: 1,
-            allowedErrors: ['expired', 'not_yet_valid'],
-          });
-        } finally {
-          store.jump(0);
-          await dibs.close();
-        }
-      });
+for (const kind of stores)
+  describe(`${kind.label}: pool windows under store clock jumps`, { skip: kind.skip, timeout: 300_000 }, () => {
+    let store: FakeClockStore;
+    before(async () => {
+      store = await kind.start();
     });
-});
+    after(async () => {
+      await store?.stop();
+    });
+
+    it('a claim storm through jumps past expiresAt and before startsAt: no code outside the window, ledger clean', async () => {
+      const tag = uniqueId('w').toLowerCase();
+      const dibs = await openDibs(kind.scoped(store.url, tag));
+      try {
+        const claimants = LONG ? 12_000 : 700;
+        const now = Date.now();
+        await dibs.pools.create({
+          name: 'window',
+          startsAt: new Date(now - WINDOW_S * 1000).toISOString(),
+          expiresAt: new Date(now + WINDOW_S * 1000).toISOString(),
+        });
+        await dibs.pools.importCodes(
+          'window',
+          Array.from({ length: claimants }, (_, i) => `W-${i}`),
+        );
+        const cycle: Array<[number, Phase['state']]> = [
+          [0, 'open'],
+          [JUMP_S, 'expired'],
+          [0, 'open'],
+          [-JUMP_S, 'not_yet_valid'],
+        ];
+        const schedule = [...Array.from({ length: LONG ? 3 : 1 }, () => cycle).flat(), [0, 'open'] as const];
+        const phaseMs = LONG ? 2000 : 400;
+        const phases: Phase[] = [];
+        let walking: Promise<void> = Promise.resolve();
+        let stormOver = false;
+        const outcomes = await runClaimStorm({
+          store: kind.scoped(store.url, tag),
+          pool: 'window',
+          processes: LONG ? 3 : 2,
+          claimants,
+          concurrency: 4,
+          paceMs: 30, // ≤ 400 claims/s: the storm outlasts the walk
+          timeoutMs: 240_000,
+          onStart: () => {
+            walking = (async () => {
+              for (const [offsetS, state] of schedule) {
+                store.jump(offsetS);
+                // the phase begins once the store answers at its offset
+                for (;;) {
+                  const seen = ((await store.now()) - Date.now()) / 1000;
+                  if (Math.abs(seen - offsetS) < 5) break;
+                  await sleep(10);
+                }
+                const from = Date.now();
+                await sleep(phaseMs);
+                phases.push({ offsetS, state, from, to: Date.now() });
+              }
+            })();
+          },
+        }).finally(() => {
+          stormOver = true;
+        });
+        const walkedDuringStorm = phases.length;
+        await walking.finally(() => store.jump(0));
+        assert.ok(stormOver);
+        assert.equal(walkedDuringStorm, schedule.length, 'the storm outlasted the walk through the jumps');
+
+        const violations = windowViolations(outcomes, phases);
+        const inside = (state: Phase['state'], answered: string) =>
+          outcomes.filter((o) =>
+            phases.some(
+              (p) =>
+                p.state === state &&
+                p.from <= o.startedAt! &&
+                o.endedAt! <= p.to &&
+                (o.status === 'error' ? o.error : o.status) === answered,
+            ),
+          ).length;
+        const seen = {
+          expired: inside('expired', 'expired'),
+          notYet: inside('not_yet_valid', 'not_yet_valid'),
+          // claims in the open phases after a jump back: the window opened again
+          reopened: outcomes.filter((o) =>
+            phases
+              .slice(1)
+              .some(
+                (p) => p.state === 'open' && p.from <= o.startedAt! && o.endedAt! <= p.to && o.status === 'claimed',
+              ),
+          ).length,
+        };
+        const claimed = outcomes.filter((o) => o.status === 'claimed').length;
+        console.log(
+          `[clock] ${kind.label} pool window: phases ${phases.map((p) => `${p.offsetS >= 0 ? '+' : ''}${p.offsetS} s (${p.state}, ${p.to - p.from} ms)`).join(' → ')}; answers ${outcomes.length}, claimed ${claimed}, refused expired ${seen.expired} / not yet valid ${seen.notYet} inside closed phases, claimed after a jump back ${seen.reopened}; window violations ${violations.length}`,
+        );
+        assert.deepEqual(
+          violations.slice(0, 10),
+          [],
+          `${violations.length} claims answered against the store's window`,
+        );
+        assert.ok(seen.expired > 0, 'claims were refused expired while the store clock was past expiresAt');
+        assert.ok(seen.notYet > 0, 'claims were refused not_yet_valid while the store clock was before startsAt');
+        assert.ok(seen.reopened > 0, 'claims succeeded again after the clock came back');
+        await assertStormInvariants(dibs, 'window', outcomes, {
+          codes: claimants,
+          perClaimantLimit: 1,
+          allowedErrors: ['expired', 'not_yet_valid'],
+        });
+      } finally {
+        store.jump(0);
+        await dibs.close();
+      }
+    });
+  });
