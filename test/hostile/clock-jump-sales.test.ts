@@ -146,258 +146,269 @@ const codeOf = (p: Promise<unknown>) =>
     (e: { code?: string }) => e.code ?? String(e),
   );
 
-for (const kind of stores)
-  describe(`${kind.label} store clock jumps under sales`, { skip: kind.skip || false, timeout: 240_000 }, () => {
-    let store: FakeClockStore;
-    let dibs: Dibs;
-    const tag = uniqueId('s').toLowerCase();
-    before(async () => {
-      store = await kind.start();
-      const url = kind.scoped(store.url, tag);
-      dibs = await (kind.open?.(store, url) ?? openDibs(url));
-    });
-    /** Moves the clock that decides `sku`'s steps. */
-    const clockOf = (sku: string) => kind.clockOf?.(store, tag, sku) ?? ((offsetS: number) => store.jump(offsetS));
-    after(async () => {
-      store?.jump(0);
-      await dibs?.close();
-      await store?.stop();
-    });
+// The stores run side by side, each with its own server, clock and schema (its own tests in
+// order): their rounds mostly wait — on holds, paced calls, the jump schedule — so the file takes
+// about its slowest store's time instead of the sum of all of them.
+describe('store clock jumps under sales, every store at once', { concurrency: true }, () => {
+  for (const kind of stores)
+    describe(`${kind.label} store clock jumps under sales`, {
+      skip: kind.skip || false,
+      timeout: 240_000,
+      concurrency: 1,
+    }, () => {
+      let store: FakeClockStore;
+      let dibs: Dibs;
+      const tag = uniqueId('s').toLowerCase();
+      before(async () => {
+        store = await kind.start();
+        const url = kind.scoped(store.url, tag);
+        dibs = await (kind.open?.(store, url) ?? openDibs(url));
+      });
+      /** Moves the clock that decides `sku`'s steps. */
+      const clockOf = (sku: string) => kind.clockOf?.(store, tag, sku) ?? ((offsetS: number) => store.jump(offsetS));
+      after(async () => {
+        store?.jump(0);
+        await dibs?.close();
+        await store?.stop();
+      });
 
-    /** A sale live from an hour ago (by the real clock) for a day: created while the store's clock
-     *  is two hours behind, since a start in the store's past is refused. */
-    const liveSale = async (sku: string, cap: number) => {
-      const real = Date.now();
-      const jump = clockOf(sku);
-      jump((-2 * HOUR) / 1000);
-      try {
-        return await dibs.sales.create({
+      /** A sale live from an hour ago (by the real clock) for a day: created while the store's clock
+       *  is two hours behind, since a start in the store's past is refused. */
+      const liveSale = async (sku: string, cap: number) => {
+        const real = Date.now();
+        const jump = clockOf(sku);
+        jump((-2 * HOUR) / 1000);
+        try {
+          return await dibs.sales.create({
+            sku,
+            startsAt: iso(real - HOUR),
+            endsAt: iso(real + DAY),
+            cap,
+            perCustomerLimit: 1,
+          });
+        } finally {
+          jump(0);
+        }
+      };
+
+      it('a sale window opens and closes by the store clock, forward and back', async () => {
+        const real = Date.now();
+        const sku = `WIN-${uniqueId('w')}`;
+        const jump = clockOf(sku);
+        const sale = await dibs.sales.create({
           sku,
-          startsAt: iso(real - HOUR),
-          endsAt: iso(real + DAY),
-          cap,
+          startsAt: iso(real + 120_000),
+          endsAt: iso(real + 240_000),
+          cap: 3,
           perCustomerLimit: 1,
         });
-      } finally {
-        jump(0);
-      }
-    };
-
-    it('a sale window opens and closes by the store clock, forward and back', async () => {
-      const real = Date.now();
-      const sku = `WIN-${uniqueId('w')}`;
-      const jump = clockOf(sku);
-      const sale = await dibs.sales.create({
-        sku,
-        startsAt: iso(real + 120_000),
-        endsAt: iso(real + 240_000),
-        cap: 3,
-        perCustomerLimit: 1,
+        const seen: string[] = [];
+        const step = async (offsetS: number, customer: string) => {
+          jump(offsetS);
+          const status = (await dibs.sales.get(sale.id)).status;
+          const buy = await codeOf(dibs.sales.buy(sale.id, customer, 1));
+          seen.push(`${offsetS >= 0 ? '+' : ''}${offsetS} s: ${status}, buy ${buy}`);
+          return { status, buy };
+        };
+        try {
+          assert.deepEqual(await step(0, 'a'), { status: 'scheduled', buy: 'not_live' });
+          assert.deepEqual(
+            await step(180, 'b'),
+            { status: 'live', buy: 'ok' },
+            'a forward jump into the window opens it',
+          );
+          assert.deepEqual(
+            await step(300, 'c'),
+            { status: 'ended', buy: 'not_live' },
+            'a forward jump past its end closes it',
+          );
+          assert.deepEqual(
+            await dibs.sales.endDue().then((ids) => ids.includes(sale.id)),
+            true,
+            'the end job records sale.ended by the store clock',
+          );
+          assert.deepEqual(
+            await step(0, 'd'),
+            { status: 'scheduled', buy: 'not_live' },
+            'back before the start: scheduled again',
+          );
+          assert.deepEqual(
+            await step(180, 'e'),
+            { status: 'live', buy: 'ok' },
+            'back inside the window: it sells again, under the same cap',
+          );
+          assert.deepEqual(
+            await step(180, 'b'),
+            { status: 'live', buy: 'limit_reached' },
+            "the first buyer's order still counts",
+          );
+          const final = await dibs.sales.get(sale.id);
+          assert.equal(final.stats.sold, 2);
+          assert.deepEqual(await dibs.sales.audit(sale.id), []);
+          console.log(`[clock] ${kind.label} sale window ${seen.join('; ')}`);
+        } finally {
+          store.jump(0);
+        }
       });
-      const seen: string[] = [];
-      const step = async (offsetS: number, customer: string) => {
-        jump(offsetS);
-        const status = (await dibs.sales.get(sale.id)).status;
-        const buy = await codeOf(dibs.sales.buy(sale.id, customer, 1));
-        seen.push(`${offsetS >= 0 ? '+' : ''}${offsetS} s: ${status}, buy ${buy}`);
-        return { status, buy };
-      };
-      try {
-        assert.deepEqual(await step(0, 'a'), { status: 'scheduled', buy: 'not_live' });
-        assert.deepEqual(
-          await step(180, 'b'),
-          { status: 'live', buy: 'ok' },
-          'a forward jump into the window opens it',
-        );
-        assert.deepEqual(
-          await step(300, 'c'),
-          { status: 'ended', buy: 'not_live' },
-          'a forward jump past its end closes it',
-        );
-        assert.deepEqual(
-          await dibs.sales.endDue().then((ids) => ids.includes(sale.id)),
-          true,
-          'the end job records sale.ended by the store clock',
-        );
-        assert.deepEqual(
-          await step(0, 'd'),
-          { status: 'scheduled', buy: 'not_live' },
-          'back before the start: scheduled again',
-        );
-        assert.deepEqual(
-          await step(180, 'e'),
-          { status: 'live', buy: 'ok' },
-          'back inside the window: it sells again, under the same cap',
-        );
-        assert.deepEqual(
-          await step(180, 'b'),
-          { status: 'live', buy: 'limit_reached' },
-          "the first buyer's order still counts",
-        );
-        const final = await dibs.sales.get(sale.id);
-        assert.equal(final.stats.sold, 2);
-        assert.deepEqual(await dibs.sales.audit(sale.id), []);
-        console.log(`[clock] ${kind.label} sale window ${seen.join('; ')}`);
-      } finally {
-        store.jump(0);
-      }
-    });
 
-    it('holds expire early on a forward jump, last longer on a backward one; an expired hold whose unit was sold never comes back', async () => {
-      const one = await liveSale(`HOLD-${uniqueId('h')}`, 1);
-      const jumpOne = clockOf(one.sku);
-      try {
-        // forward: alice's 30 s hold is gone after +60 s, bob gets its unit; back at the real clock
-        // her hold is before its expiry again, yet it stays expired — the unit is bob's
-        const { hold: alice } = await dibs.sales.reserve(one.id, 'alice', 1, 30_000);
-        assert.equal(await codeOf(dibs.sales.buy(one.id, 'bob', 1)), 'sold_out', 'the hold keeps the only unit');
-        jumpOne(60);
-        assert.equal(
-          await codeOf(dibs.sales.buy(one.id, 'bob', 1)),
-          'ok',
-          'after +60 s the 30 s hold has expired by the store clock',
-        );
-        jumpOne(0);
-        assert.equal(
-          await codeOf(dibs.sales.confirm(alice.id)),
-          'hold_expired',
-          'the expired hold does not come back with the clock',
-        );
-        assert.equal((await dibs.sales.hold(alice.id)).status, 'expired');
-        const sold = await dibs.sales.get(one.id);
-        assert.equal(sold.stats.sold, 1);
-        assert.equal(sold.stats.held, 0);
-        assert.deepEqual(await dibs.sales.audit(one.id), []);
+      it('holds expire early on a forward jump, last longer on a backward one; an expired hold whose unit was sold never comes back', async () => {
+        const one = await liveSale(`HOLD-${uniqueId('h')}`, 1);
+        const jumpOne = clockOf(one.sku);
+        try {
+          // forward: alice's 30 s hold is gone after +60 s, bob gets its unit; back at the real clock
+          // her hold is before its expiry again, yet it stays expired — the unit is bob's
+          const { hold: alice } = await dibs.sales.reserve(one.id, 'alice', 1, 30_000);
+          assert.equal(await codeOf(dibs.sales.buy(one.id, 'bob', 1)), 'sold_out', 'the hold keeps the only unit');
+          jumpOne(60);
+          assert.equal(
+            await codeOf(dibs.sales.buy(one.id, 'bob', 1)),
+            'ok',
+            'after +60 s the 30 s hold has expired by the store clock',
+          );
+          jumpOne(0);
+          assert.equal(
+            await codeOf(dibs.sales.confirm(alice.id)),
+            'hold_expired',
+            'the expired hold does not come back with the clock',
+          );
+          assert.equal((await dibs.sales.hold(alice.id)).status, 'expired');
+          const sold = await dibs.sales.get(one.id);
+          assert.equal(sold.stats.sold, 1);
+          assert.equal(sold.stats.held, 0);
+          assert.deepEqual(await dibs.sales.audit(one.id), []);
 
-        // backward: a 2 s hold lives on while the store clock is 60 s behind
-        const two = await liveSale(`HOLD-${uniqueId('h')}`, 2);
-        const jumpTwo = clockOf(two.sku);
-        const { hold: carol } = await dibs.sales.reserve(two.id, 'carol', 1, 2000);
-        jumpTwo(-60);
-        await sleep(3000);
-        assert.equal(
-          (await dibs.sales.get(two.id)).stats.held,
-          1,
-          'still held 3 s later: the store clock went back 60 s',
-        );
-        assert.equal(await codeOf(dibs.sales.confirm(carol.id)), 'ok');
-        // granted during the backward offset: once the clock is back, it is 30 s past its expiry
-        const { hold: dave } = await dibs.sales.reserve(two.id, 'dave', 1, 30_000);
-        jumpTwo(0);
-        assert.equal(
-          await codeOf(dibs.sales.confirm(dave.id)),
-          'hold_expired',
-          'a hold granted 60 s in the past for 30 s has expired once the clock is back',
-        );
-        const after = await dibs.sales.get(two.id);
-        assert.deepEqual([after.stats.sold, after.stats.held], [1, 0]);
-        assert.deepEqual(await dibs.sales.audit(two.id), []);
-        console.log(
-          `[clock] ${kind.label} holds: +60 s expired a 30 s hold (its unit sold, confirm hold_expired after the jump back); -60 s kept a 2 s hold alive 3 s (confirmed); a 30 s hold granted at -60 s expired on the jump back`,
-        );
-      } finally {
-        store.jump(0);
-      }
-    });
+          // backward: a 2 s hold lives on while the store clock is 60 s behind
+          const two = await liveSale(`HOLD-${uniqueId('h')}`, 2);
+          const jumpTwo = clockOf(two.sku);
+          const { hold: carol } = await dibs.sales.reserve(two.id, 'carol', 1, 2000);
+          jumpTwo(-60);
+          await sleep(3000);
+          assert.equal(
+            (await dibs.sales.get(two.id)).stats.held,
+            1,
+            'still held 3 s later: the store clock went back 60 s',
+          );
+          assert.equal(await codeOf(dibs.sales.confirm(carol.id)), 'ok');
+          // granted during the backward offset: once the clock is back, it is 30 s past its expiry
+          const { hold: dave } = await dibs.sales.reserve(two.id, 'dave', 1, 30_000);
+          jumpTwo(0);
+          assert.equal(
+            await codeOf(dibs.sales.confirm(dave.id)),
+            'hold_expired',
+            'a hold granted 60 s in the past for 30 s has expired once the clock is back',
+          );
+          const after = await dibs.sales.get(two.id);
+          assert.deepEqual([after.stats.sold, after.stats.held], [1, 0]);
+          assert.deepEqual(await dibs.sales.audit(two.id), []);
+          console.log(
+            `[clock] ${kind.label} holds: +60 s expired a 30 s hold (its unit sold, confirm hold_expired after the jump back); -60 s kept a 2 s hold alive 3 s (confirmed); a 30 s hold granted at -60 s expired on the jump back`,
+          );
+        } finally {
+          store.jump(0);
+        }
+      });
 
-    it("a pool code's checkout hold: expired early by a forward jump, it does not come back once the code went to someone else", async () => {
-      const pool = `hold-${uniqueId('p').toLowerCase()}`;
-      await dibs.pools.create({ name: pool, publicCodes: true });
-      await dibs.pools.importCodes(pool, ['H-1']);
-      try {
-        await dibs.pools.hold(pool, 'H-1', 'alice', 30_000);
-        assert.equal(await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)), 'held', "alice's hold keeps bob out");
-        store.jump(60);
-        assert.equal(
-          await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)),
-          'ok',
-          'after +60 s her 30 s hold has expired by the store clock',
-        );
-        assert.equal((await dibs.pools.redeem(pool, 'H-1', { claimant: 'bob' })).status, 'redeemed');
-        store.jump(0);
-        const late = await codeOf(dibs.pools.redeem(pool, 'H-1', { claimant: 'alice' }));
-        assert.notEqual(late, 'ok', 'back at the real clock her hold does not come back');
-        const info = await dibs.pools.code(pool, 'H-1');
-        assert.deepEqual([info.status, info.claimant], ['redeemed', 'bob']);
-        assert.deepEqual(await dibs.pools.audit(pool), []);
-        console.log(
-          `[clock] ${kind.label} pool hold: +60 s expired alice's 30 s hold, bob held and redeemed the code; after the jump back alice's redeem answers ${late}`,
-        );
-      } finally {
-        store.jump(0);
-      }
-    });
+      it("a pool code's checkout hold: expired early by a forward jump, it does not come back once the code went to someone else", async () => {
+        const pool = `hold-${uniqueId('p').toLowerCase()}`;
+        await dibs.pools.create({ name: pool, publicCodes: true });
+        await dibs.pools.importCodes(pool, ['H-1']);
+        try {
+          await dibs.pools.hold(pool, 'H-1', 'alice', 30_000);
+          assert.equal(await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)), 'held', "alice's hold keeps bob out");
+          store.jump(60);
+          assert.equal(
+            await codeOf(dibs.pools.hold(pool, 'H-1', 'bob', 30_000)),
+            'ok',
+            'after +60 s her 30 s hold has expired by the store clock',
+          );
+          assert.equal((await dibs.pools.redeem(pool, 'H-1', { claimant: 'bob' })).status, 'redeemed');
+          store.jump(0);
+          const late = await codeOf(dibs.pools.redeem(pool, 'H-1', { claimant: 'alice' }));
+          assert.notEqual(late, 'ok', 'back at the real clock her hold does not come back');
+          const info = await dibs.pools.code(pool, 'H-1');
+          assert.deepEqual([info.status, info.claimant], ['redeemed', 'bob']);
+          assert.deepEqual(await dibs.pools.audit(pool), []);
+          console.log(
+            `[clock] ${kind.label} pool hold: +60 s expired alice's 30 s hold, bob held and redeemed the code; after the jump back alice's redeem answers ${late}`,
+          );
+        } finally {
+          store.jump(0);
+        }
+      });
 
-    // SQLite and Redis Cluster run their storm under FAULTS_LONG=1 only (the CI time budget); their
-    // deterministic rounds above run everywhere
-    const longOnly = !LONG && ['SQLite', 'Redis Cluster'].includes(kind.label) ? 'FAULTS_LONG=1 only' : false;
-    it('a 3-process reserve/confirm/buy storm through forward and backward jumps: the ledger holds', {
-      skip: longOnly,
-    }, async () => {
-      const sku = `STORM-${uniqueId('x')}`;
-      const cap = LONG ? 150 : 20;
-      const sale = await liveSale(sku, cap);
-      const count = LONG ? 480 : 60;
-      const ops: SaleOp[] = Array.from({ length: count }, (_, i) => ({
-        customer: `c${i}`,
-        kind: i % 3 === 0 ? 'buy' : 'reserve',
-        quantity: 1,
-        then: i % 3 === 2 ? 'abandon' : 'confirm',
-        thinkMs: 300 + (i % 7) * 200,
-        delayMs: (i % 20) * 150,
-      }));
-      // offset (s) and how long it holds: forward past every hold's TTL, home, back, home
-      const schedule: Array<[number, number]> = [
-        [30, 1500],
-        [0, 1500],
-        [-30, 1500],
-        [0, 1000],
-      ];
-      const jumps: string[] = [];
-      const storm = kind.stormClock?.(store);
-      const moveClock = storm?.jump ?? clockOf(sku);
-      try {
-        const outcomes = await runSaleStorm({
-          store: kind.scoped(store.url, tag),
-          sale: sale.id,
-          lanes: spread(ops, 3),
-          ...(storm ? { spawnPrefix: storm.prefix } : {}),
-          ttlMs: 1500,
-          concurrency: 6,
-          timeoutMs: 180_000,
-          during: async (done) => {
-            await sleep(800);
-            while (!done()) {
-              for (const [offset, ms] of schedule) {
-                if (done()) break;
-                moveClock(offset);
-                jumps.push(`${offset >= 0 ? '+' : ''}${offset} s`);
-                await sleep(ms);
+      // SQLite and Redis Cluster run their storm under FAULTS_LONG=1 only (the CI time budget); their
+      // deterministic rounds above run everywhere
+      const longOnly = !LONG && ['SQLite', 'Redis Cluster'].includes(kind.label) ? 'FAULTS_LONG=1 only' : false;
+      it('a 3-process reserve/confirm/buy storm through forward and backward jumps: the ledger holds', {
+        skip: longOnly,
+      }, async () => {
+        const sku = `STORM-${uniqueId('x')}`;
+        const cap = LONG ? 150 : 20;
+        const sale = await liveSale(sku, cap);
+        const count = LONG ? 480 : 60;
+        const ops: SaleOp[] = Array.from({ length: count }, (_, i) => ({
+          customer: `c${i}`,
+          kind: i % 3 === 0 ? 'buy' : 'reserve',
+          quantity: 1,
+          then: i % 3 === 2 ? 'abandon' : 'confirm',
+          thinkMs: 300 + (i % 7) * 200,
+          delayMs: (i % 20) * 150,
+        }));
+        // offset (s) and how long it holds: forward past every hold's TTL, home, back, home
+        const schedule: Array<[number, number]> = [
+          [30, 1500],
+          [0, 1500],
+          [-30, 1500],
+          [0, 1000],
+        ];
+        const jumps: string[] = [];
+        const storm = kind.stormClock?.(store);
+        const moveClock = storm?.jump ?? clockOf(sku);
+        try {
+          const outcomes = await runSaleStorm({
+            store: kind.scoped(store.url, tag),
+            sale: sale.id,
+            lanes: spread(ops, 3),
+            ...(storm ? { spawnPrefix: storm.prefix } : {}),
+            ttlMs: 1500,
+            concurrency: 6,
+            timeoutMs: 180_000,
+            during: async (done) => {
+              await sleep(800);
+              while (!done()) {
+                for (const [offset, ms] of schedule) {
+                  if (done()) break;
+                  moveClock(offset);
+                  jumps.push(`${offset >= 0 ? '+' : ''}${offset} s`);
+                  await sleep(ms);
+                }
               }
-            }
-            moveClock(0);
-          },
-        });
-        const wrong = outcomes.filter((o) => o.status === 'error' && !['sold_out', 'hold_expired'].includes(o.error!));
-        assert.deepEqual(wrong, [], 'only sold_out and hold_expired');
-        const acknowledged = outcomes.filter((o) => o.status === 'ok' && o.orderId).map((o) => o.orderId!);
-        const stored = await kind.storedOrders(store, tag, sku, sale.id);
-        for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
-        assert.equal(stored.size, new Set(acknowledged).size, 'no order the buyers were not told about');
-        const final = await dibs.sales.get(sale.id);
-        assert.ok(final.stats.sold <= cap, `sold ${final.stats.sold} ≤ cap ${cap}`);
-        assert.equal(final.stats.sold, acknowledged.length);
-        assert.deepEqual(await dibs.sales.audit(sale.id), []);
-        const expired = outcomes.filter((o) => o.error === 'hold_expired').length;
-        console.log(
-          `[clock] ${kind.label} sale storm: ${count} buyers, jumps ${jumps.length} (${jumps.slice(0, 4).join(' → ')} …); orders ${acknowledged.length} = sold ${final.stats.sold} ≤ cap ${cap}; confirms refused hold_expired ${expired}; sold_out ${outcomes.filter((o) => o.error === 'sold_out').length}; violations 0`,
-        );
-        // How many confirms land after a forward jump is up to timing (1–5 per run); the round above
-        // proves the expiry rules deterministically. Asserted: the jumps happened while buyers were busy.
-        assert.ok(jumps.length >= 3, `jumps during the storm: ${jumps.join(', ')}`);
-      } finally {
-        moveClock(0);
-        store.jump(0);
-      }
+              moveClock(0);
+            },
+          });
+          const wrong = outcomes.filter(
+            (o) => o.status === 'error' && !['sold_out', 'hold_expired'].includes(o.error!),
+          );
+          assert.deepEqual(wrong, [], 'only sold_out and hold_expired');
+          const acknowledged = outcomes.filter((o) => o.status === 'ok' && o.orderId).map((o) => o.orderId!);
+          const stored = await kind.storedOrders(store, tag, sku, sale.id);
+          for (const id of acknowledged) assert.ok(stored.has(id), `acknowledged order ${id} is in the store`);
+          assert.equal(stored.size, new Set(acknowledged).size, 'no order the buyers were not told about');
+          const final = await dibs.sales.get(sale.id);
+          assert.ok(final.stats.sold <= cap, `sold ${final.stats.sold} ≤ cap ${cap}`);
+          assert.equal(final.stats.sold, acknowledged.length);
+          assert.deepEqual(await dibs.sales.audit(sale.id), []);
+          const expired = outcomes.filter((o) => o.error === 'hold_expired').length;
+          console.log(
+            `[clock] ${kind.label} sale storm: ${count} buyers, jumps ${jumps.length} (${jumps.slice(0, 4).join(' → ')} …); orders ${acknowledged.length} = sold ${final.stats.sold} ≤ cap ${cap}; confirms refused hold_expired ${expired}; sold_out ${outcomes.filter((o) => o.error === 'sold_out').length}; violations 0`,
+          );
+          // How many confirms land after a forward jump is up to timing (1–5 per run); the round above
+          // proves the expiry rules deterministically. Asserted: the jumps happened while buyers were busy.
+          assert.ok(jumps.length >= 3, `jumps during the storm: ${jumps.join(', ')}`);
+        } finally {
+          moveClock(0);
+          store.jump(0);
+        }
+      });
     });
-  });
+});

@@ -7,7 +7,7 @@
  * exit even when a test failed; temp dirs are removed.
  * Missing binaries: a failure under CI (`CI=true`), a loud skip elsewhere.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   chownSync,
@@ -66,12 +66,20 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function run(bin: string, args: string[], ids: { uid: number; gid: number } | undefined): void {
-  const result = spawnSync(join(pgBinDir()!, bin), args, { ...ids, encoding: 'utf8', timeout: 60_000 });
-  if (result.status !== 0)
-    throw new Error(
-      `${bin} ${args.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}${result.error ?? ''}`,
-    );
+/**
+ * Runs initdb / pg_basebackup without blocking the event loop: a test file that starts a server in
+ * one suite while another suite's storm runs beside it must not stall that storm's timers.
+ */
+async function run(bin: string, args: string[], ids: { uid: number; gid: number } | undefined): Promise<void> {
+  await new Promise<void>((resolve, reject) =>
+    execFile(join(pgBinDir()!, bin), args, { ...ids, encoding: 'utf8', timeout: 60_000 }, (error, _stdout, stderr) =>
+      error
+        ? reject(
+            new Error(`${bin} ${args.join(' ')} failed (${error.code ?? error.signal}): ${stderr}${error.message}`),
+          )
+        : resolve(),
+    ),
+  );
 }
 
 export interface PgServer {
@@ -195,7 +203,11 @@ export async function startReplicatedPair(options: {
     const [primaryPort, standbyPort] = [await freePort(), await freePort()];
     const primaryDir = join(root, 'primary');
     const standbyDir = join(root, 'standby');
-    run('initdb', ['-D', primaryDir, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
+    await run(
+      'initdb',
+      ['-D', primaryDir, '-U', USER, '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'],
+      ids,
+    );
     // fsync=off cannot hide a loss here: the loss comes from WAL the standby never received (the
     // killed primary's files are never read again), not from an unflushed disk.
     appendFileSync(
@@ -221,7 +233,7 @@ export async function startReplicatedPair(options: {
     const primary = await startServer(primaryDir, primaryPort, root, ids, options.env);
     servers.push(primary);
     relay = await startDelayRelay({ host: '127.0.0.1', port: primaryPort }, options.delayMs);
-    run(
+    await run(
       'pg_basebackup',
       ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', USER, '-D', standbyDir, '-X', 'stream', '-R', '--no-sync'],
       ids,
@@ -310,7 +322,7 @@ export async function startPgServer(
   };
   try {
     const port = await freePort();
-    run(
+    await run(
       'initdb',
       [
         '-D',
