@@ -13,12 +13,13 @@ import { openTempSqlite } from '../support/sqlite.js';
 import { LONG } from '../support/faults.js';
 import { assertStormInvariants, planStorm, runClaimStorm, type StormOptions } from '../support/storm.js';
 
-// What the kill proves needs the killed workers' lanes unfinished 200 ms after the go (1,800 calls
-// each) and the survivors serving after it; the survivors' longer tail of thousands more claims
+// What the kill proves needs the killed workers' lanes unfinished when they have answered 50 (1,800
+// calls each) and the survivors serving after it; the survivors' longer tail of thousands more claims
 // proves nothing more, so the default run is 3,000 codes for 6,000 claimants, FAULTS_LONG=1 the
 // former 5,000 for 10,000.
 const CODES = LONG ? 5000 : 3000;
 const CLAIMANTS = 2 * CODES;
+const KILLED_AFTER = 50;
 
 const stores: {
   label: string;
@@ -60,7 +61,8 @@ for (const target of stores) {
         processes: 4,
         claimants: CLAIMANTS,
         concurrency: 4,
-        kill: { processes: 2, afterMs: 200 },
+        // killed once each has answered 50: what they acknowledged before dying is put to the test
+        kill: { processes: 2, afterAnswers: KILLED_AFTER },
       };
       const outcomes = await runClaimStorm(options);
       const planned = planStorm(options).flat().length;
@@ -72,6 +74,7 @@ for (const target of stores) {
       console.log(
         `[worker-kill] ${target.label}: ${outcomes.length} of ${planned} answered; the 2 killed workers had answered ${answeredByKilled} of their ${killedLanes}`,
       );
+      assert.ok(answeredByKilled >= 2 * KILLED_AFTER, 'the killed workers had acknowledged claims before they died');
       const summary = await assertStormInvariants(dibs, 'crash', outcomes, {
         codes: CODES,
         perClaimantLimit: 1,

@@ -71,8 +71,12 @@ export interface StormOptions {
   retryUnavailable?: number;
   /** The whole storm is killed after this long (default 120 s). */
   timeoutMs?: number;
-  /** Fault injection: SIGKILL this many worker processes `afterMs` into the storm. */
-  kill?: { processes: number; afterMs: number };
+  /**
+   * Fault injection: SIGKILL the first `processes` worker processes `afterMs` into the storm, or once
+   * each of them has answered `afterAnswers` claims (on a loaded machine a timer can fire before a
+   * worker has answered anything, and then nothing it acknowledged is put to the test).
+   */
+  kill?: { processes: number; afterMs?: number; afterAnswers?: number };
   /** Called the moment every worker has been told to go (to time faults against the storm). */
   onStart?: () => void;
   /** Per worker: the store URL it uses (default `store`; e.g. some through Sentinel, some straight to one node) and an argv prefix that runs it on another host (`ip netns exec NS`). */
@@ -170,13 +174,22 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
       for (const w of workers) w.child.stdin.end('go\n');
       options.onStart?.();
       if (options.kill) {
-        const { processes, afterMs } = options.kill;
-        setTimeout(() => {
-          for (let i = 0; i < processes && i < workers.length; i++) {
-            killed.add(i);
-            workers[i]!.child.kill('SIGKILL');
-          }
-        }, afterMs).unref();
+        const { processes, afterMs = 0, afterAnswers = 0 } = options.kill;
+        const targets = workers.slice(0, processes);
+        const kill = () => {
+          // each target once it has answered enough (a worker that ended before is not killed)
+          let waiting = false;
+          targets.forEach((w, i) => {
+            if (killed.has(i) || w.child.exitCode !== null) return;
+            if (afterAnswers > 0 && readOutcomes(w.config.resultFile).length < afterAnswers) waiting = true;
+            else {
+              killed.add(i);
+              w.child.kill('SIGKILL');
+            }
+          });
+          if (waiting) setTimeout(kill, 10).unref();
+        };
+        setTimeout(kill, afterMs).unref();
       }
       await Promise.all(workers.map((w) => w.done));
     } finally {
