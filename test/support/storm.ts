@@ -79,6 +79,12 @@ export interface StormOptions {
   kill?: { processes: number; afterMs?: number; afterAnswers?: number };
   /** Called the moment every worker has been told to go (to time faults against the storm). */
   onStart?: () => void;
+  /**
+   * Called once the workers together have answered `answers` claims: a fault timed by the storm's
+   * progress lands mid-storm on a loaded machine too, where a timer from the go may fire before
+   * the first answer (or after the last).
+   */
+  onAnswered?: { answers: number; run: () => void };
   /** Per worker: the store URL it uses (default `store`; e.g. some through Sentinel, some straight to one node) and an argv prefix that runs it on another host (`ip netns exec NS`). */
   storeFor?: (worker: number) => string;
   spawnPrefix?: (worker: number) => string[];
@@ -173,6 +179,15 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
       await Promise.all(workers.map((w) => w.ready));
       for (const w of workers) w.child.stdin.end('go\n');
       options.onStart?.();
+      if (options.onAnswered) {
+        const { answers, run } = options.onAnswered;
+        const poll = () => {
+          const answered = workers.reduce((n, w) => n + readOutcomes(w.config.resultFile).length, 0);
+          if (answered >= answers || workers.every((w) => w.child.exitCode !== null)) run();
+          else setTimeout(poll, 10).unref();
+        };
+        poll();
+      }
       if (options.kill) {
         const { processes, afterMs = 0, afterAnswers = 0 } = options.kill;
         const targets = workers.slice(0, processes);
