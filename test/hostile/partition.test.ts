@@ -129,9 +129,11 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
     [0, 'reject', 2000],
     [1, 'from-store', 2500],
   ];
-  async function faults(stop: () => boolean): Promise<string[]> {
+  async function faults(stop: () => boolean, writes: () => Promise<unknown[]>): Promise<string[]> {
     const log: string[] = [];
-    await sleep(2000);
+    // from the storm's first write on, not from a timer: on a loaded machine the workers may take
+    // longer to start than a fixed lead, and faults over before they write interrupt nothing
+    while (!stop() && (await writes()).length === 0) await sleep(100);
     for (let round = 0; round < (LONG ? 4 : 1) && !stop(); round++) {
       for (const [i, direction, ms] of SCHEDULE) {
         if (stop()) break;
@@ -183,7 +185,10 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
         ];
       });
       let done = false;
-      const injected = faults(() => done);
+      const injected = faults(
+        () => done,
+        () => resource.log(),
+      );
       const result = await runHistory(runs, () => resource.log(), durationMs + 120_000).finally(() => (done = true));
       const faultLog = await injected;
       await resource.drop().finally(() => resource.close());
