@@ -156,9 +156,9 @@ describe('firestore emulator: holds and windows from 4 processes', { skip: !fire
     }
   });
 
-  const USES = 50;
-  const REDEEMERS = 200;
-  const RETRIED = 40;
+  const USES = 25;
+  const REDEEMERS = 100;
+  const RETRIED = 20;
   it(`a multi-use code with ${USES} uses, ${REDEEMERS} redeemers (${RETRIED} retried) from ${PROCESSES} processes: exactly ${USES} uses, once per order`, {
     timeout: 300_000,
   }, async () => {
