@@ -40,15 +40,23 @@ describe('firestore emulator: deletePool', { skip: !firestoreEmulatorInstalled()
         name,
         Array.from({ length: codes }, (_, i) => `OLD${i}`),
       );
+      // claims and uses 10 at a time, not one by one: the same documents, in a fraction of the time
+      // (150 claims one after another took most of (d)'s 300 s on a loaded machine)
+      const inTens = async (n: number, one: (i: number) => Promise<void>) => {
+        for (let from = 0; from < n; from += 10)
+          await Promise.all(Array.from({ length: Math.min(10, n - from) }, (_, k) => one(from + k)));
+      };
       const held: Record<string, string[]> = {};
-      for (let i = 0; i < claimants; i++)
+      await inTens(claimants, async (i) => {
         held[`c${i}`] = (await dibs.pools.claimMany(name, `c${i}`, 2, { idempotencyKey: `key-${i}` })).codes;
+      });
       await dibs.pools.redeem(name, held.c0![0]!, { claimant: 'c0' });
       await dibs.pools.unredeem(name, held.c0![0]!); // code.unredeemed
       await dibs.pools.redeem(name, held.c0![0]!, { claimant: 'c0' });
       await dibs.pools.addMultiUseCode(name, { code: 'MULTI', uses: 1000, usesPerClaimant: 1 });
-      for (let i = 0; i < uses; i++)
+      await inTens(uses, async (i) => {
         await dibs.pools.redeem(name, 'MULTI', { claimant: `u${i}`, orderId: `order-${i}` });
+      });
       await dibs.pools.unredeem(name, 'MULTI', { orderId: 'order-0' }); // code.unredeemed
       await dibs.pools.redeem(name, 'MULTI', { claimant: 'u0', orderId: 'order-0' });
       assert.ok((await documentsUnder(poolRef(name))) > codes);

@@ -80,7 +80,10 @@ describe('firestore emulator: rate limits', { skip: !firestoreEmulatorInstalled(
     const store = emulator.storeUrl();
     const dibs = await openDibs(store);
     try {
-      // the emulator serialises commits of one document: a smaller limit keeps demand above it
+      // the emulator serialises commits of one document: a smaller limit keeps demand above it; 4
+      // loops per process (each takes the three limits in turn): at 2 per process a loaded machine's
+      // takes came too slowly for the quota of 2 per 500 ms ever to deny ("storm-q: nothing denied"),
+      // and 4 s of it, not 2.5, gives the quota more periods to be crowded in
       console.log(
         'firestore limit storm',
         JSON.stringify(
@@ -88,8 +91,8 @@ describe('firestore emulator: rate limits', { skip: !firestoreEmulatorInstalled(
             prefix: 'storm',
             scale: 0.05,
             processes: 2,
-            concurrency: 2,
-            durationMs: 2500,
+            concurrency: 4,
+            durationMs: 4000,
           }),
         ),
       );

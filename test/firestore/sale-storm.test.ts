@@ -1,6 +1,6 @@
 /**
  * Multi-process flash-sale storms on the Firestore emulator: the suite every selling store runs
- * (support/sale-storm-suite.ts) — 4 OS processes, 400 buyers (plus retried keys and double clicks)
+ * (support/sale-storm-suite.ts) — 4 OS processes, 200 buyers (plus retried keys and double clicks)
  * on the last 10 units, and holds racing confirmations, cancellations and expiries with I3 sampled
  * live — smaller than the 1,000 buyers of the SQL and Redis storms: the emulator is one JVM and much
  * slower than a real database. Then one process's burst, to log transactions per buy, and the
@@ -19,34 +19,35 @@ const HOUR = 3_600_000;
 describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInstalled() }, () => {
   const suite = firestoreStoreForSuite();
 
-  // The storms every selling store runs (support/sale-storm-suite.ts), smaller: 400 buyers on the
-  // last 10 units; 200 hold flows of 120 customers.
-  saleStormSuite('firestore emulator', suite, { buyers: 400, flows: 200, customers: 120, timeoutMs: 150_000 });
+  // The storms every selling store runs (support/sale-storm-suite.ts), smaller: 200 buyers on the
+  // last 10 units (20 per unit, 4 processes of 8 in flight: every unit raced for); 120 hold flows
+  // of 70 customers (still customers with two flows sharing a hold). The SQL and Redis runs are larger.
+  saleStormSuite('firestore emulator', suite, { buyers: 200, flows: 120, customers: 70, timeoutMs: 150_000 });
 
-  it('one process, 300 concurrent buyers on 30 units: transactions per buy (logged, not asserted)', {
+  it('one process, 150 concurrent buyers on 15 units: transactions per buy (logged, not asserted)', {
     timeout: 180_000,
   }, async () => {
     const sale = await suite.dibs.sales.create({
       sku: 'ONE-PROCESS',
       startsAt: new Date().toISOString(),
       endsAt: new Date(Date.now() + HOUR).toISOString(),
-      cap: 30,
+      cap: 15,
       perCustomerLimit: 1,
     });
     const counters = (suite.dibs.backend as FirestoreBackend).transactionCounters;
     const before = { ...counters };
     const started = Date.now();
     const settled = await Promise.allSettled(
-      Array.from({ length: 300 }, (_, i) => suite.dibs.sales.buy(sale.id, `c-${i}`)),
+      Array.from({ length: 150 }, (_, i) => suite.dibs.sales.buy(sale.id, `c-${i}`)),
     );
     const ms = Date.now() - started;
     const won = settled.filter((s) => s.status === 'fulfilled').length;
     const transactions = counters.transactions - before.transactions;
     const attempts = counters.attempts - before.attempts;
     console.log(
-      `# firestore one-process burst: 300 buys in ${ms} ms, ${won} orders, ${transactions} read-write transactions, ${attempts} attempts`,
+      `# firestore one-process burst: 150 buys in ${ms} ms, ${won} orders, ${transactions} read-write transactions, ${attempts} attempts`,
     );
-    assert.equal(won, 30);
+    assert.equal(won, 15);
     for (const s of settled) if (s.status === 'rejected') assert.equal((s.reason as { code: string }).code, 'sold_out');
     assert.deepEqual(await suite.dibs.sales.audit(sale.id), []);
   });
@@ -80,8 +81,10 @@ describe('firestore emulator: flash-sale storms', { skip: !firestoreEmulatorInst
     const torn: string[] = [];
     let snapshots = 0;
     try {
-      const until = Date.now() + 6_000;
-      while (Date.now() < until && snapshots < 150) {
+      // 6 s (or 150 snapshots), and on a loaded machine on until the precondition below holds, bounded
+      const started = Date.now();
+      const enough = () => snapshots >= 10 && commits >= 100;
+      while ((Date.now() < started + 6_000 && snapshots < 150) || (!enough() && Date.now() < started + 40_000)) {
         const [c, o, h] = await runner.snapshot(counter, (tx) =>
           Promise.all([tx.get(counter), tx.get(orders.count()), tx.get(holds.count())]),
         );

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDibsError, openDibs } from '../../src/index.js';
 import { monoUs } from './admin-storm.js';
 import { readyThenGo } from './go.js';
+import { retryUnavailable } from './retry-unavailable.js';
 import type { ClaimOp, ClaimRecord } from './admin-storm-suite.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
@@ -25,7 +26,10 @@ async function run(op: ClaimOp): Promise<ClaimRecord> {
   await sleep(Math.max(0, start + op.atMs - Date.now()));
   const t0 = monoUs();
   try {
-    const r = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});
+    // t0 stays the first attempt's: the record spans every retry, so the checker's candidate rule versions do too
+    const r = await retryUnavailable(() =>
+      dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {}),
+    );
     return { ...op, t0, t1: monoUs(), status: r.status, code: r.code, held: r.held, replayed: r.replayed };
   } catch (error) {
     return { ...op, t0, t1: monoUs(), status: 'error', error: isDibsError(error) ? error.code : String(error) };

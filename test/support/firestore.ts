@@ -198,12 +198,16 @@ export function firestoreStoreForSuite(): {
  * exist (Firestore keeps subcollections of a deleted document): what a deletion left behind.
  */
 export async function documentsUnder(ref: DocumentReference): Promise<number> {
-  let n = 0;
-  for (const collection of await ref.listCollections()) {
-    for (const doc of await collection.listDocuments()) {
-      if ((await doc.get()).exists) n++;
-      n += await documentsUnder(doc);
-    }
-  }
-  return n;
+  // the documents of a collection side by side, not one round trip after another: a pool of a few
+  // hundred documents took tens of seconds to count on a loaded machine
+  const counts = await Promise.all(
+    (await ref.listCollections()).map(async (collection) => {
+      const docs = await collection.listDocuments();
+      const here = await Promise.all(
+        docs.map(async (doc) => ((await doc.get()).exists ? 1 : 0) + (await documentsUnder(doc))),
+      );
+      return here.reduce((a, b) => a + b, 0);
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
 }
