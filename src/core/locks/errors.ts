@@ -6,6 +6,17 @@ export const lockTimeout = (key: string, waitMs: number) =>
     details: { key, waitMs },
   });
 
+/**
+ * The last attempt was granted, but the store's answer came after the lease's TTL (less its safety
+ * margin) had run out, so the grant was given back: "not free" would be untrue.
+ */
+export const grantTooLate = (key: string, waitMs: number, ttlMs: number) =>
+  new DibsError(
+    'lock_timeout',
+    `lock '${key}' was granted, but the store answered after the lease's ${ttlMs} ms TTL had run out (given back; waited ${waitMs} ms): retry, or use a ttlMs longer than the store takes to answer`,
+    { retriable: true, details: { key, waitMs, ttlMs, grantTooLate: true } },
+  );
+
 export const leaseLost = (key: string) =>
   new DibsError('lease_lost', `lease on '${key}' expired or is held by someone else; acquire again`, {
     details: { key },

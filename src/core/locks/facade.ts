@@ -5,7 +5,8 @@
  * (SQLite cannot notify other processes of a release).
  */
 import type { CounterBackend, LockBackend } from './backend.js';
-import { leaseLost, lockTimeout, unsupported } from './errors.js';
+import { grantTooLate, leaseLost, lockTimeout, unsupported } from './errors.js';
+import { DibsError } from '../errors.js';
 import { waitForLease } from './wait.js';
 import {
   acquireOptionsSchema,
@@ -65,17 +66,22 @@ export class Semaphores {
       }
     }
     const registration = waitMs > 0 ? new WaiterRegistration(store, k) : undefined;
+    let late = false;
     try {
       return await waitForLease(store, k, { deadline, waitMs, signal }, async () => {
         if (fifo && queue.indexOf(me) >= n) return null;
         const sentAt = performance.now();
         const grant = await store.tryAcquire(k, n, ttlMs);
-        return grant && anchored(store, k, n, grant, ttlMs, sentAt);
+        const lease = grant && anchored(store, k, n, grant, ttlMs, sentAt);
+        late = grant !== null && lease === null;
+        return lease;
       });
     } catch (error) {
       // A waiter that gives up is gone from inspect when acquire rejects (a granted one does not
       // wait for this: the handoff stays one round trip).
       await registration?.end();
+      if (late && error instanceof DibsError && error.code === 'lock_timeout' && !signal?.aborted)
+        throw grantTooLate(k, waitMs, ttlMs);
       throw error;
     } finally {
       void registration?.end();
