@@ -226,15 +226,17 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const took = Date.now() - started;
       assert.ok(took >= 350, `3 takes at 5/s (burst 1) took ${took} ms`);
       const controller = new AbortController();
-      await dibs.limits.create({ name: `${a}-slow`, algorithm: 'quota', limit: 1, periodMs: 3600_000 });
+      // a quota's period is calendar-aligned: a day's, and a waitMs of 1 s, so the wait outlasts it
+      // unless this runs in a day's last second (an hour's with 60 s failed at 04:59 UTC)
+      await dibs.limits.create({ name: `${a}-slow`, algorithm: 'quota', limit: 1, periodMs: 86_400_000 });
       await dibs.limits.take(`${a}-slow`);
-      await rejectsWith(dibs.limits.waitFor(`${a}-slow`, 1, { waitMs: 60_000 }), 'rate_limited');
+      await rejectsWith(dibs.limits.waitFor(`${a}-slow`, 1, { waitMs: 1_000 }), 'rate_limited');
       const waiting = dibs.limits.waitFor(`${a}-slow`, 1, { signal: controller.signal });
       setTimeout(() => controller.abort(new Error('stop')), 50);
       await assert.rejects(waiting, (e: unknown) => isDibsError(e, 'rate_limited') && e.details?.aborted === true);
       // aborted while its first take is still in flight: it must end then, not sleep out the wait
       const early = new AbortController();
-      const abortedEarly = dibs.limits.waitFor(`${a}-slow`, 1, { waitMs: 7_200_000, signal: early.signal });
+      const abortedEarly = dibs.limits.waitFor(`${a}-slow`, 1, { waitMs: 24 * 3600_000, signal: early.signal });
       early.abort(new Error('stop'));
       const at = Date.now();
       const stalled = new Promise<'stalled'>((resolve) => setTimeout(resolve, 10_000, 'stalled').unref());
