@@ -169,7 +169,7 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
 
     it('reset gives a key its full allowance back', async () => {
       const a = name('r');
-      await dibs.limits.create({ name: a, algorithm: 'quota', limit: 2, periodMs: 3600_000 });
+      await dibs.limits.create({ name: a, algorithm: 'quota', limit: 2, periodMs: 86_400_000 });
       assert.equal((await dibs.limits.take(a, 2, { key: 'u' })).allowed, true);
       assert.equal((await dibs.limits.take(a, 1, { key: 'u' })).allowed, false);
       await dibs.limits.reset(a, { key: 'u' });
@@ -180,7 +180,7 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
       const [tb, sw, q] = [name('pt'), name('ps'), name('pq')];
       await dibs.limits.create({ name: tb, algorithm: 'token-bucket', limit: 2, periodMs: 3600_000 });
       await dibs.limits.create({ name: sw, algorithm: 'sliding-window', limit: 3, periodMs: 3600_000 });
-      await dibs.limits.create({ name: q, algorithm: 'quota', limit: 3, periodMs: 3600_000 });
+      await dibs.limits.create({ name: q, algorithm: 'quota', limit: 3, periodMs: 86_400_000 });
       if (!dibs.backend.limits?.peek) {
         await rejectsWith(dibs.limits.peek(tb), 'unsupported');
         return;
@@ -208,7 +208,7 @@ export function limitConformance(label: string, open: () => Promise<ConformanceT
 
     it('an update applies at once in the updating instance; a new algorithm starts afresh', async () => {
       const a = name('u');
-      await dibs.limits.create({ name: a, algorithm: 'quota', limit: 2, periodMs: 3600_000 });
+      await dibs.limits.create({ name: a, algorithm: 'quota', limit: 2, periodMs: 86_400_000 });
       assert.equal((await dibs.limits.take(a, 2)).allowed, true);
       assert.equal((await dibs.limits.take(a)).allowed, false);
       await dibs.limits.update(a, { limit: 3 });
