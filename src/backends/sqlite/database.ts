@@ -263,15 +263,15 @@ class WriteBatcher {
   }
 }
 
+/** The WAL index is in the machine's byte order. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
 /**
  * The WAL's length as the WAL index (`<file>-shm`, https://sqlite.org/walformat.html) records it:
  * mxFrame (frames in the WAL, header offset 16) less nBackfill (frames already copied into the
  * database, offset 96), both u32 in the machine's byte order. Only a hint for when to checkpoint:
  * a torn or stale read makes a checkpoint early or late, never wrong.
  */
-/** The WAL index is in the machine's byte order. */
-const LITTLE_ENDIAN = endianness() === 'LE';
-
 class WalIndex {
   private readonly buf = Buffer.alloc(100);
   private constructor(private readonly fd: number) {}
