@@ -28,10 +28,13 @@ import { deletePrefix, SHARED_REDIS, sharedRedisAvailable, testPrefix } from '..
 
 const available = await sharedRedisAvailable();
 
-/** A previous build's script, as its loader sent it (fixtures/<build>-<name>.lua). */
-function previous(build: string, name: string): Script {
-  const source = readFileSync(new URL(`./fixtures/${build}-${name}.lua`, import.meta.url), 'utf8');
-  return { name: `${build}:${name}`, source, sha: createHash('sha1').update(source).digest('hex') };
+/** The build that shipped before the room counters: its scripts are the ones an upgrade meets. */
+const PREVIOUS = 'before-counters';
+
+/** The previous build's script, as its loader sent it (fixtures/before-counters-<name>.lua). */
+function previous(name: string): Script {
+  const source = readFileSync(new URL(`./fixtures/${PREVIOUS}-${name}.lua`, import.meta.url), 'utf8');
+  return { name: `${PREVIOUS}:${name}`, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
 interface RawTicket {
@@ -60,11 +63,11 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
   });
 
   /** The room of a sale as the raw client sees it, and a previous build's steps on it. */
-  function roomOf(sku: string, saleId: string, build: string) {
+  function roomOf(sku: string, saleId: string) {
     const tag = saleTag(prefix, saleGroupOf(sku));
     const roomKey = saleKey(tag, 'room', saleId);
-    const step = previous(build, 'sale_room_step');
-    const reserve = previous(build, 'sale_room_reserve');
+    const step = previous('sale_room_step');
+    const reserve = previous('sale_room_reserve');
     return {
       tag,
       roomKey,
@@ -106,48 +109,47 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
     };
   }
 
-  for (const { build, drifts } of [{ build: 'before-counters', drifts: true }])
-    it(`counts right after joins, admissions, uses, expiries and a sweep by the ${build} build`, async () => {
-      const sku = `ROLLING-${build}-${Date.now()}`;
-      const sale = await dibs.sales.create({
-        sku,
-        startsAt: new Date(Date.now() - 1000).toISOString(),
-        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-        cap: 3,
-        perCustomerLimit: 1,
-      });
-      await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1000, windowMs: 60_000 });
-      const room = roomOf(sku, sale.id, build);
-
-      const a = await dibs.waitingRooms.join(sale.id, 'a'); // this build: admitted at once
-      const b = (await room.oldStep('join', 'b')).ticket!; // the previous build: joined and admitted
-      await room.oldStep('join', 'c');
-      const { hold: holdA } = await dibs.waitingRooms.reserve(sale.id, 'a', a.token, 1, 60_000);
-      const holdB = await room.oldReserve('b', b.n);
-      // c's window ends unused (sooner than the shortest window a room allows)
-      await raw.zadd(saleKey(room.tag, 'adm', sale.id), Date.now() - 1, '3');
-      await room.oldStep('ticket', 'c'); // expires c
-      await room.oldStep('join', 'd'); // admitted: one unit is left for it
-      await room.oldStep('join', 'e'); // waits: the units are spoken for
-      const before = await room.ledger();
-      assert.deepEqual(before, { waiting: 1, admitted: 1, used: 2, expired: 1, sold_out: 0 });
-      if (drifts) assert.notDeepEqual(await room.counters(), before, 'the previous build moved no counters');
-
-      assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, await room.ledger());
-      assert.deepEqual(await dibs.sales.audit(sale.id), []);
-
-      // sold out, and the line told so by the previous build's (unsliced, uncounted) sweep
-      await dibs.sales.confirm(holdA.id);
-      await dibs.sales.confirm(holdB);
-      const d = await dibs.waitingRooms.ticket(sale.id, 'd', (await dibs.waitingRooms.join(sale.id, 'd')).token);
-      const { hold: holdD } = await dibs.waitingRooms.reserve(sale.id, 'd', d.token, 1, 60_000);
-      await dibs.sales.confirm(holdD.id);
-      await room.oldStep('get', '');
-      assert.deepEqual(await room.ledger(), { waiting: 0, admitted: 0, used: 3, expired: 1, sold_out: 1 });
-      assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, await room.ledger());
-      assert.deepEqual(await dibs.sales.audit(sale.id), []);
-      assert.equal(await raw.hget(room.roomKey, 'rcur'), null, 'no recount left in progress');
+  it('counts right after joins, admissions, uses, expiries and a sweep by the previous build', async () => {
+    const sku = `ROLLING-${Date.now()}`;
+    const sale = await dibs.sales.create({
+      sku,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      cap: 3,
+      perCustomerLimit: 1,
     });
+    await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1000, windowMs: 60_000 });
+    const room = roomOf(sku, sale.id);
+
+    const a = await dibs.waitingRooms.join(sale.id, 'a'); // this build: admitted at once
+    const b = (await room.oldStep('join', 'b')).ticket!; // the previous build: joined and admitted
+    await room.oldStep('join', 'c');
+    const { hold: holdA } = await dibs.waitingRooms.reserve(sale.id, 'a', a.token, 1, 60_000);
+    const holdB = await room.oldReserve('b', b.n);
+    // c's window ends unused (sooner than the shortest window a room allows)
+    await raw.zadd(saleKey(room.tag, 'adm', sale.id), Date.now() - 1, '3');
+    await room.oldStep('ticket', 'c'); // expires c
+    await room.oldStep('join', 'd'); // admitted: one unit is left for it
+    await room.oldStep('join', 'e'); // waits: the units are spoken for
+    const before = await room.ledger();
+    assert.deepEqual(before, { waiting: 1, admitted: 1, used: 2, expired: 1, sold_out: 0 });
+    assert.notDeepEqual(await room.counters(), before, 'the previous build moved no counters');
+
+    assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, await room.ledger());
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+
+    // sold out, and the line told so by the previous build's (unsliced, uncounted) sweep
+    await dibs.sales.confirm(holdA.id);
+    await dibs.sales.confirm(holdB);
+    const d = await dibs.waitingRooms.ticket(sale.id, 'd', (await dibs.waitingRooms.join(sale.id, 'd')).token);
+    const { hold: holdD } = await dibs.waitingRooms.reserve(sale.id, 'd', d.token, 1, 60_000);
+    await dibs.sales.confirm(holdD.id);
+    await room.oldStep('get', '');
+    assert.deepEqual(await room.ledger(), { waiting: 0, admitted: 0, used: 3, expired: 1, sold_out: 1 });
+    assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, await room.ledger());
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+    assert.equal(await raw.hget(room.roomKey, 'rcur'), null, 'no recount left in progress');
+  });
 
   it('an old admission that keeps the sum and the admitted count is seen by the form of the budget it writes', async () => {
     const sku = `BUDGET-${Date.now()}`;
@@ -161,7 +163,7 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
     await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1000, windowMs: 60_000 });
     await dibs.waitingRooms.join(sale.id, 'a'); // admitted: the one unit is for it
     await dibs.waitingRooms.join(sale.id, 'b'); // waits
-    const room = roomOf(sku, sale.id, 'before-counters');
+    const room = roomOf(sku, sale.id);
     await raw.zadd(saleKey(room.tag, 'adm', sale.id), Date.now() - 1, '1'); // a's window ends unused
     // one old step: a expired and b admitted, so as many tickets and admitted ones as counted
     await room.oldStep('ticket', 'b');
@@ -186,7 +188,7 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
         perCustomerLimit: 1,
       });
       await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 100, windowMs: 60_000, fairStart: true });
-      const room = roomOf(sku, sale.id, 'before-counters');
+      const room = roomOf(sku, sale.id);
       // the previous build's joins leave the pre-queue without places, and do not count them
       for (const c of ['a', 'b']) assert.equal((await room.oldStep('join', c)).ticket?.p, undefined);
       if (by === 'this build')
@@ -223,7 +225,7 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
       );
     await dibs.sales.update(sale.id, { startsAt: new Date(Date.now() + 100).toISOString() });
     await sleep(250);
-    const room = roomOf(sku, sale.id, 'before-counters');
+    const room = roomOf(sku, sale.id);
 
     // this build begins the draw: one slice, its caller gone
     const slice = JSON.parse(
@@ -303,7 +305,7 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
     });
     await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1000, windowMs: 60_000 });
     for (const c of ['a', 'b', 'c']) await dibs.waitingRooms.join(sale.id, c);
-    const room = roomOf(sku, sale.id, 'before-counters');
+    const room = roomOf(sku, sale.id);
     // a drift no check can see: two counts swapped, their sum and the admitted count intact
     await raw.hset(room.roomKey, 'n_waiting', 0, 'n_expired', 2);
     assert.equal((await dibs.waitingRooms.get(sale.id)).tickets.expired, 2, 'unseen by the checks');
