@@ -8,6 +8,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { readyThenGo } from './go.js';
 import { isDibsError, openDibs } from '../../src/index.js';
+import { retryUnavailable } from './retry-unavailable.js';
 import type { StormOp, StormOutcome, WorkerConfig } from './storm.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as WorkerConfig;
@@ -18,34 +19,27 @@ async function run(op: StormOp): Promise<StormOutcome> {
   if (config.paceMs) await new Promise((resolve) => setTimeout(resolve, config.paceMs));
   const started = performance.now();
   const startedAt = Date.now();
-  for (let retries = 0; ; retries++) {
-    const outcome = await attempt(op);
-    const retryAfterMs = outcome.retryAfterMs;
-    delete outcome.retryAfterMs;
-    if (outcome.error !== 'unavailable' || retries >= (config.retryUnavailable ?? 0))
-      return {
-        ...op,
-        ...outcome,
-        ...(retries ? { retries } : {}),
-        ms: performance.now() - started,
-        startedAt,
-        endedAt: Date.now(),
-      };
-    await new Promise((resolve) => setTimeout(resolve, retryAfterMs ?? 1000));
-  }
-}
-
-async function attempt(
-  op: StormOp,
-): Promise<Pick<StormOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error'> & { retryAfterMs?: number }> {
+  let retries = 0;
+  let outcome: Pick<StormOutcome, 'status' | 'code' | 'held' | 'replayed' | 'error'>;
   try {
-    const result = await dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {});
-    return { status: result.status, code: result.code, held: result.held, replayed: result.replayed };
+    // any `unavailable`, ambiguous ones too (StormOptions.retryUnavailable: with the same key)
+    const result = await retryUnavailable(
+      () => dibs.pools.claim(config.pool, op.claimant, op.key ? { idempotencyKey: op.key } : {}),
+      config.retryUnavailable ?? 0,
+      { ambiguous: true, onRetry: () => retries++ },
+    );
+    outcome = { status: result.status, code: result.code, held: result.held, replayed: result.replayed };
   } catch (error) {
-    if (!isDibsError(error)) return { status: 'error', error: String(error) };
-    const retryAfterMs = (error.details as { retryAfterMs?: number } | undefined)?.retryAfterMs;
-    return { status: 'error', error: error.code, ...(retryAfterMs ? { retryAfterMs } : {}) };
+    outcome = { status: 'error', error: isDibsError(error) ? error.code : String(error) };
   }
+  return {
+    ...op,
+    ...outcome,
+    ...(retries ? { retries } : {}),
+    ms: performance.now() - started,
+    startedAt,
+    endedAt: Date.now(),
+  };
 }
 
 let next = 0;

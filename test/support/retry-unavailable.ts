@@ -10,12 +10,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDibsError } from '../../src/index.js';
 
-export async function retryUnavailable<T>(call: () => Promise<T>, times = 3): Promise<T> {
+export async function retryUnavailable<T>(
+  call: () => Promise<T>,
+  times = 3,
+  options: {
+    /** Retry an ambiguous `unavailable` too (its call may have been applied): for a checker that judges re-sent calls. */
+    ambiguous?: boolean;
+    /** Told before each retry (to count them). */
+    onRetry?: () => void;
+  } = {},
+): Promise<T> {
   for (let retry = 0; ; retry++) {
     try {
       return await call();
     } catch (error) {
-      if (retry >= times || !isDibsError(error, 'unavailable') || error.details?.ambiguous === true) throw error;
+      if (retry >= times || !isDibsError(error, 'unavailable')) throw error;
+      if (error.details?.ambiguous === true && !options.ambiguous) throw error;
+      options.onRetry?.();
       await sleep(Number(error.details?.retryAfterMs ?? 1000));
     }
   }
