@@ -11,7 +11,10 @@
  *    opening (the fair start turned off) must still place them, not trust the count;
  *  - an old step that meets this build's half-done sliced draw draws the whole line its own way
  *    (one script, its own seed): a complete permutation, made before anyone is admitted; this
- *    build then drops its working state of the draw, and every ticket has its one place.
+ *    build then drops its working state of the draw, and every ticket has its one place;
+ *  - its join after the opening, while its step neither draws nor admits (the sale uncapped during
+ *    this build's sliced draw), leaves a newcomer unplaced: this build's recount places it at its
+ *    number, and queues it first when admission has passed that place meanwhile.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
@@ -291,6 +294,75 @@ describe('redis: waiting rooms during a rolling upgrade', { skip: !available }, 
     assert.deepEqual(await room.counters(), await room.ledger(), 'the recount ended on the counts of its end');
     assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, { ...NO_TICKETS, waiting: PRE + 1 - 5, used: 5 });
     assert.deepEqual(await room.ledger(), { ...NO_TICKETS, waiting: PRE + 1 - 5, used: 5 });
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+  });
+
+  it('a newcomer the previous build joined unplaced after the opening: placed at its number by the recount, admitted in its turn', async () => {
+    /** Two slices of this build's draw: 500, then 1. */
+    const PRE = 501;
+    const sku = `LATE-${Date.now()}`;
+    const sale = await dibs.sales.create({
+      sku,
+      startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+      // units for the whole pre-queue and the newcomer, none for anyone after them
+      cap: PRE + 1,
+      perCustomerLimit: 1,
+    });
+    // a full token budget (1,000) admits the whole pre-queue in the opening's admission
+    await dibs.waitingRooms.enable(sale.id, { admitPerSecond: 1000, windowMs: 60_000, fairStart: true });
+    for (let i = 0; i < PRE; i += 100)
+      await Promise.all(
+        Array.from({ length: Math.min(100, PRE - i) }, (_, k) => dibs.waitingRooms.join(sale.id, `c${i + k}`)),
+      );
+    await dibs.sales.update(sale.id, { startsAt: new Date(Date.now() + 100).toISOString() });
+    const room = roomOf(sku, sale.id);
+
+    // this build's first step after the opening begins the draw: one slice, its caller gone
+    const began = Date.now();
+    for (;;) {
+      const step = JSON.parse(
+        (await runScript(
+          raw,
+          'sale_room_step',
+          [room.roomKey],
+          [room.tag, sale.id, 'ticket', 'c0', '0123456789abcdef'],
+        )) as string,
+      ) as { room: { dleft?: number; drawn?: string } };
+      assert.equal(step.room.drawn, undefined, 'one slice does not draw 501 places');
+      if (step.room.dleft !== undefined) break;
+      assert.ok(Date.now() - began < 30_000, 'the sale opened');
+      await sleep(20);
+    }
+    // the sale uncapped meanwhile: the previous build's step then neither admits nor draws, and its
+    // join (of a fair start not yet drawn) leaves the newcomer without a place, uncounted
+    await dibs.sales.update(sale.id, { cap: null });
+    const late = (await room.oldStep('join', 'late')).ticket!;
+    assert.deepEqual([late.n, late.p, late.s], [PRE + 1, undefined, 'waiting'], 'the previous build left it unplaced');
+    await dibs.sales.update(sale.id, { cap: PRE + 1 });
+
+    // this build's steps: the draw ends, the pre-queue is admitted (admission passes the newcomer's
+    // unplaced number), and the recount (two slices) places it
+    assert.deepEqual((await dibs.waitingRooms.get(sale.id)).tickets, { ...NO_TICKETS, admitted: PRE, waiting: 1 });
+    const placed = (await room.tickets()).find((t) => t.c === 'late');
+    assert.deepEqual([placed?.p, placed?.s], [PRE + 1, 'waiting'], 'the recount placed it at its number');
+    assert.equal(await raw.hget(saleKey(room.tag, 'tplace', sale.id), String(PRE + 1)), 'late');
+    assert.deepEqual(await dibs.sales.audit(sale.id), []);
+
+    // its turn came while it had no place: it goes first, ahead of a newcomer of this build
+    const after = await dibs.waitingRooms.join(sale.id, 'after');
+    assert.deepEqual(
+      [after.place, after.status],
+      [PRE + 2, 'waiting'],
+      'the last unit is not for the newcomer behind it',
+    );
+    const turns = (await room.tickets()).filter((t) => t.c === 'late' || t.c === 'after').map((t) => [t.c, t.p, t.s]);
+    assert.deepEqual(turns.sort(), [
+      ['after', PRE + 2, 'waiting'],
+      ['late', PRE + 1, 'admitted'],
+    ]);
+    assert.deepEqual(await room.counters(), await room.ledger(), 'the counters are the tickets');
+    assert.deepEqual(await room.ledger(), { ...NO_TICKETS, admitted: PRE + 1, waiting: 1 });
     assert.deepEqual(await dibs.sales.audit(sale.id), []);
   });
 

@@ -37,6 +37,15 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
   }
 }
 
+/** Something a sentinel announced about the master (its own view: each sentinel announces its own). */
+export interface SentinelEvent {
+  /** Milliseconds since the setup was ready. */
+  atMs: number;
+  sentinel: number;
+  channel: '+sdown' | '+odown' | '+switch-master' | '+tilt';
+  message: string;
+}
+
 export interface SentinelSetup {
   /** `redis+sentinel://…/mymaster/0` (add `?prefix=…&acks=…`). */
   url: string;
@@ -61,6 +70,19 @@ export interface SentinelSetup {
   partitionMaster(): void;
   /** Waits until the sentinels name a new master and it accepts writes; returns its port. */
   promoted(): Promise<number>;
+  /** What the sentinels announced since the setup was ready, oldest first. */
+  events: SentinelEvent[];
+  /**
+   * The failovers since the setup was ready, whoever caused them, as the sentinels announced them
+   * (each master switch once, however many sentinels announce it). No round trip: fit to be asked
+   * on a storm's timed path. Empty: no switch announced.
+   */
+  failovers(): string[];
+  /**
+   * failovers(), and a master a sentinel names now without an announcement heard yet (a client that
+   * followed the switch may be faster than the announcement): asks every sentinel.
+   */
+  askFailovers(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -72,7 +94,9 @@ export async function startSentinelSetup(
   const nodes: OwnedRedis[] = [];
   const links: FaultProxy[] = [];
   const sentinels: { port: number; process: ChildProcess }[] = [];
+  const watchers: Redis[] = [];
   const stop = async () => {
+    for (const w of watchers) w.disconnect();
     for (const s of sentinels) s.process.kill('SIGKILL');
     await Promise.all(links.map((l) => l.close()));
     await Promise.all(nodes.map((n) => n.stop()));
@@ -136,6 +160,31 @@ export async function startSentinelSetup(
     );
     const masterPort = () =>
       Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
+    // the sentinels' own announcements, so that a round can tell a failover it did not cause
+    const events: SentinelEvent[] = [];
+    const ready = Date.now();
+    // '+switch-master': "<name> <old ip> <old port> <new ip> <new port>", from each sentinel
+    const failovers = () => [
+      ...new Set(
+        events
+          .filter((e) => e.channel === '+switch-master')
+          .map((e) => {
+            const [, , from, , to] = e.message.split(' ');
+            return `:${from} -> :${to}`;
+          }),
+      ),
+    ];
+    for (const [i, s] of sentinels.entries()) {
+      const watcher = new Redis({ port: s.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+      watcher.on('error', () => {});
+      watchers.push(watcher);
+      watcher.on('message', (channel: SentinelEvent['channel'], message: string) => {
+        // a replica's +sdown is not the master's
+        if (channel === '+switch-master' || channel === '+tilt' || message.startsWith('master '))
+          events.push({ atMs: Date.now() - ready, sentinel: i, channel, message });
+      });
+      await watcher.subscribe('+sdown', '+odown', '+switch-master', '+tilt');
+    }
     return {
       url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/mymaster/0`,
       master,
@@ -174,6 +223,23 @@ export async function startSentinelSetup(
           60_000,
         );
         return masterPort();
+      },
+      events,
+      failovers,
+      async askFailovers() {
+        const known = failovers();
+        const named = await Promise.all(
+          sentinels.map((s) =>
+            withNode(s.port, async (raw) =>
+              Number(((await raw.call('sentinel', 'get-master-addr-by-name', 'mymaster')) as string[] | null)?.[1]),
+            ).catch(() => Number.NaN),
+          ),
+        );
+        // (NaN: a sentinel that did not answer names nobody)
+        for (const port of new Set(named))
+          if (Number.isFinite(port) && port !== watchedPort && !known.some((f) => f.endsWith(`-> :${port}`)))
+            known.push(`:${watchedPort} -> :${port} (named by a sentinel, not announced yet)`);
+        return known;
       },
       stop,
     };

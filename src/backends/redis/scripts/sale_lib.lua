@@ -318,6 +318,30 @@ local function counters_drifted(sale_id, room)
   return room.swept >= room.next - 1 and n('waiting') > 0
 end
 
+-- Gives the tickets of numbers[x] the place places[x], in a few batched calls (the draw's slices
+-- are bounded by these calls, not by one round of calls per ticket); with only_unplaced, tickets
+-- that have a place keep it. The draw and the recount (recount_slice) place tickets through it.
+local function place_tickets(sale_id, numbers, places, only_unplaced)
+  if #numbers == 0 then return end
+  local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
+  local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
+  local tickets, index = {}, {}
+  for x = 1, #numbers do
+    local t = cjson.decode(raws[x])
+    if not (only_unplaced and t.p) then
+      t.p = places[x]
+      tickets[#tickets + 1] = cs[x]
+      tickets[#tickets + 1] = cjson.encode(t)
+      index[#index + 1] = places[x]
+      index[#index + 1] = cs[x]
+    end
+  end
+  if #tickets > 0 then
+    redis.call('HSET', k('tickets', sale_id), unpack(tickets))
+    redis.call('HSET', k('tplace', sale_id), unpack(index))
+  end
+end
+
 -- Starts (or starts again) a recount of the room's tickets: r_<status> from zero, tickets counted
 -- by number from 1 (rcur: counted up to), one slice per script run (recount_slice); rgen numbers
 -- the recounts, so a caller waiting for one sees it end even if another begins. The budget is
@@ -345,24 +369,20 @@ local function recount_slice(sale_id, room)
     local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
     local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
     local preq = room.drawn ~= nil and not room.legacy and tonumber(room.preq) or room.dsize
-    local tickets, places = {}, {}
+    local late = {}
     for x = 1, #numbers do
       local t = cjson.decode(raws[x])
       counted[t.s] = counted[t.s] + 1
-      if t.p == nil then counted.unplaced = counted.unplaced + 1 end
-      if t.p == nil and preq and t.n > preq then
-        t.p = t.n
-        tickets[#tickets + 1] = cs[x]
-        tickets[#tickets + 1] = cjson.encode(t)
-        places[#places + 1] = t.n
-        places[#places + 1] = cs[x]
-        if t.s == 'waiting' and t.n <= room.through and not (room.verify == '1' and t.v == 0) then redis.call('ZADD', k('vq', sale_id), t.n, t.n) end
+      if t.p == nil then
+        counted.unplaced = counted.unplaced + 1
+        if preq and t.n > preq then
+          late[#late + 1] = t.n
+          if t.s == 'waiting' and t.n <= room.through and not (room.verify == '1' and t.v == 0) then redis.call('ZADD', k('vq', sale_id), t.n, t.n) end
+        end
       end
     end
-    if #tickets > 0 then
-      redis.call('HSET', k('tickets', sale_id), unpack(tickets))
-      redis.call('HSET', k('tplace', sale_id), unpack(places))
-    end
+    -- each at its number
+    place_tickets(sale_id, late, late, true)
     slice_budget = slice_budget - #numbers
   end
   local key = k('room', sale_id)
@@ -382,30 +402,6 @@ local function recount_slice(sale_id, room)
   end
   redis.call('HDEL', key, 'rcur', 'r_waiting', 'r_admitted', 'r_used', 'r_expired', 'r_sold_out', 'r_unplaced')
   room.rcur, room.counted = nil, '1'
-end
-
--- Gives the tickets of numbers[x] the place places[x], in a few batched calls (the draw's slices
--- are bounded by these calls, not by one round of calls per ticket); with only_unplaced, tickets
--- that have a place keep it.
-local function place_tickets(sale_id, numbers, places, only_unplaced)
-  if #numbers == 0 then return end
-  local cs = redis.call('HMGET', k('tnum', sale_id), unpack(numbers))
-  local raws = redis.call('HMGET', k('tickets', sale_id), unpack(cs))
-  local tickets, index = {}, {}
-  for x = 1, #numbers do
-    local t = cjson.decode(raws[x])
-    if not (only_unplaced and t.p) then
-      t.p = places[x]
-      tickets[#tickets + 1] = cs[x]
-      tickets[#tickets + 1] = cjson.encode(t)
-      index[#index + 1] = places[x]
-      index[#index + 1] = cs[x]
-    end
-  end
-  if #tickets > 0 then
-    redis.call('HSET', k('tickets', sale_id), unpack(tickets))
-    redis.call('HSET', k('tplace', sale_id), unpack(index))
-  end
 end
 
 local function draw_begin(sale_id, room, now, seed)
