@@ -4,7 +4,9 @@
  * statement sees it: the group's claims retry together, as ONE statement, instead of each as a
  * statement of its own — eight claims at once queuing for the process's connections was most of
  * the seed scenario's slowest 1% on PostgreSQL. The rival here is a transaction of the test's own
- * that holds the claimant's slot until the group's statement is seen waiting on it.
+ * that holds the claimant's slot until the group's statement is seen waiting on it. The connection
+ * that got the unique violation is kept: it is healthy, and a new one costs a connect and a first
+ * plan of the claim statement.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +19,8 @@ const skip = await requirePostgres();
 const GROUP = 8;
 
 describe('postgres: a group failed by a racing claim retries as one group', { skip }, () => {
-  const temp = tempPgStore({ poolSize: String(GROUP) });
+  const app = `dibs-group-collision-${process.pid}`;
+  const temp = tempPgStore({ poolSize: String(GROUP), application_name: app });
   let claimer: Dibs;
   let rival: pg.Client;
   before(async () => {
@@ -40,6 +43,14 @@ describe('postgres: a group failed by a racing claim retries as one group', { sk
     );
     const connections = async () => (await claimer.health()).details.connections as number;
     assert.equal(await connections(), 1, 'one connection before the burst');
+    const backends = async () =>
+      (
+        await rival.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+          [app],
+        )
+      ).rows.map((r) => r.pid);
+    const before = await backends();
 
     // The rival claims c0 in a transaction it keeps open: one code and one counter shard, as a claim does.
     await rival.query(`SET search_path TO "${temp.schema}"`);
@@ -82,6 +93,11 @@ describe('postgres: a group failed by a racing claim retries as one group', { sk
       await connections(),
       1,
       'the failed group retried as one statement on one connection, not as claims of their own',
+    );
+    assert.deepEqual(
+      await backends(),
+      before,
+      'the connection that got the unique violation was kept (a SQL error does not break a connection)',
     );
     const stats = await claimer.pools.stats('g');
     assert.equal(stats.claimed, GROUP);
