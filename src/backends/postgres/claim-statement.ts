@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { loadQueries } from '../shared/sql-files.js';
-import { prepared, translate, withTransaction } from './connection.js';
+import { prepared, withClient, withTransaction } from './connection.js';
 import type { ClaimRequest, ClaimRow } from './claim-shapes.js';
 import { settleLowStock } from './low-stock.js';
 
@@ -28,13 +28,10 @@ export async function runClaim(
     settle,
   ];
   const statement = prepared('dibs_claim', CLAIM.claim, params);
-  if (!settle) {
-    try {
-      return (await pool.query<ClaimRow>(statement)).rows;
-    } catch (error) {
-      throw translate(error);
-    }
-  }
+  // Not pool.query: it closes the connection on ANY error, and a unique violation of a racing claim
+  // (retried at once) then paid for a new connection and a first plan of this statement on it.
+  // withClient closes only a connection that is gone.
+  if (!settle) return withClient(pool, async (client) => (await client.query<ClaimRow>(statement)).rows);
   return withTransaction(pool, async (client) => {
     const rows = (await client.query<ClaimRow>(statement)).rows;
     if (rows.some((r) => r.taken.length > 0)) await settleLowStock(client, rows[0]!.pool_id!, true);
