@@ -28,9 +28,8 @@ export async function runClaim(
     settle,
   ];
   const statement = prepared('dibs_claim', CLAIM.claim, params);
-  // Not pool.query: it closes the connection on ANY error, and a unique violation of a racing claim
-  // (retried at once) then paid for a new connection and a first plan of this statement on it.
-  // withClient closes only a connection that is gone.
+  // On a connection kept after a SQL error (withClient, not pool.query): a racing claim's unique
+  // violation is retried at once, and a new connection would first have to plan this statement.
   if (!settle) return withClient(pool, async (client) => (await client.query<ClaimRow>(statement)).rows);
   return withTransaction(pool, async (client) => {
     const rows = (await client.query<ClaimRow>(statement)).rows;

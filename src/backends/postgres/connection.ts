@@ -222,17 +222,18 @@ export async function withTransaction<T>(
   });
 }
 
-/** One statement on any connection of the pool (autocommit). */
+/**
+ * One statement on any connection of the pool (autocommit). Not `pool.query`: that closes the
+ * connection on ANY error, so a unique violation, a deadlock victim or a lock timeout cost a new
+ * connection and a first plan of every prepared statement on it; withClient closes only a
+ * connection that is gone.
+ */
 export async function query<R extends pg.QueryResultRow>(
   pool: pg.Pool,
   text: string,
   values: unknown[] = [],
 ): Promise<pg.QueryResult<R>> {
-  try {
-    return await pool.query<R>(text, values);
-  } catch (error) {
-    throw translate(error);
-  }
+  return withClient(pool, (client) => client.query<R>(text, values));
 }
 
 /**
@@ -250,9 +251,5 @@ export async function queryPrepared<R extends pg.QueryResultRow>(
   text: string,
   values: unknown[],
 ): Promise<pg.QueryResult<R>> {
-  try {
-    return await pool.query<R>(prepared(name, text, values));
-  } catch (error) {
-    throw translate(error);
-  }
+  return withClient(pool, (client) => client.query<R>(prepared(name, text, values)));
 }
