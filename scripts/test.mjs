@@ -35,7 +35,7 @@ if (!process.argv.includes('--no-typecheck')) {
 }
 
 /**
- * One Firestore emulator for the files of this run that use one (they import test/support/firestore.ts):
+ * One Firestore emulator for the files of this run whose suites use one (firestoreForSuite, firestoreStoreForSuite):
  * a fresh JVM per file cost each of them its boot and a cold JIT. Each file still has a project of
  * its own. `env` resolves to the variables that point the files at it, or to none (no emulator
  * installed, or it did not start: then every file starts its own, as when a file runs without
@@ -66,7 +66,9 @@ function startSharedFirestore() {
   return { env, stop };
 }
 
-const usesFirestore = files.some((f) => readFileSync(join(root, f), 'utf8').includes('support/firestore.js'));
+// the files whose suites take the run's emulator (one that only starts its own does not need it; one
+// whose suite comes from a helper that calls them starts its own: slower, still correct)
+const usesFirestore = files.some((f) => /\bfirestore(Store)?ForSuite\b/.test(readFileSync(join(root, f), 'utf8')));
 const sharedFirestore = usesFirestore ? startSharedFirestore() : undefined;
 const sharedFirestoreEnv = (await sharedFirestore?.env) ?? {};
 
