@@ -1,7 +1,7 @@
 // Runs every test/**/*.test.ts file with node's own test runner (through tsx), after a full
 // typecheck. `node scripts/test.mjs test/sqlite` runs one folder or file.
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
@@ -34,6 +34,44 @@ if (!process.argv.includes('--no-typecheck')) {
   if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 }
 
+/**
+ * One Firestore emulator for the files of this run whose suites use one (firestoreForSuite, firestoreStoreForSuite):
+ * a fresh JVM per file cost each of them its boot and a cold JIT. Each file still has a project of
+ * its own. `env` resolves to the variables that point the files at it, or to none (no emulator
+ * installed, or it did not start: then every file starts its own, as when a file runs without
+ * this script).
+ */
+function startSharedFirestore() {
+  const guardian = spawn(process.execPath, ['--import', 'tsx', 'test/support/shared-firestore-emulator.ts'], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const env = new Promise((resolve) => {
+    let out = '';
+    guardian.stdout.on('data', (chunk) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(JSON.parse(out));
+    });
+    guardian.once('exit', (code) => {
+      if (code !== 0) console.error(`the shared Firestore emulator did not start (${code}): each file starts its own`);
+      resolve({});
+    });
+  });
+  const exited = new Promise((resolve) => guardian.once('exit', resolve));
+  // ending its stdin stops it; if this process dies first, the kernel closes the pipe for us
+  const stop = () => {
+    guardian.stdin.end();
+    return exited;
+  };
+  return { env, stop };
+}
+
+// the files whose suites take the run's emulator (one that only starts its own does not need it; one
+// whose suite comes from a helper that calls them starts its own: slower, still correct)
+const usesFirestore = files.some((f) => /\bfirestore(Store)?ForSuite\b/.test(readFileSync(join(root, f), 'utf8')));
+const sharedFirestore = usesFirestore ? startSharedFirestore() : undefined;
+const sharedFirestoreEnv = (await sharedFirestore?.env) ?? {};
+
 const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
 // --test-force-exit: each file's process exits once its tests and hooks are done. Node 20 can spin
 // for ever in its exit-time handle cleanup (seen once: a file whose tests had all passed, 15 min at
@@ -59,9 +97,13 @@ const child = spawn(
   {
     cwd: root,
     stdio: 'inherit',
+    env: { ...process.env, ...sharedFirestoreEnv },
   },
 );
 // A runner stopped by SIGTERM or SIGINT (a CI timeout, Ctrl-C) stops its test run too, which ends
 // the files' processes and, through their teardown, the servers they started.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+child.on('exit', async (code, signal) => {
+  await sharedFirestore?.stop();
+  process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0));
+});

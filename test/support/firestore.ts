@@ -1,8 +1,13 @@
 /**
  * The official Cloud Firestore emulator for tests (Debian package
- * `google-cloud-cli-firestore-emulator`, Java 17). One emulator per test FILE — it takes seconds
- * to boot and a few hundred MB of memory — on a free loopback port, with a fresh project id; the
- * test waits until it answers (not a fixed sleep) and stops it by killing its process group.
+ * `google-cloud-cli-firestore-emulator`, Java 17), on a free loopback port; every test file has a
+ * project id of its own, which isolates its data. A suite's emulator (firestoreForSuite,
+ * firestoreStoreForSuite) is the one scripts/test.mjs started for the whole run when there is one
+ * (DIBS_FIRESTORE_SHARED_HOST, see shared-firestore-emulator.ts): a fresh JVM takes seconds to boot
+ * and its first transactions run interpreted, which cost every file several seconds of its own. A
+ * file run without it, and a test that needs an emulator of its own (a moved clock, a restart),
+ * starts one with startFirestoreEmulator; the test waits until it answers (not a fixed sleep) and
+ * stops it by killing its process group.
  * Its transactions are real: conflicting transactions are aborted and retried, no lost updates.
  *
  * In CI (CI=true) a missing emulator fails loudly; elsewhere the tests are skipped with a warning.
@@ -43,6 +48,7 @@ export interface OwnedEmulator {
   storeUrl(prefix?: string): string;
   /** Environment for child processes (workers) that open the same emulator. */
   env: NodeJS.ProcessEnv;
+  /** Kills an emulator of the file's own; on the run's shared one, deletes this project's data. */
   stop(): Promise<void>;
 }
 
@@ -114,6 +120,11 @@ async function startOnce(port: number, timeoutMs: number, extraEnv: Record<strin
     }
     await sleep(200);
   }
+  return onEmulator(host, stop);
+}
+
+/** Points this process at the emulator on `host` with a fresh project id. */
+function onEmulator(host: string, stop: (projectId: string) => Promise<void>): OwnedEmulator {
   process.env.FIRESTORE_EMULATOR_HOST = host;
   const projectId = uniqueId('dibs').toLowerCase().replace(/_/g, '-');
   return {
@@ -121,18 +132,44 @@ async function startOnce(port: number, timeoutMs: number, extraEnv: Record<strin
     projectId,
     storeUrl: (prefix = uniqueId('t')) => `firestore://${projectId}?prefix=${prefix}`,
     env: { ...process.env, FIRESTORE_EMULATOR_HOST: host },
-    stop,
+    stop: () => stop(projectId),
   };
 }
 
+/** Set by scripts/test.mjs to the host of the emulator every file of its run shares. */
+export const SHARED_HOST_VARIABLE = 'DIBS_FIRESTORE_SHARED_HOST';
+
 /**
- * Inside a `describe`: starts the emulator before its tests and stops it after them. The returned
+ * The run's shared emulator when there is one, else one of this file's own. Stopping the shared
+ * one only deletes this file's project, so that a long run does not fill its heap.
+ */
+async function emulatorForSuite(): Promise<OwnedEmulator> {
+  const host = process.env[SHARED_HOST_VARIABLE];
+  if (!host) return startFirestoreEmulator();
+  const reply = await fetch(`http://${host}/`, { signal: AbortSignal.timeout(30_000) }).catch((error) => {
+    throw new Error(`the run's shared Firestore emulator (${SHARED_HOST_VARIABLE}=${host}) does not answer`, {
+      cause: error,
+    });
+  });
+  if (!reply.ok) throw new Error(`the run's shared Firestore emulator on ${host} answered ${reply.status}`);
+  return onEmulator(host, async (projectId) => {
+    const cleared = await fetch(`http://${host}/emulator/v1/projects/${projectId}/databases/(default)/documents`, {
+      method: 'DELETE',
+      signal: AbortSignal.timeout(60_000),
+    });
+    if (!cleared.ok) throw new Error(`the shared Firestore emulator kept project ${projectId}: ${cleared.status}`);
+  });
+}
+
+/**
+ * Inside a `describe`: an emulator (the run's shared one, or one started for it) before its tests,
+ * stopped (or its project deleted) after them. The returned
  * object stands for it (its fields are read when the tests run, once it has started).
  */
 export function firestoreForSuite(): OwnedEmulator {
   let emulator: OwnedEmulator | undefined;
   before(async () => {
-    emulator = await startFirestoreEmulator();
+    emulator = await emulatorForSuite();
   });
   after(async () => {
     await emulator?.stop();
@@ -157,8 +194,8 @@ export function firestoreForSuite(): OwnedEmulator {
 }
 
 /**
- * An emulator of the suite's own and one store opened on it (openForSuite, as the other stores'
- * suites): started in before(), the store closed and the emulator stopped in after(). `store` is
+ * An emulator for the suite (as firestoreForSuite) and one store opened on it (openForSuite, as the
+ * other stores' suites): in before(); the store closed and the emulator stopped in after(). `store` is
  * the URL worker processes open; `emulator` is there for a test that also talks to it directly.
  */
 export function firestoreStoreForSuite(): {
@@ -169,7 +206,7 @@ export function firestoreStoreForSuite(): {
   let emulator: OwnedEmulator | undefined;
   let store: string | undefined;
   before(async () => {
-    emulator = await startFirestoreEmulator();
+    emulator = await emulatorForSuite();
     store = emulator.storeUrl();
   });
   const started = <T>(value: T | undefined): T => {
