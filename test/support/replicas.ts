@@ -7,6 +7,12 @@
  * Why the relays: on loopback replication is nearly instant and a SIGKILLed process's kernel
  * still delivers what it had sent, so a failover loses nothing and proves nothing. `failover()`
  * kills the master *and* cuts its replication links at the same instant.
+ *
+ * A sentinel re-points a replica whose master is not the address it monitors straight to the
+ * master ("+fix-slave-config"), failover-timeout (10 s here) after it first saw it: a round that
+ * reaches its crash later than that (any round on a loaded machine) would find its replicas
+ * replicating around their relays, and cutting the relays would cut nothing. crashMaster() puts
+ * them back behind their relays first.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,13 +61,14 @@ export interface SentinelSetup {
   links: FaultProxy[];
   sentinels: { port: number; process: ChildProcess }[];
   /**
-   * SIGKILL the master and cut every replication link in the same tick. With `lagMs`, the replicas
-   * stop hearing from the master that long before (their links swallow every byte) while the
-   * master goes on answering: whatever it acknowledges in that window is certainly lost, however
-   * fast or slow the machine is (without it a loss needs a write to be in the 20 ms link at the
-   * kill, which a loaded machine may miss).
+   * SIGKILL the master and cut every replication link in the same tick. With `lag`, the replicas
+   * first stop hearing from the master (their links swallow every byte) while the master goes on
+   * answering, and the kill waits until `lag` is done: whatever the master acknowledges meanwhile
+   * (e.g. the test's own probe write, made in `lag`) is certainly lost, however fast or slow the
+   * machine is (without it a loss needs a write to be in the 20 ms link at the kill, which a
+   * loaded machine may miss).
    */
-  crashMaster(options?: { lagMs?: number }): Promise<void>;
+  crashMaster(options?: { lag?: () => Promise<unknown> }): Promise<void>;
   /**
    * With `partitionable`: cut the master off from the sentinels (and from every client that found
    * it through them) and from its replicas, but leave it running and reachable on its own port —
@@ -158,6 +165,20 @@ export async function startSentinelSetup(
             .filter((l) => l === 'name').length === 2,
       ),
     );
+    // the replicas back behind their relays, in sync (see the file's comment)
+    const behindRelays = async () => {
+      for (const [i, r] of replicas.entries()) {
+        const port = links[i]!.port;
+        if (!cli(r.port, 'info', 'replication').includes(`master_port:${port}\r`))
+          cli(r.port, 'replicaof', '127.0.0.1', String(port));
+      }
+      await until('replicas in sync behind their relays', () =>
+        replicas.every((r, i) => {
+          const info = cli(r.port, 'info', 'replication');
+          return info.includes(`master_port:${links[i]!.port}\r`) && info.includes('master_link_status:up');
+        }),
+      );
+    };
     const masterPort = () =>
       Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
     // the sentinels' own announcements, so that a round can tell a failover it did not cause
@@ -200,10 +221,11 @@ export async function startSentinelSetup(
           link.reset();
         }
       },
-      async crashMaster({ lagMs = 0 } = {}) {
-        if (lagMs > 0) {
+      async crashMaster({ lag } = {}) {
+        if (lag) {
+          await behindRelays();
           for (const link of links) if (link !== sentinelLink) link.blackhole(true);
-          await sleep(lagMs);
+          await lag();
         }
         for (const link of links) {
           link.refuse(true);
