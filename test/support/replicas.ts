@@ -10,9 +10,10 @@
  *
  * A sentinel re-points a replica whose master is not the address it monitors straight to the
  * master ("+fix-slave-config"), failover-timeout (10 s here) after it first saw it: a round that
- * reaches its crash later than that (any round on a loaded machine) would find its replicas
- * replicating around their relays, and cutting the relays would cut nothing. crashMaster() puts
- * them back behind their relays first.
+ * reaches its crash later than that (any round on a loaded machine) finds its replicas
+ * replicating around their relays, and black-holing the relays would cut nothing. So
+ * crashMaster's lag is made by the master itself: it refuses its replicas replication (ACL) and
+ * drops their connections.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -62,7 +63,7 @@ export interface SentinelSetup {
   sentinels: { port: number; process: ChildProcess }[];
   /**
    * SIGKILL the master and cut every replication link in the same tick. With `lag`, the replicas
-   * first stop hearing from the master (their links swallow every byte) while the master goes on
+   * first stop hearing from the master (it refuses them replication) while the master goes on
    * answering, and the kill waits until `lag` is done: whatever the master acknowledges meanwhile
    * (e.g. the test's own probe write, made in `lag`) is certainly lost, however fast or slow the
    * machine is (without it a loss needs a write to be in the 20 ms link at the kill, which a
@@ -165,18 +166,14 @@ export async function startSentinelSetup(
             .filter((l) => l === 'name').length === 2,
       ),
     );
-    // the replicas back behind their relays, in sync (see the file's comment)
-    const behindRelays = async () => {
-      for (const [i, r] of replicas.entries()) {
-        const port = links[i]!.port;
-        if (!cli(r.port, 'info', 'replication').includes(`master_port:${port}\r`))
-          cli(r.port, 'replicaof', '127.0.0.1', String(port));
-      }
-      await until('replicas in sync behind their relays', () =>
-        replicas.every((r, i) => {
-          const info = cli(r.port, 'info', 'replication');
-          return info.includes(`master_port:${links[i]!.port}\r`) && info.includes('master_link_status:up');
-        }),
+    // the master stops feeding its replicas, whichever way they reach it (see the file's comment):
+    // it refuses them replication and drops their connections, and goes on answering its clients
+    const starveReplicas = async () => {
+      const refused = cli(master.port, 'acl', 'setuser', 'default', '-psync', '-sync', '-replconf');
+      if (refused !== 'OK') throw new Error(`the master did not refuse replication: ${refused}`);
+      cli(master.port, 'client', 'kill', 'type', 'replica');
+      await until('the replicas cut off', () =>
+        cli(master.port, 'info', 'replication').includes('connected_slaves:0\r'),
       );
     };
     const masterPort = () =>
@@ -223,8 +220,7 @@ export async function startSentinelSetup(
       },
       async crashMaster({ lag } = {}) {
         if (lag) {
-          await behindRelays();
-          for (const link of links) if (link !== sentinelLink) link.blackhole(true);
+          await starveReplicas();
           await lag();
         }
         for (const link of links) {
