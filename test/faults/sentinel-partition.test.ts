@@ -134,11 +134,12 @@ describe('redis sentinel: the master is partitioned away while stale clients sti
           `sentinel partition (new master :${promotedPort}): with acks ${acked.filter((o) => o.status === 'claimed').length} claimed answers, ${errors.length} unavailable (the old master applied ${staleClaimsOnOldMaster} claims in all), codes given ${summary.codesGiven}, lost 0; WITHOUT acks ${lost} acknowledged claims lost, ${twice} codes acknowledged to two claimants; the test's own claims on the stale master: with acks ${probes.acked!.status}${probes.acked!.error ? ` ${probes.acked!.error}` : ''}, without acks ${probes.plain!.status}${probes.plain!.code ? ` ${probes.plain!.code}` : ''} ${probeLost ? 'lost' : 'not lost'}`,
         );
         assert.ok(errors.length > 0, 'the stale master refused to acknowledge');
-        // a claim the stale master acknowledged and the new master never saw shows either as lost or,
-        // once its code went to someone else, as a code acknowledged to two claimants
+        // the storm's stale claims are lost or, once their code went to someone else, seen as a code
+        // acknowledged to two claimants (printed above); whether the storm was still running by then
+        // depends on the machine's speed, so the judgement is on the probe
         assert.ok(
-          lost + twice + (probeLost ? 1 : 0) > 0,
-          "without acks the stale master's acknowledged claims are lost (the test can see a loss)",
+          probeLost,
+          `without acks the stale master's acknowledged claims are lost (the test can see a loss): the test's own claim there was ${probes.plain!.status}${probes.plain!.code ? ` ${probes.plain!.code}` : ''} and is not lost`,
         );
       } finally {
         await after.close();
