@@ -8,6 +8,11 @@
  *   two holders, sold ≤ cap, the audits are clean and the ledger matches;
  * - without acks: the test counts the acknowledged answers the failover lost and prints the number
  *   (it must be above zero: the proof that this test can see a loss at all).
+ * Before the kill the replicas' links go silent while the master goes on answering, and the test
+ * claims a code of its own then (a probe, in a pool of its own that the storm cannot have
+ * emptied, judged like the storm's answers): without acks that
+ * claim is acknowledged and certainly lost, with acks it must not be acknowledged, whether or not
+ * the storm (on a slow machine, maybe not started or already over) answered anything meanwhile.
  * The sentinels judge the master down after 1 s without an answer, which a loaded machine can cause
  * by itself: they then fail over before the test's crash, and without acks the writes of the round's
  * set-up can be lost with it (seen once: a sale created, then not found). The round watches what
@@ -25,7 +30,7 @@ import { LONG } from '../support/faults.js';
 import { redisServerInstalled } from '../support/redis.js';
 import { startSentinelSetup, withNode, type SentinelSetup } from '../support/replicas.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp, type SaleOutcome } from '../support/sale-storm.js';
-import { assertStormInvariants, runClaimStorm, type StormOutcome } from '../support/storm.js';
+import { assertStormInvariants, probeClaim, runClaimStorm, type StormOutcome } from '../support/storm.js';
 
 const CODES = LONG ? 20_000 : 3000;
 const CLAIMANTS = LONG ? 24_000 : 3600;
@@ -40,7 +45,15 @@ interface Round {
   saleId: string;
   storedOrders: () => Promise<Set<string>>;
   promotedPort: number;
+  /** The test's own claim in PROBE_POOL, answered while the replicas heard nothing. */
+  probe: StormOutcome;
+  /** Storm answers given while the replicas heard nothing, before the kill. */
+  answeredInLag: number;
 }
+
+const PROBE_POOL = 'sen-probe';
+
+const answerOf = (o: StormOutcome) => `${o.status}${o.code ? ` ${o.code}` : ''}${o.error ? ` ${o.error}` : ''}`;
 
 /** Attempts of a round without acks whose sentinels fail over by themselves before its crash. */
 const ATTEMPTS = 3;
@@ -87,6 +100,8 @@ async function roundOn(setup: SentinelSetup, acks: boolean, use: (round: Round) 
       'sen',
       Array.from({ length: CODES }, (_, i) => `SEN-${i}`),
     );
+    await dibs.pools.create({ name: PROBE_POOL });
+    await dibs.pools.importCodes(PROBE_POOL, ['PROBE-0']);
     sale = await dibs.sales.create({
       sku,
       startsAt: new Date().toISOString(),
@@ -115,6 +130,8 @@ async function roundOn(setup: SentinelSetup, acks: boolean, use: (round: Round) 
   }));
   let crashed = false;
   let promotedPort = 0;
+  let probe: StormOutcome | undefined;
+  const lag = { from: 0, to: 0 };
   let early: string[] = [];
   const crash = async () => {
     // Once both storms have acknowledged something, so the crash lands in the middle of them.
@@ -127,9 +144,15 @@ async function roundOn(setup: SentinelSetup, acks: boolean, use: (round: Round) 
     early = setup.failovers();
     // without acks, a round whose master has already changed is not the round it means to run
     if (!acks && early.length > 0) return;
-    // without acks the replicas lag 300 ms behind before the kill, so the loss this round must
-    // count is there whatever the machine's speed; with acks the same lag must lose nothing
-    await setup.crashMaster({ lagMs: 300 });
+    // the replicas hear nothing while the test's own claim is answered, so without acks the loss
+    // this round must count is there whatever the machine's speed; with acks it must lose nothing
+    await setup.crashMaster({
+      lag: async () => {
+        lag.from = Date.now();
+        probe = await probeClaim(dibs, PROBE_POOL, `probe-${prefix}`);
+        lag.to = Date.now();
+      },
+    });
     crashed = true;
     promotedPort = await setup.promoted();
     assert.ok(
@@ -153,14 +176,15 @@ async function roundOn(setup: SentinelSetup, acks: boolean, use: (round: Round) 
   await crashing;
   await dibs.close();
   if (!acks && early.length > 0) return early;
-  assert.ok(crashed, 'the master was killed while the storms ran');
+  assert.ok(crashed && probe, 'the master was killed while the storms ran');
+  const answeredInLag = claims.filter((o) => o.endedAt! >= lag.from && o.endedAt! <= lag.to).length;
   if (early.length > 0) console.log(`sentinel round with acks: ${describeEvents(setup)} (judged all the same)`);
   const tag = saleTag(prefix, saleGroupOf(sku));
   const storedOrders = () =>
     withNode(promotedPort, async (raw) => new Set(await raw.hkeys(saleKey(tag, 'orders', sale.id))));
   const after = await openDibs(`${setup.url}?prefix=${prefix}`);
   try {
-    await use({ claims, orders, after, saleId: sale.id, storedOrders, promotedPort });
+    await use({ claims, orders, after, saleId: sale.id, storedOrders, promotedPort, probe, answeredInLag });
   } finally {
     await after.close();
   }
@@ -172,7 +196,7 @@ describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promot
   timeout: 600_000,
 }, () => {
   it('with acks=replicas:1: nothing acknowledged is lost, nothing handed out twice, audits clean', async () => {
-    await failoverRound(true, async ({ claims, orders, after, saleId, storedOrders, promotedPort }) => {
+    await failoverRound(true, async ({ claims, orders, after, saleId, storedOrders, promotedPort, probe }) => {
       const errors = [...claims, ...orders].filter(
         (o) => o.status === 'error' && !['sold_out', 'limit_reached'].includes(o.error!),
       );
@@ -190,14 +214,21 @@ describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promot
         allowUnacknowledged: true,
       });
       const seen = await assertBuysSurvived(after, storedOrders, saleId, CAP, orders);
+      // the test's own claim, answered while the replicas heard nothing: not acknowledged, or kept
+      await assertStormInvariants(after, PROBE_POOL, [probe], {
+        codes: 1,
+        perClaimantLimit: 1,
+        allowedErrors: ['unavailable'],
+        allowUnacknowledged: true,
+      });
       console.log(
-        `sentinel failover with acks=replicas:1 (new master :${promotedPort}): claimed answers ${acknowledgedAfter}, codes given ${summary.codesGiven}, unavailable ${errors.length}; orders: sold ${seen.sold}, ${seen.retried} keyed buys retried; lost 0, violations 0`,
+        `sentinel failover with acks=replicas:1 (new master :${promotedPort}): claimed answers ${acknowledgedAfter}, codes given ${summary.codesGiven}, unavailable ${errors.length}; orders: sold ${seen.sold}, ${seen.retried} keyed buys retried; the test's own claim while the replicas heard nothing: ${answerOf(probe)}; lost 0, violations 0`,
       );
     });
   });
 
   it('without acks: the failover loses acknowledged answers, and the test counts them', async () => {
-    await failoverRound(false, async ({ claims, orders, after, storedOrders }) => {
+    await failoverRound(false, async ({ claims, orders, after, storedOrders, probe, answeredInLag }) => {
       const { violations } = await verifyPool(after, 'sen', claims, {
         codes: CODES,
         total: CODES,
@@ -210,16 +241,26 @@ describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promot
         (v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'),
       ).length;
       const twoHolders = violations.filter((v) => v.check === 'I1').length;
+      const probeLost = (
+        await verifyPool(after, PROBE_POOL, [probe], {
+          codes: 1,
+          total: 1,
+          perClaimantLimit: 1,
+          allowedErrors: ['unavailable'],
+          allowUnacknowledged: true,
+        })
+      ).violations.some((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'));
       const stored = await storedOrders();
       const lostOrders = orders.filter((o) => o.status === 'ok' && !stored.has(o.orderId!)).length;
       const acknowledged =
         claims.filter((o) => o.status === 'claimed').length + orders.filter((o) => o.status === 'ok').length;
       console.log(
-        `sentinel failover WITHOUT acks: ${lostClaims} acknowledged claims and ${lostOrders} acknowledged orders lost (of ${acknowledged} acknowledged answers); ${twoHolders} codes acknowledged to two claimants`,
+        `sentinel failover WITHOUT acks: ${lostClaims} acknowledged claims and ${lostOrders} acknowledged orders lost (of ${acknowledged} acknowledged answers); ${twoHolders} codes acknowledged to two claimants; the test's own claim while the replicas heard nothing: ${answerOf(probe)}, ${probeLost ? 'lost' : 'not lost'}; storm answers meanwhile: ${answeredInLag}`,
       );
+      // the storm's own losses depend on where its writes were at the kill; the probe's does not
       assert.ok(
-        lostClaims + lostOrders > 0,
-        'the delayed link and the cut make the loss visible (otherwise this test proves nothing)',
+        probeLost,
+        `the cut makes the loss visible: the test's own claim, answered while the replicas heard nothing, is lost (otherwise this test proves nothing); it was ${answerOf(probe)}`,
       );
     });
   });

@@ -7,6 +7,13 @@
  * Why the relays: on loopback replication is nearly instant and a SIGKILLed process's kernel
  * still delivers what it had sent, so a failover loses nothing and proves nothing. `failover()`
  * kills the master *and* cuts its replication links at the same instant.
+ *
+ * A sentinel re-points a replica whose master is not the address it monitors straight to the
+ * master ("+fix-slave-config"), failover-timeout (10 s here) after it first saw it: a round that
+ * reaches its crash later than that (any round on a loaded machine) finds its replicas
+ * replicating around their relays, and black-holing the relays would cut nothing. So
+ * crashMaster's lag is made by the master itself: it refuses its replicas replication (ACL) and
+ * drops their connections.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,13 +62,14 @@ export interface SentinelSetup {
   links: FaultProxy[];
   sentinels: { port: number; process: ChildProcess }[];
   /**
-   * SIGKILL the master and cut every replication link in the same tick. With `lagMs`, the replicas
-   * stop hearing from the master that long before (their links swallow every byte) while the
-   * master goes on answering: whatever it acknowledges in that window is certainly lost, however
-   * fast or slow the machine is (without it a loss needs a write to be in the 20 ms link at the
-   * kill, which a loaded machine may miss).
+   * SIGKILL the master and cut every replication link in the same tick. With `lag`, the replicas
+   * first stop hearing from the master (it refuses them replication) while the master goes on
+   * answering, and the kill waits until `lag` is done: whatever the master acknowledges meanwhile
+   * (e.g. the test's own probe write, made in `lag`) is certainly lost, however fast or slow the
+   * machine is (without it a loss needs a write to be in the 20 ms link at the kill, which a
+   * loaded machine may miss).
    */
-  crashMaster(options?: { lagMs?: number }): Promise<void>;
+  crashMaster(options?: { lag?: () => Promise<unknown> }): Promise<void>;
   /**
    * With `partitionable`: cut the master off from the sentinels (and from every client that found
    * it through them) and from its replicas, but leave it running and reachable on its own port —
@@ -158,6 +166,16 @@ export async function startSentinelSetup(
             .filter((l) => l === 'name').length === 2,
       ),
     );
+    // the master stops feeding its replicas, whichever way they reach it (see the file's comment):
+    // it refuses them replication and drops their connections, and goes on answering its clients
+    const starveReplicas = async () => {
+      const refused = cli(master.port, 'acl', 'setuser', 'default', '-psync', '-sync', '-replconf');
+      if (refused !== 'OK') throw new Error(`the master did not refuse replication: ${refused}`);
+      cli(master.port, 'client', 'kill', 'type', 'replica');
+      await until('the replicas cut off', () =>
+        cli(master.port, 'info', 'replication').includes('connected_slaves:0\r'),
+      );
+    };
     const masterPort = () =>
       Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', 'mymaster').split('\n')[1]);
     // the sentinels' own announcements, so that a round can tell a failover it did not cause
@@ -200,10 +218,10 @@ export async function startSentinelSetup(
           link.reset();
         }
       },
-      async crashMaster({ lagMs = 0 } = {}) {
-        if (lagMs > 0) {
-          for (const link of links) if (link !== sentinelLink) link.blackhole(true);
-          await sleep(lagMs);
+      async crashMaster({ lag } = {}) {
+        if (lag) {
+          await starveReplicas();
+          await lag();
         }
         for (const link of links) {
           link.refuse(true);

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Dibs } from '../../src/index.js';
+import { isDibsError, type Dibs } from '../../src/index.js';
 import { verifyPool, type VerifyExpectations, type VerifySummary } from '../../src/loadtest/verify.js';
 
 export interface StormOp {
@@ -253,4 +253,21 @@ export async function assertStormInvariants(
   const { violations, summary } = await verifyPool(dibs, pool, outcomes, { ...expect, total: expect.codes });
   assert.deepEqual(violations, [], violations.map((v) => v.message).join('\n'));
   return summary;
+}
+
+/**
+ * One claim of a test's own, recorded like a storm's answer: a probe that puts a case to the test
+ * when the storm may not have (e.g. a write acknowledged while a fault is in place).
+ */
+export async function probeClaim(dibs: Dibs, pool: string, claimant: string): Promise<StormOutcome> {
+  const startedAt = Date.now();
+  const started = performance.now();
+  let outcome: Pick<StormOutcome, 'status' | 'code' | 'held' | 'error'>;
+  try {
+    const result = await dibs.pools.claim(pool, claimant);
+    outcome = { status: result.status, code: result.code, held: result.held };
+  } catch (error) {
+    outcome = { status: 'error', error: isDibsError(error) ? error.code : String(error) };
+  }
+  return { claimant, attempt: 0, ...outcome, ms: performance.now() - started, startedAt, endedAt: Date.now() };
 }
