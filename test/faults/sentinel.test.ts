@@ -28,7 +28,7 @@ import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js'
 import { verifyPool } from '../../src/loadtest/verify.js';
 import { LONG } from '../support/faults.js';
 import { redisServerInstalled } from '../support/redis.js';
-import { startSentinelSetup, withNode, type SentinelSetup } from '../support/replicas.js';
+import { describeEvents, startSentinelSetup, withNode, type SentinelSetup } from '../support/replicas.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp, type SaleOutcome } from '../support/sale-storm.js';
 import { assertStormInvariants, probeClaim, runClaimStorm, type StormOutcome } from '../support/storm.js';
 
@@ -78,11 +78,6 @@ async function failoverRound(acks: boolean, use: (round: Round) => Promise<void>
     }
   }
 }
-
-const describeEvents = (setup: SentinelSetup) =>
-  setup.events.length === 0
-    ? 'the sentinels announced nothing about the master'
-    : `sentinel announcements: ${setup.events.map((e) => `${e.atMs} ms s${e.sentinel} ${e.channel} ${e.message}`).join(', ')}`;
 
 /**
  * One round on `setup`. Returns the failovers the sentinels made before the test's crash when the

@@ -277,3 +277,9 @@ export async function withNode<T>(port: number, fn: (client: Redis) => Promise<T
     client.disconnect();
   }
 }
+
+/** What the sentinels announced about the master, for a test's message. */
+export const describeEvents = (setup: SentinelSetup) =>
+  setup.events.length === 0
+    ? 'the sentinels announced nothing about the master'
+    : `sentinel announcements: ${setup.events.map((e) => `${e.atMs} ms s${e.sentinel} ${e.channel} ${e.message}`).join(', ')}`;
