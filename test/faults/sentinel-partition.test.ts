@@ -20,7 +20,13 @@ import { openDibs } from '../../src/index.js';
 import { verifyPool } from '../../src/loadtest/verify.js';
 import { redisServerInstalled } from '../support/redis.js';
 import { describeEvents, startSentinelSetup, withNode, type SentinelSetup } from '../support/replicas.js';
-import { assertStormInvariants, probeClaim, runClaimStorm, type StormOutcome } from '../support/storm.js';
+import {
+  assertStormInvariants,
+  isLostAcknowledgedCode,
+  probeClaim,
+  runClaimStorm,
+  type StormOutcome,
+} from '../support/storm.js';
 
 const CODES = 1000;
 const CLAIMANTS = 400;
@@ -156,7 +162,7 @@ async function round(setup: SentinelSetup, state: { partitioned: boolean }): Pro
       allowUnacknowledged: true,
       maxPerCheck: 1_000_000,
     });
-    const lost = violations.filter((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code')).length;
+    const lost = violations.filter(isLostAcknowledgedCode).length;
     const twice = violations.filter((v) => v.check === 'I1').length;
     // judged alone: among the storm's answers a lost probe whose code went to a storm claimant
     // would show only as that code's second holder
@@ -167,7 +173,7 @@ async function round(setup: SentinelSetup, state: { partitioned: boolean }): Pro
         perClaimantLimit: 1,
         allowUnacknowledged: true,
       })
-    ).violations.some((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'));
+    ).violations.some(isLostAcknowledgedCode);
     console.log(
       `sentinel partition (new master :${promotedPort}): with acks ${acked.filter((o) => o.status === 'claimed').length} claimed answers, ${errors.length} unavailable (the old master applied ${staleClaimsOnOldMaster} claims in all), codes given ${summary.codesGiven}, lost 0; WITHOUT acks ${lost} acknowledged claims lost, ${twice} codes acknowledged to two claimants; the test's own claims on the stale master: with acks ${probes.acked!.status}${probes.acked!.error ? ` ${probes.acked!.error}` : ''}, without acks ${probes.plain!.status}${probes.plain!.code ? ` ${probes.plain!.code}` : ''} ${probeLost ? 'lost' : 'not lost'}`,
     );

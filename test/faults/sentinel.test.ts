@@ -30,7 +30,13 @@ import { LONG } from '../support/faults.js';
 import { redisServerInstalled } from '../support/redis.js';
 import { describeEvents, startSentinelSetup, withNode, type SentinelSetup } from '../support/replicas.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp, type SaleOutcome } from '../support/sale-storm.js';
-import { assertStormInvariants, probeClaim, runClaimStorm, type StormOutcome } from '../support/storm.js';
+import {
+  assertStormInvariants,
+  isLostAcknowledgedCode,
+  probeClaim,
+  runClaimStorm,
+  type StormOutcome,
+} from '../support/storm.js';
 
 const CODES = LONG ? 20_000 : 3000;
 const CLAIMANTS = LONG ? 24_000 : 3600;
@@ -232,9 +238,7 @@ describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promot
         allowUnacknowledged: true,
         maxPerCheck: 1_000_000,
       });
-      const lostClaims = violations.filter(
-        (v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'),
-      ).length;
+      const lostClaims = violations.filter(isLostAcknowledgedCode).length;
       const twoHolders = violations.filter((v) => v.check === 'I1').length;
       const probeLost = (
         await verifyPool(after, PROBE_POOL, [probe], {
@@ -244,7 +248,7 @@ describe('redis sentinel: the master is SIGKILLed mid-storm and a replica promot
           allowedErrors: ['unavailable'],
           allowUnacknowledged: true,
         })
-      ).violations.some((v) => v.check === 'I5' && v.message.startsWith('I5: acknowledged code'));
+      ).violations.some(isLostAcknowledgedCode);
       const stored = await storedOrders();
       const lostOrders = orders.filter((o) => o.status === 'ok' && !stored.has(o.orderId!)).length;
       const acknowledged =

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDibsError, type Dibs } from '../../src/index.js';
+import type { RunViolation } from '../../src/loadtest/types.js';
 import { verifyPool, type VerifyExpectations, type VerifySummary } from '../../src/loadtest/verify.js';
 
 export interface StormOp {
@@ -254,6 +255,10 @@ export async function assertStormInvariants(
   assert.deepEqual(violations, [], violations.map((v) => v.message).join('\n'));
   return summary;
 }
+
+/** A code acknowledged to a claimant that the store no longer has it for: a lost answer (I5). */
+export const isLostAcknowledgedCode = (v: RunViolation) =>
+  v.check === 'I5' && v.message.startsWith('I5: acknowledged code');
 
 /**
  * One claim of a test's own, recorded like a storm's answer: a probe that puts a case to the test
