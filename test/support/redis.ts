@@ -4,7 +4,7 @@
  * on free loopback ports, always stopped afterwards.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,9 +152,50 @@ export interface OwnedRedis {
   stop(): Promise<void>;
 }
 
-async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+/** A port below 55535 whose cluster bus port (port + 10000) was free too, for a cluster node. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535) continue;
+    const busFree = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port + 10_000, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (busFree) return port;
+  }
+}
+
+/** The server exited before it answered; `portTaken` when its log says the port (or bus port) was in use. */
+class ExitedBeforeReady extends Error {
+  constructor(
+    message: string,
+    readonly portTaken: boolean,
+  ) {
+    super(message);
+  }
+}
+
+function logTail(dir: string): string {
+  const file = join(dir, 'redis.log');
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').slice(-8).join('\n') : '(no log)';
+}
+
+/**
+ * Until the server on `port` answers PING. If `child` exits first, fails at once with the end of its
+ * log; the bound (60 s) is for a server that hangs, not a speed check: a node with a preloaded clock
+ * shift on a loaded 2-core machine has taken over 10 s.
+ */
+async function waitForPing(port: number, child?: ChildProcess, dir?: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      const log = dir ? logTail(dir) : '';
+      throw new ExitedBeforeReady(
+        `redis-server on port ${port} exited (${child.exitCode ?? child.signalCode}) before it answered:\n${log}`,
+        /address already in use|could not create server tcp listening socket|bind/i.test(log),
+      );
+    }
     const client = new Redis({
       port,
       host: '127.0.0.1',
@@ -167,7 +208,10 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `redis-server on port ${port} did not answer within ${timeoutMs} ms${dir ? `:\n${logTail(dir)}` : ''}`,
+        );
     } finally {
       client.disconnect();
     }
@@ -175,14 +219,35 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
   }
 }
 
-/** A redis-server owned by the test, on a free loopback port, with the given extra arguments
- * (and extra environment variables, e.g. a preloaded clock shift). */
+/**
+ * A redis-server owned by the test, on a free loopback port, with the given extra arguments
+ * (and extra environment variables, e.g. a preloaded clock shift). A port found free can be taken
+ * before the server binds it (by another test's server, or as the local port of any outgoing
+ * connection; a cluster node also needs port + 10000): then it starts again on another port, up to
+ * 3 times.
+ */
 export async function startRedis(
   extra: string[] = [],
   dir = mkdtempSync(join(tmpdir(), 'dibs-redis-')),
   env: Record<string, string> = {},
 ): Promise<OwnedRedis> {
-  const port = await freePort();
+  const clustered = extra.includes('--cluster-enabled');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisOn(clustered ? await freeClusterPort() : await freePort(), extra, dir, env);
+    } catch (error) {
+      if (!(error instanceof ExitedBeforeReady && error.portTaken) || attempt >= 3) throw error;
+      rmSync(join(dir, 'redis.log'), { force: true });
+    }
+  }
+}
+
+async function startRedisOn(
+  port: number,
+  extra: string[],
+  dir: string,
+  env: Record<string, string>,
+): Promise<OwnedRedis> {
   const launch = () => {
     const child = spawn(
       'redis-server',
@@ -219,14 +284,14 @@ export async function startRedis(
     },
     async restart() {
       owned.process = launch();
-      await waitForPing(port);
+      await waitForPing(port, owned.process, dir);
     },
     async stop() {
       if (owned.process.exitCode === null && owned.process.signalCode === null) await owned.kill();
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await waitForPing(port);
+  await waitForPing(port, owned.process, dir);
   return owned;
 }
 

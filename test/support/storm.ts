@@ -78,7 +78,7 @@ export interface StormOptions {
    * worker has answered anything, and then nothing it acknowledged is put to the test).
    */
   kill?: { processes: number; afterMs?: number; afterAnswers?: number };
-  /** Called the moment every worker has been told to go (to time faults against the storm). */
+  /** Called once every worker is ready, right before they are told to go: a fault set here is on before the first claim. */
   onStart?: () => void;
   /**
    * Called once the workers together have answered `answers` claims: a fault timed by the storm's
@@ -178,8 +178,10 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
     const timer = setTimeout(() => workers.forEach((w) => w.child.kill('SIGKILL')), timeoutMs);
     try {
       await Promise.all(workers.map((w) => w.ready));
-      for (const w of workers) w.child.stdin.end('go\n');
+      // before `go`: a fault set here is on before the first claim (a fast store answers hundreds of
+      // claims in the time it takes to set one up)
       options.onStart?.();
+      for (const w of workers) w.child.stdin.end('go\n');
       if (options.onAnswered) {
         const { answers, run } = options.onAnswered;
         const poll = () => {
