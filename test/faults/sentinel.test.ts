@@ -1,14 +1,16 @@
 /**
- * Redis Sentinel failover under load: 1 master + 2 replicas (each replicating through a relay that
- * delays the link 20 ms each way, like a cross-zone link) + 3 sentinels. A 4-process claim storm
+ * Redis Sentinel failover under load: 1 master + 2 replicas (replicating at first through relays that
+ * delay the link 20 ms each way; the sentinels later re-point them straight at the master, see
+ * test/support/replicas.ts) + 3 sentinels. A 4-process claim storm
  * and a 4-process flash sale run against `redis+sentinel://…`; mid-storm the master is SIGKILLed
  * and its replication links cut in the same instant, the sentinels promote a replica, and the
  * clients follow it without a restart. Judged by the clients' record of acknowledged answers:
  * - with `acks=replicas:1`: every acknowledged claim and order is on the new master, no code has
  *   two holders, sold ≤ cap, the audits are clean and the ledger matches;
  * - without acks: the test counts the acknowledged answers the failover lost and prints the number
- *   (it must be above zero: the proof that this test can see a loss at all).
- * Before the kill the replicas' links go silent while the master goes on answering, and the test
+ *   (only printed: the proof that this test can see a loss at all is the probe below).
+ * Before the kill the master stops feeding its replicas (replicas.ts: its ACL refuses PSYNC and
+ * REPLCONF and their connections are killed) while it goes on answering clients, and the test
  * claims a code of its own then (a probe, in a pool of its own that the storm cannot have
  * emptied, judged like the storm's answers): without acks that
  * claim is acknowledged and certainly lost, with acks it must not be acknowledged, whether or not
