@@ -1,10 +1,11 @@
 // Runs every test/**/*.test.ts file with node's own test runner (through tsx), after a full
 // typecheck. `node scripts/test.mjs test/sqlite` runs one folder or file.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
+import { buildTestCopy } from './test-build.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const require = createRequire(import.meta.url);
@@ -55,6 +56,28 @@ if (!process.argv.includes('--no-typecheck')) {
   if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 }
 
+/** Copies left by runs that died before removing theirs (named `<pid>-<time>`; that pid is gone). */
+function removeOrphanCopies() {
+  const dir = join(root, '.test-build');
+  let names = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(name.split('-')[0]);
+    let alive = false;
+    try {
+      process.kill(pid, 0);
+      alive = true;
+    } catch (error) {
+      alive = error.code === 'EPERM';
+    }
+    if (!alive) rmSync(join(dir, name), { recursive: true, force: true });
+  }
+}
+
 /**
  * One Firestore emulator for the files of this run whose suites use one (firestoreForSuite, firestoreStoreForSuite):
  * a fresh JVM per file cost each of them its boot and a cold JIT. Each file still has a project of
@@ -93,6 +116,10 @@ const usesFirestore = files.some((f) => /\bfirestore(Store)?ForSuite\b/.test(rea
 const sharedFirestore = usesFirestore ? startSharedFirestore() : undefined;
 const sharedFirestoreEnv = (await sharedFirestore?.env) ?? {};
 
+// The compiled copy the files' worker processes run (scripts/test-build.mjs, test/support/node-worker.ts).
+removeOrphanCopies();
+const testCopy = buildTestCopy(root);
+
 const concurrency = process.env.DIBS_TEST_CONCURRENCY ?? '2';
 // --test-force-exit: each file's process exits once its tests and hooks are done. Node 20 can spin
 // for ever in its exit-time handle cleanup (seen once: a file whose tests had all passed, 15 min at
@@ -118,13 +145,14 @@ const child = spawn(
   {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, ...sharedFirestoreEnv },
+    env: { ...process.env, ...sharedFirestoreEnv, DIBS_TEST_BUILD: testCopy.dir },
   },
 );
 // A runner stopped by SIGTERM or SIGINT (a CI timeout, Ctrl-C) stops its test run too, which ends
 // the files' processes and, through their teardown, the servers they started.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', async (code, signal) => {
+  testCopy.remove();
   await sharedFirestore?.stop();
   process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0));
 });

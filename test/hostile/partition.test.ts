@@ -31,6 +31,7 @@ import { netnsUnavailable, type Direction, type Host, type Link, type Network } 
 import type { HostPostgres, HostRedis } from '../support/netns-stores.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
 import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
+import { workerArgs } from '../support/node-worker.js';
 
 const skip = netnsUnavailable();
 const VANISH = new URL('../support/pg-vanish.ts', import.meta.url).pathname;
@@ -59,18 +60,23 @@ describe('partitions between hosts', { skip: skip ?? false, timeout: 600_000 }, 
     const url = `${pgHost.urlAt(link.addressA)}?${params}`;
     const child: ChildProcess = hosts[0]!.spawn(
       process.execPath,
-      ['--import', 'tsx', VANISH, url, idleOverride, 'invoice'],
+      [...workerArgs(VANISH), url, idleOverride, 'invoice'],
       { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT },
     );
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d) => String(d).includes('locked') && resolve());
+    // timed from when the client had the lock (its own clock, this machine's): the server's idle
+    // timer started then, and a loaded test process reads the line and cuts the link later
+    const lockedAt = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on('data', (d) => {
+        const at = /locked (\d+)/.exec(String(d));
+        if (at) resolve(Number(at[1]));
+      });
       child.once('exit', (code) => reject(new Error(`pg-vanish exited ${code}: ${err}`)));
     });
     net.cut(link, 'to-store');
     child.kill('SIGKILL');
-    const t0 = now();
+    const t0 = now() - (Date.now() - lockedAt);
     const local = await openDibs(`${pgHost.localUrl}&${params}`);
     try {
       while (now() - t0 < limitMs) {

@@ -25,6 +25,7 @@ import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 import { netnsUnavailable } from '../support/netns.js';
 import { hostileNetworkForSuite, type HostileNetwork } from '../support/netns-suite.js';
 import { freePort } from '../support/redis.js';
+import { workerArgs } from '../support/node-worker.js';
 
 const skip = netnsUnavailable();
 const RELAY = new URL('../support/netns-relay.ts', import.meta.url).pathname;
@@ -57,7 +58,7 @@ describe('lock storms over a slow, lossy link between hosts', { skip: skip ?? fa
   const startRelay = async (listen: number, target: number) => {
     const child = net.store.spawn(
       process.execPath,
-      ['--import', 'tsx', RELAY, JSON.stringify({ listen, target, ...LINK })],
+      [...workerArgs(RELAY), JSON.stringify({ listen, target, ...LINK })],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const relay = { child, stats: '' };

@@ -19,6 +19,7 @@ import { SHARED_REDIS, sharedRedisAvailable } from '../support/redis.js';
 import { tempSqliteStore } from '../support/sqlite.js';
 import { addEvents, allEvents, dropStream, eventPool, readStream } from '../support/stream-events.js';
 import { ROOT } from '../support/cli.js';
+import { workerArgs } from '../support/node-worker.js';
 
 const REDIS = new URL(SHARED_REDIS);
 const skip = !(await sharedRedisAvailable());
@@ -218,11 +219,10 @@ describe('Redis stream destination: a dispatcher killed mid-delivery', { skip },
     // each append crosses a 25 ms link each way: the run is still going when it is killed
     const relay = await startDelayRelay({ host: REDIS.hostname, port: Number(REDIS.port || 6379) }, 25);
     const url = destinationUrl(relay.host, relay.port, env.stream);
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/support/stream-dispatch-worker.ts', env.store, url],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [...workerArgs('test/support/stream-dispatch-worker.ts'), env.store, url], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     let stderr = '';

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { FenceGuard, openDibs } from '../../src/index.js';
 import { tempSqliteStore } from '../support/sqlite.js';
+import { workerArgs } from '../support/node-worker.js';
 
 const HOLDER = new URL('../support/lease-holder.ts', import.meta.url).pathname;
 
@@ -12,7 +13,7 @@ describe('sqlite: a holder paused past its TTL', () => {
   it('loses its lease (signal fires) and its late write is rejected by the fence guard', async () => {
     const temp = tempSqliteStore();
     const dibs = await openDibs(temp.store);
-    const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, temp.store, 'job', '1000'], {
+    const child = spawn(process.execPath, [...workerArgs(HOLDER), temp.store, 'job', '1000'], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { openDatabase, write } from '../../src/backends/sqlite/database.js';
+import { workerArgs } from '../support/node-worker.js';
 
 const WORKER = fileURLToPath(new URL('../support/write-turns-worker.ts', import.meta.url));
 const PROCESSES = 4;
@@ -25,7 +26,7 @@ const MAX_STREAK = 10 * 8;
 
 async function runWriters(file: string): Promise<void> {
   const children = Array.from({ length: PROCESSES }, (_, i) =>
-    spawn(process.execPath, ['--import', 'tsx', WORKER, file, `p${i}`, String(WRITES)], {
+    spawn(process.execPath, [...workerArgs(WORKER), file, `p${i}`, String(WRITES)], {
       stdio: ['pipe', 'pipe', 'inherit'],
     }),
   );

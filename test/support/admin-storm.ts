@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { workerArgs } from './node-worker.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -104,7 +105,7 @@ export async function runWorkers<O>(run: WorkerRun<O>): Promise<O[]> {
       writeFileSync(configFile, JSON.stringify({ ...run.config, ops, concurrency: run.concurrency, resultFile }));
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', fileURLToPath(new URL(run.worker, import.meta.url)), configFile],
+        [...workerArgs(fileURLToPath(new URL(run.worker, import.meta.url))), configFile],
         { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
       );
       let stderr = '';

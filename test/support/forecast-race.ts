@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Dibs } from '../../src/index.js';
+import { workerArgs } from './node-worker.js';
 
 const WORKER = fileURLToPath(new URL('./forecast-worker.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -29,7 +30,7 @@ export async function assertAlertRace(
     await dibs.forecasts.watchPool(name, 60_000);
   }
   const workers = Array.from({ length: processes }, () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, store], {
+    const child = spawn(process.execPath, [...workerArgs(WORKER), store], {
       cwd: ROOT,
       env,
       stdio: ['pipe', 'pipe', 'inherit'],

@@ -16,6 +16,7 @@ import {
   type WriteRecord,
 } from './history-checker.js';
 import type { HistoryWorkerConfig } from './history-worker.js';
+import { workerArgs } from './node-worker.js';
 
 const WORKER = new URL('./history-worker.ts', import.meta.url).pathname;
 
@@ -25,7 +26,7 @@ export interface WorkerRun {
 }
 
 function runWorker(run: WorkerRun, timeoutMs: number): Promise<string[]> {
-  const argv = [...(run.prefix ?? []), process.execPath, '--import', 'tsx', WORKER, JSON.stringify(run.config)];
+  const argv = [...(run.prefix ?? []), process.execPath, ...workerArgs(WORKER), JSON.stringify(run.config)];
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Sale } from '../../src/index.js';
 import type { StormEnv } from './sale-storm-suite.js';
+import { workerArgs } from './node-worker.js';
 
 const WORKER = fileURLToPath(new URL('./job-worker.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -40,7 +41,7 @@ export function jobRaceSuite(label: string, env: StormEnv, options: { processes?
           });
       }
       const workers = Array.from({ length: processes }, (_, i) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', WORKER, env.store], {
+        const child = spawn(process.execPath, [...workerArgs(WORKER), env.store], {
           cwd: ROOT,
           stdio: ['pipe', 'pipe', 'pipe'],
         });

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDibs, type Dibs } from '../../src/index.js';
 import assert from 'node:assert/strict';
+import { workerArgs } from './node-worker.js';
 
 const WORKER = new URL('./lock-worker.ts', import.meta.url).pathname;
 
@@ -24,7 +25,7 @@ function runWorker(
   onSpawn?: (child: ChildProcess) => void,
 ): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(config)], {
+    const child = spawn(process.execPath, [...workerArgs(WORKER), JSON.stringify(config)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     onSpawn?.(child);

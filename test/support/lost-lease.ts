@@ -9,12 +9,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FenceGuard, openDibs } from '../../src/index.js';
+import { workerArgs } from './node-worker.js';
 
 const HOLDER = new URL('./lease-holder.ts', import.meta.url).pathname;
 
 export async function assertLostLeaseIsFenced(store: string, key = 'job', ttlMs = 1000): Promise<void> {
   const dibs = await openDibs(store);
-  const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, store, key, String(ttlMs)], {
+  const child = spawn(process.execPath, [...workerArgs(HOLDER), store, key, String(ttlMs)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);

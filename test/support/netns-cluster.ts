@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Host, Link } from './netns.js';
 import { startRedisOn, unixRelay, type HostRedis } from './netns-stores.js';
 import { freePort } from './redis.js';
+import { workerArgs } from './node-worker.js';
 
 const FORWARD = fileURLToPath(new URL('./netns-forward.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -75,7 +76,7 @@ export async function startClusterOn(store: Host, links: Link[], options: Cluste
     for (const link of links) {
       const child = link.b.spawn(
         process.execPath,
-        ['--import', 'tsx', FORWARD, JSON.stringify({ host: link.addressA, ports, ...(to ? { to } : {}) })],
+        [...workerArgs(FORWARD), JSON.stringify({ host: link.addressA, ports, ...(to ? { to } : {}) })],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       forwarders.push(child);

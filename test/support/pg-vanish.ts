@@ -4,7 +4,7 @@
  * with exactly dibs' session options for the store URL in argv[2] (schema, statement_timeout,
  * lock_timeout, idle_in_transaction_session_timeout, server TCP keepalives); argv[3], when given,
  * overrides idle_in_transaction_session_timeout (0: off, as before dibs set it). It locks the
- * `lock_fences` row of key argv[4], prints "locked" and sleeps.
+ * `lock_fences` row of key argv[4], prints "locked <Date.now()>" (when the lock was granted) and sleeps.
  */
 import pg from 'pg';
 import { DIBS_PARAMS, parseOptions } from '../../src/backends/postgres/index.js';
@@ -20,5 +20,5 @@ client.on('error', () => undefined);
 await client.connect();
 await client.query('BEGIN');
 await client.query('SELECT fence FROM lock_fences WHERE key = $1 FOR UPDATE', [process.argv[4]]);
-process.stdout.write('locked\n');
+process.stdout.write(`locked ${Date.now()}\n`);
 setInterval(() => undefined, 1 << 30);

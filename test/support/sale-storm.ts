@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Dibs } from '../../src/index.js';
 import { adminQuery } from './postgres.js';
+import { workerArgs } from './node-worker.js';
 
 export interface SaleOp {
   customer: string;
@@ -84,9 +85,7 @@ export async function runSaleStorm<O = SaleOutcome>(options: {
       const argv = [
         ...(options.spawnPrefix?.(i) ?? []),
         process.execPath,
-        '--import',
-        'tsx',
-        options.worker ?? WORKER,
+        ...workerArgs(options.worker ?? WORKER),
         configFile,
       ];
       const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Dibs } from '../../src/index.js';
 import { type ClockControl, clockShiftControl, type FakeClockStore } from './faketime.js';
+import { workerArgs } from './node-worker.js';
 
 const AGENT = new URL('./clock-agent.ts', import.meta.url).pathname;
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -118,7 +119,7 @@ export async function startFakeClockSqlite(): Promise<FakeClockSqlite> {
     }
     return control;
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', AGENT], {
+  const child = spawn(process.execPath, [...workerArgs(AGENT)], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ...main.env },

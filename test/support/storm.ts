@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { isDibsError, type Dibs } from '../../src/index.js';
 import type { RunViolation } from '../../src/loadtest/types.js';
 import { verifyPool, type VerifyExpectations, type VerifySummary } from '../../src/loadtest/verify.js';
+import { workerArgs } from './node-worker.js';
 
 export interface StormOp {
   claimant: string;
@@ -151,7 +152,7 @@ export async function runClaimStorm(options: StormOptions): Promise<StormOutcome
       };
       const configFile = join(dir, `worker-${i}.config.json`);
       writeFileSync(configFile, JSON.stringify(config));
-      const argv = [...(options.spawnPrefix?.(i) ?? []), process.execPath, '--import', 'tsx', WORKER, configFile];
+      const argv = [...(options.spawnPrefix?.(i) ?? []), process.execPath, ...workerArgs(WORKER), configFile];
       const child = spawn(argv[0]!, argv.slice(1), {
         cwd: ROOT,
         stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,0 +1,44 @@
+/**
+ * How a test starts one of its worker scripts (a TypeScript file under test/support/ or src/): plain
+ * Node on the run's compiled copy (scripts/test-build.mjs, made by scripts/test.mjs and named by
+ * DIBS_TEST_BUILD) while no source is newer than that copy, else through tsx — so a file run on its
+ * own, or right after an edit, never runs stale code. The copy saves ~0.8 s of CPU per worker.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SOURCES = ['src', 'test/support', 'bench/lib'];
+
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+let current: string | null | undefined;
+/** The compiled copy's directory when it exists and is current (decided once per process). */
+function compiledCopy(): string | null {
+  if (current !== undefined) return current;
+  const dir = process.env.DIBS_TEST_BUILD;
+  const stamp = dir ? join(dir, 'built-at') : '';
+  current =
+    dir &&
+    existsSync(stamp) &&
+    SOURCES.every((source) => newest(join(ROOT, source)) <= Number(readFileSync(stamp, 'utf8')))
+      ? dir
+      : null;
+  return current;
+}
+
+/** Node arguments that run `file` (a .ts file in this checkout; relative: to its root), after the Node binary. */
+export function workerArgs(file: string): string[] {
+  const copy = compiledCopy();
+  return copy
+    ? ['--enable-source-maps', join(copy, relative(ROOT, resolve(ROOT, file))).replace(/\.ts$/, '.js')]
+    : ['--import', 'tsx', file];
+}
