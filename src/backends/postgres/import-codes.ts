@@ -28,12 +28,13 @@ const Q = loadQueries(new URL('./pools.sql', import.meta.url), [
 ]);
 
 /**
- * COPY text format: backslash is the escape character (codes carry no control characters, so no
- * tab or newline); `\N` is NULL, an open side of the window.
+ * COPY text format: the code's place in its batch (ids are drawn in that order), then the code —
+ * backslash is the escape character (codes carry no control characters, so no tab or newline);
+ * `\N` is NULL, an open side of the window.
  */
-function copyLine(entry: ImportedCode): string {
+function copyLine(ord: number, entry: ImportedCode): string {
   const { code, startsAt, expiresAt } = withWindow(entry);
-  return `${code.replace(/\\/g, '\\\\')}\t${startsAt ?? '\\N'}\t${expiresAt ?? '\\N'}\n`;
+  return `${ord}\t${code.replace(/\\/g, '\\\\')}\t${startsAt ?? '\\N'}\t${expiresAt ?? '\\N'}\n`;
 }
 
 const DEADLOCK_ATTEMPTS = 8;
@@ -93,8 +94,8 @@ async function moveFromStaging(client: pg.PoolClient, poolId: string): Promise<n
 /** The batch as COPY text in ~64 KiB chunks (few stream writes, no giant string). */
 function* chunks(codes: readonly ImportedCode[]): Generator<string> {
   let buffer = '';
-  for (const code of codes) {
-    buffer += copyLine(code);
+  for (let ord = 0; ord < codes.length; ord++) {
+    buffer += copyLine(ord, codes[ord]!);
     if (buffer.length >= 65_536) {
       yield buffer;
       buffer = '';

@@ -121,11 +121,15 @@ DELETE FROM outbox WHERE pool = $1
 
 -- name: createStaging
 -- Per-connection staging table for COPY (each code with its own window, NULL = open on that
--- side); emptied at the end of every transaction.
-CREATE TEMP TABLE IF NOT EXISTS dibs_import_staging (ord bigserial, code text NOT NULL, starts_at timestamptz, expires_at timestamptz) ON COMMIT DELETE ROWS
+-- side); emptied at the end of every transaction. `ord` is the code's place in the batch, numbered
+-- by the client: as a serial column it cost a sequence call per staged row (measured: the COPY of
+-- a 5,000-code batch took 7-8 ms of server CPU, 4.5 ms without; 2-3 % of the batch's whole cost).
+-- Named apart from dibs_import_staging (ord bigserial, filled without `ord`), which an older build
+-- may have left in a session shared through a pooler.
+CREATE TEMP TABLE IF NOT EXISTS dibs_import_rows (ord integer NOT NULL, code text NOT NULL, starts_at timestamptz, expires_at timestamptz) ON COMMIT DELETE ROWS
 
 -- name: copyIntoStaging
-COPY pg_temp.dibs_import_staging (code, starts_at, expires_at) FROM STDIN
+COPY pg_temp.dibs_import_rows (ord, code, starts_at, expires_at) FROM STDIN
 
 -- name: insertFromStaging
 -- $1 pool id → inserted rows; duplicates (in the pool or earlier in the batch) are skipped, and
@@ -139,7 +143,7 @@ INSERT INTO codes (id, pool_id, code, starts_at, expires_at)
 SELECT s.id, $1, s.code, s.starts_at, s.expires_at
 FROM (
   SELECT nextval('codes_id_seq') AS id, st.ord, st.code, st.starts_at, st.expires_at
-  FROM pg_temp.dibs_import_staging st ORDER BY st.ord
+  FROM pg_temp.dibs_import_rows st ORDER BY st.ord
 ) s
 WHERE NOT EXISTS (SELECT 1 FROM multi_codes m WHERE m.pool_id = $1 AND m.code = s.code)
 ORDER BY s.code, s.ord
@@ -154,7 +158,7 @@ INSERT INTO codes (id, pool_id, code, starts_at, expires_at)
 SELECT s.id, $1, s.code, s.starts_at, s.expires_at
 FROM (
   SELECT nextval('codes_id_seq') AS id, st.ord, st.code, st.starts_at, st.expires_at
-  FROM pg_temp.dibs_import_staging st ORDER BY st.ord
+  FROM pg_temp.dibs_import_rows st ORDER BY st.ord
 ) s
 WHERE NOT EXISTS (SELECT 1 FROM multi_codes m WHERE m.pool_id = $1 AND m.code = s.code)
 ORDER BY s.code, s.ord
