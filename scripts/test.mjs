@@ -1,10 +1,10 @@
 // Runs every test/**/*.test.ts file with node's own test runner (through tsx), after a full
 // typecheck. `node scripts/test.mjs test/sqlite` runs one folder or file.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { constants } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { buildTestCopy } from './test-build.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -81,40 +81,41 @@ function removeOrphanCopies() {
 /**
  * One Firestore emulator for the files of this run whose suites use one (firestoreForSuite, firestoreStoreForSuite):
  * a fresh JVM per file cost each of them its boot and a cold JIT. Each file still has a project of
- * its own. `env` resolves to the variables that point the files at it, or to none (no emulator
- * installed, or it did not start: then every file starts its own, as when a file runs without
- * this script).
+ * its own. It boots while the first files run (a JVM boot took 2-17 s, and the runner used to wait
+ * for it): `env` names the file where it announces its host, which those files wait for; a `{}`
+ * there (no emulator installed, or it did not start) has every file start its own, as when a file
+ * runs without this script.
  */
 function startSharedFirestore() {
-  const guardian = spawn(process.execPath, ['--import', 'tsx', 'test/support/shared-firestore-emulator.ts'], {
+  const dir = mkdtempSync(join(tmpdir(), 'dibs-shared-firestore-'));
+  const hostFile = join(dir, 'host.json');
+  const guardian = spawn(process.execPath, ['--import', 'tsx', 'test/support/shared-firestore-emulator.ts', hostFile], {
     cwd: root,
-    stdio: ['pipe', 'pipe', 'inherit'],
+    stdio: ['pipe', 'ignore', 'inherit'],
   });
-  const env = new Promise((resolve) => {
-    let out = '';
-    guardian.stdout.on('data', (chunk) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(JSON.parse(out));
-    });
+  const exited = new Promise((resolve) =>
     guardian.once('exit', (code) => {
-      if (code !== 0) console.error(`the shared Firestore emulator did not start (${code}): each file starts its own`);
-      resolve({});
-    });
-  });
-  const exited = new Promise((resolve) => guardian.once('exit', resolve));
+      if (!existsSync(hostFile)) {
+        console.error(`the shared Firestore emulator did not start (${code}): each file starts its own`);
+        writeFileSync(hostFile, '{}\n');
+      }
+      resolve();
+    }),
+  );
   // ending its stdin stops it; if this process dies first, the kernel closes the pipe for us
-  const stop = () => {
+  const stop = async () => {
     guardian.stdin.end();
-    return exited;
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
   };
-  return { env, stop };
+  return { env: { DIBS_FIRESTORE_SHARED_FILE: hostFile }, stop };
 }
 
 // the files whose suites take the run's emulator (one that only starts its own does not need it; one
 // whose suite comes from a helper that calls them starts its own: slower, still correct)
 const usesFirestore = files.some((f) => /\bfirestore(Store)?ForSuite\b/.test(readFileSync(join(root, f), 'utf8')));
 const sharedFirestore = usesFirestore ? startSharedFirestore() : undefined;
-const sharedFirestoreEnv = (await sharedFirestore?.env) ?? {};
+const sharedFirestoreEnv = sharedFirestore?.env ?? {};
 
 // The compiled copy the files' worker processes run (scripts/test-build.mjs, test/support/node-worker.ts).
 removeOrphanCopies();

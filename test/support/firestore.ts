@@ -3,7 +3,7 @@
  * `google-cloud-cli-firestore-emulator`, Java 17), on a free loopback port; every test file has a
  * project id of its own, which isolates its data. A suite's emulator (firestoreForSuite,
  * firestoreStoreForSuite) is the one scripts/test.mjs started for the whole run when there is one
- * (DIBS_FIRESTORE_SHARED_HOST, see shared-firestore-emulator.ts): a fresh JVM takes seconds to boot
+ * (DIBS_FIRESTORE_SHARED_FILE, see shared-firestore-emulator.ts): a fresh JVM takes seconds to boot
  * and its first transactions run interpreted, which cost every file several seconds of its own. A
  * file run without it, and a test that needs an emulator of its own (a moved clock, a restart),
  * starts one with startFirestoreEmulator; the test waits until it answers (not a fixed sleep) and
@@ -15,7 +15,7 @@
 import type { DocumentReference } from '@google-cloud/firestore';
 import type { Dibs } from '../../src/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { uniqueId } from './assert.js';
@@ -136,18 +136,31 @@ function onEmulator(host: string, stop: (projectId: string) => Promise<void>): O
   };
 }
 
-/** Set by scripts/test.mjs to the host of the emulator every file of its run shares. */
-export const SHARED_HOST_VARIABLE = 'DIBS_FIRESTORE_SHARED_HOST';
+/**
+ * Set by scripts/test.mjs to the file where the run's shared emulator announces its host (or `{}`:
+ * none). The runner starts it alongside the first files, so a file may have to wait for it.
+ */
+export const SHARED_FILE_VARIABLE = 'DIBS_FIRESTORE_SHARED_FILE';
+
+/** The shared emulator's host once announced; undefined when this run has none. */
+async function sharedHost(): Promise<string | undefined> {
+  const file = process.env[SHARED_FILE_VARIABLE];
+  if (!file) return undefined;
+  // a bound for a runner that never announces, not a speed check: a JVM boot at load has taken 17 s
+  for (const deadline = Date.now() + 240_000; !existsSync(file); await sleep(100))
+    if (Date.now() > deadline) throw new Error(`the run's shared Firestore emulator was not announced in ${file}`);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { host?: string }).host;
+}
 
 /**
  * The run's shared emulator when there is one, else one of this file's own. Stopping the shared
  * one only deletes this file's project, so that a long run does not fill its heap.
  */
 async function emulatorForSuite(): Promise<OwnedEmulator> {
-  const host = process.env[SHARED_HOST_VARIABLE];
+  const host = await sharedHost();
   if (!host) return startFirestoreEmulator();
   const reply = await fetch(`http://${host}/`, { signal: AbortSignal.timeout(30_000) }).catch((error) => {
-    throw new Error(`the run's shared Firestore emulator (${SHARED_HOST_VARIABLE}=${host}) does not answer`, {
+    throw new Error(`the run's shared Firestore emulator (${host}) does not answer`, {
       cause: error,
     });
   });

@@ -1,13 +1,22 @@
 /**
  * One Firestore emulator for every file of a test run, started by scripts/test.mjs (not a test):
- * prints, on one line of JSON, the environment that points the run's files at it once it answers
- * (`{}` when no emulator is installed), and stops it when its stdin ends — the runner closes it when the run is over, and the
- * kernel closes it when the runner dies, even by SIGKILL — or on SIGTERM/SIGINT/SIGHUP.
+ * once it answers, writes `{"host":"127.0.0.1:PORT"}` to the file named in argv[2] (`{}` when no
+ * emulator is installed; the runner writes `{}` if this process fails first), which the run's files
+ * wait for (firestore.ts), and stops it when its stdin ends — the runner closes it when the run is
+ * over, and the kernel closes it when the runner dies, even by SIGKILL — or on SIGTERM/SIGINT/SIGHUP.
  */
-import { firestoreEmulatorInstalled, SHARED_HOST_VARIABLE, startFirestoreEmulator } from './firestore.js';
+import { renameSync, writeFileSync } from 'node:fs';
+import { firestoreEmulatorInstalled, startFirestoreEmulator } from './firestore.js';
+
+const hostFile = process.argv[2]!;
+/** Whole or not at all: a file that waits for it never reads half a line. */
+const announce = (value: object) => {
+  writeFileSync(`${hostFile}.tmp`, `${JSON.stringify(value)}\n`);
+  renameSync(`${hostFile}.tmp`, hostFile);
+};
 
 if (!firestoreEmulatorInstalled()) {
-  process.stdout.write('{}\n');
+  announce({});
   process.exit(0);
 }
 const started = Date.now();
@@ -23,4 +32,4 @@ process.stdin.on('end', stop);
 process.stdin.on('error', stop);
 process.stdin.resume();
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stop);
-process.stdout.write(`${JSON.stringify({ [SHARED_HOST_VARIABLE]: emulator.host })}\n`);
+announce({ host: emulator.host });
