@@ -1,4 +1,5 @@
-// A compiled copy of the sources the tests' worker processes run (src/, test/support/, bench/lib/),
+// A compiled copy of the sources the tests' worker processes run (src/, test/support/, bench/lib/,
+// with test/fixtures/ and package.json, which modules read from beside themselves),
 // made once per test run by scripts/test.mjs. A worker started through tsx pays ~0.8 s more CPU
 // than plain Node on compiled files (tsx's loader thread and its transform of each module), and a
 // run starts hundreds of them; test/support/node-worker.ts picks the copy while it is current.
@@ -11,7 +12,9 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } f
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 
-const DIRS = ['src', 'test/support', 'bench/lib'];
+const DIRS = ['src', 'test/support', 'test/fixtures', 'bench/lib'];
+// read by modules from their place in the tree (the service's version)
+const FILES = ['package.json'];
 
 /** Compiles into `<root>/.test-build/<run>/` and returns that directory; `remove()` deletes it. */
 export function buildTestCopy(root) {
@@ -45,6 +48,7 @@ export function buildTestCopy(root) {
     }
   };
   for (const dir of DIRS) walk(join(root, dir));
+  for (const file of FILES) cpSync(join(root, file), join(out, file));
   // written last, once the copy is whole: a source changed after the copy began is newer than this
   // (node-worker.ts then runs the sources)
   writeFileSync(join(out, 'built-at'), `${startedAt}\n`);

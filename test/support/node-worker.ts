@@ -9,7 +9,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const SOURCES = ['src', 'test/support', 'bench/lib'];
+const SOURCES = ['src', 'test/support', 'test/fixtures', 'bench/lib'];
 
 function newest(dir: string): number {
   let latest = 0;
