@@ -2,8 +2,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Newest modification time of any file under `dir`. */
-function newest(dir: string): number {
+/** Newest modification time of any file under `dir` (also how test/support/node-worker.ts tells a stale test copy). */
+export function newest(dir: string): number {
   let latest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
