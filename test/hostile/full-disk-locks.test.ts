@@ -10,7 +10,10 @@
  *   test truncates the WAL (`wal_checkpoint(TRUNCATE)`, what a quiet database's checkpoint leaves)
  *   just before filling, so the next lock writes must grow it.
  * - Redis, AOF `appendfsync always`: Redis exits at the first AOF write it cannot make; restarted
- *   after freeing, it replays the AOF.
+ *   after freeing, it replays the AOF. The probes run on the full disk first; then another tenant's
+ *   values fill the AOF's last page, so Redis meets the full disk by its own state (small lock
+ *   writes fit in the room a page has left: at load the storm's few writes and the probes did not
+ *   always reach it, and Redis stayed up through the fault).
  * - PostgreSQL, WAL on the full disk: lock writes are small, so a writer of bulk rows on the same
  *   server (another tenant) fills the current WAL segment; creating the next one PANICs and the
  *   server stops; restarted after freeing, recovery replays every commit.
@@ -20,6 +23,7 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { LONG } from '../support/faults.js';
 import { diskFault, smallDiskForSuite, supervisedPg, supervisedRedis, tmpfsUnavailable } from '../support/full-disk.js';
@@ -30,11 +34,12 @@ import { redisServerInstalled, startRedis, type OwnedRedis } from '../support/re
 
 const skip = tmpfsUnavailable() ?? ((await requirePostgres()) || null);
 const DURATION_MS = LONG ? 20_000 : 3000;
+const TENANT_VALUE = 'x'.repeat(64 * 1024);
 
 // The three stores at once: each round mostly waits (process start-up, the full disk, a restart),
 // and each has its own disk, store and guarded table.
 describe('locks on a full disk', { concurrency: true }, () => {
-  describe('locks on a full disk: SQLite', { skip: skip ?? false, timeout: 180_000 }, () => {
+  describe('locks on a full disk: SQLite', { skip: skip ?? false, timeout: 300_000 }, () => {
     const smallDisk = smallDiskForSuite(16);
     let dibs: Dibs;
     let file: string;
@@ -66,7 +71,7 @@ describe('locks on a full disk', { concurrency: true }, () => {
 
   describe('locks on a full disk: Redis AOF appendfsync always', {
     skip: skip ?? (redisServerInstalled() ? false : 'redis-server missing'),
-    timeout: 180_000,
+    timeout: 300_000,
   }, () => {
     const smallDisk = smallDiskForSuite(24);
     let redis: OwnedRedis;
@@ -76,7 +81,8 @@ describe('locks on a full disk', { concurrency: true }, () => {
       const dir = join(smallDisk().dir, 'redis');
       mkdirSync(dir);
       redis = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always'], dir);
-      store = `${redis.url}?prefix=disklocks&commandTimeoutMs=2000`;
+      // a Redis that exited answers at once (refused); the bound is for a loaded machine's slow answers (2 s timed out at load ~65)
+      store = `${redis.url}?prefix=disklocks&commandTimeoutMs=10000`;
       dibs = await openDibs(store);
     });
     after(async () => {
@@ -90,15 +96,36 @@ describe('locks on a full disk', { concurrency: true }, () => {
         store,
         dibs,
         durationMs: DURATION_MS,
-        fault: (whileFull) =>
-          diskFault(smallDisk(), { afterMs: 300, fullMs: 1500, whileFull, supervised: supervisedRedis(redis) }),
+        fault: async (whileFull) => {
+          const tenant = new Redis(redis.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null });
+          tenant.on('error', () => {});
+          let probed = '';
+          let values = 0;
+          try {
+            const log = await diskFault(smallDisk(), {
+              afterMs: 300,
+              untilDown: {
+                store: supervisedRedis(redis),
+                maxMs: 30_000,
+                push: async () => {
+                  probed ||= await whileFull();
+                  await tenant.set(`tenant:${values++}`, TENANT_VALUE);
+                },
+              },
+              fullMs: 0,
+            });
+            return `${log}; while full, before Redis stopped: ${probed}; ${values} values (64 kB) sent by another tenant`;
+          } finally {
+            tenant.disconnect();
+          }
+        },
       });
     });
   });
 
   describe('locks on a full disk: PostgreSQL WAL', {
     skip: skip ?? (requirePgBinaries() || false),
-    timeout: 180_000,
+    timeout: 300_000,
   }, () => {
     const smallDisk = smallDiskForSuite(24);
     let server: OwnedPgServer;

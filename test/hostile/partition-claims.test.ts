@@ -7,19 +7,21 @@
  * same way on both stores. Judged by the client-side ledgers (claims: src/loadtest/verify.ts — no
  * code acknowledged twice, every acknowledged claim still held, limits and idempotent replays, the
  * store's own audit clean; buys: every acknowledged order stored, keyed retries replay, sold ≤
- * cap); every failure must be `unavailable`.
+ * cap); every failure must be `unavailable`. A round on the cluster starts once every node says
+ * cluster_state:ok, and its clients open once the cluster answers (a client not ready within the
+ * open's 10 s answers `unavailable`, "Cluster isn't ready", and opens again).
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Cluster } from 'ioredis';
-import { openDibs } from '../../src/index.js';
 import { saleGroupOf, saleKey, saleTag } from '../../src/backends/redis/keys.js';
 import { uniqueId } from '../support/assert.js';
 import { LONG } from '../support/faults.js';
 import { netnsUnavailable, type Direction, type Host, type Link, type Network } from '../support/netns.js';
 import { unixRelay, type HostPostgres, type HostRedis } from '../support/netns-stores.js';
 import { hostileNetworkForSuite } from '../support/netns-suite.js';
+import { openWhenReachable } from '../support/open-store.js';
 import { startClusterOn, type HostCluster } from '../support/netns-cluster.js';
 import { assertStormInvariants, runClaimStorm } from '../support/storm.js';
 import { assertBuysSurvived, runSaleStorm, spread, type SaleOp } from '../support/sale-storm.js';
@@ -79,14 +81,18 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
     {
       label: 'redis cluster',
       store: (_address, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000`,
-      local: async (tag) => ({ url: `${cluster!.url}?prefix=${tag}`, close: async () => undefined }),
+      local: async (tag) => {
+        // the cluster's own state before the round: every node cluster_state:ok (the last round's cuts healed)
+        await cluster!.waitOk();
+        return { url: `${cluster!.url}?prefix=${tag}`, close: async () => undefined };
+      },
     },
   ];
   for (const target of CLAIM_TARGETS) {
     it(`${target.label}: claim storm from two hosts through one-sided partitions — client ledger clean`, async () => {
       const tag = uniqueId('c').toLowerCase();
       const local = await target.local(tag);
-      const dibs = await openDibs(local.url);
+      const dibs = await openWhenReachable(local.url);
       try {
         const codes = LONG ? 20_000 : 4000;
         await dibs.pools.create({ name: 'part' });
@@ -199,25 +205,28 @@ describe('claims through partitions between hosts', { skip: skip ?? false, timeo
     {
       label: 'redis cluster',
       store: (_address, tag) => `${cluster!.url}?prefix=${tag}&commandTimeoutMs=1000`,
-      local: async (tag) => ({
-        url: `${cluster!.url}?prefix=${tag}`,
-        storedOrders: async (saleId) => {
-          const raw = new Cluster(cluster!.ports.map((port) => ({ host: '127.0.0.1', port })));
-          try {
-            return new Set(await raw.hkeys(saleKey(saleTag(tag, saleGroupOf('PART')), 'orders', saleId)));
-          } finally {
-            raw.disconnect();
-          }
-        },
-        close: async () => undefined,
-      }),
+      local: async (tag) => {
+        await cluster!.waitOk();
+        return {
+          url: `${cluster!.url}?prefix=${tag}`,
+          storedOrders: async (saleId) => {
+            const raw = new Cluster(cluster!.ports.map((port) => ({ host: '127.0.0.1', port })));
+            try {
+              return new Set(await raw.hkeys(saleKey(saleTag(tag, saleGroupOf('PART')), 'orders', saleId)));
+            } finally {
+              raw.disconnect();
+            }
+          },
+          close: async () => undefined,
+        };
+      },
     },
   ];
   for (const target of SALE_TARGETS) {
     it(`${target.label}: flash sale from two hosts through one-sided partitions — every acknowledged order kept, sold ≤ cap`, async () => {
       const tag = uniqueId('s').toLowerCase();
       const local = await target.local(tag);
-      const dibs = await openDibs(local.url);
+      const dibs = await openWhenReachable(local.url);
       try {
         const cap = 300;
         const sale = await dibs.sales.create({

@@ -7,12 +7,13 @@
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { readyThenGo } from './go.js';
-import { isDibsError, openDibs } from '../../src/index.js';
+import { isDibsError } from '../../src/index.js';
+import { openWhenReachable } from './open-store.js';
 import { retryUnavailable } from './retry-unavailable.js';
 import type { StormOp, StormOutcome, WorkerConfig } from './storm.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as WorkerConfig;
-const dibs = await openDibs(config.store, config.storeOptions ?? {});
+const dibs = await openWhenReachable(config.store, config.storeOptions ?? {});
 await readyThenGo();
 
 async function run(op: StormOp): Promise<StormOutcome> {

@@ -211,9 +211,13 @@ export async function startFakeClockPostgres(options: { clockshift?: boolean } =
   const init = spawnSync(
     'setpriv',
     [...asPostgres, `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'],
-    { encoding: 'utf8', timeout: 60_000 },
+    // only catches a hang: at load ~60 initdb took over 60 s, and a SIGTERM shows as exit 1 with "caught signal" on stdout
+    { encoding: 'utf8', timeout: 300_000 },
   );
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  if (init.status !== 0)
+    throw new Error(
+      `initdb failed (${init.status ?? init.signal}${init.error ? `, ${init.error.message}` : ''}): ${init.stderr}${init.stdout.trim().split('\n').slice(-5).join('\n')}`,
+    );
   appendFileSync(
     join(dir, 'data', 'postgresql.conf'),
     '\nfsync = off\nsynchronous_commit = off\nmax_connections = 60\nshared_buffers = 16MB\nlog_min_messages = fatal\n',

@@ -136,8 +136,14 @@ export interface DiskFault {
   afterMs: number;
   /** How long it stays full (after `untilDown`, if given). Omitted: it stays full (the test frees it). */
   fullMs?: number;
-  /** Keep it full until this store stopped by itself (at most `maxMs`) — PostgreSQL does after a WAL PANIC. */
-  untilDown?: { store: Supervised; maxMs: number };
+  /**
+   * Keep it full until this store stopped by itself (at most `maxMs`) — PostgreSQL does after a WAL
+   * PANIC, Redis with `appendfsync always` at its first AOF write that finds no room. `push`, if
+   * given, is another tenant's write, repeated while the store is up: the store then meets the full
+   * disk by its own writes, not only if the traffic under test happens to write past the room left
+   * in its files' last pages.
+   */
+  untilDown?: { store: Supervised; maxMs: number; push?: () => Promise<unknown> };
   /** Run while the disk is full (a probe from the test process); its answer goes into the log. */
   whileFull?: () => Promise<string>;
   /** Restarted once space is freed, if it exited. */
@@ -151,8 +157,11 @@ export async function diskFault(disk: SmallDisk, fault: DiskFault): Promise<stri
   const filledAt = performance.now();
   let log = `disk filled ${fault.afterMs} ms into the storm (${(taken / 1e6).toFixed(1)} MB)`;
   if (fault.untilDown) {
-    const { store, maxMs } = fault.untilDown;
-    while (!store.down() && performance.now() - filledAt < maxMs) await sleep(50);
+    const { store, maxMs, push } = fault.untilDown;
+    while (!store.down() && performance.now() - filledAt < maxMs) {
+      if (push) await push().catch(() => sleep(50));
+      else await sleep(50);
+    }
     log += store.down()
       ? `; ${store.name} stopped by itself ${(performance.now() - filledAt).toFixed(0)} ms later`
       : `; ${store.name} stayed up`;

@@ -25,17 +25,21 @@ export interface WorkerRun {
   prefix?: string[];
 }
 
-function runWorker(run: WorkerRun, timeoutMs: number): Promise<string[]> {
+function runWorker(run: WorkerRun, timeoutMs: number, stop?: Promise<unknown>): Promise<string[]> {
   const argv = [...(run.prefix ?? []), process.execPath, ...workerArgs(WORKER), JSON.stringify(run.config)];
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [stop ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       cwd: new URL('../..', import.meta.url).pathname,
     });
+    // a worker with `untilStopped` ends its rounds when its stdin closes
+    const end = () => child.stdin?.end();
+    stop?.then(end, end);
+    child.stdin?.on('error', () => {});
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (err += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -51,13 +55,18 @@ export interface HistoryResult {
   unavailable: number;
 }
 
-/** Runs the workers to the end, then reads the resource's log and checks the whole history. */
+/**
+ * Runs the workers to the end, then reads the resource's log and checks the whole history.
+ * `timeoutMs` only catches a hung worker (SIGKILL); `stop` settling closes the workers' stdin,
+ * which ends the rounds of workers configured `untilStopped`.
+ */
 export async function runHistory(
   runs: WorkerRun[],
   readLog: () => Promise<LogRecord[]>,
   timeoutMs = 120_000,
+  stop?: Promise<unknown>,
 ): Promise<HistoryResult> {
-  const lines = (await Promise.all(runs.map((r) => runWorker(r, timeoutMs))))
+  const lines = (await Promise.all(runs.map((r) => runWorker(r, timeoutMs, stop))))
     .flat()
     .map((l) => JSON.parse(l) as { t: string } & Record<string, unknown>);
   const sections = lines.filter((l) => l.t === 'section') as unknown as SectionRecord[];

@@ -27,6 +27,12 @@ export interface HistoryWorkerConfig {
   pauseMs?: number;
   /** Keep taking rounds until this much time has passed (instead of `rounds`). */
   durationMs?: number;
+  /**
+   * Keep taking rounds until the parent closes this process's stdin (runHistory's `stop`), and for
+   * at least `durationMs` if given: a round that must span a fault ends when the test saw the fault
+   * over, not on a timer a loaded machine outruns.
+   */
+  untilStopped?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as HistoryWorkerConfig;
@@ -45,6 +51,18 @@ async function open() {
   }
 }
 
+let stopped = false;
+if (config.untilStopped) {
+  process.stdin.on('end', () => (stopped = true));
+  process.stdin.resume();
+}
+const more = (i: number, started: number) =>
+  config.untilStopped
+    ? !stopped || now() - started < (config.durationMs ?? 0)
+    : config.durationMs !== undefined
+      ? now() - started < config.durationMs
+      : i < config.rounds;
+
 const resource = new GuardedResource(config.resource);
 const dibs = await open();
 let unavailable = 0;
@@ -52,7 +70,7 @@ let writeSeq = 0;
 let paused = false;
 try {
   const started = now();
-  for (let i = 0; config.durationMs !== undefined ? now() - started < config.durationMs : i < config.rounds; i++) {
+  for (let i = 0; more(i, started); i++) {
     const key = config.keys[(i + process.pid) % config.keys.length]!;
     const lockKey = config.brokenLock ? `${key}:${process.pid}` : key;
     try {

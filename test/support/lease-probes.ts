@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dibs, Lease } from '../../src/index.js';
 
-const TTL_MS = 120_000;
+// outlives a whole round on a loaded machine (a 120 s lease expired before check() at load ~60); check() releases them
+const TTL_MS = 600_000;
 
 /** Retries `unavailable` for up to ~30 s (a restarted store, a reconnecting handle). */
 export async function whenBack<T>(step: () => Promise<T>): Promise<T> {

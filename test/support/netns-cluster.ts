@@ -22,6 +22,8 @@ export interface HostCluster {
   url: string;
   ports: number[];
   nodes: HostRedis[];
+  /** Until every node says cluster_state:ok (bounded at 60 s, only to catch a cluster that never is). */
+  waitOk(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -42,6 +44,18 @@ export async function startClusterOn(store: Host, links: Link[], options: Cluste
   const nodes: HostRedis[] = [];
   const relays: Array<{ close(): Promise<void> }> = [];
   const forwarders: ChildProcess[] = [];
+  const inStore = (...args: string[]) =>
+    spawnSync('ip', ['netns', 'exec', store.name, 'redis-cli', ...args], { encoding: 'utf8', timeout: 30_000 });
+  const waitOk = async () => {
+    for (const deadline = Date.now() + 60_000; ; await sleep(100)) {
+      const states = ports.map(
+        (p) => /cluster_state:(\w+)/.exec(inStore('-p', String(p), 'cluster', 'info').stdout)?.[1],
+      );
+      if (states.every((state) => state === 'ok')) return;
+      if (Date.now() > deadline)
+        throw new Error(`the cluster on the store host did not reach cluster_state:ok (${states.join(', ')})`);
+    }
+  };
   const stop = async () => {
     for (const f of forwarders) f.kill('SIGKILL');
     await Promise.all(relays.map((r) => r.close()));
@@ -62,15 +76,10 @@ export async function startClusterOn(store: Host, links: Link[], options: Cluste
         ]),
       );
     }
-    const inStore = (...args: string[]) =>
-      spawnSync('ip', ['netns', 'exec', store.name, 'redis-cli', ...args], { encoding: 'utf8', timeout: 30_000 });
     const created = inStore('--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-yes');
     if (created.status !== 0)
       throw new Error(`redis-cli --cluster create failed: ${created.stdout}\n${created.stderr}`);
-    for (const deadline = Date.now() + 20_000; ; await sleep(100)) {
-      if (ports.every((p) => inStore('-p', String(p), 'cluster', 'info').stdout.includes('cluster_state:ok'))) break;
-      if (Date.now() > deadline) throw new Error('the cluster on the store host did not reach cluster_state:ok');
-    }
+    await waitOk();
     for (const [i, node] of nodes.entries()) relays.push(await unixRelay(node.socket, ports[i]));
     const to = await options.upstream?.(ports);
     for (const link of links) {
@@ -91,5 +100,5 @@ export async function startClusterOn(store: Host, links: Link[], options: Cluste
     await stop();
     throw error;
   }
-  return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, nodes, stop };
+  return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, nodes, waitOk, stop };
 }

@@ -71,9 +71,13 @@ export async function startPostgresOn(host: Host, extra: string[] = []): Promise
       '-E',
       'UTF8',
     ],
-    { encoding: 'utf8', timeout: 60_000 },
+    // only catches a hang: at load ~60 initdb took over 60 s, and a SIGTERM shows as exit 1 with "caught signal" on stdout
+    { encoding: 'utf8', timeout: 300_000 },
   );
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  if (init.status !== 0)
+    throw new Error(
+      `initdb failed (${init.status ?? init.signal}${init.error ? `, ${init.error.message}` : ''}): ${init.stderr}${init.stdout.trim().split('\n').slice(-5).join('\n')}`,
+    );
   // The links' private range only exists inside the namespaces.
   appendFileSync(join(dir, 'data', 'pg_hba.conf'), 'host all all 10.213.0.0/16 trust\n');
   const port = 5432;

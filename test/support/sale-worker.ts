@@ -5,11 +5,12 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { readyThenGo } from './go.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDibsError, openDibs } from '../../src/index.js';
+import { isDibsError } from '../../src/index.js';
+import { openWhenReachable } from './open-store.js';
 import type { SaleOp, SaleOutcome, SaleWorkerConfig } from './sale-storm.js';
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SaleWorkerConfig;
-const dibs = await openDibs(config.store);
+const dibs = await openWhenReachable(config.store);
 await readyThenGo();
 
 async function answer(
