@@ -42,11 +42,12 @@ export interface LimitStormOptions {
   durationMs: number;
   /**
    * Hang catchers, each counted from the state it waits on, never from the spawn alone: a worker
-   * must say `ready` within `timeoutMs` of its start, and exit within `durationMs + timeoutMs` of
-   * the go. One bound from the spawn over both killed workers that were only slow: a loaded
-   * machine's start-up (a transpiler, a store client's first request) plus a Firestore take that
-   * may keep losing to contention for its own bound of 30 s before it answers.
+   * must say `ready` within `readyTimeoutMs` of its start (default 150 s: at load 60, without a
+   * build, 6 workers under tsx took over 60 s to start), and exit within `durationMs + timeoutMs`
+   * of the go (default 60 s: a Firestore take may lose to contention for its own bound of 30 s
+   * before it answers). One 60 s bound from the spawn over both killed workers that were only slow.
    */
+  readyTimeoutMs?: number;
   timeoutMs?: number;
 }
 
@@ -58,7 +59,7 @@ export async function runLimitStorm(opts: LimitStormOptions): Promise<Decision[]
     durationMs: opts.durationMs,
     concurrency: opts.concurrency,
   };
-  const bounds = { readyMs: opts.timeoutMs ?? 60_000, runMs: opts.durationMs + (opts.timeoutMs ?? 60_000) };
+  const bounds = { readyMs: opts.readyTimeoutMs ?? 150_000, runMs: opts.durationMs + (opts.timeoutMs ?? 60_000) };
   // every worker says `ready` once its store is open; then all are told to go at once
   let ready = 0;
   const workers: LimitWorker[] = [];
