@@ -76,7 +76,8 @@ describe('firestore emulator: rate limits', { skip: !firestoreEmulatorInstalled(
     }
   });
 
-  it('a storm of processes, every window within its limit, every denial required', { timeout: 120_000 }, async () => {
+  it('a storm of processes, every window within its limit, every denial required', { timeout: 240_000 }, async () => {
+    // (240 s: a hang catcher; the workers' own bounds, limit-storm.ts, fire first)
     const store = emulator.storeUrl();
     const dibs = await openDibs(store);
     try {

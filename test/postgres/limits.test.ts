@@ -12,7 +12,7 @@ if (skip) {
   limitConformance('postgres', () => openTempPg({ poolSize: '4' }));
 
   it('postgres: a storm of processes, every window within its limit, every denial required', {
-    timeout: 120_000,
+    timeout: 240_000, // a hang catcher: the workers' own bounds (limit-storm.ts) fire first
   }, async () => {
     const temp = await openTempPg({ poolSize: '4' });
     try {

@@ -23,7 +23,7 @@ async function storm(label: string, store: string): Promise<void> {
 await onRedisStores(limitConformance, (url) => {
   // both storms at once: their worker processes start together (CI time), on separate stores
   it('storms of processes on a Cluster and on the single node: every window within its limit, every denial required', {
-    timeout: 120_000,
+    timeout: 240_000, // a hang catcher: the workers' own bounds (limit-storm.ts) fire first
   }, async () => {
     const prefix = testPrefix();
     try {

@@ -7,7 +7,7 @@ limitConformance('sqlite (file)', openTempSqlite);
 
 describe('sqlite: rate limits across OS processes', () => {
   it('a storm of processes on one file: every window within its limit, every denial required', {
-    timeout: 120_000,
+    timeout: 240_000, // a hang catcher: the workers' own bounds (limit-storm.ts) fire first
   }, async () => {
     const temp = await openTempSqlite();
     try {

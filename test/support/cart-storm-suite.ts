@@ -12,6 +12,13 @@ import type { StormEnv } from './sale-storm-suite.js';
 import type { Sale } from '../../src/index.js';
 
 const HOUR = 3_600_000;
+/**
+ * The TTL of every cart but the late ones: longer than any storm runs, so a cart the record says
+ * is held (kept, or its confirm or cancel answered unavailable) is still held when the checker
+ * reads it. At 60 s a loaded machine's Firestore storm (193 s) outlived a kept cart, which the
+ * store rightly showed expired.
+ */
+const HELD_TTL_MS = 30 * 60_000;
 /** The carts' lines: which of the three sales each shape of cart holds. */
 const SHAPES = [
   [0, 1, 2],
@@ -62,7 +69,7 @@ export function cartStormSuite(
         kind: 'cart',
         lines: shape.map((x) => ({ sale: sales[x]!.id, quantity: 1 })),
         then: 'confirm',
-        ttlMs: 60_000,
+        ttlMs: HELD_TTL_MS,
         thinkMs: 20,
         early: true,
       }));
@@ -78,7 +85,7 @@ export function cartStormSuite(
           kind: 'cart',
           lines,
           then: plan,
-          ttlMs: plan === 'late' ? 1000 : 60_000,
+          ttlMs: plan === 'late' ? 1000 : HELD_TTL_MS,
           thinkMs: i % 3 === 0 ? 50 : 5,
           ...(i % 4 === 0 ? { key: `cart-${i}` } : {}),
         };

@@ -27,7 +27,11 @@ async function answer(
   try {
     return { op, step, status: 'ok', ...(await fn()) };
   } catch (error) {
-    return { op, step, status: 'error', error: isDibsError(error) ? error.code : String(error) };
+    if (!isDibsError(error)) return { op, step, status: 'error', error: String(error) };
+    // an `unavailable` whose outcome is unknown (it may have been applied) is told apart from one
+    // that committed nothing (the Firestore backend's contention bound): the checker judges them apart
+    const ambiguous = (error.details as { ambiguous?: boolean } | undefined)?.ambiguous === true;
+    return { op, step, status: 'error', error: error.code, ...(ambiguous ? { ambiguous } : {}) };
   }
 }
 

@@ -40,6 +40,14 @@ export interface LimitStormOptions {
   processes: number;
   concurrency: number;
   durationMs: number;
+  /**
+   * Hang catchers, each counted from the state it waits on, never from the spawn alone: a worker
+   * must say `ready` within `readyTimeoutMs` of its start (default 150 s: at load 60, without a
+   * build, 6 workers under tsx took over 60 s to start), and exit within `durationMs + timeoutMs`
+   * of the go (default 60 s: a Firestore take may lose to contention for its own bound of 30 s
+   * before it answers). One 60 s bound from the spawn over both killed workers that were only slow.
+   */
+  readyTimeoutMs?: number;
   timeoutMs?: number;
 }
 
@@ -51,50 +59,90 @@ export async function runLimitStorm(opts: LimitStormOptions): Promise<Decision[]
     durationMs: opts.durationMs,
     concurrency: opts.concurrency,
   };
+  const bounds = { readyMs: opts.readyTimeoutMs ?? 150_000, runMs: opts.durationMs + (opts.timeoutMs ?? 60_000) };
   // every worker says `ready` once its store is open; then all are told to go at once
   let ready = 0;
-  const go: (() => void)[] = [];
+  const workers: LimitWorker[] = [];
   const everyoneReady = () => {
-    if (++ready === opts.processes) for (const start of go) start();
+    if (++ready === opts.processes) for (const worker of workers) worker.go();
   };
-  const outs = await Promise.all(
-    Array.from({ length: opts.processes }, () => runWorker(config, opts.timeoutMs ?? 60_000, everyoneReady, go)),
-  );
-  return outs
-    .flat()
-    .filter((line) => line !== 'ready')
-    .map((line) => JSON.parse(line) as Decision);
+  for (let i = 0; i < opts.processes; i++) workers.push(startWorker(i, config, bounds, everyoneReady));
+  try {
+    const outs = await Promise.all(workers.map((w) => w.done));
+    return outs
+      .flat()
+      .filter((line) => line !== 'ready')
+      .map((line) => JSON.parse(line) as Decision);
+  } finally {
+    // one worker failed: the others would wait for a go that never comes
+    for (const worker of workers) worker.kill();
+  }
 }
 
-function runWorker(
+interface LimitWorker {
+  go(): void;
+  kill(): void;
+  /** Its output lines, once it exited 0. */
+  done: Promise<string[]>;
+}
+
+function startWorker(
+  index: number,
   config: Record<string, unknown>,
-  timeoutMs: number,
+  bounds: { readyMs: number; runMs: number },
   onReady: () => void,
-  go: (() => void)[],
-): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...WORKER_ARGS, JSON.stringify(config)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    go.push(() => child.stdin.end('go\n'));
-    let out = '';
-    let err = '';
-    let announced = false;
-    child.stdout.on('data', (d) => {
-      out += d;
-      if (!announced && out.startsWith('ready\n')) {
-        announced = true;
-        onReady();
-      }
-    });
-    child.stderr.on('data', (d) => (err += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
+): LimitWorker {
+  const child = spawn(process.execPath, [...WORKER_ARGS, JSON.stringify(config)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const started = performance.now();
+  let wentAt: number | undefined;
+  let killedFor: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = (ms: number, what: string) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      killedFor = `${what} (the storm's hang catcher killed it)`;
+      child.kill('SIGKILL');
+    }, ms);
+  };
+  bound(bounds.readyMs, `not ready ${bounds.readyMs} ms after its start`);
+  let out = '';
+  let err = '';
+  let announced = false;
+  child.stdout.on('data', (d) => {
+    out += d;
+    if (!announced && out.startsWith('ready\n')) {
+      announced = true;
+      clearTimeout(timer); // waiting for the go is bounded by the other workers' start
+      onReady();
+    }
+  });
+  child.stderr.on('data', (d) => (err += d));
+  const done = new Promise<string[]>((resolve, reject) => {
+    // 'close', not 'exit': the output is only whole once the pipes are
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (code === 0) resolve(out.split('\n').filter(Boolean));
-      else reject(new Error(`limit worker exited ${code}: ${err}`));
+      if (code === 0) return resolve(out.split('\n').filter(Boolean));
+      const phase =
+        wentAt === undefined
+          ? `${announced ? 'ready, waiting for the go' : 'starting'} after ${(performance.now() - started).toFixed(0)} ms`
+          : `${(performance.now() - wentAt).toFixed(0)} ms after the go`;
+      reject(new Error(`limit worker ${index} exited ${code ?? signal}, ${killedFor ?? phase}: ${err}`));
     });
   });
+  return {
+    go() {
+      wentAt = performance.now();
+      bound(bounds.runMs, `still running ${bounds.runMs} ms after the go`);
+      child.stdin.end('go\n');
+    },
+    kill() {
+      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+    done,
+  };
 }
 
 export interface StormSummary {

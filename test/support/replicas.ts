@@ -112,7 +112,10 @@ export async function startSentinelSetup(
   };
   try {
     // Replicas must not be chosen by a lower priority or accept writes; sentinel promotes the one with the most data.
-    const master = track(await startRedis(options.masterArgs ?? []));
+    // No diskless-sync delay (Redis' default waits 5 s for more replicas before a full sync, and a
+    // replica that connects after the transfer began waits for the next one): at load the replicas'
+    // first sync alone went past the 30 s bound of 'replicas in sync'.
+    const master = track(await startRedis(['--repl-diskless-sync-delay', '0', ...(options.masterArgs ?? [])]));
     nodes.push(master);
     const replicas: OwnedRedis[] = [];
     for (let i = 0; i < (options.replicas ?? 2); i++) {
