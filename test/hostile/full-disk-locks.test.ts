@@ -18,6 +18,7 @@
  *   server (another tenant) fills the current WAL segment; creating the next one PANICs and the
  *   server stops; restarted after freeing, recovery replays every commit.
  */
+import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -91,21 +92,24 @@ describe('locks on a full disk', { concurrency: true }, () => {
     });
 
     it('acquire, renew and release while the disk is full: `unavailable` or kept, history valid, fences only grow, recovers', async () => {
+      let downAnswer = '';
       await lockRoundOnFullDisk({
         label: 'redis AOF always',
         store,
         dibs,
         durationMs: DURATION_MS,
+        felt: () => downAnswer === 'unavailable',
         fault: async (whileFull) => {
           const tenant = new Redis(redis.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null });
           tenant.on('error', () => {});
           let probed = '';
           let values = 0;
+          const supervised = supervisedRedis(redis);
           try {
             const log = await diskFault(smallDisk(), {
               afterMs: 300,
               untilDown: {
-                store: supervisedRedis(redis),
+                store: supervised,
                 maxMs: 30_000,
                 push: async () => {
                   probed ||= await whileFull();
@@ -113,6 +117,17 @@ describe('locks on a full disk', { concurrency: true }, () => {
                 },
               },
               fullMs: 0,
+              // Redis has exited and is not restarted yet: a lock call now must answer `unavailable`
+              // (the workers' calls, retried by the client while it reconnects, may never see it down)
+              whileFull: async () => {
+                if (!supervised.down()) return 'Redis up';
+                downAnswer = await dibs.locks.acquire('probe-down', { ttlMs: 5000, waitMs: 0 }).then(
+                  (lease) => (lease ? `ok (fence ${lease.fence})` : 'held'),
+                  (error: { code?: string }) => error.code ?? String(error),
+                );
+                assert.equal(downAnswer, 'unavailable', 'a lock call while Redis was down answered unavailable');
+                return `Redis down, acquire ${downAnswer}`;
+              },
             });
             return `${log}; while full, before Redis stopped: ${probed}; ${values} values (64 kB) sent by another tenant`;
           } finally {
