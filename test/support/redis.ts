@@ -183,14 +183,13 @@ function logTail(dir: string): string {
 
 /**
  * Until the server on `port` answers PING. If `child` exits first, fails at once with the end of its
- * log; the bound (60 s) is for a server that hangs, not a speed check: a node with a preloaded clock
- * shift on a loaded 2-core machine has taken over 10 s.
+ * log (in `dir`); the bound (60 s) only catches a server that hangs, not a speed check.
  */
-async function waitForPing(port: number, child?: ChildProcess, dir?: string, timeoutMs = 60_000): Promise<void> {
+async function waitForPing(port: number, child: ChildProcess, dir: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child && (child.exitCode !== null || child.signalCode !== null)) {
-      const log = dir ? logTail(dir) : '';
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const log = logTail(dir);
       throw new ExitedBeforeReady(
         `redis-server on port ${port} exited (${child.exitCode ?? child.signalCode}) before it answered:\n${log}`,
         /address already in use|could not create server tcp listening socket|bind/i.test(log),
@@ -209,9 +208,7 @@ async function waitForPing(port: number, child?: ChildProcess, dir?: string, tim
       if ((await client.ping()) === 'PONG') return;
     } catch {
       if (Date.now() > deadline)
-        throw new Error(
-          `redis-server on port ${port} did not answer within ${timeoutMs} ms${dir ? `:\n${logTail(dir)}` : ''}`,
-        );
+        throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms:\n${logTail(dir)}`);
     } finally {
       client.disconnect();
     }
