@@ -49,8 +49,8 @@ export function buildTestCopy(root) {
   };
   for (const dir of DIRS) walk(join(root, dir));
   for (const file of FILES) cpSync(join(root, file), join(out, file));
-  // written last, once the copy is whole: a source changed after the copy began is newer than this
-  // (node-worker.ts then runs the sources)
-  writeFileSync(join(out, 'built-at'), `${startedAt}\n`);
+  // written last, once the copy is whole: what it holds and when it began (node-worker.ts runs the
+  // sources when one of them changed since)
+  writeFileSync(join(out, 'built.json'), `${JSON.stringify({ startedAt, sources: [...DIRS, ...FILES] })}\n`);
   return { dir: out, remove: () => rmSync(out, { recursive: true, force: true }) };
 }
