@@ -150,10 +150,17 @@ const child = spawn(
   },
 );
 // A runner stopped by SIGTERM or SIGINT (a CI timeout, Ctrl-C) stops its test run too, which ends
-// the files' processes and, through their teardown, the servers they started.
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+// the files' processes and, through their teardown, the servers they started. It then exits as
+// stopped by that signal, whatever the test run's own code: a run cut short never reads as passed.
+let stoppedBy;
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'])
+  process.on(signal, () => {
+    stoppedBy ??= signal;
+    child.kill(signal);
+  });
 child.on('exit', async (code, signal) => {
   testCopy.remove();
   await sharedFirestore?.stop();
-  process.exit(code ?? 128 + (signal ? constants.signals[signal] : 0));
+  const by = stoppedBy ?? signal;
+  process.exit(by ? 128 + constants.signals[by] : (code ?? 1));
 });
