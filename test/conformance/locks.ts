@@ -63,9 +63,8 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it('a waiter gets the lock when the holder releases', async () => {
       const k = key();
       const a = await dibs.locks.acquire(k, { ttlMs: 10_000 });
-      const waiting = dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 20_000 });
-      await sleep(50);
-      assert.equal((await dibs.locks.inspect(k)).waiters, 1);
+      const waiting = dibs.locks.acquire(k, { ttlMs: 10_000, waitMs: 60_000 });
+      await waitersBecome(dibs, k, 1);
       await dibs.locks.release(a);
       const b = await waiting;
       assert.ok(b.fence > a.fence);
@@ -94,7 +93,8 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.locks.release(await dibs.locks.acquire(key(), { ttlMs: 60_000 }));
       const ttlMs = Math.max(150, Math.ceil(4 * (performance.now() - t0)));
       const a = await dibs.locks.acquire(k, { ttlMs, waitMs: 10 * ttlMs });
-      await sleep(ttlMs + 250);
+      // expired when the store says so (state, not a sleep of the TTL on this process's clock)
+      await until(async () => (await dibs.locks.inspect(k)).holders.length === 0, `${k}: the lease never lapsed`);
       await rejectsWith(dibs.locks.renew(a), 'lease_lost');
       await rejectsWith(dibs.locks.release(a), 'not_owner');
       const b = await dibs.locks.tryAcquire(k, { ttlMs: 10_000 });
@@ -183,6 +183,12 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       await dibs.locks.release(next);
     });
 
+    /** Polls `done` (state, not time) until it holds; a generous bound for a loaded machine. */
+    async function until(done: () => Promise<boolean>, failure: string): Promise<void> {
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(20)) if (await done()) return;
+      assert.fail(failure);
+    }
+
     /** Polls inspect (state, not time) until `waiters` is reached; generous bound for a loaded machine. */
     async function waitersBecome(d: Dibs, k: string, expected: number): Promise<void> {
       let seen = -1;
@@ -196,13 +202,14 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it("fair: waiters of two instances are granted in the order of their tickets (the store's sequence)", async () => {
       const k = key('fair');
       const other = new Dibs(dibs.backend); // a second facade over the same store: its own in-process queue
-      const holder = await dibs.locks.acquire(k, { ttlMs: 30_000 });
+      // the holder releases explicitly; its TTL outlives six waiters queuing on a loaded emulator
+      const holder = await dibs.locks.acquire(k, { ttlMs: 180_000 });
       const granted: Lease[] = [];
       const waiters: Promise<void>[] = [];
       for (let i = 0; i < 6; i++) {
         const d = i % 2 === 0 ? dibs : other;
         waiters.push(
-          d.locks.acquire(k, { ttlMs: 30_000, waitMs: 60_000, fair: true }).then(async (lease) => {
+          d.locks.acquire(k, { ttlMs: 30_000, waitMs: 180_000, fair: true }).then(async (lease) => {
             granted.push(lease);
             await sleep(5);
             await d.locks.release(lease);
@@ -226,7 +233,12 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it("fair: a dead waiter's ticket blocks the line only until it lapses; fair tryAcquire never jumps the line", async () => {
       const k = key('fair-dead');
       // A waiter that died right after taking its ticket: a ticket nobody renews (short TTL).
-      const dead = await dibs.backend.locks.tryAcquire(fairQueueKey(k), 1_000_000, 1_500);
+      // its TTL far above a step of this store (a 1.5 s ticket lapsed before the next step on the
+      // Firestore emulator at load 40: the line was empty and fair tryAcquire rightly got the slot)
+      const t0 = performance.now();
+      await dibs.locks.release(await dibs.locks.acquire(key(), { ttlMs: 60_000 }));
+      const deadTtlMs = Math.max(1_500, Math.ceil(10 * (performance.now() - t0)));
+      const dead = await dibs.backend.locks.tryAcquire(fairQueueKey(k), 1_000_000, deadTtlMs);
       assert.ok(dead);
       assert.equal(
         await dibs.locks.tryAcquire(k, { ttlMs: 10_000, fair: true }),
@@ -309,8 +321,11 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
       const held = await dibs.locks.acquire(b, { ttlMs: 10_000 });
       await dibs.locks.release(await dibs.locks.acquire(a, { ttlMs: 10_000 }));
       const fair = await dibs.locks.acquire(c, { ttlMs: 10_000, fair: true });
-      const waiting = dibs.locks.acquire(c, { ttlMs: 10_000, waitMs: 5_000, fair: true }); // a ticket in c's line
-      await sleep(300);
+      const waiting = dibs.locks.acquire(c, { ttlMs: 10_000, waitMs: 120_000, fair: true }); // a ticket in c's line
+      await until(
+        async () => (await dibs.backend.locks.inspect(fairQueueKey(c))).holders.length === 1,
+        `${c}: the waiter's ticket never showed in the line`,
+      );
       await dibs.counters.incr(`${run}-y`, 2);
       await dibs.counters.incr(`${run}-x`, 1);
       const locks = dibs.backend.locks;
