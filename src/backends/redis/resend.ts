@@ -5,7 +5,7 @@
  * id: its first run remembers the reply under that id for REPLAY_MS in the script's own slot
  * (lib.lua replay_reply / remember_reply) and a re-send answers it instead of acting again.
  */
-import { randomBytes } from 'node:crypto';
+import { randomId } from '../shared/random-ids.js';
 
 /**
  * How long a reply is remembered. A re-send happens while the command still waits for its reply,
@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 export const REPLAY_MS = 60_000;
 
 /** A new request id: 16 random bytes, URL-safe. */
-export const requestId = (): string => randomBytes(16).toString('base64url');
+export const requestId = (): string => randomId(16);
 
 /** The key remembering one request's reply, beside `key` and in its hash slot (same tag). */
 export const replayKey = (key: string, id: string): string => `${key}:rs:${id}`;
