@@ -103,8 +103,6 @@ describe('postgres: a prepared statement made stale by another build', () => {
       grouped: false,
       groupMax: 1,
       groupConcurrency: 1,
-      groupSplit: 1,
-      groupSplitMin: 1,
       connectTimeoutMs: 5000,
       queryTimeoutMs: 10_000,
       statementTimeoutMs: 5000,

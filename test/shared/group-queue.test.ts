@@ -41,19 +41,9 @@ const policyArb = fc.record({
   joinTurn: fc.boolean(),
   distinct: fc.boolean(),
   holdBack: fc.boolean(),
-  split: fc.integer({ min: 1, max: 4 }),
-  splitMin: fc.integer({ min: 1, max: 3 }),
 });
 
-type PolicyDraft = {
-  max: number;
-  concurrency: number;
-  joinTurn: boolean;
-  distinct: boolean;
-  holdBack: boolean;
-  split: number;
-  splitMin: number;
-};
+type PolicyDraft = { max: number; concurrency: number; joinTurn: boolean; distinct: boolean; holdBack: boolean };
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** Runs one schedule through a queue and checks every rule the backends rely on. */
@@ -63,8 +53,6 @@ async function runSchedule(policyIn: PolicyDraft, drafts: Omit<Req, 'id'>[]): Pr
     max: policyIn.max,
     concurrency: policyIn.concurrency,
     joinTurn: policyIn.joinTurn,
-    split: policyIn.split,
-    splitMin: policyIn.splitMin,
     ...(policyIn.distinct ? { identify: (r: Req) => r, holdBack: policyIn.holdBack } : {}),
   };
   const holdBack = policyIn.distinct && policyIn.holdBack;
@@ -235,57 +223,6 @@ describe('group queue', () => {
       await turns(2);
     }
     assert.deepEqual(await Promise.all(answers), claimants);
-    assert.equal(queue.activeKeys, 0);
-  });
-
-  it('split: waiting requests are dealt evenly over the groups wanted in flight; callers coming back regroup whole', async () => {
-    const started: number[][] = [];
-    const releases: (() => void)[] = [];
-    const run = async (_key: string, group: readonly Waiting<number, number>[]) => {
-      started.push(group.map((w) => w.request));
-      await new Promise<void>((resolve) => releases.push(resolve));
-      for (const w of group) w.resolve(w.request);
-    };
-    const sizes = () => started.map((g) => g.length);
-    const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
-    const queue = new GroupQueue<number, number>({ max: 64, concurrency: 16, split: 2 }, run);
-
-    const wave = ids(0, 16).map((i) => queue.add('pool', i));
-    await nextTurn();
-    assert.deepEqual(started, [ids(0, 8), ids(8, 8)], 'one turn of 16 is dealt over 2 groups, in arrival order');
-    releases.shift()!();
-    assert.deepEqual(await Promise.all(wave.slice(0, 8)), ids(0, 8));
-    // the first group's callers come back while the second runs: one group of them, not halves
-    const back = ids(100, 8).map((i) => queue.add('pool', i));
-    await nextTurn();
-    assert.deepEqual(sizes(), [8, 8, 8], 'a group ending beside a running one is replaced whole');
-    while (releases.length > 0) {
-      releases.shift()!();
-      await turns(2);
-    }
-    await Promise.all([...wave, ...back]);
-
-    // beyond split × max, the rest is taken whole, max at a time
-    started.length = 0;
-    const crowd = ids(0, 300).map((i) => queue.add('pool', i));
-    await nextTurn();
-    assert.deepEqual(sizes(), [64, 64, 64, 64, 44]);
-    while (releases.length > 0) releases.shift()!();
-    await Promise.all(crowd);
-
-    // splitMin: 9 waiting with a minimum of 5 make one group; 10 make two of 5
-    for (const [n, want] of [
-      [9, [9]],
-      [10, [5, 5]],
-    ] as const) {
-      started.length = 0;
-      const small = new GroupQueue<number, number>({ max: 64, concurrency: 16, split: 4, splitMin: 5 }, run);
-      const answers = ids(0, n).map((i) => small.add('pool', i));
-      await nextTurn();
-      assert.deepEqual(sizes(), want, `${n} waiting, splitMin 5`);
-      while (releases.length > 0) releases.shift()!();
-      await Promise.all(answers);
-    }
     assert.equal(queue.activeKeys, 0);
   });
 });

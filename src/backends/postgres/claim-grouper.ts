@@ -20,13 +20,7 @@ export class ClaimGrouper {
     private readonly settles: (pool: string) => boolean,
   ) {
     this.queue = new GroupQueue(
-      {
-        max: options.groupMax,
-        concurrency: options.groupConcurrency,
-        split: options.groupSplit,
-        splitMin: options.groupSplitMin,
-        identify: (request) => request,
-      },
+      { max: options.groupMax, concurrency: options.groupConcurrency, identify: (request) => request },
       (pool, group) => this.run(pool, group),
     );
   }

@@ -21,10 +21,6 @@ export interface PgOptions {
   groupMax: number;
   /** Grouped statements of one pool running at once in this process. */
   groupConcurrency: number;
-  /** Grouped claim statements of one pool to aim for in flight (group-queue.ts `split`). */
-  groupSplit: number;
-  /** Fewest claims of a statement made by dealing (group-queue.ts `splitMin`). */
-  groupSplitMin: number;
   /** How long to wait for a free connection (and to connect) before `unavailable`. */
   connectTimeoutMs: number;
   /**

@@ -7,9 +7,6 @@
  *   grouped           `false` turns grouped claims and grouped sale steps off (default on)
  *   groupMax          most claims (or sale steps) served by one grouped statement (default 64)
  *   groupConcurrency  grouped statements of one pool in flight (default poolSize)
- *   groupSplit        grouped claim statements of one pool to aim for in flight: waiting claims
- *                     are dealt over that many (default 1: one statement takes up to groupMax)
- *   groupSplitMin     fewest claims of a statement made by dealing (default 1)
  *   connectTimeoutMs  wait for a connection before `unavailable` (default 10000)
  *   queryTimeoutMs    a statement unanswered this long is `unavailable`, its connection dropped (default 60000)
  *   statementTimeoutMs          server-side statement_timeout (default 80% of queryTimeoutMs)
@@ -54,8 +51,6 @@ export const DIBS_PARAMS = [
   'grouped',
   'groupMax',
   'groupConcurrency',
-  'groupSplit',
-  'groupSplitMin',
   'connectTimeoutMs',
   'queryTimeoutMs',
   'statementTimeoutMs',
@@ -252,8 +247,6 @@ export function parseOptions(url: URL, overrides: BackendOptions = {}): PgOption
     grouped: grouped === undefined ? true : grouped === 'true' || grouped === '1',
     groupMax: int(param('groupMax'), 64, 1, 1000, 'groupMax'),
     groupConcurrency: int(param('groupConcurrency'), poolSize, 1, 1000, 'groupConcurrency'),
-    groupSplit: int(param('groupSplit'), 1, 1, 1000, 'groupSplit'),
-    groupSplitMin: int(param('groupSplitMin'), 1, 1, 1000, 'groupSplitMin'),
     connectTimeoutMs: int(param('connectTimeoutMs'), 10_000, 1, 600_000, 'connectTimeoutMs'),
     queryTimeoutMs,
     statementTimeoutMs,

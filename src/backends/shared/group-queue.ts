@@ -13,12 +13,6 @@
  * the next group. So an idle process runs a request at once, and a busy one amortises each round
  * trip over up to `max` requests. Nothing waits on a timer.
  *
- * Splitting (`split` > 1): callers answered by one group come back together and would form one
- * group again, one statement in flight while the store flushes its commit and Node reads the
- * answer. With `split` n, requests that find free slots are dealt evenly over up to n − running
- * groups (each of at least `splitMin`), so up to n groups overlap; a group ending while others run
- * starts one group of whoever came back, so groups do not shrink turn after turn.
- *
  * Claims (`identify`) add one rule: a group never holds the same claimant or idempotency key twice
  * (the grouped statement and transaction judge each request against the state before the group, so
  * a repeat would not see the first one's holding); the repeat waits for a later group and sees it.
@@ -60,10 +54,6 @@ export interface GroupPolicy<R> {
   identify?: (request: R) => Identity;
   /** With `identify`: a request whose claimant or key is in a running group waits for it to end. */
   holdBack?: boolean;
-  /** Groups of one key to aim for in flight: waiting requests are dealt over that many (default 1). */
-  split?: number;
-  /** With `split`: fewest requests of a group made by dealing (default 1). */
-  splitMin?: number;
 }
 
 /**
@@ -89,8 +79,6 @@ export class GroupQueue<R, V> {
   private readonly joinTurn: boolean;
   private readonly identify: ((request: R) => Identity) | null;
   private readonly holdBack: boolean;
-  private readonly split: number;
-  private readonly splitMin: number;
   /** Claimants and keys of the group being taken, when not held back (reused: taking is synchronous). */
   private readonly taking = { claimants: new Set<string>(), keys: new Set<string>() };
 
@@ -103,8 +91,6 @@ export class GroupQueue<R, V> {
     this.joinTurn = policy.joinTurn ?? true;
     this.identify = policy.identify ?? null;
     this.holdBack = this.identify !== null && (policy.holdBack ?? false);
-    this.split = Math.max(1, policy.split ?? 1);
-    this.splitMin = Math.max(1, policy.splitMin ?? 1);
   }
 
   /** Queues one request of `key`; settles with its own answer once its group has run. */
@@ -144,10 +130,8 @@ export class GroupQueue<R, V> {
   }
 
   private dispatch(key: string, lane: Lane<R, V>): void {
-    let deal = this.groupsToDeal(lane);
     while (lane.queue.length > 0 && lane.running < this.concurrency) {
-      const group = this.take(lane, Math.min(this.max, Math.ceil(lane.queue.length / deal)));
-      deal = Math.max(1, deal - 1);
+      const group = this.take(lane);
       if (group.length === 0) break; // everyone waiting repeats a running group: its end kicks them
       lane.running++;
       let done: Promise<void>;
@@ -166,17 +150,6 @@ export class GroupQueue<R, V> {
       );
     }
     this.dropIfIdle(key, lane);
-  }
-
-  /**
-   * Over how many groups this dispatch deals the waiting requests: enough to bring the groups in
-   * flight up to `split`, within the free slots, none below `splitMin`; at least 1 (the groups
-   * beyond `split` * `max` requests are taken whole, as without splitting).
-   */
-  private groupsToDeal(lane: Lane<R, V>): number {
-    const free = this.concurrency - lane.running;
-    const wanted = Math.min(this.split - lane.running, free, Math.floor(lane.queue.length / this.splitMin));
-    return Math.max(1, wanted);
   }
 
   /** Frees the place of a group that has ended: its claimants and keys, its slot, its lane. */
@@ -198,18 +171,18 @@ export class GroupQueue<R, V> {
   }
 
   /**
-   * Takes the next group off the lane's queue, oldest first: up to `size` requests with pairwise
+   * Takes the next group off the lane's queue, oldest first: up to `max` requests with pairwise
    * distinct claimants and keys (and, with hold-back, none of a running group's). The ones passed
    * over keep their order at the head of the queue.
    */
-  private take(lane: Lane<R, V>, size: number): Waiting<R, V>[] {
+  private take(lane: Lane<R, V>): Waiting<R, V>[] {
     const queue = lane.queue;
-    if (!this.identify) return queue.splice(0, size);
+    if (!this.identify) return queue.splice(0, this.max);
     const seen = lane.busy ?? this.taking;
     const group: Waiting<R, V>[] = [];
     let kept = 0;
     let i = 0;
-    for (; i < queue.length && group.length < size; i++) {
+    for (; i < queue.length && group.length < this.max; i++) {
       const w = queue[i]!;
       const { claimant, key } = this.identify(w.request);
       if (seen.claimants.has(claimant) || (key !== null && seen.keys.has(key))) {
