@@ -5,14 +5,14 @@
  *
  *   node --import tsx bench/postgres-seed-params.ts
  * env: SEED_VARIANTS  store URL parameters of each variant, variants separated by `,`
- *                     (default `groupSplit=1,groupSplit=2`; an empty variant is the defaults)
+ *                     (default `,groupMax=8`: the defaults, and groups of at most 8; an empty variant is the defaults)
  *      SEED_ROUNDS (5), SEED_CLAIMANTS (10000; codes are half of it)
  */
 import { runLoadtest } from '../src/loadtest/run.js';
 import { TARGETS } from './loadtest.js';
 import { loadNow, spread } from './lib/rounds.js';
 
-const VARIANTS = (process.env.SEED_VARIANTS ?? 'groupSplit=1,groupSplit=2').split(',');
+const VARIANTS = (process.env.SEED_VARIANTS ?? ',groupMax=8').split(',');
 const ROUNDS = Number(process.env.SEED_ROUNDS ?? 5);
 const CLAIMANTS = Number(process.env.SEED_CLAIMANTS ?? 10_000);
 const target = TARGETS.find((t) => t.label === 'postgres')!;
