@@ -18,6 +18,8 @@ function compiledCopy(): string | null {
   const dir = process.env.DIBS_TEST_BUILD;
   const manifest = dir ? join(dir, 'built.json') : '';
   if (!dir || !existsSync(manifest)) return (current = null);
+  // this module runs from the copy itself (a worker that starts workers): its files are the copy's
+  if (resolve(dir) === resolve(ROOT)) return (current = dir);
   const { startedAt, sources } = JSON.parse(readFileSync(manifest, 'utf8')) as { startedAt: number; sources: string[] };
   const changed = (path: string) => (statSync(path).isDirectory() ? newest(path) : statSync(path).mtimeMs) > startedAt;
   current = sources.some((source) => changed(join(ROOT, source))) ? null : dir;
