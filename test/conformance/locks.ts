@@ -318,9 +318,10 @@ export function lockConformance(label: string, open: () => Promise<ConformanceTa
     it('lists lock keys ever granted (not the bookkeeping of waiters and fair lines) and counters, in order with a cursor (stores that cannot: unsupported)', async () => {
       const run = `list${++n}`;
       const [b, a, c] = [`${run}-b`, `${run}-a`, `${run}-c`];
-      const held = await dibs.locks.acquire(b, { ttlMs: 10_000 });
+      // released explicitly at the end: their TTLs outlive the listing on a loaded store
+      const held = await dibs.locks.acquire(b, { ttlMs: 120_000 });
       await dibs.locks.release(await dibs.locks.acquire(a, { ttlMs: 10_000 }));
-      const fair = await dibs.locks.acquire(c, { ttlMs: 10_000, fair: true });
+      const fair = await dibs.locks.acquire(c, { ttlMs: 120_000, fair: true });
       const waiting = dibs.locks.acquire(c, { ttlMs: 10_000, waitMs: 120_000, fair: true }); // a ticket in c's line
       await until(
         async () => (await dibs.backend.locks.inspect(fairQueueKey(c))).holders.length === 1,
