@@ -5,8 +5,9 @@
 # any EBADENGINE warning fails this script) and better-sqlite3 is compiled against its headers
 # (no prebuilt download). Everything happens in a temporary copy; the tree is not touched.
 # Usage: scripts/node-compat.sh [MAJOR ...]   (needs g++, make, python3; PostgreSQL/Redis not used)
-# `scripts/node-compat.sh 24` shows why 24 is not declared yet: better-sqlite3 12 aborts there
-# (docs/operations.md, "Node versions").
+# 24 is not declared: better-sqlite3 12 aborts processes there (docs/operations.md, "Node versions"),
+# so the SQLite store refuses to open on it (src/backends/sqlite/node-support.ts). To see the abort,
+# run this on a copy whose engines include ^24 and whose openSqlite does not call that check.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [ $# -gt 0 ] || set -- 22

@@ -12,6 +12,7 @@ import type { Backend, BackendFactory } from '../../core/backend.js';
 import { DibsError } from '../../core/errors.js';
 import type { Health } from '../../core/types.js';
 import { closeWrites, latestMigration, migrate, openDatabase, type Db, type SqliteOptions } from './database.js';
+import { assertSqliteRunsHere } from './node-support.js';
 import { SqlitePools } from './pools.js';
 import { SqliteSales } from './sales.js';
 import { SqliteOutbox } from './outbox.js';
@@ -79,6 +80,7 @@ export class SqliteBackend implements Backend {
 }
 
 export const openSqlite: BackendFactory = async (url) => {
+  assertSqliteRunsHere();
   const filename = filenameOf(url);
   const options: SqliteOptions = {
     busyTimeoutMs: numberParam(url, 'busyTimeoutMs', 10_000),
