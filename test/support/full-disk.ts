@@ -7,7 +7,7 @@
  * and by an 'exit' handler, even when a test failed.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,18 +35,26 @@ export interface SmallDisk {
   dir: string;
   /** Writes a filler file until the disk is full; returns the bytes it took. */
   fill(): number;
-  /** Deletes the filler. */
+  /** Deletes the filler, and the reserve if the disk has one. */
   free(): void;
   unmount(): void;
 }
 
-export function mountSmallDisk(sizeMb: number): SmallDisk {
+/**
+ * `reserveMb`: room taken at mount and given back by the first `free()`, so that freeing frees at
+ * least that much even when the store's own files filled the disk before the fault did (a SQLite
+ * WAL grew past a 16 MB disk within a storm's first 200 ms on a fast machine; the filler then took
+ * nothing and freeing it freed nothing).
+ */
+export function mountSmallDisk(sizeMb: number, reserveMb = 0): SmallDisk {
   const dir = mkdtempSync(join(tmpdir(), 'dibs-small-disk-'));
   const made = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0777`, 'tmpfs', dir], {
     encoding: 'utf8',
   });
   if (made.status !== 0) throw new Error(`mount tmpfs failed: ${made.stderr}`);
   const filler = join(dir, 'filler');
+  const reserve = join(dir, 'reserve');
+  if (reserveMb > 0) writeFileSync(reserve, Buffer.alloc(reserveMb * 1024 * 1024));
   let mounted = true;
   const unmount = () => {
     if (!mounted) return;
@@ -83,16 +91,19 @@ export function mountSmallDisk(sizeMb: number): SmallDisk {
         closeSync(fd);
       }
     },
-    free: () => rmSync(filler, { force: true }),
+    free: () => {
+      rmSync(filler, { force: true });
+      rmSync(reserve, { force: true });
+    },
     unmount,
   };
 }
 
 /** For a describe block: a small disk mounted before its tests and unmounted after them. */
-export function smallDiskForSuite(sizeMb: number): () => SmallDisk {
+export function smallDiskForSuite(sizeMb: number, reserveMb = 0): () => SmallDisk {
   let disk: SmallDisk | undefined;
   before(() => {
-    disk = mountSmallDisk(sizeMb);
+    disk = mountSmallDisk(sizeMb, reserveMb);
   });
   after(() => {
     disk?.unmount();
