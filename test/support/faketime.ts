@@ -31,6 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, type OwnedCluster, redisServerInstalled, startCluster, startRedis } from './redis.js';
+import { runToEnd } from './run-to-end.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -208,11 +209,11 @@ export async function startFakeClockPostgres(options: { clockshift?: boolean } =
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
   const asPostgres = [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups'];
-  const init = spawnSync(
+  const init = await runToEnd(
     'setpriv',
     [...asPostgres, `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'],
-    // only catches a hang: at load ~60 initdb took over 60 s, and a SIGTERM shows as exit 1 with "caught signal" on stdout
-    { encoding: 'utf8', timeout: 300_000 },
+    // only catches a hang: at load ~60 initdb took over 60 s
+    { timeoutMs: 300_000 },
   );
   if (init.status !== 0)
     throw new Error(

@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { openDibs, type Dibs } from '../../src/index.js';
 import { uniqueId } from './assert.js';
 import { openForSuite } from './suite-store.js';
+import { runToEnd } from './run-to-end.js';
 
 export const SHARED_REDIS = process.env.DIBS_TEST_REDIS ?? 'redis://127.0.0.1:6379/0';
 
@@ -369,7 +370,7 @@ export async function startCluster(
         ),
       );
     }
-    const create = spawnSync(
+    const create = await runToEnd(
       'redis-cli',
       [
         '--cluster',
@@ -379,7 +380,7 @@ export async function startCluster(
         String(replicas),
         '--cluster-yes',
       ],
-      { encoding: 'utf8', timeout: 30_000 },
+      { timeoutMs: 30_000 },
     );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     await clusterOk(nodes);

@@ -1,0 +1,47 @@
+/**
+ * A command run to its end without blocking the event loop. spawnSync would stall every other
+ * suite of the file for as long as the command runs (`redis-cli --cluster create` waits seconds
+ * for the nodes to join, initdb takes seconds): a client of another suite whose query timer
+ * expired meanwhile fails with a timeout when the loop resumes, although its answer is already
+ * in the socket (timers run before I/O). Seen: "postgres: Query read timeout" on a `SET` while the
+ * file's Redis Cluster suite was being created.
+ */
+import { spawn } from 'node:child_process';
+
+export interface Ended {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Set when the command could not be started, or was killed for running past `timeoutMs`. */
+  error?: Error;
+}
+
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<Ended> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.env ? { env: options.env } : {}),
+    });
+    let stdout = '';
+    let stderr = '';
+    let error: Error | undefined;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      error = new Error(`${command} ran past ${options.timeoutMs} ms`);
+      child.kill('SIGKILL');
+    }, options.timeoutMs);
+    child.once('error', (e) => {
+      error = e;
+    });
+    child.once('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status, signal, stdout, stderr, ...(error ? { error } : {}) });
+    });
+  });
+}
