@@ -7,7 +7,7 @@
  * exit even when a test failed; temp dirs are removed.
  * Missing binaries: a failure under CI (`CI=true`), a loud skip elsewhere.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   chownSync,
@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { startDelayRelay, type DelayRelay } from './delay-relay.js';
+import { runToEnd } from './run-to-end.js';
 
 const USER = 'dibs';
 
@@ -67,23 +68,16 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Runs initdb / pg_basebackup without blocking the event loop: a test file that starts a server in
- * one suite while another suite's storm runs beside it must not stall that storm's timers. The
- * bound only catches a hang: initdb beside two suites' worker start-ups at load ~60 took over the
- * 60 s this was, and the SIGTERM showed only as exit 1 ("caught signal" goes to stdout).
+ * Runs initdb / pg_basebackup to their end (run-to-end.ts: never blocking the event loop, which a
+ * storm of another suite beside it needs). The bound only catches a hang: initdb beside two
+ * suites' worker start-ups at load ~60 took over the 60 s this was.
  */
 async function run(bin: string, args: string[], ids: { uid: number; gid: number } | undefined): Promise<void> {
-  await new Promise<void>((resolve, reject) =>
-    execFile(join(pgBinDir()!, bin), args, { ...ids, encoding: 'utf8', timeout: 300_000 }, (error, stdout, stderr) =>
-      error
-        ? reject(
-            new Error(
-              `${bin} ${args.join(' ')} failed (${error.code ?? error.signal}${error.killed ? ', killed after 300 s' : ''}): ${stderr}${stdout.trim().split('\n').slice(-5).join('\n')}`,
-            ),
-          )
-        : resolve(),
-    ),
-  );
+  const ended = await runToEnd(join(pgBinDir()!, bin), args, { timeoutMs: 300_000, ...ids });
+  if (ended.status !== 0)
+    throw new Error(
+      `${bin} ${args.join(' ')} failed (${ended.status ?? ended.signal}${ended.error ? `, ${ended.error.message}` : ''}): ${ended.stderr}${ended.stdout.trim().split('\n').slice(-5).join('\n')}`,
+    );
 }
 
 export interface PgServer {

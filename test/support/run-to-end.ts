@@ -20,22 +20,20 @@ export interface Ended {
 export function runToEnd(
   command: string,
   args: string[],
-  options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv; uid?: number; gid?: number },
 ): Promise<Ended> {
+  const { timeoutMs, ...spawnOptions } = options;
   return new Promise((resolve) => {
-    const child = spawn(command, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(options.env ? { env: options.env } : {}),
-    });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
     let stdout = '';
     let stderr = '';
     let error: Error | undefined;
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
-      error = new Error(`${command} ran past ${options.timeoutMs} ms`);
+      error = new Error(`${command} ran past ${timeoutMs} ms`);
       child.kill('SIGKILL');
-    }, options.timeoutMs);
+    }, timeoutMs);
     child.once('error', (e) => {
       error = e;
     });
