@@ -31,7 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, type OwnedCluster, redisServerInstalled, startCluster, startRedis } from './redis.js';
-import { runToEnd } from './run-to-end.js';
+import { runOrThrow } from './run-to-end.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -209,16 +209,13 @@ export async function startFakeClockPostgres(options: { clockshift?: boolean } =
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
   const asPostgres = [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups'];
-  const init = await runToEnd(
+  await runOrThrow(
+    'initdb',
     'setpriv',
     [...asPostgres, `${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'],
     // only catches a hang: at load ~60 initdb took over 60 s
     { timeoutMs: 300_000 },
   );
-  if (init.status !== 0)
-    throw new Error(
-      `initdb failed (${init.status ?? init.signal}${init.error ? `, ${init.error.message}` : ''}): ${init.stderr}${init.stdout.trim().split('\n').slice(-5).join('\n')}`,
-    );
   appendFileSync(
     join(dir, 'data', 'postgresql.conf'),
     '\nfsync = off\nsynchronous_commit = off\nmax_connections = 60\nshared_buffers = 16MB\nlog_min_messages = fatal\n',

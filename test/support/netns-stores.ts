@@ -14,6 +14,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import type { Host } from './netns.js';
+import { runOrThrow } from './run-to-end.js';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 
@@ -54,7 +55,8 @@ export async function startPostgresOn(host: Host, extra: string[] = []): Promise
   const { uid, gid } = postgresUser();
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
-  const init = spawnSync(
+  await runOrThrow(
+    'initdb',
     'setpriv',
     [
       `--reuid=${uid}`,
@@ -71,13 +73,9 @@ export async function startPostgresOn(host: Host, extra: string[] = []): Promise
       '-E',
       'UTF8',
     ],
-    // only catches a hang: at load ~60 initdb took over 60 s, and a SIGTERM shows as exit 1 with "caught signal" on stdout
-    { encoding: 'utf8', timeout: 300_000 },
+    // only catches a hang: at load ~60 initdb took over 60 s
+    { timeoutMs: 300_000 },
   );
-  if (init.status !== 0)
-    throw new Error(
-      `initdb failed (${init.status ?? init.signal}${init.error ? `, ${init.error.message}` : ''}): ${init.stderr}${init.stdout.trim().split('\n').slice(-5).join('\n')}`,
-    );
   // The links' private range only exists inside the namespaces.
   appendFileSync(join(dir, 'data', 'pg_hba.conf'), 'host all all 10.213.0.0/16 trust\n');
   const port = 5432;

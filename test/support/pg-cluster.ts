@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { startDelayRelay, type DelayRelay } from './delay-relay.js';
-import { runToEnd } from './run-to-end.js';
+import { runOrThrow } from './run-to-end.js';
 
 const USER = 'dibs';
 
@@ -73,11 +73,7 @@ async function freePort(): Promise<number> {
  * suites' worker start-ups at load ~60 took over the 60 s this was.
  */
 async function run(bin: string, args: string[], ids: { uid: number; gid: number } | undefined): Promise<void> {
-  const ended = await runToEnd(join(pgBinDir()!, bin), args, { timeoutMs: 300_000, ...ids });
-  if (ended.status !== 0)
-    throw new Error(
-      `${bin} ${args.join(' ')} failed (${ended.status ?? ended.signal}${ended.error ? `, ${ended.error.message}` : ''}): ${ended.stderr}${ended.stdout.trim().split('\n').slice(-5).join('\n')}`,
-    );
+  await runOrThrow(`${bin} ${args.join(' ')}`, join(pgBinDir()!, bin), args, { timeoutMs: 300_000, ...ids });
 }
 
 export interface PgServer {

@@ -20,7 +20,7 @@ export interface Ended {
 export function runToEnd(
   command: string,
   args: string[],
-  options: { timeoutMs: number; env?: NodeJS.ProcessEnv; uid?: number; gid?: number },
+  options: { timeoutMs: number; uid?: number; gid?: number },
 ): Promise<Ended> {
   const { timeoutMs, ...spawnOptions } = options;
   return new Promise((resolve) => {
@@ -42,4 +42,19 @@ export function runToEnd(
       resolve({ status, signal, stdout, stderr, ...(error ? { error } : {}) });
     });
   });
+}
+
+/** Runs `command` to its end; unless it exited 0, throws naming `what`, how it ended and the end of its output. */
+export async function runOrThrow(
+  what: string,
+  command: string,
+  args: string[],
+  options: Parameters<typeof runToEnd>[2],
+): Promise<Ended> {
+  const ended = await runToEnd(command, args, options);
+  if (ended.status !== 0)
+    throw new Error(
+      `${what} failed (${ended.status ?? ended.signal}${ended.error ? `, ${ended.error.message}` : ''}): ${ended.stderr}${ended.stdout.trim().split('\n').slice(-5).join('\n')}`,
+    );
+  return ended;
 }
