@@ -21,7 +21,10 @@ function compiledCopy(): string | null {
   // this module runs from the copy itself (a worker that starts workers): its files are the copy's
   if (resolve(dir) === resolve(ROOT)) return (current = dir);
   const { startedAt, sources } = JSON.parse(readFileSync(manifest, 'utf8')) as { startedAt: number; sources: string[] };
-  const changed = (path: string) => (statSync(path).isDirectory() ? newest(path) : statSync(path).mtimeMs) > startedAt;
+  const changed = (path: string) => {
+    const stat = statSync(path);
+    return (stat.isDirectory() ? newest(path) : stat.mtimeMs) > startedAt;
+  };
   current = sources.some((source) => changed(join(ROOT, source))) ? null : dir;
   return current;
 }
